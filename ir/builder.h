@@ -1,0 +1,46 @@
+// The builder: every IR node is made here, and each one gets its struct info on the way
+// (normalization is always on). Importers, the text parser and passes use these functions and
+// never write struct info by hand; an annotation is merged with what inference finds (Refine).
+//
+//   Expected<Expr> sum = MakeOpCall(OpKind::kAdd, {x, y});
+//   Var v = MakeVar("sum", (*sum)->struct_info);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/module.h"
+#include "ir/op.h"
+
+namespace quilt::ir {
+
+Var MakeVar(std::string name, StructInfo sinfo, bool dataflow = false);
+Expected<Expr> MakeOpCall(OpKind kind, std::vector<Expr> args, Attrs attrs = {});
+Expected<Expr> MakeOpCall(const OpInfo& op, std::vector<Expr> args, Attrs attrs = {});
+// A call of module function `callee` (a GlobalVar whose struct info is the function's).
+Expected<Expr> MakeFuncCall(Expr callee, std::vector<Expr> args);
+Expr MakeGlobalVar(std::string name, StructInfo func_sinfo);
+// R.call_packed("name", args, sinfo_args=...) / R.call_dps_packed("name", args, out_sinfo=...).
+Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args);
+Expr MakeTuple(std::vector<Expr> fields);
+Expected<Expr> MakeTupleGetItem(Expr tuple, int index);
+Expr MakeShapeExpr(std::vector<PrimExpr> values);
+Expr MakePrimValue(PrimExpr value, DataType dtype = DataType::kInt64);
+Expr MakeStringImm(std::string value);
+// Elements as raw little-endian bytes; size must match shape x dtype.
+Expected<Expr> MakeConstant(DataType dtype, std::vector<int64_t> shape,
+                            std::shared_ptr<const std::vector<uint8_t>> data,
+                            std::optional<VDevice> vdevice = std::nullopt);
+SeqExpr MakeSeqExpr(std::vector<BindingBlock> blocks, Expr body);
+Expected<Expr> MakeIf(Expr cond, SeqExpr then_branch, SeqExpr else_branch);
+// `declared_ret` may be null; otherwise it is refined with the body's struct info.
+Expected<Function> MakeFunction(std::vector<Var> params, SeqExpr body, StructInfo declared_ret,
+                                Attrs attrs = {}, bool is_pure = true, bool is_private = false);
+StructInfo FunctionSInfo(const FunctionNode& f);
+
+// Re-infers every struct info of the module from its parameters and annotations, callees before
+// callers; returns a new module (the input is not changed). A binding's annotation is refined
+// with what inference gives; a contradiction is a diagnostic naming the function and value.
+Expected<IRModule> NormalizeModule(const IRModule& mod);
+
+}  // namespace quilt::ir

@@ -1,0 +1,174 @@
+// NormalizeModule: rebuilds every function through the builder so that each struct info is
+// what inference gives, refined by the annotations already there.
+//  1. Functions are visited callees first (a call needs its callee's signature); a recursive
+//     call uses the callee's signature as it stands.
+//  2. Parameters keep their annotations. Each binding's value is rebuilt from the new
+//     arguments; the bound variable's old struct info acts as its annotation (Refine).
+//  3. The return struct info is the declared one refined with the body's.
+#include <map>
+#include <set>
+
+#include "ir/builder.h"
+
+namespace quilt::ir {
+namespace {
+
+class Normalizer {
+ public:
+  explicit Normalizer(const IRModule& mod) : mod_(mod) {}
+
+  Expected<IRModule> Run() {
+    for (const auto& [name, f] : mod_.functions) {
+      Expected<Function> g = NormalizeFunction(name);
+      if (!g) return g.error();
+    }
+    IRModule out = mod_;
+    for (auto& [name, f] : out.functions) f = done_.at(name);
+    return out;
+  }
+
+ private:
+  Expected<Function> NormalizeFunction(const std::string& name) {
+    if (auto it = done_.find(name); it != done_.end()) return it->second;
+    Function f = mod_.Lookup(name);
+    in_progress_.insert(name);
+    std::string saved = func_name_;
+    func_name_ = name;
+    std::vector<Var> params;
+    for (const Var& p : f->params) params.push_back(Rebind(p, p->struct_info));
+    Expected<SeqExpr> body = VisitSeq(f->body);
+    func_name_ = saved;
+    in_progress_.erase(name);
+    if (!body) return body.error();
+    Expected<Function> g =
+        MakeFunction(params, *body, f->ret_struct_info, f->attrs, f->is_pure, f->is_private);
+    if (!g) return Error(g.error().message, "function '" + name + "'");
+    done_[name] = *g;
+    return g;
+  }
+
+  Var Rebind(const Var& old, StructInfo sinfo) {
+    Var v = MakeVar(old->name_hint, std::move(sinfo), old->IsDataflow());
+    vars_[old.get()] = v;
+    return v;
+  }
+
+  Expected<SeqExpr> VisitSeq(const SeqExpr& seq) {
+    std::vector<BindingBlock> blocks;
+    for (const BindingBlock& block : seq->blocks) {
+      BindingBlock nb{block.dataflow, {}};
+      for (const Binding& b : block.bindings) {
+        Expected<Expr> value = Visit(b.value);
+        if (!value) return Error(value.error().message, Where(b.var));
+        Expected<StructInfo> sinfo = Refine(b.var->struct_info, (*value)->struct_info);
+        if (!sinfo) return Error(sinfo.error().message, Where(b.var));
+        nb.bindings.push_back({Rebind(b.var, *sinfo), *value});
+      }
+      blocks.push_back(std::move(nb));
+    }
+    Expected<Expr> body = Visit(seq->body);
+    if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
+    return MakeSeqExpr(std::move(blocks), *body);
+  }
+
+  std::string Where(const Var& v) const {
+    return "function '" + func_name_ + "', binding '" + v->name_hint + "'";
+  }
+
+  Expected<std::vector<Expr>> VisitAll(const std::vector<Expr>& exprs) {
+    std::vector<Expr> out;
+    for (const Expr& e : exprs) {
+      Expected<Expr> n = Visit(e);
+      if (!n) return n.error();
+      out.push_back(*n);
+    }
+    return out;
+  }
+
+  Expected<Expr> Visit(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kVar:
+      case ExprKind::kDataflowVar: {
+        auto it = vars_.find(static_cast<const VarNode*>(e.get()));
+        return it == vars_.end() ? e : Expr(it->second);
+      }
+      case ExprKind::kConstant:
+      case ExprKind::kShapeExpr:
+      case ExprKind::kPrimValue:
+      case ExprKind::kStringImm:
+      case ExprKind::kOp:
+      case ExprKind::kExternFunc:
+        return e;
+      case ExprKind::kGlobalVar:
+        return VisitGlobalVar(*As<GlobalVarNode>(e));
+      case ExprKind::kTuple: {
+        Expected<std::vector<Expr>> fields = VisitAll(As<TupleNode>(e)->fields);
+        if (!fields) return fields.error();
+        return MakeTuple(std::move(*fields));
+      }
+      case ExprKind::kTupleGetItem: {
+        const auto* t = As<TupleGetItemNode>(e);
+        Expected<Expr> tuple = Visit(t->tuple);
+        if (!tuple) return tuple;
+        return MakeTupleGetItem(*tuple, t->index);
+      }
+      case ExprKind::kCall:
+        return VisitCall(*As<CallNode>(e));
+      case ExprKind::kIf: {
+        const auto* n = As<IfNode>(e);
+        Expected<Expr> cond = Visit(n->cond);
+        if (!cond) return cond;
+        Expected<SeqExpr> then_branch = VisitSeq(n->then_branch);
+        if (!then_branch) return then_branch.error();
+        Expected<SeqExpr> else_branch = VisitSeq(n->else_branch);
+        if (!else_branch) return else_branch.error();
+        return MakeIf(*cond, *then_branch, *else_branch);
+      }
+      case ExprKind::kSeqExpr: {
+        Expected<SeqExpr> s = VisitSeq(AsPtr<SeqExprNode>(e));
+        if (!s) return s.error();
+        return Expr(*s);
+      }
+      case ExprKind::kFunction:
+        return Error("nested functions are not supported");
+    }
+    return e;
+  }
+
+  Expected<Expr> VisitGlobalVar(const GlobalVarNode& gv) {
+    Function callee = mod_.Lookup(gv.name);
+    if (!callee) return Error("call of unknown function '" + gv.name + "'");
+    if (in_progress_.count(gv.name)) return MakeGlobalVar(gv.name, FunctionSInfo(*callee));
+    // Callee first; its variables are its own, so keep ours aside.
+    auto saved = std::move(vars_);
+    vars_.clear();
+    Expected<Function> f = NormalizeFunction(gv.name);
+    vars_ = std::move(saved);
+    if (!f) return f.error();
+    return MakeGlobalVar(gv.name, (*f)->struct_info);
+  }
+
+  Expected<Expr> VisitCall(const CallNode& call) {
+    Expected<std::vector<Expr>> args = VisitAll(call.args);
+    if (!args) return args.error();
+    if (const OpInfo* op = call.op()) return MakeOpCall(*op, std::move(*args), call.attrs);
+    if (const auto* ext = As<ExternFuncNode>(call.callee)) {
+      return MakeExternCall(ext->name, std::move(*args), call.sinfo_args);
+    }
+    Expected<Expr> callee = Visit(call.callee);
+    if (!callee) return callee;
+    return MakeFuncCall(*callee, std::move(*args));
+  }
+
+  const IRModule& mod_;
+  std::map<std::string, Function> done_;
+  std::set<std::string> in_progress_;
+  std::map<const VarNode*, Var> vars_;
+  std::string func_name_;
+};
+
+}  // namespace
+
+Expected<IRModule> NormalizeModule(const IRModule& mod) { return Normalizer(mod).Run(); }
+
+}  // namespace quilt::ir

@@ -1,0 +1,140 @@
+#include "ir/prim_expr.h"
+
+#include <algorithm>
+
+namespace quilt::ir {
+namespace {
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int64_t FloorMod(int64_t a, int64_t b) { return a - FloorDiv(a, b) * b; }
+
+int Precedence(PrimKind k) {
+  switch (k) {
+    case PrimKind::kAdd:
+    case PrimKind::kSub:
+      return 1;
+    case PrimKind::kMul:
+    case PrimKind::kFloorDiv:
+    case PrimKind::kFloorMod:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+const char* OpText(PrimKind k) {
+  switch (k) {
+    case PrimKind::kAdd:
+      return " + ";
+    case PrimKind::kSub:
+      return " - ";
+    case PrimKind::kMul:
+      return " * ";
+    case PrimKind::kFloorDiv:
+      return " // ";
+    case PrimKind::kFloorMod:
+      return " % ";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+PrimExpr IntImm(int64_t value) {
+  auto n = std::make_shared<PrimExprNode>();
+  n->kind = PrimKind::kInt;
+  n->value = value;
+  return n;
+}
+
+PrimExpr SymVar(std::string name) {
+  auto n = std::make_shared<PrimExprNode>();
+  n->kind = PrimKind::kVar;
+  n->name = std::move(name);
+  return n;
+}
+
+PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
+  std::optional<int64_t> x = AsInt(a), y = AsInt(b);
+  if (x && y) {
+    switch (kind) {
+      case PrimKind::kAdd:
+        return IntImm(*x + *y);
+      case PrimKind::kSub:
+        return IntImm(*x - *y);
+      case PrimKind::kMul:
+        return IntImm(*x * *y);
+      case PrimKind::kFloorDiv:
+        if (*y != 0) return IntImm(FloorDiv(*x, *y));
+        break;
+      case PrimKind::kFloorMod:
+        if (*y != 0) return IntImm(FloorMod(*x, *y));
+        break;
+      case PrimKind::kMin:
+        return IntImm(std::min(*x, *y));
+      case PrimKind::kMax:
+        return IntImm(std::max(*x, *y));
+      default:
+        break;
+    }
+  }
+  if (kind == PrimKind::kAdd && x == 0) return b;
+  if ((kind == PrimKind::kAdd || kind == PrimKind::kSub) && y == 0) return a;
+  if (kind == PrimKind::kMul && (x == 1 || y == 0)) return b;
+  if (kind == PrimKind::kMul && (y == 1 || x == 0)) return a;
+  if (kind == PrimKind::kFloorDiv && y == 1) return a;
+  auto n = std::make_shared<PrimExprNode>();
+  n->kind = kind;
+  n->a = std::move(a);
+  n->b = std::move(b);
+  return n;
+}
+
+std::optional<int64_t> AsInt(const PrimExpr& e) {
+  if (e && e->kind == PrimKind::kInt) return e->value;
+  return std::nullopt;
+}
+
+bool PrimEqual(const PrimExpr& a, const PrimExpr& b) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != b->kind) return false;
+  switch (a->kind) {
+    case PrimKind::kInt:
+      return a->value == b->value;
+    case PrimKind::kVar:
+      return false;  // variables are equal only to themselves
+    default:
+      return PrimEqual(a->a, b->a) && PrimEqual(a->b, b->b);
+  }
+}
+
+std::string ToString(const PrimExpr& e) {
+  if (!e) return "?";
+  switch (e->kind) {
+    case PrimKind::kInt:
+      return std::to_string(e->value);
+    case PrimKind::kVar:
+      return e->name;
+    case PrimKind::kMin:
+      return "T.min(" + ToString(e->a) + ", " + ToString(e->b) + ")";
+    case PrimKind::kMax:
+      return "T.max(" + ToString(e->a) + ", " + ToString(e->b) + ")";
+    default:
+      break;
+  }
+  int p = Precedence(e->kind);
+  std::string lhs = ToString(e->a), rhs = ToString(e->b);
+  if (Precedence(e->a->kind) < p) lhs = "(" + lhs + ")";
+  // Right operands need parentheses at equal precedence too: a - (b + c), a // (b * c).
+  if (Precedence(e->b->kind) <= p && e->b->kind != PrimKind::kInt && e->b->kind != PrimKind::kVar) {
+    rhs = "(" + rhs + ")";
+  }
+  return lhs + OpText(e->kind) + rhs;
+}
+
+}  // namespace quilt::ir

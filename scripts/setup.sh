@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what quilt needs to build and test on Debian 12. Idempotent: a second run only checks.
+#   - Debian packages: compiler tool chain, GoogleTest, CLI11, ccache, clang-format, ...
+#   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build ccache clang-format git python3-venv
+  libgtest-dev libgmock-dev libcli11-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+python_pkgs=(numpy onnx onnxruntime)
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+  echo "setup: installing ${python_pkgs[*]} into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
+fi
+echo "setup: ok"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Every test, from a fresh Debian 12 machine:
+#   1. set-up (Debian packages, .venv), 2. formatting, 3. build with warnings as errors and its
+#   tests, 4. the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/check-format.sh
+
+echo "== build (RelWithDebInfo) and tests"
+bash scripts/build.sh
+(cd build && ctest --output-on-failure -j"$(nproc)")
+
+echo "== ASan+UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DQUILT_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$(nproc)"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$(nproc)")

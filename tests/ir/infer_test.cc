@@ -1,0 +1,260 @@
+// Struct-info inference through the builder: broadcasting (static and symbolic), the vdevice
+// rules, and the shape rules of the first ops, each checked against hand-computed results.
+#include <gtest/gtest.h>
+
+#include "ir/builder.h"
+#include "ir/op_infer.h"
+
+namespace quilt::ir {
+namespace {
+
+VDevice Dev(const char* target, int id = 0) {
+  return VDevice{*Target::Parse(target), id, "global"};
+}
+
+Var Tensor(const char* name, std::vector<PrimExpr> shape, DataType dtype = DataType::kFloat32,
+           std::optional<VDevice> d = std::nullopt) {
+  return MakeVar(name, TensorSInfo(std::move(shape), dtype, d));
+}
+
+std::vector<PrimExpr> Dims(std::initializer_list<int64_t> dims) {
+  std::vector<PrimExpr> out;
+  for (int64_t d : dims) out.push_back(IntImm(d));
+  return out;
+}
+
+StructInfo Infer(OpKind op, std::vector<Expr> args, Attrs attrs = {}) {
+  Expected<Expr> call = MakeOpCall(op, std::move(args), std::move(attrs));
+  EXPECT_TRUE(call) << (call ? "" : call.error().message);
+  return call ? (*call)->struct_info : nullptr;
+}
+
+std::string InferError(OpKind op, std::vector<Expr> args, Attrs attrs = {}) {
+  Expected<Expr> call = MakeOpCall(op, std::move(args), std::move(attrs));
+  EXPECT_FALSE(call) << "expected an error";
+  return call ? "" : call.error().message;
+}
+
+TEST(Broadcast, StaticShapesAlignFromTheRight) {
+  StructInfo s = Infer(OpKind::kAdd, {Tensor("a", Dims({2, 1, 3})), Tensor("b", Dims({4, 3}))});
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{2, 4, 3}));
+  EXPECT_EQ(s->dtype, DataType::kFloat32);
+}
+
+TEST(Broadcast, ScalarWithTensor) {
+  StructInfo s = Infer(OpKind::kMultiply, {Tensor("a", {}), Tensor("b", Dims({5, 2}))});
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{5, 2}));
+}
+
+TEST(Broadcast, MismatchIsAnError) {
+  std::string e = InferError(OpKind::kAdd, {Tensor("a", Dims({2, 3})), Tensor("b", Dims({4, 3}))});
+  EXPECT_NE(e.find("cannot broadcast: dimension 0 is 2 in one and 4 in the other"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Broadcast, SymbolicDimWithOneAndWithItself) {
+  PrimExpr n = SymVar("n");
+  StructInfo s = Infer(OpKind::kAdd, {Tensor("a", {n, IntImm(3)}), Tensor("b", Dims({1, 3}))});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ((*s->shape)[0], n);
+  s = Infer(OpKind::kSubtract, {Tensor("a", {n, IntImm(3)}), Tensor("b", {n, IntImm(1)})});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ((*s->shape)[0], n);
+  EXPECT_EQ(AsInt((*s->shape)[1]), 3);
+}
+
+TEST(Broadcast, UnprovableSymbolicPairKeepsOnlyTheRank) {
+  StructInfo s = Infer(
+      OpKind::kAdd, {Tensor("a", {SymVar("n"), IntImm(4)}), Tensor("b", {SymVar("m"), IntImm(4)})});
+  EXPECT_FALSE(s->shape);
+  EXPECT_EQ(s->ndim, 2);
+}
+
+TEST(Broadcast, ComparisonGivesBoolAndLogicalNeedsBool) {
+  StructInfo s = Infer(OpKind::kLess, {Tensor("a", Dims({3})), Tensor("b", Dims({3}))});
+  EXPECT_EQ(s->dtype, DataType::kBool);
+  std::string e = InferError(OpKind::kLogicalAnd, {Tensor("a", Dims({3})), Tensor("b", Dims({3}))});
+  EXPECT_NE(e.find("expects bool tensors, got float32"), std::string::npos) << e;
+}
+
+TEST(Broadcast, DtypesMustAgree) {
+  std::string e =
+      InferError(OpKind::kAdd, {Tensor("a", Dims({3})), Tensor("b", Dims({3}), DataType::kInt64)});
+  EXPECT_NE(e.find("dtypes differ: float32 and int64"), std::string::npos) << e;
+}
+
+TEST(VDeviceRule, SharedVDeviceFlowsToTheResult) {
+  VDevice cuda = Dev("cuda");
+  StructInfo s = Infer(OpKind::kAdd, {Tensor("a", Dims({3}), DataType::kFloat32, cuda),
+                                      Tensor("b", Dims({3}), DataType::kFloat32, cuda)});
+  EXPECT_EQ(s->vdevice, cuda);
+}
+
+TEST(VDeviceRule, UnannotatedArgumentTakesItFromTheOthers) {
+  VDevice cuda = Dev("cuda");
+  StructInfo s = Infer(OpKind::kMatmul, {Tensor("a", Dims({2, 3})),
+                                         Tensor("b", Dims({3, 4}), DataType::kFloat32, cuda)});
+  EXPECT_EQ(s->vdevice, cuda);  // matmul keeps the rule too
+  Var t = MakeVar("t", TupleSInfo({TensorSInfo(Dims({2, 3}), DataType::kFloat32, cuda),
+                                   TensorSInfo(Dims({1, 3}), DataType::kFloat32)}));
+  s = Infer(OpKind::kConcat, {t});
+  EXPECT_EQ(s->vdevice, cuda);  // and concat
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{3, 3}));
+}
+
+TEST(VDeviceRule, TwoDifferentVDevicesIsAnErrorNamingOpDevicesAndArguments) {
+  std::string e =
+      InferError(OpKind::kMultiply, {Tensor("lhs", Dims({3}), DataType::kFloat32, Dev("llvm")),
+                                     Tensor("rhs", Dims({3}), DataType::kFloat32, Dev("cuda", 1))});
+  EXPECT_EQ(e,
+            "R.multiply has arguments on different vdevices: `lhs` is on llvm (id 0, global) "
+            "and `rhs` is on cuda (id 1, global); insert R.to_vdevice to copy one of them");
+}
+
+TEST(VDeviceRule, SameTargetDifferentIdsDiffer) {
+  std::string e =
+      InferError(OpKind::kAdd, {Tensor("a", Dims({3}), DataType::kFloat32, Dev("cuda", 0)),
+                                Tensor("b", Dims({3}), DataType::kFloat32, Dev("cuda", 1))});
+  EXPECT_NE(e.find("different vdevices"), std::string::npos);
+}
+
+TEST(VDeviceRule, ToVDeviceMovesAndHintKeeps) {
+  VDevice cuda = Dev("cuda");
+  Var a = Tensor("a", Dims({3}), DataType::kFloat32, Dev("llvm"));
+  Attrs to;
+  to.Set("dst_vdevice", cuda);
+  EXPECT_EQ(Infer(OpKind::kToVDevice, {a}, to)->vdevice, cuda);
+  Attrs hint;
+  hint.Set("device_type", std::string("cuda"));
+  EXPECT_EQ(Infer(OpKind::kHintOnDevice, {a}, hint)->vdevice, Dev("llvm"));
+}
+
+TEST(Shapes, MatmulBatchesAndVectors) {
+  PrimExpr n = SymVar("n");
+  StructInfo s =
+      Infer(OpKind::kMatmul, {Tensor("a", {n, IntImm(2), IntImm(3)}), Tensor("b", Dims({3, 5}))});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ((*s->shape)[0], n);
+  EXPECT_EQ(AsInt((*s->shape)[2]), 5);
+  s = Infer(OpKind::kMatmul, {Tensor("a", Dims({3})), Tensor("b", Dims({4, 3, 7}))});
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{4, 7}));
+  s = Infer(OpKind::kMatmul, {Tensor("a", Dims({3})), Tensor("b", Dims({3}))});
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{}));
+  std::string e =
+      InferError(OpKind::kMatmul, {Tensor("a", Dims({2, 3})), Tensor("b", Dims({4, 5}))});
+  EXPECT_NE(e.find("reduction dimensions differ: 3 in 'x1' and 4 in 'x2'"), std::string::npos) << e;
+}
+
+TEST(Shapes, ReshapeInfersMinusOneAndChecksCounts) {
+  Var x = Tensor("x", Dims({2, 3, 4}));
+  StructInfo s = Infer(OpKind::kReshape, {x, MakeShapeExpr(Dims({4, -1}))});
+  EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{4, 6}));
+  std::string e = InferError(OpKind::kReshape, {x, MakeShapeExpr(Dims({5, 5}))});
+  EXPECT_NE(e.find("24 elements"), std::string::npos) << e;
+}
+
+TEST(Shapes, PermuteSqueezeExpand) {
+  Var x = Tensor("x", Dims({2, 1, 4}));
+  Attrs perm;
+  perm.Set("axes", std::vector<int64_t>{2, 0, 1});
+  EXPECT_EQ(Infer(OpKind::kPermuteDims, {x}, perm)->StaticShape(), (std::vector<int64_t>{4, 2, 1}));
+  EXPECT_EQ(Infer(OpKind::kPermuteDims, {x})->StaticShape(), (std::vector<int64_t>{4, 1, 2}));
+  EXPECT_EQ(Infer(OpKind::kSqueeze, {x})->StaticShape(), (std::vector<int64_t>{2, 4}));
+  Attrs axis;
+  axis.Set("axis", std::vector<int64_t>{0});
+  std::string e = InferError(OpKind::kSqueeze, {x}, axis);
+  EXPECT_NE(e.find("cannot squeeze axis 0 of size 2"), std::string::npos) << e;
+  Attrs ex;
+  ex.Set("axis", std::vector<int64_t>{0, -1});
+  EXPECT_EQ(Infer(OpKind::kExpandDims, {x}, ex)->StaticShape(),
+            (std::vector<int64_t>{1, 2, 1, 4, 1}));
+}
+
+TEST(Shapes, ConcatAddsSymbolicDims) {
+  PrimExpr n = SymVar("n"), m = SymVar("m");
+  Expr t = MakeTuple({Tensor("a", {n, IntImm(4)}), Tensor("b", {m, IntImm(4)})});
+  StructInfo s = Infer(OpKind::kConcat, {t});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ(ToString((*s->shape)[0]), "n + m");
+  Attrs axis;
+  axis.Set("axis", int64_t{2});
+  EXPECT_NE(InferError(OpKind::kConcat, {t}, axis).find("axis 2 is out of range for rank 2"),
+            std::string::npos);
+}
+
+TEST(Shapes, SoftmaxAxisAndUnaryDtypes) {
+  Var x = Tensor("x", Dims({2, 3}));
+  Attrs axis;
+  axis.Set("axis", int64_t{-3});
+  EXPECT_NE(InferError(OpKind::kSoftmax, {x}, axis).find("out of range"), std::string::npos);
+  Var i = Tensor("i", Dims({2}), DataType::kInt32);
+  EXPECT_NE(InferError(OpKind::kExp, {i}).find("floating-point"), std::string::npos);
+  EXPECT_EQ(Infer(OpKind::kAbs, {i})->dtype, DataType::kInt32);
+  EXPECT_EQ(Infer(OpKind::kLogicalNot, {Tensor("b", Dims({2}), DataType::kBool)})->dtype,
+            DataType::kBool);
+}
+
+TEST(Attrs, DefaultsAreFilledAndUnknownsRefused) {
+  Expected<Expr> call = MakeOpCall(OpKind::kSoftmax, {Tensor("x", Dims({2}))});
+  ASSERT_TRUE(call);
+  EXPECT_EQ(*As<CallNode>(*call)->attrs.Get<int64_t>("axis"), -1);
+  Attrs bad;
+  bad.Set("axes", int64_t{1});
+  Expected<Expr> e = MakeOpCall(OpKind::kSoftmax, {Tensor("x", Dims({2}))}, bad);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "R.nn.softmax has no attribute 'axes'");
+}
+
+TEST(OpTable, EveryOpHasANameAndRule) {
+  for (const OpInfo& op : AllOps()) {
+    EXPECT_FALSE(op.name.empty());
+    EXPECT_NE(op.infer, nullptr) << op.name;
+    EXPECT_EQ(FindOp(op.name), &op);
+    EXPECT_EQ(&GetOp(op.kind), &op);
+  }
+}
+
+TEST(TargetTest, ParsesStringsAndDicts) {
+  Expected<Target> t = Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->kind, "llvm");
+  EXPECT_EQ(t->attrs.at("mtriple"), "aarch64-linux-gnu");
+  EXPECT_EQ(t->attrs.at("mcpu"), "cortex-a76");
+  EXPECT_EQ(t->DeviceType(), "cpu");
+  Expected<Target> d = Target::FromDict({{"kind", "cuda"}, {"arch", "sm_80"}});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(*d, *Target::Parse("cuda -arch=sm_80"));
+  EXPECT_EQ(Target::Parse("opencl")->DeviceType(), "opencl");
+  EXPECT_FALSE(Target::Parse("cuda arch=sm_80"));
+  EXPECT_FALSE(Target::Parse(""));
+}
+
+TEST(TargetTest, DeviceStringsResolveByKindOrdinalAndIndex) {
+  std::vector<VDevice> list = {Dev("llvm"), Dev("cuda", 0), Dev("cuda -arch=sm_80", 0),
+                               Dev("cuda", 1)};
+  EXPECT_EQ(*ResolveDeviceString("cuda", list), 1);
+  EXPECT_EQ(*ResolveDeviceString("cuda:1", list), 2);  // the second entry of kind cuda
+  EXPECT_EQ(*ResolveDeviceString("cuda:2", list), 3);
+  EXPECT_EQ(*ResolveDeviceString("vdevice:3", list), 3);
+  EXPECT_FALSE(ResolveDeviceString("cuda:3", list));
+  EXPECT_FALSE(ResolveDeviceString("vdevice:4", list));
+  EXPECT_FALSE(ResolveDeviceString("cuda:-1", list));
+  EXPECT_EQ(*ResolvePhysicalDevice("cuda", 1, "", list), 3);
+  EXPECT_FALSE(ResolvePhysicalDevice("opencl", 0, "", list));
+  EXPECT_EQ(DeviceString(2, list), "cuda:1");
+}
+
+TEST(DataTypes, EveryOnnxElementTypeHasAName) {
+  for (int i = 1; i <= kLastDataType; ++i) {
+    DataType t = static_cast<DataType>(i);
+    EXPECT_EQ(ParseDataType(DataTypeName(t)), t) << i;
+  }
+  EXPECT_EQ(DataTypeBits(DataType::kInt4), 4);
+  EXPECT_EQ(DataTypeBits(DataType::kBFloat16), 16);
+  EXPECT_TRUE(IsFloat(DataType::kFloat8E5M2));
+  EXPECT_FALSE(IsFloat(DataType::kInt8));
+}
+
+}  // namespace
+}  // namespace quilt::ir
