@@ -593,7 +593,12 @@ class ModuleParser {
     if (name == "R.Tuple") {
       std::vector<StructInfo> fields;
       if (call) {
-        for (const PyExprPtr& f : call->items) fields.push_back(SInfo(*f, declare));
+        // R.Tuple(a, b) and R.Tuple([a, b]) are the same.
+        const std::vector<PyExprPtr>* items = &call->items;
+        if (items->size() == 1 && ((*items)[0]->kind == PyExprKind::kList)) {
+          items = &(*items)[0]->items;
+        }
+        for (const PyExprPtr& f : *items) fields.push_back(SInfo(*f, declare));
       }
       return TupleSInfo(std::move(fields));
     }

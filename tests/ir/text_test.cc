@@ -63,6 +63,43 @@ class Module:
   EXPECT_EQ(*ret->fields[0]->vdevice, mod.vdevices[1]);
 }
 
+TEST(Text, TupleAnnotationsAsListAndAliasBindings) {
+  IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    I.module_attrs({"attr": 10})
+    I.module_global_infos(
+        {
+            "vdevice": [
+                I.vdevice("llvm"),
+                I.vdevice("cuda", 0),
+                I.vdevice("metal", 0, "global"),
+            ]
+        }
+    )
+
+    @R.function
+    def pair(
+        a: R.Tensor((4, 4), "float32"),
+        b: R.Tensor((4, 4), "float32"),
+    ) -> R.Tuple([R.Tensor((4, 4), "float32", "cuda"), R.Tensor((4, 4), "float32", "cuda")]):
+        with R.dataflow():
+            a1 = a
+            b1 = b
+            p = R.matmul(a1, b1)
+            q: R.Tensor((4, 4), "float32", "cuda") = R.sigmoid(p)
+            R.output(q)
+        return (q, q)
+)");
+  StructInfo ret = mod.Lookup("pair")->ret_struct_info;
+  ASSERT_EQ(ret->kind, StructInfoKind::kTuple);
+  ASSERT_EQ(ret->fields.size(), 2u);
+  EXPECT_EQ(*ret->fields[1]->vdevice, mod.vdevices[1]);
+  EXPECT_EQ(mod.vdevices[2].memory_scope, "global");
+  // An alias binding takes its value's struct info.
+  EXPECT_EQ(SInfoOf(mod, "pair", "a1")->StaticShape(), (std::vector<int64_t>{4, 4}));
+}
+
 TEST(Text, ShadowedNamesPrintUniquely) {
   IRModule mod = Parse(R"(
 @I.ir_module
