@@ -262,10 +262,23 @@ StructInfo FunctionSInfo(const FunctionNode& f) {
 }
 
 Expected<Function> MakeFunction(std::vector<Var> params, SeqExpr body, StructInfo declared_ret,
-                                Attrs attrs, bool is_pure, bool is_private) {
+                                Attrs attrs, bool is_pure, bool is_private,
+                                std::vector<Expr> param_defaults) {
   Expected<StructInfo> ret = Refine(declared_ret, body->struct_info);
   if (!ret) return Error("return value: " + ret.error().message);
+  if (!param_defaults.empty()) {
+    QUILT_CHECK(param_defaults.size() == params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!param_defaults[i]) continue;
+      Expected<StructInfo> fits = Refine(params[i]->struct_info, param_defaults[i]->struct_info);
+      if (!fits) {
+        return Error("default of parameter '" + params[i]->name_hint +
+                     "': " + fits.error().message);
+      }
+    }
+  }
   auto f = std::make_shared<FunctionNode>();
+  f->param_defaults = std::move(param_defaults);
   f->params = std::move(params);
   f->body = std::move(body);
   f->ret_struct_info = std::move(*ret);

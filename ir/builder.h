@@ -34,8 +34,11 @@ Expected<Expr> MakeConstant(DataType dtype, std::vector<int64_t> shape,
 SeqExpr MakeSeqExpr(std::vector<BindingBlock> blocks, Expr body);
 Expected<Expr> MakeIf(Expr cond, SeqExpr then_branch, SeqExpr else_branch);
 // `declared_ret` may be null; otherwise it is refined with the body's struct info.
+// `param_defaults` is empty or one entry (a Constant or null) per parameter; a default must fit
+// its parameter's struct info.
 Expected<Function> MakeFunction(std::vector<Var> params, SeqExpr body, StructInfo declared_ret,
-                                Attrs attrs = {}, bool is_pure = true, bool is_private = false);
+                                Attrs attrs = {}, bool is_pure = true, bool is_private = false,
+                                std::vector<Expr> param_defaults = {});
 StructInfo FunctionSInfo(const FunctionNode& f);
 
 // Re-infers every struct info of the module from its parameters and annotations, callees before

@@ -147,6 +147,9 @@ struct StringImmNode : ExprNode {
 struct Binding {
   Var var;
   Expr value;
+  // Where the binding came from in the source model (the ONNX node name), for messages,
+  // placement rules and reports. Not part of structural equality.
+  std::string source = {};
 };
 
 struct BindingBlock {
@@ -175,6 +178,9 @@ struct FunctionNode : ExprNode {
   FunctionNode() : ExprNode(ExprKind::kFunction) {}
   static bool Matches(ExprKind k) { return k == ExprKind::kFunction; }
   std::vector<Var> params;
+  // Per parameter, a default value (a Constant) or null: an ONNX graph input that is also an
+  // initializer stays an input that callers may override.
+  std::vector<Expr> param_defaults;
   SeqExpr body;
   StructInfo ret_struct_info;
   Attrs attrs;

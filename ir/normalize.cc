@@ -40,8 +40,8 @@ class Normalizer {
     func_name_ = saved;
     in_progress_.erase(name);
     if (!body) return body.error();
-    Expected<Function> g =
-        MakeFunction(params, *body, f->ret_struct_info, f->attrs, f->is_pure, f->is_private);
+    Expected<Function> g = MakeFunction(params, *body, f->ret_struct_info, f->attrs, f->is_pure,
+                                        f->is_private, f->param_defaults);
     if (!g) return Error(g.error().message, "function '" + name + "'");
     done_[name] = *g;
     return g;
@@ -62,7 +62,7 @@ class Normalizer {
         if (!value) return Error(value.error().message, Where(b.var));
         Expected<StructInfo> sinfo = Refine(b.var->struct_info, (*value)->struct_info);
         if (!sinfo) return Error(sinfo.error().message, Where(b.var));
-        nb.bindings.push_back({Rebind(b.var, *sinfo), *value});
+        nb.bindings.push_back({Rebind(b.var, *sinfo), *value, b.source});
       }
       blocks.push_back(std::move(nb));
     }

@@ -8,34 +8,6 @@
 namespace quilt::ir {
 namespace {
 
-Expected<const StructInfoNode*> TensorArg(const OpInfo& op, const std::vector<Expr>& args,
-                                          size_t i) {
-  const StructInfo& s = args[i]->struct_info;
-  if (!s || !s->IsTensor()) {
-    return Error("argument '" + op.arg_names[i] + "' (" + ArgName(args[i]) + ") is " + Describe(s) +
-                 ", expected a tensor");
-  }
-  return s.get();
-}
-
-std::string Dtype(DataType t) { return std::string(DataTypeName(t)); }
-
-// Normalizes `axis` against `ndim` (negative counts from the end).
-Expected<int64_t> NormalizeAxis(int64_t axis, int ndim, const std::string& what) {
-  if (ndim < 0) return axis;
-  if (axis < -ndim || axis >= ndim) {
-    return Error(what + " " + std::to_string(axis) + " is out of range for rank " +
-                 std::to_string(ndim));
-  }
-  return axis < 0 ? axis + ndim : axis;
-}
-
-Expected<DataType> SameDtype(const StructInfoNode& a, const StructInfoNode& b) {
-  if (a.dtype == DataType::kVoid) return b.dtype;
-  if (b.dtype == DataType::kVoid || a.dtype == b.dtype) return a.dtype;
-  return Error("dtypes differ: " + Dtype(a.dtype) + " and " + Dtype(b.dtype));
-}
-
 Expected<StructInfo> Binary(const OpInfo& op, const std::vector<Expr>& args, bool bool_result,
                             bool bool_inputs) {
   Expected<const StructInfoNode*> a = TensorArg(op, args, 0);
@@ -45,7 +17,7 @@ Expected<StructInfo> Binary(const OpInfo& op, const std::vector<Expr>& args, boo
   Expected<DataType> dtype = SameDtype(**a, **b);
   if (!dtype) return dtype.error();
   if (bool_inputs && *dtype != DataType::kVoid && *dtype != DataType::kBool) {
-    return Error("expects bool tensors, got " + Dtype(*dtype));
+    return Error("expects bool tensors, got " + DtypeName(*dtype));
   }
   int ndim = -1;
   Expected<std::optional<std::vector<PrimExpr>>> shape = BroadcastShapes(**a, **b, &ndim);
@@ -58,9 +30,36 @@ Expected<StructInfo> Unary(const OpInfo& op, const std::vector<Expr>& args,
   Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
   if (!x) return x.error();
   if ((*x)->dtype != DataType::kVoid && !accepts((*x)->dtype)) {
-    return Error("expects " + std::string(what) + " tensors, got " + Dtype((*x)->dtype));
+    return Error("expects " + std::string(what) + " tensors, got " + DtypeName((*x)->dtype));
   }
   return TensorSInfo((*x)->shape, (*x)->dtype, std::nullopt, (*x)->ndim);
+}
+
+}  // namespace
+
+Expected<const StructInfoNode*> TensorArg(const OpInfo& op, const std::vector<Expr>& args,
+                                          size_t i) {
+  const StructInfo& s = args[i]->struct_info;
+  if (!s || !s->IsTensor()) {
+    return Error("argument '" + op.arg_names[i] + "' (" + ArgName(args[i]) + ") is " + Describe(s) +
+                 ", expected a tensor");
+  }
+  return s.get();
+}
+
+Expected<int64_t> NormalizeAxis(int64_t axis, int ndim, const std::string& what) {
+  if (ndim < 0) return axis;
+  if (axis < -ndim || axis >= ndim) {
+    return Error(what + " " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(ndim));
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+Expected<DataType> SameDtype(const StructInfoNode& a, const StructInfoNode& b) {
+  if (a.dtype == DataType::kVoid) return b.dtype;
+  if (b.dtype == DataType::kVoid || a.dtype == b.dtype) return a.dtype;
+  return Error("dtypes differ: " + DtypeName(a.dtype) + " and " + DtypeName(b.dtype));
 }
 
 std::optional<std::vector<PrimExpr>> ShapeValues(const Expr& e) {
@@ -71,7 +70,11 @@ std::optional<std::vector<PrimExpr>> ShapeValues(const Expr& e) {
   return std::nullopt;
 }
 
-}  // namespace
+std::string DtypeName(DataType t) { return std::string(DataTypeName(t)); }
+
+StructInfo SameShape(const StructInfoNode& x, DataType dtype) {
+  return TensorSInfo(x.shape, dtype, std::nullopt, x.ndim);
+}
 
 Expected<std::optional<std::vector<PrimExpr>>> BroadcastShapes(const StructInfoNode& a,
                                                                const StructInfoNode& b, int* ndim) {
@@ -296,7 +299,7 @@ Expected<StructInfo> InferConcat(const OpInfo&, const std::vector<Expr>& args, c
     if (!f->IsTensor()) return Error("field " + std::to_string(i) + " is not a tensor");
     if (f->dtype != DataType::kVoid) {
       if (dtype != DataType::kVoid && dtype != f->dtype) {
-        return Error("dtypes differ: " + Dtype(dtype) + " and " + Dtype(f->dtype));
+        return Error("dtypes differ: " + DtypeName(dtype) + " and " + DtypeName(f->dtype));
       }
       dtype = f->dtype;
     }
@@ -391,6 +394,64 @@ Expected<StructInfo> InferSqueeze(const OpInfo& op, const std::vector<Expr>& arg
     if (!drop[i]) out.push_back((*shape)[i]);
   }
   return TensorSInfo(std::move(out), (*x)->dtype);
+}
+
+}  // namespace quilt::ir
+
+namespace quilt::ir {
+
+Expected<StructInfo> InferBitwise(const OpInfo& op, const std::vector<Expr>& args,
+                                  const Attrs& attrs) {
+  Expected<StructInfo> s = InferArith(op, args, attrs);
+  if (!s) return s;
+  DataType t = (*s)->dtype;
+  if (t != DataType::kVoid && !IsInteger(t) &&
+      !(t == DataType::kBool && op.name.find("bitwise") == 0)) {
+    return Error("expects integer tensors, got " + DtypeName(t));
+  }
+  return s;
+}
+
+Expected<StructInfo> InferUnaryInteger(const OpInfo& op, const std::vector<Expr>& args,
+                                       const Attrs&) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  DataType t = (*x)->dtype;
+  if (t != DataType::kVoid && !IsInteger(t) && t != DataType::kBool) {
+    return Error("expects integer tensors, got " + DtypeName(t));
+  }
+  return SameShape(**x, t);
+}
+
+Expected<StructInfo> InferUnaryPredicate(const OpInfo& op, const std::vector<Expr>& args,
+                                         const Attrs&) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  if ((*x)->dtype != DataType::kVoid && !IsFloat((*x)->dtype)) {
+    return Error("expects floating-point tensors, got " + DtypeName((*x)->dtype));
+  }
+  return SameShape(**x, DataType::kBool);
+}
+
+Expected<StructInfo> InferWhere(const OpInfo& op, const std::vector<Expr>& args, const Attrs&) {
+  Expected<const StructInfoNode*> c = TensorArg(op, args, 0);
+  if (!c) return c.error();
+  if ((*c)->dtype != DataType::kVoid && (*c)->dtype != DataType::kBool) {
+    return Error("the condition must be bool, got " + DtypeName((*c)->dtype));
+  }
+  Expected<const StructInfoNode*> a = TensorArg(op, args, 1);
+  if (!a) return a.error();
+  Expected<const StructInfoNode*> b = TensorArg(op, args, 2);
+  if (!b) return b.error();
+  Expected<DataType> dtype = SameDtype(**a, **b);
+  if (!dtype) return dtype.error();
+  int ndim = -1;
+  Expected<std::optional<std::vector<PrimExpr>>> ab = BroadcastShapes(**a, **b, &ndim);
+  if (!ab) return ab.error();
+  StructInfo mid = TensorSInfo(*ab, *dtype, std::nullopt, ndim);
+  Expected<std::optional<std::vector<PrimExpr>>> all = BroadcastShapes(**c, *mid, &ndim);
+  if (!all) return all.error();
+  return TensorSInfo(*all, *dtype, std::nullopt, ndim);
 }
 
 }  // namespace quilt::ir

@@ -281,16 +281,27 @@ class ModuleParser {
     }
     if (!decorated) Fail(def.loc, "function '" + def.name + "' must be decorated with @R.function");
     std::vector<Var> params;
+    std::vector<Expr> defaults;
+    bool any_default = false;
     for (const text::PyParam& p : def.params) {
       if (!p.annotation) Fail(p.loc, "parameter '" + p.name + "' needs a struct info annotation");
       Var v = MakeVar(p.name, SInfo(*p.annotation, true));
+      Expr d = p.default_value ? Value(*p.default_value) : nullptr;
+      if (d && d->kind != ExprKind::kConstant) {
+        Fail(p.default_value->loc,
+             "the default of parameter '" + p.name + "' must be R.const(...)");
+      }
+      any_default |= d != nullptr;
+      defaults.push_back(d);
       scope_.vars[p.name] = v;
       params.push_back(v);
     }
+    if (!any_default) defaults.clear();
     StructInfo ret = def.returns ? SInfo(*def.returns, true) : nullptr;
     Attrs attrs;
     SeqExpr body = Body(def.body, def.loc, nullptr, &attrs);
-    return Check(MakeFunction(std::move(params), body, ret, std::move(attrs), pure, is_private),
+    return Check(MakeFunction(std::move(params), body, ret, std::move(attrs), pure, is_private,
+                              std::move(defaults)),
                  def.returns ? def.returns->loc : def.loc);
   }
 

@@ -1,6 +1,7 @@
 #include "ir/prim_expr.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace quilt::ir {
 namespace {
@@ -43,6 +44,40 @@ const char* OpText(PrimKind k) {
   }
 }
 
+// A product of variables times a constant: n * m * 4.
+struct Monomial {
+  int64_t coef = 1;
+  std::vector<PrimExpr> vars;
+};
+
+std::optional<Monomial> AsMonomial(const PrimExpr& e) {
+  if (!e) return std::nullopt;
+  if (e->kind == PrimKind::kInt) return Monomial{e->value, {}};
+  if (e->kind == PrimKind::kVar) return Monomial{1, {e}};
+  if (e->kind != PrimKind::kMul) return std::nullopt;
+  std::optional<Monomial> a = AsMonomial(e->a), b = AsMonomial(e->b);
+  if (!a || !b) return std::nullopt;
+  a->coef *= b->coef;
+  a->vars.insert(a->vars.end(), b->vars.begin(), b->vars.end());
+  return a;
+}
+
+PrimExpr FromMonomial(Monomial m) {
+  std::stable_sort(m.vars.begin(), m.vars.end(),
+                   [](const PrimExpr& x, const PrimExpr& y) { return x->name < y->name; });
+  if (m.coef == 0 || m.vars.empty()) return IntImm(m.coef);
+  auto make = [](PrimExpr a, PrimExpr b) {
+    auto n = std::make_shared<PrimExprNode>();
+    n->kind = PrimKind::kMul;
+    n->a = std::move(a);
+    n->b = std::move(b);
+    return PrimExpr(n);
+  };
+  PrimExpr out = m.vars[0];
+  for (size_t i = 1; i < m.vars.size(); ++i) out = make(out, m.vars[i]);
+  return m.coef == 1 ? out : make(out, IntImm(m.coef));
+}
+
 }  // namespace
 
 PrimExpr IntImm(int64_t value) {
@@ -81,6 +116,29 @@ PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
         return IntImm(std::max(*x, *y));
       default:
         break;
+    }
+  }
+  // Products stay in canonical form (variables by name, then the constant), and a division of
+  // one product by another cancels common factors when it is exact.
+  if (kind == PrimKind::kMul || kind == PrimKind::kFloorDiv) {
+    std::optional<Monomial> ma = AsMonomial(a), mb = AsMonomial(b);
+    if (ma && mb && kind == PrimKind::kMul) {
+      ma->coef *= mb->coef;
+      ma->vars.insert(ma->vars.end(), mb->vars.begin(), mb->vars.end());
+      return FromMonomial(*ma);
+    }
+    if (ma && mb && kind == PrimKind::kFloorDiv && mb->coef > 0 && ma->coef % mb->coef == 0) {
+      std::vector<PrimExpr> rest = ma->vars;
+      bool exact = true;
+      for (const PrimExpr& v : mb->vars) {
+        auto it = std::find(rest.begin(), rest.end(), v);
+        if (it == rest.end()) {
+          exact = false;
+          break;
+        }
+        rest.erase(it);
+      }
+      if (exact) return FromMonomial(Monomial{ma->coef / mb->coef, rest});
     }
   }
   if (kind == PrimKind::kAdd && x == 0) return b;

@@ -163,8 +163,14 @@ class FunctionPrinter {
     if (!decorators.empty()) out_ << "(" << Join(decorators, [](auto& s) { return s; }) << ")";
     in_signature_ = true;
     std::vector<std::string> params;
-    for (const Var& p : f.params)
-      params.push_back(var_names_.at(p.get()) + ": " + SInfo(p->struct_info));
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const Var& p = f.params[i];
+      std::string text = var_names_.at(p.get()) + ": " + SInfo(p->struct_info);
+      if (i < f.param_defaults.size() && f.param_defaults[i]) {
+        text += " = " + ExprText(f.param_defaults[i]);
+      }
+      params.push_back(text);
+    }
     std::string ret = SInfo(f.ret_struct_info);
     std::string line =
         "    def " + name + "(" + Join(params, [](auto& x) { return x; }) + ") -> " + ret + ":";

@@ -47,6 +47,10 @@ class Equal {
     }
     for (size_t i = 0; i < a.params.size(); ++i) {
       if (!DefineVar(a.params[i], b.params[i])) return false;
+      Expr da = i < a.param_defaults.size() ? a.param_defaults[i] : nullptr;
+      Expr db = i < b.param_defaults.size() ? b.param_defaults[i] : nullptr;
+      if (!Expression(da, db))
+        return Fail("the default of '" + a.params[i]->name_hint + "' differs");
     }
     if (!SInfo(a.ret_struct_info, b.ret_struct_info)) return Fail("the return types differ");
     return Seq(*a.body, *b.body);
@@ -232,7 +236,10 @@ class Hasher {
   void Func(const FunctionNode& f) {
     Mix(PrintAttrs(f.attrs));
     Mix(f.is_pure * 2 + f.is_private);
-    for (const Var& p : f.params) Define(p);
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      Define(f.params[i]);
+      if (i < f.param_defaults.size() && f.param_defaults[i]) Expression(f.param_defaults[i]);
+    }
     SInfo(f.ret_struct_info);
     Seq(*f.body);
   }

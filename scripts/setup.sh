@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build ccache clang-format git python3-venv
   libgtest-dev libgmock-dev libcli11-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
 )
 
 missing=()

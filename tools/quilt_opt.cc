@@ -1,6 +1,6 @@
 // quilt-opt: runs passes on IR text and prints IR text.
 //
-//   quilt-opt FILE.qir [--pass NAME[{key=value ...}]]... [--print-ir-after-all]
+//   quilt-opt FILE.{qir,onnx} [--pass NAME[{key=value ...}]]... [--print-ir-after-all]
 //             [--check-equal EXPECTED.qir] [-o OUT.qir]
 //
 // Exit status: 0 success (or structurally equal), 1 an error in the input (parse, verification,
@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "importers/onnx/importer.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/structural_equal.h"
@@ -30,6 +31,14 @@ Expected<std::string> ReadFile(const std::string& path) {
 }
 
 Expected<quilt::ir::IRModule> Load(const std::string& path) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    Expected<quilt::ir::IRModule> mod = quilt::importers::onnx::ImportOnnxFile(path);
+    if (!mod) return mod;
+    if (quilt::Status s = quilt::ir::Verify(*mod); !s) {
+      return quilt::Error("verification failed after import: " + s.error().ToString(), path);
+    }
+    return mod;
+  }
   Expected<std::string> text = ReadFile(path);
   if (!text) return text.error();
   Expected<quilt::ir::IRModule> mod = quilt::ir::ParseModule(*text, path);
@@ -52,7 +61,7 @@ int main(int argc, char** argv) {
   std::string input, output, expected;
   std::vector<std::string> pass_specs;
   bool print_after_all = false;
-  app.add_option("input", input, "IR text file (.qir)")->required();
+  app.add_option("input", input, "IR text (.qir) or ONNX model (.onnx)")->required();
   app.add_option("--pass", pass_specs,
                  "pass to run, NAME or NAME{key=value ...}; repeatable, in order");
   app.add_flag("--print-ir-after-all", print_after_all, "print the IR after each pass to stderr");

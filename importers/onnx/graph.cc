@@ -1,0 +1,417 @@
+// GraphImporter, in stages:
+//  1. Graph inputs become parameters (an input that is also an initializer keeps the
+//     initializer as its default); initializers become constants; dim_param names become one
+//     symbolic dimension shared by every tensor that names it, a missing dim a fresh one.
+//  2. Nodes are checked (every input produced, one producer per name, no cycles) and visited in
+//     topological order. Each is converted by its table entry, or inlined when it calls a
+//     model-local function. An unsupported node is recorded and its outputs poisoned, so the
+//     import goes on and every unsupported op is reported together.
+//  3. The outputs are checked against their declared types and returned.
+#include "importers/onnx/graph.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "importers/onnx/tensor.h"
+
+namespace quilt::importers::onnx {
+namespace {
+
+std::string Sanitize(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  while (s.find("__") != std::string::npos) s.replace(s.find("__"), 2, "_");
+  while (!s.empty() && s.front() == '_') s.erase(s.begin());
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  return s;
+}
+
+std::optional<KnownValues> KnownFromConstant(const ir::ConstantNode& c) {
+  if (c.shape.size() > 1 || c.NumElements() > 64) return std::nullopt;
+  KnownValues v;
+  for (int64_t i = 0; i < c.NumElements(); ++i) {
+    if (c.dtype == ir::DataType::kInt64) {
+      int64_t x;
+      std::memcpy(&x, c.data->data() + 8 * i, 8);
+      v.push_back(ir::IntImm(x));
+    } else if (c.dtype == ir::DataType::kInt32) {
+      int32_t x;
+      std::memcpy(&x, c.data->data() + 4 * i, 4);
+      v.push_back(ir::IntImm(x));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes) {
+  std::string s = std::to_string(nodes.size()) + " unsupported node" +
+                  (nodes.size() == 1 ? "" : "s") + ":";
+  for (const UnsupportedNode& n : nodes) {
+    s += "\n  node '" + n.node_name + "': " + n.op_type + " (domain '" +
+         (n.domain.empty() ? "ai.onnx" : n.domain) + "', opset " + std::to_string(n.opset) + ")";
+    if (!n.reason.empty()) s += ": " + n.reason;
+  }
+  return s;
+}
+
+ir::Expr GraphImporter::Lookup(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : it->second;
+}
+
+std::optional<KnownValues> GraphImporter::Known(const std::string& name) const {
+  if (auto it = known_.find(name); it != known_.end()) return it->second;
+  ir::Expr e = Lookup(name);
+  if (const auto* c = ir::As<ir::ConstantNode>(e)) return KnownFromConstant(*c);
+  return std::nullopt;
+}
+
+ir::Expr GraphImporter::Bind(ir::Expr value, const std::string& onnx_name,
+                             const std::string& source) {
+  // Constants and variables are used in place: no binding of their own.
+  if (value->kind == ir::ExprKind::kConstant || ir::As<ir::VarNode>(value)) return value;
+  ir::Var v = ir::MakeVar(Sanitize(onnx_name), value->struct_info);
+  bindings_.push_back({v, std::move(value), source});
+  return v;
+}
+
+std::string GraphImporter::NodeName(const ::onnx::NodeProto& node, int index) const {
+  if (!node.name().empty()) return node.name();
+  return node.op_type() + "#" + std::to_string(index);
+}
+
+Expected<ir::StructInfo> GraphImporter::ValueInfoSInfo(const ::onnx::ValueInfoProto& v,
+                                                       const std::string& what) {
+  if (!v.has_type() || !v.type().has_tensor_type()) {
+    std::string kind = !v.has_type()                  ? "no type"
+                       : v.type().has_sequence_type() ? "a sequence type"
+                       : v.type().has_optional_type() ? "an optional type"
+                       : v.type().has_map_type()      ? "a map type"
+                                                      : "a non-tensor type";
+    return Error(what + " '" + v.name() + "' has " + kind +
+                 " (only tensors are supported; sequences, optionals and maps are left out)");
+  }
+  const auto& tt = v.type().tensor_type();
+  std::optional<ir::DataType> dtype = ElemType(tt.elem_type());
+  if (!dtype || *dtype == ir::DataType::kVoid) {
+    return Error(what + " '" + v.name() + "' has unknown element type " +
+                 std::to_string(tt.elem_type()));
+  }
+  if (*dtype == ir::DataType::kString) {
+    return Error(what + " '" + v.name() + "' is a string tensor (string ops are left out)");
+  }
+  auto fixed = model_.options.input_shapes.find(v.name());
+  if (fixed != model_.options.input_shapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(fixed->second.size())) {
+      return Error("--input-shape gives " + v.name() + " rank " +
+                   std::to_string(fixed->second.size()) + ", but the model declares rank " +
+                   std::to_string(tt.shape().dim_size()));
+    }
+    for (int64_t d : fixed->second) {
+      if (d < 0) return Error("--input-shape gives " + v.name() + " a negative dimension");
+    }
+    return ir::TensorSInfo(fixed->second, *dtype);
+  }
+  if (!tt.has_shape()) return ir::TensorSInfo(std::nullopt, *dtype);
+  std::vector<ir::PrimExpr> dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0) {
+        return Error(what + " '" + v.name() + "' has negative dimension " +
+                     std::to_string(d.dim_value()));
+      }
+      dims.push_back(ir::IntImm(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      auto [it, fresh] = dim_params_.emplace(d.dim_param(), nullptr);
+      if (fresh) it->second = ir::SymVar(Sanitize(d.dim_param()));
+      dims.push_back(it->second);
+    } else {
+      dims.push_back(ir::SymVar(Sanitize(v.name()) + "_d" + std::to_string(i)));
+    }
+  }
+  return ir::TensorSInfo(std::move(dims), *dtype);
+}
+
+Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
+  std::map<std::string, const ::onnx::TensorProto*> initializers;
+  for (const auto& t : graph.initializer()) {
+    if (!initializers.emplace(t.name(), &t).second) {
+      return Error("initializer '" + t.name() + "' is defined twice");
+    }
+  }
+  if (graph.sparse_initializer_size() > 0) {
+    return Error("sparse initializers are not supported ('" +
+                 graph.sparse_initializer(0).values().name() + "')");
+  }
+  std::set<std::string> inputs;
+  for (const auto& in : graph.input()) {
+    if (!inputs.insert(in.name()).second) return Error("graph input '" + in.name() + "' is declared twice");
+    Expected<ir::StructInfo> s = ValueInfoSInfo(in, "graph input");
+    if (!s) return s.error();
+    if (auto fixed = model_.options.input_values.find(in.name());
+        fixed != model_.options.input_values.end()) {
+      const InputValue& iv = fixed->second;
+      Expected<ir::Expr> c = ir::MakeConstant(
+          iv.dtype, iv.shape, std::make_shared<const std::vector<uint8_t>>(iv.bytes));
+      if (!c) return Error("value given for graph input '" + in.name() + "': " + c.error().message);
+      Expected<ir::StructInfo> fits = ir::Refine(*s, (*c)->struct_info);
+      if (!fits) return Error("value given for graph input '" + in.name() + "': " + fits.error().message);
+      values_[in.name()] = *c;
+      continue;
+    }
+    ir::Var v = ir::MakeVar(Sanitize(in.name()), *s);
+    ir::Expr def;
+    if (auto it = initializers.find(in.name()); it != initializers.end()) {
+      Expected<TensorData> t = ReadTensor(*it->second, model_.model_dir);
+      if (!t) return t.error();
+      Expected<ir::Expr> c = TensorToConstant(*t);
+      if (!c) return Error("initializer '" + in.name() + "': " + c.error().message);
+      Expected<ir::StructInfo> fits = ir::Refine(*s, (*c)->struct_info);
+      if (!fits) return Error("initializer of graph input '" + in.name() + "': " + fits.error().message);
+      def = *c;
+    }
+    params_.push_back(v);
+    defaults_.push_back(def);
+    values_[in.name()] = v;
+  }
+  for (const auto& [name, t] : initializers) {
+    if (inputs.count(name)) continue;
+    Expected<TensorData> data = ReadTensor(*t, model_.model_dir);
+    if (!data) return data.error();
+    Expected<ir::Expr> c = TensorToConstant(*data);
+    if (!c) return Error("initializer '" + name + "': " + c.error().message);
+    values_[name] = *c;
+  }
+  return {};
+}
+
+Expected<std::vector<int>> GraphImporter::TopologicalOrder(const ::onnx::GraphProto& graph) {
+  std::map<std::string, int> producer;  // value -> node index; -1 for inputs and initializers
+  for (const auto& [name, v] : values_) producer[name] = -1;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      auto [it, fresh] = producer.emplace(out, i);
+      if (!fresh) {
+        std::string other = it->second < 0 ? "a graph input or initializer"
+                                           : "node '" + NodeName(graph.node(it->second), it->second) + "'";
+        return Error("value '" + out + "' is produced twice: by " + other + " and by node '" +
+                     NodeName(graph.node(i), i) + "'");
+      }
+    }
+  }
+  std::vector<int> pending(graph.node_size(), 0);
+  std::vector<std::vector<int>> users(graph.node_size());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    for (const std::string& in : node.input()) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        // Subgraphs may read values of the enclosing graph.
+        if (Lookup(in)) continue;
+        return Error("node '" + NodeName(node, i) + "' (" + node.op_type() + ") reads '" + in +
+                     "', which no node, graph input or initializer produces");
+      }
+      if (it->second >= 0) {
+        ++pending[i];
+        users[it->second].push_back(i);
+      }
+    }
+  }
+  // Kahn's algorithm, taking the lowest index first so a sorted graph keeps its order.
+  std::set<int> ready;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (pending[i] == 0) ready.insert(i);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--pending[u] == 0) ready.insert(u);
+    }
+  }
+  if (static_cast<int>(order.size()) != graph.node_size()) {
+    std::string cycle;
+    int shown = 0;
+    for (int i = 0; i < graph.node_size() && shown < 8; ++i) {
+      if (pending[i] > 0) {
+        cycle += (shown++ ? ", " : "") + ("'" + NodeName(graph.node(i), i) + "'");
+      }
+    }
+    return Error("the graph has a cycle through nodes " + cycle);
+  }
+  return order;
+}
+
+Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int depth) {
+  std::string name = NodeName(node, index);
+  const std::string& domain = node.domain();
+  bool default_domain = domain.empty() || domain == "ai.onnx";
+  auto poison = [&](std::string reason) {
+    int64_t opset = model_.opsets.count(domain) ? model_.opsets.at(domain) : model_.opset;
+    unsupported_.push_back({name, node.op_type(), domain, opset, std::move(reason)});
+    for (const std::string& out : node.output()) poisoned_.insert(out);
+  };
+  // A node reading an unsupported node's output is not converted; it is still checked for
+  // support so that every unsupported op is reported together.
+  bool reads_poison = false;
+  for (const std::string& in : node.input()) reads_poison |= poisoned_.count(in) > 0;
+  auto fn = model_.functions.find({domain, node.op_type()});
+  if (fn != model_.functions.end()) {
+    if (reads_poison) {
+      for (const std::string& out : node.output()) poisoned_.insert(out);
+      return {};
+    }
+    if (depth >= model_.options.max_nesting) {
+      return Error("node '" + name + "': model-local functions nest deeper than " +
+                   std::to_string(model_.options.max_nesting));
+    }
+    return InlineFunction(node, *fn->second, depth + 1);
+  }
+  const Converter* conv = default_domain ? FindConverter(node.op_type(), model_.opset) : nullptr;
+  if (!conv) {
+    std::string reason = LeftOutReason(default_domain ? "" : domain, node.op_type());
+    if (!default_domain && reason.empty() && !model_.opsets.count(domain)) {
+      reason = "the model does not import domain '" + domain + "'";
+    }
+    poison(reason);
+    return {};
+  }
+  if (reads_poison) {
+    for (const std::string& out : node.output()) poisoned_.insert(out);
+    return {};
+  }
+  current_source_ = name;
+  NodeContext ctx(this, node, model_.opset);
+  Expected<Outputs> outs = conv->fn(ctx);
+  if (!outs) {
+    // A converter's own diagnostic already names the node; wrap anything else.
+    const Diagnostic& d = outs.error();
+    if (d.location.empty()) return ctx.Error(d.message);
+    return d;
+  }
+  for (int i = 0; i < node.output_size() && i < static_cast<int>(outs->size()); ++i) {
+    if (node.output(i).empty() || !(*outs)[i]) continue;
+    values_[node.output(i)] = Bind((*outs)[i], node.output(i), name);
+  }
+  for (int i = static_cast<int>(outs->size()); i < node.output_size(); ++i) {
+    if (!node.output(i).empty()) {
+      return ctx.Error("output " + std::to_string(i) + " ('" + node.output(i) +
+                       "') is not produced by this converter");
+    }
+  }
+  return {};
+}
+
+Status GraphImporter::InlineFunction(const ::onnx::NodeProto& call, const ::onnx::FunctionProto& f,
+                                     int depth) {
+  // Rename the function's values into a fresh namespace, bind its inputs to the call's and
+  // substitute attribute references.
+  std::string prefix = Sanitize(call.name().empty() ? f.name() : call.name()) + "__" +
+                       std::to_string(inline_counter_++) + "/";
+  std::map<std::string, std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i) {
+    rename[f.input(i)] = i < call.input_size() ? call.input(i) : "";
+  }
+  for (int i = 0; i < f.output_size(); ++i) {
+    rename[f.output(i)] = i < call.output_size() ? call.output(i) : "";
+  }
+  auto map_name = [&](const std::string& n) -> std::string {
+    if (n.empty()) return n;
+    auto it = rename.find(n);
+    return it != rename.end() ? it->second : prefix + n;
+  };
+  std::map<std::string, const ::onnx::AttributeProto*> call_attrs;
+  for (const auto& a : call.attribute()) call_attrs[a.name()] = &a;
+  for (int i = 0; i < f.node_size(); ++i) {
+    ::onnx::NodeProto node = f.node(i);
+    for (auto& in : *node.mutable_input()) in = map_name(in);
+    for (auto& out : *node.mutable_output()) out = map_name(out);
+    if (node.name().empty()) node.set_name(prefix + node.op_type() + "#" + std::to_string(i));
+    else node.set_name(prefix + node.name());
+    ::google::protobuf::RepeatedPtrField<::onnx::AttributeProto> attrs;
+    for (const auto& a : node.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *attrs.Add() = a;
+        continue;
+      }
+      auto it = call_attrs.find(a.ref_attr_name());
+      if (it == call_attrs.end()) continue;  // not given: the op's default applies
+      ::onnx::AttributeProto copy = *it->second;
+      copy.set_name(a.name());
+      *attrs.Add() = copy;
+    }
+    *node.mutable_attribute() = attrs;
+    if (Status s = ImportNode(node, i, depth); !s) return s;
+  }
+  return {};
+}
+
+Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::Expr& value) {
+  if (!out.has_type() || !out.type().has_tensor_type()) return {};
+  const ir::StructInfo& s = value->struct_info;
+  const auto& tt = out.type().tensor_type();
+  std::optional<ir::DataType> declared = ElemType(tt.elem_type());
+  if (declared && *declared != ir::DataType::kVoid && s->dtype != ir::DataType::kVoid &&
+      *declared != s->dtype) {
+    return Error("graph output '" + out.name() + "' is declared " +
+                 std::string(ir::DataTypeName(*declared)) + " but computes " +
+                 std::string(ir::DataTypeName(s->dtype)));
+  }
+  if (!tt.has_shape() || s->ndim < 0) return {};
+  if (tt.shape().dim_size() != s->ndim) {
+    return Error("graph output '" + out.name() + "' is declared with rank " +
+                 std::to_string(tt.shape().dim_size()) + " but computes rank " +
+                 std::to_string(s->ndim));
+  }
+  if (!s->shape) return {};
+  for (int i = 0; i < s->ndim; ++i) {
+    const auto& d = tt.shape().dim(i);
+    std::optional<int64_t> got = ir::AsInt((*s->shape)[i]);
+    if (d.has_dim_value() && got && *got != d.dim_value()) {
+      return Error("graph output '" + out.name() + "' is declared with dimension " +
+                   std::to_string(i) + " = " + std::to_string(d.dim_value()) + " but computes " +
+                   std::to_string(*got));
+    }
+  }
+  return {};
+}
+
+Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph) {
+  if (Status s = DeclareInputs(graph); !s) return s.error();
+  Expected<std::vector<int>> order = TopologicalOrder(graph);
+  if (!order) return order.error();
+  for (int i : *order) {
+    if (Status s = ImportNode(graph.node(i), i, 0); !s) return s.error();
+  }
+  if (!unsupported_.empty()) return Error(UnsupportedMessage(unsupported_));
+  if (graph.output_size() == 0) return Error("the graph has no outputs");
+  std::vector<ir::Expr> outs;
+  for (const auto& out : graph.output()) {
+    ir::Expr v = Lookup(out.name());
+    if (!v) return Error("graph output '" + out.name() + "' is not produced by any node");
+    if (Status s = CheckOutput(out, v); !s) return s.error();
+    outs.push_back(v);
+  }
+  ir::Expr result = outs.size() == 1 ? outs[0] : ir::MakeTuple(outs);
+  if (outs.size() > 1) result = Bind(result, "outputs", "");
+  // A graph output that is directly an input or a constant still needs a value to return.
+  ir::SeqExpr body = ir::MakeSeqExpr({ir::BindingBlock{false, bindings_}}, result);
+  bool any_default = std::any_of(defaults_.begin(), defaults_.end(), [](auto& d) { return d != nullptr; });
+  ir::Attrs attrs;
+  attrs.Set("global_symbol", std::string("main"));
+  return ir::MakeFunction(params_, body, nullptr, std::move(attrs), true, false,
+                          any_default ? defaults_ : std::vector<ir::Expr>{});
+}
+
+}  // namespace quilt::importers::onnx

@@ -1,0 +1,70 @@
+// GraphImporter: one ONNX graph -> one IR function, node by node in topological order.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "importers/onnx/converter.h"
+#include "importers/onnx/importer.h"
+
+namespace quilt::importers::onnx {
+
+struct ModelContext {
+  std::string name;       // for messages: the model file
+  std::string model_dir;  // external data root; empty: none allowed
+  int64_t opset = 0;      // default domain
+  std::map<std::string, int64_t> opsets;  // by domain
+  // Model-local functions by (domain, name).
+  std::map<std::pair<std::string, std::string>, const ::onnx::FunctionProto*> functions;
+  ImportOptions options;
+};
+
+struct UnsupportedNode {
+  std::string node_name, op_type, domain;
+  int64_t opset;
+  std::string reason;
+};
+
+class GraphImporter {
+ public:
+  explicit GraphImporter(const ModelContext& model) : model_(model) {}
+
+  Expected<ir::Function> ImportMain(const ::onnx::GraphProto& graph);
+
+  // For NodeContext.
+  ir::Expr Lookup(const std::string& name) const;
+  std::optional<KnownValues> Known(const std::string& name) const;
+  void SetKnown(const std::string& name, KnownValues values) { known_[name] = std::move(values); }
+  ir::Expr Bind(ir::Expr value, const std::string& onnx_name, const std::string& source);
+  const ModelContext& model() const { return model_; }
+
+ private:
+  Status DeclareInputs(const ::onnx::GraphProto& graph);
+  Expected<ir::StructInfo> ValueInfoSInfo(const ::onnx::ValueInfoProto& v, const std::string& what);
+  Expected<std::vector<int>> TopologicalOrder(const ::onnx::GraphProto& graph);
+  Status ImportNode(const ::onnx::NodeProto& node, int index, int depth);
+  Status InlineFunction(const ::onnx::NodeProto& node, const ::onnx::FunctionProto& f, int depth);
+  Status CheckOutput(const ::onnx::ValueInfoProto& out, const ir::Expr& value);
+  std::string NodeName(const ::onnx::NodeProto& node, int index) const;
+
+  const ModelContext& model_;
+  std::vector<ir::Var> params_;
+  std::vector<ir::Expr> defaults_;
+  std::map<std::string, ir::Expr> values_;
+  std::map<std::string, KnownValues> known_;
+  std::map<std::string, ir::PrimExpr> dim_params_;
+  std::set<std::string> poisoned_;  // outputs of unsupported nodes
+  std::vector<UnsupportedNode> unsupported_;
+  std::vector<ir::Binding> bindings_;
+  std::string current_source_;
+  int inline_counter_ = 0;
+};
+
+// Formats the one message that lists every unsupported node.
+std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes);
+
+}  // namespace quilt::importers::onnx

@@ -1,0 +1,93 @@
+// Loading: bytes -> ModelProto (protobuf), then the checks that come before any graph work:
+// IR version and opsets in range, model-local functions indexed; then GraphImporter.
+#include "importers/onnx/importer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "importers/onnx/graph.h"
+
+namespace quilt::importers::onnx {
+namespace {
+
+Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx) {
+  if (!model.has_ir_version()) return Error("the model has no ir_version");
+  int64_t ir = model.ir_version();
+  if (ir < kMinIrVersion || ir > kMaxIrVersion) {
+    return Error("IR version " + std::to_string(ir) + " is not supported (this importer reads " +
+                 std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion) + ")");
+  }
+  for (const auto& op : model.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    ctx.opsets[domain] = op.version();
+  }
+  if (!ctx.opsets.count("")) {
+    if (ir >= 3) return Error("the model imports no opset of the default domain");
+  }
+  ctx.opset = ctx.opsets[""];
+  if (ctx.opset > kMaxOpset) {
+    return Error("the model's opset " + std::to_string(ctx.opset) +
+                 " is newer than the newest this importer supports (" +
+                 std::to_string(kMaxOpset) + ")");
+  }
+  if (ctx.opset < kMinOpset) {
+    return Error("the model's opset " + std::to_string(ctx.opset) + " is older than " +
+                 std::to_string(kMinOpset) + ", the oldest this importer supports");
+  }
+  for (const auto& f : model.functions()) {
+    if (!ctx.functions.emplace(std::make_pair(f.domain(), f.name()), &f).second) {
+      return Error("model-local function '" + f.domain() + "." + f.name() + "' is defined twice");
+    }
+  }
+  if (!model.has_graph()) return Error("the model has no graph");
+  GraphImporter g(ctx);
+  Expected<ir::Function> main = g.ImportMain(model.graph());
+  if (!main) return main.error();
+  ir::IRModule mod;
+  mod.functions.emplace_back("main", *main);
+  return mod;
+}
+
+}  // namespace
+
+Expected<ir::IRModule> ImportOnnxBytes(const void* data, size_t size, const std::string& model_dir,
+                                       const std::string& name, const ImportOptions& options) {
+  auto located = [&](Diagnostic d) {
+    d.location = d.location.empty() ? name : name + ": " + d.location;
+    return d;
+  };
+  if (size == 0) return located(Error("the file is empty"));
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return located(Error("the model is larger than 2 GiB; store weights as external data"));
+  }
+  ::onnx::ModelProto model;
+  if (!model.ParseFromArray(data, static_cast<int>(size))) {
+    return located(Error("not a valid ONNX model (the protobuf does not parse: truncated, "
+                         "corrupt or not an ONNX file)"));
+  }
+  ModelContext ctx;
+  ctx.name = name;
+  ctx.model_dir = model_dir;
+  ctx.options = options;
+  Expected<ir::IRModule> mod = Import(model, std::move(ctx));
+  if (!mod) return located(mod.error());
+  return mod;
+}
+
+Expected<ir::IRModule> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Error("cannot read '" + path + "': not a regular file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot read '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string bytes = s.str();
+  std::string dir = std::filesystem::absolute(path, ec).parent_path().string();
+  return ImportOnnxBytes(bytes.data(), bytes.size(), dir, path, options);
+}
+
+}  // namespace quilt::importers::onnx

@@ -1,0 +1,184 @@
+// The independent check of the importer's inference: every ONNX backend node test shipped by the
+// `onnx` package is imported, and each output's inferred dtype and shape is compared with the
+// expected output tensors of its first data set. A symbolic dim passes (it cannot be wrong, only
+// unknown); a static dim, the rank and the dtype must match.
+//
+// tests/conformance/inference_baseline.txt lists each test not supported yet, with its reason.
+// The test fails when a test outside the baseline fails, and when a baseline test passes (so
+// the baseline only shrinks). A report by op type is written to the build folder.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "importers/onnx/importer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using quilt::Expected;
+using quilt::ir::IRModule;
+using quilt::ir::StructInfo;
+
+std::map<std::string, std::string> ReadBaseline(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t tab = line.find('\t');
+    out[line.substr(0, tab)] = tab == std::string::npos ? "" : line.substr(tab + 1);
+  }
+  return out;
+}
+
+bool ReadTensorProto(const fs::path& p, onnx::TensorProto* t) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return t->ParseFromString(s.str());
+}
+
+// Empty when the inferred struct info agrees with the expected tensor.
+std::string Compare(const StructInfo& s, const onnx::TensorProto& want, size_t index) {
+  std::string where = "output " + std::to_string(index) + ": ";
+  if (!s || !s->IsTensor()) return where + "not a tensor";
+  auto dtype = static_cast<quilt::ir::DataType>(want.data_type());
+  if (s->dtype != dtype) {
+    return where + "dtype " + std::string(quilt::ir::DataTypeName(s->dtype)) + ", expected " +
+           std::string(quilt::ir::DataTypeName(dtype));
+  }
+  if (s->ndim >= 0 && s->ndim != want.dims_size()) {
+    return where + "rank " + std::to_string(s->ndim) + ", expected " + std::to_string(want.dims_size());
+  }
+  if (!s->shape) return "";
+  for (int i = 0; i < want.dims_size(); ++i) {
+    std::optional<int64_t> d = quilt::ir::AsInt((*s->shape)[i]);
+    if (d && *d != want.dims(i)) {
+      return where + "dim " + std::to_string(i) + " is " + std::to_string(*d) + ", expected " +
+             std::to_string(want.dims(i));
+    }
+  }
+  return "";
+}
+
+std::string OpTypes(const fs::path& model) {
+  onnx::ModelProto m;
+  std::ifstream in(model, std::ios::binary);
+  if (!m.ParseFromIstream(&in)) return "?";
+  std::set<std::string> ops;
+  for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  std::string s;
+  for (const auto& o : ops) s += (s.empty() ? "" : "+") + o;
+  return s;
+}
+
+// Small integer inputs (rank <= 1: axes, shapes, indices of shape ops) are fixed to their test
+// values, as deployment fixes them; every other input stays an input.
+quilt::importers::onnx::ImportOptions PinShapeInputs(const fs::path& dir) {
+  quilt::importers::onnx::ImportOptions options;
+  onnx::ModelProto m;
+  std::ifstream in(dir / "model.onnx", std::ios::binary);
+  if (!m.ParseFromIstream(&in)) return options;
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  int j = 0;
+  for (const auto& input : m.graph().input()) {
+    if (initializers.count(input.name())) continue;
+    onnx::TensorProto t;
+    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(j++) + ".pb");
+    if (!fs::exists(p) || !ReadTensorProto(p, &t)) continue;
+    bool small_int = (t.data_type() == onnx::TensorProto::INT64 ||
+                      t.data_type() == onnx::TensorProto::INT32) &&
+                     t.dims_size() <= 1 && t.has_raw_data();
+    if (!small_int) continue;
+    quilt::importers::onnx::InputValue v;
+    v.dtype = static_cast<quilt::ir::DataType>(t.data_type());
+    v.shape.assign(t.dims().begin(), t.dims().end());
+    v.bytes.assign(t.raw_data().begin(), t.raw_data().end());
+    options.input_values[input.name()] = v;
+  }
+  return options;
+}
+
+std::string CheckOne(const fs::path& dir) {
+  Expected<IRModule> mod =
+      quilt::importers::onnx::ImportOnnxFile((dir / "model.onnx").string(), PinShapeInputs(dir));
+  if (!mod) return "import: " + mod.error().ToString();
+  quilt::ir::Function main = mod->Lookup("main");
+  StructInfo ret = main->ret_struct_info;
+  std::vector<StructInfo> outs;
+  if (ret->kind == quilt::ir::StructInfoKind::kTuple) {
+    outs = ret->fields;
+  } else {
+    outs.push_back(ret);
+  }
+  fs::path data = dir / "test_data_set_0";
+  for (size_t i = 0;; ++i) {
+    fs::path p = data / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) {
+      if (i != outs.size()) return "the model returns " + std::to_string(outs.size()) + " outputs, the data has " + std::to_string(i);
+      break;
+    }
+    onnx::TensorProto t;
+    if (!ReadTensorProto(p, &t)) return "cannot read " + p.string();
+    if (i >= outs.size()) return "missing output " + std::to_string(i);
+    std::string diff = Compare(outs[i], t, i);
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
+
+TEST(OnnxNodeTests, InferredShapesAndDtypesMatchTheExpectedOutputs) {
+  fs::path root = QUILT_NODE_TEST_DIR;
+  if (!fs::exists(root)) GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
+  std::map<std::string, std::string> baseline =
+      ReadBaseline(std::string(QUILT_SOURCE_DIR) + "/tests/conformance/inference_baseline.txt");
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  ASSERT_GT(dirs.size(), 1000u) << "too few node tests in " << root;
+  int pass = 0;
+  std::vector<std::string> new_failures, now_passing;
+  std::map<std::string, std::pair<int, int>> by_op;  // op types -> (pass, total)
+  std::ostringstream report, failures_file;
+  for (const fs::path& d : dirs) {
+    std::string name = d.filename().string();
+    std::string problem = CheckOne(d);
+    std::string ops = OpTypes(d / "model.onnx");
+    auto& [p, total] = by_op[ops];
+    ++total;
+    bool listed = baseline.count(name) > 0;
+    if (problem.empty()) {
+      ++pass;
+      ++p;
+      if (listed) now_passing.push_back(name);
+      continue;
+    }
+    std::string one_line = problem.substr(0, problem.find('\n'));
+    failures_file << name << "\t" << one_line << "\n";
+    if (!listed) new_failures.push_back(name + ": " + problem);
+  }
+  report << "# ONNX node tests: importer inference\n\n" << pass << " of " << dirs.size()
+         << " pass\n\n| ops | pass | total |\n| --- | --- | --- |\n";
+  for (const auto& [ops, pt] : by_op) report << "| " << ops << " | " << pt.first << " | " << pt.second << " |\n";
+  std::ofstream(std::string(QUILT_BINARY_DIR) + "/inference_report.md") << report.str();
+  std::ofstream(std::string(QUILT_BINARY_DIR) + "/inference_failures.txt") << failures_file.str();
+  std::cout << "node tests: " << pass << " of " << dirs.size() << " pass inference; report in "
+            << QUILT_BINARY_DIR << "/inference_report.md\n";
+  std::string nf;
+  for (size_t i = 0; i < new_failures.size() && i < 40; ++i) nf += "  " + new_failures[i] + "\n";
+  EXPECT_TRUE(new_failures.empty()) << new_failures.size() << " node tests fail outside the baseline:\n" << nf;
+  std::string np;
+  for (const auto& n : now_passing) np += "  " + n + "\n";
+  EXPECT_TRUE(now_passing.empty()) << now_passing.size()
+                                   << " baseline tests pass now; remove them from the baseline:\n" << np;
+}
+
+}  // namespace

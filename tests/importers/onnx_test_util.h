@@ -1,0 +1,153 @@
+// Builds tiny ONNX models in a test, imports them, and compares with expected IR text.
+//
+//   OnnxGraph g(17);
+//   g.Input("x", onnx::TensorProto::FLOAT, {2, "n"});
+//   auto& n = g.Node("Softmax", {"x"}, {"y"});
+//   SetInt(n, "axis", 0);
+//   g.Output("y", onnx::TensorProto::FLOAT);
+//   Expected<ir::IRModule> mod = g.Import();
+#pragma once
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "importers/onnx/importer.h"
+#include "tests/test_util.h"
+
+namespace quilt::testing {
+
+using Dim = std::variant<int64_t, std::string>;
+
+class OnnxGraph {
+ public:
+  explicit OnnxGraph(int64_t opset = 17, int64_t ir_version = 8) {
+    model_.set_ir_version(ir_version);
+    model_.set_producer_name("quilt-test");
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    graph()->set_name("test");
+  }
+
+  onnx::GraphProto* graph() { return model_.mutable_graph(); }
+  onnx::ModelProto& model() { return model_; }
+
+  // dims: integers, or names for symbolic dims ("" leaves the dim unset).
+  OnnxGraph& Input(const std::string& name, int32_t elem_type, std::vector<Dim> dims) {
+    SetType(graph()->add_input(), name, elem_type, &dims);
+    return *this;
+  }
+  OnnxGraph& Output(const std::string& name, int32_t elem_type,
+                    std::optional<std::vector<Dim>> dims = std::nullopt) {
+    SetType(graph()->add_output(), name, elem_type, dims ? &*dims : nullptr);
+    return *this;
+  }
+  template <typename T>
+  OnnxGraph& Initializer(const std::string& name, int32_t elem_type, std::vector<int64_t> dims,
+                         const std::vector<T>& values) {
+    onnx::TensorProto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem_type);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                                values.size() * sizeof(T)));
+    return *this;
+  }
+  onnx::NodeProto& Node(const std::string& op_type, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs, const std::string& name = "") {
+    onnx::NodeProto* n = graph()->add_node();
+    n->set_op_type(op_type);
+    n->set_name(name.empty() ? op_type + "_" + std::to_string(graph()->node_size()) : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+  Expected<ir::IRModule> Import(const importers::onnx::ImportOptions& options = {}) const {
+    std::string bytes = Bytes();
+    Expected<ir::IRModule> mod =
+        importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "test.onnx", options);
+    if (mod) {
+      Status v = ir::Verify(*mod);
+      EXPECT_TRUE(v.ok()) << (v ? "" : v.error().ToString());
+    }
+    return mod;
+  }
+
+ private:
+  static void SetType(onnx::ValueInfoProto* v, const std::string& name, int32_t elem_type,
+                      const std::vector<Dim>* dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    if (!dims) return;
+    auto* shape = tt->mutable_shape();
+    for (const Dim& d : *dims) {
+      auto* dim = shape->add_dim();
+      if (std::holds_alternative<int64_t>(d)) {
+        dim->set_dim_value(std::get<int64_t>(d));
+      } else if (!std::get<std::string>(d).empty()) {
+        dim->set_dim_param(std::get<std::string>(d));
+      }
+    }
+  }
+
+  onnx::ModelProto model_;
+};
+
+inline void SetInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+inline void SetFloat(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+inline void SetString(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+inline void SetInts(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+inline void SetFloats(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
+// Imports `g` and expects the module of `expected_ir` (structural equality, diff on failure).
+inline void ExpectImportsTo(const OnnxGraph& g, const std::string& expected_ir,
+                            const importers::onnx::ImportOptions& options = {}) {
+  Expected<ir::IRModule> got = g.Import(options);
+  ASSERT_TRUE(got) << got.error().ToString();
+  ir::IRModule want = Parse(expected_ir);
+  EXPECT_TRUE(ModulesEqual(*got, want));
+}
+
+// Imports `g` and expects a diagnostic containing every one of `parts`.
+inline void ExpectImportError(const OnnxGraph& g, const std::vector<std::string>& parts,
+                              const importers::onnx::ImportOptions& options = {}) {
+  Expected<ir::IRModule> got = g.Import(options);
+  ASSERT_FALSE(got) << "expected an import error, got:\n" << ir::PrintModule(*got);
+  std::string msg = got.error().ToString();
+  for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+}  // namespace quilt::testing
