@@ -23,10 +23,9 @@ Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx)
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     ctx.opsets[domain] = op.version();
   }
-  if (!ctx.opsets.count("")) {
-    if (ir >= 3) return Error("the model imports no opset of the default domain");
-  }
-  ctx.opset = ctx.opsets[""];
+  // A model of other domains only (training ops, say) imports no default opset; its default
+  // domain nodes, if any, are then reported as unsupported.
+  ctx.opset = ctx.opsets.count("") ? ctx.opsets[""] : kMaxOpset;
   if (ctx.opset > kMaxOpset) {
     return Error("the model's opset " + std::to_string(ctx.opset) +
                  " is newer than the newest this importer supports (" +
