@@ -49,4 +49,10 @@ bool IsFloat(DataType t);    // every floating-point type, float8 and float4 inc
 bool IsInteger(DataType t);  // signed and unsigned integers (not bool)
 bool IsSigned(DataType t);
 
+// IEEE half and bfloat16 conversions (round to nearest even; NaN and infinities kept).
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+uint16_t FloatToBFloat16(float f);
+float BFloat16ToFloat(uint16_t b);
+
 }  // namespace quilt::ir

@@ -78,6 +78,63 @@ PrimExpr FromMonomial(Monomial m) {
   return m.coef == 1 ? out : make(out, IntImm(m.coef));
 }
 
+PrimExpr RawBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
+  auto n = std::make_shared<PrimExprNode>();
+  n->kind = kind;
+  n->a = std::move(a);
+  n->b = std::move(b);
+  return n;
+}
+
+// A sum of terms coef * monomial plus a constant: the normal form of + and -.
+struct LinearForm {
+  int64_t constant = 0;
+  std::vector<std::pair<int64_t, PrimExpr>> terms;  // monomials without their coefficient
+
+  void Add(const PrimExpr& e, int64_t sign) {
+    if (e->kind == PrimKind::kInt) {
+      constant += sign * e->value;
+      return;
+    }
+    if (e->kind == PrimKind::kAdd || e->kind == PrimKind::kSub) {
+      Add(e->a, sign);
+      Add(e->b, e->kind == PrimKind::kAdd ? sign : -sign);
+      return;
+    }
+    int64_t coef = sign;
+    PrimExpr key = e;
+    if (std::optional<Monomial> m = AsMonomial(e)) {
+      coef *= m->coef;
+      key = FromMonomial(Monomial{1, m->vars});
+    }
+    for (auto& [c, k] : terms) {
+      if (PrimEqual(k, key)) {
+        c += coef;
+        return;
+      }
+    }
+    terms.emplace_back(coef, key);
+  }
+
+  PrimExpr Build() const {
+    PrimExpr out;
+    for (const auto& [c, k] : terms) {
+      if (c == 0) continue;
+      if (!out) {
+        out = c == 1 ? k : RawBinary(PrimKind::kMul, k, IntImm(c));
+        continue;
+      }
+      int64_t mag = c < 0 ? -c : c;
+      PrimExpr term = mag == 1 ? k : RawBinary(PrimKind::kMul, k, IntImm(mag));
+      out = RawBinary(c < 0 ? PrimKind::kSub : PrimKind::kAdd, out, term);
+    }
+    if (!out) return IntImm(constant);
+    if (constant > 0) return RawBinary(PrimKind::kAdd, out, IntImm(constant));
+    if (constant < 0) return RawBinary(PrimKind::kSub, out, IntImm(-constant));
+    return out;
+  }
+};
+
 }  // namespace
 
 PrimExpr IntImm(int64_t value) {
@@ -140,6 +197,13 @@ PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
       }
       if (exact) return FromMonomial(Monomial{ma->coef / mb->coef, rest});
     }
+  }
+  // Sums cancel like terms: (n - 1) + 1 is n, n + n is n * 2.
+  if ((kind == PrimKind::kAdd || kind == PrimKind::kSub) && !(x && y)) {
+    LinearForm f;
+    f.Add(a, 1);
+    f.Add(b, kind == PrimKind::kAdd ? 1 : -1);
+    return f.Build();
   }
   if (kind == PrimKind::kAdd && x == 0) return b;
   if ((kind == PrimKind::kAdd || kind == PrimKind::kSub) && y == 0) return a;

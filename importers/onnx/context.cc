@@ -71,6 +71,11 @@ std::optional<std::vector<double>> NodeContext::ConstantFloats(int i) const {
       double d;
       std::memcpy(&d, c->data->data() + 8 * k, 8);
       out.push_back(d);
+    } else if (c->dtype == ir::DataType::kFloat16 || c->dtype == ir::DataType::kBFloat16) {
+      uint16_t h;
+      std::memcpy(&h, c->data->data() + 2 * k, 2);
+      out.push_back(c->dtype == ir::DataType::kFloat16 ? ir::HalfToFloat(h)
+                                                       : ir::BFloat16ToFloat(h));
     } else {
       return std::nullopt;
     }
@@ -85,19 +90,18 @@ const ::onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
   return nullptr;
 }
 
-#define QUILT_ATTR_GETTER(Type, Name, Enum, Read)                                           \
-  Expected<Type> NodeContext::Name(const std::string& name, std::optional<Type> fallback)  \
-      const {                                                                               \
-    const ::onnx::AttributeProto* a = Attr(name);                                           \
-    if (!a) {                                                                               \
-      if (fallback) return *fallback;                                                       \
-      return Error("missing required attribute '" + name + "'");                            \
-    }                                                                                       \
-    if (a->type() != ::onnx::AttributeProto::Enum) {                                        \
-      return Error("attribute '" + name + "' is " + AttrTypeName(a->type()) + ", expected " + \
-                   AttrTypeName(::onnx::AttributeProto::Enum));                             \
-    }                                                                                       \
-    return Read;                                                                            \
+#define QUILT_ATTR_GETTER(Type, Name, Enum, Read)                                                 \
+  Expected<Type> NodeContext::Name(const std::string& name, std::optional<Type> fallback) const { \
+    const ::onnx::AttributeProto* a = Attr(name);                                                 \
+    if (!a) {                                                                                     \
+      if (fallback) return *fallback;                                                             \
+      return Error("missing required attribute '" + name + "'");                                  \
+    }                                                                                             \
+    if (a->type() != ::onnx::AttributeProto::Enum) {                                              \
+      return Error("attribute '" + name + "' is " + AttrTypeName(a->type()) + ", expected " +     \
+                   AttrTypeName(::onnx::AttributeProto::Enum));                                   \
+    }                                                                                             \
+    return Read;                                                                                  \
   }
 
 QUILT_ATTR_GETTER(int64_t, Int, INT, a->i())
@@ -138,17 +142,45 @@ Expected<ir::Expr> NodeContext::ScalarConst(ir::DataType dtype, double value) {
   uint8_t buf[8] = {};
   auto put = [&](auto v) { std::memcpy(buf, &v, sizeof(v)); };
   switch (dtype) {
-    case ir::DataType::kFloat32: put(static_cast<float>(value)); break;
-    case ir::DataType::kFloat64: put(value); break;
-    case ir::DataType::kInt64: put(static_cast<int64_t>(value)); break;
-    case ir::DataType::kInt32: put(static_cast<int32_t>(value)); break;
-    case ir::DataType::kInt16: put(static_cast<int16_t>(value)); break;
-    case ir::DataType::kInt8: put(static_cast<int8_t>(value)); break;
-    case ir::DataType::kUInt64: put(static_cast<uint64_t>(value)); break;
-    case ir::DataType::kUInt32: put(static_cast<uint32_t>(value)); break;
-    case ir::DataType::kUInt16: put(static_cast<uint16_t>(value)); break;
-    case ir::DataType::kUInt8: put(static_cast<uint8_t>(value)); break;
-    case ir::DataType::kBool: put(static_cast<uint8_t>(value != 0)); break;
+    case ir::DataType::kFloat32:
+      put(static_cast<float>(value));
+      break;
+    case ir::DataType::kFloat64:
+      put(value);
+      break;
+    case ir::DataType::kInt64:
+      put(static_cast<int64_t>(value));
+      break;
+    case ir::DataType::kInt32:
+      put(static_cast<int32_t>(value));
+      break;
+    case ir::DataType::kInt16:
+      put(static_cast<int16_t>(value));
+      break;
+    case ir::DataType::kInt8:
+      put(static_cast<int8_t>(value));
+      break;
+    case ir::DataType::kUInt64:
+      put(static_cast<uint64_t>(value));
+      break;
+    case ir::DataType::kUInt32:
+      put(static_cast<uint32_t>(value));
+      break;
+    case ir::DataType::kUInt16:
+      put(static_cast<uint16_t>(value));
+      break;
+    case ir::DataType::kUInt8:
+      put(static_cast<uint8_t>(value));
+      break;
+    case ir::DataType::kBool:
+      put(static_cast<uint8_t>(value != 0));
+      break;
+    case ir::DataType::kFloat16:
+      put(ir::FloatToHalf(static_cast<float>(value)));
+      break;
+    case ir::DataType::kBFloat16:
+      put(ir::FloatToBFloat16(static_cast<float>(value)));
+      break;
     default:
       return Error("no scalar constant of type " + std::string(ir::DataTypeName(dtype)));
   }

@@ -58,14 +58,16 @@ class NodeContext {
 
   // Attributes (with the declared type checked; a mistyped attribute is a diagnostic).
   const ::onnx::AttributeProto* Attr(const std::string& name) const;
-  Expected<int64_t> Int(const std::string& name, std::optional<int64_t> fallback = std::nullopt) const;
-  Expected<double> Float(const std::string& name, std::optional<double> fallback = std::nullopt) const;
+  Expected<int64_t> Int(const std::string& name,
+                        std::optional<int64_t> fallback = std::nullopt) const;
+  Expected<double> Float(const std::string& name,
+                         std::optional<double> fallback = std::nullopt) const;
   Expected<std::string> String(const std::string& name,
                                std::optional<std::string> fallback = std::nullopt) const;
-  Expected<std::vector<int64_t>> Ints(const std::string& name,
-                                      std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
-  Expected<std::vector<double>> Floats(const std::string& name,
-                                       std::optional<std::vector<double>> fallback = std::nullopt) const;
+  Expected<std::vector<int64_t>> Ints(
+      const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
+  Expected<std::vector<double>> Floats(
+      const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt) const;
 
   // Emitting: a call of `op`, bound to a new variable (named after output `output`).
   Expected<ir::Expr> Emit(ir::OpKind op, std::vector<ir::Expr> args, ir::Attrs attrs = {},

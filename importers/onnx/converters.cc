@@ -39,17 +39,18 @@ std::string LeftOutReason(const std::string& domain, const std::string& op_type)
   if (domain == "ai.onnx.ml") return "the ai.onnx.ml domain (classical ML) is left out";
   if (domain == "ai.onnx.preview.training") return "training ops are left out";
   if (!domain.empty()) return "";
-  static const std::set<std::string> kRandom = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-      "Bernoulli",    "Multinomial"};
-  static const std::set<std::string> kStrings = {"StringNormalizer", "StringConcat",
-                                                 "StringSplit", "RegexFullMatch"};
+  static const std::set<std::string> kRandom = {"RandomNormal",     "RandomUniform",
+                                                "RandomNormalLike", "RandomUniformLike",
+                                                "Bernoulli",        "Multinomial"};
+  static const std::set<std::string> kStrings = {"StringNormalizer", "StringConcat", "StringSplit",
+                                                 "RegexFullMatch"};
   static const std::set<std::string> kSequences = {
-      "SequenceAt",     "SequenceConstruct",  "SequenceEmpty",  "SequenceErase",
-      "SequenceInsert", "SequenceLength",     "SequenceMap",    "SplitToSequence",
-      "ConcatFromSequence", "Optional",       "OptionalGetElement", "OptionalHasElement"};
+      "SequenceAt",         "SequenceConstruct", "SequenceEmpty",      "SequenceErase",
+      "SequenceInsert",     "SequenceLength",    "SequenceMap",        "SplitToSequence",
+      "ConcatFromSequence", "Optional",          "OptionalGetElement", "OptionalHasElement"};
   static const std::set<std::string> kTraining = {"Adagrad", "Adam", "Momentum", "Gradient"};
-  if (kRandom.count(op_type)) return "random generators are left out (results are not reproducible)";
+  if (kRandom.count(op_type))
+    return "random generators are left out (results are not reproducible)";
   if (kStrings.count(op_type)) return "string ops are left out";
   if (kSequences.count(op_type)) return "sequence and optional types are left out";
   if (kTraining.count(op_type)) return "training ops are left out";

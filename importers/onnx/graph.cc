@@ -13,18 +13,26 @@
 #include <cctype>
 #include <cstring>
 
+#include "importers/onnx/schema_check.h"
 #include "importers/onnx/tensor.h"
 
 namespace quilt::importers::onnx {
 namespace {
 
+// An identifier for printing: runs of other characters become one '_', none at either end.
 std::string Sanitize(const std::string& name) {
   std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  while (s.find("__") != std::string::npos) s.replace(s.find("__"), 2, "_");
-  while (!s.empty() && s.front() == '_') s.erase(s.begin());
-  while (!s.empty() && s.back() == '_') s.pop_back();
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  bool pending = false;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      if (pending && !s.empty()) s.push_back('_');
+      pending = false;
+      s.push_back(c);
+    } else {
+      pending = true;
+    }
+  }
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s.insert(s.begin(), 'v');
   return s;
 }
 
@@ -50,8 +58,8 @@ std::optional<KnownValues> KnownFromConstant(const ir::ConstantNode& c) {
 }  // namespace
 
 std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes) {
-  std::string s = std::to_string(nodes.size()) + " unsupported node" +
-                  (nodes.size() == 1 ? "" : "s") + ":";
+  std::string s =
+      std::to_string(nodes.size()) + " unsupported node" + (nodes.size() == 1 ? "" : "s") + ":";
   for (const UnsupportedNode& n : nodes) {
     s += "\n  node '" + n.node_name + "': " + n.op_type + " (domain '" +
          (n.domain.empty() ? "ai.onnx" : n.domain) + "', opset " + std::to_string(n.opset) + ")";
@@ -62,11 +70,13 @@ std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes) {
 
 ir::Expr GraphImporter::Lookup(const std::string& name) const {
   auto it = values_.find(name);
-  return it == values_.end() ? nullptr : it->second;
+  if (it != values_.end()) return it->second;
+  return parent_ ? parent_->Lookup(name) : nullptr;
 }
 
 std::optional<KnownValues> GraphImporter::Known(const std::string& name) const {
   if (auto it = known_.find(name); it != known_.end()) return it->second;
+  if (!values_.count(name) && parent_) return parent_->Known(name);
   ir::Expr e = Lookup(name);
   if (const auto* c = ir::As<ir::ConstantNode>(e)) return KnownFromConstant(*c);
   return std::nullopt;
@@ -152,7 +162,8 @@ Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
   }
   std::set<std::string> inputs;
   for (const auto& in : graph.input()) {
-    if (!inputs.insert(in.name()).second) return Error("graph input '" + in.name() + "' is declared twice");
+    if (!inputs.insert(in.name()).second)
+      return Error("graph input '" + in.name() + "' is declared twice");
     Expected<ir::StructInfo> s = ValueInfoSInfo(in, "graph input");
     if (!s) return s.error();
     if (auto fixed = model_.options.input_values.find(in.name());
@@ -162,7 +173,8 @@ Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
           iv.dtype, iv.shape, std::make_shared<const std::vector<uint8_t>>(iv.bytes));
       if (!c) return Error("value given for graph input '" + in.name() + "': " + c.error().message);
       Expected<ir::StructInfo> fits = ir::Refine(*s, (*c)->struct_info);
-      if (!fits) return Error("value given for graph input '" + in.name() + "': " + fits.error().message);
+      if (!fits)
+        return Error("value given for graph input '" + in.name() + "': " + fits.error().message);
       values_[in.name()] = *c;
       continue;
     }
@@ -174,7 +186,8 @@ Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
       Expected<ir::Expr> c = TensorToConstant(*t);
       if (!c) return Error("initializer '" + in.name() + "': " + c.error().message);
       Expected<ir::StructInfo> fits = ir::Refine(*s, (*c)->struct_info);
-      if (!fits) return Error("initializer of graph input '" + in.name() + "': " + fits.error().message);
+      if (!fits)
+        return Error("initializer of graph input '" + in.name() + "': " + fits.error().message);
       def = *c;
     }
     params_.push_back(v);
@@ -200,8 +213,9 @@ Expected<std::vector<int>> GraphImporter::TopologicalOrder(const ::onnx::GraphPr
       if (out.empty()) continue;
       auto [it, fresh] = producer.emplace(out, i);
       if (!fresh) {
-        std::string other = it->second < 0 ? "a graph input or initializer"
-                                           : "node '" + NodeName(graph.node(it->second), it->second) + "'";
+        std::string other = it->second < 0
+                                ? "a graph input or initializer"
+                                : "node '" + NodeName(graph.node(it->second), it->second) + "'";
         return Error("value '" + out + "' is produced twice: by " + other + " and by node '" +
                      NodeName(graph.node(i), i) + "'");
       }
@@ -291,6 +305,12 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     for (const std::string& out : node.output()) poisoned_.insert(out);
     return {};
   }
+  if (Status s = CheckNodeSchema(node, model_.opset,
+                                 "node '" + name + "' (" + node.op_type() + ", opset " +
+                                     std::to_string(model_.opset) + ")");
+      !s) {
+    return s;
+  }
   current_source_ = name;
   NodeContext ctx(this, node, model_.opset);
   Expected<Outputs> outs = conv->fn(ctx);
@@ -337,8 +357,10 @@ Status GraphImporter::InlineFunction(const ::onnx::NodeProto& call, const ::onnx
     ::onnx::NodeProto node = f.node(i);
     for (auto& in : *node.mutable_input()) in = map_name(in);
     for (auto& out : *node.mutable_output()) out = map_name(out);
-    if (node.name().empty()) node.set_name(prefix + node.op_type() + "#" + std::to_string(i));
-    else node.set_name(prefix + node.name());
+    if (node.name().empty())
+      node.set_name(prefix + node.op_type() + "#" + std::to_string(i));
+    else
+      node.set_name(prefix + node.name());
     ::google::protobuf::RepeatedPtrField<::onnx::AttributeProto> attrs;
     for (const auto& a : node.attribute()) {
       if (a.ref_attr_name().empty()) {
@@ -387,6 +409,43 @@ Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::E
   return {};
 }
 
+Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(const ::onnx::GraphProto& graph,
+                                                    const std::vector<ir::Expr>& inputs,
+                                                    const std::string& what) const {
+  if (depth_ + 1 > model_.options.max_nesting) {
+    return Error(what + ": subgraphs nest deeper than " +
+                 std::to_string(model_.options.max_nesting));
+  }
+  if (graph.input_size() != static_cast<int>(inputs.size())) {
+    return Error(what + " takes " + std::to_string(graph.input_size()) + " inputs, given " +
+                 std::to_string(inputs.size()));
+  }
+  GraphImporter sub(model_, this, depth_ + 1);
+  for (int i = 0; i < graph.input_size(); ++i) sub.values_[graph.input(i).name()] = inputs[i];
+  for (const auto& t : graph.initializer()) {
+    Expected<TensorData> data = ReadTensor(t, model_.model_dir);
+    if (!data) return Error(what + ": " + data.error().message);
+    Expected<ir::Expr> c = TensorToConstant(*data);
+    if (!c) return Error(what + ": initializer '" + t.name() + "': " + c.error().message);
+    sub.values_[t.name()] = *c;
+  }
+  Expected<std::vector<int>> order = sub.TopologicalOrder(graph);
+  if (!order) return Error(what + ": " + order.error().message);
+  for (int i : *order) {
+    if (Status s = sub.ImportNode(graph.node(i), i, depth_ + 1); !s) return s.error();
+  }
+  if (!sub.unsupported_.empty()) return Error(what + ": " + UnsupportedMessage(sub.unsupported_));
+  std::vector<ir::Expr> outs;
+  for (const auto& out : graph.output()) {
+    ir::Expr v = sub.Lookup(out.name());
+    if (!v) return Error(what + ": output '" + out.name() + "' is not produced");
+    outs.push_back(v);
+  }
+  if (outs.empty()) return Error(what + " has no outputs");
+  ir::Expr result = outs.size() == 1 ? outs[0] : ir::MakeTuple(outs);
+  return ir::MakeSeqExpr({ir::BindingBlock{false, sub.bindings_}}, result);
+}
+
 Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph) {
   if (Status s = DeclareInputs(graph); !s) return s.error();
   Expected<std::vector<int>> order = TopologicalOrder(graph);
@@ -407,7 +466,8 @@ Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph
   if (outs.size() > 1) result = Bind(result, "outputs", "");
   // A graph output that is directly an input or a constant still needs a value to return.
   ir::SeqExpr body = ir::MakeSeqExpr({ir::BindingBlock{false, bindings_}}, result);
-  bool any_default = std::any_of(defaults_.begin(), defaults_.end(), [](auto& d) { return d != nullptr; });
+  bool any_default =
+      std::any_of(defaults_.begin(), defaults_.end(), [](auto& d) { return d != nullptr; });
   ir::Attrs attrs;
   attrs.Set("global_symbol", std::string("main"));
   return ir::MakeFunction(params_, body, nullptr, std::move(attrs), true, false,

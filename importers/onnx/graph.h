@@ -14,9 +14,9 @@
 namespace quilt::importers::onnx {
 
 struct ModelContext {
-  std::string name;       // for messages: the model file
-  std::string model_dir;  // external data root; empty: none allowed
-  int64_t opset = 0;      // default domain
+  std::string name;                       // for messages: the model file
+  std::string model_dir;                  // external data root; empty: none allowed
+  int64_t opset = 0;                      // default domain
   std::map<std::string, int64_t> opsets;  // by domain
   // Model-local functions by (domain, name).
   std::map<std::pair<std::string, std::string>, const ::onnx::FunctionProto*> functions;
@@ -31,9 +31,18 @@ struct UnsupportedNode {
 
 class GraphImporter {
  public:
-  explicit GraphImporter(const ModelContext& model) : model_(model) {}
+  explicit GraphImporter(const ModelContext& model, const GraphImporter* parent = nullptr,
+                         int depth = 0)
+      : model_(model), parent_(parent), depth_(depth) {}
 
   Expected<ir::Function> ImportMain(const ::onnx::GraphProto& graph);
+
+  // A subgraph (If branch, Loop or Scan body) in a scope of its own that reads this graph's
+  // values. `inputs` bind the subgraph's inputs in order. The result is a SeqExpr whose body is
+  // the single output or a tuple of the outputs.
+  Expected<ir::SeqExpr> ImportSubgraph(const ::onnx::GraphProto& graph,
+                                       const std::vector<ir::Expr>& inputs,
+                                       const std::string& what) const;
 
   // For NodeContext.
   ir::Expr Lookup(const std::string& name) const;
@@ -52,6 +61,8 @@ class GraphImporter {
   std::string NodeName(const ::onnx::NodeProto& node, int index) const;
 
   const ModelContext& model_;
+  const GraphImporter* parent_;
+  int depth_;
   std::vector<ir::Var> params_;
   std::vector<ir::Expr> defaults_;
   std::map<std::string, ir::Expr> values_;

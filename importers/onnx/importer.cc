@@ -28,8 +28,8 @@ Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx)
   ctx.opset = ctx.opsets.count("") ? ctx.opsets[""] : kMaxOpset;
   if (ctx.opset > kMaxOpset) {
     return Error("the model's opset " + std::to_string(ctx.opset) +
-                 " is newer than the newest this importer supports (" +
-                 std::to_string(kMaxOpset) + ")");
+                 " is newer than the newest this importer supports (" + std::to_string(kMaxOpset) +
+                 ")");
   }
   if (ctx.opset < kMinOpset) {
     return Error("the model's opset " + std::to_string(ctx.opset) + " is older than " +
@@ -63,8 +63,9 @@ Expected<ir::IRModule> ImportOnnxBytes(const void* data, size_t size, const std:
   }
   ::onnx::ModelProto model;
   if (!model.ParseFromArray(data, static_cast<int>(size))) {
-    return located(Error("not a valid ONNX model (the protobuf does not parse: truncated, "
-                         "corrupt or not an ONNX file)"));
+    return located(
+        Error("not a valid ONNX model (the protobuf does not parse: truncated, "
+              "corrupt or not an ONNX file)"));
   }
   ModelContext ctx;
   ctx.name = name;

@@ -48,7 +48,6 @@ Expected<ir::IRModule> ImportOnnxFile(const std::string& path, const ImportOptio
 // From memory. `model_dir` is where external data may be read from (empty: external data is an
 // error); `name` names the model in messages.
 Expected<ir::IRModule> ImportOnnxBytes(const void* data, size_t size, const std::string& model_dir,
-                                       const std::string& name,
-                                       const ImportOptions& options = {});
+                                       const std::string& name, const ImportOptions& options = {});
 
 }  // namespace quilt::importers::onnx

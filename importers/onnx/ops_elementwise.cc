@@ -111,7 +111,8 @@ Expected<Outputs> Mod(NodeContext& ctx) {
   Expected<int64_t> fmod = ctx.Int("fmod", 0);
   if (!fmod) return ctx.Error(fmod.error().message);
   ir::DataType t = ctx.Input(0) ? ctx.Input(0)->struct_info->dtype : ir::DataType::kVoid;
-  if (*fmod == 0 && ir::IsFloat(t)) return ctx.Error("fmod=0 is not allowed for floating-point inputs");
+  if (*fmod == 0 && ir::IsFloat(t))
+    return ctx.Error("fmod=0 is not allowed for floating-point inputs");
   return NodeContext::Single(
       ctx.Emit(*fmod ? OpKind::kMod : OpKind::kFloorMod, {ctx.Input(0), ctx.Input(1)}));
 }

@@ -142,8 +142,8 @@ Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string&
     int64_t want = *count * per_element;
     if (bits == 4) want = (*count + 1) / 2;  // packed 4-bit types: one int32 per byte
     if (field_size != want) {
-      return Error(name + ": holds " + std::to_string(field_size) + " values, but its shape needs " +
-                   std::to_string(want));
+      return Error(name + ": holds " + std::to_string(field_size) +
+                   " values, but its shape needs " + std::to_string(want));
     }
     return {};
   };
@@ -174,8 +174,10 @@ Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string&
     case DT::kUInt32:
     case DT::kUInt64:
       s = check(t.uint64_data_size(), 1);
-      if (s && out.dtype == DT::kUInt32) Store<decltype(t.uint64_data()), uint32_t>(t.uint64_data(), data.get());
-      if (s && out.dtype == DT::kUInt64) Store<decltype(t.uint64_data()), uint64_t>(t.uint64_data(), data.get());
+      if (s && out.dtype == DT::kUInt32)
+        Store<decltype(t.uint64_data()), uint32_t>(t.uint64_data(), data.get());
+      if (s && out.dtype == DT::kUInt64)
+        Store<decltype(t.uint64_data()), uint64_t>(t.uint64_data(), data.get());
       break;
     case DT::kInt32:
       s = check(t.int32_data_size(), 1);

@@ -1,4 +1,192 @@
 // Struct-info rules of the ops in ir/ops/image.def.
+#include <cmath>
+#include <cstring>
+
 #include "ir/op_infer.h"
 
-namespace quilt::ir {}  // namespace quilt::ir
+namespace quilt::ir {
+namespace {
+
+// The values of a constant argument as doubles; nullopt when it is not a constant.
+std::optional<std::vector<double>> ConstantValues(const Expr& e) {
+  const ConstantNode* c = As<ConstantNode>(e);
+  if (!c) return std::nullopt;
+  std::vector<double> out;
+  for (int64_t i = 0; i < c->NumElements(); ++i) {
+    const uint8_t* p = c->data->data();
+    switch (c->dtype) {
+      case DataType::kFloat32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        out.push_back(f);
+        break;
+      }
+      case DataType::kFloat64: {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        out.push_back(d);
+        break;
+      }
+      case DataType::kInt64: {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out.push_back(static_cast<double>(v));
+        break;
+      }
+      case DataType::kInt32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out.push_back(v);
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  return out;
+}
+
+int64_t ElementCount(const Expr& e) {
+  std::optional<std::vector<int64_t>> s = e->struct_info->StaticShape();
+  if (!s) return -1;
+  int64_t n = 1;
+  for (int64_t d : *s) n *= d;
+  return n;
+}
+
+}  // namespace
+
+Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args,
+                                 const Attrs& attrs) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  int ndim = (*x)->ndim;
+  DataType dtype = (*x)->dtype;
+  if (ndim < 0) return TensorSInfo(std::nullopt, dtype, std::nullopt, -1);
+  std::vector<int64_t> axes;
+  if (const auto* a = attrs.Get<std::vector<int64_t>>("axes")) {
+    for (int64_t v : *a) {
+      Expected<int64_t> n = NormalizeAxis(v, ndim, "axis");
+      if (!n) return n.error();
+      axes.push_back(*n);
+    }
+  } else {
+    for (int i = 0; i < ndim; ++i) axes.push_back(i);
+  }
+  std::optional<std::vector<double>> sizes = ConstantValues(args[3]);
+  std::optional<std::vector<double>> scales = ConstantValues(args[2]);
+  bool has_sizes = ElementCount(args[3]) != 0, has_scales = ElementCount(args[2]) != 0;
+  if (has_sizes && has_scales) return Error("only one of 'scales' and 'sizes' may be given");
+  if (!has_sizes && !has_scales) return Error("one of 'scales' and 'sizes' must be given");
+  const std::vector<double>* given =
+      has_sizes ? (sizes ? &*sizes : nullptr) : (scales ? &*scales : nullptr);
+  if (!given || !(*x)->shape) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
+  if (given->size() != axes.size()) {
+    return Error(std::string(has_sizes ? "sizes" : "scales") + " has " +
+                 std::to_string(given->size()) + " values for " + std::to_string(axes.size()) +
+                 " axes");
+  }
+  std::vector<PrimExpr> out = *(*x)->shape;
+  const std::string& policy = *attrs.Get<std::string>("keep_aspect_ratio_policy");
+  if (has_sizes && policy != "stretch") {
+    // One scale for every resized axis: the smallest (not_larger) or largest (not_smaller).
+    double scale = policy == "not_larger" ? INFINITY : 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      std::optional<int64_t> in = AsInt(out[axes[i]]);
+      if (!in) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
+      double s = (*given)[i] / static_cast<double>(*in);
+      scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+    }
+    for (int64_t a : axes) {
+      out[a] =
+          IntImm(static_cast<int64_t>(std::llround(scale * static_cast<double>(*AsInt(out[a])))));
+    }
+    return TensorSInfo(out, dtype);
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    double v = (*given)[i];
+    if (v < 0) return Error("negative " + std::string(has_sizes ? "size" : "scale"));
+    if (has_sizes) {
+      out[axes[i]] = IntImm(static_cast<int64_t>(v));
+      continue;
+    }
+    std::optional<int64_t> in = AsInt(out[axes[i]]);
+    if (!in) {
+      if (v != 1.0) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
+      continue;
+    }
+    out[axes[i]] = IntImm(static_cast<int64_t>(std::floor(static_cast<double>(*in) * v)));
+  }
+  return TensorSInfo(out, dtype);
+}
+
+Expected<StructInfo> InferGridSample(const OpInfo& op, const std::vector<Expr>& args,
+                                     const Attrs&) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  Expected<const StructInfoNode*> grid = TensorArg(op, args, 1);
+  if (!grid) return grid.error();
+  if ((*x)->ndim >= 0 && (*grid)->ndim >= 0 && (*x)->ndim != (*grid)->ndim) {
+    return Error("x has rank " + std::to_string((*x)->ndim) + " but grid has rank " +
+                 std::to_string((*grid)->ndim));
+  }
+  int ndim = (*x)->ndim >= 0 ? (*x)->ndim : (*grid)->ndim;
+  if (!(*x)->shape || !(*grid)->shape)
+    return TensorSInfo(std::nullopt, (*x)->dtype, std::nullopt, ndim);
+  // (N, C, spatial of the grid...)
+  std::vector<PrimExpr> out = {(*(*x)->shape)[0], (*(*x)->shape)[1]};
+  for (int i = 1; i + 1 < (*grid)->ndim; ++i) out.push_back((*(*grid)->shape)[i]);
+  return TensorSInfo(out, (*x)->dtype);
+}
+
+Expected<StructInfo> InferAffineGrid(const OpInfo& op, const std::vector<Expr>& args,
+                                     const Attrs&) {
+  Expected<const StructInfoNode*> theta = TensorArg(op, args, 0);
+  if (!theta) return theta.error();
+  std::optional<std::vector<double>> size = ConstantValues(args[1]);
+  int64_t n = ElementCount(args[1]);
+  if (n != 4 && n != 5 && n != -1)
+    return Error("size must have 4 or 5 values, got " + std::to_string(n));
+  if (!size)
+    return TensorSInfo(std::nullopt, (*theta)->dtype, std::nullopt,
+                       n < 0 ? -1 : static_cast<int>(n));
+  // (N, H, W, 2) or (N, D, H, W, 3).
+  std::vector<int64_t> out = {static_cast<int64_t>((*size)[0])};
+  for (size_t i = 2; i < size->size(); ++i) out.push_back(static_cast<int64_t>((*size)[i]));
+  out.push_back(static_cast<int64_t>(size->size()) - 2);
+  return TensorSInfo(out, (*theta)->dtype);
+}
+
+Expected<StructInfo> InferRoiAlign(const OpInfo& op, const std::vector<Expr>& args,
+                                   const Attrs& attrs) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  Expected<const StructInfoNode*> rois = TensorArg(op, args, 1);
+  if (!rois) return rois.error();
+  if ((*x)->ndim >= 0 && (*x)->ndim != 4)
+    return Error("x must have rank 4, got " + std::to_string((*x)->ndim));
+  if ((*rois)->ndim >= 0 && (*rois)->ndim != 2) return Error("rois must have rank 2");
+  const std::string& mode = *attrs.Get<std::string>("mode");
+  if (mode != "avg" && mode != "max") return Error("mode must be avg or max, got '" + mode + "'");
+  PrimExpr num = (*rois)->shape ? (*(*rois)->shape)[0] : SymVar("num_rois");
+  PrimExpr c = (*x)->shape ? (*(*x)->shape)[1] : SymVar("channels");
+  return TensorSInfo(std::vector<PrimExpr>{num, c, IntImm(*attrs.Get<int64_t>("output_height")),
+                                           IntImm(*attrs.Get<int64_t>("output_width"))},
+                     (*x)->dtype);
+}
+
+Expected<StructInfo> InferNonMaxSuppression(const OpInfo& op, const std::vector<Expr>& args,
+                                            const Attrs& attrs) {
+  Expected<const StructInfoNode*> boxes = TensorArg(op, args, 0);
+  if (!boxes) return boxes.error();
+  Expected<const StructInfoNode*> scores = TensorArg(op, args, 1);
+  if (!scores) return scores.error();
+  if ((*boxes)->ndim >= 0 && (*boxes)->ndim != 3) return Error("boxes must have rank 3");
+  if ((*scores)->ndim >= 0 && (*scores)->ndim != 3) return Error("scores must have rank 3");
+  int64_t cpb = *attrs.Get<int64_t>("center_point_box");
+  if (cpb != 0 && cpb != 1) return Error("center_point_box must be 0 or 1");
+  // (selected, 3): how many are selected is known only at run time.
+  return TensorSInfo(std::vector<PrimExpr>{SymVar("num_selected"), IntImm(3)}, DataType::kInt64);
+}
+
+}  // namespace quilt::ir

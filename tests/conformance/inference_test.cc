@@ -53,7 +53,8 @@ std::string Compare(const StructInfo& s, const onnx::TensorProto& want, size_t i
            std::string(quilt::ir::DataTypeName(dtype));
   }
   if (s->ndim >= 0 && s->ndim != want.dims_size()) {
-    return where + "rank " + std::to_string(s->ndim) + ", expected " + std::to_string(want.dims_size());
+    return where + "rank " + std::to_string(s->ndim) + ", expected " +
+           std::to_string(want.dims_size());
   }
   if (!s->shape) return "";
   for (int i = 0; i < want.dims_size(); ++i) {
@@ -92,9 +93,9 @@ quilt::importers::onnx::ImportOptions PinShapeInputs(const fs::path& dir) {
     onnx::TensorProto t;
     fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(j++) + ".pb");
     if (!fs::exists(p) || !ReadTensorProto(p, &t)) continue;
-    bool small_int = (t.data_type() == onnx::TensorProto::INT64 ||
-                      t.data_type() == onnx::TensorProto::INT32) &&
-                     t.dims_size() <= 1 && t.has_raw_data();
+    bool small_int =
+        (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::INT32) &&
+        t.dims_size() <= 1 && t.has_raw_data();
     if (!small_int) continue;
     quilt::importers::onnx::InputValue v;
     v.dtype = static_cast<quilt::ir::DataType>(t.data_type());
@@ -121,7 +122,9 @@ std::string CheckOne(const fs::path& dir) {
   for (size_t i = 0;; ++i) {
     fs::path p = data / ("output_" + std::to_string(i) + ".pb");
     if (!fs::exists(p)) {
-      if (i != outs.size()) return "the model returns " + std::to_string(outs.size()) + " outputs, the data has " + std::to_string(i);
+      if (i != outs.size())
+        return "the model returns " + std::to_string(outs.size()) + " outputs, the data has " +
+               std::to_string(i);
       break;
     }
     onnx::TensorProto t;
@@ -135,7 +138,8 @@ std::string CheckOne(const fs::path& dir) {
 
 TEST(OnnxNodeTests, InferredShapesAndDtypesMatchTheExpectedOutputs) {
   fs::path root = QUILT_NODE_TEST_DIR;
-  if (!fs::exists(root)) GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
+  if (!fs::exists(root))
+    GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
   std::map<std::string, std::string> baseline =
       ReadBaseline(std::string(QUILT_SOURCE_DIR) + "/tests/conformance/inference_baseline.txt");
   std::vector<fs::path> dirs;
@@ -179,20 +183,25 @@ TEST(OnnxNodeTests, InferredShapesAndDtypesMatchTheExpectedOutputs) {
     failures_file << name << "\t" << one_line << "\n";
     if (!listed) new_failures.push_back(name + ": " + problem);
   }
-  report << "# ONNX node tests: importer inference\n\n" << pass << " of " << dirs.size()
+  report << "# ONNX node tests: importer inference\n\n"
+         << pass << " of " << dirs.size()
          << " pass\n\n| ops | pass | total |\n| --- | --- | --- |\n";
-  for (const auto& [ops, pt] : by_op) report << "| " << ops << " | " << pt.first << " | " << pt.second << " |\n";
+  for (const auto& [ops, pt] : by_op)
+    report << "| " << ops << " | " << pt.first << " | " << pt.second << " |\n";
   std::ofstream(std::string(QUILT_BINARY_DIR) + "/inference_report.md") << report.str();
   std::ofstream(std::string(QUILT_BINARY_DIR) + "/inference_failures.txt") << failures_file.str();
   std::cout << "node tests: " << pass << " of " << dirs.size() << " pass inference; report in "
             << QUILT_BINARY_DIR << "/inference_report.md\n";
   std::string nf;
   for (size_t i = 0; i < new_failures.size() && i < 40; ++i) nf += "  " + new_failures[i] + "\n";
-  EXPECT_TRUE(new_failures.empty()) << new_failures.size() << " node tests fail outside the baseline:\n" << nf;
+  EXPECT_TRUE(new_failures.empty())
+      << new_failures.size() << " node tests fail outside the baseline:\n"
+      << nf;
   std::string np;
   for (const auto& n : now_passing) np += "  " + n + "\n";
-  EXPECT_TRUE(now_passing.empty()) << now_passing.size()
-                                   << " baseline tests pass now; remove them from the baseline:\n" << np;
+  EXPECT_TRUE(now_passing.empty())
+      << now_passing.size() << " baseline tests pass now; remove them from the baseline:\n"
+      << np;
 }
 
 }  // namespace

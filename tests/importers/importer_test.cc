@@ -106,7 +106,9 @@ class Module:
 
 TEST(Import, VariadicMaxAndMeanChainBinaryOps) {
   OnnxGraph g(13);
-  g.Input("a", TensorProto::FLOAT, {3}).Input("b", TensorProto::FLOAT, {3}).Input("c", TensorProto::FLOAT, {1});
+  g.Input("a", TensorProto::FLOAT, {3})
+      .Input("b", TensorProto::FLOAT, {3})
+      .Input("c", TensorProto::FLOAT, {1});
   g.Node("Mean", {"a", "b", "c"}, {"m"});
   g.Output("m", TensorProto::FLOAT);
   ExpectImportsTo(g, R"(
@@ -162,11 +164,15 @@ TEST(Import, InputValuesBecomeConstants) {
   g.Input("x", TensorProto::FLOAT, {2, 3}).Input("axes", TensorProto::INT64, {1});
   g.Node("Unsqueeze", {"x", "axes"}, {"y"});
   g.Output("y", TensorProto::FLOAT);
-  ExpectImportError(g, {"node 'Unsqueeze_1' (Unsqueeze, opset 13)", "input 'axes' must be a constant"});
+  ExpectImportError(
+      g, {"node 'Unsqueeze_1' (Unsqueeze, opset 13)", "input 'axes' must be a constant"});
   ImportOptions options;
   int64_t axis = 1;
-  options.input_values["axes"] = InputValue{ir::DataType::kInt64, {1}, std::vector<uint8_t>(
-      reinterpret_cast<uint8_t*>(&axis), reinterpret_cast<uint8_t*>(&axis) + 8)};
+  options.input_values["axes"] =
+      InputValue{ir::DataType::kInt64,
+                 {1},
+                 std::vector<uint8_t>(reinterpret_cast<uint8_t*>(&axis),
+                                      reinterpret_cast<uint8_t*>(&axis) + 8)};
   ExpectImportsTo(g, R"(
 @I.ir_module
 class Module:
@@ -175,7 +181,8 @@ class Module:
         R.func_attr({"global_symbol": "main"})
         y = R.expand_dims(x, axis=[1])
         return y
-)", options);
+)",
+                  options);
 }
 
 TEST(Import, InputShapeOverride) {

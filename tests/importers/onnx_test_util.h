@@ -53,8 +53,14 @@ class OnnxGraph {
     t->set_name(name);
     t->set_data_type(elem_type);
     for (int64_t d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                values.size() * sizeof(T)));
+    if constexpr (std::is_same_v<T, bool>) {
+      std::string bytes;
+      for (bool v : values) bytes.push_back(v ? 1 : 0);
+      t->set_raw_data(bytes);
+    } else {
+      t->set_raw_data(
+          std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+    }
     return *this;
   }
   onnx::NodeProto& Node(const std::string& op_type, std::vector<std::string> inputs,

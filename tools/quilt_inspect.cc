@@ -1,0 +1,44 @@
+// quilt-inspect: what is in a model.
+//
+//   quilt-inspect MODEL.onnx [--ir]
+//
+// Prints inputs and outputs (symbolic dims by name), opsets, an op histogram and the ops quilt
+// cannot import yet; with --ir, the imported IR too. Exit status 0, or 1 when the file cannot be
+// read (or, with --ir, imported).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "importers/onnx/importer.h"
+#include "importers/onnx/summary.h"
+#include "ir/printer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"quilt-inspect: summarize a model"};
+  std::string input;
+  bool ir = false;
+  app.add_option("model", input, "ONNX model (.onnx)")->required();
+  app.add_flag("--ir", ir, "also import the model and print its IR");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  quilt::Expected<quilt::importers::onnx::ModelSummary> s =
+      quilt::importers::onnx::SummarizeOnnxFile(input);
+  if (!s) {
+    std::cerr << "quilt-inspect: error: " << s.error().ToString() << "\n";
+    return 1;
+  }
+  std::cout << input << "\n" << quilt::importers::onnx::FormatSummary(*s);
+  if (!ir) return 0;
+  quilt::Expected<quilt::ir::IRModule> mod = quilt::importers::onnx::ImportOnnxFile(input);
+  if (!mod) {
+    std::cerr << "quilt-inspect: error: " << mod.error().ToString() << "\n";
+    return 1;
+  }
+  std::cout << "\n" << quilt::ir::PrintModule(*mod);
+  return 0;
+}
