@@ -113,6 +113,9 @@ extern const std::vector<Converter> kLinalgConverters;       // ops_linalg.cc
 extern const std::vector<Converter> kImageConverters;        // ops_image.cc
 extern const std::vector<Converter> kControlConverters;      // ops_control.cc
 extern const std::vector<Converter> kQuantizeConverters;     // ops_quantize.cc
+extern const std::vector<Converter> kTransformerConverters;  // ops_transformer.cc
+extern const std::vector<Converter> kRecurrentConverters;    // ops_recurrent.cc
+extern const std::vector<Converter> kSignalConverters;       // ops_signal.cc
 
 // The converter for (op_type, opset) in the default domain, or null.
 const Converter* FindConverter(const std::string& op_type, int64_t opset);
