@@ -255,6 +255,52 @@ Expected<Expr> MakeIf(Expr cond, SeqExpr then_branch, SeqExpr else_branch) {
   return Expr(n);
 }
 
+std::vector<Var> FreeVars(const SeqExprNode& seq, const std::vector<Var>& bound) {
+  std::set<const VarNode*> defined;
+  for (const Var& v : bound) defined.insert(v.get());
+  std::vector<Var> free;
+  std::set<const VarNode*> seen;
+  std::function<void(const Expr&)> use = [&](const Expr& e) {
+    if (!e) return;
+    if (const auto* v = As<VarNode>(e)) {
+      if (!defined.count(v) && seen.insert(v).second) free.push_back(AsPtr<VarNode>(e));
+      return;
+    }
+    switch (e->kind) {
+      case ExprKind::kCall:
+        for (const Expr& a : As<CallNode>(e)->args) use(a);
+        return;
+      case ExprKind::kTuple:
+        for (const Expr& f : As<TupleNode>(e)->fields) use(f);
+        return;
+      case ExprKind::kTupleGetItem:
+        return use(As<TupleGetItemNode>(e)->tuple);
+      case ExprKind::kIf:
+        use(As<IfNode>(e)->cond);
+        use(As<IfNode>(e)->then_branch);
+        return use(As<IfNode>(e)->else_branch);
+      case ExprKind::kSeqExpr:
+        for (const BindingBlock& b : As<SeqExprNode>(e)->blocks) {
+          for (const Binding& x : b.bindings) {
+            use(x.value);
+            defined.insert(x.var.get());
+          }
+        }
+        return use(As<SeqExprNode>(e)->body);
+      default:
+        return;
+    }
+  };
+  for (const BindingBlock& b : seq.blocks) {
+    for (const Binding& x : b.bindings) {
+      use(x.value);
+      defined.insert(x.var.get());
+    }
+  }
+  use(seq.body);
+  return free;
+}
+
 StructInfo FunctionSInfo(const FunctionNode& f) {
   std::vector<StructInfo> params;
   for (const Var& p : f.params) params.push_back(p->struct_info);

@@ -41,6 +41,10 @@ Expected<Function> MakeFunction(std::vector<Var> params, SeqExpr body, StructInf
                                 std::vector<Expr> param_defaults = {});
 StructInfo FunctionSInfo(const FunctionNode& f);
 
+// Variables that `seq` uses but neither defines nor has in `bound`, in order of first use: what a
+// body lifted into a function of its own must take as parameters.
+std::vector<Var> FreeVars(const SeqExprNode& seq, const std::vector<Var>& bound);
+
 // Re-infers every struct info of the module from its parameters and annotations, callees before
 // callers; returns a new module (the input is not changed). A binding's annotation is refined
 // with what inference gives; a contradiction is a diagnostic naming the function and value.

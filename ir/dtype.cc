@@ -38,6 +38,9 @@ constexpr std::array<DataTypeInfo, kLastDataType + 1> kInfos = {{
     {DataType::kUInt4, "uint4", 4},
     {DataType::kInt4, "int4", 4},
     {DataType::kFloat4E2M1, "float4_e2m1", 4},
+    {DataType::kFloat8E8M0, "float8_e8m0fnu", 8},
+    {DataType::kUInt2, "uint2", 2},
+    {DataType::kInt2, "int2", 2},
 }};
 
 const DataTypeInfo& Info(DataType t) { return kInfos[static_cast<size_t>(t)]; }
@@ -69,6 +72,7 @@ bool IsFloat(DataType t) {
     case DataType::kFloat8E5M2:
     case DataType::kFloat8E5M2FNUZ:
     case DataType::kFloat4E2M1:
+    case DataType::kFloat8E8M0:
       return true;
     default:
       return false;
@@ -82,6 +86,7 @@ bool IsSigned(DataType t) {
     case DataType::kInt32:
     case DataType::kInt64:
     case DataType::kInt4:
+    case DataType::kInt2:
       return true;
     default:
       return false;
@@ -95,6 +100,7 @@ bool IsInteger(DataType t) {
     case DataType::kUInt32:
     case DataType::kUInt64:
     case DataType::kUInt4:
+    case DataType::kUInt2:
       return true;
     default:
       return IsSigned(t);

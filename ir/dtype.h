@@ -35,9 +35,12 @@ enum class DataType : int32_t {
   kUInt4 = 21,
   kInt4 = 22,
   kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
 };
 
-inline constexpr int kLastDataType = 23;
+inline constexpr int kLastDataType = 26;
 
 // "float32" for kFloat32; "void" for kVoid.
 std::string_view DataTypeName(DataType t);

@@ -156,7 +156,11 @@ const std::vector<OpInfo>& AllOps() {
   return ops;
 }
 
-const OpInfo& GetOp(OpKind kind) { return AllOps()[static_cast<size_t>(kind)]; }
+const OpInfo& GetOp(OpKind kind) {
+  size_t i = static_cast<size_t>(kind);
+  QUILT_CHECK(i < AllOps().size()) << "op kind " << i << " is not in the op table";
+  return AllOps()[i];
+}
 
 const OpInfo* FindOp(std::string_view name) {
   for (const OpInfo& op : AllOps()) {

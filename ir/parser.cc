@@ -501,14 +501,16 @@ class ModuleParser {
                     text::ToString(e));
   }
 
-  std::vector<PrimExpr> Dims(const PyExpr& e, bool declare) {
+  // `values`: a shape value (R.shape, a reshape target) may hold negative entries such as -1;
+  // a tensor's dims may not.
+  std::vector<PrimExpr> Dims(const PyExpr& e, bool declare, bool values = false) {
     if (e.kind != PyExprKind::kTuple && e.kind != PyExprKind::kList) {
       Fail(e.loc, "expected a shape: a tuple or list of dimensions");
     }
     std::vector<PrimExpr> dims;
     for (const PyExprPtr& d : e.items) {
       PrimExpr p = Dim(*d, declare);
-      if (std::optional<int64_t> v = AsInt(p); v && *v < 0) {
+      if (std::optional<int64_t> v = AsInt(p); v && *v < 0 && !values) {
         Fail(d->loc, "negative dimension " + std::to_string(*v));
       }
       dims.push_back(p);
@@ -658,6 +660,15 @@ class ModuleParser {
       }
       case PyExprKind::kCall:
         return Call(e);
+      case PyExprKind::kAttr: {
+        // cls.f: a reference to a module function (the body of a loop, say).
+        std::string name = DottedName(e);
+        if (name.rfind("cls.", 0) == 0) {
+          Function f = BuildFunction(name.substr(4), e.loc);
+          return MakeGlobalVar(name.substr(4), f->struct_info);
+        }
+        break;
+      }
       default:
         break;
     }
@@ -679,7 +690,7 @@ class ModuleParser {
     if (callee == "R.shape") {
       const PyExpr* v = Arg(e, 0, "value");
       if (!v) Fail(e.loc, "R.shape needs a list of dimensions");
-      return MakeShapeExpr(Dims(*v, false));
+      return MakeShapeExpr(Dims(*v, false, true));
     }
     if (callee == "R.prim_value") {
       const PyExpr* v = Arg(e, 0, "value");
@@ -719,7 +730,7 @@ class ModuleParser {
     // A shape argument may be written as a tuple or list of dimensions.
     if (op.arg_names[i] == "shape" &&
         (e.kind == PyExprKind::kTuple || e.kind == PyExprKind::kList)) {
-      return MakeShapeExpr(Dims(e, false));
+      return MakeShapeExpr(Dims(e, false, true));
     }
     return Value(e);
   }

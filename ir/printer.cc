@@ -199,7 +199,15 @@ class FunctionPrinter {
   }
 
   std::string Unique(const std::string& hint) {
+    // Python keywords and the names the text form itself uses cannot name a value.
+    static const std::set<std::string> kReserved = {
+        "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+        "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+        "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+        "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield",    "R",
+        "I",     "T",        "cls",   "tvm",    "float"};
     std::string base = hint.empty() ? "v" : hint;
+    if (kReserved.count(base)) base += "_";
     std::string name = base;
     for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
     used_.insert(name);
@@ -333,12 +341,18 @@ class FunctionPrinter {
                         std::to_string(*call.attrs.Get<int64_t>("index")) + ")");
         return "R." + op->name + "(" + Join(parts, [](auto& p) { return p; }) + ")";
       }
+      bool keywords = false;
       for (const AttrSpec& spec : op->attrs) {
         const AttrValue* v = call.attrs.Find(spec.name);
-        if (!v || (spec.has_default && *v == spec.default_value)) continue;
+        if (!v || (spec.has_default && *v == spec.default_value)) {
+          keywords = true;  // a skipped attribute: the ones after it need their names
+          continue;
+        }
         std::string text = PrintAttrValue(*v, &mod_);
-        // Required attributes read best positionally ("R.to_vdevice(x, "cuda")").
-        parts.push_back(spec.has_default ? spec.name + "=" + text : text);
+        // Required attributes read best positionally ("R.to_vdevice(x, "cuda")"), as long as
+        // no attribute before them was skipped or named.
+        keywords |= spec.has_default;
+        parts.push_back(keywords ? spec.name + "=" + text : text);
       }
       return "R." + op->name + "(" + Join(parts, [](auto& p) { return p; }) + ")";
     }

@@ -9,8 +9,8 @@ namespace {
 
 const std::vector<const std::vector<Converter>*>& Categories() {
   static const std::vector<const std::vector<Converter>*> lists = {
-      &kElementwiseConverters, &kNnConverters,    &kTensorConverters,  &kReduceConverters,
-      &kLinalgConverters,      &kImageConverters, &kControlConverters, &kQuantizeConverters,
+      &kElementwiseConverters, &kNnConverters,        &kTensorConverters,  &kReduceConverters,
+      &kLinalgConverters,      &kImageConverters,     &kControlConverters, &kQuantizeConverters,
       &kTransformerConverters, &kRecurrentConverters, &kSignalConverters,
   };
   return lists;

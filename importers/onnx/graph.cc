@@ -57,6 +57,8 @@ std::optional<KnownValues> KnownFromConstant(const ir::ConstantNode& c) {
 
 }  // namespace
 
+std::string SanitizeName(const std::string& name) { return Sanitize(name); }
+
 std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes) {
   std::string s =
       std::to_string(nodes.size()) + " unsupported node" + (nodes.size() == 1 ? "" : "s") + ":";
@@ -295,6 +297,15 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
   const Converter* conv = default_domain ? FindConverter(node.op_type(), model_.opset) : nullptr;
   if (!conv) {
     std::string reason = LeftOutReason(default_domain ? "" : domain, node.op_type());
+    if (reason.empty() && default_domain) {
+      // Known at a later opset: say from which.
+      for (int64_t v = model_.opset + 1; v <= kMaxOpset; ++v) {
+        if (FindConverter(node.op_type(), v)) {
+          reason = "supported from opset " + std::to_string(v) + " on";
+          break;
+        }
+      }
+    }
     if (!default_domain && reason.empty() && !model_.opsets.count(domain)) {
       reason = "the model does not import domain '" + domain + "'";
     }

@@ -21,6 +21,8 @@ struct ModelContext {
   // Model-local functions by (domain, name).
   std::map<std::pair<std::string, std::string>, const ::onnx::FunctionProto*> functions;
   ImportOptions options;
+  // Functions lifted out of the graph (Loop and Scan bodies), added to the module after main.
+  std::vector<std::pair<std::string, ir::Function>>* lifted = nullptr;
 };
 
 struct UnsupportedNode {
@@ -74,6 +76,9 @@ class GraphImporter {
   std::string current_source_;
   int inline_counter_ = 0;
 };
+
+// An identifier for printing made from an ONNX value name.
+std::string SanitizeName(const std::string& name);
 
 // Formats the one message that lists every unsupported node.
 std::string UnsupportedMessage(const std::vector<UnsupportedNode>& nodes);

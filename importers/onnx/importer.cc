@@ -41,11 +41,14 @@ Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx)
     }
   }
   if (!model.has_graph()) return Error("the model has no graph");
+  std::vector<std::pair<std::string, ir::Function>> lifted;
+  ctx.lifted = &lifted;
   GraphImporter g(ctx);
   Expected<ir::Function> main = g.ImportMain(model.graph());
   if (!main) return main.error();
   ir::IRModule mod;
   mod.functions.emplace_back("main", *main);
+  for (auto& f : lifted) mod.functions.push_back(std::move(f));
   return mod;
 }
 

@@ -22,7 +22,9 @@ namespace quilt::importers::onnx {
 // IR versions and default-domain opsets this importer reads.
 inline constexpr int64_t kMinIrVersion = 3;
 inline constexpr int64_t kMaxIrVersion = 14;
-inline constexpr int64_t kMinOpset = 7;
+// Older opsets are read node by node: a node imports when a converter covers its op at that
+// opset (`since` in the converter table), so unchanged ops of opsets 1-6 work.
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 28;
 
 // A tensor value given for a graph input (little-endian elements, row-major).

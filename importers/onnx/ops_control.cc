@@ -54,10 +54,185 @@ Expected<Outputs> If(NodeContext& ctx) {
   return outs;
 }
 
+// A tensor like `s` with only its rank and dtype kept: the type of a value that may change shape
+// from one iteration to the next.
+ir::StructInfo RankOnly(const ir::StructInfo& s) {
+  if (!s || !s->IsTensor()) return s;
+  return ir::TensorSInfo(std::nullopt, s->dtype, std::nullopt, s->ndim);
+}
+
+struct LiftedBody {
+  ir::Expr function;               // GlobalVar of the lifted function
+  std::vector<ir::Expr> captured;  // outer values it reads, passed after its own inputs
+  std::vector<ir::StructInfo> results;
+};
+
+// Imports `body` with inputs typed `inputs` and lifts it into a module function whose parameters
+// are the body's inputs followed by the outer values it reads.
+Expected<LiftedBody> Lift(NodeContext& ctx, const ::onnx::GraphProto& body,
+                          const std::vector<ir::StructInfo>& inputs, const std::string& what) {
+  std::vector<ir::Var> params;
+  std::vector<ir::Expr> args;
+  for (int i = 0; i < body.input_size(); ++i) {
+    if (i >= static_cast<int>(inputs.size())) break;
+    params.push_back(ir::MakeVar(SanitizeName(body.input(i).name()), inputs[i]));
+    args.push_back(params.back());
+  }
+  Expected<ir::SeqExpr> seq = ctx.graph()->ImportSubgraph(body, args, what);
+  if (!seq) return seq.error();
+  std::vector<ir::Var> captured = ir::FreeVars(**seq, params);
+  std::vector<ir::Var> all = params;
+  all.insert(all.end(), captured.begin(), captured.end());
+  Expected<ir::Function> f = ir::MakeFunction(all, *seq, nullptr);
+  if (!f) return Error(what + ": " + f.error().message);
+  auto& lifted = *ctx.graph()->model().lifted;
+  std::string name = SanitizeName(ctx.node().name().empty() ? ctx.op_type() : ctx.node().name()) +
+                     "_body_" + std::to_string(lifted.size());
+  lifted.emplace_back(name, *f);
+  LiftedBody out;
+  out.function = ir::MakeGlobalVar(name, (*f)->struct_info);
+  out.captured.assign(captured.begin(), captured.end());
+  const ir::StructInfo& ret = (*f)->ret_struct_info;
+  out.results =
+      ret->kind == ir::StructInfoKind::kTuple ? ret->fields : std::vector<ir::StructInfo>{ret};
+  return out;
+}
+
+// Imports a loop-like body: first with the carried values' own types; when the body changes a
+// carried value's shape, again with only ranks and dtypes for those values.
+Expected<LiftedBody> LiftLoopBody(NodeContext& ctx, const ::onnx::GraphProto& body,
+                                  std::vector<ir::StructInfo> inputs, size_t carried_begin,
+                                  size_t carried_count, size_t result_offset,
+                                  const std::string& what) {
+  auto& lifted = *ctx.graph()->model().lifted;
+  size_t mark = lifted.size();
+  Expected<LiftedBody> first = Lift(ctx, body, inputs, what);
+  if (!first) return first;
+  bool stable = true;
+  for (size_t i = 0; i < carried_count; ++i) {
+    const ir::StructInfo& in = inputs[carried_begin + i];
+    if (result_offset + i >= first->results.size()) return first;
+    const ir::StructInfo& out = first->results[result_offset + i];
+    bool same = in && out && in->shape && out->shape && in->shape->size() == out->shape->size();
+    for (size_t d = 0; same && d < in->shape->size(); ++d) {
+      same = ir::PrimEqual((*in->shape)[d], (*out->shape)[d]);
+    }
+    if (!same) {
+      stable = false;
+      inputs[carried_begin + i] = RankOnly(in);
+    }
+  }
+  if (stable) return first;
+  lifted.resize(mark);
+  return Lift(ctx, body, inputs, what);
+}
+
+Outputs Items(NodeContext& ctx, const ir::Expr& tuple, int n) {
+  ir::Expr bound = ctx.Bind(tuple);
+  Outputs outs;
+  for (int i = 0; i < n; ++i) {
+    Expected<ir::Expr> item = ir::MakeTupleGetItem(bound, i);
+    outs.push_back(item ? ctx.Bind(*item, i) : nullptr);
+  }
+  return outs;
+}
+
+Expected<Outputs> Loop(NodeContext& ctx) {
+  const ::onnx::AttributeProto* body = ctx.Attr("body");
+  if (!body || body->type() != ::onnx::AttributeProto::GRAPH)
+    return ctx.Error("Loop needs a graph attribute 'body'");
+  Expected<ir::Expr> max_trip = ctx.HasInput(0) ? Expected<ir::Expr>(ctx.Input(0))
+                                                : ctx.Const(ir::DataType::kInt64, {0}, nullptr);
+  Expected<ir::Expr> cond = ctx.HasInput(1) ? Expected<ir::Expr>(ctx.Input(1))
+                                            : ctx.Const(ir::DataType::kBool, {0}, nullptr);
+  if (!max_trip || !cond) return ctx.Error("bad Loop inputs");
+  std::vector<ir::Expr> carried;
+  for (int i = 2; i < ctx.NumInputs(); ++i) {
+    if (!ctx.Input(i)) return ctx.Error("loop-carried input " + std::to_string(i) + " is missing");
+    carried.push_back(ctx.Input(i));
+  }
+  std::vector<ir::StructInfo> inputs = {
+      ir::TensorSInfo(std::vector<int64_t>{}, ir::DataType::kInt64),
+      ir::TensorSInfo(std::vector<int64_t>{}, ir::DataType::kBool)};
+  for (const ir::Expr& c : carried) inputs.push_back(c->struct_info);
+  Expected<LiftedBody> lifted =
+      LiftLoopBody(ctx, body->g(), inputs, 2, carried.size(), 1, "Loop body");
+  if (!lifted) return ctx.Error(lifted.error().message);
+  Expected<ir::Expr> loop = ir::MakeOpCall(
+      ir::OpKind::kWhileLoop, {lifted->function, *max_trip, *cond, ir::MakeTuple(carried),
+                               ir::MakeTuple(lifted->captured)});
+  if (!loop) return ctx.Error(loop.error().message);
+  return Items(ctx, *loop, ctx.NumOutputs());
+}
+
+Expected<Outputs> Scan(NodeContext& ctx) {
+  const ::onnx::AttributeProto* body = ctx.Attr("body");
+  if (!body || body->type() != ::onnx::AttributeProto::GRAPH)
+    return ctx.Error("Scan needs a graph attribute 'body'");
+  Expected<int64_t> m = ctx.Int("num_scan_inputs");
+  if (!m) return ctx.Error(m.error().message);
+  int64_t n_inputs = ctx.NumInputs();
+  if (*m < 1 || *m > n_inputs)
+    return ctx.Error("num_scan_inputs must be between 1 and the number of inputs");
+  int64_t n_states = n_inputs - *m;
+  int64_t n_outputs = ctx.NumOutputs() - n_states;
+  if (n_outputs < 0) return ctx.Error("Scan has fewer outputs than states");
+  auto axes = [&](const char* name, int64_t n) -> Expected<std::vector<int64_t>> {
+    return ctx.Ints(name, std::vector<int64_t>(n, 0));
+  };
+  Expected<std::vector<int64_t>> in_axes = axes("scan_input_axes", *m);
+  Expected<std::vector<int64_t>> in_dirs = axes("scan_input_directions", *m);
+  Expected<std::vector<int64_t>> out_axes = axes("scan_output_axes", n_outputs);
+  Expected<std::vector<int64_t>> out_dirs = axes("scan_output_directions", n_outputs);
+  if (!in_axes || !in_dirs || !out_axes || !out_dirs) return ctx.Error("bad Scan axes attributes");
+  std::vector<ir::Expr> states, scans;
+  std::vector<ir::StructInfo> inputs;
+  for (int64_t i = 0; i < n_inputs; ++i) {
+    ir::Expr x = ctx.Input(static_cast<int>(i));
+    if (!x) return ctx.Error("input " + std::to_string(i) + " is missing");
+    if (i < n_states) {
+      states.push_back(x);
+      inputs.push_back(x->struct_info);
+      continue;
+    }
+    scans.push_back(x);
+    // The body sees one slice: the scan axis removed.
+    const ir::StructInfo& s = x->struct_info;
+    int64_t axis = (*in_axes)[i - n_states];
+    if (s->ndim >= 0) axis = axis < 0 ? axis + s->ndim : axis;
+    if (s->ndim >= 0 && (axis < 0 || axis >= s->ndim))
+      return ctx.Error("scan input axis is out of range");
+    if (!s->shape) {
+      inputs.push_back(
+          ir::TensorSInfo(std::nullopt, s->dtype, std::nullopt, s->ndim < 0 ? -1 : s->ndim - 1));
+      continue;
+    }
+    std::vector<ir::PrimExpr> dims = *s->shape;
+    dims.erase(dims.begin() + axis);
+    inputs.push_back(ir::TensorSInfo(dims, s->dtype));
+  }
+  Expected<LiftedBody> lifted =
+      LiftLoopBody(ctx, body->g(), inputs, 0, states.size(), 0, "Scan body");
+  if (!lifted) return ctx.Error(lifted.error().message);
+  ir::Attrs a;
+  a.Set("scan_input_axes", *in_axes);
+  a.Set("scan_input_directions", *in_dirs);
+  a.Set("scan_output_axes", *out_axes);
+  a.Set("scan_output_directions", *out_dirs);
+  Expected<ir::Expr> scan = ir::MakeOpCall(ir::OpKind::kScan,
+                                           {lifted->function, ir::MakeTuple(states),
+                                            ir::MakeTuple(scans), ir::MakeTuple(lifted->captured)},
+                                           a);
+  if (!scan) return ctx.Error(scan.error().message);
+  return Items(ctx, *scan, ctx.NumOutputs());
+}
+
 }  // namespace
 
 const std::vector<Converter> kControlConverters = {
     {"If", 1, If},
+    {"Loop", 1, Loop},
+    {"Scan", 9, Scan},
 };
 
 }  // namespace quilt::importers::onnx

@@ -51,7 +51,14 @@ Expected<Outputs> Binary(NodeContext& ctx) {
 
 template <OpKind kOp>
 Expected<Outputs> Unary(NodeContext& ctx) {
-  return NodeContext::Single(ctx.Emit(kOp, {ctx.Input(0)}));
+  Expected<ir::Expr> e = ctx.Emit(kOp, {ctx.Input(0)});
+  if (!e) return e.error();
+  if (kOp == OpKind::kNegative && IsIntType((*e)->struct_info)) {
+    if (auto k = FoldKnown(ir::PrimKind::kMul, ctx.Known(0), KnownValues{ir::IntImm(-1)})) {
+      ctx.SetKnown(0, *k);
+    }
+  }
+  return Outputs{*e};
 }
 
 Expected<Outputs> Pow(NodeContext& ctx) {
@@ -74,11 +81,18 @@ template <OpKind kOp, bool kMean = false>
 Expected<Outputs> Variadic(NodeContext& ctx) {
   if (ctx.NumInputs() == 0 || !ctx.Input(0)) return ctx.Error("needs at least one input");
   ir::Expr acc = ctx.Input(0);
+  std::optional<KnownValues> known = ctx.Known(0);
+  std::optional<ir::PrimKind> fold;
+  if (kOp == OpKind::kMaximum) fold = ir::PrimKind::kMax;
+  if (kOp == OpKind::kMinimum) fold = ir::PrimKind::kMin;
+  if (kOp == OpKind::kAdd && !kMean) fold = ir::PrimKind::kAdd;
   for (int i = 1; i < ctx.NumInputs(); ++i) {
     Expected<ir::Expr> e = ctx.Emit(kOp, {acc, ctx.Input(i)});
     if (!e) return e.error();
     acc = *e;
+    known = fold ? FoldKnown(*fold, known, ctx.Known(i)) : std::nullopt;
   }
+  if (known && fold && IsIntType(acc->struct_info)) ctx.SetKnown(0, *known);
   if (kMean && ctx.NumInputs() > 1) {
     Expected<ir::Expr> n = ctx.ScalarConst(acc->struct_info->dtype, ctx.NumInputs());
     if (!n) return ctx.Error(n.error().message);
@@ -110,9 +124,6 @@ Expected<Outputs> Cast(NodeContext& ctx) {
 Expected<Outputs> Mod(NodeContext& ctx) {
   Expected<int64_t> fmod = ctx.Int("fmod", 0);
   if (!fmod) return ctx.Error(fmod.error().message);
-  ir::DataType t = ctx.Input(0) ? ctx.Input(0)->struct_info->dtype : ir::DataType::kVoid;
-  if (*fmod == 0 && ir::IsFloat(t))
-    return ctx.Error("fmod=0 is not allowed for floating-point inputs");
   return NodeContext::Single(
       ctx.Emit(*fmod ? OpKind::kMod : OpKind::kFloorMod, {ctx.Input(0), ctx.Input(1)}));
 }

@@ -7,17 +7,28 @@ namespace {
 
 const char* TypeName(::onnx::AttributeProto::AttributeType t) {
   switch (t) {
-    case ::onnx::AttributeProto::FLOAT: return "float";
-    case ::onnx::AttributeProto::INT: return "int";
-    case ::onnx::AttributeProto::STRING: return "string";
-    case ::onnx::AttributeProto::TENSOR: return "tensor";
-    case ::onnx::AttributeProto::GRAPH: return "graph";
-    case ::onnx::AttributeProto::FLOATS: return "floats";
-    case ::onnx::AttributeProto::INTS: return "ints";
-    case ::onnx::AttributeProto::STRINGS: return "strings";
-    case ::onnx::AttributeProto::TENSORS: return "tensors";
-    case ::onnx::AttributeProto::GRAPHS: return "graphs";
-    default: return "undefined";
+    case ::onnx::AttributeProto::FLOAT:
+      return "float";
+    case ::onnx::AttributeProto::INT:
+      return "int";
+    case ::onnx::AttributeProto::STRING:
+      return "string";
+    case ::onnx::AttributeProto::TENSOR:
+      return "tensor";
+    case ::onnx::AttributeProto::GRAPH:
+      return "graph";
+    case ::onnx::AttributeProto::FLOATS:
+      return "floats";
+    case ::onnx::AttributeProto::INTS:
+      return "ints";
+    case ::onnx::AttributeProto::STRINGS:
+      return "strings";
+    case ::onnx::AttributeProto::TENSORS:
+      return "tensors";
+    case ::onnx::AttributeProto::GRAPHS:
+      return "graphs";
+    default:
+      return "undefined";
   }
 }
 
@@ -37,8 +48,8 @@ int SchemaMaxOpset() {
 
 Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location) {
   if (opset > SchemaMaxOpset()) return {};
-  const ::onnx::OpSchema* schema =
-      ::onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), ::onnx::ONNX_DOMAIN);
+  const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(
+      node.op_type(), static_cast<int>(opset), ::onnx::ONNX_DOMAIN);
   if (!schema) return {};  // unknown op: the converter lookup reports it
   auto fail = [&](const std::string& m) { return Status(Error(m, location)); };
   int inputs = node.input_size();

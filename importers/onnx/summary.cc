@@ -18,7 +18,7 @@ ValueSummary Describe(const ::onnx::ValueInfoProto& v) {
   s.dtype = t ? std::string(ir::DataTypeName(*t)) : "type " + std::to_string(tt.elem_type());
   s.has_shape = tt.has_shape();
   for (const auto& d : tt.shape().dim()) {
-    s.dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
+    s.dims.push_back(d.has_dim_value()   ? std::to_string(d.dim_value())
                      : d.has_dim_param() ? d.dim_param()
                                          : "?");
   }
@@ -47,7 +47,8 @@ Expected<ModelSummary> SummarizeOnnxFile(const std::string& path) {
   ModelSummary s;
   s.ir_version = m.ir_version();
   s.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  for (const auto& o : m.opset_import()) s.opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+  for (const auto& o : m.opset_import())
+    s.opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   int64_t opset = s.opsets.count("") ? s.opsets[""] : 0;
   std::map<std::string, bool> init;
   for (const auto& t : m.graph().initializer()) {
@@ -87,7 +88,8 @@ std::string FormatSummary(const ModelSummary& s) {
   for (const auto& [d, v] : s.opsets) o << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
   o << "\ninputs:\n";
   for (const auto& v : s.inputs) {
-    o << "  " << v.name << ": " << v.dtype << " " << Shape(v) << (v.has_default ? "  (has a default)" : "") << "\n";
+    o << "  " << v.name << ": " << v.dtype << " " << Shape(v)
+      << (v.has_default ? "  (has a default)" : "") << "\n";
   }
   o << "outputs:\n";
   for (const auto& v : s.outputs) o << "  " << v.name << ": " << v.dtype << " " << Shape(v) << "\n";

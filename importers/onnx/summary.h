@@ -14,7 +14,7 @@ struct ValueSummary {
   std::string dtype;              // "float32"; "?" when not a tensor
   std::vector<std::string> dims;  // "3", "batch", "?"; empty with has_shape false: unknown rank
   bool has_shape = false;
-  bool has_default = false;       // an input that is also an initializer
+  bool has_default = false;  // an input that is also an initializer
 };
 
 struct ModelSummary {
@@ -23,8 +23,8 @@ struct ModelSummary {
   std::map<std::string, int64_t> opsets;  // "" is the default domain
   std::vector<ValueSummary> inputs, outputs;
   int64_t initializers = 0;
-  int64_t initializer_bytes = 0;  // inline data only
-  std::map<std::string, int> op_histogram;  // "Conv" or "domain.Op" -> count
+  int64_t initializer_bytes = 0;             // inline data only
+  std::map<std::string, int> op_histogram;   // "Conv" or "domain.Op" -> count
   std::vector<UnsupportedNode> unsupported;  // nodes with no converter
 };
 

@@ -140,7 +140,7 @@ Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string&
   // Typed fields: check the element count before allocating.
   auto check = [&](int field_size, int per_element) -> Status {
     int64_t want = *count * per_element;
-    if (bits == 4) want = (*count + 1) / 2;  // packed 4-bit types: one int32 per byte
+    if (bits < 8) want = (*count * bits + 7) / 8;  // packed sub-byte types: one int32 per byte
     if (field_size != want) {
       return Error(name + ": holds " + std::to_string(field_size) +
                    " values, but its shape needs " + std::to_string(want));
@@ -201,12 +201,15 @@ Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string&
     case DT::kFloat8E4M3FNUZ:
     case DT::kFloat8E5M2:
     case DT::kFloat8E5M2FNUZ:
+    case DT::kFloat8E8M0:
       s = check(t.int32_data_size(), 1);
       if (s) Store<decltype(t.int32_data()), uint8_t>(t.int32_data(), data.get());
       break;
     case DT::kInt4:
     case DT::kUInt4:
     case DT::kFloat4E2M1:
+    case DT::kInt2:
+    case DT::kUInt2:
       s = check(t.int32_data_size(), 1);
       if (s) Store<decltype(t.int32_data()), uint8_t>(t.int32_data(), data.get());
       break;

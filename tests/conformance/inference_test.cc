@@ -17,6 +17,10 @@
 #include <sstream>
 
 #include "importers/onnx/importer.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/structural_equal.h"
+#include "ir/verifier.h"
 
 namespace {
 
@@ -110,6 +114,13 @@ std::string CheckOne(const fs::path& dir) {
   Expected<IRModule> mod =
       quilt::importers::onnx::ImportOnnxFile((dir / "model.onnx").string(), PinShapeInputs(dir));
   if (!mod) return "import: " + mod.error().ToString();
+  // The imported module must verify and survive the text form: print, parse, compare.
+  if (quilt::Status v = quilt::ir::Verify(*mod); !v) return "verify: " + v.error().ToString();
+  std::string text = quilt::ir::PrintModule(*mod);
+  Expected<IRModule> again = quilt::ir::ParseModule(text);
+  if (!again) return "text round trip: " + again.error().ToString();
+  std::string why;
+  if (!quilt::ir::StructuralEqual(*mod, *again, &why)) return "text round trip: " + why;
   quilt::ir::Function main = mod->Lookup("main");
   StructInfo ret = main->ret_struct_info;
   std::vector<StructInfo> outs;
