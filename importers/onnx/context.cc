@@ -1,36 +1,30 @@
 // NodeContext: inputs, attributes and emission for converters.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "importers/onnx/converter.h"
 #include "importers/onnx/graph.h"
+#include "importers/onnx/schema_check.h"
 
 namespace quilt::importers::onnx {
-namespace {
 
-const char* AttrTypeName(::onnx::AttributeProto::AttributeType t) {
-  switch (t) {
-    case ::onnx::AttributeProto::FLOAT:
-      return "float";
-    case ::onnx::AttributeProto::INT:
-      return "int";
-    case ::onnx::AttributeProto::STRING:
-      return "string";
-    case ::onnx::AttributeProto::TENSOR:
-      return "tensor";
-    case ::onnx::AttributeProto::GRAPH:
-      return "graph";
-    case ::onnx::AttributeProto::FLOATS:
-      return "floats";
-    case ::onnx::AttributeProto::INTS:
-      return "ints";
-    case ::onnx::AttributeProto::STRINGS:
-      return "strings";
-    default:
-      return "other";
+double ShortestFloat32(double v) {
+  float f = static_cast<float>(v);
+  if (!std::isfinite(f)) return f;
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) return std::strtod(buf, nullptr);
   }
+  return f;
 }
 
-}  // namespace
+Expected<ir::Expr> NodeContext::InputOrEmpty(int i, ir::DataType dtype) {
+  if (HasInput(i)) return Input(i);
+  return Const(dtype, {0}, nullptr);
+}
 
 ir::Expr NodeContext::Input(int i) const {
   if (!HasInput(i)) return nullptr;
@@ -90,22 +84,22 @@ const ::onnx::AttributeProto* NodeContext::Attr(const std::string& name) const {
   return nullptr;
 }
 
-#define QUILT_ATTR_GETTER(Type, Name, Enum, Read)                                                 \
-  Expected<Type> NodeContext::Name(const std::string& name, std::optional<Type> fallback) const { \
-    const ::onnx::AttributeProto* a = Attr(name);                                                 \
-    if (!a) {                                                                                     \
-      if (fallback) return *fallback;                                                             \
-      return Error("missing required attribute '" + name + "'");                                  \
-    }                                                                                             \
-    if (a->type() != ::onnx::AttributeProto::Enum) {                                              \
-      return Error("attribute '" + name + "' is " + AttrTypeName(a->type()) + ", expected " +     \
-                   AttrTypeName(::onnx::AttributeProto::Enum));                                   \
-    }                                                                                             \
-    return Read;                                                                                  \
+#define QUILT_ATTR_GETTER(Type, Name, Enum, Read)                                                  \
+  Expected<Type> NodeContext::Name(const std::string& name, std::optional<Type> fallback) const {  \
+    const ::onnx::AttributeProto* a = Attr(name);                                                  \
+    if (!a) {                                                                                      \
+      if (fallback) return *fallback;                                                              \
+      return Error("missing required attribute '" + name + "'");                                   \
+    }                                                                                              \
+    if (a->type() != ::onnx::AttributeProto::Enum) {                                               \
+      return Error("attribute '" + name + "' is " + AttributeTypeName(a->type()) + ", expected " + \
+                   AttributeTypeName(::onnx::AttributeProto::Enum));                               \
+    }                                                                                              \
+    return Read;                                                                                   \
   }
 
 QUILT_ATTR_GETTER(int64_t, Int, INT, a->i())
-QUILT_ATTR_GETTER(double, Float, FLOAT, static_cast<double>(a->f()))
+QUILT_ATTR_GETTER(double, Float, FLOAT, ShortestFloat32(a->f()))
 QUILT_ATTR_GETTER(std::string, String, STRING, a->s())
 QUILT_ATTR_GETTER(std::vector<int64_t>, Ints, INTS,
                   std::vector<int64_t>(a->ints().begin(), a->ints().end()))

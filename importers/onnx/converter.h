@@ -55,6 +55,9 @@ class NodeContext {
   std::optional<std::vector<double>> ConstantFloats(int i) const;
   int NumOutputs() const { return node_.output_size(); }
   bool HasOutput(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  // Input i, or an empty constant of `dtype` (shape [0]) when the model leaves it out: IR calls
+  // have fixed arity, and rules and kernels read a 0-element tensor as absent.
+  Expected<ir::Expr> InputOrEmpty(int i, ir::DataType dtype);
 
   // Attributes (with the declared type checked; a mistyped attribute is a diagnostic).
   const ::onnx::AttributeProto* Attr(const std::string& name) const;
@@ -95,6 +98,10 @@ class NodeContext {
   const ::onnx::NodeProto& node_;
   int64_t opset_;
 };
+
+// ONNX float attributes are float32: the shortest decimal that reads back as the same float32
+// (0.01f gives 0.01, not 0.009999999776), so the IR prints what the model's author wrote.
+double ShortestFloat32(double v);
 
 using ConvertFn = Expected<Outputs> (*)(NodeContext& ctx);
 

@@ -9,12 +9,6 @@ namespace {
 
 using ir::OpKind;
 
-// Input i, or an empty constant of `dtype` when the model leaves it out.
-Expected<ir::Expr> InputOrEmpty(NodeContext& ctx, int i, ir::DataType dtype) {
-  if (ctx.HasInput(i)) return ctx.Input(i);
-  return ctx.Const(dtype, {0}, nullptr);
-}
-
 Expected<Outputs> Resize(NodeContext& ctx) {
   ir::Attrs a;
   Expected<std::string> mode = ctx.String("mode", "nearest");
@@ -32,7 +26,7 @@ Expected<Outputs> Resize(NodeContext& ctx) {
     a.Set("coordinate_transformation_mode", std::string("asymmetric"));
     a.Set("nearest_mode", std::string("floor"));
   } else {
-    roi = InputOrEmpty(ctx, 1, ir::DataType::kFloat32);
+    roi = ctx.InputOrEmpty(1, ir::DataType::kFloat32);
     for (const char* name : {"coordinate_transformation_mode", "nearest_mode"}) {
       if (!ctx.Attr(name)) continue;
       Expected<std::string> v = ctx.String(name);
@@ -63,9 +57,9 @@ Expected<Outputs> Resize(NodeContext& ctx) {
     }
   }
   if (!roi) return ctx.Error(roi.error().message);
-  Expected<ir::Expr> scales = InputOrEmpty(ctx, scales_at, ir::DataType::kFloat32);
+  Expected<ir::Expr> scales = ctx.InputOrEmpty(scales_at, ir::DataType::kFloat32);
   Expected<ir::Expr> sizes = sizes_at < 0 ? ctx.Const(ir::DataType::kInt64, {0}, nullptr)
-                                          : InputOrEmpty(ctx, sizes_at, ir::DataType::kInt64);
+                                          : ctx.InputOrEmpty(sizes_at, ir::DataType::kInt64);
   if (!scales || !sizes) return ctx.Error("bad Resize inputs");
   // Sizes known at import time (a constant, or pinned) become a constant the rule can read.
   if (sizes_at >= 0 && ctx.HasInput(sizes_at) && !ctx.ConstantInput(sizes_at)) {

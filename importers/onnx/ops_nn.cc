@@ -25,22 +25,10 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// A float32 attribute as the shortest decimal that reads back as the same float32.
-double F32(double v) {
-  float f = static_cast<float>(v);
-  if (!std::isfinite(f)) return f;
-  char buf[32];
-  for (int precision = 1; precision <= 9; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(f));
-    if (std::strtof(buf, nullptr) == f) return std::strtod(buf, nullptr);
-  }
-  return f;
-}
-
 Expected<double> FloatAttr(NodeContext& ctx, const std::string& name, double fallback) {
   Expected<double> v = ctx.Float(name, fallback);
   if (!v) return v;
-  return F32(*v);
+  return ShortestFloat32(*v);
 }
 
 ir::DataType DtypeOf(const ir::Expr& e) { return e ? e->struct_info->dtype : ir::DataType::kVoid; }
@@ -578,7 +566,7 @@ Expected<Outputs> Dropout(NodeContext& ctx) {
   } else {
     // The ratio only matters in training mode; a ratio computed at run time is kept out.
     std::optional<std::vector<double>> r = ctx.ConstantFloats(1);
-    if (ctx.HasInput(1) && r && r->size() == 1) ratio = F32((*r)[0]);
+    if (ctx.HasInput(1) && r && r->size() == 1) ratio = ShortestFloat32((*r)[0]);
     bool ratio_known = !ctx.HasInput(1) || (r && r->size() == 1);
     if (ctx.HasInput(2)) {
       const ir::ConstantNode* t = ctx.ConstantInput(2);

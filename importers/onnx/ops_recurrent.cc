@@ -15,12 +15,6 @@ namespace {
 
 using ir::OpKind;
 
-// Input i, or an empty constant of `dtype` when the model leaves it out.
-Expected<ir::Expr> InputOrEmpty(NodeContext& ctx, int i, ir::DataType dtype) {
-  if (ctx.HasInput(i)) return ctx.Input(i);
-  return ctx.Const(dtype, {0}, nullptr);
-}
-
 struct ActivationSpec {
   const char* name;
   bool has_alpha, has_beta;
@@ -133,7 +127,7 @@ Expected<Outputs> EmitRecurrent(NodeContext& ctx, OpKind op, int num_inputs, ir:
   std::vector<ir::Expr> args;
   for (int i = 0; i < num_inputs; ++i) {
     // sequence_lens (input 4) is int32; every other input has X's dtype.
-    Expected<ir::Expr> e = InputOrEmpty(ctx, i, i == 4 ? ir::DataType::kInt32 : dtype);
+    Expected<ir::Expr> e = ctx.InputOrEmpty(i, i == 4 ? ir::DataType::kInt32 : dtype);
     if (!e) return ctx.Error(e.error().message);
     args.push_back(*e);
   }
@@ -224,8 +218,8 @@ Expected<Outputs> DeformConv(NodeContext& ctx) {
   a.Set("offset_group", *offset_group);
   ir::DataType dtype = ctx.InputSInfo(0)->dtype;
   if (dtype == ir::DataType::kVoid) dtype = ir::DataType::kFloat32;
-  Expected<ir::Expr> b = InputOrEmpty(ctx, 3, dtype);
-  Expected<ir::Expr> mask = InputOrEmpty(ctx, 4, dtype);
+  Expected<ir::Expr> b = ctx.InputOrEmpty(3, dtype);
+  Expected<ir::Expr> mask = ctx.InputOrEmpty(4, dtype);
   if (!b) return ctx.Error(b.error().message);
   if (!mask) return ctx.Error(mask.error().message);
   return NodeContext::Single(ctx.Emit(

@@ -19,24 +19,6 @@ using ir::OpKind;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-// A float32 attribute as the shortest decimal that reads back as the same float32.
-double F32(double v) {
-  float f = static_cast<float>(v);
-  if (!std::isfinite(f)) return f;
-  char buf[32];
-  for (int precision = 1; precision <= 9; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(f));
-    if (std::strtof(buf, nullptr) == f) return std::strtod(buf, nullptr);
-  }
-  return f;
-}
-
-// Input i, or an empty constant of `dtype` when the model leaves it out.
-Expected<ir::Expr> InputOrEmpty(NodeContext& ctx, int i, ir::DataType dtype) {
-  if (ctx.HasInput(i)) return ctx.Input(i);
-  return ctx.Const(dtype, {0}, nullptr);
-}
-
 int RankOf(NodeContext& ctx, int i) {
   return ctx.HasInput(i) && ctx.Input(i) ? ctx.InputSInfo(i)->ndim : -1;
 }
@@ -103,13 +85,13 @@ Expected<Outputs> Attention(NodeContext& ctx) {
   }
   if (ctx.Attr("scale")) {
     TF_TRY(scale, ctx.Float("scale"));
-    a.Set("scale", F32(*scale));
+    a.Set("scale", ShortestFloat32(*scale));
   }
   TF_TRY(causal, ctx.Int("is_causal", 0));
   if (*causal != 0 && *causal != 1) return ctx.Error("is_causal must be 0 or 1");
   a.Set("is_causal", *causal != 0);
   TF_TRY(softcap, ctx.Float("softcap", 0.0));
-  a.Set("softcap", F32(*softcap));
+  a.Set("softcap", ShortestFloat32(*softcap));
   TF_TRY(mode, ctx.Int("qk_matmul_output_mode", 0));
   a.Set("qk_matmul_output_mode", *mode);
   if (ctx.Attr("softmax_precision")) {
@@ -130,10 +112,10 @@ Expected<Outputs> Attention(NodeContext& ctx) {
   if (ctx.opset() < 24 && ctx.HasInput(6)) {
     return ctx.Error("nonpad_kv_seqlen (input 6) needs opset 24 or newer");
   }
-  TF_TRY(mask, InputOrEmpty(ctx, 3, ir::DataType::kFloat32));
-  TF_TRY(pk, InputOrEmpty(ctx, 4, ir::DataType::kFloat32));
-  TF_TRY(pv, InputOrEmpty(ctx, 5, ir::DataType::kFloat32));
-  TF_TRY(nonpad, InputOrEmpty(ctx, 6, ir::DataType::kInt64));
+  TF_TRY(mask, ctx.InputOrEmpty(3, ir::DataType::kFloat32));
+  TF_TRY(pk, ctx.InputOrEmpty(4, ir::DataType::kFloat32));
+  TF_TRY(pv, ctx.InputOrEmpty(5, ir::DataType::kFloat32));
+  TF_TRY(nonpad, ctx.InputOrEmpty(6, ir::DataType::kInt64));
   return EmitTuple(ctx, OpKind::kAttention,
                    {ctx.Input(0), ctx.Input(1), ctx.Input(2), *mask, *pk, *pv, *nonpad}, a, 4);
 }
@@ -149,7 +131,7 @@ Expected<Outputs> RotaryEmbedding(NodeContext& ctx) {
   TF_TRY(interleaved, ctx.Int("interleaved", 0));
   a.Set("rotary_embedding_dim", *dim);
   a.Set("interleaved", *interleaved != 0);
-  TF_TRY(pos, InputOrEmpty(ctx, 3, ir::DataType::kInt64));
+  TF_TRY(pos, ctx.InputOrEmpty(3, ir::DataType::kInt64));
   return NodeContext::Single(
       ctx.Emit(OpKind::kRotaryEmbedding, {ctx.Input(0), ctx.Input(1), ctx.Input(2), *pos}, a));
 }
@@ -157,7 +139,7 @@ Expected<Outputs> RotaryEmbedding(NodeContext& ctx) {
 Expected<Outputs> SwiGLU(NodeContext& ctx) {
   TF_TRY(alpha, ctx.Float("alpha", 1.0));
   ir::Attrs a;
-  a.Set("alpha", F32(*alpha));
+  a.Set("alpha", ShortestFloat32(*alpha));
   return NodeContext::Single(ctx.Emit(OpKind::kSwiGLU, {ctx.Input(0), ctx.Input(1)}, a));
 }
 
@@ -170,7 +152,7 @@ Expected<Outputs> TensorScatter(NodeContext& ctx) {
   ir::Attrs a;
   a.Set("axis", ax);
   a.Set("mode", *mode);
-  TF_TRY(w, InputOrEmpty(ctx, 2, ir::DataType::kInt64));
+  TF_TRY(w, ctx.InputOrEmpty(2, ir::DataType::kInt64));
   return NodeContext::Single(ctx.Emit(OpKind::kTensorScatter, {ctx.Input(0), ctx.Input(1), *w}, a));
 }
 
@@ -185,12 +167,12 @@ Expected<Outputs> LinearAttention(NodeContext& ctx) {
   ir::Attrs a;
   a.Set("q_num_heads", *qh);
   a.Set("kv_num_heads", *kvh);
-  a.Set("scale", F32(*scale));
+  a.Set("scale", ShortestFloat32(*scale));
   a.Set("update_rule", *rule);
   ir::DataType dt = FloatDtypeOf(ctx, 0);
-  TF_TRY(past, InputOrEmpty(ctx, 3, dt));
-  TF_TRY(decay, InputOrEmpty(ctx, 4, dt));
-  TF_TRY(beta, InputOrEmpty(ctx, 5, dt));
+  TF_TRY(past, ctx.InputOrEmpty(3, dt));
+  TF_TRY(decay, ctx.InputOrEmpty(4, dt));
+  TF_TRY(beta, ctx.InputOrEmpty(5, dt));
   return EmitTuple(ctx, OpKind::kLinearAttention,
                    {ctx.Input(0), ctx.Input(1), ctx.Input(2), *past, *decay, *beta}, a, 2);
 }
@@ -204,8 +186,8 @@ Expected<Outputs> CausalConvWithState(NodeContext& ctx) {
   ir::Attrs a;
   a.Set("activation", activation);
   ir::DataType dt = FloatDtypeOf(ctx, 0);
-  TF_TRY(bias, InputOrEmpty(ctx, 2, dt));
-  TF_TRY(past, InputOrEmpty(ctx, 3, dt));
+  TF_TRY(bias, ctx.InputOrEmpty(2, dt));
+  TF_TRY(past, ctx.InputOrEmpty(3, dt));
   return EmitTuple(ctx, OpKind::kCausalConvWithState, {ctx.Input(0), ctx.Input(1), *bias, *past}, a,
                    2);
 }

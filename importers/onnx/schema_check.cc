@@ -3,9 +3,9 @@
 #include <onnx/defs/schema.h>
 
 namespace quilt::importers::onnx {
-namespace {
+namespace {}  // namespace
 
-const char* TypeName(::onnx::AttributeProto::AttributeType t) {
+const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t) {
   switch (t) {
     case ::onnx::AttributeProto::FLOAT:
       return "float";
@@ -31,6 +31,8 @@ const char* TypeName(::onnx::AttributeProto::AttributeType t) {
       return "undefined";
   }
 }
+
+namespace {
 
 std::string Range(int lo, int hi) {
   if (lo == hi) return std::to_string(lo);
@@ -69,8 +71,8 @@ Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::
     if (it == known.end()) return fail("unknown attribute '" + a.name() + "'");
     if (!a.ref_attr_name().empty()) continue;
     if (it->second.type != ::onnx::AttributeProto::UNDEFINED && a.type() != it->second.type) {
-      return fail("attribute '" + a.name() + "' is " + TypeName(a.type()) + ", expected " +
-                  TypeName(it->second.type));
+      return fail("attribute '" + a.name() + "' is " + AttributeTypeName(a.type()) + ", expected " +
+                  AttributeTypeName(it->second.type));
     }
   }
   for (const auto& [name, attr] : known) {

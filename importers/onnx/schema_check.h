@@ -12,6 +12,9 @@ namespace quilt::importers::onnx {
 // opset are checked by the converters alone.
 int SchemaMaxOpset();
 
+// "int", "floats", ...: an attribute type for messages.
+const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t);
+
 // `location` names the node in messages ("node 'x' (Add, opset 13)").
 Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location);
 
