@@ -3,7 +3,6 @@
 #include <onnx/defs/schema.h>
 
 namespace quilt::importers::onnx {
-namespace {}  // namespace
 
 const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t) {
   switch (t) {
