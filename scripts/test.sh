@@ -4,6 +4,8 @@
 #   tests, 4. the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: paths relative to the checkout, so a fresh clone (CI) reuses earlier compilations.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 bash scripts/setup.sh
 bash scripts/check-format.sh
 

@@ -19,6 +19,8 @@ bool IsQuantizedType(DataType t) {
     case DataType::kUInt16:
     case DataType::kInt4:
     case DataType::kUInt4:
+    case DataType::kInt2:
+    case DataType::kUInt2:
     case DataType::kFloat4E2M1:
       return true;
     default:
