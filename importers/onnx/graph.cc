@@ -134,13 +134,20 @@ Expected<ir::StructInfo> GraphImporter::ValueInfoSInfo(const ::onnx::ValueInfoPr
   std::vector<ir::PrimExpr> dims;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
-    if (d.has_dim_value()) {
+    // Some exporters write -1 for a dynamic dim (ONNX Runtime reads it so): a fresh symbolic dim.
+    if (d.has_dim_value() && d.dim_value() == -1) {
+      dims.push_back(ir::SymVar(Sanitize(v.name()) + "_d" + std::to_string(i)));
+    } else if (d.has_dim_value()) {
       if (d.dim_value() < 0) {
         return Error(what + " '" + v.name() + "' has negative dimension " +
                      std::to_string(d.dim_value()));
       }
       dims.push_back(ir::IntImm(d.dim_value()));
-    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+    } else if (d.has_dim_param() &&
+               std::any_of(d.dim_param().begin(), d.dim_param().end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      // A named dim: one symbolic dim for every tensor that names it. Names without a letter
+      // or digit ("?") mean "unknown" and get fresh dims below.
       auto [it, fresh] = dim_params_.emplace(d.dim_param(), nullptr);
       if (fresh) it->second = ir::SymVar(Sanitize(d.dim_param()));
       dims.push_back(it->second);

@@ -214,3 +214,26 @@ TEST(Import, DeclaredOutputTypeIsChecked) {
 
 }  // namespace
 }  // namespace quilt::importers::onnx
+
+namespace quilt::importers::onnx {
+namespace {
+
+TEST(Import, MinusOneAndQuestionMarkDimsAreFreshSymbolicDims) {
+  // Exporters write -1 or "?" for dims they do not know; each is its own unknown dim.
+  quilt::testing::OnnxGraph g(11);
+  g.Input("x", ::onnx::TensorProto::FLOAT, {int64_t{-1}, 3, "?", "?"});
+  g.Node("Relu", {"x"}, {"y"});
+  g.Output("y", ::onnx::TensorProto::FLOAT);
+  quilt::testing::ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("a", 3, "b", "c"), "float32")) -> R.Tensor(("a", 3, "b", "c"), "float32"):
+        R.func_attr({"global_symbol": "main"})
+        y = R.nn.relu(x)
+        return y
+)");
+}
+
+}  // namespace
+}  // namespace quilt::importers::onnx
