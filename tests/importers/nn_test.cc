@@ -10,22 +10,15 @@ using ::onnx::TensorProto;
 using quilt::testing::Dim;
 using quilt::testing::ExpectImportError;
 using quilt::testing::ExpectImportsTo;
+using quilt::testing::ImportedResult;
 using quilt::testing::OnnxGraph;
 using quilt::testing::SetFloat;
 using quilt::testing::SetInt;
 using quilt::testing::SetInts;
 using quilt::testing::SetString;
 
-// The output struct info of a single-output model.
-ir::StructInfo OutputSInfo(const OnnxGraph& g) {
-  Expected<ir::IRModule> mod = g.Import();
-  EXPECT_TRUE(mod) << mod.error().ToString();
-  if (!mod) return nullptr;
-  return mod->Lookup("main")->body->body->struct_info;
-}
-
 std::vector<int64_t> StaticShape(const OnnxGraph& g) {
-  ir::StructInfo s = OutputSInfo(g);
+  ir::StructInfo s = ImportedResult(g);
   if (!s) return {};
   std::optional<std::vector<int64_t>> v = s->StaticShape();
   EXPECT_TRUE(v.has_value()) << ir::Describe(s);

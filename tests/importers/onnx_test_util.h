@@ -138,6 +138,14 @@ inline void SetFloats(onnx::NodeProto& n, const std::string& name, const std::ve
   for (float x : v) a->add_floats(x);
 }
 
+// The struct info of the imported module's result (for checks that need no IR text).
+inline ir::StructInfo ImportedResult(const OnnxGraph& g) {
+  Expected<ir::IRModule> mod = g.Import();
+  EXPECT_TRUE(mod) << mod.error().ToString();
+  if (!mod) return nullptr;
+  return mod->Lookup("main")->ret_struct_info;
+}
+
 // Imports `g` and expects the module of `expected_ir` (structural equality, diff on failure).
 inline void ExpectImportsTo(const OnnxGraph& g, const std::string& expected_ir,
                             const importers::onnx::ImportOptions& options = {}) {

@@ -18,13 +18,7 @@ using quilt::testing::SetInt;
 using quilt::testing::SetInts;
 using quilt::testing::SetString;
 
-// The struct info of the module's result (for results with no literal text form).
-ir::StructInfo ResultOf(const OnnxGraph& g) {
-  Expected<ir::IRModule> mod = g.Import();
-  EXPECT_TRUE(mod) << mod.error().ToString();
-  if (!mod) return nullptr;
-  return mod->Lookup("main")->ret_struct_info;
-}
+using quilt::testing::ImportedResult;
 
 // Element types newer than the system's onnx.proto (the numbering is ONNX's).
 constexpr int32_t kFloat8E4M3FN = 17;
@@ -127,7 +121,7 @@ TEST(Reduce, EveryReductionKeepsTheInputDtype) {
     g.Input("x", TensorProto::DOUBLE, {2, "k", 5});
     SetInts(g.Node(op, {"x"}, {"y"}), "axes", {1});
     g.Output("y", TensorProto::DOUBLE);
-    EXPECT_EQ(Text(ResultOf(g)), "R.Tensor((2, 1, 5), \"float64\")") << op;
+    EXPECT_EQ(Text(ImportedResult(g)), "R.Tensor((2, 1, 5), \"float64\")") << op;
   }
 }
 
@@ -354,7 +348,7 @@ TEST(Linalg, GemmNeedsCBeforeOpset11AndAOneWayBroadcast) {
   h.Input("a", TensorProto::FLOAT, {2, 3}).Input("b", TensorProto::FLOAT, {3, 4});
   h.Node("Gemm", {"a", "b"}, {"y"});
   h.Output("y", TensorProto::FLOAT);
-  EXPECT_EQ(Text(ResultOf(h)), "R.Tensor((2, 4), \"float32\")");
+  EXPECT_EQ(Text(ImportedResult(h)), "R.Tensor((2, 4), \"float32\")");
   OnnxGraph k(11);
   k.Input("a", TensorProto::FLOAT, {1, 3}).Input("b", TensorProto::FLOAT, {3, 4});
   k.Input("c", TensorProto::FLOAT, {2, 4});
@@ -491,7 +485,7 @@ TEST(Quantize, BlockedInt4WithOutputDtype) {
   SetInt(n, "block_size", 3);
   SetInt(n, "output_dtype", kInt4);
   g.Output("q", kInt4);
-  EXPECT_EQ(Text(ResultOf(g)), "R.Tensor((4, 6), \"int4\")");
+  EXPECT_EQ(Text(ImportedResult(g)), "R.Tensor((4, 6), \"int4\")");
   // The scale must have ceil(6 / block_size) entries along the axis.
   OnnxGraph h(21);
   h.Input("x", kInt4, {4, 6}).Input("s", TensorProto::FLOAT, {4, 3});
@@ -506,7 +500,7 @@ TEST(Quantize, DequantizeOutputDtypeFromOpset23AndFloat8Data) {
   g.Input("x", kFloat8E4M3FN, {5}).Input("s", TensorProto::FLOAT, {});
   SetInt(g.Node("DequantizeLinear", {"x", "s"}, {"y"}), "output_dtype", TensorProto::FLOAT16);
   g.Output("y", TensorProto::FLOAT16);
-  EXPECT_EQ(Text(ResultOf(g)), "R.Tensor((5,), \"float16\")");
+  EXPECT_EQ(Text(ImportedResult(g)), "R.Tensor((5,), \"float16\")");
 }
 
 TEST(Quantize, PerAxisScaleMustMatchTheAxis) {
@@ -604,7 +598,7 @@ TEST(Quantize, QLinearConvWithGroupsAndBias) {
   SetInt(n, "group", 2);
   SetInts(n, "pads", {0, 1, 0, 1});
   g.Output("y", TensorProto::UINT8);
-  EXPECT_EQ(Text(ResultOf(g)), "R.Tensor((1, 6, h, 6), \"uint8\")");
+  EXPECT_EQ(Text(ImportedResult(g)), "R.Tensor((1, 6, h, 6), \"uint8\")");
   OnnxGraph h(10);
   h.Input("x", TensorProto::UINT8, {1, 3, 5, 5}).Input("w", TensorProto::UINT8, {4, 2, 3, 3});
   h.Node("ConvInteger", {"x", "w"}, {"y"});
