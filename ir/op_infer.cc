@@ -3,6 +3,7 @@
 #include "ir/op_infer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 namespace quilt::ir {
@@ -452,6 +453,50 @@ Expected<StructInfo> InferWhere(const OpInfo& op, const std::vector<Expr>& args,
   Expected<std::optional<std::vector<PrimExpr>>> all = BroadcastShapes(**c, *mid, &ndim);
   if (!all) return all.error();
   return TensorSInfo(*all, *dtype, std::nullopt, ndim);
+}
+
+std::optional<double> ConstantElement(const ConstantNode& c, int64_t k) {
+  const uint8_t* p = c.data->data();
+  auto get = [&](auto v) {
+    std::memcpy(&v, p + sizeof(v) * k, sizeof(v));
+    return static_cast<double>(v);
+  };
+  switch (c.dtype) {
+    case DataType::kFloat32:
+      return get(float{});
+    case DataType::kFloat64:
+      return get(double{});
+    case DataType::kInt64:
+      return get(int64_t{});
+    case DataType::kInt32:
+      return get(int32_t{});
+    case DataType::kInt16:
+      return get(int16_t{});
+    case DataType::kInt8:
+      return get(int8_t{});
+    case DataType::kUInt64:
+      return get(uint64_t{});
+    case DataType::kUInt32:
+      return get(uint32_t{});
+    case DataType::kUInt16:
+      return get(uint16_t{});
+    case DataType::kUInt8:
+      return get(uint8_t{});
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::vector<double>> ConstantValues(const Expr& e) {
+  const ConstantNode* c = As<ConstantNode>(e);
+  if (!c) return std::nullopt;
+  std::vector<double> out;
+  for (int64_t k = 0; k < c->NumElements(); ++k) {
+    std::optional<double> v = ConstantElement(*c, k);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
 }
 
 }  // namespace quilt::ir

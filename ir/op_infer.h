@@ -33,5 +33,9 @@ StructInfo SameShape(const StructInfoNode& x, DataType dtype);
 // The values of a shape argument (ShapeExpr or Shape struct info), when known.
 std::optional<std::vector<PrimExpr>> ShapeValues(const Expr& e);
 std::string DtypeName(DataType t);
+// Element k of a constant as a double (numeric dtypes; nullopt for the others).
+std::optional<double> ConstantElement(const ConstantNode& c, int64_t k);
+// Every element of a constant argument as doubles; nullopt when `e` is not such a constant.
+std::optional<std::vector<double>> ConstantValues(const Expr& e);
 
 }  // namespace quilt::ir

@@ -1,50 +1,10 @@
 // Struct-info rules of the ops in ir/ops/image.def.
 #include <cmath>
-#include <cstring>
 
 #include "ir/op_infer.h"
 
 namespace quilt::ir {
 namespace {
-
-// The values of a constant argument as doubles; nullopt when it is not a constant.
-std::optional<std::vector<double>> ConstantValues(const Expr& e) {
-  const ConstantNode* c = As<ConstantNode>(e);
-  if (!c) return std::nullopt;
-  std::vector<double> out;
-  for (int64_t i = 0; i < c->NumElements(); ++i) {
-    const uint8_t* p = c->data->data();
-    switch (c->dtype) {
-      case DataType::kFloat32: {
-        float f;
-        std::memcpy(&f, p + 4 * i, 4);
-        out.push_back(f);
-        break;
-      }
-      case DataType::kFloat64: {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        out.push_back(d);
-        break;
-      }
-      case DataType::kInt64: {
-        int64_t v;
-        std::memcpy(&v, p + 8 * i, 8);
-        out.push_back(static_cast<double>(v));
-        break;
-      }
-      case DataType::kInt32: {
-        int32_t v;
-        std::memcpy(&v, p + 4 * i, 4);
-        out.push_back(v);
-        break;
-      }
-      default:
-        return std::nullopt;
-    }
-  }
-  return out;
-}
 
 int64_t ElementCount(const Expr& e) {
   std::optional<std::vector<int64_t>> s = e->struct_info->StaticShape();

@@ -27,39 +27,6 @@ Expected<std::optional<std::vector<PrimExpr>>> ShapeArg(const OpInfo& op,
   return v;
 }
 
-// Element k of a constant as a double (numeric dtypes), or nullopt.
-std::optional<double> ConstElement(const ConstantNode& c, int64_t k) {
-  const uint8_t* p = c.data->data();
-  auto get = [&](auto v) {
-    std::memcpy(&v, p + sizeof(v) * k, sizeof(v));
-    return static_cast<double>(v);
-  };
-  switch (c.dtype) {
-    case DataType::kFloat32:
-      return get(float{});
-    case DataType::kFloat64:
-      return get(double{});
-    case DataType::kInt64:
-      return get(int64_t{});
-    case DataType::kInt32:
-      return get(int32_t{});
-    case DataType::kInt16:
-      return get(int16_t{});
-    case DataType::kInt8:
-      return get(int8_t{});
-    case DataType::kUInt64:
-      return get(uint64_t{});
-    case DataType::kUInt32:
-      return get(uint32_t{});
-    case DataType::kUInt16:
-      return get(uint16_t{});
-    case DataType::kUInt8:
-      return get(uint8_t{});
-    default:
-      return std::nullopt;
-  }
-}
-
 // A scalar argument's value: an integer PrimExpr (prim value, or an integral constant) or a
 // double (floating-point constant). Neither when it is only known at run time.
 struct ScalarValue {
@@ -76,7 +43,7 @@ ScalarValue ScalarOf(const Expr& e) {
     return out;
   }
   if (const ConstantNode* c = As<ConstantNode>(e); c && c->NumElements() == 1) {
-    out.number = ConstElement(*c, 0);
+    out.number = ConstantElement(*c, 0);
     if (out.number && !IsFloat(c->dtype)) out.integer = IntImm(static_cast<int64_t>(*out.number));
   }
   return out;
