@@ -427,9 +427,15 @@ Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::E
   return {};
 }
 
-Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(const ::onnx::GraphProto& graph,
-                                                    const std::vector<ir::Expr>& inputs,
-                                                    const std::string& what) const {
+void GraphImporter::InlineBindings(const ir::SeqExpr& seq) {
+  for (const ir::BindingBlock& b : seq->blocks) {
+    for (const ir::Binding& x : b.bindings) bindings_.push_back(x);
+  }
+}
+
+Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(
+    const ::onnx::GraphProto& graph, const std::vector<ir::Expr>& inputs, const std::string& what,
+    std::vector<std::optional<KnownValues>>* known) const {
   if (depth_ + 1 > model_.options.max_nesting) {
     return Error(what + ": subgraphs nest deeper than " +
                  std::to_string(model_.options.max_nesting));
@@ -458,6 +464,7 @@ Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(const ::onnx::GraphProto& gr
     ir::Expr v = sub.Lookup(out.name());
     if (!v) return Error(what + ": output '" + out.name() + "' is not produced");
     outs.push_back(v);
+    if (known) known->push_back(sub.Known(out.name()));
   }
   if (outs.empty()) return Error(what + " has no outputs");
   ir::Expr result = outs.size() == 1 ? outs[0] : ir::MakeTuple(outs);
@@ -488,6 +495,23 @@ Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph
       std::any_of(defaults_.begin(), defaults_.end(), [](auto& d) { return d != nullptr; });
   ir::Attrs attrs;
   attrs.Set("global_symbol", std::string("main"));
+  // The ONNX names of the graph's inputs and outputs, where the IR's identifiers differ from
+  // them: users and the runtime name inputs and outputs as the model does.
+  std::vector<std::string> input_names, output_names;
+  bool renamed = false;
+  for (const auto& in : graph.input()) {
+    if (!Lookup(in.name()) || !ir::As<ir::VarNode>(Lookup(in.name()))) continue;
+    input_names.push_back(in.name());
+    renamed |= Sanitize(in.name()) != in.name();
+  }
+  for (const auto& out : graph.output()) {
+    output_names.push_back(out.name());
+    renamed |= Sanitize(out.name()) != out.name();
+  }
+  if (renamed) {
+    attrs.Set("input_names", input_names);
+    attrs.Set("output_names", output_names);
+  }
   return ir::MakeFunction(params_, body, nullptr, std::move(attrs), true, false,
                           any_default ? defaults_ : std::vector<ir::Expr>{});
 }

@@ -42,9 +42,14 @@ class GraphImporter {
   // A subgraph (If branch, Loop or Scan body) in a scope of its own that reads this graph's
   // values. `inputs` bind the subgraph's inputs in order. The result is a SeqExpr whose body is
   // the single output or a tuple of the outputs.
-  Expected<ir::SeqExpr> ImportSubgraph(const ::onnx::GraphProto& graph,
-                                       const std::vector<ir::Expr>& inputs,
-                                       const std::string& what) const;
+  // `known`, when given, receives the known values of each output (nullopt where none).
+  Expected<ir::SeqExpr> ImportSubgraph(
+      const ::onnx::GraphProto& graph, const std::vector<ir::Expr>& inputs,
+      const std::string& what,
+      std::vector<std::optional<KnownValues>>* known = nullptr) const;
+  // Moves a subgraph's bindings into this graph (a branch taken at import time, a modifier
+  // subgraph applied in line); the subgraph read this graph's values, so its bindings fit here.
+  void InlineBindings(const ir::SeqExpr& seq);
 
   // For NodeContext.
   ir::Expr Lookup(const std::string& name) const;

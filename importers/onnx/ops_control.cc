@@ -1,11 +1,48 @@
 // Converters of control flow. If: both branches are imported as subgraphs that read the
 // enclosing graph's values, and become an IR If whose branches end in their outputs (a tuple
-// when there are several).
+// when there are several); when the condition is known at import time only the taken branch is
+// imported, in line. Loop and Scan bodies are lifted into module functions.
+#include <algorithm>
+
 #include "importers/onnx/converter.h"
 #include "importers/onnx/graph.h"
 
 namespace quilt::importers::onnx {
 namespace {
+
+// The If condition when it is known at import time: a bool constant, or a comparison of known
+// values (ONNX function bodies test the rank of a shape input so).
+std::optional<bool> KnownCondition(NodeContext& ctx) {
+  if (const ir::ConstantNode* c = ctx.ConstantInput(0);
+      c && c->dtype == ir::DataType::kBool && c->NumElements() == 1) {
+    return c->data->at(0) != 0;
+  }
+  std::optional<std::vector<int64_t>> k = ctx.KnownInts(0);
+  if (k && k->size() == 1) return (*k)[0] != 0;
+  return std::nullopt;
+}
+
+// Imports only the branch a known condition takes, in line: its bindings join this graph's.
+Expected<Outputs> InlineBranch(NodeContext& ctx, bool then) {
+  const char* name = then ? "then_branch" : "else_branch";
+  std::vector<std::optional<KnownValues>> known;
+  Expected<ir::SeqExpr> seq = ctx.graph()->ImportSubgraph(ctx.Attr(name)->g(), {}, name, &known);
+  if (!seq) return ctx.Error(seq.error().message);
+  ctx.graph()->InlineBindings(*seq);
+  const ir::Expr& body = (*seq)->body;
+  Outputs outs;
+  if (ctx.NumOutputs() == 1) {
+    outs.push_back(body);
+  } else {
+    const auto* t = ir::As<ir::TupleNode>(body);
+    if (!t) return ctx.Error(std::string(name) + " does not end in a tuple of its outputs");
+    outs = t->fields;
+  }
+  for (size_t i = 0; i < outs.size() && i < known.size(); ++i) {
+    if (known[i]) ctx.SetKnown(static_cast<int>(i), *known[i]);
+  }
+  return outs;
+}
 
 Expected<Outputs> If(NodeContext& ctx) {
   const ::onnx::AttributeProto* then_attr = ctx.Attr("then_branch");
@@ -31,16 +68,17 @@ Expected<Outputs> If(NodeContext& ctx) {
     if (!scalar) return scalar.error();
     cond = *scalar;
   }
+  if (then_attr->g().output_size() != else_attr->g().output_size() ||
+      then_attr->g().output_size() != ctx.NumOutputs()) {
+    return ctx.Error("the branches and the node must have the same number of outputs");
+  }
+  if (std::optional<bool> taken = KnownCondition(ctx)) return InlineBranch(ctx, *taken);
   Expected<ir::SeqExpr> then_branch =
       ctx.graph()->ImportSubgraph(then_attr->g(), {}, "then_branch");
   if (!then_branch) return ctx.Error(then_branch.error().message);
   Expected<ir::SeqExpr> else_branch =
       ctx.graph()->ImportSubgraph(else_attr->g(), {}, "else_branch");
   if (!else_branch) return ctx.Error(else_branch.error().message);
-  if (then_attr->g().output_size() != else_attr->g().output_size() ||
-      then_attr->g().output_size() != ctx.NumOutputs()) {
-    return ctx.Error("the branches and the node must have the same number of outputs");
-  }
   Expected<ir::Expr> value = ir::MakeIf(cond, *then_branch, *else_branch);
   if (!value) return ctx.Error(value.error().message);
   ir::Expr bound = ctx.Bind(*value);
@@ -165,6 +203,16 @@ Expected<Outputs> Loop(NodeContext& ctx) {
   return Items(ctx, *loop, ctx.NumOutputs());
 }
 
+// `s` without its dim `axis` (a slice the body sees).
+ir::StructInfo DropDim(const ir::StructInfo& s, int64_t axis) {
+  if (!s->shape) {
+    return ir::TensorSInfo(std::nullopt, s->dtype, std::nullopt, s->ndim < 0 ? -1 : s->ndim - 1);
+  }
+  std::vector<ir::PrimExpr> dims = *s->shape;
+  dims.erase(dims.begin() + axis);
+  return ir::TensorSInfo(dims, s->dtype);
+}
+
 Expected<Outputs> Scan(NodeContext& ctx) {
   const ::onnx::AttributeProto* body = ctx.Attr("body");
   if (!body || body->type() != ::onnx::AttributeProto::GRAPH)
@@ -202,14 +250,7 @@ Expected<Outputs> Scan(NodeContext& ctx) {
     if (s->ndim >= 0) axis = axis < 0 ? axis + s->ndim : axis;
     if (s->ndim >= 0 && (axis < 0 || axis >= s->ndim))
       return ctx.Error("scan input axis is out of range");
-    if (!s->shape) {
-      inputs.push_back(
-          ir::TensorSInfo(std::nullopt, s->dtype, std::nullopt, s->ndim < 0 ? -1 : s->ndim - 1));
-      continue;
-    }
-    std::vector<ir::PrimExpr> dims = *s->shape;
-    dims.erase(dims.begin() + axis);
-    inputs.push_back(ir::TensorSInfo(dims, s->dtype));
+    inputs.push_back(DropDim(s, axis));
   }
   Expected<LiftedBody> lifted =
       LiftLoopBody(ctx, body->g(), inputs, 0, states.size(), 0, "Scan body");
@@ -227,11 +268,111 @@ Expected<Outputs> Scan(NodeContext& ctx) {
   return Items(ctx, *scan, ctx.NumOutputs());
 }
 
+// Scan-8: every input is batched on axis 0 and scan inputs run along axis 1; outputs are
+// (final states (batch, ...), scan outputs (batch, sequence, ...)). It becomes a scan over the
+// batch whose body (a lifted function) runs the opset-9 scan of one batch entry.
+Expected<Outputs> Scan8(NodeContext& ctx) {
+  const ::onnx::AttributeProto* body = ctx.Attr("body");
+  if (!body || body->type() != ::onnx::AttributeProto::GRAPH)
+    return ctx.Error("Scan needs a graph attribute 'body'");
+  Expected<int64_t> m = ctx.Int("num_scan_inputs");
+  if (!m) return ctx.Error(m.error().message);
+  int64_t n_inputs = ctx.NumInputs() - 1;  // input 0 is sequence_lens
+  if (*m < 1 || *m > n_inputs)
+    return ctx.Error("num_scan_inputs must be between 1 and the number of inputs after sequence_lens");
+  int64_t n_states = n_inputs - *m;
+  int64_t n_outputs = ctx.NumOutputs() - n_states;
+  if (n_outputs < 0) return ctx.Error("Scan has fewer outputs than states");
+  Expected<std::vector<int64_t>> dirs = ctx.Ints("directions", std::vector<int64_t>(*m, 0));
+  if (!dirs) return ctx.Error(dirs.error().message);
+  if (static_cast<int64_t>(dirs->size()) != *m)
+    return ctx.Error("directions must have one value per scan input");
+  for (int64_t d : *dirs) {
+    if (d != 0 && d != 1) return ctx.Error("directions must be 0 (forward) or 1 (reverse)");
+  }
+  std::vector<ir::Expr> batched;                 // states, then scan inputs
+  std::vector<ir::StructInfo> entry, inner_in;  // one batch entry; one step of it
+  for (int64_t i = 0; i < n_inputs; ++i) {
+    ir::Expr x = ctx.Input(static_cast<int>(i + 1));
+    if (!x) return ctx.Error("input " + std::to_string(i + 1) + " is missing");
+    const ir::StructInfo& s = x->struct_info;
+    bool scan = i >= n_states;
+    if (s->ndim >= 0 && s->ndim < (scan ? 2 : 1)) {
+      return ctx.Error(std::string(scan ? "a scan input needs (batch, sequence, ...)"
+                                        : "a state needs (batch, ...)") +
+                       ", got rank " + std::to_string(s->ndim));
+    }
+    batched.push_back(x);
+    entry.push_back(DropDim(s, 0));
+    inner_in.push_back(scan ? DropDim(entry.back(), 0) : entry.back());
+  }
+  if (ctx.HasInput(0)) {
+    // Per-entry lengths: supported when every entry runs the whole sequence.
+    const ir::StructInfo& first = batched[n_states]->struct_info;
+    std::optional<int64_t> length;
+    if (first->shape) length = ir::AsInt((*first->shape)[1]);
+    std::optional<std::vector<int64_t>> lens = ctx.KnownInts(0);
+    bool whole = lens && length &&
+                 std::all_of(lens->begin(), lens->end(), [&](int64_t v) { return v == *length; });
+    if (!whole) {
+      return ctx.Error(
+          "sequence_lens shorter than the sequence (or not known at import time) is not "
+          "supported");
+    }
+  }
+  Expected<LiftedBody> inner =
+      LiftLoopBody(ctx, body->g(), inner_in, 0, n_states, 0, "Scan body");
+  if (!inner) return ctx.Error(inner.error().message);
+  // The outer body: (state entries..., scan entries..., captured...) -> inner scan's results.
+  std::vector<ir::Var> params;
+  std::vector<ir::Expr> states, scans, captured;
+  for (int64_t i = 0; i < n_inputs; ++i) {
+    params.push_back(ir::MakeVar(i < n_states ? "state" : "scan_input", entry[i]));
+    (i < n_states ? states : scans).push_back(params.back());
+  }
+  for (const ir::Expr& c : inner->captured) {
+    params.push_back(ir::MakeVar(ir::As<ir::VarNode>(c)->name_hint, c->struct_info));
+    captured.push_back(params.back());
+  }
+  ir::Attrs a;
+  a.Set("scan_input_axes", std::vector<int64_t>(*m, 0));
+  a.Set("scan_input_directions", *dirs);
+  a.Set("scan_output_axes", std::vector<int64_t>(n_outputs, 0));
+  a.Set("scan_output_directions", std::vector<int64_t>(n_outputs, 0));
+  Expected<ir::Expr> step = ir::MakeOpCall(
+      ir::OpKind::kScan, {inner->function, ir::MakeTuple(states), ir::MakeTuple(scans),
+                          ir::MakeTuple(captured)},
+      a);
+  if (!step) return ctx.Error(step.error().message);
+  ir::Var result = ir::MakeVar("entry", (*step)->struct_info);
+  ir::SeqExpr seq = ir::MakeSeqExpr(
+      {ir::BindingBlock{false, {ir::Binding{result, *step, ctx.node().name()}}}}, result);
+  Expected<ir::Function> f = ir::MakeFunction(params, seq, nullptr);
+  if (!f) return ctx.Error("Scan batch body: " + f.error().message);
+  auto& lifted = *ctx.graph()->model().lifted;
+  std::string name = SanitizeName(ctx.node().name().empty() ? ctx.op_type() : ctx.node().name()) +
+                     "_batch_" + std::to_string(lifted.size());
+  lifted.emplace_back(name, *f);
+  ir::Attrs outer;
+  outer.Set("scan_input_axes", std::vector<int64_t>(n_inputs, 0));
+  outer.Set("scan_input_directions", std::vector<int64_t>(n_inputs, 0));
+  outer.Set("scan_output_axes", std::vector<int64_t>(ctx.NumOutputs(), 0));
+  outer.Set("scan_output_directions", std::vector<int64_t>(ctx.NumOutputs(), 0));
+  Expected<ir::Expr> scan = ir::MakeOpCall(
+      ir::OpKind::kScan,
+      {ir::MakeGlobalVar(name, (*f)->struct_info), ir::MakeTuple({}), ir::MakeTuple(batched),
+       ir::MakeTuple(inner->captured)},
+      outer);
+  if (!scan) return ctx.Error(scan.error().message);
+  return Items(ctx, *scan, ctx.NumOutputs());
+}
+
 }  // namespace
 
 const std::vector<Converter> kControlConverters = {
     {"If", 1, If},
     {"Loop", 1, Loop},
+    {"Scan", 8, Scan8},
     {"Scan", 9, Scan},
 };
 

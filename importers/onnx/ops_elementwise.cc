@@ -30,6 +30,25 @@ std::optional<KnownValues> FoldKnown(ir::PrimKind kind, const std::optional<Know
   return out;
 }
 
+// Known 0/1 values of a comparison of two known constant int tensors (a scalar broadcasts).
+std::optional<KnownValues> CompareKnown(OpKind op, const std::optional<std::vector<int64_t>>& a,
+                                        const std::optional<std::vector<int64_t>>& b) {
+  if (!a || !b) return std::nullopt;
+  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+  size_t n = std::max(a->size(), b->size());
+  KnownValues out;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
+    bool r = op == OpKind::kEqual       ? x == y
+             : op == OpKind::kLess      ? x < y
+             : op == OpKind::kLessEqual ? x <= y
+             : op == OpKind::kGreater   ? x > y
+                                        : x >= y;
+    out.push_back(ir::IntImm(r ? 1 : 0));
+  }
+  return out;
+}
+
 bool IsIntType(const ir::StructInfo& s) {
   return s && (s->dtype == ir::DataType::kInt64 || s->dtype == ir::DataType::kInt32);
 }
@@ -45,6 +64,11 @@ Expected<Outputs> Binary(NodeContext& ctx) {
   if (kOp == OpKind::kDivide) fold = ir::PrimKind::kFloorDiv;
   if (fold && IsIntType((*e)->struct_info)) {
     if (auto k = FoldKnown(*fold, ctx.Known(0), ctx.Known(1))) ctx.SetKnown(0, *k);
+  }
+  if constexpr (kOp == OpKind::kEqual || kOp == OpKind::kLess || kOp == OpKind::kLessEqual ||
+                kOp == OpKind::kGreater || kOp == OpKind::kGreaterEqual) {
+    // A comparison of known constants (a rank or size test before an If) is known: 0 or 1.
+    if (auto k = CompareKnown(kOp, ctx.KnownInts(0), ctx.KnownInts(1))) ctx.SetKnown(0, *k);
   }
   return Outputs{*e};
 }

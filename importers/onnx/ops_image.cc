@@ -1,5 +1,5 @@
 // Converters of image and detection ops: Resize, GridSample, AffineGrid, RoiAlign,
-// NonMaxSuppression.
+// NonMaxSuppression, ImageDecoder.
 #include <cmath>
 
 #include "importers/onnx/converter.h"
@@ -146,6 +146,14 @@ Expected<Outputs> NonMaxSuppression(NodeContext& ctx) {
                                       {ctx.Input(0), ctx.Input(1), *max_boxes, *iou, *score}, a));
 }
 
+Expected<Outputs> ImageDecoder(NodeContext& ctx) {
+  Expected<std::string> format = ctx.String("pixel_format", "RGB");
+  if (!format) return ctx.Error(format.error().message);
+  ir::Attrs a;
+  a.Set("pixel_format", *format);
+  return NodeContext::Single(ctx.Emit(OpKind::kImageDecode, {ctx.Input(0)}, a));
+}
+
 }  // namespace
 
 const std::vector<Converter> kImageConverters = {
@@ -154,6 +162,7 @@ const std::vector<Converter> kImageConverters = {
     {"AffineGrid", 20, AffineGrid},
     {"RoiAlign", 10, RoiAlign},
     {"NonMaxSuppression", 10, NonMaxSuppression},
+    {"ImageDecoder", 20, ImageDecoder},
 };
 
 }  // namespace quilt::importers::onnx

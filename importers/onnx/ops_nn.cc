@@ -1,5 +1,5 @@
 // Converters of the nn category: convolution, pooling, normalization, softmax, activations,
-// dropout and the depth/space rearrangements. Windows (kernel, strides, pads, dilations) are
+// dropout, the depth/space rearrangements and TfIdfVectorizer. Windows (kernel, strides, pads, dilations) are
 // written out in full; auto_pad is resolved to explicit pads when the spatial dims are static.
 #include <cmath>
 #include <cstdio>
@@ -732,6 +732,33 @@ Expected<Outputs> PRelu(NodeContext& ctx) {
   return NodeContext::Single(ctx.Emit(OpKind::kWhere, {*neg, *scaled, x}));
 }
 
+Expected<Outputs> TfIdfVectorizer(NodeContext& ctx) {
+  if (ctx.Attr("pool_strings")) {
+    return ctx.Error("string pools are left out (string ops); only pool_int64s is supported");
+  }
+  ir::Attrs a;
+  Expected<std::string> mode = ctx.String("mode");
+  if (!mode) return ctx.Error(mode.error().message);
+  a.Set("mode", *mode);
+  for (const char* name : {"min_gram_length", "max_gram_length", "max_skip_count"}) {
+    Expected<int64_t> v = ctx.Int(name);
+    if (!v) return ctx.Error(v.error().message);
+    a.Set(name, *v);
+  }
+  for (const char* name : {"ngram_counts", "ngram_indexes", "pool_int64s"}) {
+    Expected<std::vector<int64_t>> v = ctx.Ints(name, std::vector<int64_t>{});
+    if (!v) return ctx.Error(v.error().message);
+    a.Set(name, *v);
+  }
+  if (ctx.Attr("weights")) {
+    Expected<std::vector<double>> w = ctx.Floats("weights");
+    if (!w) return ctx.Error(w.error().message);
+    for (double& v : *w) v = ShortestFloat32(v);
+    a.Set("weights", *w);
+  }
+  return NodeContext::Single(ctx.Emit(OpKind::kTfIdfVectorizer, {ctx.Input(0)}, a));
+}
+
 #undef NN_TRY
 
 }  // namespace
@@ -774,6 +801,7 @@ const std::vector<Converter> kNnConverters = {
     {"Mish", 18, Activation<OpKind::kMish>},
     {"Swish", 24, Swish},
     {"Shrink", 9, Shrink},
+    {"TfIdfVectorizer", 9, TfIdfVectorizer},
 };
 
 }  // namespace quilt::importers::onnx

@@ -88,7 +88,15 @@ Expected<Outputs> Shape(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0);
   if (!x) return ctx.Error("Shape needs an input");
   const ir::StructInfo& s = x->struct_info;
-  if (s->ndim < 0) return ctx.Error("the rank of the input must be known");
+  if (s->ndim < 0) {
+    // The whole shape of a tensor of unknown rank: a 1-D tensor of unknown length. A slice of it
+    // (start or end given) needs the rank.
+    if (ctx.Attr("start") || ctx.Attr("end"))
+      return ctx.Error("the rank of the input must be known for 'start' and 'end'");
+    Expected<ir::Expr> shape = ctx.Emit(OpKind::kShapeOf, {x});
+    if (!shape) return shape.error();
+    return NodeContext::Single(ctx.Emit(OpKind::kShapeToTensor, {*shape}));
+  }
   int64_t rank = s->ndim;
   Expected<int64_t> start = ctx.Int("start", 0);
   Expected<int64_t> end = ctx.Int("end", rank);
@@ -481,13 +489,20 @@ Expected<Outputs> ConstantOfShape(NodeContext& ctx) {
 }
 
 Expected<Outputs> Range(NodeContext& ctx) {
+  std::vector<ir::Expr> args;
   for (int i = 0; i < 3; ++i) {
     if (!ctx.HasInput(i)) return ctx.Error("Range needs start, limit and delta");
+    args.push_back(ScalarInput(ctx, i));
+    // A one-element 1-D tensor (ONNX's own function bodies pass those) reads as its scalar.
+    const ir::StructInfo& si = args.back()->struct_info;
+    if (si->IsTensor() && si->ndim == 1 && si->StaticShape() == std::vector<int64_t>{1}) {
+      Expected<ir::Expr> r = ctx.Emit(OpKind::kReshape, {args.back(), ir::MakeShapeExpr({})});
+      if (!r) return r.error();
+      args.back() = *r;
+    }
   }
   ir::DataType dtype = ctx.InputSInfo(0)->dtype;
-  Expected<ir::Expr> e =
-      ctx.Emit(OpKind::kArange, {ScalarInput(ctx, 0), ScalarInput(ctx, 1), ScalarInput(ctx, 2)},
-               OneAttr("dtype", dtype));
+  Expected<ir::Expr> e = ctx.Emit(OpKind::kArange, args, OneAttr("dtype", dtype));
   if (!e) return e.error();
   auto s = ctx.KnownInts(0), l = ctx.KnownInts(1), d = ctx.KnownInts(2);
   if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1 && (*d)[0] != 0) {
@@ -678,6 +693,17 @@ Expected<Outputs> Pad(NodeContext& ctx) {
   return NodeContext::Single(ctx.Emit(OpKind::kPad, {x, value}, a));
 }
 
+// Split into n parts of ceil(d / n) along a dimension known only at run time.
+Expected<Outputs> SplitSections(NodeContext& ctx, const ir::Expr& x, int64_t axis, int n) {
+  ir::Attrs a;
+  a.Set("indices_or_sections", std::vector<int64_t>{});
+  a.Set("axis", axis);
+  a.Set("sections", static_cast<int64_t>(n));
+  Expected<ir::Expr> call = ir::MakeOpCall(OpKind::kSplit, {x}, a);
+  if (!call) return ctx.Error(call.error().message);
+  return Unpack(ctx, ctx.Bind(*call), n);
+}
+
 Expected<Outputs> Split(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0);
   if (!x) return ctx.Error("Split needs an input");
@@ -712,18 +738,15 @@ Expected<Outputs> Split(NodeContext& ctx) {
       return ctx.Error("num_outputs = " + std::to_string(*no) + " but the node has " +
                        std::to_string(n) + " outputs");
     }
-    if (!dim)
-      return ctx.Error(
-          "splitting a dimension that is not static into num_outputs parts is not supported");
+    if (!dim) return SplitSections(ctx, x, *axis, n);
     int64_t chunk = (*dim + n - 1) / n;
     sizes.emplace();
     for (int i = 0; i < n; ++i)
       sizes->push_back(std::max<int64_t>(0, std::min(chunk, *dim - chunk * i)));
   }
   if (!sizes) {
-    if (!dim)
-      return ctx.Error(
-          "splitting a dimension that is not static into equal parts is not supported");
+    // Equal parts of a dimension known only at run time (a multiple of n in a valid model).
+    if (!dim) return SplitSections(ctx, x, *axis, n);
     if (*dim % n != 0) {
       return ctx.Error("cannot split a dimension of size " + std::to_string(*dim) + " into " +
                        std::to_string(n) + " equal parts");
@@ -751,7 +774,17 @@ Expected<Outputs> Split(NodeContext& ctx) {
   Expected<ir::Expr> call = ir::MakeOpCall(OpKind::kSplit, {x}, a);
   if (!call) return ctx.Error(call.error().message);
   ir::Expr t = ctx.Bind(*call);
-  return Unpack(ctx, t, n);
+  Expected<Outputs> outs = Unpack(ctx, t, n);
+  // The parts of a known 1-D shape tensor are known.
+  if (std::optional<KnownValues> k = ctx.Known(0);
+      outs && k && rank == 1 && dim && static_cast<int64_t>(k->size()) == *dim) {
+    int64_t begin = 0;
+    for (int i = 0; i < n; ++i) {
+      ctx.SetKnown(i, KnownValues(k->begin() + begin, k->begin() + begin + (*sizes)[i]));
+      begin += (*sizes)[i];
+    }
+  }
+  return outs;
 }
 
 Expected<Outputs> Tile(NodeContext& ctx) {

@@ -149,4 +149,26 @@ Expected<StructInfo> InferNonMaxSuppression(const OpInfo& op, const std::vector<
   return TensorSInfo(std::vector<PrimExpr>{SymVar("num_selected"), IntImm(3)}, DataType::kInt64);
 }
 
+Expected<StructInfo> InferImageDecode(const OpInfo& op, const std::vector<Expr>& args,
+                                      const Attrs& attrs) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  if ((*x)->ndim >= 0 && (*x)->ndim != 1) {
+    return Error("the encoded image must be 1-D, got rank " + std::to_string((*x)->ndim));
+  }
+  if ((*x)->dtype != DataType::kUInt8 && (*x)->dtype != DataType::kVoid) {
+    return Error("the encoded image must be uint8, got " + DtypeName((*x)->dtype));
+  }
+  const std::string& format = *attrs.Get<std::string>("pixel_format");
+  int64_t channels = 0;
+  if (format == "RGB" || format == "BGR") channels = 3;
+  if (format == "Grayscale") channels = 1;
+  if (channels == 0) {
+    return Error("pixel_format must be RGB, BGR or Grayscale, got '" + format + "'");
+  }
+  // The image's size is in the encoded bytes: known only at run time.
+  return TensorSInfo(std::vector<PrimExpr>{SymVar("height"), SymVar("width"), IntImm(channels)},
+                     DataType::kUInt8);
+}
+
 }  // namespace quilt::ir

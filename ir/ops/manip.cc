@@ -138,12 +138,15 @@ Expected<StructInfo> InferTensorToShape(const OpInfo& op, const std::vector<Expr
                                         const Attrs&) {
   Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
   if (!x) return x.error();
-  if ((*x)->ndim != 1) return Error("expects a 1-D tensor, got rank " + std::to_string((*x)->ndim));
+  if ((*x)->ndim >= 0 && (*x)->ndim != 1) {
+    return Error("expects a 1-D tensor, got rank " + std::to_string((*x)->ndim));
+  }
   if ((*x)->dtype != DataType::kInt64 && (*x)->dtype != DataType::kVoid) {
     return Error("expects an int64 tensor, got " + DtypeName((*x)->dtype));
   }
+  // A length known only at run time gives a shape of unknown rank.
   std::optional<std::vector<int64_t>> shape = (*x)->StaticShape();
-  if (!shape) return Error("the length of the shape tensor must be static");
+  if (!shape) return ShapeSInfo(std::nullopt, -1);
   return ShapeSInfo(std::nullopt, static_cast<int>((*shape)[0]));
 }
 
@@ -377,6 +380,34 @@ Expected<StructInfo> InferDynamicPad(const OpInfo& op, const std::vector<Expr>& 
   return TensorSInfo(std::move(out), (*x)->dtype);
 }
 
+namespace {
+
+// `n` parts of ceil(d / n) along `axis`, the last one smaller. With d static, part i has
+// max(0, min(chunk, d - chunk * i)) elements; with d symbolic the parts are assumed non-empty
+// (chunk each, the last d - chunk * (n - 1)), as ONNX's shape inference assumes.
+StructInfo SplitSections(const StructInfoNode& x, int64_t axis, int64_t n) {
+  std::vector<StructInfo> fields;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!x.shape) {
+      fields.push_back(Unknown(x.dtype, x.ndim));
+      continue;
+    }
+    std::vector<PrimExpr> s = *x.shape;
+    const PrimExpr d = s[axis];
+    if (std::optional<int64_t> c = AsInt(d)) {
+      int64_t chunk = (*c + n - 1) / n;
+      s[axis] = IntImm(std::max<int64_t>(0, std::min(chunk, *c - chunk * i)));
+    } else {
+      PrimExpr chunk = MakeBinary(PrimKind::kFloorDiv, d + IntImm(n - 1), IntImm(n));
+      s[axis] = i + 1 < n ? chunk : d - chunk * IntImm(n - 1);
+    }
+    fields.push_back(TensorSInfo(std::move(s), x.dtype));
+  }
+  return TupleSInfo(std::move(fields));
+}
+
+}  // namespace
+
 Expected<StructInfo> InferSplit(const OpInfo& op, const std::vector<Expr>& args,
                                 const Attrs& attrs) {
   Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
@@ -391,6 +422,12 @@ Expected<StructInfo> InferSplit(const OpInfo& op, const std::vector<Expr>& args,
     }
   }
   std::vector<StructInfo> fields;
+  int64_t sections = *attrs.Get<int64_t>("sections");
+  if (sections < 0) return Error("sections must be non-negative, got " + std::to_string(sections));
+  if (sections > 0) {
+    if (!idx.empty()) return Error("indices_or_sections must be empty when sections is given");
+    return SplitSections(**x, *axis, sections);
+  }
   std::optional<int64_t> total;
   if ((*x)->shape) total = AsInt((*(*x)->shape)[*axis]);
   if (total && !idx.empty() && idx.back() > *total) {

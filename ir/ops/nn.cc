@@ -611,4 +611,52 @@ Expected<StructInfo> InferDropout(const OpInfo& op, const std::vector<Expr>& arg
   return TupleSInfo({s, s});
 }
 
+Expected<StructInfo> InferTfIdfVectorizer(const OpInfo& op, const std::vector<Expr>& args,
+                                          const Attrs& attrs) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  DataType t = (*x)->dtype;
+  if (t != DataType::kInt32 && t != DataType::kInt64 && t != DataType::kVoid) {
+    return Error("the tokens must be int32 or int64, got " + DtypeName(t));
+  }
+  if ((*x)->ndim > 2) {
+    return Error("the tokens must have rank 1 or 2, got rank " + Str((*x)->ndim));
+  }
+  const std::string& mode = *attrs.Get<std::string>("mode");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") {
+    return Error("mode must be TF, IDF or TFIDF, got '" + mode + "'");
+  }
+  int64_t lo = *attrs.Get<int64_t>("min_gram_length");
+  int64_t hi = *attrs.Get<int64_t>("max_gram_length");
+  if (lo < 1 || hi < lo) {
+    return Error("the n-gram lengths must satisfy 1 <= min_gram_length <= max_gram_length, got " +
+                 Str(lo) + " and " + Str(hi));
+  }
+  if (*attrs.Get<int64_t>("max_skip_count") < 0) return Error("max_skip_count must be >= 0");
+  const auto& counts = *attrs.Get<std::vector<int64_t>>("ngram_counts");
+  const auto& indexes = *attrs.Get<std::vector<int64_t>>("ngram_indexes");
+  const auto& pool = *attrs.Get<std::vector<int64_t>>("pool_int64s");
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0 || counts[i] > static_cast<int64_t>(pool.size()) ||
+        (i > 0 && counts[i] < counts[i - 1])) {
+      return Error("ngram_counts must be ascending offsets into pool_int64s");
+    }
+  }
+  if (indexes.empty()) return Error("ngram_indexes must not be empty");
+  int64_t size = 0;
+  for (int64_t v : indexes) {
+    if (v < 0) return Error("ngram_indexes must be non-negative, got " + Str(v));
+    size = std::max(size, v + 1);
+  }
+  if (const auto* w = attrs.Get<std::vector<double>>("weights");
+      w && w->size() != indexes.size()) {
+    return Error("weights has " + Str(static_cast<int64_t>(w->size())) + " values for " +
+                 Str(static_cast<int64_t>(indexes.size())) + " ngram_indexes");
+  }
+  if ((*x)->ndim < 0) return TensorSInfo(std::nullopt, DataType::kFloat32, std::nullopt, -1);
+  if ((*x)->ndim <= 1) return TensorSInfo(std::vector<int64_t>{size}, DataType::kFloat32);
+  PrimExpr rows = (*x)->shape ? (*(*x)->shape)[0] : SymVar("rows");
+  return TensorSInfo(std::vector<PrimExpr>{rows, IntImm(size)}, DataType::kFloat32);
+}
+
 }  // namespace quilt::ir

@@ -1,0 +1,228 @@
+// The C API over the C++ runtime: handles wrap shared objects, errors become statuses, and no
+// exception crosses the boundary.
+#include <cstring>
+#include <memory>
+#include <new>
+#include <sstream>
+
+#include "quilt/quilt.h"
+#include "runtime/src/package.h"
+#include "runtime/src/session.h"
+
+struct quilt_status {
+  std::string message;
+};
+struct quilt_package {
+  std::shared_ptr<const quilt::rt::LoadedPackage> package;
+};
+struct quilt_session {
+  std::unique_ptr<quilt::rt::Session> session;
+  // C views of the signature, built once.
+  struct Info {
+    std::vector<const char*> dim_names;
+  };
+  std::vector<Info> inputs, outputs;
+};
+struct quilt_outputs {
+  std::vector<quilt::rt::OwnedTensor> tensors;
+};
+
+namespace {
+
+using quilt::rt::Status;
+
+quilt_status_t* ToC(const Status& st) {
+  if (st.ok()) return nullptr;
+  return new (std::nothrow) quilt_status{st.message()};
+}
+
+quilt_status_t* Error(const char* message) { return new (std::nothrow) quilt_status{message}; }
+
+template <typename F>
+quilt_status_t* Guard(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Error("out of memory");
+  } catch (const std::exception& e) {
+    return Error(e.what());
+  } catch (...) {
+    return Error("internal error");
+  }
+}
+
+void FillInfo(const quilt::rt::TensorSignature& sig, const quilt_session::Info& names,
+              quilt_tensor_info_t* out) {
+  out->name = sig.name.c_str();
+  out->dtype = static_cast<int32_t>(sig.dtype);
+  out->rank = sig.rank;
+  out->dims = sig.dims.data();
+  out->dim_names = names.dim_names.data();
+  out->has_default = sig.has_default ? 1 : 0;
+}
+
+std::vector<quilt_session::Info> NamesOf(const std::vector<quilt::rt::TensorSignature>& sigs) {
+  std::vector<quilt_session::Info> infos;
+  for (const auto& sig : sigs) {
+    quilt_session::Info info;
+    for (const std::string& n : sig.dim_names) info.dim_names.push_back(n.empty() ? nullptr : n.c_str());
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* quilt_status_message(const quilt_status_t* status) {
+  return status ? status->message.c_str() : "ok";
+}
+void quilt_status_free(quilt_status_t* status) { delete status; }
+
+const char* quilt_version(void) { return "0.1.0"; }
+const char* quilt_package_format_version(void) { return "1.0"; }
+
+quilt_status_t* quilt_package_load_file(const char* path, quilt_package_t** out_package) {
+  if (!path || !out_package) return Error("quilt_package_load_file: null argument");
+  *out_package = nullptr;
+  return Guard([&]() -> quilt_status_t* {
+    std::unique_ptr<quilt::rt::LoadedPackage> p;
+    Status st = quilt::rt::LoadedPackage::FromFile(path, &p);
+    if (!st.ok()) return ToC(st);
+    *out_package = new quilt_package{std::move(p)};
+    return nullptr;
+  });
+}
+
+quilt_status_t* quilt_package_load_memory(const void* data, size_t size,
+                                          quilt_package_t** out_package) {
+  if (!out_package) return Error("quilt_package_load_memory: null argument");
+  *out_package = nullptr;
+  return Guard([&]() -> quilt_status_t* {
+    std::unique_ptr<quilt::rt::LoadedPackage> p;
+    Status st = quilt::rt::LoadedPackage::FromMemory(data, size, &p);
+    if (!st.ok()) return ToC(st);
+    *out_package = new quilt_package{std::move(p)};
+    return nullptr;
+  });
+}
+
+void quilt_package_free(quilt_package_t* package) { delete package; }
+
+quilt_status_t* quilt_session_create(const quilt_package_t* package,
+                                     const quilt_session_options_t* options,
+                                     quilt_session_t** out_session) {
+  if (!package || !out_session) return Error("quilt_session_create: null argument");
+  *out_session = nullptr;
+  return Guard([&]() -> quilt_status_t* {
+    quilt::rt::SessionOptions opts;
+    if (options) {
+      opts.threads = options->threads == 0 ? 1 : options->threads;
+      if (options->devices) {
+        std::stringstream ss(options->devices);
+        std::string kind;
+        while (std::getline(ss, kind, ',')) {
+          if (!kind.empty()) opts.devices.push_back(kind);
+        }
+      }
+    }
+    auto s = std::make_unique<quilt_session>();
+    Status st = quilt::rt::Session::Create(package->package, opts, &s->session);
+    if (!st.ok()) return ToC(st);
+    s->inputs = NamesOf(s->session->inputs());
+    s->outputs = NamesOf(s->session->outputs());
+    *out_session = s.release();
+    return nullptr;
+  });
+}
+
+void quilt_session_free(quilt_session_t* session) { delete session; }
+
+size_t quilt_session_input_count(const quilt_session_t* session) {
+  return session ? session->session->inputs().size() : 0;
+}
+size_t quilt_session_output_count(const quilt_session_t* session) {
+  return session ? session->session->outputs().size() : 0;
+}
+
+quilt_status_t* quilt_session_input_info(const quilt_session_t* session, size_t index,
+                                         quilt_tensor_info_t* out_info) {
+  if (!session || !out_info) return Error("quilt_session_input_info: null argument");
+  if (index >= session->inputs.size()) return Error("quilt_session_input_info: index out of range");
+  FillInfo(session->session->inputs()[index], session->inputs[index], out_info);
+  return nullptr;
+}
+
+quilt_status_t* quilt_session_output_info(const quilt_session_t* session, size_t index,
+                                          quilt_tensor_info_t* out_info) {
+  if (!session || !out_info) return Error("quilt_session_output_info: null argument");
+  if (index >= session->outputs.size()) {
+    return Error("quilt_session_output_info: index out of range");
+  }
+  FillInfo(session->session->outputs()[index], session->outputs[index], out_info);
+  return nullptr;
+}
+
+quilt_status_t* quilt_session_run(const quilt_session_t* session, const quilt_tensor_t* inputs,
+                                  size_t num_inputs, quilt_outputs_t** out_outputs) {
+  if (!session || !out_outputs || (num_inputs && !inputs)) {
+    return Error("quilt_session_run: null argument");
+  }
+  *out_outputs = nullptr;
+  return Guard([&]() -> quilt_status_t* {
+    std::vector<quilt::rt::NamedTensor> named;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      const quilt_tensor_t& in = inputs[i];
+      if (!in.name) return Error("quilt_session_run: an input has no name");
+      if (in.rank < 0 || (in.rank > 0 && !in.shape)) {
+        return ToC(Status::Error("input '" + std::string(in.name) + "': bad rank or shape"));
+      }
+      quilt::rt::NamedTensor t;
+      t.name = in.name;
+      if (!quilt::rt::IsValidDType(in.dtype)) {
+        return ToC(Status::Error("input '" + t.name + "': unknown element type " +
+                                 std::to_string(in.dtype)));
+      }
+      t.tensor.dtype = static_cast<quilt::rt::DType>(in.dtype);
+      t.tensor.shape.assign(in.shape, in.shape + in.rank);
+      t.tensor.data = const_cast<void*>(in.data);
+      for (int64_t d : t.tensor.shape) {
+        if (d < 0) return ToC(Status::Error("input '" + t.name + "' has a negative dim"));
+      }
+      if (t.tensor.ByteSize() != in.byte_size) {
+        return ToC(Status::Error("input '" + t.name + "': " + std::to_string(in.byte_size) +
+                                 " bytes given, its dtype and shape need " +
+                                 std::to_string(t.tensor.ByteSize())));
+      }
+      named.push_back(std::move(t));
+    }
+    auto out = std::make_unique<quilt_outputs>();
+    Status st = session->session->Run(named, &out->tensors);
+    if (!st.ok()) return ToC(st);
+    *out_outputs = out.release();
+    return nullptr;
+  });
+}
+
+size_t quilt_outputs_count(const quilt_outputs_t* outputs) {
+  return outputs ? outputs->tensors.size() : 0;
+}
+
+quilt_status_t* quilt_outputs_get(const quilt_outputs_t* outputs, size_t index,
+                                  quilt_tensor_t* out_tensor) {
+  if (!outputs || !out_tensor) return Error("quilt_outputs_get: null argument");
+  if (index >= outputs->tensors.size()) return Error("quilt_outputs_get: index out of range");
+  const quilt::rt::OwnedTensor& t = outputs->tensors[index];
+  out_tensor->name = t.name.c_str();
+  out_tensor->dtype = static_cast<int32_t>(t.dtype);
+  out_tensor->rank = static_cast<int32_t>(t.shape.size());
+  out_tensor->shape = t.shape.data();
+  out_tensor->data = t.data.data();
+  out_tensor->byte_size = t.data.size();
+  return nullptr;
+}
+
+void quilt_outputs_free(quilt_outputs_t* outputs) { delete outputs; }
+
+}  // extern "C"

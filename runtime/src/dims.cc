@@ -1,0 +1,112 @@
+#include "runtime/src/dims.h"
+
+#include <algorithm>
+
+namespace quilt::rt {
+
+namespace {
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+}  // namespace
+
+DimEnv::DimEnv(const pkg::Graph& g) : g_(g) {
+  size_t n = g.symbols() ? g.symbols()->size() : 0;
+  values_.assign(n, 0);
+  bound_.assign(n, false);
+}
+
+std::optional<int64_t> DimEnv::Eval(int i) const {
+  const pkg::DimNode* d = g_.dims()->Get(i);
+  switch (d->kind()) {
+    case pkg::DimKind::Int:
+      return d->value();
+    case pkg::DimKind::Sym:
+      if (!bound_[d->a()]) return std::nullopt;
+      return values_[d->a()];
+    default:
+      break;
+  }
+  std::optional<int64_t> a = Eval(d->a());
+  std::optional<int64_t> b = Eval(d->b());
+  if (!a || !b) return std::nullopt;
+  switch (d->kind()) {
+    case pkg::DimKind::Add:
+      return *a + *b;
+    case pkg::DimKind::Sub:
+      return *a - *b;
+    case pkg::DimKind::Mul:
+      return *a * *b;
+    case pkg::DimKind::FloorDiv:
+      if (*b == 0) return std::nullopt;
+      return FloorDiv(*a, *b);
+    case pkg::DimKind::FloorMod:
+      if (*b == 0) return std::nullopt;
+      return *a - FloorDiv(*a, *b) * *b;
+    case pkg::DimKind::Min:
+      return std::min(*a, *b);
+    case pkg::DimKind::Max:
+      return std::max(*a, *b);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool DimEnv::IsUnboundSymbol(int i) const {
+  const pkg::DimNode* d = g_.dims()->Get(i);
+  return d->kind() == pkg::DimKind::Sym && !bound_[d->a()];
+}
+
+Status DimEnv::Match(int i, int64_t actual, const std::string& what) {
+  if (IsUnboundSymbol(i)) {
+    int sym = g_.dims()->Get(i)->a();
+    values_[sym] = actual;
+    bound_[sym] = true;
+    return Status::Ok();
+  }
+  std::optional<int64_t> want = Eval(i);
+  if (want && *want != actual) {
+    std::string expr = DimString(i);
+    return Status::Error(what + " is " + std::to_string(actual) + ", expected " + expr +
+                         (expr == std::to_string(*want) ? "" : " = " + std::to_string(*want)));
+  }
+  return Status::Ok();
+}
+
+std::string DimEnv::SymbolName(int sym) const { return g_.symbols()->Get(sym)->str(); }
+
+std::string DimEnv::DimString(int i) const {
+  const pkg::DimNode* d = g_.dims()->Get(i);
+  const char* op = nullptr;
+  switch (d->kind()) {
+    case pkg::DimKind::Int:
+      return std::to_string(d->value());
+    case pkg::DimKind::Sym:
+      return SymbolName(d->a());
+    case pkg::DimKind::Add:
+      op = " + ";
+      break;
+    case pkg::DimKind::Sub:
+      op = " - ";
+      break;
+    case pkg::DimKind::Mul:
+      op = " * ";
+      break;
+    case pkg::DimKind::FloorDiv:
+      op = " // ";
+      break;
+    case pkg::DimKind::FloorMod:
+      op = " % ";
+      break;
+    case pkg::DimKind::Min:
+      return "min(" + DimString(d->a()) + ", " + DimString(d->b()) + ")";
+    case pkg::DimKind::Max:
+      return "max(" + DimString(d->a()) + ", " + DimString(d->b()) + ")";
+    default:
+      return "?";
+  }
+  return "(" + DimString(d->a()) + op + DimString(d->b()) + ")";
+}
+
+}  // namespace quilt::rt

@@ -1,0 +1,89 @@
+#include "runtime/src/kernel.h"
+
+#include "quilt/package_generated.h"
+
+namespace quilt::rt {
+
+std::string ShapeString(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+const pkg::Attr* AttrView::Find(std::string_view name) const {
+  if (!attrs_) return nullptr;
+  for (const pkg::Attr* a : *attrs_) {
+    if (a->name() && a->name()->string_view() == name) return a;
+  }
+  return nullptr;
+}
+
+bool AttrView::Has(std::string_view name) const {
+  const pkg::Attr* a = Find(name);
+  return a && a->type() != pkg::AttrType::None;
+}
+
+int64_t AttrView::Int(std::string_view name, int64_t fallback) const {
+  const pkg::Attr* a = Find(name);
+  if (!a) return fallback;
+  switch (a->type()) {
+    case pkg::AttrType::Int:
+    case pkg::AttrType::Bool:
+    case pkg::AttrType::DType:
+      return a->i();
+    case pkg::AttrType::Float:
+      return static_cast<int64_t>(a->f());
+    default:
+      return fallback;
+  }
+}
+
+double AttrView::Float(std::string_view name, double fallback) const {
+  const pkg::Attr* a = Find(name);
+  if (!a) return fallback;
+  if (a->type() == pkg::AttrType::Float) return a->f();
+  if (a->type() == pkg::AttrType::Int) return static_cast<double>(a->i());
+  return fallback;
+}
+
+bool AttrView::Bool(std::string_view name, bool fallback) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || (a->type() != pkg::AttrType::Bool && a->type() != pkg::AttrType::Int)) return fallback;
+  return a->i() != 0;
+}
+
+std::string_view AttrView::Str(std::string_view name, std::string_view fallback) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || a->type() != pkg::AttrType::Str || !a->s()) return fallback;
+  return a->s()->string_view();
+}
+
+DType AttrView::Dtype(std::string_view name, DType fallback) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || a->type() != pkg::AttrType::DType || !IsValidDType(static_cast<int32_t>(a->i()))) {
+    return fallback;
+  }
+  return static_cast<DType>(a->i());
+}
+
+std::vector<int64_t> AttrView::Ints(std::string_view name) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || a->type() != pkg::AttrType::Ints || !a->ints()) return {};
+  return {a->ints()->begin(), a->ints()->end()};
+}
+
+std::vector<double> AttrView::Floats(std::string_view name) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || a->type() != pkg::AttrType::Floats || !a->floats()) return {};
+  return {a->floats()->begin(), a->floats()->end()};
+}
+
+std::vector<std::string_view> AttrView::Strs(std::string_view name) const {
+  const pkg::Attr* a = Find(name);
+  std::vector<std::string_view> out;
+  if (!a || a->type() != pkg::AttrType::Strs || !a->strs()) return out;
+  for (const auto* s : *a->strs()) out.push_back(s->string_view());
+  return out;
+}
+
+}  // namespace quilt::rt

@@ -1,0 +1,86 @@
+// The kernel interface: what a kernel of any device sees of one step.
+//
+//   Status Relu(KernelContext& ctx) {
+//     const Tensor& x = *ctx.input(0);
+//     Tensor* y;
+//     QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+//     ...
+//     return Status::Ok();
+//   }
+//
+// A kernel computes the shape of each output from its inputs and attributes and asks the context
+// for the memory (`Output`); the executor then checks the shape against what the compiler
+// inferred, so the two can never silently disagree. Kernels check data-dependent conditions
+// (an index out of range) and return an error; everything static was checked by the compiler.
+// Kernels are found by op name ("nn.conv2d") in an explicit table per device.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/src/status.h"
+#include "runtime/src/tensor.h"
+
+namespace quilt::pkg {
+struct Attr;
+}
+namespace flatbuffers {
+template <typename T>
+class Vector;
+template <typename T>
+struct Offset;
+}  // namespace flatbuffers
+
+namespace quilt::rt {
+
+// The attributes of a step, by name. Absent attributes and None read as the fallback.
+class AttrView {
+ public:
+  using List = flatbuffers::Vector<flatbuffers::Offset<pkg::Attr>>;
+  explicit AttrView(const List* attrs) : attrs_(attrs) {}
+  bool Has(std::string_view name) const;  // present and not None
+  int64_t Int(std::string_view name, int64_t fallback = 0) const;
+  double Float(std::string_view name, double fallback = 0) const;
+  bool Bool(std::string_view name, bool fallback = false) const;
+  std::string_view Str(std::string_view name, std::string_view fallback = {}) const;
+  DType Dtype(std::string_view name, DType fallback = DType::kVoid) const;
+  std::vector<int64_t> Ints(std::string_view name) const;
+  std::vector<double> Floats(std::string_view name) const;
+  std::vector<std::string_view> Strs(std::string_view name) const;
+
+ private:
+  const pkg::Attr* Find(std::string_view name) const;
+  const List* attrs_;
+};
+
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+  // Inputs, flattened: an argument that is a tuple contributes several inputs (see ArgBegin).
+  // nullptr for an absent optional input or an index past the end.
+  virtual int num_inputs() const = 0;
+  virtual const Tensor* input(int i) const = 0;
+  // Where argument `arg` of the op starts in the inputs, and how many inputs it has (1 for a
+  // tensor, N for a tuple of N tensors).
+  virtual int ArgBegin(int arg) const = 0;
+  virtual int ArgSize(int arg) const = 0;
+  virtual int num_outputs() const = 0;
+  // The element type the compiler inferred for output i (kVoid when unknown).
+  virtual DType output_dtype(int i) const = 0;
+  // Memory for output i. Fails (with a message naming the sizes) on an impossible size.
+  virtual Status Output(int i, DType dtype, Shape shape, Tensor** out) = 0;
+  virtual const AttrView& attrs() const = 0;
+  // The number of threads the kernel may use.
+  virtual int threads() const = 0;
+};
+
+using KernelFn = Status (*)(KernelContext& ctx);
+
+struct KernelEntry {
+  std::string_view name;  // the op name: "add", "nn.conv2d"
+  KernelFn fn;
+};
+
+}  // namespace quilt::rt

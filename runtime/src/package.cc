@@ -1,0 +1,324 @@
+#include "runtime/src/package.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "runtime/src/dtype.h"
+
+namespace quilt::rt {
+
+// The bytes of a package: an mmap'ed file or an owned copy.
+class PackageBytes {
+ public:
+  PackageBytes(void* map, size_t size) : map_(map), data_(static_cast<uint8_t*>(map)), size_(size) {}
+  explicit PackageBytes(std::vector<uint8_t> copy)
+      : copy_(std::move(copy)), data_(copy_.data()), size_(copy_.size()) {}
+  ~PackageBytes() {
+    if (map_) munmap(map_, size_);
+  }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* map_ = nullptr;
+  std::vector<uint8_t> copy_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+LoadedPackage::~LoadedPackage() = default;
+
+Status LoadedPackage::FromFile(const std::string& path, std::unique_ptr<LoadedPackage>* out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::Error("'" + path + "' is not a regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return Status::Error("'" + path + "' is empty, not a quilt package");
+  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return Status::Error("cannot map '" + path + "': " + std::strerror(errno));
+  std::unique_ptr<LoadedPackage> p(new LoadedPackage());
+  p->bytes_ = std::make_unique<PackageBytes>(map, size);
+  QUILT_RETURN_IF_ERROR(p->Check("'" + path + "'"));
+  *out = std::move(p);
+  return Status::Ok();
+}
+
+Status LoadedPackage::FromMemory(const void* data, size_t size,
+                                 std::unique_ptr<LoadedPackage>* out) {
+  if (data == nullptr || size == 0) return Status::Error("package in memory: no bytes given");
+  const auto* b = static_cast<const uint8_t*>(data);
+  std::unique_ptr<LoadedPackage> p(new LoadedPackage());
+  p->bytes_ = std::make_unique<PackageBytes>(std::vector<uint8_t>(b, b + size));
+  QUILT_RETURN_IF_ERROR(p->Check("package in memory"));
+  *out = std::move(p);
+  return Status::Ok();
+}
+
+const uint8_t* LoadedPackage::BufferData(int i) const {
+  return bytes_->data() + root_->data_offset() + root_->buffers()->Get(i)->offset();
+}
+
+uint64_t LoadedPackage::BufferSize(int i) const { return root_->buffers()->Get(i)->size(); }
+
+namespace {
+
+// Semantic checks of one graph; `where` names it in messages.
+class GraphChecker {
+ public:
+  GraphChecker(const pkg::Package& p, const pkg::Graph& g, std::string where)
+      : p_(p), g_(g), where_(std::move(where)) {}
+
+  Status Run() {
+    if (!g_.values() || !g_.steps() || !g_.inputs() || !g_.outputs() || !g_.dims()) {
+      return Fail("missing values, steps, inputs, outputs or dims");
+    }
+    num_values_ = static_cast<int64_t>(g_.values()->size());
+    QUILT_RETURN_IF_ERROR(CheckDims());
+    defined_.assign(num_values_, false);
+    for (uint32_t i = 0; i < g_.values()->size(); ++i) {
+      QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
+    }
+    for (int32_t v : *g_.inputs()) {
+      QUILT_RETURN_IF_ERROR(CheckIndex(v, "graph input"));
+      if (g_.values()->Get(v)->kind() != pkg::ValueKind::Input) {
+        return Fail("graph input " + std::to_string(v) + " is not an input value");
+      }
+    }
+    for (uint32_t s = 0; s < g_.steps()->size(); ++s) {
+      QUILT_RETURN_IF_ERROR(CheckStep(static_cast<int>(s)));
+    }
+    for (int32_t v : *g_.outputs()) {
+      QUILT_RETURN_IF_ERROR(CheckIndex(v, "graph output"));
+      if (!defined_[v]) return Fail("graph output " + std::to_string(v) + " is never defined");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Fail(const std::string& what) const { return Status::Error(where_ + ": " + what); }
+
+  Status CheckIndex(int64_t v, const char* what) const {
+    if (v < 0 || v >= num_values_) {
+      return Fail(std::string(what) + " refers to value " + std::to_string(v) + " of " +
+                  std::to_string(num_values_));
+    }
+    return Status::Ok();
+  }
+
+  Status CheckDims() {
+    int64_t num_symbols = g_.symbols() ? g_.symbols()->size() : 0;
+    for (uint32_t i = 0; i < g_.dims()->size(); ++i) {
+      const pkg::DimNode* d = g_.dims()->Get(i);
+      switch (d->kind()) {
+        case pkg::DimKind::Int:
+          break;
+        case pkg::DimKind::Sym:
+          if (d->a() < 0 || d->a() >= num_symbols) return Fail("dim refers to a missing symbol");
+          break;
+        case pkg::DimKind::Add:
+        case pkg::DimKind::Sub:
+        case pkg::DimKind::Mul:
+        case pkg::DimKind::FloorDiv:
+        case pkg::DimKind::FloorMod:
+        case pkg::DimKind::Min:
+        case pkg::DimKind::Max:
+          if (d->a() < 0 || d->b() < 0 || d->a() >= static_cast<int>(i) ||
+              d->b() >= static_cast<int>(i)) {
+            return Fail("dim " + std::to_string(i) + " refers to a later or missing dim");
+          }
+          break;
+        default:
+          return Fail("dim " + std::to_string(i) + " has an unknown kind");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status CheckDimList(const flatbuffers::Vector<int32_t>* dims, const std::string& what) const {
+    if (!dims) return Status::Ok();
+    for (int32_t d : *dims) {
+      if (d < 0 || d >= static_cast<int>(g_.dims()->size())) {
+        return Fail(what + " refers to a missing dim");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status CheckValue(int i) {
+    const pkg::Value* v = g_.values()->Get(i);
+    std::string what = "value " + std::to_string(i);
+    if (!IsValidDType(v->dtype())) return Fail(what + " has an unknown element type");
+    int64_t rank = v->dims() ? v->dims()->size() : 0;
+    if (v->rank() != -1 && v->rank() != rank) return Fail(what + ": rank and dims disagree");
+    if (v->rank() < -1) return Fail(what + " has a negative rank");
+    QUILT_RETURN_IF_ERROR(CheckDimList(v->dims(), what));
+    int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
+    if (v->device() < 0 || v->device() >= num_devices) return Fail(what + ": no such device");
+    switch (v->kind()) {
+      case pkg::ValueKind::Input:
+        defined_[i] = true;
+        if (v->default_buffer() >= 0) QUILT_RETURN_IF_ERROR(CheckConstant(v, v->default_buffer(), what));
+        break;
+      case pkg::ValueKind::Constant:
+        defined_[i] = true;
+        QUILT_RETURN_IF_ERROR(CheckConstant(v, v->buffer(), what));
+        break;
+      case pkg::ValueKind::Intermediate:
+        if (v->arena_offset() >= 0) {
+          const auto* arenas = g_.arena_bytes();
+          if (!arenas || v->device() >= static_cast<int>(arenas->size()) || v->byte_size() < 0 ||
+              v->arena_offset() > arenas->Get(v->device()) - v->byte_size()) {
+            return Fail(what + " lies outside its device's arena");
+          }
+        }
+        break;
+      default:
+        return Fail(what + " has an unknown kind");
+    }
+    return Status::Ok();
+  }
+
+  // A constant's buffer exists and holds exactly dtype x static shape bytes.
+  Status CheckConstant(const pkg::Value* v, int buffer, const std::string& what) const {
+    if (!p_.buffers() || buffer < 0 || buffer >= static_cast<int>(p_.buffers()->size())) {
+      return Fail(what + " refers to a missing buffer");
+    }
+    if (v->rank() < 0) return Fail(what + ": a constant needs a known rank");
+    int64_t n = 1;
+    for (int32_t d : *v->dims()) {
+      const pkg::DimNode* node = g_.dims()->Get(d);
+      if (node->kind() != pkg::DimKind::Int || node->value() < 0) {
+        return Fail(what + ": a constant needs static dims");
+      }
+      if (node->value() != 0 && n > (int64_t{1} << 50) / node->value()) {
+        return Fail(what + ": dims overflow");
+      }
+      n *= node->value();
+    }
+    uint64_t want = DTypeBytes(static_cast<DType>(v->dtype()), n);
+    if (p_.buffers()->Get(buffer)->size() != want) {
+      return Fail(what + ": buffer holds " + std::to_string(p_.buffers()->Get(buffer)->size()) +
+                  " bytes, dtype and shape need " + std::to_string(want));
+    }
+    return Status::Ok();
+  }
+
+  Status CheckStep(int s) {
+    const pkg::Step* step = g_.steps()->Get(s);
+    std::string what = "step " + std::to_string(s);
+    if (!step->kernel()) return Fail(what + " names no kernel");
+    what += " (" + step->kernel()->str() + ")";
+    int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
+    if (step->device() < 0 || step->device() >= num_devices) return Fail(what + ": no such device");
+    int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
+    if (step->inputs()) {
+      for (int32_t v : *step->inputs()) {
+        if (v == -1) continue;
+        QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
+        if (!defined_[v]) {
+          return Fail(what + " reads value " + std::to_string(v) + " before it is defined");
+        }
+      }
+    }
+    if (step->input_arity()) {
+      int64_t total = 0;
+      for (int32_t a : *step->input_arity()) {
+        if (a < 0) return Fail(what + ": negative argument arity");
+        total += a;
+      }
+      if (total != num_inputs) return Fail(what + ": argument arities do not add up to its inputs");
+    }
+    QUILT_RETURN_IF_ERROR(CheckDimList(step->dims(), what));
+    if (step->subgraphs()) {
+      for (int32_t gi : *step->subgraphs()) {
+        if (gi <= 0 || gi >= static_cast<int>(p_.graphs()->size())) {
+          return Fail(what + " refers to a missing subgraph");
+        }
+      }
+    }
+    if (step->outputs()) {
+      for (int32_t v : *step->outputs()) {
+        QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
+        if (defined_[v]) return Fail(what + " redefines value " + std::to_string(v));
+        if (g_.values()->Get(v)->kind() != pkg::ValueKind::Intermediate) {
+          return Fail(what + " writes value " + std::to_string(v) + ", which is not an intermediate");
+        }
+        defined_[v] = true;
+      }
+    }
+    return Status::Ok();
+  }
+
+  const pkg::Package& p_;
+  const pkg::Graph& g_;
+  std::string where_;
+  int64_t num_values_ = 0;
+  std::vector<bool> defined_;
+};
+
+}  // namespace
+
+Status LoadedPackage::Check(const std::string& origin) {
+  const uint8_t* data = bytes_->data();
+  size_t size = bytes_->size();
+  if (size < 8 || !pkg::PackageBufferHasIdentifier(data)) {
+    return Status::Error(origin + " is not a quilt package (no \"QUIL\" identifier)");
+  }
+  // The FlatBuffer ends where the data section begins; verify only that part.
+  const pkg::Package* peek = pkg::GetPackage(data);
+  flatbuffers::Verifier::Options options;
+  options.max_tables = 100'000'000;
+  flatbuffers::Verifier verifier(data, size, options);
+  if (!pkg::VerifyPackageBuffer(verifier)) {
+    return Status::Error(origin + " is damaged: the package structure does not verify");
+  }
+  root_ = peek;
+  const pkg::FormatVersion* version = root_->version();
+  if (!version) return Status::Error(origin + ": no format version");
+  if (version->major() != kFormatMajor) {
+    return Status::Error(origin + " has package format " + std::to_string(version->major()) + "." +
+                         std::to_string(version->minor()) + "; this runtime reads format " +
+                         std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor));
+  }
+  if (root_->data_offset() % 64 != 0 || root_->data_offset() > size ||
+      root_->data_size() > size - root_->data_offset()) {
+    return Status::Error(origin + ": the data section lies outside the file");
+  }
+  if (root_->buffers()) {
+    for (uint32_t i = 0; i < root_->buffers()->size(); ++i) {
+      const pkg::Buffer* b = root_->buffers()->Get(i);
+      if (b->offset() % 64 != 0 || b->offset() > root_->data_size() ||
+          b->size() > root_->data_size() - b->offset()) {
+        return Status::Error(origin + ": buffer " + std::to_string(i) +
+                             " lies outside the data section");
+      }
+    }
+  }
+  if (!root_->devices() || root_->devices()->size() == 0) {
+    return Status::Error(origin + ": no devices");
+  }
+  if (!root_->graphs() || root_->graphs()->size() == 0) {
+    return Status::Error(origin + ": no graphs");
+  }
+  for (uint32_t i = 0; i < root_->graphs()->size(); ++i) {
+    GraphChecker checker(*root_, *root_->graphs()->Get(i), origin + ", graph " + std::to_string(i));
+    QUILT_RETURN_IF_ERROR(checker.Run());
+  }
+  return Status::Ok();
+}
+
+}  // namespace quilt::rt

@@ -1,0 +1,69 @@
+// A session: a loaded package made ready to run on this machine's devices. Creation checks
+// everything static (devices present, a kernel for every step) so that a run only checks what
+// depends on the data. `Run` is const and keeps all per-run state in its own workspace, so many
+// threads may run one session at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/src/kernel.h"
+#include "runtime/src/package.h"
+
+namespace quilt::rt {
+
+struct SessionOptions {
+  int threads = 1;
+  // Device kinds the session may use ("cpu", "cuda", "opencl"); empty: every kind.
+  std::vector<std::string> devices;
+};
+
+// One input or output of the entry graph as the package declares it; symbolic dims as -1 with
+// their names in `dim_names` ("" for static dims).
+struct TensorSignature {
+  std::string name;
+  DType dtype = DType::kVoid;
+  int rank = -1;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_names;
+  bool has_default = false;
+  std::string ToString() const;  // "x: float32 (n, 3, 224, 224)"
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;  // borrowed: must stay valid during the run
+};
+
+struct OwnedTensor {
+  std::string name;
+  DType dtype = DType::kVoid;
+  Shape shape;
+  std::vector<uint8_t> data;
+};
+
+class Session {
+ public:
+  ~Session();
+  static Status Create(std::shared_ptr<const LoadedPackage> package, const SessionOptions& options,
+                       std::unique_ptr<Session>* out);
+  const std::vector<TensorSignature>& inputs() const { return inputs_; }
+  const std::vector<TensorSignature>& outputs() const { return outputs_; }
+  Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
+
+ private:
+  struct GraphPlan;
+  Session() = default;
+  Status CheckInputs(const std::vector<NamedTensor>& inputs,
+                     std::vector<const Tensor*>* by_position) const;
+  std::string SignatureText() const;
+
+  std::shared_ptr<const LoadedPackage> package_;
+  SessionOptions options_;
+  std::vector<TensorSignature> inputs_, outputs_;
+  std::unique_ptr<GraphPlan> plan_;
+};
+
+}  // namespace quilt::rt

@@ -1,0 +1,20 @@
+// The CPU kernels, by op name. An explicit list of families (registry.cc), no static
+// constructors. The compiler asks the same table which ops the CPU can run.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "runtime/src/kernel.h"
+
+namespace quilt::cpu {
+
+// Each family file defines one of these.
+std::span<const rt::KernelEntry> ElementwiseKernels();
+
+// Every CPU kernel; null when `op` has none.
+rt::KernelFn FindKernel(std::string_view op);
+// Every op name with a CPU kernel.
+std::span<const rt::KernelEntry> AllKernels();
+
+}  // namespace quilt::cpu

@@ -1,0 +1,42 @@
+#include "targets/cpu/kernels/util.h"
+
+namespace quilt::cpu {
+
+bool BroadcastShape(const Shape& a, const Shape& b, Shape* out) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape r(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    r[i] = da == 1 ? db : da;
+  }
+  *out = std::move(r);
+  return true;
+}
+
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> s(out.size(), 0);
+  std::vector<int64_t> own = Strides(in);
+  size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[lead + i] = in[i] == 1 ? 0 : own[i];
+  return s;
+}
+
+bool NormalizeAxis(int64_t* axis, int rank) {
+  if (*axis < -rank || *axis >= rank) return false;
+  if (*axis < 0) *axis += rank;
+  return true;
+}
+
+}  // namespace quilt::cpu

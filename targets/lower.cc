@@ -1,0 +1,439 @@
+#include "targets/lower.h"
+
+#include <map>
+#include <optional>
+
+#include "ir/op.h"
+#include "targets/cpu/kernels/registry.h"
+#include "targets/memory_plan.h"
+
+namespace quilt::compiler {
+namespace {
+
+class GraphLowering {
+ public:
+  GraphLowering(PackageSpec& spec, GraphSpec& g) : spec_(spec), g_(g) {}
+
+  Status LowerFunction(const ir::FunctionNode& f) {
+    const auto* in_names = f.attrs.Get<std::vector<std::string>>("input_names");
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const ir::Var& p = f.params[i];
+      std::string name = in_names && i < in_names->size() ? (*in_names)[i] : p->name_hint;
+      Expected<int> v = NewValue(name, p->struct_info, pkg::ValueKind::Input);
+      if (!v) return v.error();
+      if (i < f.param_defaults.size() && f.param_defaults[i]) {
+        const auto* c = ir::As<ir::ConstantNode>(f.param_defaults[i]);
+        if (!c) return Error("the default of parameter '" + p->name_hint + "' is not a constant");
+        g_.values[*v].default_buffer = AddBuffer(*c);
+      }
+      vars_[p.get()] = {*v};
+      g_.inputs.push_back(*v);
+    }
+    for (const ir::BindingBlock& block : f.body->blocks) {
+      for (const ir::Binding& b : block.bindings) {
+        source_ = b.source;
+        Expected<std::vector<int>> vals = LowerBinding(b);
+        if (!vals) {
+          Diagnostic d = vals.error();
+          if (d.location.empty()) d.location = b.source.empty() ? b.var->name_hint : b.source;
+          return d;
+        }
+        vars_[b.var.get()] = *vals;
+      }
+    }
+    Expected<std::vector<int>> outs = LowerArg(f.body->body);
+    if (!outs) return outs.error();
+    const auto* out_names = f.attrs.Get<std::vector<std::string>>("output_names");
+    std::vector<std::string> names = OutputNames(f.body->body, outs->size());
+    for (size_t i = 0; i < outs->size(); ++i) {
+      int v = (*outs)[i];
+      // A graph output is its own intermediate: an input, a constant or a value returned twice
+      // gets a copy, so every output has a name and memory of its own.
+      bool shared = g_.values[v].kind != pkg::ValueKind::Intermediate ||
+                    std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end();
+      if (shared) {
+        int copy = static_cast<int>(g_.values.size());
+        g_.values.push_back(g_.values[v]);
+        g_.values[copy].kind = pkg::ValueKind::Intermediate;
+        g_.values[copy].buffer = g_.values[copy].default_buffer = -1;
+        StepSpec step;
+        step.kernel = "copy";
+        step.inputs = {v};
+        step.input_arity = {1};
+        step.outputs = {copy};
+        g_.steps.push_back(std::move(step));
+        v = copy;
+      }
+      g_.values[v].name = out_names && i < out_names->size() ? (*out_names)[i] : names[i];
+      g_.outputs.push_back(v);
+    }
+    return {};
+  }
+
+  // Arena offsets for intermediates of static size that are not graph outputs.
+  void PlanMemory() {
+    int num_values = static_cast<int>(g_.values.size());
+    std::vector<int> first(num_values, -1), last(num_values, -1);
+    for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+      for (int v : g_.steps[s].inputs) {
+        if (v >= 0) last[v] = s;
+      }
+      for (int v : g_.steps[s].outputs) {
+        if (first[v] < 0) first[v] = s;
+        last[v] = std::max(last[v], s);
+      }
+    }
+    std::vector<LiveRange> ranges;
+    std::vector<int> which;
+    for (int v = 0; v < num_values; ++v) {
+      ValueSpec& value = g_.values[v];
+      if (value.kind != pkg::ValueKind::Intermediate || value.byte_size < 0 || first[v] < 0) continue;
+      if (std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end()) continue;
+      ranges.push_back({value.byte_size, first[v], last[v]});
+      which.push_back(v);
+    }
+    ArenaPlan plan = PlanArena(ranges);
+    for (size_t i = 0; i < which.size(); ++i) g_.values[which[i]].arena_offset = plan.offsets[i];
+    g_.arena_bytes = {plan.total};
+  }
+
+ private:
+  std::vector<std::string> OutputNames(const ir::Expr& body, size_t n) {
+    std::vector<std::string> names;
+    auto name_of = [&](const ir::Expr& e, size_t i) {
+      if (const auto* v = ir::As<ir::VarNode>(e)) return v->name_hint;
+      return "output_" + std::to_string(i);
+    };
+    if (const auto* t = ir::As<ir::TupleNode>(body); t && t->fields.size() == n) {
+      for (size_t i = 0; i < n; ++i) names.push_back(name_of(t->fields[i], i));
+      return names;
+    }
+    if (const auto* v = ir::As<ir::VarNode>(body); v && n > 1) {
+      // A tuple-valued var: look through its binding.
+      auto it = tuple_fields_.find(v);
+      if (it != tuple_fields_.end() && it->second.size() == n) {
+        for (size_t i = 0; i < n; ++i) names.push_back(name_of(it->second[i], i));
+        return names;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) names.push_back(n == 1 ? name_of(body, i) : "output_" + std::to_string(i));
+    return names;
+  }
+
+  Expected<std::vector<int>> LowerBinding(const ir::Binding& b) {
+    if (const auto* call = ir::As<ir::CallNode>(b.value)) return LowerCall(*call, b.var->name_hint);
+    if (const auto* t = ir::As<ir::TupleNode>(b.value)) tuple_fields_[b.var.get()] = t->fields;
+    return LowerArg(b.value);
+  }
+
+  // The values an argument expression stands for (several for a tuple).
+  Expected<std::vector<int>> LowerArg(const ir::Expr& e) {
+    switch (e->kind) {
+      case ir::ExprKind::kVar:
+      case ir::ExprKind::kDataflowVar: {
+        auto it = vars_.find(static_cast<const ir::VarNode*>(e.get()));
+        if (it == vars_.end()) return Error("'" + ir::ArgName(e) + "' is used before it is defined");
+        return it->second;
+      }
+      case ir::ExprKind::kConstant: {
+        const auto* c = ir::As<ir::ConstantNode>(e);
+        auto it = constants_.find(c);
+        if (it != constants_.end()) return std::vector<int>{it->second};
+        Expected<int> v = NewValue("", e->struct_info, pkg::ValueKind::Constant);
+        if (!v) return v.error();
+        g_.values[*v].buffer = AddBuffer(*c);
+        constants_[c] = *v;
+        return std::vector<int>{*v};
+      }
+      case ir::ExprKind::kShapeExpr:
+        return LowerShape(*ir::As<ir::ShapeExprNode>(e));
+      case ir::ExprKind::kPrimValue:
+        return LowerPrim(*ir::As<ir::PrimValueNode>(e));
+      case ir::ExprKind::kTuple: {
+        std::vector<int> all;
+        for (const ir::Expr& field : ir::As<ir::TupleNode>(e)->fields) {
+          Expected<std::vector<int>> f = LowerArg(field);
+          if (!f) return f;
+          if (f->size() != 1) return Error("nested tuples are not supported by the package yet");
+          all.push_back((*f)[0]);
+        }
+        return all;
+      }
+      case ir::ExprKind::kTupleGetItem: {
+        const auto* item = ir::As<ir::TupleGetItemNode>(e);
+        Expected<std::vector<int>> t = LowerArg(item->tuple);
+        if (!t) return t;
+        if (item->index < 0 || item->index >= static_cast<int>(t->size())) {
+          return Error("tuple index " + std::to_string(item->index) + " out of range");
+        }
+        return std::vector<int>{(*t)[item->index]};
+      }
+      case ir::ExprKind::kCall:
+        return Error("a nested call (not normalized)");
+      case ir::ExprKind::kIf:
+      case ir::ExprKind::kSeqExpr:
+        return Error("control flow (If) is not supported by the package yet");
+      case ir::ExprKind::kStringImm:
+        return Error("string values are not supported");
+      case ir::ExprKind::kFunction:
+      case ir::ExprKind::kGlobalVar:
+      case ir::ExprKind::kOp:
+      case ir::ExprKind::kExternFunc:
+        return Error("a function value is not supported by the package");
+    }
+    return Error("unknown expression");
+  }
+
+  Expected<std::vector<int>> LowerCall(const ir::CallNode& call, const std::string& name) {
+    const ir::OpInfo* op = call.op();
+    if (!op) {
+      return Error("calls of functions (Loop, Scan bodies) are not supported by the package yet");
+    }
+    StepSpec step;
+    step.kernel = op->name;
+    step.source = source_;
+    step.attrs = call.attrs;
+    for (const ir::Expr& arg : call.args) {
+      Expected<std::vector<int>> vals = LowerArg(arg);
+      if (!vals) return vals;
+      step.inputs.insert(step.inputs.end(), vals->begin(), vals->end());
+      step.input_arity.push_back(static_cast<int>(vals->size()));
+    }
+    if (!cpu::FindKernel(op->name)) missing_.push_back({op->name, source_.empty() ? name : source_});
+    const ir::StructInfo& s = call.struct_info;
+    std::vector<ir::StructInfo> results =
+        s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::string vname = results.size() == 1 ? name : name + "." + std::to_string(i);
+      Expected<int> v = NewValue(vname, results[i], pkg::ValueKind::Intermediate);
+      if (!v) return v.error();
+      step.outputs.push_back(*v);
+    }
+    std::vector<int> outs = step.outputs;
+    g_.steps.push_back(std::move(step));
+    return outs;
+  }
+
+  Expected<std::vector<int>> LowerShape(const ir::ShapeExprNode& shape) {
+    bool all_static = true;
+    std::vector<int64_t> ints;
+    for (const ir::PrimExpr& d : shape.values) {
+      std::optional<int64_t> i = ir::AsInt(d);
+      all_static &= i.has_value();
+      if (i) ints.push_back(*i);
+    }
+    if (all_static) {
+      auto bytes = std::make_shared<std::vector<uint8_t>>(ints.size() * 8);
+      if (!ints.empty()) std::memcpy(bytes->data(), ints.data(), bytes->size());
+      return std::vector<int>{ConstantValue(ir::DataType::kInt64, {static_cast<int64_t>(ints.size())}, bytes)};
+    }
+    StepSpec step;
+    step.kernel = "shape_expr";
+    step.source = source_;
+    for (const ir::PrimExpr& d : shape.values) step.dims.push_back(Dim(d));
+    int v = static_cast<int>(g_.values.size());
+    ValueSpec value;
+    value.kind = pkg::ValueKind::Intermediate;
+    value.dtype = static_cast<int32_t>(ir::DataType::kInt64);
+    value.rank = 1;
+    value.dims = {Dim(ir::IntImm(static_cast<int64_t>(shape.values.size())))};
+    value.byte_size = static_cast<int64_t>(8 * shape.values.size());
+    g_.values.push_back(value);
+    step.outputs = {v};
+    g_.steps.push_back(std::move(step));
+    return std::vector<int>{v};
+  }
+
+  Expected<std::vector<int>> LowerPrim(const ir::PrimValueNode& prim) {
+    std::optional<int64_t> i = ir::AsInt(prim.value);
+    int bits = ir::DataTypeBits(prim.dtype);
+    if (i && (prim.dtype == ir::DataType::kInt64 || prim.dtype == ir::DataType::kInt32)) {
+      auto bytes = std::make_shared<std::vector<uint8_t>>(bits / 8);
+      if (bits == 64) {
+        std::memcpy(bytes->data(), &*i, 8);
+      } else {
+        int32_t v32 = static_cast<int32_t>(*i);
+        std::memcpy(bytes->data(), &v32, 4);
+      }
+      return std::vector<int>{ConstantValue(prim.dtype, {}, bytes)};
+    }
+    if (!prim.value) return Error("a prim value without a value");
+    StepSpec step;
+    step.kernel = "prim_value";
+    step.source = source_;
+    step.dims = {Dim(prim.value)};
+    int v = static_cast<int>(g_.values.size());
+    ValueSpec value;
+    value.kind = pkg::ValueKind::Intermediate;
+    value.dtype = static_cast<int32_t>(prim.dtype);
+    value.rank = 0;
+    value.byte_size = bits / 8;
+    g_.values.push_back(value);
+    step.outputs = {v};
+    g_.steps.push_back(std::move(step));
+    return std::vector<int>{v};
+  }
+
+  int ConstantValue(ir::DataType dtype, const std::vector<int64_t>& shape,
+                    std::shared_ptr<const std::vector<uint8_t>> bytes) {
+    int v = static_cast<int>(g_.values.size());
+    ValueSpec value;
+    value.kind = pkg::ValueKind::Constant;
+    value.dtype = static_cast<int32_t>(dtype);
+    value.rank = static_cast<int>(shape.size());
+    for (int64_t d : shape) value.dims.push_back(Dim(ir::IntImm(d)));
+    value.buffer = static_cast<int>(spec_.buffers.size());
+    spec_.buffers.push_back(std::move(bytes));
+    g_.values.push_back(value);
+    return v;
+  }
+
+  int AddBuffer(const ir::ConstantNode& c) {
+    spec_.buffers.push_back(c.data ? c.data : std::make_shared<const std::vector<uint8_t>>());
+    return static_cast<int>(spec_.buffers.size()) - 1;
+  }
+
+  // A new value typed from struct info: tensors as they are, shapes as int64 [n], prims as
+  // 0-d tensors.
+  Expected<int> NewValue(const std::string& name, const ir::StructInfo& s, pkg::ValueKind kind) {
+    ValueSpec v;
+    v.name = name;
+    v.kind = kind;
+    switch (s->kind) {
+      case ir::StructInfoKind::kTensor:
+        v.dtype = static_cast<int32_t>(s->dtype);
+        if (s->shape) {
+          v.rank = static_cast<int>(s->shape->size());
+          for (const ir::PrimExpr& d : *s->shape) v.dims.push_back(Dim(d));
+        } else if (s->ndim >= 0) {
+          v.rank = s->ndim;
+          for (int i = 0; i < s->ndim; ++i) v.dims.push_back(FreshDim(name, i));
+        }
+        break;
+      case ir::StructInfoKind::kShape:
+        v.dtype = static_cast<int32_t>(ir::DataType::kInt64);
+        v.rank = 1;
+        v.dims = {s->ndim >= 0 ? Dim(ir::IntImm(s->ndim)) : FreshDim(name, 0)};
+        break;
+      case ir::StructInfoKind::kPrim:
+        v.dtype = static_cast<int32_t>(s->dtype);
+        v.rank = 0;
+        break;
+      default:
+        return Error("value '" + name + "' of type " + ir::Describe(s) +
+                     " cannot be stored in a package");
+    }
+    if (v.dtype == static_cast<int32_t>(ir::DataType::kString)) {
+      return Error("value '" + name + "' is a string tensor (string ops are not supported)");
+    }
+    v.byte_size = StaticBytes(v);
+    g_.values.push_back(std::move(v));
+    return static_cast<int>(g_.values.size()) - 1;
+  }
+
+  int64_t StaticBytes(const ValueSpec& v) const {
+    if (v.rank < 0 || v.dtype == 0) return -1;
+    int64_t n = 1;
+    for (int d : v.dims) {
+      if (g_.dims[d].kind != pkg::DimKind::Int) return -1;
+      n *= g_.dims[d].value;
+    }
+    return (n * ir::DataTypeBits(static_cast<ir::DataType>(v.dtype)) + 7) / 8;
+  }
+
+  // A symbol of its own for a dim the compiler does not know (the kernel's result binds it).
+  int FreshDim(const std::string& name, int i) {
+    g_.symbols.push_back(name + "_d" + std::to_string(i));
+    g_.dims.push_back({pkg::DimKind::Sym, static_cast<int>(g_.symbols.size()) - 1, 0, 0});
+    return static_cast<int>(g_.dims.size()) - 1;
+  }
+
+  int Dim(const ir::PrimExpr& e) {
+    if (!e) return FreshDim("unknown", static_cast<int>(g_.dims.size()));
+    if (e->kind == ir::PrimKind::kInt) {
+      auto it = int_dims_.find(e->value);
+      if (it != int_dims_.end()) return it->second;
+      g_.dims.push_back({pkg::DimKind::Int, 0, 0, e->value});
+      return int_dims_[e->value] = static_cast<int>(g_.dims.size()) - 1;
+    }
+    auto it = dims_.find(e.get());
+    if (it != dims_.end()) return it->second;
+    DimSpec d;
+    if (e->kind == ir::PrimKind::kVar) {
+      d.kind = pkg::DimKind::Sym;
+      g_.symbols.push_back(e->name);
+      d.a = static_cast<int>(g_.symbols.size()) - 1;
+    } else {
+      d.a = Dim(e->a);
+      d.b = Dim(e->b);
+      switch (e->kind) {
+        case ir::PrimKind::kAdd:
+          d.kind = pkg::DimKind::Add;
+          break;
+        case ir::PrimKind::kSub:
+          d.kind = pkg::DimKind::Sub;
+          break;
+        case ir::PrimKind::kMul:
+          d.kind = pkg::DimKind::Mul;
+          break;
+        case ir::PrimKind::kFloorDiv:
+          d.kind = pkg::DimKind::FloorDiv;
+          break;
+        case ir::PrimKind::kFloorMod:
+          d.kind = pkg::DimKind::FloorMod;
+          break;
+        case ir::PrimKind::kMin:
+          d.kind = pkg::DimKind::Min;
+          break;
+        case ir::PrimKind::kMax:
+          d.kind = pkg::DimKind::Max;
+          break;
+        case ir::PrimKind::kInt:
+        case ir::PrimKind::kVar:
+          break;
+      }
+    }
+    g_.dims.push_back(d);
+    return dims_[e.get()] = static_cast<int>(g_.dims.size()) - 1;
+  }
+
+ public:
+  struct Missing {
+    std::string op, where;
+  };
+  std::vector<Missing> missing_;
+
+ private:
+  PackageSpec& spec_;
+  GraphSpec& g_;
+  std::string source_;
+  std::map<const ir::VarNode*, std::vector<int>> vars_;
+  std::map<const ir::VarNode*, std::vector<ir::Expr>> tuple_fields_;
+  std::map<const ir::ConstantNode*, int> constants_;
+  std::map<const ir::PrimExprNode*, int> dims_;
+  std::map<int64_t, int> int_dims_;
+};
+
+}  // namespace
+
+Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options) {
+  ir::Function main = module.Lookup("main");
+  if (!main) return Error("the module has no function 'main'");
+  PackageSpec spec;
+  spec.devices.push_back({"llvm", "cpu", 0});
+  spec.graphs.emplace_back();
+  GraphSpec& g = spec.graphs.back();
+  g.name = "main";
+  GraphLowering lowering(spec, g);
+  if (Status s = lowering.LowerFunction(*main); !s) return s.error();
+  if (!lowering.missing_.empty()) {
+    std::string msg = "no CPU kernel yet for " + std::to_string(lowering.missing_.size()) + " op(s):";
+    for (const auto& m : lowering.missing_) msg += "\n  " + m.op + " (node '" + m.where + "')";
+    return Error(msg);
+  }
+  if (options.plan_memory) lowering.PlanMemory();
+  else g.arena_bytes = {0};
+  return spec;
+}
+
+}  // namespace quilt::compiler

@@ -1,0 +1,29 @@
+// Lowering: the entry function of a normalized module becomes the steps of a package graph.
+//
+//  1. Parameters become graph inputs (a parameter with a default keeps it as a buffer).
+//  2. Each binding of an op call becomes one step; its arguments become value indices: vars by
+//     lookup, constants as constant values with a buffer, shapes and prim values with symbolic
+//     entries as `shape_expr` / `prim_value` builtin steps evaluated at run time, tuples
+//     flattened (with the arity of each argument kept on the step).
+//  3. Dims become an expression pool; symbols are numbered in order of first appearance.
+//  4. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
+//     never placed in the arena.
+// Ops without a kernel on the chosen device are reported all at once, with node names.
+#pragma once
+
+#include <string>
+
+#include "ir/diagnostic.h"
+#include "ir/module.h"
+#include "targets/package_spec.h"
+
+namespace quilt::compiler {
+
+struct LowerOptions {
+  // Plan intermediates into an arena (off: every intermediate is allocated at run time).
+  bool plan_memory = true;
+};
+
+Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});
+
+}  // namespace quilt::compiler
