@@ -1,10 +1,10 @@
 #include "ir/dtype.h"
 
-#include "runtime/src/float_convert.h"
-
 #include <array>
 #include <cmath>
 #include <cstring>
+
+#include "runtime/src/float_convert.h"
 
 namespace quilt::ir {
 namespace {

@@ -87,7 +87,8 @@ class GraphLowering {
     std::vector<int> which;
     for (int v = 0; v < num_values; ++v) {
       ValueSpec& value = g_.values[v];
-      if (value.kind != pkg::ValueKind::Intermediate || value.byte_size < 0 || first[v] < 0) continue;
+      if (value.kind != pkg::ValueKind::Intermediate || value.byte_size < 0 || first[v] < 0)
+        continue;
       if (std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end()) continue;
       ranges.push_back({value.byte_size, first[v], last[v]});
       which.push_back(v);
@@ -116,7 +117,8 @@ class GraphLowering {
         return names;
       }
     }
-    for (size_t i = 0; i < n; ++i) names.push_back(n == 1 ? name_of(body, i) : "output_" + std::to_string(i));
+    for (size_t i = 0; i < n; ++i)
+      names.push_back(n == 1 ? name_of(body, i) : "output_" + std::to_string(i));
     return names;
   }
 
@@ -132,7 +134,8 @@ class GraphLowering {
       case ir::ExprKind::kVar:
       case ir::ExprKind::kDataflowVar: {
         auto it = vars_.find(static_cast<const ir::VarNode*>(e.get()));
-        if (it == vars_.end()) return Error("'" + ir::ArgName(e) + "' is used before it is defined");
+        if (it == vars_.end())
+          return Error("'" + ir::ArgName(e) + "' is used before it is defined");
         return it->second;
       }
       case ir::ExprKind::kConstant: {
@@ -199,7 +202,8 @@ class GraphLowering {
       step.inputs.insert(step.inputs.end(), vals->begin(), vals->end());
       step.input_arity.push_back(static_cast<int>(vals->size()));
     }
-    if (!cpu::FindKernel(op->name)) missing_.push_back({op->name, source_.empty() ? name : source_});
+    if (!cpu::FindKernel(op->name))
+      missing_.push_back({op->name, source_.empty() ? name : source_});
     const ir::StructInfo& s = call.struct_info;
     std::vector<ir::StructInfo> results =
         s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
@@ -225,7 +229,8 @@ class GraphLowering {
     if (all_static) {
       auto bytes = std::make_shared<std::vector<uint8_t>>(ints.size() * 8);
       if (!ints.empty()) std::memcpy(bytes->data(), ints.data(), bytes->size());
-      return std::vector<int>{ConstantValue(ir::DataType::kInt64, {static_cast<int64_t>(ints.size())}, bytes)};
+      return std::vector<int>{
+          ConstantValue(ir::DataType::kInt64, {static_cast<int64_t>(ints.size())}, bytes)};
     }
     StepSpec step;
     step.kernel = "shape_expr";
@@ -427,12 +432,15 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
   GraphLowering lowering(spec, g);
   if (Status s = lowering.LowerFunction(*main); !s) return s.error();
   if (!lowering.missing_.empty()) {
-    std::string msg = "no CPU kernel yet for " + std::to_string(lowering.missing_.size()) + " op(s):";
+    std::string msg =
+        "no CPU kernel yet for " + std::to_string(lowering.missing_.size()) + " op(s):";
     for (const auto& m : lowering.missing_) msg += "\n  " + m.op + " (node '" + m.where + "')";
     return Error(msg);
   }
-  if (options.plan_memory) lowering.PlanMemory();
-  else g.arena_bytes = {0};
+  if (options.plan_memory)
+    lowering.PlanMemory();
+  else
+    g.arena_bytes = {0};
   return spec;
 }
 

@@ -77,10 +77,10 @@ fb::Offset<pkg::Graph> WriteGraph(fb::FlatBufferBuilder& b, const GraphSpec& g) 
   for (const StepSpec& s : g.steps) {
     std::vector<fb::Offset<pkg::Attr>> attrs;
     for (const auto& [name, value] : s.attrs.items) attrs.push_back(WriteAttr(b, name, value));
-    steps.push_back(pkg::CreateStep(
-        b, b.CreateString(s.kernel), s.device, b.CreateVector(s.inputs),
-        b.CreateVector(s.input_arity), b.CreateVector(s.outputs), b.CreateVector(attrs),
-        b.CreateVector(s.dims), b.CreateVector(s.subgraphs), b.CreateString(s.source)));
+    steps.push_back(pkg::CreateStep(b, b.CreateString(s.kernel), s.device, b.CreateVector(s.inputs),
+                                    b.CreateVector(s.input_arity), b.CreateVector(s.outputs),
+                                    b.CreateVector(attrs), b.CreateVector(s.dims),
+                                    b.CreateVector(s.subgraphs), b.CreateString(s.source)));
   }
   return pkg::CreateGraph(b, b.CreateString(g.name), b.CreateVectorOfStrings(g.symbols),
                           b.CreateVectorOfStructs(dims), b.CreateVector(values),
@@ -94,8 +94,7 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   fb::FlatBufferBuilder b(1 << 16);
   std::vector<fb::Offset<pkg::Device>> devices;
   for (const DeviceSpec& d : spec.devices) {
-    devices.push_back(
-        pkg::CreateDevice(b, b.CreateString(d.target), b.CreateString(d.kind), d.id));
+    devices.push_back(pkg::CreateDevice(b, b.CreateString(d.target), b.CreateString(d.kind), d.id));
   }
   std::vector<fb::Offset<pkg::Graph>> graphs;
   for (const GraphSpec& g : spec.graphs) graphs.push_back(WriteGraph(b, g));
@@ -106,10 +105,9 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
     buffers.push_back(pkg::CreateBuffer(b, data_size, size));
     data_size = AlignUp(data_size + size);
   }
-  auto metadata = pkg::CreateMetadata(b, b.CreateString(spec.producer),
-                                      b.CreateString(spec.source_model),
-                                      b.CreateString(spec.source_sha256),
-                                      b.CreateString(spec.placement_report));
+  auto metadata = pkg::CreateMetadata(
+      b, b.CreateString(spec.producer), b.CreateString(spec.source_model),
+      b.CreateString(spec.source_sha256), b.CreateString(spec.placement_report));
   // The data section starts after the FlatBuffer, whose size is only known once it is
   // finished: store placeholders (non-default values are always stored, so the size does not
   // depend on them) and patch them in the finished bytes.

@@ -27,7 +27,8 @@ using quilt::rt::OwnedTensor;
 
 std::string FileName(const std::string& name) {
   std::string s;
-  for (char c : name) s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
+  for (char c : name)
+    s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
   return s.empty() ? "output" : s;
 }
 
@@ -166,7 +167,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < runs && st.ok(); ++i) {
     auto t0 = std::chrono::steady_clock::now();
     st = session->Run(inputs, &outputs);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   if (!st.ok()) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";

@@ -68,8 +68,7 @@ int main(int argc, char** argv) {
     options.import.input_shapes[name] = dims;
   }
   std::error_code ec;
-  if (std::filesystem::exists(output, ec) &&
-      std::filesystem::equivalent(model, output, ec)) {
+  if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(model, output, ec)) {
     std::cerr << "quiltc: error: the output '" << output << "' is the model itself\n";
     return 2;
   }

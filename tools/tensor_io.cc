@@ -64,7 +64,8 @@ Expected<OwnedTensor> ParseNpy(const std::string& bytes, const std::string& wher
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return Error(where + ": truncated .npy header");
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     header_start = 12;
   } else {
     return Error(where + ": unsupported .npy version " + std::to_string(major));
@@ -76,7 +77,8 @@ Expected<OwnedTensor> ParseNpy(const std::string& bytes, const std::string& wher
   OwnedTensor t;
   t.dtype = DType::kVoid;
   for (const NpyType& n : kNpyTypes) {
-    if (descr == n.descr || (descr.size() == 3 && descr[0] == '=' && descr.substr(1) == std::string(n.descr).substr(1))) {
+    if (descr == n.descr || (descr.size() == 3 && descr[0] == '=' &&
+                             descr.substr(1) == std::string(n.descr).substr(1))) {
       t.dtype = n.dtype;
     }
   }

@@ -65,7 +65,8 @@ std::vector<quilt_session::Info> NamesOf(const std::vector<quilt::rt::TensorSign
   std::vector<quilt_session::Info> infos;
   for (const auto& sig : sigs) {
     quilt_session::Info info;
-    for (const std::string& n : sig.dim_names) info.dim_names.push_back(n.empty() ? nullptr : n.c_str());
+    for (const std::string& n : sig.dim_names)
+      info.dim_names.push_back(n.empty() ? nullptr : n.c_str());
     infos.push_back(std::move(info));
   }
   return infos;

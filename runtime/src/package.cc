@@ -16,7 +16,8 @@ namespace quilt::rt {
 // The bytes of a package: an mmap'ed file or an owned copy.
 class PackageBytes {
  public:
-  PackageBytes(void* map, size_t size) : map_(map), data_(static_cast<uint8_t*>(map)), size_(size) {}
+  PackageBytes(void* map, size_t size)
+      : map_(map), data_(static_cast<uint8_t*>(map)), size_(size) {}
   explicit PackageBytes(std::vector<uint8_t> copy)
       : copy_(std::move(copy)), data_(copy_.data()), size_(copy_.size()) {}
   ~PackageBytes() {
@@ -171,7 +172,8 @@ class GraphChecker {
     switch (v->kind()) {
       case pkg::ValueKind::Input:
         defined_[i] = true;
-        if (v->default_buffer() >= 0) QUILT_RETURN_IF_ERROR(CheckConstant(v, v->default_buffer(), what));
+        if (v->default_buffer() >= 0)
+          QUILT_RETURN_IF_ERROR(CheckConstant(v, v->default_buffer(), what));
         break;
       case pkg::ValueKind::Constant:
         defined_[i] = true;
@@ -255,7 +257,8 @@ class GraphChecker {
         QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
         if (defined_[v]) return Fail(what + " redefines value " + std::to_string(v));
         if (g_.values()->Get(v)->kind() != pkg::ValueKind::Intermediate) {
-          return Fail(what + " writes value " + std::to_string(v) + ", which is not an intermediate");
+          return Fail(what + " writes value " + std::to_string(v) +
+                      ", which is not an intermediate");
         }
         defined_[v] = true;
       }

@@ -308,7 +308,8 @@ class Run final : public KernelContext {
       t.data = arena_.get() + value->arena_offset();
     } else {
       owned_[v] = Allocate(bytes);
-      if (!owned_[v]) return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+      if (!owned_[v])
+        return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
       t.data = owned_[v].get();
     }
     *out = &t;
@@ -343,7 +344,8 @@ class Run final : public KernelContext {
   Status EvalPrimValue() {
     if (!step_->dims() || step_->dims()->size() != 1) return Status::Error("needs one dim");
     std::optional<int64_t> d = env_.Eval(step_->dims()->Get(0));
-    if (!d) return Status::Error("dim " + env_.DimString(step_->dims()->Get(0)) + " is not known here");
+    if (!d)
+      return Status::Error("dim " + env_.DimString(step_->dims()->Get(0)) + " is not known here");
     DType dt = output_dtype(0);
     Tensor* y;
     QUILT_RETURN_IF_ERROR(Output(0, dt, {}, &y));

@@ -31,10 +31,10 @@ class [[nodiscard]] Status {
   std::shared_ptr<const std::string> message_;
 };
 
-#define QUILT_RETURN_IF_ERROR(expr)     \
-  do {                                  \
-    ::quilt::rt::Status _st = (expr);   \
-    if (!_st.ok()) return _st;          \
+#define QUILT_RETURN_IF_ERROR(expr)   \
+  do {                                \
+    ::quilt::rt::Status _st = (expr); \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 }  // namespace quilt::rt

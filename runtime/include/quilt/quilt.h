@@ -60,7 +60,7 @@ typedef struct quilt_outputs quilt_outputs_t;
 /* A tensor passed in or read out. Input tensors are borrowed for the duration of the run. */
 typedef struct quilt_tensor {
   const char* name;
-  int32_t dtype;        /* a quilt_dtype_t value */
+  int32_t dtype; /* a quilt_dtype_t value */
   int32_t rank;
   const int64_t* shape; /* rank entries */
   const void* data;     /* row-major elements */

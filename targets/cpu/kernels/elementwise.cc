@@ -30,8 +30,8 @@ Status Binary(KernelContext& ctx) {
   if (a.dtype != b.dtype) return Status::Error("the two inputs have different element types");
   Shape shape;
   if (!BroadcastShape(a.shape, b.shape, &shape)) {
-    return Status::Error("shapes " + rt::ShapeString(a.shape) + " and " +
-                         rt::ShapeString(b.shape) + " do not broadcast");
+    return Status::Error("shapes " + rt::ShapeString(a.shape) + " and " + rt::ShapeString(b.shape) +
+                         " do not broadcast");
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, kPredicate ? DType::kBool : a.dtype, shape, &y));
@@ -156,12 +156,6 @@ struct SqrtOp {
     return static_cast<T>(std::sqrt(x));
   }
 };
-struct ReluOp {
-  template <typename T>
-  T operator()(T x) const {
-    return x < T(0) ? T(0) : x;
-  }
-};
 
 constexpr rt::KernelEntry kKernels[] = {
     {"copy", Copy},
@@ -176,7 +170,6 @@ constexpr rt::KernelEntry kKernels[] = {
     {"greater", Binary<GreaterOp, Types::kNumeric, true>},
     {"exp", Unary<ExpOp, Types::kFloat>},
     {"sqrt", Unary<SqrtOp, Types::kFloat>},
-    {"nn.relu", Unary<ReluOp, Types::kNumeric>},
 };
 
 }  // namespace

@@ -8,7 +8,10 @@ namespace {
 
 std::vector<rt::KernelEntry> Collect() {
   std::vector<rt::KernelEntry> all;
-  for (auto family : {ElementwiseKernels()}) all.insert(all.end(), family.begin(), family.end());
+  for (auto family : {ElementwiseKernels(), ReduceKernels(), NnKernels(), ConvKernels(),
+                      ManipKernels(), ImageKernels(), LinalgKernels(), QuantizeKernels(),
+                      TransformerKernels(), RecurrentKernels(), SignalKernels()})
+    all.insert(all.end(), family.begin(), family.end());
   std::sort(all.begin(), all.end(),
             [](const rt::KernelEntry& a, const rt::KernelEntry& b) { return a.name < b.name; });
   return all;
@@ -25,8 +28,9 @@ std::span<const rt::KernelEntry> AllKernels() { return Table(); }
 
 rt::KernelFn FindKernel(std::string_view op) {
   const auto& t = Table();
-  auto it = std::lower_bound(t.begin(), t.end(), op,
-                             [](const rt::KernelEntry& e, std::string_view n) { return e.name < n; });
+  auto it =
+      std::lower_bound(t.begin(), t.end(), op,
+                       [](const rt::KernelEntry& e, std::string_view n) { return e.name < n; });
   return it != t.end() && it->name == op ? it->fn : nullptr;
 }
 

@@ -11,6 +11,16 @@ namespace quilt::cpu {
 
 // Each family file defines one of these.
 std::span<const rt::KernelEntry> ElementwiseKernels();
+std::span<const rt::KernelEntry> ReduceKernels();
+std::span<const rt::KernelEntry> NnKernels();
+std::span<const rt::KernelEntry> ConvKernels();
+std::span<const rt::KernelEntry> ManipKernels();
+std::span<const rt::KernelEntry> ImageKernels();
+std::span<const rt::KernelEntry> LinalgKernels();
+std::span<const rt::KernelEntry> QuantizeKernels();
+std::span<const rt::KernelEntry> TransformerKernels();
+std::span<const rt::KernelEntry> RecurrentKernels();
+std::span<const rt::KernelEntry> SignalKernels();
 
 // Every CPU kernel; null when `op` has none.
 rt::KernelFn FindKernel(std::string_view op);

@@ -4,4 +4,14 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/registry.cc
   ${QUILT_ROOT}/targets/cpu/kernels/elementwise.cc
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/image.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/linalg.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/quantize.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/transformer.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/recurrent.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/signal.cc
 )

@@ -1,0 +1,228 @@
+// Every ONNX backend node test shipped by the `onnx` package, compiled for the CPU and run in
+// this one process through the compiler and runtime libraries, compared with its expected
+// outputs: floats within rtol 1e-3 + atol 1e-5 (NaN matches NaN), integers and booleans exact.
+//
+// Each test ends as pass, fail (wrong values, or an error while compiling or running) or
+// unsupported (an op the importer leaves out or with no CPU kernel yet). The results by test
+// and a table by op go to the build folder (conformance_results.txt, conformance_report.md).
+// tests/conformance/run_baseline.txt lists the tests that pass: the test fails when one of them
+// does not (the baseline only grows: regenerate it from conformance_passing.txt).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "importers/onnx/tensor.h"
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/conformance/node_tests.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace quilt::conformance;
+using quilt::rt::DType;
+
+struct Result {
+  enum Kind { kPass, kFail, kUnsupported } kind = kPass;
+  std::string reason;
+};
+
+Result Fail(std::string why) { return {Result::kFail, std::move(why)}; }
+Result Unsupported(std::string why) { return {Result::kUnsupported, std::move(why)}; }
+
+// Element i of a float-like tensor as double; nullopt for non-float types.
+std::optional<double> FloatAt(DType t, const uint8_t* p, int64_t i) {
+  switch (t) {
+    case DType::kFloat32: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case DType::kFloat64: {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return t == DType::kFloat16 ? quilt::rt::HalfToFloat(v) : quilt::rt::BFloat16ToFloat(v);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string Compare(const quilt::rt::OwnedTensor& got, const onnx::TensorProto& want_proto) {
+  quilt::Expected<quilt::importers::onnx::TensorData> want =
+      quilt::importers::onnx::ReadTensor(want_proto, "");
+  if (!want) return "cannot read the expected output: " + want.error().ToString();
+  auto want_dtype = static_cast<DType>(want->dtype);
+  if (got.dtype != want_dtype) {
+    return "dtype " + std::string(quilt::rt::DTypeName(got.dtype)) + ", expected " +
+           std::string(quilt::rt::DTypeName(want_dtype));
+  }
+  if (got.shape != want->shape) {
+    return "shape " + quilt::rt::ShapeString(got.shape) + ", expected " +
+           quilt::rt::ShapeString(want->shape);
+  }
+  const std::vector<uint8_t>& w = *want->bytes;
+  if (got.data.size() != w.size()) return "byte size differs";
+  int64_t n = 1;
+  for (int64_t d : got.shape) n *= d;
+  if (!FloatAt(got.dtype, w.data(), 0) || n == 0) {
+    if (got.data != w) {
+      size_t i = 0;
+      while (i < w.size() && got.data[i] == w[i]) ++i;
+      return "differs at byte " + std::to_string(i);
+    }
+    return "";
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double a = *FloatAt(got.dtype, got.data.data(), i);
+    double b = *FloatAt(got.dtype, w.data(), i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isinf(b) && a == b) continue;
+    if (!(std::abs(a - b) <= 1e-5 + 1e-3 * std::abs(b))) {
+      return "element " + std::to_string(i) + " is " + std::to_string(a) + ", expected " +
+             std::to_string(b);
+    }
+  }
+  return "";
+}
+
+Result RunOne(const fs::path& dir, bool left_out) {
+  quilt::importers::onnx::ImportOptions options = PinShapeInputs(dir);
+  quilt::Expected<quilt::ir::IRModule> mod =
+      quilt::importers::onnx::ImportOnnxFile((dir / "model.onnx").string(), options);
+  if (!mod) {
+    // The importer's left-out categories (inference_baseline.txt) are unsupported by design.
+    if (left_out || mod.error().message.find("unsupported") != std::string::npos) {
+      return Unsupported("import: " + mod.error().ToString());
+    }
+    return Fail("import: " + mod.error().ToString());
+  }
+  quilt::compiler::CompileOptions copts;
+  quilt::Expected<std::vector<uint8_t>> bytes = quilt::compiler::CompileModule(*mod, copts);
+  if (!bytes) {
+    const std::string& m = bytes.error().message;
+    if (m.find("no CPU kernel") != std::string::npos || m.find("not supported") != std::string::npos) {
+      return Unsupported("compile: " + bytes.error().ToString());
+    }
+    return Fail("compile: " + bytes.error().ToString());
+  }
+  std::unique_ptr<quilt::rt::LoadedPackage> pkg;
+  quilt::rt::Status st = quilt::rt::LoadedPackage::FromMemory(bytes->data(), bytes->size(), &pkg);
+  if (!st.ok()) return Fail("load: " + st.message());
+  std::unique_ptr<quilt::rt::Session> session;
+  st = quilt::rt::Session::Create(std::move(pkg), {}, &session);
+  if (!st.ok()) return Fail("session: " + st.message());
+  // Inputs: the graph inputs that are neither initializers nor pinned, in order.
+  onnx::ModelProto m;
+  {
+    std::ifstream in(dir / "model.onnx", std::ios::binary);
+    if (!m.ParseFromIstream(&in)) return Fail("cannot read model.onnx");
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  fs::path data = dir / "test_data_set_0";
+  std::vector<quilt::importers::onnx::TensorData> held;
+  std::vector<quilt::rt::NamedTensor> inputs;
+  int j = 0;
+  for (const auto& input : m.graph().input()) {
+    if (initializers.count(input.name())) continue;
+    fs::path p = data / ("input_" + std::to_string(j++) + ".pb");
+    if (options.input_values.count(input.name())) continue;
+    onnx::TensorProto t;
+    if (!fs::exists(p)) continue;  // an optional input left out
+    if (!ReadTensorProto(p, &t)) return Fail("cannot read " + p.string());
+    auto td = quilt::importers::onnx::ReadTensor(t, "");
+    if (!td) return Fail("input: " + td.error().ToString());
+    held.push_back(*td);
+    quilt::rt::NamedTensor n;
+    n.name = input.name();
+    n.tensor.dtype = static_cast<DType>(td->dtype);
+    n.tensor.shape = td->shape;
+    n.tensor.data = const_cast<uint8_t*>(held.back().bytes->data());
+    inputs.push_back(std::move(n));
+  }
+  std::vector<quilt::rt::OwnedTensor> outputs;
+  st = session->Run(inputs, &outputs);
+  if (!st.ok()) return Fail("run: " + st.message());
+  for (size_t i = 0;; ++i) {
+    fs::path p = data / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) {
+      if (i != outputs.size()) return Fail("the package returns " + std::to_string(outputs.size()) + " outputs");
+      break;
+    }
+    onnx::TensorProto t;
+    if (!ReadTensorProto(p, &t)) return Fail("cannot read " + p.string());
+    if (i >= outputs.size()) return Fail("missing output " + std::to_string(i));
+    std::string diff = Compare(outputs[i], t);
+    if (!diff.empty()) return Fail("output " + std::to_string(i) + ": " + diff);
+  }
+  return {};
+}
+
+TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
+  fs::path root = QUILT_NODE_TEST_DIR;
+  if (!fs::exists(root)) {
+    GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
+  }
+  std::string src = QUILT_SOURCE_DIR;
+  std::map<std::string, std::string> passing = ReadBaseline(src + "/tests/conformance/run_baseline.txt");
+  std::map<std::string, std::string> left_out =
+      ReadBaseline(src + "/tests/conformance/inference_baseline.txt");
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  ASSERT_GT(dirs.size(), 1000u) << "too few node tests in " << root;
+  int counts[3] = {0, 0, 0};
+  int counted = 0, counted_pass = 0;
+  std::vector<std::string> regressions;
+  std::map<std::string, std::array<int, 3>> by_op;
+  std::ostringstream results, pass_list;
+  for (const fs::path& d : dirs) {
+    std::string name = d.filename().string();
+    Result r = RunOne(d, left_out.count(name) > 0);
+    ++counts[r.kind];
+    by_op[OpTypes(d / "model.onnx")][r.kind]++;
+    if (!left_out.count(name)) {
+      ++counted;
+      counted_pass += r.kind == Result::kPass;
+    }
+    static const char* kNames[] = {"pass", "fail", "unsupported"};
+    std::string reason = r.reason.substr(0, r.reason.find('\n'));
+    results << name << "\t" << kNames[r.kind] << "\t" << reason << "\n";
+    if (r.kind == Result::kPass) pass_list << name << "\n";
+    if (r.kind != Result::kPass && passing.count(name)) regressions.push_back(name + ": " + reason);
+  }
+  std::string bin = QUILT_BINARY_DIR;
+  std::ostringstream report;
+  report << "# ONNX node tests run on the CPU\n\n"
+         << counts[0] << " pass, " << counts[1] << " fail, " << counts[2] << " unsupported of "
+         << dirs.size() << "; outside the left-out categories " << counted_pass << " of "
+         << counted << " pass\n\n| ops | pass | fail | unsupported |\n| --- | --- | --- | --- |\n";
+  for (const auto& [ops, c] : by_op) {
+    report << "| " << ops << " | " << c[0] << " | " << c[1] << " | " << c[2] << " |\n";
+  }
+  std::ofstream(bin + "/conformance_report.md") << report.str();
+  std::ofstream(bin + "/conformance_results.txt") << results.str();
+  std::ofstream(bin + "/conformance_passing.txt") << pass_list.str();
+  std::printf("node tests on cpu: %d pass, %d fail, %d unsupported; %d of %d (%.1f%%) outside the "
+              "left-out categories pass; report in %s/conformance_report.md\n",
+              counts[0], counts[1], counts[2], counted_pass, counted,
+              100.0 * counted_pass / std::max(1, counted), bin.c_str());
+  std::string list;
+  for (size_t i = 0; i < regressions.size() && i < 40; ++i) list += "  " + regressions[i] + "\n";
+  EXPECT_TRUE(regressions.empty()) << regressions.size()
+                                   << " tests of run_baseline.txt do not pass:\n" << list;
+}
+
+}  // namespace

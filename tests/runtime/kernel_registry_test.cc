@@ -1,0 +1,28 @@
+// The CPU kernel table: every kernel names an op of the IR (or a runtime builtin) exactly once.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "ir/op.h"
+#include "targets/cpu/kernels/registry.h"
+
+namespace {
+
+TEST(CpuKernelRegistry, EveryKernelNamesAnIrOpOnce) {
+  std::set<std::string> seen;
+  for (const auto& k : quilt::cpu::AllKernels()) {
+    std::string name(k.name);
+    EXPECT_TRUE(seen.insert(name).second) << "kernel '" << name << "' is registered twice";
+    EXPECT_TRUE(name == "copy" || quilt::ir::FindOp(name) != nullptr)
+        << "kernel '" << name << "' names no op of ir/ops.def";
+    EXPECT_NE(k.fn, nullptr) << name;
+  }
+}
+
+TEST(CpuKernelRegistry, FindsKernelsByName) {
+  EXPECT_NE(quilt::cpu::FindKernel("add"), nullptr);
+  EXPECT_EQ(quilt::cpu::FindKernel("no.such.op"), nullptr);
+}
+
+}  // namespace
