@@ -1,8 +1,11 @@
 #include "targets/lower.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 
+#include "ir/builder.h"
 #include "ir/op.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/memory_plan.h"
@@ -10,9 +13,34 @@
 namespace quilt::compiler {
 namespace {
 
+// Shared by the lowerings of all graphs of one package: subgraphs made for module functions
+// (loop bodies), by name, and the ops without a kernel.
+struct PackageLowering {
+  const ir::IRModule& module;
+  PackageSpec& spec;
+  const LowerOptions& options;
+  std::map<std::string, int> function_graphs;
+  struct Missing {
+    std::string op, where;
+  };
+  std::vector<Missing> missing;
+};
+
 class GraphLowering {
  public:
-  GraphLowering(PackageSpec& spec, GraphSpec& g) : spec_(spec), g_(g) {}
+  GraphLowering(PackageLowering& pl, GraphSpec& g) : pl_(pl), spec_(pl.spec), g_(g) {}
+
+  // Lowers a branch of an If: its free variables (bound in the enclosing graph) become the
+  // subgraph's inputs, in the order of `captured`.
+  Status LowerBranch(const ir::SeqExprNode& seq, const std::vector<ir::Var>& captured) {
+    for (const ir::Var& v : captured) {
+      Expected<int> value = NewValue(v->name_hint, v->struct_info, pkg::ValueKind::Input);
+      if (!value) return value.error();
+      vars_[v.get()] = {*value};
+      g_.inputs.push_back(*value);
+    }
+    return LowerBody(seq, nullptr);
+  }
 
   Status LowerFunction(const ir::FunctionNode& f) {
     const auto* in_names = f.attrs.Get<std::vector<std::string>>("input_names");
@@ -29,7 +57,11 @@ class GraphLowering {
       vars_[p.get()] = {*v};
       g_.inputs.push_back(*v);
     }
-    for (const ir::BindingBlock& block : f.body->blocks) {
+    return LowerBody(*f.body, &f);
+  }
+
+  Status LowerBody(const ir::SeqExprNode& body, const ir::FunctionNode* function) {
+    for (const ir::BindingBlock& block : body.blocks) {
       for (const ir::Binding& b : block.bindings) {
         source_ = b.source;
         Expected<std::vector<int>> vals = LowerBinding(b);
@@ -41,10 +73,11 @@ class GraphLowering {
         vars_[b.var.get()] = *vals;
       }
     }
-    Expected<std::vector<int>> outs = LowerArg(f.body->body);
+    Expected<std::vector<int>> outs = LowerArg(body.body);
     if (!outs) return outs.error();
-    const auto* out_names = f.attrs.Get<std::vector<std::string>>("output_names");
-    std::vector<std::string> names = OutputNames(f.body->body, outs->size());
+    const auto* out_names =
+        function ? function->attrs.Get<std::vector<std::string>>("output_names") : nullptr;
+    std::vector<std::string> names = OutputNames(body.body, outs->size());
     for (size_t i = 0; i < outs->size(); ++i) {
       int v = (*outs)[i];
       // A graph output is its own intermediate: an input, a constant or a value returned twice
@@ -124,6 +157,7 @@ class GraphLowering {
 
   Expected<std::vector<int>> LowerBinding(const ir::Binding& b) {
     if (const auto* call = ir::As<ir::CallNode>(b.value)) return LowerCall(*call, b.var->name_hint);
+    if (const auto* node = ir::As<ir::IfNode>(b.value)) return LowerIf(*node, b.var->name_hint);
     if (const auto* t = ir::As<ir::TupleNode>(b.value)) tuple_fields_[b.var.get()] = t->fields;
     return LowerArg(b.value);
   }
@@ -175,7 +209,7 @@ class GraphLowering {
         return Error("a nested call (not normalized)");
       case ir::ExprKind::kIf:
       case ir::ExprKind::kSeqExpr:
-        return Error("control flow (If) is not supported by the package yet");
+        return Error("a nested If or block (not normalized)");
       case ir::ExprKind::kStringImm:
         return Error("string values are not supported");
       case ir::ExprKind::kFunction:
@@ -197,27 +231,109 @@ class GraphLowering {
     step.source = source_;
     step.attrs = call.attrs;
     for (const ir::Expr& arg : call.args) {
+      if (const auto* gv = ir::As<ir::GlobalVarNode>(arg)) {
+        // A loop body: a module function becomes a subgraph of the package.
+        Expected<int> graph = FunctionGraph(gv->name);
+        if (!graph) return graph.error();
+        step.subgraphs.push_back(*graph);
+        step.input_arity.push_back(0);
+        continue;
+      }
       Expected<std::vector<int>> vals = LowerArg(arg);
       if (!vals) return vals;
       step.inputs.insert(step.inputs.end(), vals->begin(), vals->end());
       step.input_arity.push_back(static_cast<int>(vals->size()));
     }
-    if (!cpu::FindKernel(op->name))
-      missing_.push_back({op->name, source_.empty() ? name : source_});
-    const ir::StructInfo& s = call.struct_info;
-    std::vector<ir::StructInfo> results =
-        s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
-    for (size_t i = 0; i < results.size(); ++i) {
-      std::string vname = results.size() == 1 ? name : name + "." + std::to_string(i);
-      Expected<int> v = NewValue(vname, results[i], pkg::ValueKind::Intermediate);
-      if (!v) return v.error();
-      step.outputs.push_back(*v);
+    bool builtin = op->kind == ir::OpKind::kWhileLoop || op->kind == ir::OpKind::kScan;
+    if (!builtin && !cpu::FindKernel(op->name)) {
+      pl_.missing.push_back({op->name, source_.empty() ? name : source_});
     }
-    std::vector<int> outs = step.outputs;
+    Expected<std::vector<int>> outs = ResultValues(call.struct_info, name);
+    if (!outs) return outs;
+    step.outputs = *outs;
     g_.steps.push_back(std::move(step));
     return outs;
   }
 
+  // The results of a call or If as new values (one per tuple field).
+  Expected<std::vector<int>> ResultValues(const ir::StructInfo& s, const std::string& name) {
+    std::vector<ir::StructInfo> results =
+        s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
+    std::vector<int> outs;
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::string vname = results.size() == 1 ? name : name + "." + std::to_string(i);
+      Expected<int> v = NewValue(vname, results[i], pkg::ValueKind::Intermediate);
+      if (!v) return v.error();
+      outs.push_back(*v);
+    }
+    return outs;
+  }
+
+  // An If becomes an `if` step: inputs (cond, captured...), one subgraph per branch taking the
+  // captured values (the free variables of both branches) as inputs.
+  Expected<std::vector<int>> LowerIf(const ir::IfNode& node, const std::string& name) {
+    std::vector<ir::Var> captured = ir::FreeVars(*node.then_branch, {});
+    for (const ir::Var& v : ir::FreeVars(*node.else_branch, captured)) captured.push_back(v);
+    StepSpec step;
+    step.kernel = "if";
+    step.source = source_;
+    Expected<std::vector<int>> cond = LowerArg(node.cond);
+    if (!cond) return cond;
+    step.inputs = *cond;
+    for (const ir::Var& v : captured) {
+      Expected<std::vector<int>> vals = LowerArg(v);
+      if (!vals) return vals;
+      if (vals->size() != 1) return Error("a tuple captured by an If branch is not supported yet");
+      step.inputs.push_back((*vals)[0]);
+    }
+    step.input_arity = {1, static_cast<int>(captured.size())};
+    for (const ir::SeqExpr& branch : {node.then_branch, node.else_branch}) {
+      spec_.graphs.emplace_back();
+      GraphSpec& sub = spec_.graphs.back();
+      sub.name = name + (branch == node.then_branch ? ".then" : ".else");
+      int index = static_cast<int>(spec_.graphs.size()) - 1;
+      GraphLowering lowering(pl_, sub);
+      if (Status s = lowering.LowerBranch(*branch, captured); !s) return s.error();
+      lowering.Finish();
+      step.subgraphs.push_back(index);
+    }
+    Expected<std::vector<int>> outs = ResultValues(node.struct_info, name);
+    if (!outs) return outs;
+    step.outputs = *outs;
+    g_.steps.push_back(std::move(step));
+    return outs;
+  }
+
+  Expected<int> FunctionGraph(const std::string& fname) {
+    auto it = pl_.function_graphs.find(fname);
+    if (it != pl_.function_graphs.end()) return it->second;
+    ir::Function f = pl_.module.Lookup(fname);
+    if (!f) return Error("the module has no function '" + fname + "'");
+    spec_.graphs.emplace_back();
+    GraphSpec& sub = spec_.graphs.back();
+    sub.name = fname;
+    int index = static_cast<int>(spec_.graphs.size()) - 1;
+    pl_.function_graphs[fname] = index;
+    GraphLowering lowering(pl_, sub);
+    if (Status s = lowering.LowerFunction(*f); !s) {
+      Diagnostic d = s.error();
+      d.message = "in function '" + fname + "': " + d.message;
+      return d;
+    }
+    lowering.Finish();
+    return index;
+  }
+
+ public:
+  void Finish() {
+    if (pl_.options.plan_memory) {
+      PlanMemory();
+    } else {
+      g_.arena_bytes = {0};
+    }
+  }
+
+ private:
   Expected<std::vector<int>> LowerShape(const ir::ShapeExprNode& shape) {
     bool all_static = true;
     std::vector<int64_t> ints;
@@ -402,13 +518,8 @@ class GraphLowering {
     return dims_[e.get()] = static_cast<int>(g_.dims.size()) - 1;
   }
 
- public:
-  struct Missing {
-    std::string op, where;
-  };
-  std::vector<Missing> missing_;
-
  private:
+  PackageLowering& pl_;
   PackageSpec& spec_;
   GraphSpec& g_;
   std::string source_;
@@ -426,21 +537,18 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
   if (!main) return Error("the module has no function 'main'");
   PackageSpec spec;
   spec.devices.push_back({"llvm", "cpu", 0});
+  PackageLowering pl{module, spec, options, {}, {}};
   spec.graphs.emplace_back();
-  GraphSpec& g = spec.graphs.back();
+  GraphSpec& g = spec.graphs.front();
   g.name = "main";
-  GraphLowering lowering(spec, g);
+  GraphLowering lowering(pl, g);
   if (Status s = lowering.LowerFunction(*main); !s) return s.error();
-  if (!lowering.missing_.empty()) {
-    std::string msg =
-        "no CPU kernel yet for " + std::to_string(lowering.missing_.size()) + " op(s):";
-    for (const auto& m : lowering.missing_) msg += "\n  " + m.op + " (node '" + m.where + "')";
+  if (!pl.missing.empty()) {
+    std::string msg = "no CPU kernel yet for " + std::to_string(pl.missing.size()) + " op(s):";
+    for (const auto& m : pl.missing) msg += "\n  " + m.op + " (node '" + m.where + "')";
     return Error(msg);
   }
-  if (options.plan_memory)
-    lowering.PlanMemory();
-  else
-    g.arena_bytes = {0};
+  lowering.Finish();
   return spec;
 }
 

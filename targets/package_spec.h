@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +64,7 @@ struct DeviceSpec {
 
 struct PackageSpec {
   std::vector<DeviceSpec> devices = {};
-  std::vector<GraphSpec> graphs = {};
+  std::deque<GraphSpec> graphs = {};  // a deque: adding a graph keeps references valid
   std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers = {};
   std::string producer = "quilt 0.1.0";
   std::string source_model = {};
