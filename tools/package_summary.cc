@@ -15,7 +15,8 @@ std::string ValueText(const pkg::Graph& g, int v) {
   std::string s = std::string(rt::DTypeName(static_cast<rt::DType>(value->dtype())));
   if (value->rank() < 0) return s + " (any rank)";
   s += " (";
-  for (int i = 0; i < value->rank(); ++i) s += (i ? ", " : "") + env.DimString(value->dims()->Get(i));
+  for (int i = 0; i < value->rank(); ++i)
+    s += (i ? ", " : "") + env.DimString(value->dims()->Get(i));
   return s + (value->rank() == 1 ? ",)" : ")");
 }
 
@@ -29,14 +30,15 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
     if (m->producer()) os << ", produced by " << m->producer()->str();
     if (m->source_model() && m->source_model()->size()) {
       os << " from " << m->source_model()->str();
-      if (m->source_sha256()) os << " (sha256 " << m->source_sha256()->str().substr(0, 16) << "...)";
+      if (m->source_sha256())
+        os << " (sha256 " << m->source_sha256()->str().substr(0, 16) << "...)";
     }
   }
   os << "\ndevices:\n";
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
     const pkg::Device* dev = p.devices()->Get(d);
-    os << "  " << d << ": " << dev->target()->str() << " (" << dev->kind()->str() << " " << dev->id()
-       << ")\n";
+    os << "  " << d << ": " << dev->target()->str() << " (" << dev->kind()->str() << " "
+       << dev->id() << ")\n";
   }
   const pkg::Graph& g = *p.graphs()->Get(0);
   os << "inputs:\n";

@@ -443,8 +443,8 @@ class Run final : public KernelContext {
     std::vector<OwnedTensor> outs;
     QUILT_RETURN_IF_ERROR(RunGraph(step_->subgraphs()->Get(cond ? 0 : 1), ArgInputs(1), &outs));
     if (static_cast<int>(outs.size()) != num_outputs()) {
-      return Status::Error("the branch returns " + std::to_string(outs.size()) + " values, expected " +
-                           std::to_string(num_outputs()));
+      return Status::Error("the branch returns " + std::to_string(outs.size()) +
+                           " values, expected " + std::to_string(num_outputs()));
     }
     for (int i = 0; i < num_outputs(); ++i) QUILT_RETURN_IF_ERROR(SetOutput(i, View(outs[i])));
     return Status::Ok();
@@ -552,7 +552,8 @@ class Run final : public KernelContext {
       Tensor c = View(outs[0]);
       QUILT_RETURN_IF_ERROR(ScalarBool(&c, "the body's condition", &cond));
       for (size_t k = 0; k < num_carried; ++k) carried[k] = std::move(outs[1 + k]);
-      for (size_t k = 0; k < num_scans; ++k) scans[k].push_back(std::move(outs[1 + num_carried + k]));
+      for (size_t k = 0; k < num_scans; ++k)
+        scans[k].push_back(std::move(outs[1 + num_carried + k]));
     }
     for (size_t k = 0; k < num_carried; ++k) {
       QUILT_RETURN_IF_ERROR(SetOutput(static_cast<int>(k), View(carried[k])));
@@ -578,7 +579,8 @@ class Run final : public KernelContext {
       int rank = xs[j]->rank();
       if (a < 0) a += rank;
       if (a < 0 || a >= rank) return Status::Error("scan input axis out of range");
-      if (DTypeBits(xs[j]->dtype) % 8 != 0) return Status::Error("sub-byte element types in a scan");
+      if (DTypeBits(xs[j]->dtype) % 8 != 0)
+        return Status::Error("sub-byte element types in a scan");
       axes[j] = a;
       int64_t n = xs[j]->shape[a];
       if (len >= 0 && n != len) return Status::Error("scan inputs have different lengths");

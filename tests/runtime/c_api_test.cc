@@ -9,7 +9,9 @@
 
 namespace {
 
-std::vector<uint8_t> AddPackage() { return quilt::compiler::WritePackage(quilt::test::AddConstantPackage()); }
+std::vector<uint8_t> AddPackage() {
+  return quilt::compiler::WritePackage(quilt::test::AddConstantPackage());
+}
 
 TEST(CApi, LoadCreateRunRead) {
   std::vector<uint8_t> bytes = AddPackage();

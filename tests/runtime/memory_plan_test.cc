@@ -18,7 +18,8 @@ TEST(PlanArena, ValuesLiveAtOnceGetDisjointBytes) {
   std::vector<LiveRange> r = {{100, 0, 2}, {200, 1, 3}, {50, 2, 2}};
   ArenaPlan p = PlanArena(r);
   for (size_t i = 0; i < r.size(); ++i) {
-    for (size_t j = i + 1; j < r.size(); ++j) EXPECT_FALSE(Overlap(r[i], p.offsets[i], r[j], p.offsets[j]));
+    for (size_t j = i + 1; j < r.size(); ++j)
+      EXPECT_FALSE(Overlap(r[i], p.offsets[i], r[j], p.offsets[j]));
   }
   EXPECT_EQ(p.total, 448);  // 256 + 128 + 64, each rounded up to 64 bytes
 }
@@ -46,7 +47,8 @@ TEST(PlanArena, RandomTablesNeverOverlapAndNeverExceedTheSum) {
     int n = 1 + static_cast<int>(rng() % 30);
     for (int i = 0; i < n; ++i) {
       int first = static_cast<int>(rng() % 20);
-      LiveRange l{static_cast<int64_t>(1 + rng() % 5000), first, first + static_cast<int>(rng() % 6)};
+      LiveRange l{static_cast<int64_t>(1 + rng() % 5000), first,
+                  first + static_cast<int>(rng() % 6)};
       sum += (l.size + 63) / 64 * 64;
       r.push_back(l);
     }

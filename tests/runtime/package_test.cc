@@ -1,11 +1,12 @@
 // The package format on plain tables: written by the compiler's writer, read by the runtime's
 // loader, which refuses damaged or inconsistent files with a message and never crashes.
+#include "runtime/src/package.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 
-#include "runtime/src/package.h"
 #include "runtime/src/session.h"
 #include "targets/package_writer.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -40,7 +41,8 @@ TEST(Package, WrittenPackageLoadsAndRuns) {
 TEST(Package, LoadsFromAMappedFile) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   std::string path = ::testing::TempDir() + "/add.quilt";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   std::unique_ptr<LoadedPackage> p;
   rt::Status st = LoadedPackage::FromFile(path, &p);
   ASSERT_TRUE(st.ok()) << st.message();
@@ -101,14 +103,17 @@ TEST(Package, NewerMajorVersionIsRefusedNamingBothVersions) {
   pkg::Package* root = pkg::GetMutablePackage(bytes.data());
   root->mutable_version()->mutate_major(rt::kFormatMajor + 1);
   std::string e = LoadError(bytes);
-  EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor + 1) + ".0"), std::string::npos) << e;
-  EXPECT_NE(e.find("reads format " + std::to_string(rt::kFormatMajor) + "."), std::string::npos) << e;
+  EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor + 1) + ".0"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("reads format " + std::to_string(rt::kFormatMajor) + "."), std::string::npos)
+      << e;
 }
 
 TEST(Package, StepReadingAValueNotYetDefinedIsRefused) {
   compiler::PackageSpec spec = test::AddConstantPackage();
   spec.graphs[0].steps[0].inputs[0] = 2;  // its own output
-  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("before it is defined"), std::string::npos);
+  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("before it is defined"),
+            std::string::npos);
 }
 
 TEST(Package, ValueIndexOutOfRangeIsRefused) {
@@ -127,7 +132,8 @@ TEST(Package, ConstantWhoseBufferDoesNotMatchItsShapeIsRefused) {
 TEST(Package, DimReferringToALaterDimIsRefused) {
   compiler::PackageSpec spec = test::AddConstantPackage();
   spec.graphs[0].dims.push_back({pkg::DimKind::Add, 5, 0, 0});
-  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("later or missing dim"), std::string::npos);
+  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("later or missing dim"),
+            std::string::npos);
 }
 
 TEST(Package, ArenaOffsetsOutsideTheArenaAreRefused) {
@@ -135,7 +141,8 @@ TEST(Package, ArenaOffsetsOutsideTheArenaAreRefused) {
   spec.graphs[0].values[2].arena_offset = 64;
   spec.graphs[0].values[2].byte_size = 24;
   spec.graphs[0].arena_bytes = {64};
-  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("outside its device's arena"), std::string::npos);
+  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("outside its device's arena"),
+            std::string::npos);
 }
 
 }  // namespace

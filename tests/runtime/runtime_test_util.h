@@ -18,7 +18,8 @@ inline compiler::PackageSpec AddConstantPackage() {
   compiler::GraphSpec g;
   g.name = "main";
   g.symbols = {"n"};
-  g.dims = {{pkg::DimKind::Sym, 0, 0, 0}, {pkg::DimKind::Int, 0, 0, 3}, {pkg::DimKind::Int, 0, 0, 1}};
+  g.dims = {
+      {pkg::DimKind::Sym, 0, 0, 0}, {pkg::DimKind::Int, 0, 0, 3}, {pkg::DimKind::Int, 0, 0, 1}};
   auto f32 = static_cast<int32_t>(rt::DType::kFloat32);
   compiler::ValueSpec x{"x", pkg::ValueKind::Input, f32, 2, {0, 1}};
   compiler::ValueSpec c{"c", pkg::ValueKind::Constant, f32, 2, {2, 1}};

@@ -1,10 +1,11 @@
 // Sessions: input checks that list the expected signature, symbolic dims bound from inputs and
 // checked across them, and one session run from many threads at once.
+#include "runtime/src/session.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "runtime/src/session.h"
 #include "targets/package_writer.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -62,7 +63,8 @@ TEST(Session, MissingInputListsTheSignature) {
 TEST(Session, UnknownInputNameIsAnError) {
   auto s = Open(TwoInputPackage());
   std::vector<float> a(6);
-  EXPECT_NE(RunError(*s, {test::Input("q", a, {2, 3})}).find("no input named 'q'"), std::string::npos);
+  EXPECT_NE(RunError(*s, {test::Input("q", a, {2, 3})}).find("no input named 'q'"),
+            std::string::npos);
 }
 
 TEST(Session, WrongDtypeRankOrStaticDimIsAnError) {
@@ -154,7 +156,8 @@ TEST(Session, EightThreadsRunOneSessionAtOnceWithIdenticalResults) {
     ASSERT_EQ(errors[t], "") << "thread " << t;
     ASSERT_EQ(results[t].size(), static_cast<size_t>(3 * (t + 1)));
     for (int i = 0; i < 3 * (t + 1); ++i) {
-      EXPECT_EQ(results[t][i], (static_cast<float>(i) + static_cast<float>(t)) * static_cast<float>(i));
+      EXPECT_EQ(results[t][i],
+                (static_cast<float>(i) + static_cast<float>(t)) * static_cast<float>(i));
     }
   }
 }

@@ -1,4 +1,5 @@
-// Convolution (1-3d, grouped, dilated, transposed), pooling (max, average, Lp, adaptive, unpooling), col2im, depth/space.
+// Convolution (1-3d, grouped, dilated, transposed), pooling (max, average, Lp, adaptive,
+// unpooling), col2im, depth/space.
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 

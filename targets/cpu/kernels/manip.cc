@@ -1,4 +1,5 @@
-// Layout, shape and indexing ops: reshape, transpose, concat, split, slice, pad, gather/scatter, topk, sort, unique, nonzero, ...
+// Layout, shape and indexing ops: reshape, transpose, concat, split, slice, pad, gather/scatter,
+// topk, sort, unique, nonzero, ...
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
