@@ -104,6 +104,9 @@ class GraphLowering {
   }
 
   // Arena offsets for intermediates of static size that are not graph outputs.
+  // Arena offsets for intermediates of static size that are not graph outputs. The output of an
+  // elementwise or broadcast step reuses the memory of an input of the same size that no later
+  // step reads (in place): those kernels read element i before writing element i.
   void PlanMemory() {
     int num_values = static_cast<int>(g_.values.size());
     std::vector<int> first(num_values, -1), last(num_values, -1);
@@ -116,18 +119,52 @@ class GraphLowering {
         last[v] = std::max(last[v], s);
       }
     }
+    auto plannable = [&](int v) {
+      const ValueSpec& value = g_.values[v];
+      return value.kind == pkg::ValueKind::Intermediate && value.byte_size >= 0 && first[v] >= 0 &&
+             std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end();
+    };
+    // root[v]: the value whose memory v uses (itself unless in place); a block of values
+    // sharing memory lives from its root's first step to its members' last.
+    std::vector<int> root(num_values), block_last = last;
+    std::vector<bool> taken(num_values, false);
+    for (int v = 0; v < num_values; ++v) root[v] = v;
+    if (pl_.options.in_place) {
+      for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+        const StepSpec& step = g_.steps[s];
+        const ir::OpInfo* op = ir::FindOp(step.kernel);
+        if (!op || step.outputs.size() != 1) continue;
+        if (op->pattern != ir::OpPattern::kElementwise &&
+            op->pattern != ir::OpPattern::kBroadcast) {
+          continue;
+        }
+        int out = step.outputs[0];
+        if (!plannable(out)) continue;
+        for (int in : step.inputs) {
+          if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
+          const ValueSpec& a = g_.values[in];
+          const ValueSpec& b = g_.values[out];
+          if (a.byte_size != b.byte_size || a.dtype != b.dtype) continue;
+          int r = root[in];
+          root[out] = r;
+          taken[in] = true;
+          block_last[r] = std::max(block_last[r], last[out]);
+          break;
+        }
+      }
+    }
     std::vector<LiveRange> ranges;
     std::vector<int> which;
     for (int v = 0; v < num_values; ++v) {
-      ValueSpec& value = g_.values[v];
-      if (value.kind != pkg::ValueKind::Intermediate || value.byte_size < 0 || first[v] < 0)
-        continue;
-      if (std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end()) continue;
-      ranges.push_back({value.byte_size, first[v], last[v]});
+      if (!plannable(v) || root[v] != v) continue;
+      ranges.push_back({g_.values[v].byte_size, first[v], block_last[v]});
       which.push_back(v);
     }
     ArenaPlan plan = PlanArena(ranges);
     for (size_t i = 0; i < which.size(); ++i) g_.values[which[i]].arena_offset = plan.offsets[i];
+    for (int v = 0; v < num_values; ++v) {
+      if (plannable(v) && root[v] != v) g_.values[v].arena_offset = g_.values[root[v]].arena_offset;
+    }
     g_.arena_bytes = {plan.total};
   }
 
