@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "runtime/src/dims.h"
@@ -19,10 +21,46 @@ struct FreeDeleter {
 };
 using Memory = std::unique_ptr<uint8_t, FreeDeleter>;
 
-Memory Allocate(size_t bytes) {
-  size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  return Memory(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-}
+// Memory blocks kept between runs: a run takes blocks from its session's pool and gives them
+// back as values die and when it ends, so a session in steady state allocates nothing. Blocks
+// are 64-byte aligned; a request takes the smallest free block of at least its size (and at most
+// twice it), else a new one.
+class BlockPool {
+ public:
+  struct Block {
+    Memory mem;
+    size_t size = 0;
+  };
+
+  Block Take(size_t bytes) {
+    size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.lower_bound(rounded);
+      if (it != free_.end() && it->first <= 2 * rounded) {
+        Block b{std::move(it->second), it->first};
+        free_bytes_ -= it->first;
+        free_.erase(it);
+        return b;
+      }
+    }
+    return Block{Memory(static_cast<uint8_t*>(std::aligned_alloc(64, rounded))), rounded};
+  }
+
+  void Give(Block b) {
+    if (!b.mem) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_ + b.size > kMaxFreeBytes) return;  // dropped: freed here
+    free_bytes_ += b.size;
+    free_.emplace(b.size, std::move(b.mem));
+  }
+
+ private:
+  static constexpr size_t kMaxFreeBytes = size_t{1} << 30;
+  std::mutex mu_;
+  std::multimap<size_t, Memory> free_;
+  size_t free_bytes_ = 0;
+};
 
 enum class Builtin { kNone, kShapeExpr, kPrimValue, kIf, kWhileLoop, kScan };
 
@@ -52,6 +90,7 @@ struct GraphPlan {
 
 struct Session::Plans {
   std::vector<GraphPlan> graphs;  // per graph of the package
+  mutable BlockPool pool;         // memory reused across runs
 };
 
 Session::~Session() = default;
@@ -220,9 +259,10 @@ namespace {
 // The state of one run: every value's tensor, the memory it owns, the arena, the symbols.
 class Run final : public KernelContext {
  public:
-  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans, int graph, int threads,
-      int depth = 0)
+  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans, BlockPool& pool, int graph,
+      int threads, int depth = 0)
       : package_(package),
+        pool_(pool),
         plans_(plans),
         plan_(plans[graph]),
         g_(*plans[graph].graph),
@@ -235,7 +275,12 @@ class Run final : public KernelContext {
     values_.resize(n);
     owned_.resize(n);
     const auto* arenas = g.arena_bytes();
-    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0) arena_ = Allocate(arenas->Get(0));
+    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0) arena_ = pool_.Take(arenas->Get(0));
+  }
+
+  ~Run() {
+    pool_.Give(std::move(arena_));
+    for (BlockPool::Block& b : owned_) pool_.Give(std::move(b));
   }
 
   // Binds the inputs (by position; null: the input's default), runs every step, frees each
@@ -326,7 +371,8 @@ class Run final : public KernelContext {
   }
 
   void Free(int v) {
-    owned_[v].reset();
+    pool_.Give(std::move(owned_[v]));
+    owned_[v] = {};
     values_[v].data = nullptr;
   }
 
@@ -376,13 +422,15 @@ class Run final : public KernelContext {
     Tensor& t = values_[v];
     t.dtype = dtype;
     t.shape = std::move(shape);
-    if (arena_ && value->arena_offset() >= 0 && static_cast<int64_t>(bytes) == value->byte_size()) {
-      t.data = arena_.get() + value->arena_offset();
+    if (arena_.mem && value->arena_offset() >= 0 &&
+        static_cast<int64_t>(bytes) == value->byte_size()) {
+      t.data = arena_.mem.get() + value->arena_offset();
     } else {
-      owned_[v] = Allocate(bytes);
-      if (!owned_[v])
+      pool_.Give(std::move(owned_[v]));
+      owned_[v] = pool_.Take(bytes);
+      if (!owned_[v].mem)
         return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
-      t.data = owned_[v].get();
+      t.data = owned_[v].mem.get();
     }
     *out = &t;
     return Status::Ok();
@@ -409,7 +457,7 @@ class Run final : public KernelContext {
                            std::to_string(plans_[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(package_, plans_, graph, threads_, depth_ + 1);
+    class Run sub(package_, plans_, pool_, graph, threads_, depth_ + 1);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     sub.TakeOutputs(outputs);
     return Status::Ok();
@@ -722,6 +770,7 @@ class Run final : public KernelContext {
 
   static constexpr int kMaxDepth = 64;
   const LoadedPackage& package_;
+  BlockPool& pool_;
   const std::vector<GraphPlan>& plans_;
   const GraphPlan& plan_;
   const pkg::Graph& g_;
@@ -729,8 +778,8 @@ class Run final : public KernelContext {
   int threads_;
   int depth_;
   std::vector<Tensor> values_;
-  std::vector<Memory> owned_;
-  Memory arena_;
+  std::vector<BlockPool::Block> owned_;
+  BlockPool::Block arena_;
   const pkg::Step* step_ = nullptr;
   std::vector<const Tensor*> inputs_;
   AttrView attrs_;
@@ -742,7 +791,7 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  class Run run(*package_, plans_->graphs, 0, options_.threads);
+  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   run.TakeOutputs(outputs);
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
