@@ -7,12 +7,12 @@
 // quilt cannot import yet; with --ir, the imported IR too. For a package: devices, signature,
 // steps by kernel and device, arena sizes and constant bytes; with --steps, every step. Exit
 // status 0, or 1 when the file cannot be read (or, with --ir, imported).
-#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "importers/onnx/importer.h"
 #include "importers/onnx/summary.h"
 #include "ir/printer.h"
+#include "tools/cli.h"
 #include "tools/package_summary.h"
 
 int main(int argc, char** argv) {
@@ -22,14 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("file", input, "ONNX model (.onnx) or package (.quilt)")->required();
   app.add_flag("--ir", ir, "also import the model and print its IR");
   app.add_flag("--steps", steps, "list every step of a package");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   if (input.ends_with(".quilt")) {
     std::unique_ptr<quilt::rt::LoadedPackage> package;
     quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(input, &package);

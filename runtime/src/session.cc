@@ -300,13 +300,8 @@ class Run final : public KernelContext {
     outputs->clear();
     for (uint32_t i = 0; i < g_.outputs()->size(); ++i) {
       int v = g_.outputs()->Get(i);
-      const Tensor& t = values_[v];
-      OwnedTensor o;
+      OwnedTensor o = Copy(values_[v]);
       o.name = g_.values()->Get(v)->name() ? g_.values()->Get(v)->name()->str() : "";
-      o.dtype = t.dtype;
-      o.shape = t.shape;
-      const auto* bytes = static_cast<const uint8_t*>(t.data);
-      if (t.ByteSize()) o.data.assign(bytes, bytes + t.ByteSize());
       outputs->push_back(std::move(o));
     }
   }
@@ -498,6 +493,15 @@ class Run final : public KernelContext {
     return Status::Ok();
   }
 
+  static OwnedTensor Copy(const Tensor& t) {
+    OwnedTensor o;
+    o.dtype = t.dtype;
+    o.shape = t.shape;
+    const auto* b = static_cast<const uint8_t*>(t.data);
+    if (t.ByteSize()) o.data.assign(b, b + t.ByteSize());
+    return o;
+  }
+
   static Tensor View(const OwnedTensor& o) {
     return Tensor{o.dtype, o.shape, const_cast<uint8_t*>(o.data.data())};
   }
@@ -570,14 +574,7 @@ class Run final : public KernelContext {
     std::vector<const Tensor*> init = ArgInputs(3), captured = ArgInputs(4);
     size_t num_carried = init.size();
     std::vector<OwnedTensor> carried;
-    for (const Tensor* t : init) {
-      OwnedTensor o;
-      o.dtype = t->dtype;
-      o.shape = t->shape;
-      const auto* b = static_cast<const uint8_t*>(t->data);
-      if (t->ByteSize()) o.data.assign(b, b + t->ByteSize());
-      carried.push_back(std::move(o));
-    }
+    for (const Tensor* t : init) carried.push_back(Copy(*t));
     size_t num_scans = num_outputs() - num_carried;
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
@@ -636,14 +633,7 @@ class Run final : public KernelContext {
     }
     size_t num_states = states_in.size();
     std::vector<OwnedTensor> states;
-    for (const Tensor* t : states_in) {
-      OwnedTensor o;
-      o.dtype = t->dtype;
-      o.shape = t->shape;
-      const auto* b = static_cast<const uint8_t*>(t->data);
-      if (t->ByteSize()) o.data.assign(b, b + t->ByteSize());
-      states.push_back(std::move(o));
-    }
+    for (const Tensor* t : states_in) states.push_back(Copy(*t));
     size_t num_scans = num_outputs() - num_states;
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);

@@ -12,28 +12,17 @@
 #include <string>
 
 #include "tests/importers/onnx_test_util.h"
+#include "tests/tools/tool_runner.h"
 #include "tools/tensor_io.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = quilt::testing::ToolResult;
 
 Result Tool(const std::string& name, const std::string& args) {
-  std::string cmd = std::string(QUILT_BIN_DIR) + "/" + name + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return quilt::testing::RunTool(name, args);
 }
 
 std::string ReadAll(const std::string& path) {
