@@ -408,7 +408,10 @@ Status Quantize(KernelContext& ctx) {
     if (is_int) {
       QWrite(y, i, std::nearbyint(q) + z, saturate);
     } else {
-      QWrite(y, i, z == 0 ? q : static_cast<float>(q + z), saturate);
+      // The ONNX reference adds a float4 zero point always (turning -0 into +0), a float8 one
+      // only when it is not zero.
+      bool add = z != 0 || out == DType::kFloat4E2M1;
+      QWrite(y, i, add ? q + z : q, saturate);
     }
   }
   return Status::Ok();

@@ -272,8 +272,9 @@ Status Attention(KernelContext& ctx) {
         if (std::isinf(mx) && mx < 0) mx = 0;
         double sum = 0;
         for (int64_t j = 0; j < T; ++j) {
-          p[j] = RoundTo(sp, std::exp(RoundTo(sp, s[j]) - mx));
-          sum += p[j];
+          p[j] = RoundTo(sp, std::exp(RoundTo(sp, RoundTo(sp, s[j]) - mx)));
+          // numpy sums bfloat16 (a custom type) one element at a time, float16 in float.
+          sum = sp == DType::kBFloat16 ? RoundTo(sp, sum + p[j]) : sum + p[j];
         }
         sum = RoundTo(sp, sum);
         if (sum == 0) sum = 1;
