@@ -159,13 +159,18 @@ Status Attention(KernelContext& ctx) {
       return Status::Error("nonpad_kv_seqlen must be int64 of shape (batch,)");
     }
     nonpad.assign(tnp->Data<int64_t>(), tnp->Data<int64_t>() + B);
+    for (int64_t n : nonpad) {
+      if (n < 0 || n > T) {
+        return Status::Error("nonpad_kv_seqlen value " + std::to_string(n) + " is outside [0, " +
+                             std::to_string(T) + "]");
+      }
+    }
   }
   // The mask, broadcast (right-aligned) to (B, Hq, Sq, Tm) with Tm <= T.
   bool has_mask = !Absent(tmask);
   std::vector<double> mask;
   Shape mshape;
   std::vector<int64_t> mstrides;
-  bool bool_mask = false;
   if (has_mask) {
     const Tensor& m = *tmask;
     if (m.rank() < 1 || m.rank() > 4) return Status::Error("attn_mask must have rank 1 to 4");
@@ -186,7 +191,6 @@ Status Attention(KernelContext& ctx) {
     int64_t n = m.NumElements();
     mask.resize(n);
     if (m.dtype == DType::kBool) {
-      bool_mask = true;
       for (int64_t i = 0; i < n; ++i) {
         mask[i] = m.Data<uint8_t>()[i] ? 0.0 : -INFINITY;
       }
@@ -200,7 +204,6 @@ Status Attention(KernelContext& ctx) {
       }));
     }
   }
-  (void)bool_mask;
   bool causal = at.Bool("is_causal", false);
   int64_t left = at.Int("left_window_size", -1), right = at.Int("right_window_size", -1);
   double softcap = at.Float("softcap", 0.0);
