@@ -197,6 +197,15 @@ void PackedSet(Tensor* t, int64_t i, uint32_t v) {
   byte = static_cast<uint8_t>((byte & ~mask) | ((v << shift) & mask));
 }
 
+// Zeroes the unused high bits of the last byte of a packed tensor.
+void ClearPadding(Tensor* t) {
+  int bits = rt::DTypeBits(t->dtype);
+  int64_t used = t->NumElements() * bits % 8;
+  if (bits >= 8 || used == 0) return;
+  uint8_t& last = t->MutableData<uint8_t>()[t->ByteSize() - 1];
+  last = static_cast<uint8_t>(last & ((1u << used) - 1));
+}
+
 // Element i of a quantized (or float) tensor as a double.
 double QRead(const Tensor& t, int64_t i) {
   switch (t.dtype) {
@@ -396,7 +405,8 @@ Status Quantize(KernelContext& ctx) {
       MakeQuantParams(x, scale, zp, at.Int("axis", -1), at.Int("block_size", 0), &p));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, out, x.shape, &y));
-  if (y->ByteSize()) std::memset(y->data, 0, y->ByteSize());
+  // No clearing of y first: it may share memory with the zero point (in-place steps), which is
+  // read element by element before each element of y is written.
   bool is_int = FindMiniFloat(out) == nullptr;
   bool single_zp = zp.NumElements() == 1;
   int64_t n = x.NumElements();
@@ -414,6 +424,7 @@ Status Quantize(KernelContext& ctx) {
       QWrite(y, i, add ? q + z : q, saturate);
     }
   }
+  ClearPadding(y);
   return Status::Ok();
 }
 
@@ -550,6 +561,7 @@ Status QLinearMatmul(KernelContext& ctx) {
       }
     }
   }
+  ClearPadding(y);
   return Status::Ok();
 }
 
