@@ -114,8 +114,8 @@ Status NdOffsets(const Tensor& x, const Tensor& ind, int64_t b, std::vector<int6
   }
   for (int64_t d = 0; d < b; ++d) {
     if (x.shape[d] != ind.shape[d]) {
-      return Status::Error("the batch dims of data " + rt::ShapeString(x.shape) +
-                           " and indices " + rt::ShapeString(ind.shape) + " differ");
+      return Status::Error("the batch dims of data " + rt::ShapeString(x.shape) + " and indices " +
+                           rt::ShapeString(ind.shape) + " differ");
     }
   }
   std::vector<int64_t> idx;
@@ -291,8 +291,8 @@ Status ScatterND(KernelContext& ctx) {
   if (ind.rank() < 1) return Status::Error("indices must have rank >= 1");
   int64_t k = ind.shape.back();
   if (k < 1 || k > x.rank()) {
-    return Status::Error("indices.shape[-1] = " + std::to_string(k) + " does not fit data of rank " +
-                         std::to_string(x.rank()));
+    return Status::Error("indices.shape[-1] = " + std::to_string(k) +
+                         " does not fit data of rank " + std::to_string(x.rank()));
   }
   std::vector<int64_t> offsets;
   QUILT_RETURN_IF_ERROR(NdOffsets(x, ind, 0, &offsets, &k));
@@ -310,7 +310,8 @@ Status ScatterND(KernelContext& ctx) {
   });
 }
 
-// ---- one_hot -------------------------------------------------------------------------------------
+// ---- one_hot
+// -------------------------------------------------------------------------------------
 
 Status OneHot(KernelContext& ctx) {
   const Tensor& ind = *ctx.input(0);
@@ -520,8 +521,7 @@ Status Unique(KernelContext& ctx) {
         continue;
       }
       const std::vector<int64_t>& v = o == 1 ? out_first : o == 2 ? inverse : out_count;
-      QUILT_RETURN_IF_ERROR(
-          ctx.Output(o, DType::kInt64, {static_cast<int64_t>(v.size())}, &y));
+      QUILT_RETURN_IF_ERROR(ctx.Output(o, DType::kInt64, {static_cast<int64_t>(v.size())}, &y));
       CopyBytes(y->data, v.data(), sizeof(int64_t) * v.size());
     }
     return Status::Ok();
@@ -540,8 +540,7 @@ Status Topk(KernelContext& ctx) {
   if (!NormalizeAxis(&axis, x.rank())) return AxisError(axis, x.rank());
   int64_t n = x.shape[axis];
   if (k < 0 || k > n) {
-    return Status::Error("k = " + std::to_string(k) + " is outside [0, " + std::to_string(n) +
-                         "]");
+    return Status::Error("k = " + std::to_string(k) + " is outside [0, " + std::to_string(n) + "]");
   }
   if (index_dtype != DType::kInt64 && index_dtype != DType::kInt32) {
     return Status::Error("the index type must be int32 or int64");

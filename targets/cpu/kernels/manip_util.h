@@ -60,15 +60,15 @@ inline Status ReadInts(const Tensor* t, const std::string& what, std::vector<int
 
 // A 1-D (or 0-D) integer tensor as values.
 inline Status ReadVector(const Tensor* t, const std::string& what, std::vector<int64_t>* out) {
-  if (t && t->rank() > 1) return Status::Error(what + " must be 1-D, got rank " +
-                                               std::to_string(t->rank()));
+  if (t && t->rank() > 1)
+    return Status::Error(what + " must be 1-D, got rank " + std::to_string(t->rank()));
   return ReadInts(t, what, out);
 }
 
 // Element i of a numeric or bool tensor as double.
 inline Status ReadDouble(const Tensor* t, int64_t i, const std::string& what, double* out) {
-  if (!t || i >= t->NumElements()) return Status::Error(what + " has no element " +
-                                                        std::to_string(i));
+  if (!t || i >= t->NumElements())
+    return Status::Error(what + " has no element " + std::to_string(i));
   return VisitAll(t->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     *out = static_cast<double>(Load(t->Data<T>()[i]));
