@@ -292,9 +292,436 @@ Status Resize(KernelContext& ctx) {
   });
 }
 
+// ---- grid_sample
+// ---------------------------------------------------------------------------------
+
+// Reflects x into [lo, hi] by the nearer border until it is inside.
+double Reflect(double x, double lo, double hi) {
+  double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x < lo) {
+    double dx = lo - x;
+    double n = std::floor(dx / range);
+    double r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi;
+    double n = std::floor(dx / range);
+    double r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+// Keys cubic convolution weights (a = -0.75) of the 4 taps around a point at distance t in
+// [0, 1) from the second tap.
+void CubicWeights(double t, double a, double w[4]) {
+  double t1 = t + 1, q = 1 - t, q1 = 2 - t;
+  w[0] = ((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a;
+  w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  w[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+  w[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+}
+
+Status GridSample(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& grid = *ctx.input(1);
+  int rank = x.rank();
+  if (rank < 3) return Status::Error("x must have rank >= 3 (N, C, spatial...)");
+  int nd = rank - 2;
+  if (grid.rank() != rank || grid.shape[0] != x.shape[0] || grid.shape.back() != nd) {
+    return Status::Error("grid has shape " + rt::ShapeString(grid.shape) + ", expected (" +
+                         std::to_string(x.shape[0]) + ", spatial..., " + std::to_string(nd) + ")");
+  }
+  std::string mode(ctx.attrs().Str("mode", "linear"));
+  std::string padding(ctx.attrs().Str("padding_mode", "zeros"));
+  bool align = ctx.attrs().Bool("align_corners", false);
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") {
+    return Status::Error("unknown mode '" + mode + "'");
+  }
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return Status::Error("unknown padding_mode '" + padding + "'");
+  }
+  int64_t batch = x.shape[0], channels = x.shape[1];
+  Shape out = {batch, channels};
+  for (int i = 1; i <= nd; ++i) out.push_back(grid.shape[i]);
+  Shape spatial_out(out.begin() + 2, out.end());
+  Shape dims(x.shape.begin() + 2, x.shape.end());
+  int64_t points = Product(spatial_out), plane = Product(dims);
+  std::vector<double> g(grid.NumElements());
+  for (int64_t i = 0; i < grid.NumElements(); ++i) {
+    QUILT_RETURN_IF_ERROR(ReadDouble(&grid, i, "grid", &g[i]));
+  }
+  std::vector<int64_t> strides = Strides(dims);
+  std::vector<double> lo(nd), hi(nd);
+  for (int d = 0; d < nd; ++d) {
+    double len = static_cast<double>(dims[d]);
+    lo[d] = align ? 0.0 : -0.5;
+    hi[d] = align ? len - 1 : len - 0.5;
+  }
+  // An integer index of axis d after padding: -1 for a zero.
+  auto pixel_index = [&](int d, int64_t i) -> int64_t {
+    if (i >= 0 && i < dims[d]) return i;
+    if (padding == "zeros") return -1;
+    if (padding == "border") return std::clamp<int64_t>(i, 0, dims[d] - 1);
+    double r = Reflect(static_cast<double>(i), lo[d], hi[d]);
+    return std::clamp<int64_t>(static_cast<int64_t>(r), 0, dims[d] - 1);
+  };
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  if (Product(out) == 0) return Status::Ok();
+  if (plane == 0) return Status::Error("cannot sample an empty image");
+  return VisitNumeric(x.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T* px = x.Data<T>();
+    T* py = y->MutableData<T>();
+    std::vector<std::vector<int64_t>> idx(nd);
+    std::vector<std::vector<double>> w(nd);
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t p = 0; p < points; ++p) {
+        // The grid holds (x, y[, z]): the innermost axis first.
+        const double* gp = &g[(n * points + p) * nd];
+        for (int d = 0; d < nd; ++d) {
+          double v = gp[nd - 1 - d];
+          double len = static_cast<double>(dims[d]);
+          double c = align ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2;
+          if (!std::isfinite(c)) return Status::Error("a grid coordinate is not finite");
+          c = std::clamp(c, -1e9, 1e9);
+          if (mode == "nearest") c = std::nearbyint(c);  // half to even, as the tests expect
+          if (c < lo[d] || c > hi[d]) {
+            if (padding == "border") c = std::clamp(c, 0.0, len - 1);
+            if (padding == "reflection") c = Reflect(c, lo[d], hi[d]);
+          }
+          idx[d].clear();
+          w[d].clear();
+          if (mode == "nearest") {
+            idx[d].push_back(pixel_index(d, static_cast<int64_t>(c)));
+            w[d].push_back(1.0);
+          } else if (mode == "linear") {
+            double f = std::floor(c);
+            auto i0 = static_cast<int64_t>(f);
+            idx[d] = {pixel_index(d, i0), pixel_index(d, i0 + 1)};
+            w[d] = {1 - (c - f), c - f};
+          } else {
+            double f = std::floor(c);
+            auto i0 = static_cast<int64_t>(f);
+            double cw[4];
+            CubicWeights(c - f, -0.75, cw);
+            for (int k = 0; k < 4; ++k) {
+              idx[d].push_back(pixel_index(d, i0 - 1 + k));
+              w[d].push_back(cw[k]);
+            }
+          }
+        }
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          const T* img = px + (n * channels + ch) * plane;
+          double sum = 0;
+          std::vector<size_t> k(nd, 0);
+          while (true) {
+            double weight = 1;
+            int64_t off = 0;
+            bool zero = false;
+            for (int d = 0; d < nd; ++d) {
+              weight *= w[d][k[d]];
+              if (idx[d][k[d]] < 0) zero = true;
+              off += idx[d][k[d]] * strides[d];
+            }
+            if (!zero) sum += weight * static_cast<double>(Load(img[off]));
+            int d = nd - 1;
+            for (; d >= 0; --d) {
+              if (++k[d] < idx[d].size()) break;
+              k[d] = 0;
+            }
+            if (d < 0) break;
+          }
+          py[(n * channels + ch) * points + p] = SaturateCast<T>(sum);
+        }
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- affine_grid
+// ---------------------------------------------------------------------------------
+
+Status AffineGrid(KernelContext& ctx) {
+  const Tensor& theta = *ctx.input(0);
+  std::vector<int64_t> size;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "size", &size));
+  bool align = ctx.attrs().Bool("align_corners", false);
+  if (size.size() != 4 && size.size() != 5) return Status::Error("size must hold 4 or 5 values");
+  int nd = static_cast<int>(size.size()) - 2;
+  int64_t batch = size[0];
+  for (int64_t v : size) {
+    if (v < 0) return Status::Error("size must be non-negative");
+  }
+  if (theta.rank() != 3 || theta.shape[0] != batch || theta.shape[1] != nd ||
+      theta.shape[2] != nd + 1) {
+    return Status::Error("theta has shape " + rt::ShapeString(theta.shape) + ", expected (" +
+                         std::to_string(batch) + ", " + std::to_string(nd) + ", " +
+                         std::to_string(nd + 1) + ")");
+  }
+  Shape spatial(size.begin() + 2, size.end());  // (D,) H, W
+  Shape out = {batch};
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  out.push_back(nd);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, theta.dtype, out, &y));
+  // The normalized coordinate of position i of an axis of length len.
+  auto base = [&](int64_t i, int64_t len) {
+    double l = static_cast<double>(len), v = static_cast<double>(i);
+    if (align) return len == 1 ? -1.0 : -1 + 2 * v / (l - 1);
+    return (2 * v + 1) / l - 1;
+  };
+  return VisitFloat(theta.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* th = theta.Data<T>();
+    T* py = y->MutableData<T>();
+    int64_t points = Product(spatial);
+    for (int64_t n = 0; n < batch; ++n) {
+      const T* m = th + n * nd * (nd + 1);
+      ForEachIndex(spatial, [&](int64_t p, const std::vector<int64_t>& at) {
+        // (x, y[, z], 1): the innermost axis first.
+        std::vector<double> v(nd + 1, 1.0);
+        for (int d = 0; d < nd; ++d) v[d] = base(at[nd - 1 - d], spatial[nd - 1 - d]);
+        for (int r = 0; r < nd; ++r) {
+          double s = 0;
+          for (int c = 0; c <= nd; ++c) s += static_cast<double>(Load(m[r * (nd + 1) + c])) * v[c];
+          py[(n * points + p) * nd + r] = Store<T>(static_cast<Compute<T>>(s));
+        }
+      });
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- roi_align
+// -------------------------------------------------------------------------------------
+
+Status RoiAlign(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& rois = *ctx.input(1);
+  const Tensor& batch_indices = *ctx.input(2);
+  const rt::AttrView& at = ctx.attrs();
+  std::string mode(at.Str("mode", "avg"));
+  int64_t ph_n = at.Int("output_height", 1), pw_n = at.Int("output_width", 1);
+  int64_t sampling = at.Int("sampling_ratio", 0);
+  double spatial_scale = at.Float("spatial_scale", 1.0);
+  std::string ctm(at.Str("coordinate_transformation_mode", "half_pixel"));
+  if (x.rank() != 4) return Status::Error("x must have rank 4");
+  if (rois.rank() != 2 || rois.shape[1] != 4) return Status::Error("rois must have shape (n, 4)");
+  int64_t num = rois.shape[0];
+  std::vector<int64_t> bidx;
+  QUILT_RETURN_IF_ERROR(ReadVector(&batch_indices, "batch_indices", &bidx));
+  if (static_cast<int64_t>(bidx.size()) != num) {
+    return Status::Error("batch_indices must hold one value per roi");
+  }
+  if (mode != "avg" && mode != "max") return Status::Error("unknown mode '" + mode + "'");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
+    return Status::Error("unknown coordinate_transformation_mode '" + ctm + "'");
+  }
+  if (ph_n < 1 || pw_n < 1 || sampling < 0) {
+    return Status::Error("output sizes must be positive and sampling_ratio non-negative");
+  }
+  int64_t channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  for (int64_t b : bidx) {
+    if (b < 0 || b >= x.shape[0]) {
+      return Status::Error("batch index " + std::to_string(b) + " is out of range");
+    }
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {num, channels, ph_n, pw_n}, &y));
+  double offset = ctm == "half_pixel" ? 0.5 : 0.0;
+  return VisitFloat(x.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T* px = x.Data<T>();
+    T* py = y->MutableData<T>();
+    for (int64_t r = 0; r < num; ++r) {
+      double box[4];
+      for (int k = 0; k < 4; ++k)
+        QUILT_RETURN_IF_ERROR(ReadDouble(&rois, r * 4 + k, "rois", &box[k]));
+      double sw = box[0] * spatial_scale - offset, sh = box[1] * spatial_scale - offset;
+      double ew = box[2] * spatial_scale - offset, eh = box[3] * spatial_scale - offset;
+      double rw = ew - sw, rh = eh - sh;
+      if (ctm == "output_half_pixel") {
+        rw = std::max(rw, 1.0);
+        rh = std::max(rh, 1.0);
+      }
+      if (!std::isfinite(rw) || !std::isfinite(rh)) return Status::Error("a roi is not finite");
+      double bin_h = rh / static_cast<double>(ph_n), bin_w = rw / static_cast<double>(pw_n);
+      double gh = sampling > 0 ? static_cast<double>(sampling) : std::ceil(bin_h);
+      double gw = sampling > 0 ? static_cast<double>(sampling) : std::ceil(bin_w);
+      if (gh > 4096 || gw > 4096) return Status::Error("a roi needs too many samples");
+      int64_t grid_h = std::max<int64_t>(0, static_cast<int64_t>(gh));
+      int64_t grid_w = std::max<int64_t>(0, static_cast<int64_t>(gw));
+      double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+      const T* img_b = px + bidx[r] * channels * height * width;
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* img = img_b + c * height * width;
+        for (int64_t ph = 0; ph < ph_n; ++ph) {
+          for (int64_t pw = 0; pw < pw_n; ++pw) {
+            double acc = 0;
+            bool first = true;
+            for (int64_t iy = 0; iy < grid_h; ++iy) {
+              double yy = sh + static_cast<double>(ph) * bin_h +
+                          (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              for (int64_t ix = 0; ix < grid_w; ++ix) {
+                double xx = sw + static_cast<double>(pw) * bin_w +
+                            (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+                double v[4] = {0, 0, 0, 0};
+                if (!(yy < -1.0 || yy > static_cast<double>(height) || xx < -1.0 ||
+                      xx > static_cast<double>(width)) &&
+                    height > 0 && width > 0) {
+                  double yc = std::max(yy, 0.0), xc = std::max(xx, 0.0);
+                  auto y_lo = static_cast<int64_t>(yc), x_lo = static_cast<int64_t>(xc);
+                  int64_t y_hi = y_lo + 1, x_hi = x_lo + 1;
+                  if (y_lo >= height - 1) {
+                    y_lo = y_hi = height - 1;
+                    yc = static_cast<double>(y_lo);
+                  }
+                  if (x_lo >= width - 1) {
+                    x_lo = x_hi = width - 1;
+                    xc = static_cast<double>(x_lo);
+                  }
+                  double ly = yc - static_cast<double>(y_lo), lx = xc - static_cast<double>(x_lo);
+                  double hy = 1 - ly, hx = 1 - lx;
+                  auto at_px = [&](int64_t yi, int64_t xi) {
+                    return static_cast<double>(Load(img[yi * width + xi]));
+                  };
+                  v[0] = hy * hx * at_px(y_lo, x_lo);
+                  v[1] = hy * lx * at_px(y_lo, x_hi);
+                  v[2] = ly * hx * at_px(y_hi, x_lo);
+                  v[3] = ly * lx * at_px(y_hi, x_hi);
+                }
+                if (mode == "avg") {
+                  acc += v[0] + v[1] + v[2] + v[3];
+                } else {
+                  double m = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+                  acc = first ? m : std::max(acc, m);
+                }
+                first = false;
+              }
+            }
+            double result = mode == "avg" ? acc / count : acc;
+            py[((r * channels + c) * ph_n + ph) * pw_n + pw] =
+                Store<T>(static_cast<Compute<T>>(result));
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- non_max_suppression -----------------------------------------------------------------------
+
+Status NonMaxSuppression(KernelContext& ctx) {
+  const Tensor& boxes = *ctx.input(0);
+  const Tensor& scores = *ctx.input(1);
+  int64_t center = ctx.attrs().Int("center_point_box", 0);
+  if (boxes.rank() != 3 || boxes.shape[2] != 4) {
+    return Status::Error("boxes must have shape (batches, boxes, 4)");
+  }
+  if (scores.rank() != 3 || scores.shape[0] != boxes.shape[0] ||
+      scores.shape[2] != boxes.shape[1]) {
+    return Status::Error("scores must have shape (batches, classes, boxes)");
+  }
+  double max_out_d = 0, iou_threshold = 0, score_threshold = 0;
+  const Tensor* mo = ctx.input(2);
+  if (mo && mo->NumElements() > 0) {
+    QUILT_RETURN_IF_ERROR(ReadScalar(mo, "max_output_boxes_per_class", &max_out_d));
+  }
+  if (ctx.input(3) && ctx.input(3)->NumElements() > 0) {
+    QUILT_RETURN_IF_ERROR(ReadScalar(ctx.input(3), "iou_threshold", &iou_threshold));
+  }
+  bool has_score_threshold = ctx.input(4) && ctx.input(4)->NumElements() > 0;
+  if (has_score_threshold) {
+    QUILT_RETURN_IF_ERROR(ReadScalar(ctx.input(4), "score_threshold", &score_threshold));
+  }
+  int64_t max_out = 0;
+  if (!DoubleToInt(max_out_d, &max_out)) max_out = max_out_d > 0 ? INT64_MAX : 0;
+  int64_t batches = boxes.shape[0], num = boxes.shape[1], classes = scores.shape[1];
+  std::vector<double> b(boxes.NumElements()), s(scores.NumElements());
+  for (size_t i = 0; i < b.size(); ++i) {
+    QUILT_RETURN_IF_ERROR(ReadDouble(&boxes, static_cast<int64_t>(i), "boxes", &b[i]));
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    QUILT_RETURN_IF_ERROR(ReadDouble(&scores, static_cast<int64_t>(i), "scores", &s[i]));
+  }
+  // Corners (y1, x1, y2, x2), each pair ordered.
+  std::vector<double> corners(b.size());
+  for (int64_t i = 0; i < batches * num; ++i) {
+    const double* p = &b[i * 4];
+    double y1, x1, y2, x2;
+    if (center) {
+      x1 = p[0] - p[2] / 2;
+      x2 = p[0] + p[2] / 2;
+      y1 = p[1] - p[3] / 2;
+      y2 = p[1] + p[3] / 2;
+    } else {
+      y1 = p[0];
+      x1 = p[1];
+      y2 = p[2];
+      x2 = p[3];
+    }
+    double* c = &corners[i * 4];
+    c[0] = std::min(y1, y2);
+    c[1] = std::min(x1, x2);
+    c[2] = std::max(y1, y2);
+    c[3] = std::max(x1, x2);
+  }
+  auto suppress = [&](const double* a, const double* c) {
+    double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_c = (c[2] - c[0]) * (c[3] - c[1]);
+    if (area_a <= 0 || area_c <= 0) return false;
+    double ih = std::min(a[2], c[2]) - std::max(a[0], c[0]);
+    double iw = std::min(a[3], c[3]) - std::max(a[1], c[1]);
+    if (ih <= 0 || iw <= 0) return false;
+    double inter = ih * iw, uni = area_a + area_c - inter;
+    if (uni <= 0) return false;
+    return inter / uni > iou_threshold;
+  };
+  std::vector<int64_t> selected;  // (batch, class, box) triples
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    for (int64_t cl = 0; cl < classes; ++cl) {
+      const double* sc = &s[(bt * classes + cl) * num];
+      std::vector<int64_t> cand;
+      for (int64_t i = 0; i < num; ++i) {
+        if (!has_score_threshold || sc[i] > score_threshold) cand.push_back(i);
+      }
+      std::stable_sort(cand.begin(), cand.end(),
+                       [&](int64_t p, int64_t q) { return sc[p] > sc[q]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : cand) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        bool drop = false;
+        for (int64_t k : kept) {
+          if (suppress(&corners[(bt * num + k) * 4], &corners[(bt * num + i) * 4])) {
+            drop = true;
+            break;
+          }
+        }
+        if (drop) continue;
+        kept.push_back(i);
+        selected.insert(selected.end(), {bt, cl, i});
+      }
+    }
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(
+      ctx.Output(0, DType::kInt64, {static_cast<int64_t>(selected.size() / 3), 3}, &y));
+  CopyBytes(y->data, selected.data(), sizeof(int64_t) * selected.size());
+  return Status::Ok();
+}
+
 // Kernels of this family, by op name (see ir/ops/image.def for each op's arguments and attributes).
 constexpr rt::KernelEntry kKernels[] = {
     {"image.resize", Resize},
+    {"image.grid_sample", GridSample},
+    {"image.affine_grid", AffineGrid},
+    {"vision.roi_align", RoiAlign},
+    {"vision.non_max_suppression", NonMaxSuppression},
 };
 
 }  // namespace
