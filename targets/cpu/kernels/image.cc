@@ -118,6 +118,9 @@ Status ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, 
   }
   if (!std::isfinite(xo)) return Status::Error("a resize coordinate is not finite");
   double ratio = xo == std::floor(xo) ? 1.0 : xo - std::floor(xo);
+  if (p.antialias && p.mode != "nearest" && scale < 1e-4) {
+    return Status::Error("the antialiasing filter of a scale below 1e-4 is too wide");
+  }
   std::vector<double> coeffs = Coefficients(p, ratio, scale);
   int64_t n = static_cast<int64_t>(coeffs.size());
   // The n nearest indices to xo in the input padded by ceil(n / 2) edge values on each side,

@@ -395,6 +395,11 @@ Status EyeLike(KernelContext& ctx) {
 // ONNX Slice of one axis of size `dim`: the first index and the length, with ONNX's clamping.
 void SliceAxis(int64_t dim, int64_t begin, int64_t end, int64_t step, int64_t* first,
                int64_t* len) {
+  if (dim == 0) {
+    *first = 0;
+    *len = 0;
+    return;
+  }
   if (begin < 0) begin += dim;
   if (end < 0) end += dim;
   if (step > 0) {
@@ -462,11 +467,13 @@ Status DynamicStridedSlice(KernelContext& ctx) {
 // ---- padding ---------------------------------------------------------------------------------
 
 // The source index along an axis of size n for output position i - before; -1 for the pad value.
-int64_t PadSource(int64_t p, int64_t n, const std::string& mode) {
+enum class PadMode { kConstant, kEdge, kReflect, kWrap };
+
+int64_t PadSource(int64_t p, int64_t n, PadMode mode) {
   if (p >= 0 && p < n) return p;
-  if (mode == "constant") return -1;
-  if (mode == "edge") return p < 0 ? 0 : n - 1;
-  if (mode == "wrap") return ((p % n) + n) % n;
+  if (mode == PadMode::kConstant) return -1;
+  if (mode == PadMode::kEdge) return p < 0 ? 0 : n - 1;
+  if (mode == PadMode::kWrap) return ((p % n) + n) % n;
   // reflect: mirror without repeating the edge, period 2 (n - 1).
   if (n == 1) return 0;
   int64_t period = 2 * (n - 1);
@@ -482,7 +489,16 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
     return Status::Error("pad_width has " + std::to_string(width.size()) + " values for rank " +
                          std::to_string(rank));
   }
-  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") {
+  PadMode pm;
+  if (mode == "constant") {
+    pm = PadMode::kConstant;
+  } else if (mode == "edge") {
+    pm = PadMode::kEdge;
+  } else if (mode == "reflect") {
+    pm = PadMode::kReflect;
+  } else if (mode == "wrap") {
+    pm = PadMode::kWrap;
+  } else {
     return Status::Error("unknown pad mode '" + mode + "'");
   }
   Shape out(rank);
@@ -515,7 +531,7 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
     int64_t off = 0;
     for (int k = 0; k < rank; ++k) {
-      int64_t s = PadSource(idx[k] - width[2 * k], x.shape[k], mode);
+      int64_t s = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
       if (s < 0) {
         off = -1;
         break;
