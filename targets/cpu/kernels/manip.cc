@@ -208,7 +208,7 @@ Status Tile(KernelContext& ctx) {
   Shape out(x.rank());
   for (int i = 0; i < x.rank(); ++i) {
     if (r[i] < 0) return Status::Error("repeats must be non-negative");
-    if (r[i] != 0 && x.shape[i] > std::numeric_limits<int32_t>::max() / r[i]) {
+    if (r[i] != 0 && x.shape[i] > std::numeric_limits<int64_t>::max() / r[i]) {
       return Status::Error("the tiled shape is too large");
     }
     out[i] = x.shape[i] * r[i];
