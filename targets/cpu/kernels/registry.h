@@ -15,6 +15,7 @@ std::span<const rt::KernelEntry> ReduceKernels();
 std::span<const rt::KernelEntry> NnKernels();
 std::span<const rt::KernelEntry> ConvKernels();
 std::span<const rt::KernelEntry> ManipKernels();
+std::span<const rt::KernelEntry> IndexKernels();
 std::span<const rt::KernelEntry> ImageKernels();
 std::span<const rt::KernelEntry> LinalgKernels();
 std::span<const rt::KernelEntry> QuantizeKernels();

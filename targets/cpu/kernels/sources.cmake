@@ -8,6 +8,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/index.cc
   ${QUILT_ROOT}/targets/cpu/kernels/image.cc
   ${QUILT_ROOT}/targets/cpu/kernels/linalg.cc
   ${QUILT_ROOT}/targets/cpu/kernels/quantize.cc
