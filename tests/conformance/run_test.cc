@@ -74,7 +74,7 @@ std::string Compare(const quilt::rt::OwnedTensor& got, const onnx::TensorProto& 
   if (got.data.size() != w.size()) return "byte size differs";
   int64_t n = 1;
   for (int64_t d : got.shape) n *= d;
-  if (!FloatAt(got.dtype, w.data(), 0) || n == 0) {
+  if (n == 0 || !FloatAt(got.dtype, w.data(), 0)) {
     if (got.data != w) {
       size_t i = 0;
       while (i < w.size() && got.data[i] == w[i]) ++i;
