@@ -11,6 +11,7 @@ namespace quilt::cpu {
 
 // Each family file defines one of these.
 std::span<const rt::KernelEntry> ElementwiseKernels();
+std::span<const rt::KernelEntry> CastKernels();
 std::span<const rt::KernelEntry> ReduceKernels();
 std::span<const rt::KernelEntry> NnKernels();
 std::span<const rt::KernelEntry> ConvKernels();

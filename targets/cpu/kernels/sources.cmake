@@ -3,6 +3,7 @@
 set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/registry.cc
   ${QUILT_ROOT}/targets/cpu/kernels/elementwise.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
