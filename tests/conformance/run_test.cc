@@ -201,7 +201,9 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
       counted_pass += r.kind == Result::kPass;
     }
     static const char* kNames[] = {"pass", "fail", "unsupported"};
-    std::string reason = r.reason.substr(0, r.reason.find('\n'));
+    // One line per test: the lines of a message (one per node) joined.
+    std::string reason = r.reason;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
     results << name << "\t" << kNames[r.kind] << "\t" << reason << "\n";
     if (r.kind == Result::kPass) pass_list << name << "\n";
     if (r.kind != Result::kPass && passing.count(name)) regressions.push_back(name + ": " + reason);
