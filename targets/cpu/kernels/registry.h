@@ -23,6 +23,7 @@ std::span<const rt::KernelEntry> QuantizeKernels();
 std::span<const rt::KernelEntry> TransformerKernels();
 std::span<const rt::KernelEntry> RecurrentKernels();
 std::span<const rt::KernelEntry> SignalKernels();
+std::span<const rt::KernelEntry> TextKernels();
 
 // Every CPU kernel; null when `op` has none.
 rt::KernelFn FindKernel(std::string_view op);

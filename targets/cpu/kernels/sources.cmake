@@ -16,4 +16,5 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/transformer.cc
   ${QUILT_ROOT}/targets/cpu/kernels/recurrent.cc
   ${QUILT_ROOT}/targets/cpu/kernels/signal.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/text.cc
 )
