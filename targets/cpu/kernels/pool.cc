@@ -279,9 +279,8 @@ Status AdaptiveAvgPool(KernelContext& ctx) { return AdaptivePool<false>(ctx); }
 Status AdaptiveMaxPool(KernelContext& ctx) { return AdaptivePool<true>(ctx); }
 
 // ONNX MaxUnpool: data[i] is written at flat index indices[i] of a result of the default shape
-// (N, C, (in - 1) * stride + pool_size - pad_begin - pad_end), the pads taken as 0 when
-// output_size is given; with output_size, that result sits at the start of every dim of a
-// zero output of that size (which must not be smaller).
+// (N, C, (in - 1) * stride + pool_size - pad_begin - pad_end); with output_size, that result
+// sits at the start of every dim of a zero output of that size (which must not be smaller).
 Status MaxUnpool(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const Tensor& ind = *ctx.input(1);
@@ -303,7 +302,7 @@ Status MaxUnpool(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "padding", 2 * r, 0, &padding));
   Shape inferred = {x.shape[0], x.shape[1]};
   for (size_t i = 0; i < r; ++i) {
-    int64_t pads = sized ? 0 : padding[i] + padding[r + i];
+    int64_t pads = padding[i] + padding[r + i];
     int64_t d = (x.shape[2 + i] - 1) * strides[i] + kernel[i] - pads;
     if (d < 0) return Status::Error("the unpooled size " + Str(d) + " is negative");
     inferred.push_back(d);
