@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# The main job, as far as it goes end to end today: build quilt, read a heterogeneous module in
-# the IR text form, normalize it (every value gets its shape, dtype and virtual device), and
-# show where each value is placed.
+# The main job, end to end: a real model with real weights from an installable package (the
+# PP-OCR text-direction classifier in the rapidocr-onnxruntime wheel) is imported, compiled into
+# a package for this machine's devices, and run on a real input (a rendered line of text, upright
+# and turned 180 degrees); the result and its latency are printed next to ONNX Runtime's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 bash scripts/build.sh >/dev/null
-
-example=tests/data/ir/rfc_to_vdevice.qir
-echo "== input: $example"
-grep -v '^#' "$example"
-echo
-echo "== after normalize (quilt-opt $example --pass normalize)"
-build/bin/quilt-opt "$example" --pass normalize
-echo
-echo "== placement: value -> virtual device"
-build/bin/quilt-opt "$example" --pass normalize |
-  sed -nE 's/^ *([A-Za-z_0-9]+): R\.Tensor\(([^)]*\)), "([a-z0-9]+)"(, "([^"]+)")?\).*/\1\t\5/p' |
-  awk -F'\t' '{ printf "  %-4s %s\n", $1, ($2 == "" ? "(not placed yet: realize-vdevice decides)" : $2) }'
-
-# A real model: the PP-OCR text-direction classifier from the rapidocr-onnxruntime wheel.
 model=$(bash scripts/fetch-models.sh | grep cls_infer)
-echo
-echo "== quilt-inspect $model"
+out=out/demo
+mkdir -p "$out"
+
+echo "== the model: quilt-inspect $model"
 build/bin/quilt-inspect "$model"
+
 echo
-echo "== imported: signature of main (quilt-opt $model)"
-build/bin/quilt-opt "$model" | sed -n '/def main/,/^        R.func_attr/p' | grep -v func_attr
-echo "   ... $(build/bin/quilt-opt "$model" | grep -c ' = R\.') bindings"
+echo "== compile: quiltc $model -o $out/cls.quilt --device llvm --input-shape x:2,3,48,192"
+build/bin/quiltc "$model" -o "$out/cls.quilt" --device llvm --input-shape x:2,3,48,192
+build/bin/quilt-inspect "$out/cls.quilt"
+
+echo
+echo "== the input: one line of text, upright and turned 180 degrees ($out/cls_input.png)"
+.venv/bin/python scripts/cls_input.py "$out/cls_input.npz" "quilt stitches models"
+
+echo
+echo "== run: quilt-run $out/cls.quilt --inputs $out/cls_input.npz --warmup 5 --iterations 50"
+build/bin/quilt-run "$out/cls.quilt" --inputs "$out/cls_input.npz" --output-dir "$out/quilt" \
+  --warmup 5 --iterations 50
+
+echo
+echo "== quilt next to ONNX Runtime (same input; labels: text angle 0 or 180 degrees)"
+.venv/bin/python scripts/compare_ort.py "$model" "$out/cls_input.npz" "$out/quilt" --labels 0,180 --runs 50

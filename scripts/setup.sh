@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache clang-format git python3-venv
   libgtest-dev libgmock-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libflatbuffers-dev flatbuffers-compiler libssl-dev zlib1g-dev
 )
 
 missing=()
@@ -23,12 +24,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python_pkgs=(numpy onnx onnxruntime)
+python_pkgs=(numpy onnx onnxruntime pillow)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL" 2>/dev/null; then
   echo "setup: installing ${python_pkgs[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
 fi

@@ -9,6 +9,11 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 bash scripts/setup.sh
 bash scripts/check-format.sh
 
+echo "== the runtime alone (links nothing from the compiler side)"
+cmake -S runtime -B build-runtime -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-runtime -j"$(nproc)"
+bash scripts/check-runtime-deps.sh build-runtime
+
 echo "== build (RelWithDebInfo) and tests"
 bash scripts/build.sh
 (cd build && ctest --output-on-failure -j"$(nproc)")

@@ -1,8 +1,11 @@
 #include "targets/lower.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 
+#include "ir/builder.h"
 #include "ir/op.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/memory_plan.h"
@@ -10,9 +13,34 @@
 namespace quilt::compiler {
 namespace {
 
+// Shared by the lowerings of all graphs of one package: subgraphs made for module functions
+// (loop bodies), by name, and the ops without a kernel.
+struct PackageLowering {
+  const ir::IRModule& module;
+  PackageSpec& spec;
+  const LowerOptions& options;
+  std::map<std::string, int> function_graphs;
+  struct Missing {
+    std::string op, where;
+  };
+  std::vector<Missing> missing;
+};
+
 class GraphLowering {
  public:
-  GraphLowering(PackageSpec& spec, GraphSpec& g) : spec_(spec), g_(g) {}
+  GraphLowering(PackageLowering& pl, GraphSpec& g) : pl_(pl), spec_(pl.spec), g_(g) {}
+
+  // Lowers a branch of an If: its free variables (bound in the enclosing graph) become the
+  // subgraph's inputs, in the order of `captured`.
+  Status LowerBranch(const ir::SeqExprNode& seq, const std::vector<ir::Var>& captured) {
+    for (const ir::Var& v : captured) {
+      Expected<int> value = NewValue(v->name_hint, v->struct_info, pkg::ValueKind::Input);
+      if (!value) return value.error();
+      vars_[v.get()] = {*value};
+      g_.inputs.push_back(*value);
+    }
+    return LowerBody(seq, nullptr);
+  }
 
   Status LowerFunction(const ir::FunctionNode& f) {
     const auto* in_names = f.attrs.Get<std::vector<std::string>>("input_names");
@@ -29,7 +57,11 @@ class GraphLowering {
       vars_[p.get()] = {*v};
       g_.inputs.push_back(*v);
     }
-    for (const ir::BindingBlock& block : f.body->blocks) {
+    return LowerBody(*f.body, &f);
+  }
+
+  Status LowerBody(const ir::SeqExprNode& body, const ir::FunctionNode* function) {
+    for (const ir::BindingBlock& block : body.blocks) {
       for (const ir::Binding& b : block.bindings) {
         source_ = b.source;
         Expected<std::vector<int>> vals = LowerBinding(b);
@@ -41,10 +73,11 @@ class GraphLowering {
         vars_[b.var.get()] = *vals;
       }
     }
-    Expected<std::vector<int>> outs = LowerArg(f.body->body);
+    Expected<std::vector<int>> outs = LowerArg(body.body);
     if (!outs) return outs.error();
-    const auto* out_names = f.attrs.Get<std::vector<std::string>>("output_names");
-    std::vector<std::string> names = OutputNames(f.body->body, outs->size());
+    const auto* out_names =
+        function ? function->attrs.Get<std::vector<std::string>>("output_names") : nullptr;
+    std::vector<std::string> names = OutputNames(body.body, outs->size());
     for (size_t i = 0; i < outs->size(); ++i) {
       int v = (*outs)[i];
       // A graph output is its own intermediate: an input, a constant or a value returned twice
@@ -71,6 +104,9 @@ class GraphLowering {
   }
 
   // Arena offsets for intermediates of static size that are not graph outputs.
+  // Arena offsets for intermediates of static size that are not graph outputs. The output of an
+  // elementwise or broadcast step reuses the memory of an input of the same size that no later
+  // step reads (in place): those kernels read element i before writing element i.
   void PlanMemory() {
     int num_values = static_cast<int>(g_.values.size());
     std::vector<int> first(num_values, -1), last(num_values, -1);
@@ -83,18 +119,52 @@ class GraphLowering {
         last[v] = std::max(last[v], s);
       }
     }
+    auto plannable = [&](int v) {
+      const ValueSpec& value = g_.values[v];
+      return value.kind == pkg::ValueKind::Intermediate && value.byte_size >= 0 && first[v] >= 0 &&
+             std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end();
+    };
+    // root[v]: the value whose memory v uses (itself unless in place); a block of values
+    // sharing memory lives from its root's first step to its members' last.
+    std::vector<int> root(num_values), block_last = last;
+    std::vector<bool> taken(num_values, false);
+    for (int v = 0; v < num_values; ++v) root[v] = v;
+    if (pl_.options.in_place) {
+      for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+        const StepSpec& step = g_.steps[s];
+        const ir::OpInfo* op = ir::FindOp(step.kernel);
+        if (!op || step.outputs.size() != 1) continue;
+        if (op->pattern != ir::OpPattern::kElementwise &&
+            op->pattern != ir::OpPattern::kBroadcast) {
+          continue;
+        }
+        int out = step.outputs[0];
+        if (!plannable(out)) continue;
+        for (int in : step.inputs) {
+          if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
+          const ValueSpec& a = g_.values[in];
+          const ValueSpec& b = g_.values[out];
+          if (a.byte_size != b.byte_size || a.dtype != b.dtype) continue;
+          int r = root[in];
+          root[out] = r;
+          taken[in] = true;
+          block_last[r] = std::max(block_last[r], last[out]);
+          break;
+        }
+      }
+    }
     std::vector<LiveRange> ranges;
     std::vector<int> which;
     for (int v = 0; v < num_values; ++v) {
-      ValueSpec& value = g_.values[v];
-      if (value.kind != pkg::ValueKind::Intermediate || value.byte_size < 0 || first[v] < 0)
-        continue;
-      if (std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end()) continue;
-      ranges.push_back({value.byte_size, first[v], last[v]});
+      if (!plannable(v) || root[v] != v) continue;
+      ranges.push_back({g_.values[v].byte_size, first[v], block_last[v]});
       which.push_back(v);
     }
     ArenaPlan plan = PlanArena(ranges);
     for (size_t i = 0; i < which.size(); ++i) g_.values[which[i]].arena_offset = plan.offsets[i];
+    for (int v = 0; v < num_values; ++v) {
+      if (plannable(v) && root[v] != v) g_.values[v].arena_offset = g_.values[root[v]].arena_offset;
+    }
     g_.arena_bytes = {plan.total};
   }
 
@@ -124,6 +194,7 @@ class GraphLowering {
 
   Expected<std::vector<int>> LowerBinding(const ir::Binding& b) {
     if (const auto* call = ir::As<ir::CallNode>(b.value)) return LowerCall(*call, b.var->name_hint);
+    if (const auto* node = ir::As<ir::IfNode>(b.value)) return LowerIf(*node, b.var->name_hint);
     if (const auto* t = ir::As<ir::TupleNode>(b.value)) tuple_fields_[b.var.get()] = t->fields;
     return LowerArg(b.value);
   }
@@ -175,7 +246,7 @@ class GraphLowering {
         return Error("a nested call (not normalized)");
       case ir::ExprKind::kIf:
       case ir::ExprKind::kSeqExpr:
-        return Error("control flow (If) is not supported by the package yet");
+        return Error("a nested If or block (not normalized)");
       case ir::ExprKind::kStringImm:
         return Error("string values are not supported");
       case ir::ExprKind::kFunction:
@@ -197,27 +268,109 @@ class GraphLowering {
     step.source = source_;
     step.attrs = call.attrs;
     for (const ir::Expr& arg : call.args) {
+      if (const auto* gv = ir::As<ir::GlobalVarNode>(arg)) {
+        // A loop body: a module function becomes a subgraph of the package.
+        Expected<int> graph = FunctionGraph(gv->name);
+        if (!graph) return graph.error();
+        step.subgraphs.push_back(*graph);
+        step.input_arity.push_back(0);
+        continue;
+      }
       Expected<std::vector<int>> vals = LowerArg(arg);
       if (!vals) return vals;
       step.inputs.insert(step.inputs.end(), vals->begin(), vals->end());
       step.input_arity.push_back(static_cast<int>(vals->size()));
     }
-    if (!cpu::FindKernel(op->name))
-      missing_.push_back({op->name, source_.empty() ? name : source_});
-    const ir::StructInfo& s = call.struct_info;
-    std::vector<ir::StructInfo> results =
-        s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
-    for (size_t i = 0; i < results.size(); ++i) {
-      std::string vname = results.size() == 1 ? name : name + "." + std::to_string(i);
-      Expected<int> v = NewValue(vname, results[i], pkg::ValueKind::Intermediate);
-      if (!v) return v.error();
-      step.outputs.push_back(*v);
+    bool builtin = op->kind == ir::OpKind::kWhileLoop || op->kind == ir::OpKind::kScan;
+    if (!builtin && !cpu::FindKernel(op->name)) {
+      pl_.missing.push_back({op->name, source_.empty() ? name : source_});
     }
-    std::vector<int> outs = step.outputs;
+    Expected<std::vector<int>> outs = ResultValues(call.struct_info, name);
+    if (!outs) return outs;
+    step.outputs = *outs;
     g_.steps.push_back(std::move(step));
     return outs;
   }
 
+  // The results of a call or If as new values (one per tuple field).
+  Expected<std::vector<int>> ResultValues(const ir::StructInfo& s, const std::string& name) {
+    std::vector<ir::StructInfo> results =
+        s->kind == ir::StructInfoKind::kTuple ? s->fields : std::vector<ir::StructInfo>{s};
+    std::vector<int> outs;
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::string vname = results.size() == 1 ? name : name + "." + std::to_string(i);
+      Expected<int> v = NewValue(vname, results[i], pkg::ValueKind::Intermediate);
+      if (!v) return v.error();
+      outs.push_back(*v);
+    }
+    return outs;
+  }
+
+  // An If becomes an `if` step: inputs (cond, captured...), one subgraph per branch taking the
+  // captured values (the free variables of both branches) as inputs.
+  Expected<std::vector<int>> LowerIf(const ir::IfNode& node, const std::string& name) {
+    std::vector<ir::Var> captured = ir::FreeVars(*node.then_branch, {});
+    for (const ir::Var& v : ir::FreeVars(*node.else_branch, captured)) captured.push_back(v);
+    StepSpec step;
+    step.kernel = "if";
+    step.source = source_;
+    Expected<std::vector<int>> cond = LowerArg(node.cond);
+    if (!cond) return cond;
+    step.inputs = *cond;
+    for (const ir::Var& v : captured) {
+      Expected<std::vector<int>> vals = LowerArg(v);
+      if (!vals) return vals;
+      if (vals->size() != 1) return Error("a tuple captured by an If branch is not supported yet");
+      step.inputs.push_back((*vals)[0]);
+    }
+    step.input_arity = {1, static_cast<int>(captured.size())};
+    for (const ir::SeqExpr& branch : {node.then_branch, node.else_branch}) {
+      spec_.graphs.emplace_back();
+      GraphSpec& sub = spec_.graphs.back();
+      sub.name = name + (branch == node.then_branch ? ".then" : ".else");
+      int index = static_cast<int>(spec_.graphs.size()) - 1;
+      GraphLowering lowering(pl_, sub);
+      if (Status s = lowering.LowerBranch(*branch, captured); !s) return s.error();
+      lowering.Finish();
+      step.subgraphs.push_back(index);
+    }
+    Expected<std::vector<int>> outs = ResultValues(node.struct_info, name);
+    if (!outs) return outs;
+    step.outputs = *outs;
+    g_.steps.push_back(std::move(step));
+    return outs;
+  }
+
+  Expected<int> FunctionGraph(const std::string& fname) {
+    auto it = pl_.function_graphs.find(fname);
+    if (it != pl_.function_graphs.end()) return it->second;
+    ir::Function f = pl_.module.Lookup(fname);
+    if (!f) return Error("the module has no function '" + fname + "'");
+    spec_.graphs.emplace_back();
+    GraphSpec& sub = spec_.graphs.back();
+    sub.name = fname;
+    int index = static_cast<int>(spec_.graphs.size()) - 1;
+    pl_.function_graphs[fname] = index;
+    GraphLowering lowering(pl_, sub);
+    if (Status s = lowering.LowerFunction(*f); !s) {
+      Diagnostic d = s.error();
+      d.message = "in function '" + fname + "': " + d.message;
+      return d;
+    }
+    lowering.Finish();
+    return index;
+  }
+
+ public:
+  void Finish() {
+    if (pl_.options.plan_memory) {
+      PlanMemory();
+    } else {
+      g_.arena_bytes = {0};
+    }
+  }
+
+ private:
   Expected<std::vector<int>> LowerShape(const ir::ShapeExprNode& shape) {
     bool all_static = true;
     std::vector<int64_t> ints;
@@ -402,13 +555,8 @@ class GraphLowering {
     return dims_[e.get()] = static_cast<int>(g_.dims.size()) - 1;
   }
 
- public:
-  struct Missing {
-    std::string op, where;
-  };
-  std::vector<Missing> missing_;
-
  private:
+  PackageLowering& pl_;
   PackageSpec& spec_;
   GraphSpec& g_;
   std::string source_;
@@ -426,21 +574,18 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
   if (!main) return Error("the module has no function 'main'");
   PackageSpec spec;
   spec.devices.push_back({"llvm", "cpu", 0});
+  PackageLowering pl{module, spec, options, {}, {}};
   spec.graphs.emplace_back();
-  GraphSpec& g = spec.graphs.back();
+  GraphSpec& g = spec.graphs.front();
   g.name = "main";
-  GraphLowering lowering(spec, g);
+  GraphLowering lowering(pl, g);
   if (Status s = lowering.LowerFunction(*main); !s) return s.error();
-  if (!lowering.missing_.empty()) {
-    std::string msg =
-        "no CPU kernel yet for " + std::to_string(lowering.missing_.size()) + " op(s):";
-    for (const auto& m : lowering.missing_) msg += "\n  " + m.op + " (node '" + m.where + "')";
+  if (!pl.missing.empty()) {
+    std::string msg = "no CPU kernel yet for " + std::to_string(pl.missing.size()) + " op(s):";
+    for (const auto& m : pl.missing) msg += "\n  " + m.op + " (node '" + m.where + "')";
     return Error(msg);
   }
-  if (options.plan_memory)
-    lowering.PlanMemory();
-  else
-    g.arena_bytes = {0};
+  lowering.Finish();
   return spec;
 }
 

@@ -7,7 +7,7 @@
 //     flattened (with the arity of each argument kept on the step).
 //  3. Dims become an expression pool; symbols are numbered in order of first appearance.
 //  4. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
-//     never placed in the arena.
+//     never placed in the arena; elementwise steps write in place where their input dies.
 // Ops without a kernel on the chosen device are reported all at once, with node names.
 #pragma once
 
@@ -22,6 +22,8 @@ namespace quilt::compiler {
 struct LowerOptions {
   // Plan intermediates into an arena (off: every intermediate is allocated at run time).
   bool plan_memory = true;
+  // Let the output of an elementwise step take over the memory of an input no later step reads.
+  bool in_place = true;
 };
 
 Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});

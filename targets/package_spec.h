@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,11 +21,11 @@ struct DimSpec {
 };
 
 struct ValueSpec {
-  std::string name;
+  std::string name = {};
   pkg::ValueKind kind = pkg::ValueKind::Intermediate;
   int32_t dtype = 0;
   int rank = -1;
-  std::vector<int> dims;  // indices into GraphSpec::dims
+  std::vector<int> dims = {};  // indices into GraphSpec::dims
   int device = 0;
   int buffer = -1;
   int default_buffer = -1;
@@ -33,41 +34,42 @@ struct ValueSpec {
 };
 
 struct StepSpec {
-  std::string kernel;
+  std::string kernel = {};
   int device = 0;
-  std::vector<int> inputs;  // -1: absent
-  std::vector<int> input_arity;
-  std::vector<int> outputs;
-  ir::Attrs attrs;
-  std::vector<int> dims;
-  std::vector<int> subgraphs;
-  std::string source;
+  std::vector<int> inputs = {};  // -1: absent
+  std::vector<int> input_arity = {};
+  std::vector<int> outputs = {};
+  ir::Attrs attrs = {};
+  std::vector<int> dims = {};
+  std::vector<int> subgraphs = {};
+  std::string source = {};
 };
 
 struct GraphSpec {
-  std::string name;
-  std::vector<std::string> symbols;
-  std::vector<DimSpec> dims;
-  std::vector<ValueSpec> values;
-  std::vector<int> inputs, outputs;
-  std::vector<StepSpec> steps;
-  std::vector<int64_t> arena_bytes;  // per device
+  std::string name = {};
+  std::vector<std::string> symbols = {};
+  std::vector<DimSpec> dims = {};
+  std::vector<ValueSpec> values = {};
+  std::vector<int> inputs = {};
+  std::vector<int> outputs = {};
+  std::vector<StepSpec> steps = {};
+  std::vector<int64_t> arena_bytes = {};  // per device
 };
 
 struct DeviceSpec {
-  std::string target;  // "llvm"
-  std::string kind;    // "cpu"
+  std::string target = {};  // "llvm"
+  std::string kind = {};    // "cpu"
   int id = 0;
 };
 
 struct PackageSpec {
-  std::vector<DeviceSpec> devices;
-  std::vector<GraphSpec> graphs;
-  std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers;
+  std::vector<DeviceSpec> devices = {};
+  std::deque<GraphSpec> graphs = {};  // a deque: adding a graph keeps references valid
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers = {};
   std::string producer = "quilt 0.1.0";
-  std::string source_model;
+  std::string source_model = {};
   std::string source_sha256;
-  std::string placement_report;
+  std::string placement_report = {};
 };
 
 }  // namespace quilt::compiler

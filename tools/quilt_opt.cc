@@ -5,7 +5,6 @@
 //
 // Exit status: 0 success (or structurally equal), 1 an error in the input (parse, verification,
 // a pass's diagnostic) or not equal, 2 bad usage (unknown pass or option).
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include "ir/structural_equal.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -73,14 +73,7 @@ int main(int argc, char** argv) {
   for (const auto& p : quilt::passes::AllPasses())
     footer += "  " + std::string(p.name) + ": " + p.summary + "\n";
   app.footer(footer);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
 
   std::vector<quilt::passes::Pass> passes;
   for (const std::string& spec : pass_specs) {

@@ -8,7 +8,6 @@
 // Prints each output's shape and first values, writes them as DIR/NAME.npy, and with
 // --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run, 2 for
 // bad usage.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include <random>
 
 #include "runtime/src/session.h"
+#include "tools/cli.h"
 #include "tools/tensor_io.h"
 
 namespace {
@@ -90,14 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--iterations", iterations, "timed runs")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "threads per run")->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
   if (!st.ok()) {

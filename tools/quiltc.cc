@@ -4,12 +4,12 @@
 //
 // Exit status 0 on success, 1 when the model cannot be compiled (the message names the file,
 // node, op type and why), 2 for bad usage. Never overwrites the model it reads.
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "targets/compile.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -48,14 +48,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "package to write (.quilt)")->required();
   app.add_option("--device", devices, "target to compile for, in priority order (llvm)");
   app.add_option("--input-shape", shapes, "fix an input's shape: NAME:D,D,...");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   quilt::compiler::CompileOptions options;
   if (!devices.empty()) options.devices = devices;
   for (const std::string& s : shapes) {

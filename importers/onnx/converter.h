@@ -107,8 +107,9 @@ using ConvertFn = Expected<Outputs> (*)(NodeContext& ctx);
 
 struct Converter {
   const char* op_type;
-  int since;  // first opset version this converter handles
+  int since;  // first opset version (of its domain) this converter handles
   ConvertFn fn;
+  const char* domain = "";  // "" for the default domain (ai.onnx)
 };
 
 // Categories, one file each (importers/onnx/ops_*.cc); converters.cc lists them.
@@ -124,9 +125,11 @@ extern const std::vector<Converter> kTransformerConverters;  // ops_transformer.
 extern const std::vector<Converter> kRecurrentConverters;    // ops_recurrent.cc
 extern const std::vector<Converter> kSignalConverters;       // ops_signal.cc
 
-// The converter for (op_type, opset) in the default domain, or null.
-const Converter* FindConverter(const std::string& op_type, int64_t opset);
-// Every op type with a converter (for messages and coverage reports).
+// The converter for (op_type, opset) in `domain` ("" or "ai.onnx": the default one), or null.
+const Converter* FindConverter(const std::string& op_type, int64_t opset,
+                               const std::string& domain = "");
+// Every op type with a converter (for messages and coverage reports); ops of other domains than
+// the default one are named "domain.op_type".
 std::vector<std::string> SupportedOpTypes();
 
 // Ops deliberately left out, with the reason reported to the user (empty when not left out).

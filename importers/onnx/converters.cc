@@ -18,11 +18,16 @@ const std::vector<const std::vector<Converter>*>& Categories() {
 
 }  // namespace
 
-const Converter* FindConverter(const std::string& op_type, int64_t opset) {
+const Converter* FindConverter(const std::string& op_type, int64_t opset,
+                               const std::string& domain) {
+  const std::string& d = domain == "ai.onnx" ? std::string() : domain;
   const Converter* best = nullptr;
   for (const auto* list : Categories()) {
     for (const Converter& c : *list) {
-      if (op_type == c.op_type && c.since <= opset && (!best || c.since > best->since)) best = &c;
+      if (op_type == c.op_type && d == c.domain && c.since <= opset &&
+          (!best || c.since > best->since)) {
+        best = &c;
+      }
     }
   }
   return best;
@@ -31,7 +36,9 @@ const Converter* FindConverter(const std::string& op_type, int64_t opset) {
 std::vector<std::string> SupportedOpTypes() {
   std::set<std::string> names;
   for (const auto* list : Categories()) {
-    for (const Converter& c : *list) names.insert(c.op_type);
+    for (const Converter& c : *list) {
+      names.insert(*c.domain ? std::string(c.domain) + "." + c.op_type : c.op_type);
+    }
   }
   return {names.begin(), names.end()};
 }

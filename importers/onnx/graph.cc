@@ -301,7 +301,12 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     }
     return InlineFunction(node, *fn->second, depth + 1);
   }
-  const Converter* conv = default_domain ? FindConverter(node.op_type(), model_.opset) : nullptr;
+  // Other domains (ai.onnx.preview) convert at the opset the model imports for them.
+  int64_t opset = default_domain                ? model_.opset
+                  : model_.opsets.count(domain) ? model_.opsets.at(domain)
+                                                : 0;
+  const Converter* conv =
+      opset > 0 ? FindConverter(node.op_type(), opset, default_domain ? "" : domain) : nullptr;
   if (!conv) {
     std::string reason = LeftOutReason(default_domain ? "" : domain, node.op_type());
     if (reason.empty() && default_domain) {
@@ -323,14 +328,15 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     for (const std::string& out : node.output()) poisoned_.insert(out);
     return {};
   }
-  if (Status s = CheckNodeSchema(node, model_.opset,
-                                 "node '" + name + "' (" + node.op_type() + ", opset " +
-                                     std::to_string(model_.opset) + ")");
+  if (Status s = CheckNodeSchema(
+          node, opset,
+          "node '" + name + "' (" + node.op_type() + ", opset " + std::to_string(opset) + ")",
+          default_domain ? "" : domain);
       !s) {
     return s;
   }
   current_source_ = name;
-  NodeContext ctx(this, node, model_.opset);
+  NodeContext ctx(this, node, opset);
   Expected<Outputs> outs = conv->fn(ctx);
   if (!outs) {
     // A converter's own diagnostic already names the node; wrap anything else.

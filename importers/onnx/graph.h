@@ -44,8 +44,7 @@ class GraphImporter {
   // the single output or a tuple of the outputs.
   // `known`, when given, receives the known values of each output (nullopt where none).
   Expected<ir::SeqExpr> ImportSubgraph(
-      const ::onnx::GraphProto& graph, const std::vector<ir::Expr>& inputs,
-      const std::string& what,
+      const ::onnx::GraphProto& graph, const std::vector<ir::Expr>& inputs, const std::string& what,
       std::vector<std::optional<KnownValues>>* known = nullptr) const;
   // Moves a subgraph's bindings into this graph (a branch taken at import time, a modifier
   // subgraph applied in line); the subgraph read this graph's values, so its bindings fit here.

@@ -27,7 +27,10 @@ Expected<Outputs> InlineBranch(NodeContext& ctx, bool then) {
   const char* name = then ? "then_branch" : "else_branch";
   std::vector<std::optional<KnownValues>> known;
   Expected<ir::SeqExpr> seq = ctx.graph()->ImportSubgraph(ctx.Attr(name)->g(), {}, name, &known);
-  if (!seq) return ctx.Error(seq.error().message);
+  if (!seq) {
+    const Diagnostic& d = seq.error();
+    return ctx.Error(d.location.empty() ? d.message : std::string(name) + ": " + d.ToString());
+  }
   ctx.graph()->InlineBindings(*seq);
   const ir::Expr& body = (*seq)->body;
   Outputs outs;
@@ -279,7 +282,8 @@ Expected<Outputs> Scan8(NodeContext& ctx) {
   if (!m) return ctx.Error(m.error().message);
   int64_t n_inputs = ctx.NumInputs() - 1;  // input 0 is sequence_lens
   if (*m < 1 || *m > n_inputs)
-    return ctx.Error("num_scan_inputs must be between 1 and the number of inputs after sequence_lens");
+    return ctx.Error(
+        "num_scan_inputs must be between 1 and the number of inputs after sequence_lens");
   int64_t n_states = n_inputs - *m;
   int64_t n_outputs = ctx.NumOutputs() - n_states;
   if (n_outputs < 0) return ctx.Error("Scan has fewer outputs than states");
@@ -290,7 +294,7 @@ Expected<Outputs> Scan8(NodeContext& ctx) {
   for (int64_t d : *dirs) {
     if (d != 0 && d != 1) return ctx.Error("directions must be 0 (forward) or 1 (reverse)");
   }
-  std::vector<ir::Expr> batched;                 // states, then scan inputs
+  std::vector<ir::Expr> batched;                // states, then scan inputs
   std::vector<ir::StructInfo> entry, inner_in;  // one batch entry; one step of it
   for (int64_t i = 0; i < n_inputs; ++i) {
     ir::Expr x = ctx.Input(static_cast<int>(i + 1));
@@ -320,8 +324,7 @@ Expected<Outputs> Scan8(NodeContext& ctx) {
           "supported");
     }
   }
-  Expected<LiftedBody> inner =
-      LiftLoopBody(ctx, body->g(), inner_in, 0, n_states, 0, "Scan body");
+  Expected<LiftedBody> inner = LiftLoopBody(ctx, body->g(), inner_in, 0, n_states, 0, "Scan body");
   if (!inner) return ctx.Error(inner.error().message);
   // The outer body: (state entries..., scan entries..., captured...) -> inner scan's results.
   std::vector<ir::Var> params;
@@ -340,9 +343,8 @@ Expected<Outputs> Scan8(NodeContext& ctx) {
   a.Set("scan_output_axes", std::vector<int64_t>(n_outputs, 0));
   a.Set("scan_output_directions", std::vector<int64_t>(n_outputs, 0));
   Expected<ir::Expr> step = ir::MakeOpCall(
-      ir::OpKind::kScan, {inner->function, ir::MakeTuple(states), ir::MakeTuple(scans),
-                          ir::MakeTuple(captured)},
-      a);
+      ir::OpKind::kScan,
+      {inner->function, ir::MakeTuple(states), ir::MakeTuple(scans), ir::MakeTuple(captured)}, a);
   if (!step) return ctx.Error(step.error().message);
   ir::Var result = ir::MakeVar("entry", (*step)->struct_info);
   ir::SeqExpr seq = ir::MakeSeqExpr(
@@ -358,11 +360,11 @@ Expected<Outputs> Scan8(NodeContext& ctx) {
   outer.Set("scan_input_directions", std::vector<int64_t>(n_inputs, 0));
   outer.Set("scan_output_axes", std::vector<int64_t>(ctx.NumOutputs(), 0));
   outer.Set("scan_output_directions", std::vector<int64_t>(ctx.NumOutputs(), 0));
-  Expected<ir::Expr> scan = ir::MakeOpCall(
-      ir::OpKind::kScan,
-      {ir::MakeGlobalVar(name, (*f)->struct_info), ir::MakeTuple({}), ir::MakeTuple(batched),
-       ir::MakeTuple(inner->captured)},
-      outer);
+  Expected<ir::Expr> scan =
+      ir::MakeOpCall(ir::OpKind::kScan,
+                     {ir::MakeGlobalVar(name, (*f)->struct_info), ir::MakeTuple({}),
+                      ir::MakeTuple(batched), ir::MakeTuple(inner->captured)},
+                     outer);
   if (!scan) return ctx.Error(scan.error().message);
   return Items(ctx, *scan, ctx.NumOutputs());
 }

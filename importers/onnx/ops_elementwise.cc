@@ -134,8 +134,11 @@ Expected<Outputs> Cast(NodeContext& ctx) {
   if (*to < 1 || *to > ir::kLastDataType || *to == static_cast<int>(ir::DataType::kString)) {
     return ctx.Error("attribute 'to' = " + std::to_string(*to) + " is not a supported type");
   }
+  Expected<int64_t> saturate = ctx.Int("saturate", 1);
+  if (!saturate) return ctx.Error(saturate.error().message);
   ir::Attrs a;
   a.Set("dtype", static_cast<ir::DataType>(*to));
+  a.Set("saturate", *saturate != 0);
   Expected<ir::Expr> e = ctx.Emit(OpKind::kAstype, {ctx.Input(0)}, a);
   if (!e) return e.error();
   ir::DataType t = static_cast<ir::DataType>(*to);

@@ -1,6 +1,7 @@
 // Converters of the nn category: convolution, pooling, normalization, softmax, activations,
-// dropout, the depth/space rearrangements and TfIdfVectorizer. Windows (kernel, strides, pads, dilations) are
-// written out in full; auto_pad is resolved to explicit pads when the spatial dims are static.
+// dropout, the depth/space rearrangements and TfIdfVectorizer. Windows (kernel, strides, pads,
+// dilations) are written out in full; auto_pad is resolved to explicit pads when the spatial dims
+// are static.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

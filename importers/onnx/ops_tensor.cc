@@ -1003,8 +1003,11 @@ Expected<Outputs> CastLike(NodeContext& ctx) {
   ir::DataType t = ctx.InputSInfo(1)->dtype;
   if (t == ir::DataType::kVoid) return ctx.Error("the dtype of 'target_type' must be known");
   if (t == ir::DataType::kString) return ctx.Error("casts to string are not supported");
+  Expected<int64_t> saturate = ctx.Int("saturate", 1);
+  if (!saturate) return ctx.Error(saturate.error().message);
   ir::Attrs a;
   a.Set("dtype", t);
+  a.Set("saturate", *saturate != 0);
   Expected<ir::Expr> e = ctx.Emit(OpKind::kAstype, {ctx.Input(0)}, a);
   if (!e) return e.error();
   if (t == ir::DataType::kInt64 || t == ir::DataType::kInt32) {

@@ -1,11 +1,13 @@
 // Converters of the transformer category: Attention, RotaryEmbedding, SwiGLU, TensorScatter,
-// LinearAttention, CausalConvWithState. Optional inputs the model leaves out become empty
-// constants of shape (0,); multi-output ops return a tuple whose items are bound per output.
+// LinearAttention, CausalConvWithState, FlexAttention (ai.onnx.preview). Optional inputs the model
+// leaves out become empty constants of shape (0,); multi-output ops return a tuple whose items are
+// bound per output.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "importers/onnx/converter.h"
+#include "importers/onnx/graph.h"
 #include "importers/onnx/tensor.h"
 
 namespace quilt::importers::onnx {
@@ -192,6 +194,149 @@ Expected<Outputs> CausalConvWithState(NodeContext& ctx) {
                    2);
 }
 
+// score_mod / prob_mod of FlexAttention: the subgraph imported in line on `x`, which it must map
+// to a rank-4 tensor of `dtype`.
+Expected<ir::Expr> ApplyModifier(NodeContext& ctx, const std::string& name, ir::Expr x,
+                                 ir::DataType dtype) {
+  const ::onnx::AttributeProto* attr = ctx.Attr(name);
+  if (!attr) return x;
+  if (attr->type() != ::onnx::AttributeProto::GRAPH) {
+    return ctx.Error("attribute '" + name + "' must be a graph");
+  }
+  const ::onnx::GraphProto& g = attr->g();
+  if (g.input_size() != 1 || g.output_size() != 1) {
+    return ctx.Error(name + " must take one input and produce one output, got " +
+                     Str(g.input_size()) + " and " + Str(g.output_size()));
+  }
+  Expected<ir::SeqExpr> seq = ctx.graph()->ImportSubgraph(g, {x}, name);
+  // A diagnostic of a node in the subgraph names that node: keep it in the message.
+  if (!seq) {
+    const Diagnostic& d = seq.error();
+    return ctx.Error(d.location.empty() ? d.message : name + ": " + d.ToString());
+  }
+  ctx.graph()->InlineBindings(*seq);
+  ir::Expr out = (*seq)->body;
+  const ir::StructInfo& s = out->struct_info;
+  if (!s->IsTensor() || (s->ndim >= 0 && s->ndim != 4)) {
+    return ctx.Error(name + " must return a rank-4 tensor, got " + ir::Describe(s));
+  }
+  if (s->dtype != dtype && s->dtype != ir::DataType::kVoid) {
+    return ctx.Error(name + " must return " + std::string(ir::DataTypeName(dtype)) + ", got " +
+                     std::string(ir::DataTypeName(s->dtype)));
+  }
+  return out;
+}
+
+// K or V (B, Hkv, S, D) with each head repeated `group` times in a row: (B, Hkv * group, S, D).
+Expected<ir::Expr> RepeatHeads(NodeContext& ctx, const ir::Expr& x, int64_t group) {
+  if (group == 1) return x;
+  const ir::StructInfo& s = x->struct_info;
+  if (!s->shape) return ctx.Error("K and V need known dims when Q has more heads");
+  const std::vector<ir::PrimExpr>& d = *s->shape;
+  TF_TRY(r, ctx.Emit(OpKind::kReshape,
+                     {x, ir::MakeShapeExpr({d[0], d[1], ir::IntImm(1), d[2], d[3]})}));
+  TF_TRY(b, ctx.Emit(OpKind::kBroadcastTo,
+                     {*r, ir::MakeShapeExpr({d[0], d[1], ir::IntImm(group), d[2], d[3]})}));
+  return ctx.Emit(OpKind::kReshape,
+                  {*b, ir::MakeShapeExpr({d[0], d[1] * ir::IntImm(group), d[2], d[3]})});
+}
+
+ir::Attrs DtypeAttr(ir::DataType t) {
+  ir::Attrs a;
+  a.Set("dtype", t);
+  return a;
+}
+
+// FlexAttention (ai.onnx.preview 1), written out in IR ops: Q and K pre-scaled by sqrt(scale)
+// (in Q's dtype), K and V heads repeated for GQA, scores = Q @ K^T in the softmax dtype
+// (softmax_precision; default float64 for float64 inputs, else float32), score_mod, softmax over
+// the keys, prob_mod, then probs @ V cast back to V's dtype. The modifier subgraphs are imported
+// in line on the (B, Hq, L, S) tensors.
+Expected<Outputs> FlexAttention(NodeContext& ctx) {
+  if (!ctx.HasInput(0) || !ctx.HasInput(1) || !ctx.HasInput(2)) {
+    return ctx.Error("Q, K and V are required");
+  }
+  ir::Expr q = ctx.Input(0), k = ctx.Input(1), v = ctx.Input(2);
+  const char* names[] = {"Q", "K", "V"};
+  ir::DataType dtype = q->struct_info->dtype;
+  for (int i = 0; i < 3; ++i) {
+    const ir::StructInfo& s = ctx.InputSInfo(i);
+    if (s->ndim >= 0 && s->ndim != 4) {
+      return ctx.Error(std::string(names[i]) + " must have rank 4, got rank " + Str(s->ndim));
+    }
+    if (s->dtype != dtype) {
+      return ctx.Error(std::string(names[i]) + " is " + std::string(ir::DataTypeName(s->dtype)) +
+                       ", Q is " + std::string(ir::DataTypeName(dtype)));
+    }
+  }
+  if (dtype != ir::DataType::kFloat16 && dtype != ir::DataType::kBFloat16 &&
+      dtype != ir::DataType::kFloat32 && dtype != ir::DataType::kFloat64) {
+    return ctx.Error("Q, K and V must be float16, bfloat16, float32 or float64, got " +
+                     std::string(ir::DataTypeName(dtype)));
+  }
+  const ir::StructInfo& qs = q->struct_info;
+  const ir::StructInfo& ks = k->struct_info;
+  double scale;
+  if (ctx.Attr("scale")) {
+    TF_TRY(s, ctx.Float("scale"));
+    scale = *s;
+  } else {
+    std::optional<int64_t> e;
+    if (qs->shape) e = ir::AsInt((*qs->shape)[3]);
+    if (!e || *e <= 0)
+      return ctx.Error("the head size of Q must be static when 'scale' is not given");
+    scale = 1.0 / std::sqrt(static_cast<double>(*e));
+  }
+  ir::DataType compute = dtype == ir::DataType::kFloat64 ? dtype : ir::DataType::kFloat32;
+  if (ctx.Attr("softmax_precision")) {
+    TF_TRY(p, ctx.Int("softmax_precision"));
+    std::optional<ir::DataType> t = ElemType(static_cast<int32_t>(*p));
+    if (!t || (*t != ir::DataType::kFloat16 && *t != ir::DataType::kBFloat16 &&
+               *t != ir::DataType::kFloat32 && *t != ir::DataType::kFloat64)) {
+      return ctx.Error("softmax_precision must be a float type, got " + Str(*p));
+    }
+    compute = *t;
+  }
+  // GQA: each K/V head serves Hq / Hkv query heads in a row.
+  int64_t group = 1;
+  if (qs->shape && ks->shape && !ir::PrimEqual((*qs->shape)[1], (*ks->shape)[1])) {
+    std::optional<int64_t> hq = ir::AsInt((*qs->shape)[1]), hkv = ir::AsInt((*ks->shape)[1]);
+    if (!hq || !hkv) return ctx.Error("Q and K head counts must be static when they differ");
+    if (*hkv <= 0 || *hq % *hkv != 0) {
+      return ctx.Error("Q's " + Str(*hq) + " heads are not a multiple of K's " + Str(*hkv));
+    }
+    group = *hq / *hkv;
+  }
+  // sqrt(scale) is computed in float32, then cast to the inputs' dtype.
+  TF_TRY(root, ctx.ScalarConst(dtype, std::sqrt(static_cast<float>(scale))));
+  TF_TRY(q1, ctx.Emit(OpKind::kMultiply, {q, *root}));
+  TF_TRY(k1, ctx.Emit(OpKind::kMultiply, {k, *root}));
+  TF_TRY(k2, RepeatHeads(ctx, *k1, group));
+  TF_TRY(v1, RepeatHeads(ctx, v, group));
+  ir::Attrs perm;
+  perm.Set("axes", std::vector<int64_t>{0, 1, 3, 2});
+  TF_TRY(kt, ctx.Emit(OpKind::kPermuteDims, {*k2}, perm));
+  TF_TRY(scores, ctx.Emit(OpKind::kMatmul, {*q1, *kt}));
+  ir::Expr x = *scores;
+  if (compute != dtype) {
+    TF_TRY(c, ctx.Emit(OpKind::kAstype, {x}, DtypeAttr(compute)));
+    x = *c;
+  }
+  TF_TRY(modified, ApplyModifier(ctx, "score_mod", x, compute));
+  ir::Attrs axis;
+  axis.Set("axis", int64_t{-1});
+  TF_TRY(probs, ctx.Emit(OpKind::kSoftmax, {*modified}, axis));
+  TF_TRY(p, ApplyModifier(ctx, "prob_mod", *probs, compute));
+  ir::Expr vv = *v1;
+  if (compute != dtype) {
+    TF_TRY(c, ctx.Emit(OpKind::kAstype, {vv}, DtypeAttr(compute)));
+    vv = *c;
+  }
+  TF_TRY(y, ctx.Emit(OpKind::kMatmul, {*p, vv}));
+  if (compute == dtype) return Outputs{*y};
+  return NodeContext::Single(ctx.Emit(OpKind::kAstype, {*y}, DtypeAttr(dtype)));
+}
+
 }  // namespace
 
 const std::vector<Converter> kTransformerConverters = {
@@ -201,6 +346,7 @@ const std::vector<Converter> kTransformerConverters = {
     {"TensorScatter", 24, TensorScatter},
     {"LinearAttention", 27, LinearAttention},
     {"CausalConvWithState", 27, CausalConvWithState},
+    {"FlexAttention", 1, FlexAttention, "ai.onnx.preview"},
 };
 
 }  // namespace quilt::importers::onnx

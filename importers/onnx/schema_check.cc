@@ -41,16 +41,17 @@ std::string Range(int lo, int hi) {
 
 }  // namespace
 
-int SchemaMaxOpset() {
+int SchemaMaxOpset(const std::string& domain) {
   auto& map = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().LastReleaseVersionMap();
-  auto it = map.find(::onnx::ONNX_DOMAIN);
+  auto it = map.find(domain);
   return it == map.end() ? 0 : it->second;
 }
 
-Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location) {
-  if (opset > SchemaMaxOpset()) return {};
-  const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(
-      node.op_type(), static_cast<int>(opset), ::onnx::ONNX_DOMAIN);
+Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location,
+                       const std::string& domain) {
+  if (opset > SchemaMaxOpset(domain)) return {};
+  const ::onnx::OpSchema* schema =
+      ::onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);
   if (!schema) return {};  // unknown op: the converter lookup reports it
   auto fail = [&](const std::string& m) { return Status(Error(m, location)); };
   int inputs = node.input_size();

@@ -4,18 +4,22 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <string>
+
 #include "ir/diagnostic.h"
 
 namespace quilt::importers::onnx {
 
-// The newest default-domain opset whose schemas the ONNX library here knows; models with a newer
-// opset are checked by the converters alone.
-int SchemaMaxOpset();
+// The newest opset of `domain` ("": the default one) whose schemas the ONNX library here knows;
+// models with a newer opset are checked by the converters alone.
+int SchemaMaxOpset(const std::string& domain = "");
 
 // "int", "floats", ...: an attribute type for messages.
 const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t);
 
-// `location` names the node in messages ("node 'x' (Add, opset 13)").
-Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location);
+// `location` names the node in messages ("node 'x' (Add, opset 13)"); `opset` is the one the
+// model imports for the node's domain.
+Status CheckNodeSchema(const ::onnx::NodeProto& node, int64_t opset, const std::string& location,
+                       const std::string& domain = "");
 
 }  // namespace quilt::importers::onnx

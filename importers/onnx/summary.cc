@@ -68,8 +68,9 @@ Expected<ModelSummary> SummarizeOnnxFile(const std::string& path) {
   for (const auto& n : m.graph().node()) {
     std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
     ++s.op_histogram[domain.empty() ? n.op_type() : domain + "." + n.op_type()];
-    bool supported = local.count({n.domain(), n.op_type()}) ||
-                     (domain.empty() && FindConverter(n.op_type(), opset));
+    bool supported =
+        local.count({n.domain(), n.op_type()}) ||
+        FindConverter(n.op_type(), s.opsets.count(domain) ? s.opsets[domain] : 0, domain);
     if (!supported) {
       std::string name = n.name().empty() ? n.op_type() + "#" + std::to_string(index) : n.name();
       int64_t v = s.opsets.count(domain) ? s.opsets[domain] : opset;

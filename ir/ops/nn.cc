@@ -648,8 +648,7 @@ Expected<StructInfo> InferTfIdfVectorizer(const OpInfo& op, const std::vector<Ex
     if (v < 0) return Error("ngram_indexes must be non-negative, got " + Str(v));
     size = std::max(size, v + 1);
   }
-  if (const auto* w = attrs.Get<std::vector<double>>("weights");
-      w && w->size() != indexes.size()) {
+  if (const auto* w = attrs.Get<std::vector<double>>("weights"); w && w->size() != indexes.size()) {
     return Error("weights has " + Str(static_cast<int64_t>(w->size())) + " values for " +
                  Str(static_cast<int64_t>(indexes.size())) + " ngram_indexes");
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "runtime/src/dims.h"
@@ -19,12 +21,48 @@ struct FreeDeleter {
 };
 using Memory = std::unique_ptr<uint8_t, FreeDeleter>;
 
-Memory Allocate(size_t bytes) {
-  size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  return Memory(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-}
+// Memory blocks kept between runs: a run takes blocks from its session's pool and gives them
+// back as values die and when it ends, so a session in steady state allocates nothing. Blocks
+// are 64-byte aligned; a request takes the smallest free block of at least its size (and at most
+// twice it), else a new one.
+class BlockPool {
+ public:
+  struct Block {
+    Memory mem;
+    size_t size = 0;
+  };
 
-enum class Builtin { kNone, kShapeExpr, kPrimValue };
+  Block Take(size_t bytes) {
+    size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.lower_bound(rounded);
+      if (it != free_.end() && it->first <= 2 * rounded) {
+        Block b{std::move(it->second), it->first};
+        free_bytes_ -= it->first;
+        free_.erase(it);
+        return b;
+      }
+    }
+    return Block{Memory(static_cast<uint8_t*>(std::aligned_alloc(64, rounded))), rounded};
+  }
+
+  void Give(Block b) {
+    if (!b.mem) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_ + b.size > kMaxFreeBytes) return;  // dropped: freed here
+    free_bytes_ += b.size;
+    free_.emplace(b.size, std::move(b.mem));
+  }
+
+ private:
+  static constexpr size_t kMaxFreeBytes = size_t{1} << 30;
+  std::mutex mu_;
+  std::multimap<size_t, Memory> free_;
+  size_t free_bytes_ = 0;
+};
+
+enum class Builtin { kNone, kShapeExpr, kPrimValue, kIf, kWhileLoop, kScan };
 
 }  // namespace
 
@@ -40,12 +78,19 @@ std::string TensorSignature::ToString() const {
   return s + ")" + (has_default ? " = default" : "");
 }
 
-struct Session::GraphPlan {
+namespace {
+struct GraphPlan {
   const pkg::Graph* graph = nullptr;
   std::vector<KernelFn> kernels;  // per step (null for builtins)
   std::vector<Builtin> builtins;
   std::vector<std::vector<int>> frees;  // per step: values whose last use it is
   std::vector<bool> is_output;
+};
+}  // namespace
+
+struct Session::Plans {
+  std::vector<GraphPlan> graphs;  // per graph of the package
+  mutable BlockPool pool;         // memory reused across runs
 };
 
 Session::~Session() = default;
@@ -82,6 +127,57 @@ std::string StepName(const pkg::Graph& g, int s) {
 
 }  // namespace
 
+namespace {
+
+Builtin BuiltinOf(std::string_view name) {
+  if (name == "shape_expr") return Builtin::kShapeExpr;
+  if (name == "prim_value") return Builtin::kPrimValue;
+  if (name == "if") return Builtin::kIf;
+  if (name == "while_loop") return Builtin::kWhileLoop;
+  if (name == "scan") return Builtin::kScan;
+  return Builtin::kNone;
+}
+
+// Kernels resolved, and for each step the values it is the last reader of. Steps without a
+// kernel are added to `missing`.
+GraphPlan PlanGraph(const pkg::Graph& g, std::string* missing) {
+  GraphPlan plan;
+  plan.graph = &g;
+  int num_steps = static_cast<int>(g.steps()->size());
+  for (int i = 0; i < num_steps; ++i) {
+    std::string_view name = g.steps()->Get(i)->kernel()->string_view();
+    Builtin builtin = BuiltinOf(name);
+    KernelFn fn = builtin == Builtin::kNone ? cpu::FindKernel(name) : nullptr;
+    if (builtin == Builtin::kNone && !fn) {
+      *missing += missing->empty() ? "" : ", ";
+      *missing += StepName(g, i);
+    }
+    plan.kernels.push_back(fn);
+    plan.builtins.push_back(builtin);
+  }
+  int num_values = static_cast<int>(g.values()->size());
+  plan.is_output.assign(num_values, false);
+  for (int32_t v : *g.outputs()) plan.is_output[v] = true;
+  std::vector<int> last_use(num_values, -1);
+  for (int i = 0; i < num_steps; ++i) {
+    const pkg::Step* step = g.steps()->Get(i);
+    for (int32_t v : *step->inputs()) {
+      if (v >= 0) last_use[v] = i;
+    }
+    for (int32_t v : *step->outputs()) last_use[v] = std::max(last_use[v], i);
+  }
+  plan.frees.resize(num_steps);
+  for (int v = 0; v < num_values; ++v) {
+    if (g.values()->Get(v)->kind() == pkg::ValueKind::Intermediate && !plan.is_output[v] &&
+        last_use[v] >= 0) {
+      plan.frees[last_use[v]].push_back(v);
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
 Status Session::Create(std::shared_ptr<const LoadedPackage> package, const SessionOptions& options,
                        std::unique_ptr<Session>* out) {
   if (!package) return Status::Error("session: no package");
@@ -101,52 +197,16 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
                            "', which the session options do not allow");
     }
   }
-  if (p.graphs()->size() > 1) {
-    return Status::Error("packages with subgraphs (control flow) are not supported yet");
-  }
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->options_ = options;
-  s->plan_ = std::make_unique<GraphPlan>();
-  GraphPlan& plan = *s->plan_;
-  const pkg::Graph& g = *p.graphs()->Get(0);
-  plan.graph = &g;
+  s->plans_ = std::make_unique<Plans>();
   std::string missing;
-  int num_steps = static_cast<int>(g.steps()->size());
-  for (int i = 0; i < num_steps; ++i) {
-    const pkg::Step* step = g.steps()->Get(i);
-    std::string_view name = step->kernel()->string_view();
-    Builtin builtin = name == "shape_expr"   ? Builtin::kShapeExpr
-                      : name == "prim_value" ? Builtin::kPrimValue
-                                             : Builtin::kNone;
-    KernelFn fn = builtin == Builtin::kNone ? cpu::FindKernel(name) : nullptr;
-    if (builtin == Builtin::kNone && !fn) {
-      missing += missing.empty() ? "" : ", ";
-      missing += StepName(g, i);
-    }
-    plan.kernels.push_back(fn);
-    plan.builtins.push_back(builtin);
+  for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
+    s->plans_->graphs.push_back(PlanGraph(*p.graphs()->Get(gi), &missing));
   }
   if (!missing.empty()) return Status::Error("no CPU kernel for " + missing);
-  // Liveness: each intermediate is freed after the last step that reads it.
-  int num_values = static_cast<int>(g.values()->size());
-  plan.is_output.assign(num_values, false);
-  for (int32_t v : *g.outputs()) plan.is_output[v] = true;
-  std::vector<int> last_use(num_values, -1);
-  for (int i = 0; i < num_steps; ++i) {
-    const pkg::Step* step = g.steps()->Get(i);
-    for (int32_t v : *step->inputs()) {
-      if (v >= 0) last_use[v] = i;
-    }
-    for (int32_t v : *step->outputs()) last_use[v] = std::max(last_use[v], i);
-  }
-  plan.frees.resize(num_steps);
-  for (int v = 0; v < num_values; ++v) {
-    if (g.values()->Get(v)->kind() == pkg::ValueKind::Intermediate && !plan.is_output[v] &&
-        last_use[v] >= 0) {
-      plan.frees[last_use[v]].push_back(v);
-    }
-  }
+  const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));
   *out = std::move(s);
@@ -199,18 +259,52 @@ namespace {
 // The state of one run: every value's tensor, the memory it owns, the arena, the symbols.
 class Run final : public KernelContext {
  public:
-  Run(const LoadedPackage& package, const pkg::Graph& g, int threads)
-      : package_(package), g_(g), env_(g), threads_(threads), attrs_(nullptr) {
+  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans, BlockPool& pool, int graph,
+      int threads, int depth = 0)
+      : package_(package),
+        pool_(pool),
+        plans_(plans),
+        plan_(plans[graph]),
+        g_(*plans[graph].graph),
+        env_(g_),
+        threads_(threads),
+        depth_(depth),
+        attrs_(nullptr) {
+    const pkg::Graph& g = g_;
     size_t n = g.values()->size();
     values_.resize(n);
     owned_.resize(n);
     const auto* arenas = g.arena_bytes();
-    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0) arena_ = Allocate(arenas->Get(0));
+    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0) arena_ = pool_.Take(arenas->Get(0));
   }
 
-  DimEnv& env() { return env_; }
-  std::vector<Tensor>& values() { return values_; }
-  std::vector<Memory>& owned() { return owned_; }
+  ~Run() {
+    pool_.Give(std::move(arena_));
+    for (BlockPool::Block& b : owned_) pool_.Give(std::move(b));
+  }
+
+  // Binds the inputs (by position; null: the input's default), runs every step, frees each
+  // intermediate after its last reader.
+  Status Execute(const std::vector<const Tensor*>& given) {
+    QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
+    int num_steps = static_cast<int>(g_.steps()->size());
+    for (int s = 0; s < num_steps; ++s) {
+      Status st = RunStep(s, plan_.kernels[s], plan_.builtins[s]);
+      if (!st.ok()) return st.WithContext(StepName(g_, s));
+      for (int v : plan_.frees[s]) Free(v);
+    }
+    return Status::Ok();
+  }
+
+  void TakeOutputs(std::vector<OwnedTensor>* outputs) {
+    outputs->clear();
+    for (uint32_t i = 0; i < g_.outputs()->size(); ++i) {
+      int v = g_.outputs()->Get(i);
+      OwnedTensor o = Copy(values_[v]);
+      o.name = g_.values()->Get(v)->name() ? g_.values()->Get(v)->name()->str() : "";
+      outputs->push_back(std::move(o));
+    }
+  }
 
   Status BindConstantsAndInputs(const std::vector<const Tensor*>& given) {
     for (uint32_t v = 0; v < g_.values()->size(); ++v) {
@@ -226,6 +320,15 @@ class Run final : public KernelContext {
       }
       values_[v] = *given[i];
       std::string where = "input '" + value->name()->str() + "'";
+      if (value->rank() >= 0 && given[i]->rank() != value->rank()) {
+        return Status::Error(where + " has rank " + std::to_string(given[i]->rank()) +
+                             ", expected " + std::to_string(value->rank()));
+      }
+      if (static_cast<int32_t>(given[i]->dtype) != value->dtype()) {
+        return Status::Error(where + " is " + std::string(DTypeName(given[i]->dtype)) +
+                             ", expected " +
+                             std::string(DTypeName(static_cast<DType>(value->dtype()))));
+      }
       for (int d = 0; d < value->rank(); ++d) {
         QUILT_RETURN_IF_ERROR(env_.Match(value->dims()->Get(d), given[i]->shape[d],
                                          where + " dim " + std::to_string(d)));
@@ -246,6 +349,15 @@ class Run final : public KernelContext {
       case Builtin::kPrimValue:
         QUILT_RETURN_IF_ERROR(EvalPrimValue());
         break;
+      case Builtin::kIf:
+        QUILT_RETURN_IF_ERROR(RunIf());
+        break;
+      case Builtin::kWhileLoop:
+        QUILT_RETURN_IF_ERROR(RunWhileLoop());
+        break;
+      case Builtin::kScan:
+        QUILT_RETURN_IF_ERROR(RunScan());
+        break;
       case Builtin::kNone:
         QUILT_RETURN_IF_ERROR(fn(*this));
         break;
@@ -254,7 +366,8 @@ class Run final : public KernelContext {
   }
 
   void Free(int v) {
-    owned_[v].reset();
+    pool_.Give(std::move(owned_[v]));
+    owned_[v] = {};
     values_[v].data = nullptr;
   }
 
@@ -304,13 +417,15 @@ class Run final : public KernelContext {
     Tensor& t = values_[v];
     t.dtype = dtype;
     t.shape = std::move(shape);
-    if (arena_ && value->arena_offset() >= 0 && static_cast<int64_t>(bytes) == value->byte_size()) {
-      t.data = arena_.get() + value->arena_offset();
+    if (arena_.mem && value->arena_offset() >= 0 &&
+        static_cast<int64_t>(bytes) == value->byte_size()) {
+      t.data = arena_.mem.get() + value->arena_offset();
     } else {
-      owned_[v] = Allocate(bytes);
-      if (!owned_[v])
+      pool_.Give(std::move(owned_[v]));
+      owned_[v] = pool_.Take(bytes);
+      if (!owned_[v].mem)
         return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
-      t.data = owned_[v].get();
+      t.data = owned_[v].mem.get();
     }
     *out = &t;
     return Status::Ok();
@@ -326,6 +441,251 @@ class Run final : public KernelContext {
     t.shape.clear();
     for (int32_t d : *value->dims()) t.shape.push_back(g_.dims()->Get(d)->value());
     t.data = const_cast<uint8_t*>(package_.BufferData(buffer));
+  }
+
+  // Subgraph `graph` run on `inputs`, in a run of its own (its own values and symbols).
+  Status RunGraph(int graph, const std::vector<const Tensor*>& inputs,
+                  std::vector<OwnedTensor>* outputs) {
+    if (depth_ >= kMaxDepth) return Status::Error("subgraphs nested too deep");
+    if (inputs.size() != plans_[graph].graph->inputs()->size()) {
+      return Status::Error("subgraph " + std::to_string(graph) + " takes " +
+                           std::to_string(plans_[graph].graph->inputs()->size()) +
+                           " inputs, the step gives " + std::to_string(inputs.size()));
+    }
+    class Run sub(package_, plans_, pool_, graph, threads_, depth_ + 1);
+    QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
+    sub.TakeOutputs(outputs);
+    return Status::Ok();
+  }
+
+  Status SetOutput(int i, const Tensor& t) {
+    Tensor* y;
+    QUILT_RETURN_IF_ERROR(Output(i, t.dtype, t.shape, &y));
+    if (t.ByteSize()) std::memcpy(y->data, t.data, t.ByteSize());
+    return Status::Ok();
+  }
+
+  std::vector<const Tensor*> ArgInputs(int arg) const {
+    std::vector<const Tensor*> v;
+    for (int i = 0; i < ArgSize(arg); ++i) v.push_back(input(ArgBegin(arg) + i));
+    return v;
+  }
+
+  static Status ScalarBool(const Tensor* t, const char* what, bool* out) {
+    if (!t || t->dtype != DType::kBool || t->NumElements() != 1) {
+      return Status::Error(std::string(what) + " must be one bool");
+    }
+    *out = *t->Data<uint8_t>() != 0;
+    return Status::Ok();
+  }
+
+  // if(cond, captured...): runs the then (subgraph 0) or else (subgraph 1) branch.
+  Status RunIf() {
+    bool cond = false;
+    QUILT_RETURN_IF_ERROR(ScalarBool(input(0), "the condition", &cond));
+    std::vector<OwnedTensor> outs;
+    QUILT_RETURN_IF_ERROR(RunGraph(step_->subgraphs()->Get(cond ? 0 : 1), ArgInputs(1), &outs));
+    if (static_cast<int>(outs.size()) != num_outputs()) {
+      return Status::Error("the branch returns " + std::to_string(outs.size()) +
+                           " values, expected " + std::to_string(num_outputs()));
+    }
+    for (int i = 0; i < num_outputs(); ++i) QUILT_RETURN_IF_ERROR(SetOutput(i, View(outs[i])));
+    return Status::Ok();
+  }
+
+  static OwnedTensor Copy(const Tensor& t) {
+    OwnedTensor o;
+    o.dtype = t.dtype;
+    o.shape = t.shape;
+    const auto* b = static_cast<const uint8_t*>(t.data);
+    if (t.ByteSize()) o.data.assign(b, b + t.ByteSize());
+    return o;
+  }
+
+  static Tensor View(const OwnedTensor& o) {
+    return Tensor{o.dtype, o.shape, const_cast<uint8_t*>(o.data.data())};
+  }
+
+  // Stacks equally shaped `items` along a new axis `axis` (of the result) into output i; with
+  // `reverse`, item t goes to position n-1-t.
+  Status Stack(int i, const std::vector<OwnedTensor>& items, int64_t axis, bool reverse) {
+    int v = step_->outputs()->Get(i);
+    const pkg::Value* value = g_.values()->Get(v);
+    Shape elem;
+    DType dtype = static_cast<DType>(value->dtype());
+    if (items.empty()) {
+      // No iterations: a zero-length axis; other dims as far as the compiler knows them.
+      Shape shape;
+      for (int d = 0; d < value->rank(); ++d) {
+        std::optional<int64_t> e = env_.Eval(value->dims()->Get(d));
+        shape.push_back(d == 0 || !e ? 0 : *e);
+      }
+      Tensor* y;
+      return Output(i, dtype, shape, &y);
+    }
+    elem = items[0].shape;
+    dtype = items[0].dtype;
+    for (const OwnedTensor& t : items) {
+      if (t.shape != elem || t.dtype != dtype) {
+        return Status::Error("the scan output " + std::to_string(i) +
+                             " changes shape or type between iterations");
+      }
+    }
+    int rank = static_cast<int>(elem.size()) + 1;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return Status::Error("scan output axis out of range");
+    if (DTypeBits(dtype) % 8 != 0) return Status::Error("sub-byte element types in a loop");
+    size_t eb = DTypeBits(dtype) / 8;
+    int64_t n = static_cast<int64_t>(items.size());
+    Shape shape = elem;
+    shape.insert(shape.begin() + axis, n);
+    Tensor* y;
+    QUILT_RETURN_IF_ERROR(Output(i, dtype, shape, &y));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= elem[d];
+    for (size_t d = axis; d < elem.size(); ++d) inner *= elem[d];
+    auto* dst = static_cast<uint8_t*>(y->data);
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t pos = reverse ? n - 1 - t : t;
+      for (int64_t o = 0; o < outer; ++o) {
+        std::memcpy(dst + ((o * n + pos) * inner) * eb, items[t].data.data() + o * inner * eb,
+                    inner * eb);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // while_loop(body, max_trip, cond, carried..., captured...), ONNX Loop semantics: the body
+  // (iteration, cond, carried..., captured...) -> (cond, carried..., scan elements...).
+  Status RunWhileLoop() {
+    const Tensor* max_trip = input(ArgBegin(1));
+    const Tensor* cond_in = input(ArgBegin(2));
+    int64_t max = INT64_MAX;
+    if (max_trip && max_trip->NumElements() > 0) {
+      if (max_trip->dtype != DType::kInt64 || max_trip->NumElements() != 1) {
+        return Status::Error("the trip count must be one int64");
+      }
+      max = *max_trip->Data<int64_t>();
+    }
+    bool cond = true;
+    if (cond_in && cond_in->NumElements() > 0) {
+      QUILT_RETURN_IF_ERROR(ScalarBool(cond_in, "the loop condition", &cond));
+    }
+    std::vector<const Tensor*> init = ArgInputs(3), captured = ArgInputs(4);
+    size_t num_carried = init.size();
+    std::vector<OwnedTensor> carried;
+    for (const Tensor* t : init) carried.push_back(Copy(*t));
+    size_t num_scans = num_outputs() - num_carried;
+    std::vector<std::vector<OwnedTensor>> scans(num_scans);
+    int body = step_->subgraphs()->Get(0);
+    for (int64_t it = 0; it < max && cond; ++it) {
+      int64_t iter_value = it;
+      uint8_t cond_value = 1;
+      Tensor iter_t{DType::kInt64, {}, &iter_value};
+      Tensor cond_t{DType::kBool, {}, &cond_value};
+      std::vector<Tensor> views;
+      for (const OwnedTensor& c : carried) views.push_back(View(c));
+      std::vector<const Tensor*> in = {&iter_t, &cond_t};
+      for (const Tensor& v : views) in.push_back(&v);
+      in.insert(in.end(), captured.begin(), captured.end());
+      std::vector<OwnedTensor> outs;
+      Status st = RunGraph(body, in, &outs);
+      if (!st.ok()) return st.WithContext("iteration " + std::to_string(it));
+      if (outs.size() != 1 + num_carried + num_scans) {
+        return Status::Error("the loop body returns " + std::to_string(outs.size()) + " values");
+      }
+      Tensor c = View(outs[0]);
+      QUILT_RETURN_IF_ERROR(ScalarBool(&c, "the body's condition", &cond));
+      for (size_t k = 0; k < num_carried; ++k) carried[k] = std::move(outs[1 + k]);
+      for (size_t k = 0; k < num_scans; ++k)
+        scans[k].push_back(std::move(outs[1 + num_carried + k]));
+    }
+    for (size_t k = 0; k < num_carried; ++k) {
+      QUILT_RETURN_IF_ERROR(SetOutput(static_cast<int>(k), View(carried[k])));
+    }
+    for (size_t k = 0; k < num_scans; ++k) {
+      QUILT_RETURN_IF_ERROR(Stack(static_cast<int>(num_carried + k), scans[k], 0, false));
+    }
+    return Status::Ok();
+  }
+
+  // scan(body, states..., scan_inputs..., captured...), ONNX Scan (opset 9+) semantics.
+  Status RunScan() {
+    std::vector<const Tensor*> states_in = ArgInputs(1), xs = ArgInputs(2), captured = ArgInputs(3);
+    std::vector<int64_t> in_axes = attrs_.Ints("scan_input_axes");
+    std::vector<int64_t> in_dirs = attrs_.Ints("scan_input_directions");
+    std::vector<int64_t> out_axes = attrs_.Ints("scan_output_axes");
+    std::vector<int64_t> out_dirs = attrs_.Ints("scan_output_directions");
+    if (xs.empty()) return Status::Error("scan needs at least one scan input");
+    int64_t len = -1;
+    std::vector<int64_t> axes(xs.size());
+    for (size_t j = 0; j < xs.size(); ++j) {
+      int64_t a = j < in_axes.size() ? in_axes[j] : 0;
+      int rank = xs[j]->rank();
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank) return Status::Error("scan input axis out of range");
+      if (DTypeBits(xs[j]->dtype) % 8 != 0)
+        return Status::Error("sub-byte element types in a scan");
+      axes[j] = a;
+      int64_t n = xs[j]->shape[a];
+      if (len >= 0 && n != len) return Status::Error("scan inputs have different lengths");
+      len = n;
+    }
+    size_t num_states = states_in.size();
+    std::vector<OwnedTensor> states;
+    for (const Tensor* t : states_in) states.push_back(Copy(*t));
+    size_t num_scans = num_outputs() - num_states;
+    std::vector<std::vector<OwnedTensor>> scans(num_scans);
+    int body = step_->subgraphs()->Get(0);
+    for (int64_t t = 0; t < len; ++t) {
+      std::vector<OwnedTensor> slices;
+      for (size_t j = 0; j < xs.size(); ++j) {
+        bool reverse = j < in_dirs.size() && in_dirs[j] == 1;
+        slices.push_back(Slice(*xs[j], axes[j], reverse ? len - 1 - t : t));
+      }
+      std::vector<Tensor> views;
+      for (const OwnedTensor& s : states) views.push_back(View(s));
+      for (const OwnedTensor& s : slices) views.push_back(View(s));
+      std::vector<const Tensor*> in;
+      for (const Tensor& v : views) in.push_back(&v);
+      in.insert(in.end(), captured.begin(), captured.end());
+      std::vector<OwnedTensor> outs;
+      Status st = RunGraph(body, in, &outs);
+      if (!st.ok()) return st.WithContext("iteration " + std::to_string(t));
+      if (outs.size() != num_states + num_scans) {
+        return Status::Error("the scan body returns " + std::to_string(outs.size()) + " values");
+      }
+      for (size_t k = 0; k < num_states; ++k) states[k] = std::move(outs[k]);
+      for (size_t k = 0; k < num_scans; ++k) scans[k].push_back(std::move(outs[num_states + k]));
+    }
+    for (size_t k = 0; k < num_states; ++k) {
+      QUILT_RETURN_IF_ERROR(SetOutput(static_cast<int>(k), View(states[k])));
+    }
+    for (size_t k = 0; k < num_scans; ++k) {
+      int64_t axis = k < out_axes.size() ? out_axes[k] : 0;
+      bool reverse = k < out_dirs.size() && out_dirs[k] == 1;
+      QUILT_RETURN_IF_ERROR(Stack(static_cast<int>(num_states + k), scans[k], axis, reverse));
+    }
+    return Status::Ok();
+  }
+
+  // Element `index` of `x` along `axis` (that axis removed).
+  static OwnedTensor Slice(const Tensor& x, int64_t axis, int64_t index) {
+    OwnedTensor o;
+    o.dtype = x.dtype;
+    o.shape = x.shape;
+    o.shape.erase(o.shape.begin() + axis);
+    size_t eb = DTypeBits(x.dtype) / 8;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
+    for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+    int64_t n = x.shape[axis];
+    o.data.resize(outer * inner * eb);
+    const auto* src = static_cast<const uint8_t*>(x.data);
+    for (int64_t k = 0; k < outer; ++k) {
+      std::memcpy(o.data.data() + k * inner * eb, src + ((k * n + index) * inner) * eb, inner * eb);
+    }
+    return o;
   }
 
   Status EvalShapeExpr() {
@@ -398,13 +758,18 @@ class Run final : public KernelContext {
     return Status::Ok();
   }
 
+  static constexpr int kMaxDepth = 64;
   const LoadedPackage& package_;
+  BlockPool& pool_;
+  const std::vector<GraphPlan>& plans_;
+  const GraphPlan& plan_;
   const pkg::Graph& g_;
   DimEnv env_;
   int threads_;
+  int depth_;
   std::vector<Tensor> values_;
-  std::vector<Memory> owned_;
-  Memory arena_;
+  std::vector<BlockPool::Block> owned_;
+  BlockPool::Block arena_;
   const pkg::Step* step_ = nullptr;
   std::vector<const Tensor*> inputs_;
   AttrView attrs_;
@@ -416,26 +781,10 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  const pkg::Graph& g = *plan_->graph;
-  class Run run(*package_, g, options_.threads);
-  QUILT_RETURN_IF_ERROR(run.BindConstantsAndInputs(given));
-  int num_steps = static_cast<int>(g.steps()->size());
-  for (int s = 0; s < num_steps; ++s) {
-    Status st = run.RunStep(s, plan_->kernels[s], plan_->builtins[s]);
-    if (!st.ok()) return st.WithContext(StepName(g, s));
-    for (int v : plan_->frees[s]) run.Free(v);
-  }
-  outputs->clear();
-  for (uint32_t i = 0; i < g.outputs()->size(); ++i) {
-    const Tensor& t = run.values()[g.outputs()->Get(i)];
-    OwnedTensor o;
-    o.name = outputs_[i].name;
-    o.dtype = t.dtype;
-    o.shape = t.shape;
-    const auto* bytes = static_cast<const uint8_t*>(t.data);
-    o.data.assign(bytes, bytes + t.ByteSize());
-    outputs->push_back(std::move(o));
-  }
+  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads);
+  QUILT_RETURN_IF_ERROR(run.Execute(given));
+  run.TakeOutputs(outputs);
+  for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
   return Status::Ok();
 }
 

@@ -54,7 +54,7 @@ class Session {
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
 
  private:
-  struct GraphPlan;
+  struct Plans;
   Session() = default;
   Status CheckInputs(const std::vector<NamedTensor>& inputs,
                      std::vector<const Tensor*>* by_position) const;
@@ -63,7 +63,7 @@ class Session {
   std::shared_ptr<const LoadedPackage> package_;
   SessionOptions options_;
   std::vector<TensorSignature> inputs_, outputs_;
-  std::unique_ptr<GraphPlan> plan_;
+  std::unique_ptr<Plans> plans_;
 };
 
 }  // namespace quilt::rt

@@ -74,7 +74,7 @@ std::string Compare(const quilt::rt::OwnedTensor& got, const onnx::TensorProto& 
   if (got.data.size() != w.size()) return "byte size differs";
   int64_t n = 1;
   for (int64_t d : got.shape) n *= d;
-  if (!FloatAt(got.dtype, w.data(), 0) || n == 0) {
+  if (n == 0 || !FloatAt(got.dtype, w.data(), 0)) {
     if (got.data != w) {
       size_t i = 0;
       while (i < w.size() && got.data[i] == w[i]) ++i;
@@ -110,7 +110,8 @@ Result RunOne(const fs::path& dir, bool left_out) {
   quilt::Expected<std::vector<uint8_t>> bytes = quilt::compiler::CompileModule(*mod, copts);
   if (!bytes) {
     const std::string& m = bytes.error().message;
-    if (m.find("no CPU kernel") != std::string::npos || m.find("not supported") != std::string::npos) {
+    if (m.find("no CPU kernel") != std::string::npos ||
+        m.find("not supported") != std::string::npos) {
       return Unsupported("compile: " + bytes.error().ToString());
     }
     return Fail("compile: " + bytes.error().ToString());
@@ -156,7 +157,8 @@ Result RunOne(const fs::path& dir, bool left_out) {
   for (size_t i = 0;; ++i) {
     fs::path p = data / ("output_" + std::to_string(i) + ".pb");
     if (!fs::exists(p)) {
-      if (i != outputs.size()) return Fail("the package returns " + std::to_string(outputs.size()) + " outputs");
+      if (i != outputs.size())
+        return Fail("the package returns " + std::to_string(outputs.size()) + " outputs");
       break;
     }
     onnx::TensorProto t;
@@ -174,7 +176,8 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
     GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
   }
   std::string src = QUILT_SOURCE_DIR;
-  std::map<std::string, std::string> passing = ReadBaseline(src + "/tests/conformance/run_baseline.txt");
+  std::map<std::string, std::string> passing =
+      ReadBaseline(src + "/tests/conformance/run_baseline.txt");
   std::map<std::string, std::string> left_out =
       ReadBaseline(src + "/tests/conformance/inference_baseline.txt");
   std::vector<fs::path> dirs;
@@ -198,7 +201,9 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
       counted_pass += r.kind == Result::kPass;
     }
     static const char* kNames[] = {"pass", "fail", "unsupported"};
-    std::string reason = r.reason.substr(0, r.reason.find('\n'));
+    // One line per test: the lines of a message (one per node) joined.
+    std::string reason = r.reason;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
     results << name << "\t" << kNames[r.kind] << "\t" << reason << "\n";
     if (r.kind == Result::kPass) pass_list << name << "\n";
     if (r.kind != Result::kPass && passing.count(name)) regressions.push_back(name + ": " + reason);
@@ -207,22 +212,24 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
   std::ostringstream report;
   report << "# ONNX node tests run on the CPU\n\n"
          << counts[0] << " pass, " << counts[1] << " fail, " << counts[2] << " unsupported of "
-         << dirs.size() << "; outside the left-out categories " << counted_pass << " of "
-         << counted << " pass\n\n| ops | pass | fail | unsupported |\n| --- | --- | --- | --- |\n";
+         << dirs.size() << "; outside the left-out categories " << counted_pass << " of " << counted
+         << " pass\n\n| ops | pass | fail | unsupported |\n| --- | --- | --- | --- |\n";
   for (const auto& [ops, c] : by_op) {
     report << "| " << ops << " | " << c[0] << " | " << c[1] << " | " << c[2] << " |\n";
   }
   std::ofstream(bin + "/conformance_report.md") << report.str();
   std::ofstream(bin + "/conformance_results.txt") << results.str();
   std::ofstream(bin + "/conformance_passing.txt") << pass_list.str();
-  std::printf("node tests on cpu: %d pass, %d fail, %d unsupported; %d of %d (%.1f%%) outside the "
-              "left-out categories pass; report in %s/conformance_report.md\n",
-              counts[0], counts[1], counts[2], counted_pass, counted,
-              100.0 * counted_pass / std::max(1, counted), bin.c_str());
+  std::printf(
+      "node tests on cpu: %d pass, %d fail, %d unsupported; %d of %d (%.1f%%) outside the "
+      "left-out categories pass; report in %s/conformance_report.md\n",
+      counts[0], counts[1], counts[2], counted_pass, counted,
+      100.0 * counted_pass / std::max(1, counted), bin.c_str());
   std::string list;
   for (size_t i = 0; i < regressions.size() && i < 40; ++i) list += "  " + regressions[i] + "\n";
-  EXPECT_TRUE(regressions.empty()) << regressions.size()
-                                   << " tests of run_baseline.txt do not pass:\n" << list;
+  EXPECT_TRUE(regressions.empty())
+      << regressions.size() << " tests of run_baseline.txt do not pass:\n"
+      << list;
 }
 
 }  // namespace

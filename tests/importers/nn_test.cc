@@ -13,6 +13,7 @@ using quilt::testing::ExpectImportsTo;
 using quilt::testing::ImportedResult;
 using quilt::testing::OnnxGraph;
 using quilt::testing::SetFloat;
+using quilt::testing::SetFloats;
 using quilt::testing::SetInt;
 using quilt::testing::SetInts;
 using quilt::testing::SetString;
@@ -632,6 +633,44 @@ TEST(NnImport, MaxUnpoolAndCol2Im) {
     g.Output("y", TensorProto::FLOAT);
     ExpectImportError(g, {"12 blocks", "give 15"});
   }
+}
+
+TEST(NnImport, TfIdfVectorizerOfIntTokens) {
+  OnnxGraph g(9);
+  g.Input("x", TensorProto::INT32, {"n", 6});
+  auto& v = g.Node("TfIdfVectorizer", {"x"}, {"y"});
+  SetString(v, "mode", "TFIDF");
+  SetInt(v, "min_gram_length", 1);
+  SetInt(v, "max_gram_length", 2);
+  SetInt(v, "max_skip_count", 1);
+  SetInts(v, "ngram_counts", {0, 2});
+  SetInts(v, "ngram_indexes", {0, 3, 1});
+  SetInts(v, "pool_int64s", {2, 3, 5, 4});
+  SetFloats(v, "weights", {0.1f, 1.0f, 2.0f});
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 6), "int32")) -> R.Tensor(("n", 4), "float32"):
+        n = T.int64()
+        R.func_attr({"global_symbol": "main"})
+        y = R.nn.tfidf_vectorizer(x, "TFIDF", 1, 2, 1, [0, 2], [0, 3, 1], [2, 3, 5, 4], weights=[0.1, 1.0, 2.0])
+        return y
+)");
+  OnnxGraph bad(9);
+  bad.Input("x", TensorProto::INT64, {6});
+  auto& b = bad.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
+  SetString(b, "mode", "TF");
+  SetInt(b, "min_gram_length", 2);
+  SetInt(b, "max_gram_length", 1);
+  SetInt(b, "max_skip_count", 0);
+  SetInts(b, "ngram_counts", {0});
+  SetInts(b, "ngram_indexes", {0});
+  SetInts(b, "pool_int64s", {2});
+  bad.Output("y", TensorProto::FLOAT);
+  ExpectImportError(bad, {"node 'tfidf' (TfIdfVectorizer, opset 9)",
+                          "1 <= min_gram_length <= max_gram_length, got 2 and 1"});
 }
 
 }  // namespace

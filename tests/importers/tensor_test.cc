@@ -374,6 +374,89 @@ class Module:
   ExpectImportError(e, {"(Split, opset 11)", "split sizes add up to 6, but the axis has size 7"});
 }
 
+TEST(TensorImport, SplitOfASymbolicDimIntoNumOutputsParts) {
+  // ONNX Split-18: parts of ceil(n / 3), the last one smaller.
+  OnnxGraph g(18);
+  g.Input("x", TensorProto::FLOAT, {"n", 2});
+  SetInt(g.Node("Split", {"x"}, {"a", "b", "c"}), "num_outputs", 3);
+  g.Output("a", TensorProto::FLOAT).Output("b", TensorProto::FLOAT).Output("c", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 2), "float32")) -> R.Tuple(R.Tensor(((n + 2) // 3, 2), "float32"), R.Tensor(((n + 2) // 3, 2), "float32"), R.Tensor((n - (n + 2) // 3 * 2, 2), "float32")):
+        n = T.int64()
+        R.func_attr({"global_symbol": "main"})
+        a = R.split(x, [], sections=3)
+        a_1 = a[0]
+        b = a[1]
+        c = a[2]
+        outputs = (a_1, b, c)
+        return outputs
+)");
+  // Equal parts (no num_outputs, no sizes) of a symbolic dim: the same op.
+  OnnxGraph e(13);
+  e.Input("x", TensorProto::FLOAT, {2, "n"});
+  SetInt(e.Node("Split", {"x"}, {"a", "b"}), "axis", -1);
+  e.Output("a", TensorProto::FLOAT).Output("b", TensorProto::FLOAT);
+  ir::StructInfo r = quilt::testing::ImportedResult(e);
+  ASSERT_TRUE(r && r->fields.size() == 2 && r->fields[1]->shape);
+  EXPECT_EQ(ir::ToString((*r->fields[1]->shape)[1]), "n - (n + 1) // 2");
+}
+
+TEST(TensorImport, SplitOfAKnownShapeTensorKeepsItsValuesKnown) {
+  // The parts of a known shape feed a reshape as values, not as run-time tensors.
+  OnnxGraph g(18);
+  g.Input("x", TensorProto::FLOAT, {"n", 6});
+  g.Node("Shape", {"x"}, {"s"});
+  SetInt(g.Node("Split", {"s"}, {"s0", "s1"}), "num_outputs", 2);
+  g.Node("Concat", {"s1", "s0"}, {"t"}).add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(::onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  g.Node("Reshape", {"x", "t"}, {"y"});
+  g.Output("y", TensorProto::FLOAT);
+  ir::StructInfo r = quilt::testing::ImportedResult(g);
+  ASSERT_TRUE(r && r->shape);
+  EXPECT_EQ(ir::AsInt((*r->shape)[0]), 6);
+  EXPECT_EQ(ir::ToString((*r->shape)[1]), "n");
+}
+
+TEST(TensorImport, ShapeOfUnknownRankAndRangeOfOneElementTensors) {
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, std::vector<Dim>{});
+  g.graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  g.Input("limit", TensorProto::INT64, {1});
+  g.Initializer<int64_t>("zero", TensorProto::INT64, {}, {0});
+  g.Initializer<int64_t>("one", TensorProto::INT64, {1}, {1});
+  g.Node("Shape", {"x"}, {"s"});
+  g.Node("Range", {"zero", "limit", "one"}, {"r"});
+  g.Output("s", TensorProto::INT64).Output("r", TensorProto::INT64);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(dtype="float32"), limit: R.Tensor((1,), "int64")) -> R.Tuple(R.Tensor(ndim=1, dtype="int64"), R.Tensor(ndim=1, dtype="int64")):
+        R.func_attr({"global_symbol": "main"})
+        s = R.shape_of(x)
+        s_1 = R.shape_to_tensor(s)
+        r = R.reshape(limit, R.shape([]))
+        r_1 = R.arange(R.prim_value(0), r, R.prim_value(1), "int64")
+        outputs = (s_1, r_1)
+        return outputs
+)");
+  OnnxGraph bad(17);
+  bad.Input("x", TensorProto::FLOAT, std::vector<Dim>{});
+  bad.graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  SetInt(bad.Node("Shape", {"x"}, {"s"}, "shape"), "start", 1);
+  bad.Output("s", TensorProto::INT64);
+  ExpectImportError(bad, {"node 'shape' (Shape, opset 17)",
+                          "the rank of the input must be known for 'start' and 'end'"});
+}
+
 TEST(TensorImport, TopKAttributeBeforeOpset10InputAfter) {
   OnnxGraph g(9);
   g.Input("x", TensorProto::FLOAT, {3, 4});

@@ -456,5 +456,130 @@ class Module:
   }
 }
 
+// A FlexAttention node (domain ai.onnx.preview, which the model imports at version 1) with a
+// score_mod subgraph that adds `bias_type` scalar 0.5 to the scores, when `bias_type` is given;
+// `cast_to` casts the result.
+::onnx::NodeProto& FlexNode(OnnxGraph& g, std::optional<int32_t> bias_type,
+                            std::optional<int32_t> cast_to = std::nullopt) {
+  auto* op = g.model().add_opset_import();
+  op->set_domain("ai.onnx.preview");
+  op->set_version(1);
+  auto& n = g.Node("FlexAttention", {"Q", "K", "V"}, {"Y"}, "flex");
+  n.set_domain("ai.onnx.preview");
+  if (!bias_type) return n;
+  auto* a = n.add_attribute();
+  a->set_name("score_mod");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  ::onnx::GraphProto* sub = a->mutable_g();
+  sub->set_name("score_mod");
+  sub->add_input()->set_name("scores");
+  sub->add_output()->set_name("scores_out");
+  ::onnx::TensorProto* bias = sub->add_initializer();
+  bias->set_name("bias");
+  bias->set_data_type(*bias_type);
+  if (*bias_type == TensorProto::FLOAT) {
+    bias->add_float_data(0.5f);
+  } else {
+    bias->add_double_data(0.5);
+  }
+  auto* add = sub->add_node();
+  add->set_op_type("Add");
+  add->add_input("scores");
+  add->add_input("bias");
+  add->add_output(cast_to ? "added" : "scores_out");
+  if (cast_to) {
+    auto* cast = sub->add_node();
+    cast->set_op_type("Cast");
+    cast->add_input("added");
+    cast->add_output("scores_out");
+    auto* to = cast->add_attribute();
+    to->set_name("to");
+    to->set_type(::onnx::AttributeProto::INT);
+    to->set_i(*cast_to);
+  }
+  return n;
+}
+
+TEST(TransformerImport, FlexAttentionGqaFloat16WithScoreMod) {
+  // Two query heads per KV head; float16 inputs: the softmax (and score_mod) run in float32.
+  OnnxGraph g(26);
+  g.Input("Q", TensorProto::FLOAT16, {1, 4, 3, 4})
+      .Input("K", TensorProto::FLOAT16, {1, 2, 5, 4})
+      .Input("V", TensorProto::FLOAT16, {1, 2, 5, 6});
+  FlexNode(g, TensorProto::FLOAT);
+  g.Output("Y", TensorProto::FLOAT16);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(Q: R.Tensor((1, 4, 3, 4), "float16"), K: R.Tensor((1, 2, 5, 4), "float16"), V: R.Tensor((1, 2, 5, 6), "float16")) -> R.Tensor((1, 4, 3, 6), "float16"):
+        R.func_attr({"global_symbol": "main"})
+        Y = R.multiply(Q, R.const_bytes("a839", (), "float16"))
+        Y_1 = R.multiply(K, R.const_bytes("a839", (), "float16"))
+        Y_2 = R.reshape(Y_1, R.shape([1, 2, 1, 5, 4]))
+        Y_3 = R.broadcast_to(Y_2, R.shape([1, 2, 2, 5, 4]))
+        Y_4 = R.reshape(Y_3, R.shape([1, 4, 5, 4]))
+        Y_5 = R.reshape(V, R.shape([1, 2, 1, 5, 6]))
+        Y_6 = R.broadcast_to(Y_5, R.shape([1, 2, 2, 5, 6]))
+        Y_7 = R.reshape(Y_6, R.shape([1, 4, 5, 6]))
+        Y_8 = R.permute_dims(Y_4, axes=[0, 1, 3, 2])
+        Y_9 = R.matmul(Y, Y_8)
+        Y_10 = R.astype(Y_9, "float32")
+        scores_out = R.add(Y_10, R.const(0.5, "float32"))
+        Y_11 = R.nn.softmax(scores_out)
+        Y_12 = R.astype(Y_7, "float32")
+        Y_13 = R.matmul(Y_11, Y_12)
+        Y_14 = R.astype(Y_13, "float16")
+        return Y_14
+)");
+}
+
+TEST(TransformerImport, FlexAttentionErrors) {
+  {
+    // score_mod must keep the softmax dtype (float32 here).
+    OnnxGraph g(26);
+    g.Input("Q", TensorProto::FLOAT, {1, 2, 3, 4})
+        .Input("K", TensorProto::FLOAT, {1, 2, 5, 4})
+        .Input("V", TensorProto::FLOAT, {1, 2, 5, 4});
+    FlexNode(g, TensorProto::FLOAT, TensorProto::DOUBLE);
+    g.Output("Y", TensorProto::FLOAT);
+    ExpectImportError(
+        g, {"node 'flex' (FlexAttention, opset 1)", "score_mod must return float32, got float64"});
+  }
+  {
+    // An error inside score_mod names the subgraph's node.
+    OnnxGraph g(26);
+    g.Input("Q", TensorProto::FLOAT, {1, 2, 3, 4})
+        .Input("K", TensorProto::FLOAT, {1, 2, 5, 4})
+        .Input("V", TensorProto::FLOAT, {1, 2, 5, 4});
+    FlexNode(g, TensorProto::DOUBLE);
+    g.Output("Y", TensorProto::FLOAT);
+    ExpectImportError(
+        g, {"node 'flex' (FlexAttention, opset 1): score_mod: node '(unnamed)' (Add, opset 26)",
+            "dtypes differ: float32 and float64"});
+  }
+  {
+    OnnxGraph g(26);
+    g.Input("Q", TensorProto::FLOAT, {1, 3, 3, 4})
+        .Input("K", TensorProto::FLOAT, {1, 2, 5, 4})
+        .Input("V", TensorProto::FLOAT, {1, 2, 5, 4});
+    FlexNode(g, std::nullopt);
+    g.Output("Y", TensorProto::FLOAT);
+    ExpectImportError(
+        g, {"node 'flex' (FlexAttention, opset 1)", "Q's 3 heads are not a multiple of K's 2"});
+  }
+  {
+    // The preview domain must be imported by the model.
+    OnnxGraph g(26);
+    g.Input("Q", TensorProto::FLOAT, {1, 2, 3, 4})
+        .Input("K", TensorProto::FLOAT, {1, 2, 5, 4})
+        .Input("V", TensorProto::FLOAT, {1, 2, 5, 4});
+    g.Node("FlexAttention", {"Q", "K", "V"}, {"Y"}, "flex").set_domain("ai.onnx.preview");
+    g.Output("Y", TensorProto::FLOAT);
+    ExpectImportError(g, {"node 'flex': FlexAttention (domain 'ai.onnx.preview', opset 26)",
+                          "the model does not import domain 'ai.onnx.preview'"});
+  }
+}
+
 }  // namespace
 }  // namespace quilt::importers::onnx

@@ -195,6 +195,95 @@ TEST(Shapes, SoftmaxAxisAndUnaryDtypes) {
             DataType::kBool);
 }
 
+TEST(Shapes, SplitIntoSectionsStaticAndSymbolic) {
+  Attrs a;
+  a.Set("indices_or_sections", std::vector<int64_t>{});
+  a.Set("sections", int64_t{4});
+  // 5 into 4 parts of ceil(5 / 4) = 2: 2, 2, 1, 0.
+  StructInfo s = Infer(OpKind::kSplit, {Tensor("x", Dims({5, 3}))}, a);
+  ASSERT_EQ(s->fields.size(), 4u);
+  EXPECT_EQ(s->fields[1]->StaticShape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(s->fields[2]->StaticShape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(s->fields[3]->StaticShape(), (std::vector<int64_t>{0, 3}));
+  a.Set("sections", int64_t{3});
+  a.Set("axis", int64_t{1});
+  s = Infer(OpKind::kSplit, {Tensor("x", {IntImm(2), SymVar("n")})}, a);
+  ASSERT_EQ(s->fields.size(), 3u);
+  ASSERT_TRUE(s->fields[0]->shape && s->fields[2]->shape);
+  EXPECT_EQ(ToString((*s->fields[0]->shape)[1]), "(n + 2) // 3");
+  EXPECT_EQ(ToString((*s->fields[2]->shape)[1]), "n - (n + 2) // 3 * 2");
+  a.Set("indices_or_sections", std::vector<int64_t>{1});
+  EXPECT_NE(InferError(OpKind::kSplit, {Tensor("x", Dims({4, 4}))}, a)
+                .find("indices_or_sections must be empty when sections is given"),
+            std::string::npos);
+}
+
+TEST(Shapes, TensorToShapeOfUnknownLengthHasUnknownRank) {
+  StructInfo s = Infer(OpKind::kTensorToShape, {Tensor("t", {SymVar("n")}, DataType::kInt64)});
+  EXPECT_EQ(s->kind, StructInfoKind::kShape);
+  EXPECT_EQ(s->ndim, -1);
+  StructInfo r = Infer(OpKind::kReshape, {Tensor("x", Dims({6})), MakeVar("s", s)});
+  EXPECT_EQ(r->ndim, -1);
+  EXPECT_EQ(Infer(OpKind::kTensorToShape, {Tensor("t", Dims({3}), DataType::kInt64)})->ndim, 3);
+  EXPECT_NE(InferError(OpKind::kTensorToShape, {Tensor("t", Dims({2, 2}), DataType::kInt64)})
+                .find("expects a 1-D tensor, got rank 2"),
+            std::string::npos);
+}
+
+TEST(Shapes, ImageDecodeHasRunTimeSizeAndFormatChannels) {
+  Var bytes = Tensor("b", {SymVar("n")}, DataType::kUInt8);
+  StructInfo s = Infer(OpKind::kImageDecode, {bytes});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ(s->dtype, DataType::kUInt8);
+  EXPECT_FALSE(AsInt((*s->shape)[0]));
+  EXPECT_EQ(AsInt((*s->shape)[2]), 3);
+  Attrs gray;
+  gray.Set("pixel_format", std::string("Grayscale"));
+  EXPECT_EQ(AsInt((*Infer(OpKind::kImageDecode, {bytes}, gray)->shape)[2]), 1);
+  Attrs bad;
+  bad.Set("pixel_format", std::string("RGBA"));
+  EXPECT_NE(InferError(OpKind::kImageDecode, {bytes}, bad)
+                .find("pixel_format must be RGB, BGR or Grayscale, got 'RGBA'"),
+            std::string::npos);
+  EXPECT_NE(InferError(OpKind::kImageDecode, {Tensor("f", Dims({4}))})
+                .find("the encoded image must be uint8, got float32"),
+            std::string::npos);
+}
+
+TEST(Shapes, TfIdfVectorizerOutputSizeIsTheLargestIndexPlusOne) {
+  Attrs a;
+  a.Set("mode", std::string("TF"));
+  a.Set("min_gram_length", int64_t{2});
+  a.Set("max_gram_length", int64_t{2});
+  a.Set("max_skip_count", int64_t{0});
+  a.Set("ngram_counts", std::vector<int64_t>{0, 0});
+  a.Set("ngram_indexes", std::vector<int64_t>{0, 6, 2});
+  a.Set("pool_int64s", std::vector<int64_t>{2, 3, 5, 4, 5, 6});
+  EXPECT_EQ(Infer(OpKind::kTfIdfVectorizer, {Tensor("x", Dims({12}), DataType::kInt32)}, a)
+                ->StaticShape(),
+            (std::vector<int64_t>{7}));
+  PrimExpr n = SymVar("n");
+  StructInfo s =
+      Infer(OpKind::kTfIdfVectorizer, {Tensor("x", {n, IntImm(6)}, DataType::kInt64)}, a);
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ((*s->shape)[0], n);
+  EXPECT_EQ(AsInt((*s->shape)[1]), 7);
+  EXPECT_EQ(s->dtype, DataType::kFloat32);
+  a.Set("weights", std::vector<double>{1.0});
+  EXPECT_NE(InferError(OpKind::kTfIdfVectorizer, {Tensor("x", Dims({3}), DataType::kInt64)}, a)
+                .find("weights has 1 values for 3 ngram_indexes"),
+            std::string::npos);
+  a.Set("weights", std::monostate{});
+  a.Set("mode", std::string("BM25"));
+  EXPECT_NE(InferError(OpKind::kTfIdfVectorizer, {Tensor("x", Dims({3}), DataType::kInt64)}, a)
+                .find("mode must be TF, IDF or TFIDF, got 'BM25'"),
+            std::string::npos);
+  a.Set("mode", std::string("TF"));
+  EXPECT_NE(InferError(OpKind::kTfIdfVectorizer, {Tensor("x", Dims({3}))}, a)
+                .find("the tokens must be int32 or int64, got float32"),
+            std::string::npos);
+}
+
 TEST(Attrs, DefaultsAreFilledAndUnknownsRefused) {
   Expected<Expr> call = MakeOpCall(OpKind::kSoftmax, {Tensor("x", Dims({2}))});
   ASSERT_TRUE(call);

@@ -8,26 +8,13 @@
 #include <string>
 
 #include "tests/test_util.h"
+#include "tests/tools/tool_runner.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = quilt::testing::ToolResult;
 
-Result QuiltOpt(const std::string& args) {
-  std::string cmd = std::string(QUILT_BIN_DIR) + "/quilt-opt " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result QuiltOpt(const std::string& args) { return quilt::testing::RunTool("quilt-opt", args); }
 
 std::string Data(const char* name) { return quilt::testing::DataPath(std::string("ir/") + name); }
 

@@ -1,17 +1,337 @@
 // Linear algebra: matmul, gemm-style products, einsum, determinant.
+//
+// Products accumulate floats in double and integers in uint64 (two's complement wrap-around, so
+// integer overflow is defined), then store in the output type.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
 namespace {
 
-// Kernels of this family, by op name (see ir/ops/*.def for each op's arguments and attributes).
+// The accumulator of products of T: double for floats, uint64 (wrapping) for integers.
+template <typename T>
+using Acc = std::conditional_t<std::is_integral_v<Compute<T>>, uint64_t, double>;
+
+template <typename T>
+Acc<T> Widen(T v) {
+  if constexpr (std::is_integral_v<Compute<T>>) {
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<double>(Load(v));
+  }
+}
+
+// An accumulator value stored as O. Integer sums are read back as signed; floats going to an
+// integer type are clamped (never an overflowing conversion).
+template <typename O, typename A>
+O StoreAcc(A v) {
+  if constexpr (std::is_same_v<A, uint64_t>) {
+    if constexpr (std::is_integral_v<Compute<O>>) {
+      return static_cast<O>(v);
+    } else {
+      return Store<O>(static_cast<Compute<O>>(static_cast<int64_t>(v)));
+    }
+  } else {
+    if constexpr (std::is_integral_v<Compute<O>>) {
+      if (std::isnan(v)) return O(0);
+      double lo = static_cast<double>(std::numeric_limits<O>::lowest());
+      double hi = static_cast<double>(std::numeric_limits<O>::max());
+      if (v <= lo) return std::numeric_limits<O>::lowest();
+      if (v >= hi) return std::numeric_limits<O>::max();
+      return static_cast<O>(v);
+    } else {
+      return Store<O>(static_cast<Compute<O>>(v));
+    }
+  }
+}
+
+// numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
+// batch dims broadcast.
+Status Matmul(KernelContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  if (a.dtype != b.dtype) return Status::Error("matmul operands have different element types");
+  if (a.rank() == 0 || b.rank() == 0) return Status::Error("matmul operands must have rank >= 1");
+  DType out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
+  if (out_dtype == DType::kVoid) out_dtype = a.dtype;
+  Shape sa = a.shape, sb = b.shape;
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
+  if (k != k2) {
+    return Status::Error("matmul reduction dims differ: " + rt::ShapeString(a.shape) + " and " +
+                         rt::ShapeString(b.shape));
+  }
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), batch;
+  if (!BroadcastShape(ba, bb, &batch)) {
+    return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
+                         " and " + rt::ShapeString(b.shape));
+  }
+  Shape out_shape = batch;
+  if (!a_vec) out_shape.push_back(m);
+  if (!b_vec) out_shape.push_back(n);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &y));
+  // Batch offsets of each operand (in matrices), walked with the broadcast helper.
+  std::vector<int64_t> offs_a, offs_b;
+  const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
+                                           BroadcastStrides(bb, batch)};
+  ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
+    offs_a.push_back(off[0]);
+    offs_b.push_back(off[1]);
+  });
+  if (batch.empty()) {
+    offs_a = {0};
+    offs_b = {0};
+  }
+  return VisitNumeric(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return VisitNumeric(out_dtype, [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      const T* pa = a.Data<T>();
+      const T* pb = b.Data<T>();
+      O* py = y->MutableData<O>();
+      for (size_t bi = 0; bi < offs_a.size(); ++bi) {
+        const T* ma = pa + offs_a[bi] * m * k;
+        const T* mb = pb + offs_b[bi] * k * n;
+        O* my = py + static_cast<int64_t>(bi) * m * n;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            Acc<T> s = 0;
+            for (int64_t p = 0; p < k; ++p) s += Widen(ma[i * k + p]) * Widen(mb[p * n + j]);
+            my[i * n + j] = StoreAcc<O>(s);
+          }
+        }
+      }
+      return Status::Ok();
+    });
+  });
+}
+
+// One einsum term: a label per dim of its operand. Letters are their char value; the "..." dims
+// get labels 256 + position counted from the right end of the broadcast "..." block.
+struct EinsumTerm {
+  std::string before, after;
+  bool ellipsis = false;
+};
+
+Status ParseEinsumTerm(const std::string& s, EinsumTerm* t) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 3, "...") == 0) {
+      if (t->ellipsis) return Status::Error("einsum term '" + s + "' has more than one '...'");
+      t->ellipsis = true;
+      i += 2;
+      continue;
+    }
+    if (!std::isalpha(static_cast<unsigned char>(s[i]))) {
+      return Status::Error("einsum term '" + s + "' has an invalid character");
+    }
+    (t->ellipsis ? t->after : t->before) += s[i];
+  }
+  return Status::Ok();
+}
+
+// Labels of a term for an operand of rank `rank` with `ell` dims in its "..." block.
+std::vector<int> TermLabels(const EinsumTerm& t, int ell, int ell_total) {
+  std::vector<int> labels;
+  for (char c : t.before) labels.push_back(static_cast<unsigned char>(c));
+  for (int i = 0; i < ell; ++i) labels.push_back(256 + (ell_total - ell) + i);
+  for (char c : t.after) labels.push_back(static_cast<unsigned char>(c));
+  return labels;
+}
+
+Status Einsum(KernelContext& ctx) {
+  int begin = ctx.ArgBegin(0), count = ctx.ArgSize(0);
+  if (count < 1) return Status::Error("einsum needs at least one operand");
+  std::string eq;
+  for (char c : ctx.attrs().Str("subscripts")) {
+    if (c != ' ') eq += c;
+  }
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<EinsumTerm> terms;
+  for (size_t b = 0;;) {
+    size_t e = lhs.find(',', b);
+    EinsumTerm t;
+    QUILT_RETURN_IF_ERROR(ParseEinsumTerm(lhs.substr(b, e == std::string::npos ? e : e - b), &t));
+    terms.push_back(t);
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  if (static_cast<int>(terms.size()) != count) {
+    return Status::Error("einsum subscripts name " + std::to_string(terms.size()) +
+                         " operands, got " + std::to_string(count));
+  }
+  std::vector<const Tensor*> ops;
+  int ell_total = 0;
+  for (int i = 0; i < count; ++i) {
+    const Tensor* x = ctx.input(begin + i);
+    if (!x) return Status::Error("einsum operand " + std::to_string(i) + " is missing");
+    if (x->dtype != ctx.input(begin)->dtype) {
+      return Status::Error("einsum operands have different element types");
+    }
+    int letters = static_cast<int>(terms[i].before.size() + terms[i].after.size());
+    if (terms[i].ellipsis ? letters > x->rank() : letters != x->rank()) {
+      return Status::Error("einsum operand " + std::to_string(i) + " has rank " +
+                           std::to_string(x->rank()) + ", its term has " + std::to_string(letters) +
+                           " letters");
+    }
+    ell_total = std::max(ell_total, x->rank() - letters);
+    ops.push_back(x);
+  }
+  // Size of every label (size-1 dims broadcast), and how often each letter appears.
+  std::map<int, int64_t> size;
+  std::map<int, int> seen;
+  std::vector<std::vector<int>> labels(count);
+  for (int i = 0; i < count; ++i) {
+    int letters = static_cast<int>(terms[i].before.size() + terms[i].after.size());
+    labels[i] = TermLabels(terms[i], ops[i]->rank() - letters, ell_total);
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      int l = labels[i][d];
+      if (l < 256) ++seen[l];
+      int64_t s = ops[i]->shape[d];
+      auto it = size.find(l);
+      if (it == size.end() || it->second == 1) {
+        size[l] = s;
+      } else if (s != 1 && s != it->second) {
+        return Status::Error("einsum dims of one subscript differ: " + std::to_string(it->second) +
+                             " and " + std::to_string(s));
+      }
+    }
+  }
+  for (int e = 0; e < ell_total; ++e) size.emplace(256 + e, 1);
+  EinsumTerm out;
+  if (arrow != std::string::npos) {
+    QUILT_RETURN_IF_ERROR(ParseEinsumTerm(eq.substr(arrow + 2), &out));
+  } else {
+    out.ellipsis = true;
+    for (const auto& [l, k] : seen) {
+      if (k == 1) out.after += static_cast<char>(l);
+    }
+  }
+  for (char c : out.before + out.after) {
+    if (!seen.count(static_cast<unsigned char>(c))) {
+      return Status::Error("einsum output subscript is not an input's");
+    }
+  }
+  std::vector<int> out_labels = TermLabels(out, out.ellipsis ? ell_total : 0, ell_total);
+  // The summed labels: every label not in the output.
+  std::vector<int> all = out_labels;
+  for (const auto& [l, s] : size) {
+    if (std::find(out_labels.begin(), out_labels.end(), l) == out_labels.end()) all.push_back(l);
+  }
+  Shape out_shape;
+  for (int l : out_labels) out_shape.push_back(size[l]);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, ops[0]->dtype, out_shape, &y));
+  // Stride of every label of `all` in each operand (summed over repeats, 0 where broadcast).
+  size_t nl = all.size();
+  std::vector<std::vector<int64_t>> strides(count, std::vector<int64_t>(nl, 0));
+  for (int i = 0; i < count; ++i) {
+    std::vector<int64_t> st = Strides(ops[i]->shape);
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      if (ops[i]->shape[d] == 1) continue;
+      size_t pos = std::find(all.begin(), all.end(), labels[i][d]) - all.begin();
+      strides[i][pos] += st[d];
+    }
+  }
+  std::vector<int64_t> dims(nl);
+  for (size_t j = 0; j < nl; ++j) dims[j] = size[all[j]];
+  int64_t out_n = 1, sum_n = 1;
+  for (size_t j = 0; j < out_labels.size(); ++j) out_n *= dims[j];
+  for (size_t j = out_labels.size(); j < nl; ++j) sum_n *= dims[j];
+  return VisitNumeric(ops[0]->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* py = y->MutableData<T>();
+    std::vector<int64_t> idx(nl, 0);
+    for (int64_t o = 0; o < out_n; ++o) {
+      // idx of the output labels from o (row-major).
+      int64_t r = o;
+      for (size_t j = out_labels.size(); j-- > 0;) {
+        idx[j] = r % dims[j];
+        r /= dims[j];
+      }
+      Acc<T> total = 0;
+      for (int64_t s = 0; s < sum_n; ++s) {
+        int64_t q = s;
+        for (size_t j = nl; j-- > out_labels.size();) {
+          idx[j] = q % dims[j];
+          q /= dims[j];
+        }
+        Acc<T> prod = 1;
+        for (int i = 0; i < count; ++i) {
+          int64_t off = 0;
+          for (size_t j = 0; j < nl; ++j) off += idx[j] * strides[i][j];
+          prod *= Widen(ops[i]->Data<T>()[off]);
+        }
+        total += prod;
+      }
+      py[o] = StoreAcc<T>(total);
+    }
+    return Status::Ok();
+  });
+}
+
+// Determinant by LU decomposition with partial pivoting, in double.
+Status Det(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() < 2) return Status::Error("det needs a tensor of rank >= 2");
+  int64_t n = x.shape[x.rank() - 1];
+  if (x.shape[x.rank() - 2] != n) return Status::Error("det needs square matrices");
+  Shape out_shape(x.shape.begin(), x.shape.end() - 2);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out_shape, &y));
+  return VisitFloat(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int64_t count = y->NumElements();
+    std::vector<double> lu(n * n);
+    for (int64_t b = 0; b < count; ++b) {
+      const T* px = x.Data<T>() + b * n * n;
+      for (int64_t i = 0; i < n * n; ++i) lu[i] = static_cast<double>(Load(px[i]));
+      double det = 1;
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t p = c;
+        for (int64_t r = c + 1; r < n; ++r) {
+          if (std::abs(lu[r * n + c]) > std::abs(lu[p * n + c])) p = r;
+        }
+        if (lu[p * n + c] == 0) {
+          det = 0;
+          break;
+        }
+        if (p != c) {
+          for (int64_t j = 0; j < n; ++j) std::swap(lu[p * n + j], lu[c * n + j]);
+          det = -det;
+        }
+        double piv = lu[c * n + c];
+        det *= piv;
+        for (int64_t r = c + 1; r < n; ++r) {
+          double f = lu[r * n + c] / piv;
+          for (int64_t j = c; j < n; ++j) lu[r * n + j] -= f * lu[c * n + j];
+        }
+      }
+      y->MutableData<T>()[b] = Store<T>(static_cast<Compute<T>>(det));
+    }
+    return Status::Ok();
+  });
+}
+
 constexpr rt::KernelEntry kKernels[] = {
-    {"", nullptr},
+    {"matmul", Matmul},
+    {"einsum", Einsum},
+    {"linalg.det", Det},
 };
 
 }  // namespace
 
-std::span<const rt::KernelEntry> LinalgKernels() { return std::span(kKernels).subspan(1); }
+std::span<const rt::KernelEntry> LinalgKernels() { return kKernels; }
 
 }  // namespace quilt::cpu

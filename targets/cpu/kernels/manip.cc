@@ -1,17 +1,720 @@
-// Layout, shape and indexing ops: reshape, transpose, concat, split, slice, pad, gather/scatter, topk, sort, unique, nonzero, ...
+// Layout and shape ops: reshape, transpose, concat, expand/squeeze, shapes as values, broadcast,
+// fill, arange, eye, slice, pad, split, tile, triu/tril, reverse_sequence, bitcast. The indexing
+// ops are in index.cc.
+//
+// Most of these only move data: they work on element bytes, so one definition covers every
+// whole-byte element type (sub-byte types are refused unless the op copies the whole buffer).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "targets/cpu/kernels/manip_util.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
 namespace {
 
-// Kernels of this family, by op name (see ir/ops/*.def for each op's arguments and attributes).
+using namespace manip;  // NOLINT
+
+// Output 0 with the bytes of input 0 and a new shape.
+Status CopyWithShape(KernelContext& ctx, const Tensor& x, Shape shape) {
+  if (Product(shape) != x.NumElements()) {
+    return Status::Error("cannot give " + std::to_string(x.NumElements()) + " elements the shape " +
+                         rt::ShapeString(shape));
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, std::move(shape), &y));
+  CopyBytes(y->data, x.data, x.ByteSize());
+  return Status::Ok();
+}
+
+// ---- reshape, expand_dims, squeeze, bitcast -------------------------------------------------
+
+Status Reshape(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<int64_t> dims;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "shape", &dims));
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (infer_at >= 0) return Status::Error("more than one -1 in the new shape");
+      infer_at = static_cast<int>(i);
+      continue;
+    }
+    if (dims[i] < 0) return Status::Error("negative dimension " + std::to_string(dims[i]));
+    if (dims[i] != 0 && known > std::numeric_limits<int64_t>::max() / dims[i]) {
+      return Status::Error("the new shape is too large");
+    }
+    known *= dims[i];
+  }
+  int64_t total = x.NumElements();
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) {
+      return Status::Error("cannot reshape " + std::to_string(total) + " elements with -1 and " +
+                           std::to_string(known) + " others");
+    }
+    dims[infer_at] = total / known;
+  }
+  return CopyWithShape(ctx, x, dims);
+}
+
+Status ExpandDims(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<int64_t> axes = ctx.attrs().Ints("axis");
+  int out_rank = x.rank() + static_cast<int>(axes.size());
+  std::vector<bool> is_new(out_rank, false);
+  for (int64_t a : axes) {
+    int64_t n = a;
+    if (!NormalizeAxis(&n, out_rank)) return AxisError(a, out_rank);
+    if (is_new[n]) return Status::Error("axis " + std::to_string(a) + " appears twice");
+    is_new[n] = true;
+  }
+  Shape out;
+  int j = 0;
+  for (int i = 0; i < out_rank; ++i) out.push_back(is_new[i] ? 1 : x.shape[j++]);
+  return CopyWithShape(ctx, x, out);
+}
+
+Status Squeeze(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<bool> drop(x.rank(), false);
+  if (ctx.attrs().Has("axis")) {
+    for (int64_t a : ctx.attrs().Ints("axis")) {
+      int64_t n = a;
+      if (!NormalizeAxis(&n, x.rank())) return AxisError(a, x.rank());
+      if (x.shape[n] != 1) {
+        return Status::Error("cannot squeeze axis " + std::to_string(a) + " of size " +
+                             std::to_string(x.shape[n]));
+      }
+      drop[n] = true;
+    }
+  } else {
+    for (int i = 0; i < x.rank(); ++i) drop[i] = x.shape[i] == 1;
+  }
+  Shape out;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (!drop[i]) out.push_back(x.shape[i]);
+  }
+  return CopyWithShape(ctx, x, out);
+}
+
+Status Bitcast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  DType to = ctx.attrs().Dtype("dtype");
+  if (rt::DTypeBits(to) != rt::DTypeBits(x.dtype) || rt::DTypeBits(to) == 0) {
+    return Status::Error("cannot bitcast " + std::string(rt::DTypeName(x.dtype)) + " to " +
+                         std::string(rt::DTypeName(to)));
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, to, x.shape, &y));
+  CopyBytes(y->data, x.data, x.ByteSize());
+  return Status::Ok();
+}
+
+// ---- permute_dims, concat, tile ---------------------------------------------------------------
+
+Status PermuteDims(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int rank = x.rank();
+  std::vector<int64_t> perm(rank);
+  if (ctx.attrs().Has("axes")) {
+    std::vector<int64_t> axes = ctx.attrs().Ints("axes");
+    if (static_cast<int>(axes.size()) != rank) {
+      return Status::Error("axes has " + std::to_string(axes.size()) + " entries for rank " +
+                           std::to_string(rank));
+    }
+    std::vector<bool> seen(rank, false);
+    for (int i = 0; i < rank; ++i) {
+      int64_t a = axes[i];
+      if (!NormalizeAxis(&a, rank)) return AxisError(axes[i], rank);
+      if (seen[a]) return Status::Error("axis " + std::to_string(axes[i]) + " appears twice");
+      seen[a] = true;
+      perm[i] = a;
+    }
+  } else {
+    for (int i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Shape out(rank);
+  for (int i = 0; i < rank; ++i) out[i] = x.shape[perm[i]];
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  std::vector<int64_t> in_strides = Strides(x.shape);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (int k = 0; k < rank; ++k) off += idx[k] * in_strides[perm[k]];
+    std::memcpy(dst + i * eb, src + off * eb, eb);
+  });
+  return Status::Ok();
+}
+
+Status Concat(KernelContext& ctx) {
+  int begin = ctx.ArgBegin(0), count = ctx.ArgSize(0);
+  if (count < 1) return Status::Error("concat needs at least one tensor");
+  const Tensor& first = *ctx.input(begin);
+  int rank = first.rank();
+  int64_t axis = ctx.attrs().Int("axis", 0);
+  if (!NormalizeAxis(&axis, rank)) return AxisError(axis, rank);
+  Shape out = first.shape;
+  out[axis] = 0;
+  for (int t = 0; t < count; ++t) {
+    const Tensor* p = ctx.input(begin + t);
+    if (!p) return Status::Error("tensor " + std::to_string(t) + " is missing");
+    if (p->dtype != first.dtype) return Status::Error("the tensors have different element types");
+    if (p->rank() != rank) return Status::Error("the tensors have different ranks");
+    for (int d = 0; d < rank; ++d) {
+      if (d != axis && p->shape[d] != first.shape[d]) {
+        return Status::Error("tensor " + std::to_string(t) + " has shape " +
+                             rt::ShapeString(p->shape) + ", which differs from " +
+                             rt::ShapeString(first.shape) + " outside axis " +
+                             std::to_string(axis));
+      }
+    }
+    out[axis] += p->shape[axis];
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(first.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, first.dtype, out, &y));
+  int64_t outer = Product(out, 0, axis), inner = Product(out, axis + 1);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  int64_t row = out[axis] * inner;  // elements of one outer step of the output
+  int64_t at = 0;                   // where the current tensor starts along the axis
+  for (int t = 0; t < count; ++t) {
+    const Tensor& p = *ctx.input(begin + t);
+    int64_t chunk = p.shape[axis] * inner;
+    const auto* src = static_cast<const uint8_t*>(p.data);
+    for (int64_t o = 0; o < outer; ++o) {
+      CopyBytes(dst + (o * row + at * inner) * eb, src + o * chunk * eb, chunk * eb);
+    }
+    at += p.shape[axis];
+  }
+  return Status::Ok();
+}
+
+Status Tile(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<int64_t> r = ctx.attrs().Ints("repeats");
+  if (static_cast<int>(r.size()) != x.rank()) {
+    return Status::Error("repeats has " + std::to_string(r.size()) + " values for rank " +
+                         std::to_string(x.rank()));
+  }
+  Shape out(x.rank());
+  for (int i = 0; i < x.rank(); ++i) {
+    if (r[i] < 0) return Status::Error("repeats must be non-negative");
+    if (r[i] != 0 && x.shape[i] > std::numeric_limits<int64_t>::max() / r[i]) {
+      return Status::Error("the tiled shape is too large");
+    }
+    out[i] = x.shape[i] * r[i];
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  std::vector<int64_t> strides = Strides(x.shape);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (int k = 0; k < x.rank(); ++k) off += (idx[k] % x.shape[k]) * strides[k];
+    std::memcpy(dst + i * eb, src + off * eb, eb);
+  });
+  return Status::Ok();
+}
+
+// ---- shapes as values ---------------------------------------------------------------------------
+
+Status ShapeOf(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt64, {x.rank()}, &y));
+  CopyBytes(y->data, x.shape.data(), sizeof(int64_t) * x.shape.size());
+  return Status::Ok();
+}
+
+// shape_to_tensor and tensor_to_shape: both sides are 1-D int64 tensors at run time.
+Status ShapeCopy(KernelContext& ctx) {
+  std::vector<int64_t> v;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(0), "shape", &v));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt64, {static_cast<int64_t>(v.size())}, &y));
+  CopyBytes(y->data, v.data(), sizeof(int64_t) * v.size());
+  return Status::Ok();
+}
+
+Status SizeOf(KernelContext& ctx) {
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt64, {}, &y));
+  *y->MutableData<int64_t>() = ctx.input(0)->NumElements();
+  return Status::Ok();
+}
+
+// ---- broadcast_to, full, arange, eye_like ----------------------------------------------------
+
+// ONNX Expand's bidirectional broadcasting (a superset of broadcasting x to the shape).
+Status BroadcastTo(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<int64_t> target;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "shape", &target));
+  for (int64_t d : target) {
+    if (d < 0) return Status::Error("negative dimension " + std::to_string(d) + " in the shape");
+  }
+  Shape out;
+  if (!BroadcastShape(x.shape, target, &out)) {
+    return Status::Error("cannot broadcast " + rt::ShapeString(x.shape) + " to " +
+                         rt::ShapeString(target));
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  const std::vector<int64_t> strides[1] = {BroadcastStrides(x.shape, out)};
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachBroadcast(out, strides, [&](int64_t i, const int64_t* off) {
+    std::memcpy(dst + i * eb, src + off[0] * eb, eb);
+  });
+  return Status::Ok();
+}
+
+// Fills `n` elements of `y` with the value of the one-element tensor `v` converted to y's type.
+Status FillWith(Tensor* y, const Tensor& v, int64_t n) {
+  if (n == 0) return Status::Ok();
+  if (v.NumElements() != 1) return Status::Error("the fill value must hold one element");
+  if (v.dtype == y->dtype) {
+    size_t eb = 0;
+    QUILT_RETURN_IF_ERROR(ElementBytes(v.dtype, &eb));
+    auto* dst = static_cast<uint8_t*>(y->data);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * eb, v.data, eb);
+    return Status::Ok();
+  }
+  double value;
+  QUILT_RETURN_IF_ERROR(ReadScalar(&v, "fill_value", &value));
+  return VisitAll(y->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T c = SaturateCast<T>(value);
+    T* p = y->MutableData<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = c;
+    return Status::Ok();
+  });
+}
+
+Status Full(KernelContext& ctx) {
+  std::vector<int64_t> shape;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(0), "shape", &shape));
+  for (int64_t d : shape) {
+    if (d < 0) return Status::Error("negative dimension " + std::to_string(d));
+  }
+  const Tensor& v = *ctx.input(1);
+  DType dtype = ctx.attrs().Dtype("dtype", v.dtype);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, shape, &y));
+  return FillWith(y, v, y->NumElements());
+}
+
+Status Arange(KernelContext& ctx) {
+  DType dtype = ctx.attrs().Dtype("dtype");
+  if (dtype == DType::kVoid) dtype = ctx.output_dtype(0);
+  const char* names[3] = {"start", "end", "step"};
+  double v[3];
+  for (int i = 0; i < 3; ++i) QUILT_RETURN_IF_ERROR(ReadScalar(ctx.input(i), names[i], &v[i]));
+  bool integral = dtype != DType::kFloat32 && dtype != DType::kFloat64 &&
+                  dtype != DType::kFloat16 && dtype != DType::kBFloat16;
+  int64_t n = 0;
+  if (integral) {
+    // Exact integer arithmetic on the values as int64.
+    int64_t s[3];
+    for (int i = 0; i < 3; ++i) {
+      if (!DoubleToInt(v[i], &s[i])) return Status::Error(std::string(names[i]) + " is invalid");
+    }
+    if (s[2] == 0) return Status::Error("step must not be zero");
+    __int128 diff = static_cast<__int128>(s[1]) - s[0];
+    __int128 len = 0;
+    if ((diff > 0 && s[2] > 0) || (diff < 0 && s[2] < 0)) {
+      __int128 step = s[2] > 0 ? s[2] : -static_cast<__int128>(s[2]);
+      __int128 d = diff > 0 ? diff : -diff;
+      len = (d + step - 1) / step;
+    }
+    if (len > (int64_t{1} << 40)) return Status::Error("the range is too long");
+    n = static_cast<int64_t>(len);
+    Tensor* y;
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, {n}, &y));
+    return VisitInteger(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = y->MutableData<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        p[i] = static_cast<T>(static_cast<uint64_t>(s[0]) +
+                              static_cast<uint64_t>(i) * static_cast<uint64_t>(s[2]));
+      }
+      return Status::Ok();
+    });
+  }
+  if (v[2] == 0) return Status::Error("step must not be zero");
+  double count = std::ceil((v[1] - v[0]) / v[2]);
+  if (std::isnan(count)) return Status::Error("the range is not finite");
+  if (count > static_cast<double>(int64_t{1} << 40)) return Status::Error("the range is too long");
+  n = count > 0 ? static_cast<int64_t>(count) : 0;
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, {n}, &y));
+  return VisitFloat(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    T* p = y->MutableData<T>();
+    C start = static_cast<C>(v[0]), step = static_cast<C>(v[2]);
+    for (int64_t i = 0; i < n; ++i) p[i] = Store<T>(start + static_cast<C>(i) * step);
+    return Status::Ok();
+  });
+}
+
+Status EyeLike(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() != 2) return Status::Error("expects a 2-D tensor");
+  DType dtype = ctx.attrs().Dtype("dtype", x.dtype);
+  int64_t k = ctx.attrs().Int("k", 0);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, x.shape, &y));
+  return VisitAll(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = y->MutableData<T>();
+    int64_t rows = x.shape[0], cols = x.shape[1];
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) p[i * cols + j] = SaturateCast<T>(j - i == k ? 1 : 0);
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- slicing ---------------------------------------------------------------------------------
+
+// ONNX Slice of one axis of size `dim`: the first index and the length, with ONNX's clamping.
+void SliceAxis(int64_t dim, int64_t begin, int64_t end, int64_t step, int64_t* first,
+               int64_t* len) {
+  if (dim == 0) {
+    *first = 0;
+    *len = 0;
+    return;
+  }
+  if (begin < 0) begin += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    begin = std::clamp<int64_t>(begin, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    *len = end > begin ? (end - begin - 1) / step + 1 : 0;
+  } else {
+    begin = std::clamp<int64_t>(begin, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    // -step without overflow: step is at least INT64_MIN.
+    uint64_t s = static_cast<uint64_t>(-(step + 1)) + 1;
+    *len = begin > end ? static_cast<int64_t>(static_cast<uint64_t>(begin - end - 1) / s) + 1 : 0;
+  }
+  *first = begin;
+}
+
+Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                 const std::vector<int64_t>& strides) {
+  const Tensor& x = *ctx.input(0);
+  int rank = x.rank();
+  if (begin.size() != axes.size() || end.size() != axes.size() || strides.size() != axes.size()) {
+    return Status::Error("begin, end and strides must hold one value per axis (" +
+                         std::to_string(axes.size()) + ")");
+  }
+  std::vector<int64_t> first(rank, 0), step(rank, 1);
+  Shape out = x.shape;
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (!NormalizeAxis(&a, rank)) return AxisError(axes[i], rank);
+    if (seen[a]) return Status::Error("axis " + std::to_string(axes[i]) + " appears twice");
+    seen[a] = true;
+    if (strides[i] == 0) return Status::Error("a slice step must not be zero");
+    SliceAxis(x.shape[a], begin[i], end[i], strides[i], &first[a], &out[a]);
+    step[a] = strides[i];
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  std::vector<int64_t> in_strides = Strides(x.shape);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (int k = 0; k < rank; ++k) off += (first[k] + idx[k] * step[k]) * in_strides[k];
+    std::memcpy(dst + i * eb, src + off * eb, eb);
+  });
+  return Status::Ok();
+}
+
+Status StridedSlice(KernelContext& ctx) {
+  const rt::AttrView& a = ctx.attrs();
+  return SliceImpl(ctx, a.Ints("axes"), a.Ints("begin"), a.Ints("end"), a.Ints("strides"));
+}
+
+Status DynamicStridedSlice(KernelContext& ctx) {
+  std::vector<int64_t> v[3];
+  const char* names[3] = {"begin", "end", "strides"};
+  for (int i = 0; i < 3; ++i) QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(i + 1), names[i], &v[i]));
+  return SliceImpl(ctx, ctx.attrs().Ints("axes"), v[0], v[1], v[2]);
+}
+
+// ---- padding ---------------------------------------------------------------------------------
+
+// The source index along an axis of size n for output position i - before; -1 for the pad value.
+enum class PadMode { kConstant, kEdge, kReflect, kWrap };
+
+int64_t PadSource(int64_t p, int64_t n, PadMode mode) {
+  if (p >= 0 && p < n) return p;
+  if (mode == PadMode::kConstant) return -1;
+  if (mode == PadMode::kEdge) return p < 0 ? 0 : n - 1;
+  if (mode == PadMode::kWrap) return ((p % n) + n) % n;
+  // reflect: mirror without repeating the edge, period 2 (n - 1).
+  if (n == 1) return 0;
+  int64_t period = 2 * (n - 1);
+  int64_t m = ((p % period) + period) % period;
+  return m < n ? m : period - m;
+}
+
+Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std::string& mode) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& value = *ctx.input(1);
+  int rank = x.rank();
+  if (static_cast<int>(width.size()) != 2 * rank) {
+    return Status::Error("pad_width has " + std::to_string(width.size()) + " values for rank " +
+                         std::to_string(rank));
+  }
+  PadMode pm;
+  if (mode == "constant") {
+    pm = PadMode::kConstant;
+  } else if (mode == "edge") {
+    pm = PadMode::kEdge;
+  } else if (mode == "reflect") {
+    pm = PadMode::kReflect;
+  } else if (mode == "wrap") {
+    pm = PadMode::kWrap;
+  } else {
+    return Status::Error("unknown pad mode '" + mode + "'");
+  }
+  Shape out(rank);
+  for (int i = 0; i < rank; ++i) {
+    int64_t b = width[2 * i], e = width[2 * i + 1];
+    const int64_t kLimit = int64_t{1} << 40;
+    if (b > kLimit || e > kLimit || b < -kLimit || e < -kLimit) {
+      return Status::Error("padding of axis " + std::to_string(i) + " is too large");
+    }
+    out[i] = x.shape[i] + b + e;
+    if (out[i] < 0) {
+      return Status::Error("padding axis " + std::to_string(i) + " by " + std::to_string(b) +
+                           " and " + std::to_string(e) + " gives a negative size");
+    }
+    if (mode != "constant" && x.shape[i] == 0 && out[i] > 0) {
+      return Status::Error("cannot pad an empty axis in " + mode + " mode");
+    }
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  if (mode == "constant") {
+    if (value.dtype != x.dtype) return Status::Error("pad_value has a different element type");
+    if (value.NumElements() != 1) return Status::Error("pad_value must hold one element");
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  std::vector<int64_t> strides = Strides(x.shape);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (int k = 0; k < rank; ++k) {
+      int64_t s = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
+      if (s < 0) {
+        off = -1;
+        break;
+      }
+      off += s * strides[k];
+    }
+    std::memcpy(dst + i * eb, off < 0 ? static_cast<const uint8_t*>(value.data) : src + off * eb,
+                eb);
+  });
+  return Status::Ok();
+}
+
+Status Pad(KernelContext& ctx) {
+  return PadImpl(ctx, ctx.attrs().Ints("pad_width"),
+                 std::string(ctx.attrs().Str("pad_mode", "constant")));
+}
+
+Status DynamicPad(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  std::vector<int64_t> pads;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(2), "pads", &pads));
+  std::vector<int64_t> axes = ctx.attrs().Ints("axes");
+  if (pads.size() != 2 * axes.size()) {
+    return Status::Error("pads has " + std::to_string(pads.size()) + " values for " +
+                         std::to_string(axes.size()) + " axes");
+  }
+  std::vector<int64_t> width(2 * x.rank(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (!NormalizeAxis(&a, x.rank())) return AxisError(axes[i], x.rank());
+    width[2 * a] = pads[i];
+    width[2 * a + 1] = pads[i + axes.size()];
+  }
+  return PadImpl(ctx, width, std::string(ctx.attrs().Str("pad_mode", "constant")));
+}
+
+// ---- split -----------------------------------------------------------------------------------
+
+Status Split(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int64_t axis = ctx.attrs().Int("axis", 0);
+  if (!NormalizeAxis(&axis, x.rank())) return AxisError(axis, x.rank());
+  int64_t dim = x.shape[axis];
+  std::vector<int64_t> idx = ctx.attrs().Ints("indices_or_sections");
+  int64_t sections = ctx.attrs().Int("sections", 0);
+  std::vector<int64_t> sizes;
+  if (sections > 0) {
+    int64_t chunk = (dim + sections - 1) / sections;
+    for (int64_t i = 0; i < sections; ++i) {
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * i)));
+    }
+  } else {
+    int64_t prev = 0;
+    for (int64_t v : idx) {
+      if (v < prev || v > dim) {
+        return Status::Error("split index " + std::to_string(v) +
+                             " is not ascending or past the size " + std::to_string(dim));
+      }
+      sizes.push_back(v - prev);
+      prev = v;
+    }
+    sizes.push_back(dim - prev);
+  }
+  if (static_cast<int>(sizes.size()) != ctx.num_outputs()) {
+    return Status::Error("the split gives " + std::to_string(sizes.size()) + " parts for " +
+                         std::to_string(ctx.num_outputs()) + " outputs");
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  int64_t outer = Product(x.shape, 0, axis), inner = Product(x.shape, axis + 1);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  int64_t at = 0;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    Shape s = x.shape;
+    s[axis] = sizes[p];
+    Tensor* y;
+    QUILT_RETURN_IF_ERROR(ctx.Output(static_cast<int>(p), x.dtype, s, &y));
+    auto* dst = static_cast<uint8_t*>(y->data);
+    int64_t chunk = sizes[p] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      CopyBytes(dst + o * chunk * eb, src + (o * dim + at) * inner * eb, chunk * eb);
+    }
+    at += sizes[p];
+  }
+  return Status::Ok();
+}
+
+// ---- triu, tril, reverse_sequence ------------------------------------------------------------
+
+template <bool kUpper>
+Status Trilu(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() < 2) return Status::Error("expects a tensor of rank >= 2");
+  int64_t k = ctx.attrs().Int("k", 0);
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+  int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
+  int64_t batch = Product(x.shape, 0, x.rank() - 2);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t off = ((b * rows + i) * cols + j) * static_cast<int64_t>(eb);
+        bool keep = kUpper ? j - i >= k : j - i <= k;
+        if (keep) {
+          std::memcpy(dst + off, src + off, eb);
+        } else {
+          std::memset(dst + off, 0, eb);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReverseSequence(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int rank = x.rank();
+  if (rank < 2) return Status::Error("expects a tensor of rank >= 2");
+  int64_t t_axis = ctx.attrs().Int("seq_axis", 0), b_axis = ctx.attrs().Int("batch_axis", 1);
+  if (!NormalizeAxis(&t_axis, rank)) return AxisError(t_axis, rank);
+  if (!NormalizeAxis(&b_axis, rank)) return AxisError(b_axis, rank);
+  if (t_axis == b_axis) return Status::Error("seq_axis and batch_axis must differ");
+  std::vector<int64_t> lens;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "seq_lengths", &lens));
+  if (static_cast<int64_t>(lens.size()) != x.shape[b_axis]) {
+    return Status::Error("seq_lengths has " + std::to_string(lens.size()) +
+                         " values for a batch of " + std::to_string(x.shape[b_axis]));
+  }
+  for (int64_t l : lens) {
+    if (l < 0 || l > x.shape[t_axis]) {
+      return Status::Error("sequence length " + std::to_string(l) + " is outside [0, " +
+                           std::to_string(x.shape[t_axis]) + "]");
+    }
+  }
+  size_t eb = 0;
+  QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+  std::vector<int64_t> strides = Strides(x.shape);
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(y->data);
+  ForEachIndex(x.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t t = idx[t_axis], len = lens[idx[b_axis]];
+    int64_t off = i;
+    if (t < len) off += (len - 1 - 2 * t) * strides[t_axis];
+    std::memcpy(dst + i * eb, src + off * eb, eb);
+  });
+  return Status::Ok();
+}
+
+// Kernels of this family, by op name (see ir/ops/manip.def for each op's arguments and attributes).
 constexpr rt::KernelEntry kKernels[] = {
-    {"", nullptr},
+    {"reshape", Reshape},
+    {"permute_dims", PermuteDims},
+    {"concat", Concat},
+    {"expand_dims", ExpandDims},
+    {"squeeze", Squeeze},
+    {"shape_of", ShapeOf},
+    {"shape_to_tensor", ShapeCopy},
+    {"tensor_to_shape", ShapeCopy},
+    {"broadcast_to", BroadcastTo},
+    {"full", Full},
+    {"arange", Arange},
+    {"eye_like", EyeLike},
+    {"size", SizeOf},
+    {"strided_slice", StridedSlice},
+    {"dynamic_strided_slice", DynamicStridedSlice},
+    {"nn.pad", Pad},
+    {"dynamic_pad", DynamicPad},
+    {"split", Split},
+    {"tile", Tile},
+    {"triu", Trilu<true>},
+    {"tril", Trilu<false>},
+    {"reverse_sequence", ReverseSequence},
+    {"bitcast", Bitcast},
 };
 
 }  // namespace
 
-std::span<const rt::KernelEntry> ManipKernels() { return std::span(kKernels).subspan(1); }
+std::span<const rt::KernelEntry> ManipKernels() { return kKernels; }
 
 }  // namespace quilt::cpu

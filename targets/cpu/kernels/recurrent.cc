@@ -1,17 +1,457 @@
-// Recurrent layers: LSTM, GRU, RNN.
+// Recurrent layers: RNN, GRU, LSTM (ONNX semantics, every output), and deformable convolution.
+//
+// Everything is computed in double from the inputs read as double, and stored in the element
+// type at the end.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
 namespace {
 
-// Kernels of this family, by op name (see ir/ops/*.def for each op's arguments and attributes).
+bool Absent(const Tensor* t) { return !t || (t->rank() == 1 && t->shape[0] == 0); }
+
+Status ReadFloats(const Tensor& t, std::vector<double>* out) {
+  return VisitFloat(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int64_t n = t.NumElements();
+    out->resize(n);
+    for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(Load(t.Data<T>()[i]));
+    return Status::Ok();
+  });
+}
+
+void WriteFloats(Tensor* t, const std::vector<double>& v) {
+  (void)VisitFloat(t->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.size(); ++i) {
+      t->MutableData<T>()[i] = Store<T>(static_cast<Compute<T>>(v[i]));
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- Activations -----------------------------------------------------------------------------
+
+enum class Act {
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
+  kSoftplus
+};
+
+struct Activation {
+  Act act;
+  double alpha, beta;
+  double operator()(double x) const {
+    switch (act) {
+      case Act::kRelu:
+        return x > 0 ? x : 0;
+      case Act::kTanh:
+        return std::tanh(x);
+      case Act::kSigmoid:
+        return 1 / (1 + std::exp(-x));
+      case Act::kAffine:
+        return alpha * x + beta;
+      case Act::kLeakyRelu:
+        return x >= 0 ? x : alpha * x;
+      case Act::kThresholdedRelu:
+        return x > alpha ? x : 0;
+      case Act::kScaledTanh:
+        return alpha * std::tanh(beta * x);
+      case Act::kHardSigmoid:
+        return std::max(0.0, std::min(1.0, alpha * x + beta));
+      case Act::kElu:
+        return x >= 0 ? x : alpha * (std::exp(x) - 1);
+      case Act::kSoftsign:
+        return x / (1 + std::fabs(x));
+      case Act::kSoftplus:
+        return std::log1p(std::exp(x));
+    }
+    return x;
+  }
+};
+
+Status ParseActivation(std::string_view name, double alpha, double beta, Activation* out) {
+  static constexpr std::pair<std::string_view, Act> kNames[] = {
+      {"Relu", Act::kRelu},
+      {"Tanh", Act::kTanh},
+      {"Sigmoid", Act::kSigmoid},
+      {"Affine", Act::kAffine},
+      {"LeakyRelu", Act::kLeakyRelu},
+      {"ThresholdedRelu", Act::kThresholdedRelu},
+      {"ScaledTanh", Act::kScaledTanh},
+      {"HardSigmoid", Act::kHardSigmoid},
+      {"Elu", Act::kElu},
+      {"Softsign", Act::kSoftsign},
+      {"Softplus", Act::kSoftplus},
+  };
+  for (const auto& [n, a] : kNames) {
+    if (n == name) {
+      *out = {a, alpha, beta};
+      return Status::Ok();
+    }
+  }
+  return Status::Error("unknown activation '" + std::string(name) + "'");
+}
+
+// ---- RNN / GRU / LSTM ------------------------------------------------------------------------
+
+enum class Cell { kRnn, kGru, kLstm };
+
+template <Cell kCell>
+Status Recurrent(KernelContext& ctx) {
+  constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
+  constexpr int kActs = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
+  const Tensor& tx = *ctx.input(0);
+  const Tensor& tw = *ctx.input(1);
+  const Tensor& tr = *ctx.input(2);
+  const Tensor* tb = ctx.input(3);
+  const Tensor* tseq = ctx.input(4);
+  const Tensor* th0 = ctx.input(5);
+  const Tensor* tc0 = kCell == Cell::kLstm ? ctx.input(6) : nullptr;
+  const Tensor* tp = kCell == Cell::kLstm ? ctx.input(7) : nullptr;
+  const rt::AttrView& at = ctx.attrs();
+  std::string_view direction = at.Str("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    return Status::Error("direction must be forward, reverse or bidirectional");
+  }
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  int64_t layout = at.Int("layout", 0);
+  if (layout != 0 && layout != 1) return Status::Error("layout must be 0 or 1");
+  if (tx.rank() != 3 || tw.rank() != 3 || tr.rank() != 3) {
+    return Status::Error("X, W and R must be 3-D");
+  }
+  if (tw.dtype != tx.dtype || tr.dtype != tx.dtype) {
+    return Status::Error("X, W and R must have one element type");
+  }
+  int64_t S = layout == 0 ? tx.shape[0] : tx.shape[1];
+  int64_t N = layout == 0 ? tx.shape[1] : tx.shape[0];
+  int64_t I = tx.shape[2];
+  int64_t H = at.Has("hidden_size") ? at.Int("hidden_size") : tr.shape[2];
+  if (H <= 0 || tr.shape != Shape{dirs, kGates * H, H} || tw.shape != Shape{dirs, kGates * H, I}) {
+    return Status::Error("W " + rt::ShapeString(tw.shape) + " and R " + rt::ShapeString(tr.shape) +
+                         " do not match the direction, gates, " + "hidden size and input size");
+  }
+  std::vector<std::string_view> names = at.Strs("activations");
+  std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
+  if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
+      betas.size() != names.size()) {
+    return Status::Error("activations, activation_alpha and activation_beta need " +
+                         std::to_string(kActs * dirs) + " entries");
+  }
+  std::vector<Activation> acts(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    QUILT_RETURN_IF_ERROR(ParseActivation(names[i], alphas[i], betas[i], &acts[i]));
+  }
+  bool has_clip = at.Has("clip");
+  double clip = at.Float("clip", 0.0);
+  bool input_forget = kCell == Cell::kLstm && at.Bool("input_forget", false);
+  bool lbr = kCell == Cell::kGru && at.Bool("linear_before_reset", false);
+
+  std::vector<double> x, w, r, b(dirs * 2 * kGates * H, 0.0), h0(dirs * N * H, 0.0),
+      c0(dirs * N * H, 0.0), p(dirs * 3 * H, 0.0);
+  QUILT_RETURN_IF_ERROR(ReadFloats(tx, &x));
+  QUILT_RETURN_IF_ERROR(ReadFloats(tw, &w));
+  QUILT_RETURN_IF_ERROR(ReadFloats(tr, &r));
+  if (!Absent(tb)) {
+    if (tb->shape != Shape{dirs, 2 * kGates * H} || tb->dtype != tx.dtype) {
+      return Status::Error("B must be [num_directions, 2 * gates * hidden_size]");
+    }
+    QUILT_RETURN_IF_ERROR(ReadFloats(*tb, &b));
+  }
+  Shape state_shape = layout == 0 ? Shape{dirs, N, H} : Shape{N, dirs, H};
+  // States are kept as [dir][batch][hidden] whatever the layout.
+  auto read_state = [&](const Tensor* t, std::vector<double>* out, const char* what) -> Status {
+    if (Absent(t)) return Status::Ok();
+    if (t->shape != state_shape || t->dtype != tx.dtype) {
+      return Status::Error(std::string(what) + " must have shape " + rt::ShapeString(state_shape));
+    }
+    std::vector<double> v;
+    QUILT_RETURN_IF_ERROR(ReadFloats(*t, &v));
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t h = 0; h < H; ++h) {
+          int64_t src = layout == 0 ? (d * N + n) * H + h : (n * dirs + d) * H + h;
+          (*out)[(d * N + n) * H + h] = v[src];
+        }
+      }
+    }
+    return Status::Ok();
+  };
+  QUILT_RETURN_IF_ERROR(read_state(th0, &h0, "initial_h"));
+  QUILT_RETURN_IF_ERROR(read_state(tc0, &c0, "initial_c"));
+  if (!Absent(tp)) {
+    if (tp->shape != Shape{dirs, 3 * H} || tp->dtype != tx.dtype) {
+      return Status::Error("P must be [num_directions, 3 * hidden_size]");
+    }
+    QUILT_RETURN_IF_ERROR(ReadFloats(*tp, &p));
+  }
+  std::vector<int64_t> lens(N, S);
+  if (!Absent(tseq)) {
+    if (tseq->dtype != DType::kInt32 || tseq->shape != Shape{N}) {
+      return Status::Error("sequence_lens must be int32 of shape [batch_size]");
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      lens[n] = tseq->Data<int32_t>()[n];
+      if (lens[n] < 0 || lens[n] > S) {
+        return Status::Error("sequence length " + std::to_string(lens[n]) + " is outside [0, " +
+                             std::to_string(S) + "]");
+      }
+    }
+  }
+  Shape y_shape = layout == 0 ? Shape{S, dirs, N, H} : Shape{N, S, dirs, H};
+  Tensor *ty, *tyh, *tyc = nullptr;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, tx.dtype, y_shape, &ty));
+  QUILT_RETURN_IF_ERROR(ctx.Output(1, tx.dtype, state_shape, &tyh));
+  if (kCell == Cell::kLstm) QUILT_RETURN_IF_ERROR(ctx.Output(2, tx.dtype, state_shape, &tyc));
+  std::vector<double> y(S * dirs * N * H, 0.0), yh(dirs * N * H), yc(dirs * N * H);
+  auto clipped = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
+  auto xat = [&](int64_t t, int64_t n, int64_t i) {
+    return layout == 0 ? x[(t * N + n) * I + i] : x[(n * S + t) * I + i];
+  };
+  std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
+  for (int64_t d = 0; d < dirs; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    const double* W = &w[d * kGates * H * I];
+    const double* R = &r[d * kGates * H * H];
+    const double* Wb = &b[d * 2 * kGates * H];
+    const double* Rb = Wb + kGates * H;
+    const double* P = &p[d * 3 * H];
+    const Activation& f = acts[d * kActs];
+    const Activation& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
+    const Activation& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<double> hs(h0.begin() + (d * N + n) * H, h0.begin() + (d * N + n + 1) * H);
+      std::vector<double> cs(c0.begin() + (d * N + n) * H, c0.begin() + (d * N + n + 1) * H);
+      for (int64_t step = 0; step < lens[n]; ++step) {
+        int64_t t = reverse ? lens[n] - 1 - step : step;
+        // Input and recurrent projections of every gate, each with its bias.
+        for (int64_t j = 0; j < kGates * H; ++j) {
+          double ax = Wb[j], ah = Rb[j];
+          for (int64_t i = 0; i < I; ++i) ax += xat(t, n, i) * W[j * I + i];
+          for (int64_t k = 0; k < H; ++k) ah += hs[k] * R[j * H + k];
+          gx[j] = ax;
+          gh[j] = ah;
+        }
+        if constexpr (kCell == Cell::kRnn) {
+          for (int64_t h = 0; h < H; ++h) hn[h] = f(clipped(gx[h] + gh[h]));
+        } else if constexpr (kCell == Cell::kGru) {
+          // Gates z, r, h: cn holds z, rg holds r, hn the pre-activation of h.
+          for (int64_t h = 0; h < H; ++h) {
+            cn[h] = f(clipped(gx[h] + gh[h]));
+            rg[h] = f(clipped(gx[H + h] + gh[H + h]));
+          }
+          for (int64_t h = 0; h < H; ++h) {
+            if (lbr) {
+              hn[h] = gx[2 * H + h] + rg[h] * gh[2 * H + h];
+            } else {
+              double acc = gx[2 * H + h] + Rb[2 * H + h];
+              for (int64_t k = 0; k < H; ++k) acc += rg[k] * hs[k] * R[(2 * H + h) * H + k];
+              hn[h] = acc;
+            }
+          }
+          for (int64_t h = 0; h < H; ++h) {
+            double ht = g(clipped(hn[h]));
+            hn[h] = (1 - cn[h]) * ht + cn[h] * hs[h];
+          }
+        } else {
+          // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
+          for (int64_t h = 0; h < H; ++h) {
+            double ig = f(clipped(gx[h] + gh[h] + P[h] * cs[h]));
+            double fg = input_forget
+                            ? 1 - ig
+                            : f(clipped(gx[2 * H + h] + gh[2 * H + h] + P[2 * H + h] * cs[h]));
+            double cg = g(clipped(gx[3 * H + h] + gh[3 * H + h]));
+            cn[h] = fg * cs[h] + ig * cg;
+            double og = f(clipped(gx[H + h] + gh[H + h] + P[H + h] * cn[h]));
+            hn[h] = og * hact(cn[h]);
+          }
+          cs = cn;
+        }
+        hs = hn;
+        for (int64_t h = 0; h < H; ++h) {
+          int64_t idx =
+              layout == 0 ? ((t * dirs + d) * N + n) * H + h : ((n * S + t) * dirs + d) * H + h;
+          y[idx] = hs[h];
+        }
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        int64_t idx = layout == 0 ? (d * N + n) * H + h : (n * dirs + d) * H + h;
+        yh[idx] = hs[h];
+        yc[idx] = cs[h];
+      }
+    }
+  }
+  WriteFloats(ty, y);
+  WriteFloats(tyh, yh);
+  if (tyc) WriteFloats(tyc, yc);
+  return Status::Ok();
+}
+
+// ---- Deformable convolution ------------------------------------------------------------------
+
+Status DeformConv(KernelContext& ctx) {
+  const Tensor& tx = *ctx.input(0);
+  const Tensor& tw = *ctx.input(1);
+  const Tensor& toff = *ctx.input(2);
+  const Tensor* tb = ctx.input(3);
+  const Tensor* tm = ctx.input(4);
+  const rt::AttrView& at = ctx.attrs();
+  std::vector<int64_t> kernel = at.Ints("kernel_shape"), strides = at.Ints("strides"),
+                       pads = at.Ints("pads"), dil = at.Ints("dilations");
+  int64_t group = at.Int("group", 1), ogroup = at.Int("offset_group", 1);
+  int r = tx.rank();
+  size_t k = kernel.size();
+  if (r < 3 || static_cast<size_t>(r - 2) != k || tw.rank() != r || toff.rank() != r) {
+    return Status::Error("x, w and offset must have rank 2 + the kernel's");
+  }
+  if (strides.size() != k || dil.size() != k || pads.size() != 2 * k) {
+    return Status::Error("strides, dilations and pads do not match the kernel rank");
+  }
+  if (tw.dtype != tx.dtype || toff.dtype != tx.dtype) {
+    return Status::Error("x, w and offset must have one element type");
+  }
+  int64_t N = tx.shape[0], C = tx.shape[1], OC = tw.shape[0], CG = tw.shape[1];
+  if (group < 1 || ogroup < 1 || C != CG * group || OC % group != 0 || C % ogroup != 0) {
+    return Status::Error("channels do not match group / offset_group");
+  }
+  int64_t ksize = 1;
+  for (size_t i = 0; i < k; ++i) {
+    if (kernel[i] < 1 || strides[i] < 1 || dil[i] < 1) {
+      return Status::Error("kernel_shape, strides and dilations must be positive");
+    }
+    if (tw.shape[2 + i] != kernel[i]) return Status::Error("w does not match kernel_shape");
+    ksize *= kernel[i];
+  }
+  Shape out = {N, OC};
+  for (size_t i = 0; i < k; ++i) {
+    int64_t span = (kernel[i] - 1) * dil[i] + 1;
+    int64_t padded = tx.shape[2 + i] + pads[i] + pads[k + i];
+    if (padded < span) return Status::Error("the kernel is larger than the padded input");
+    out.push_back((padded - span) / strides[i] + 1);
+  }
+  Shape off_shape = out;
+  off_shape[1] = ogroup * ksize * static_cast<int64_t>(k);
+  if (toff.shape != off_shape) {
+    return Status::Error("offset has shape " + rt::ShapeString(toff.shape) + ", expected " +
+                         rt::ShapeString(off_shape));
+  }
+  std::vector<double> x, w, off, bias, mask;
+  QUILT_RETURN_IF_ERROR(ReadFloats(tx, &x));
+  QUILT_RETURN_IF_ERROR(ReadFloats(tw, &w));
+  QUILT_RETURN_IF_ERROR(ReadFloats(toff, &off));
+  if (!Absent(tb)) {
+    if (tb->shape != Shape{OC} || tb->dtype != tx.dtype) return Status::Error("b must be [oC]");
+    QUILT_RETURN_IF_ERROR(ReadFloats(*tb, &bias));
+  }
+  if (!Absent(tm)) {
+    Shape ms = out;
+    ms[1] = ogroup * ksize;
+    if (tm->shape != ms || tm->dtype != tx.dtype) {
+      return Status::Error("mask must have shape " + rt::ShapeString(ms));
+    }
+    QUILT_RETURN_IF_ERROR(ReadFloats(*tm, &mask));
+  }
+  Tensor* ty;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, tx.dtype, out, &ty));
+  int64_t osize = 1;
+  for (size_t i = 0; i < k; ++i) osize *= out[2 + i];
+  int64_t isize = 1;
+  for (size_t i = 0; i < k; ++i) isize *= tx.shape[2 + i];
+  std::vector<double> y(N * OC * osize, 0.0);
+  int64_t opg = OC / group, cpog = C / ogroup;
+  std::vector<int64_t> opos(k), kpos(k), lo(k);
+  std::vector<double> frac(k), loc(k);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t o = 0; o < osize; ++o) {
+      int64_t rem = o;
+      for (size_t i = k; i-- > 0;) {
+        opos[i] = rem % out[2 + i];
+        rem /= out[2 + i];
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        int64_t og = c / cpog;
+        int64_t g = c / CG;
+        for (int64_t kk = 0; kk < ksize; ++kk) {
+          int64_t kr = kk;
+          for (size_t i = k; i-- > 0;) {
+            kpos[i] = kr % kernel[i];
+            kr /= kernel[i];
+          }
+          for (size_t i = 0; i < k; ++i) {
+            int64_t ch = ((og * ksize + kk) * static_cast<int64_t>(k) + i);
+            double dv = off[(n * off_shape[1] + ch) * osize + o];
+            loc[i] = static_cast<double>(opos[i] * strides[i] - pads[i] + kpos[i] * dil[i]) + dv;
+          }
+          double mval =
+              mask.empty() ? 1.0 : mask[(n * ogroup * ksize + og * ksize + kk) * osize + o];
+          // Multilinear interpolation; corners outside the input count as zero.
+          double sample = 0;
+          bool finite = true;
+          for (size_t i = 0; i < k; ++i) {
+            if (!std::isfinite(loc[i]) || std::fabs(loc[i]) > 1e15) finite = false;
+          }
+          if (finite) {
+            for (size_t i = 0; i < k; ++i) {
+              double fl = std::floor(loc[i]);
+              lo[i] = static_cast<int64_t>(fl);
+              frac[i] = loc[i] - fl;
+            }
+            for (int64_t corner = 0; corner < (int64_t{1} << k); ++corner) {
+              double wgt = 1;
+              int64_t idx = 0;
+              bool inside = true;
+              for (size_t i = 0; i < k; ++i) {
+                int64_t bit = corner >> i & 1;
+                int64_t p = lo[i] + bit;
+                wgt *= bit ? frac[i] : 1 - frac[i];
+                if (p < 0 || p >= tx.shape[2 + i]) {
+                  inside = false;
+                  break;
+                }
+                idx = idx * tx.shape[2 + i] + p;
+              }
+              if (inside && wgt != 0) sample += wgt * x[(n * C + c) * isize + idx];
+            }
+          }
+          double contrib = sample * mval;
+          if (contrib == 0) continue;
+          for (int64_t m = g * opg; m < (g + 1) * opg; ++m) {
+            y[(n * OC + m) * osize + o] += contrib * w[(m * CG + (c - g * CG)) * ksize + kk];
+          }
+        }
+      }
+      if (!bias.empty()) {
+        for (int64_t m = 0; m < OC; ++m) y[(n * OC + m) * osize + o] += bias[m];
+      }
+    }
+  }
+  WriteFloats(ty, y);
+  return Status::Ok();
+}
+
 constexpr rt::KernelEntry kKernels[] = {
-    {"", nullptr},
+    {"nn.rnn", Recurrent<Cell::kRnn>},
+    {"nn.gru", Recurrent<Cell::kGru>},
+    {"nn.lstm", Recurrent<Cell::kLstm>},
+    {"nn.deform_conv", DeformConv},
 };
 
 }  // namespace
 
-std::span<const rt::KernelEntry> RecurrentKernels() { return std::span(kKernels).subspan(1); }
+std::span<const rt::KernelEntry> RecurrentKernels() { return kKernels; }
 
 }  // namespace quilt::cpu

@@ -1,17 +1,510 @@
-// Reductions: sum, mean, max, min, prod, l1/l2 norms, log-sum-exp, argmax/argmin, cumulative sums.
+// Reductions: sum, mean, max, min, prod, l1/l2 norms, log-sum(-exp), sum of squares,
+// argmax/argmin, cumulative sums and products, and the nll / softmax cross-entropy losses.
+//
+// Floating-point reductions accumulate in double; integer sums and products wrap around in 64
+// bits and are then narrowed (modular) to the element type.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
 namespace {
 
-// Kernels of this family, by op name (see ir/ops/*.def for each op's arguments and attributes).
+template <typename T>
+constexpr bool kIsFloatLike =
+    std::is_floating_point_v<T> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+
+// A double as integer type T: truncated toward zero, NaN 0, saturated to T's range.
+template <typename T>
+T DoubleToInt(double v) {
+  if (std::isnan(v)) return T(0);
+  double t = std::trunc(v);
+  if (t <= static_cast<double>(std::numeric_limits<T>::lowest())) {
+    return std::numeric_limits<T>::lowest();
+  }
+  if (t >= static_cast<double>(std::numeric_limits<T>::max())) {
+    return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(t);
+}
+
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (kIsFloatLike<T>) {
+    return Store<T>(static_cast<Compute<T>>(v));
+  } else {
+    return DoubleToInt<T>(v);
+  }
+}
+
+// The layout of a reduction: which axes are reduced, the output shape, and for every axis of the
+// input the stride of the output element it contributes to (0 on reduced axes).
+struct Plan {
+  std::vector<bool> reduced;
+  Shape out_shape;
+  std::vector<int64_t> out_strides;  // over the input's axes
+  int64_t out_n = 1;
+  int64_t count = 1;  // input elements per output element
+};
+
+Status MakePlan(const Shape& in, const std::vector<int64_t>* axes, bool keepdims, Plan* p) {
+  int rank = static_cast<int>(in.size());
+  p->reduced.assign(rank, axes == nullptr);
+  if (axes) {
+    for (int64_t a : *axes) {
+      int64_t ax = a;
+      if (!NormalizeAxis(&ax, rank)) {
+        return Status::Error("axis " + std::to_string(a) + " is out of range for rank " +
+                             std::to_string(rank));
+      }
+      if (p->reduced[ax]) return Status::Error("axis " + std::to_string(a) + " appears twice");
+      p->reduced[ax] = true;
+    }
+  }
+  Shape kept;  // the output shape without keepdims' ones
+  for (int i = 0; i < rank; ++i) {
+    if (p->reduced[i]) {
+      p->count *= in[i];
+      if (keepdims) p->out_shape.push_back(1);
+    } else {
+      kept.push_back(in[i]);
+      p->out_shape.push_back(in[i]);
+    }
+  }
+  std::vector<int64_t> ks = Strides(kept);
+  p->out_strides.assign(rank, 0);
+  for (int i = 0, k = 0; i < rank; ++i) {
+    if (!p->reduced[i]) p->out_strides[i] = ks[k++];
+  }
+  for (int64_t d : kept) p->out_n *= d;
+  return Status::Ok();
+}
+
+// Calls f(input_index, output_index) for every input element.
+template <typename F>
+void ForEachReduced(const Shape& in, const Plan& p, F&& f) {
+  const std::vector<int64_t> strides[1] = {p.out_strides};
+  ForEachBroadcast(in, strides, [&](int64_t i, const int64_t* off) { f(i, off[0]); });
+}
+
+enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+template <Red kRed, typename T>
+Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
+  const T* px = x.Data<T>();
+  T* py = y->MutableData<T>();
+  using C = Compute<T>;
+  if constexpr (kRed == Red::kMax || kRed == Red::kMin) {
+    // Empty reductions give the identity: -inf / +inf for floats, the extreme integers.
+    C init;
+    if constexpr (std::is_same_v<T, bool>) {
+      init = kRed == Red::kMin;
+    } else if constexpr (kIsFloatLike<T>) {
+      init = kRed == Red::kMax ? -std::numeric_limits<C>::infinity()
+                               : std::numeric_limits<C>::infinity();
+    } else {
+      init = kRed == Red::kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    }
+    std::vector<C> acc(p.out_n, init);
+    ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
+      C v = Load(px[i]);
+      bool nan = false;
+      if constexpr (kIsFloatLike<T>) nan = std::isnan(v) || std::isnan(acc[o]);
+      if (nan) {
+        acc[o] = std::numeric_limits<C>::quiet_NaN();
+      } else if (kRed == Red::kMax ? v > acc[o] : v < acc[o]) {
+        acc[o] = v;
+      }
+    });
+    for (int64_t o = 0; o < p.out_n; ++o) py[o] = Store<T>(acc[o]);
+    return Status::Ok();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return Unsupported(DType::kBool);
+  } else if constexpr (!kIsFloatLike<T> && kRed != Red::kL2 && kRed != Red::kLogSum &&
+                       kRed != Red::kLogSumExp) {
+    // Integers: 64-bit wrapping arithmetic.
+    std::vector<uint64_t> acc(p.out_n, kRed == Red::kProd ? 1 : 0);
+    ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
+      T v = px[i];
+      uint64_t u = static_cast<uint64_t>(v);
+      if constexpr (kRed == Red::kL1 && std::is_signed_v<T>) {
+        if (v < 0) u = uint64_t{0} - u;
+      }
+      if constexpr (kRed == Red::kProd) {
+        acc[o] *= u;
+      } else if constexpr (kRed == Red::kSumSquare) {
+        acc[o] += u * u;
+      } else {
+        acc[o] += u;
+      }
+    });
+    for (int64_t o = 0; o < p.out_n; ++o) {
+      if constexpr (kRed == Red::kMean) {
+        if (p.count == 0) {
+          py[o] = T(0);
+        } else if constexpr (std::is_signed_v<T>) {
+          py[o] = static_cast<T>(static_cast<int64_t>(acc[o]) / p.count);
+        } else {
+          py[o] = static_cast<T>(acc[o] / static_cast<uint64_t>(p.count));
+        }
+      } else {
+        py[o] = static_cast<T>(acc[o]);
+      }
+    }
+    return Status::Ok();
+  } else {
+    // Floats (and integer l2 / log-sum / log-sum-exp) in double.
+    std::vector<double> shift(p.out_n, 0.0);
+    if constexpr (kRed == Red::kLogSumExp) {
+      // Subtract the maximum of each group: exp never overflows.
+      std::fill(shift.begin(), shift.end(), -std::numeric_limits<double>::infinity());
+      ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
+        double v = static_cast<double>(Load(px[i]));
+        if (std::isnan(v) || v > shift[o]) shift[o] = std::isnan(shift[o]) ? shift[o] : v;
+      });
+    }
+    std::vector<double> acc(p.out_n, kRed == Red::kProd ? 1.0 : 0.0);
+    ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
+      double v = static_cast<double>(Load(px[i]));
+      if constexpr (kRed == Red::kProd) {
+        acc[o] *= v;
+      } else if constexpr (kRed == Red::kL1) {
+        acc[o] += std::fabs(v);
+      } else if constexpr (kRed == Red::kL2 || kRed == Red::kSumSquare) {
+        acc[o] += v * v;
+      } else if constexpr (kRed == Red::kLogSumExp) {
+        if (std::isfinite(shift[o])) acc[o] += std::exp(v - shift[o]);
+      } else {
+        acc[o] += v;
+      }
+    });
+    for (int64_t o = 0; o < p.out_n; ++o) {
+      double r = acc[o];
+      if constexpr (kRed == Red::kMean) {
+        r = p.count == 0 ? std::numeric_limits<double>::quiet_NaN()
+                         : r / static_cast<double>(p.count);
+      } else if constexpr (kRed == Red::kL2) {
+        r = std::sqrt(r);
+      } else if constexpr (kRed == Red::kLogSum) {
+        r = std::log(r);
+      } else if constexpr (kRed == Red::kLogSumExp) {
+        r = std::isfinite(shift[o]) ? shift[o] + std::log(r) : shift[o];
+      }
+      py[o] = FromDouble<T>(r);
+    }
+    return Status::Ok();
+  }
+}
+
+template <Red kRed>
+Status Reduce(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const rt::AttrView& attrs = ctx.attrs();
+  std::vector<int64_t> axes;
+  bool all = !attrs.Has("axis");
+  if (!all) axes = attrs.Ints("axis");
+  Plan p;
+  QUILT_RETURN_IF_ERROR(MakePlan(x.shape, all ? nullptr : &axes, attrs.Bool("keepdims"), &p));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, p.out_shape, &y));
+  return VisitAll(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return ReduceTyped<kRed, T>(x, p, y);
+  });
+}
+
+// Index of the max / min along one axis (None: of the flattened tensor). NaN counts as the
+// largest (and smallest) value, as numpy's argmax / argmin.
+template <bool kMax>
+Status ArgReduce(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const rt::AttrView& attrs = ctx.attrs();
+  bool keepdims = attrs.Bool("keepdims");
+  bool last = attrs.Bool("select_last_index");
+  int rank = x.rank();
+  int64_t outer = 1, len = 1, inner = 1;
+  Shape out_shape;
+  if (!attrs.Has("axis")) {
+    len = x.NumElements();
+    if (keepdims) out_shape.assign(rank, 1);
+  } else {
+    int64_t axis = attrs.Int("axis");
+    if (!NormalizeAxis(&axis, rank)) {
+      return Status::Error("axis " + std::to_string(attrs.Int("axis")) +
+                           " is out of range for rank " + std::to_string(rank));
+    }
+    for (int i = 0; i < rank; ++i) {
+      if (i < axis) outer *= x.shape[i];
+      if (i > axis) inner *= x.shape[i];
+      if (i == axis) {
+        len = x.shape[i];
+        if (keepdims) out_shape.push_back(1);
+      } else {
+        out_shape.push_back(x.shape[i]);
+      }
+    }
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt64, out_shape, &y));
+  if (outer * inner == 0) return Status::Ok();
+  if (len == 0) return Status::Error("argmax / argmin over an empty axis");
+  return VisitAll(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    const T* px = x.Data<T>();
+    int64_t* py = y->MutableData<int64_t>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        const T* base = px + o * len * inner + in;
+        C best = Load(base[0]);
+        int64_t best_k = 0;
+        for (int64_t k = 1; k < len; ++k) {
+          C v = Load(base[k * inner]);
+          bool take;
+          bool v_nan = false, best_nan = false;
+          if constexpr (kIsFloatLike<T>) {
+            v_nan = std::isnan(v);
+            best_nan = std::isnan(best);
+          }
+          if (best_nan) {
+            take = last && v_nan;
+          } else if (v_nan) {
+            take = true;
+          } else {
+            take = kMax ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+          }
+          if (take) {
+            best = v;
+            best_k = k;
+          }
+        }
+        py[o * inner + in] = best_k;
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// Running sum / product along one axis (None: of the flattened tensor).
+template <bool kProd>
+Status Scan(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const rt::AttrView& attrs = ctx.attrs();
+  DType dtype = attrs.Dtype("dtype");
+  if (dtype == DType::kVoid) dtype = x.dtype;
+  if (dtype != x.dtype)
+    return Status::Error("a result type other than the input's is not supported");
+  bool exclusive = attrs.Bool("exclusive"), reverse = attrs.Bool("reverse");
+  int64_t outer = 1, len = x.NumElements(), inner = 1;
+  Shape out_shape = {len};
+  if (attrs.Has("axis")) {
+    int64_t axis = attrs.Int("axis");
+    if (!NormalizeAxis(&axis, x.rank())) {
+      return Status::Error("axis " + std::to_string(attrs.Int("axis")) +
+                           " is out of range for rank " + std::to_string(x.rank()));
+    }
+    out_shape = x.shape;
+    len = x.shape[axis];
+    for (int i = 0; i < x.rank(); ++i) {
+      if (i < axis) outer *= x.shape[i];
+      if (i > axis) inner *= x.shape[i];
+    }
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, out_shape, &y));
+  return VisitNumeric(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<kIsFloatLike<T>, double, uint64_t>;
+    const T* px = x.Data<T>();
+    T* py = y->MutableData<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        A acc = kProd ? A(1) : A(0);
+        for (int64_t s = 0; s < len; ++s) {
+          int64_t k = reverse ? len - 1 - s : s;
+          int64_t at = (o * len + k) * inner + in;
+          A v;
+          if constexpr (kIsFloatLike<T>) {
+            v = static_cast<double>(Load(px[at]));
+          } else {
+            v = static_cast<uint64_t>(px[at]);
+          }
+          if (!exclusive) acc = kProd ? A(acc * v) : A(acc + v);
+          if constexpr (kIsFloatLike<T>) {
+            py[at] = FromDouble<T>(acc);
+          } else {
+            py[at] = static_cast<T>(acc);
+          }
+          if (exclusive) acc = kProd ? A(acc * v) : A(acc + v);
+        }
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// The class index of element i of an integer tensor.
+int64_t ClassAt(const Tensor& t, int64_t i) {
+  int64_t r = 0;
+  (void)VisitInteger(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    r = static_cast<int64_t>(t.Data<T>()[i]);
+    return Status::Ok();
+  });
+  return r;
+}
+
+// The nll loss of log-probabilities `logp` (N, C, d...) as doubles: per element, or reduced.
+Status NllFromLogProb(KernelContext& ctx, const std::vector<double>& logp, const Shape& pshape,
+                      const Tensor& t, const Tensor& w, DType dtype) {
+  const rt::AttrView& attrs = ctx.attrs();
+  std::string reduction(attrs.Str("reduction", "mean"));
+  bool has_ignore = attrs.Has("ignore_index");
+  int64_t ignore = attrs.Int("ignore_index");
+  if (pshape.size() < 2) return Status::Error("predictions must have rank >= 2 (N, C, ...)");
+  int64_t n = pshape[0], c = pshape[1], d = 1;
+  Shape loss_shape = {n};
+  for (size_t i = 2; i < pshape.size(); ++i) {
+    d *= pshape[i];
+    loss_shape.push_back(pshape[i]);
+  }
+  if (t.shape != loss_shape) {
+    return Status::Error("targets have shape " + rt::ShapeString(t.shape) + ", expected " +
+                         rt::ShapeString(loss_shape));
+  }
+  if (w.rank() != 1 || w.shape[0] != c) {
+    return Status::Error("weights have shape " + rt::ShapeString(w.shape) + ", expected (" +
+                         std::to_string(c) + ")");
+  }
+  if (w.dtype != dtype) return Status::Error("weights have another element type");
+  if (!VisitInteger(t.dtype, [](auto) { return Status::Ok(); }).ok()) {
+    return Status::Error("targets must be integer class indices");
+  }
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    return Status::Error("unknown reduction '" + reduction + "'");
+  }
+  std::vector<double> weights(c);
+  QUILT_RETURN_IF_ERROR(VisitFloat(w.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t k = 0; k < c; ++k) weights[k] = static_cast<double>(Load(w.Data<T>()[k]));
+    return Status::Ok();
+  }));
+  std::vector<double> loss(n * d, 0.0);
+  double wsum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) {
+      int64_t cls = ClassAt(t, i * d + j);
+      if (has_ignore && cls == ignore) continue;
+      if (cls < 0 || cls >= c) {
+        return Status::Error("target " + std::to_string(cls) + " is out of range for " +
+                             std::to_string(c) + " classes");
+      }
+      double wt = weights[cls];
+      loss[i * d + j] = -wt * logp[(i * c + cls) * d + j];
+      wsum += wt;
+    }
+  }
+  Tensor* y;
+  if (reduction == "none") {
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, loss_shape, &y));
+  } else {
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, dtype, {}, &y));
+  }
+  return VisitFloat(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* py = y->MutableData<T>();
+    if (reduction == "none") {
+      for (size_t k = 0; k < loss.size(); ++k) py[k] = FromDouble<T>(loss[k]);
+    } else {
+      double s = 0;
+      for (double v : loss) s += v;
+      if (reduction == "mean") {
+        s = wsum == 0 ? std::numeric_limits<double>::quiet_NaN() : s / wsum;
+      }
+      py[0] = FromDouble<T>(s);
+    }
+    return Status::Ok();
+  });
+}
+
+std::vector<double> ToDoubles(const Tensor& x) {
+  std::vector<double> out(x.NumElements());
+  (void)VisitFloat(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(Load(x.Data<T>()[i]));
+    return Status::Ok();
+  });
+  return out;
+}
+
+Status NllLoss(KernelContext& ctx) {
+  const Tensor& p = *ctx.input(0);
+  if (p.dtype != DType::kFloat32 && p.dtype != DType::kFloat64 && p.dtype != DType::kFloat16 &&
+      p.dtype != DType::kBFloat16) {
+    return Unsupported(p.dtype);
+  }
+  return NllFromLogProb(ctx, ToDoubles(p), p.shape, *ctx.input(1), *ctx.input(2), p.dtype);
+}
+
+// log_softmax over axis 1, then the nll loss; outputs (loss, log_softmax).
+Status SoftmaxCrossEntropy(KernelContext& ctx) {
+  const Tensor& s = *ctx.input(0);
+  if (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat64 && s.dtype != DType::kFloat16 &&
+      s.dtype != DType::kBFloat16) {
+    return Unsupported(s.dtype);
+  }
+  if (s.rank() < 2) return Status::Error("scores must have rank >= 2 (N, C, ...)");
+  int64_t n = s.shape[0], c = s.shape[1], d = 1;
+  for (int i = 2; i < s.rank(); ++i) d *= s.shape[i];
+  std::vector<double> v = ToDoubles(s);
+  std::vector<double> logp(v.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < c; ++k) m = std::max(m, v[(i * c + k) * d + j]);
+      double sum = 0;
+      for (int64_t k = 0; k < c; ++k) sum += std::exp(v[(i * c + k) * d + j] - m);
+      double lse = m + std::log(sum);
+      for (int64_t k = 0; k < c; ++k) logp[(i * c + k) * d + j] = v[(i * c + k) * d + j] - lse;
+    }
+  }
+  QUILT_RETURN_IF_ERROR(NllFromLogProb(ctx, logp, s.shape, *ctx.input(1), *ctx.input(2), s.dtype));
+  if (ctx.num_outputs() < 2) return Status::Ok();
+  Tensor* lp;
+  QUILT_RETURN_IF_ERROR(ctx.Output(1, s.dtype, s.shape, &lp));
+  return VisitFloat(s.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = lp->MutableData<T>();
+    for (size_t k = 0; k < logp.size(); ++k) out[k] = FromDouble<T>(logp[k]);
+    return Status::Ok();
+  });
+}
+
 constexpr rt::KernelEntry kKernels[] = {
-    {"", nullptr},
+    {"sum", Reduce<Red::kSum>},
+    {"mean", Reduce<Red::kMean>},
+    {"max", Reduce<Red::kMax>},
+    {"min", Reduce<Red::kMin>},
+    {"prod", Reduce<Red::kProd>},
+    {"reduce_l1", Reduce<Red::kL1>},
+    {"reduce_l2", Reduce<Red::kL2>},
+    {"reduce_log_sum", Reduce<Red::kLogSum>},
+    {"reduce_log_sum_exp", Reduce<Red::kLogSumExp>},
+    {"reduce_sum_square", Reduce<Red::kSumSquare>},
+    {"argmax", ArgReduce<true>},
+    {"argmin", ArgReduce<false>},
+    {"cumsum", Scan<false>},
+    {"cumprod", Scan<true>},
+    {"nn.nll_loss", NllLoss},
+    {"nn.softmax_cross_entropy", SoftmaxCrossEntropy},
 };
 
 }  // namespace
 
-std::span<const rt::KernelEntry> ReduceKernels() { return std::span(kKernels).subspan(1); }
+std::span<const rt::KernelEntry> ReduceKernels() { return kKernels; }
 
 }  // namespace quilt::cpu

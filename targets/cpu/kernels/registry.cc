@@ -8,9 +8,10 @@ namespace {
 
 std::vector<rt::KernelEntry> Collect() {
   std::vector<rt::KernelEntry> all;
-  for (auto family : {ElementwiseKernels(), ReduceKernels(), NnKernels(), ConvKernels(),
-                      ManipKernels(), ImageKernels(), LinalgKernels(), QuantizeKernels(),
-                      TransformerKernels(), RecurrentKernels(), SignalKernels()})
+  for (auto family :
+       {ElementwiseKernels(), CastKernels(), ReduceKernels(), NnKernels(), ConvKernels(),
+        ManipKernels(), IndexKernels(), ImageKernels(), LinalgKernels(), QuantizeKernels(),
+        TransformerKernels(), RecurrentKernels(), SignalKernels()})
     all.insert(all.end(), family.begin(), family.end());
   std::sort(all.begin(), all.end(),
             [](const rt::KernelEntry& a, const rt::KernelEntry& b) { return a.name < b.name; });

@@ -11,10 +11,12 @@ namespace quilt::cpu {
 
 // Each family file defines one of these.
 std::span<const rt::KernelEntry> ElementwiseKernels();
+std::span<const rt::KernelEntry> CastKernels();
 std::span<const rt::KernelEntry> ReduceKernels();
 std::span<const rt::KernelEntry> NnKernels();
 std::span<const rt::KernelEntry> ConvKernels();
 std::span<const rt::KernelEntry> ManipKernels();
+std::span<const rt::KernelEntry> IndexKernels();
 std::span<const rt::KernelEntry> ImageKernels();
 std::span<const rt::KernelEntry> LinalgKernels();
 std::span<const rt::KernelEntry> QuantizeKernels();

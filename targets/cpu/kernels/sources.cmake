@@ -3,6 +3,7 @@
 set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/registry.cc
   ${QUILT_ROOT}/targets/cpu/kernels/elementwise.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
@@ -10,6 +11,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
   ${QUILT_ROOT}/targets/cpu/kernels/pool.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/index.cc
   ${QUILT_ROOT}/targets/cpu/kernels/image.cc
   ${QUILT_ROOT}/targets/cpu/kernels/linalg.cc
   ${QUILT_ROOT}/targets/cpu/kernels/quantize.cc

@@ -1,0 +1,92 @@
+// The C API and its C++ wrapper: statuses with messages, no exception across the boundary,
+// outputs owned by the caller.
+#include <gtest/gtest.h>
+
+#include "quilt/quilt.h"
+#include "quilt/quilt.hpp"
+#include "targets/package_writer.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace {
+
+std::vector<uint8_t> AddPackage() {
+  return quilt::compiler::WritePackage(quilt::test::AddConstantPackage());
+}
+
+TEST(CApi, LoadCreateRunRead) {
+  std::vector<uint8_t> bytes = AddPackage();
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  bytes.assign(bytes.size(), 0);  // the package keeps its own copy
+  quilt_session_t* session = nullptr;
+  ASSERT_EQ(quilt_session_create(pkg, nullptr, &session), nullptr);
+  ASSERT_EQ(quilt_session_input_count(session), 1u);
+  quilt_tensor_info_t info;
+  ASSERT_EQ(quilt_session_input_info(session, 0, &info), nullptr);
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[0], -1);
+  EXPECT_STREQ(info.dim_names[0], "n");
+  EXPECT_EQ(info.dim_names[1], nullptr);
+  float x[6] = {1, 1, 1, 2, 2, 2};
+  int64_t shape[2] = {2, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
+  quilt_outputs_t* outs = nullptr;
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  ASSERT_EQ(quilt_outputs_count(outs), 1u);
+  quilt_tensor_t y;
+  ASSERT_EQ(quilt_outputs_get(outs, 0, &y), nullptr);
+  EXPECT_STREQ(y.name, "y");
+  ASSERT_EQ(y.byte_size, 24u);
+  const float* v = static_cast<const float*>(y.data);
+  EXPECT_EQ(v[0], 2.0f);
+  EXPECT_EQ(v[5], 5.0f);
+  quilt_outputs_free(outs);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+}
+
+TEST(CApi, ErrorsAreStatusesWithMessages) {
+  quilt_package_t* pkg = nullptr;
+  quilt_status_t* st = quilt_package_load_file("/nonexistent/model.quilt", &pkg);
+  ASSERT_NE(st, nullptr);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("cannot open '/nonexistent/model.quilt'"),
+            std::string::npos);
+  quilt_status_free(st);
+  EXPECT_EQ(pkg, nullptr);
+  st = quilt_session_create(nullptr, nullptr, nullptr);
+  ASSERT_NE(st, nullptr);
+  quilt_status_free(st);
+}
+
+TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
+  std::vector<uint8_t> bytes = AddPackage();
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_t* session = nullptr;
+  ASSERT_EQ(quilt_session_create(pkg, nullptr, &session), nullptr);
+  float x[6] = {};
+  int64_t shape[2] = {2, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, 20};
+  quilt_outputs_t* outs = nullptr;
+  quilt_status_t* st = quilt_session_run(session, &in, 1, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_STREQ(quilt_status_message(st), "input 'x': 20 bytes given, its dtype and shape need 24");
+  quilt_status_free(st);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+}
+
+TEST(CppApi, RunsAndThrowsOnErrors) {
+  std::vector<uint8_t> bytes = AddPackage();
+  quilt::Package package = quilt::Package::LoadMemory(bytes.data(), bytes.size());
+  quilt::Session session(package);
+  std::vector<float> x = {0, 0, 0};
+  auto outs = session.Run({quilt::Input("x", x.data(), {1, 3})});
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].Data<float>()[2], 3.0f);
+  EXPECT_THROW(session.Run({quilt::Input("nope", x.data(), {1, 3})}), quilt::Exception);
+  EXPECT_THROW(quilt::Package::LoadMemory("junk", 4), quilt::Exception);
+}
+
+}  // namespace

@@ -1,0 +1,166 @@
+// Sessions: input checks that list the expected signature, symbolic dims bound from inputs and
+// checked across them, and one session run from many threads at once.
+#include "runtime/src/session.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "targets/package_writer.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace quilt {
+namespace {
+
+// z = (a + b) * a with a, b: float32 (n, 3): two inputs sharing the symbol n.
+compiler::PackageSpec TwoInputPackage() {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  compiler::GraphSpec& g = spec.graphs[0];
+  auto f32 = static_cast<int32_t>(rt::DType::kFloat32);
+  g.values = {{"a", pkg::ValueKind::Input, f32, 2, {0, 1}},
+              {"b", pkg::ValueKind::Input, f32, 2, {0, 1}},
+              {"t", pkg::ValueKind::Intermediate, f32, 2, {0, 1}},
+              {"z", pkg::ValueKind::Intermediate, f32, 2, {0, 1}}};
+  g.inputs = {0, 1};
+  g.outputs = {3};
+  compiler::StepSpec add{"add", 0, {0, 1}, {1, 1}, {2}};
+  compiler::StepSpec mul{"multiply", 0, {2, 0}, {1, 1}, {3}};
+  g.steps = {add, mul};
+  spec.buffers.clear();
+  return spec;
+}
+
+std::unique_ptr<rt::Session> Open(const compiler::PackageSpec& spec) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<rt::LoadedPackage> p;
+  EXPECT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(p), {}, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return s;
+}
+
+std::string RunError(const rt::Session& s, const std::vector<rt::NamedTensor>& in) {
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s.Run(in, &out);
+  return st.ok() ? "" : st.message();
+}
+
+TEST(Session, ReportsItsSignature) {
+  auto s = Open(TwoInputPackage());
+  ASSERT_EQ(s->inputs().size(), 2u);
+  EXPECT_EQ(s->inputs()[0].ToString(), "a: float32 (n, 3)");
+  EXPECT_EQ(s->outputs()[0].name, "z");
+}
+
+TEST(Session, MissingInputListsTheSignature) {
+  auto s = Open(TwoInputPackage());
+  std::vector<float> a(6);
+  std::string e = RunError(*s, {test::Input("a", a, {2, 3})});
+  EXPECT_EQ(e, "input 'b' is missing; the model takes a: float32 (n, 3), b: float32 (n, 3)");
+}
+
+TEST(Session, UnknownInputNameIsAnError) {
+  auto s = Open(TwoInputPackage());
+  std::vector<float> a(6);
+  EXPECT_NE(RunError(*s, {test::Input("q", a, {2, 3})}).find("no input named 'q'"),
+            std::string::npos);
+}
+
+TEST(Session, WrongDtypeRankOrStaticDimIsAnError) {
+  auto s = Open(TwoInputPackage());
+  std::vector<float> a(6), b(6);
+  rt::NamedTensor ia = test::Input("a", a, {2, 3});
+  rt::NamedTensor ib = test::Input("b", b, {2, 3});
+  ib.tensor.dtype = rt::DType::kInt32;
+  EXPECT_EQ(RunError(*s, {ia, ib}), "input 'b' is int32, expected b: float32 (n, 3)");
+  ib = test::Input("b", b, {6});
+  EXPECT_EQ(RunError(*s, {ia, ib}), "input 'b' has rank 1, expected b: float32 (n, 3)");
+  ib = test::Input("b", b, {3, 2});
+  EXPECT_EQ(RunError(*s, {ia, ib}), "input 'b' dim 0 is 3, expected n = 2");
+}
+
+TEST(Session, SymbolicDimsMustAgreeAcrossInputs) {
+  auto s = Open(TwoInputPackage());
+  std::vector<float> a(6), b(9);
+  std::string e = RunError(*s, {test::Input("a", a, {2, 3}), test::Input("b", b, {3, 3})});
+  EXPECT_EQ(e, "input 'b' dim 0 is 3, expected n = 2");
+}
+
+TEST(Session, StepErrorsNameTheStepAndNode) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  // The compiler claims y has 4 columns; the kernel makes 3.
+  spec.graphs[0].dims.push_back({pkg::DimKind::Int, 0, 0, 4});
+  spec.graphs[0].values[2].dims = {0, 3};
+  auto s = Open(spec);
+  std::vector<float> x(3);
+  EXPECT_EQ(RunError(*s, {test::Input("x", x, {1, 3})}),
+            "step 0 (add, node 'add0'): output 0 dim 1 is 3, expected 4");
+}
+
+TEST(Session, UnknownKernelIsRefusedAtCreation) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].steps[0].kernel = "nn.frobnicate";
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<rt::LoadedPackage> p;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(p), {}, &s);
+  EXPECT_EQ(st.message(), "no CPU kernel for step 0 (nn.frobnicate, node 'add0')");
+}
+
+TEST(Session, DisallowedDeviceIsRefused) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  std::unique_ptr<rt::LoadedPackage> p;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  rt::SessionOptions options;
+  options.devices = {"cuda"};
+  std::unique_ptr<rt::Session> s;
+  EXPECT_NE(rt::Session::Create(std::move(p), options, &s).message().find("do not allow"),
+            std::string::npos);
+}
+
+TEST(Session, EightThreadsRunOneSessionAtOnceWithIdenticalResults) {
+  auto s = Open(TwoInputPackage());
+  constexpr int kThreads = 8, kRuns = 50;
+  std::vector<std::vector<float>> results(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Each thread its own batch size: the symbol n differs per run.
+      int n = 1 + t;
+      std::vector<float> a(3 * n), b(3 * n);
+      for (int i = 0; i < 3 * n; ++i) {
+        a[i] = static_cast<float>(i);
+        b[i] = static_cast<float>(t);
+      }
+      for (int r = 0; r < kRuns; ++r) {
+        std::vector<rt::OwnedTensor> out;
+        rt::Status st = s->Run({test::Input("a", a, {n, 3}), test::Input("b", b, {n, 3})}, &out);
+        if (!st.ok()) {
+          errors[t] = st.message();
+          return;
+        }
+        std::vector<float> z = test::Floats(out[0]);
+        if (r > 0 && z != results[t]) {
+          errors[t] = "run " + std::to_string(r) + " differs";
+          return;
+        }
+        results[t] = z;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(errors[t], "") << "thread " << t;
+    ASSERT_EQ(results[t].size(), static_cast<size_t>(3 * (t + 1)));
+    for (int i = 0; i < 3 * (t + 1); ++i) {
+      EXPECT_EQ(results[t][i],
+                (static_cast<float>(i) + static_cast<float>(t)) * static_cast<float>(i));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt

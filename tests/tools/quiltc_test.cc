@@ -1,0 +1,165 @@
+// quiltc, quilt-run and quilt-inspect on packages, as a user runs them: exit codes, messages,
+// files written, and results checked against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/importers/onnx_test_util.h"
+#include "tests/tools/tool_runner.h"
+#include "tools/tensor_io.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using Result = quilt::testing::ToolResult;
+
+Result Tool(const std::string& name, const std::string& args) {
+  return quilt::testing::RunTool(name, args);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class QuiltcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("quiltc_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // y = sqrt(a + b) * sqrt(a + b), a: float32 (n, 3), b: float32 (1, 3).
+  std::string Model() {
+    quilt::testing::OnnxGraph g;
+    g.Input("a", onnx::TensorProto::FLOAT, {std::string("n"), int64_t{3}})
+        .Input("b", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{3}})
+        .Output("y/out", onnx::TensorProto::FLOAT);
+    g.Node("Add", {"a", "b"}, {"t"}, "add0");
+    g.Node("Sqrt", {"t"}, {"u"}, "sqrt0");
+    g.Node("Mul", {"u", "u"}, {"y/out"}, "mul0");
+    return Write("model.onnx", g.Bytes());
+  }
+
+  std::string Write(const std::string& name, const std::string& bytes) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+
+  std::string Npy(const std::string& name, const std::vector<float>& v, quilt::rt::Shape shape) {
+    quilt::rt::OwnedTensor t;
+    t.dtype = quilt::rt::DType::kFloat32;
+    t.shape = std::move(shape);
+    t.data.resize(v.size() * 4);
+    std::memcpy(t.data.data(), v.data(), t.data.size());
+    return Write(name, quilt::tools::NpyBytes(t));
+  }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(QuiltcTest, CompilesAndRunsWithNpyInputs) {
+  std::string model = Model();
+  Result c = Tool("quiltc", model + " -o " + Path("m.quilt"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  std::string a = Npy("a.npy", {0, 1, 2, 3, 4, 5}, {2, 3});
+  std::string b = Npy("b.npy", {1, 1, 1}, {1, 3});
+  Result r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b +
+                                   " --output-dir " + Path("out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("y/out: float32 (2, 3)"), std::string::npos) << r.out;
+  quilt::Expected<quilt::rt::OwnedTensor> y = quilt::tools::ReadNpy(Path("out/y_out.npy"));
+  ASSERT_TRUE(y) << y.error().ToString();
+  ASSERT_EQ(y->shape, (quilt::rt::Shape{2, 3}));
+  std::vector<float> got(6);
+  std::memcpy(got.data(), y->data.data(), 24);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], i + 1.0f, 1e-5) << i;
+}
+
+TEST_F(QuiltcTest, CompilingTwiceGivesIdenticalBytes) {
+  std::string model = Model();
+  ASSERT_EQ(Tool("quiltc", model + " -o " + Path("1.quilt")).code, 0);
+  ASSERT_EQ(Tool("quiltc", model + " -o " + Path("2.quilt")).code, 0);
+  EXPECT_EQ(ReadAll(Path("1.quilt")), ReadAll(Path("2.quilt")));
+}
+
+TEST_F(QuiltcTest, InputShapeFixesSymbolicDims) {
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --input-shape a:4,3");
+  ASSERT_EQ(c.code, 0) << c.out;
+  Result i = Tool("quilt-inspect", Path("m.quilt"));
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_NE(i.out.find("a: float32 (4, 3)"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("y/out: float32 (4, 3)"), std::string::npos) << i.out;
+  // Static shapes: quilt-run fills missing inputs with random values and times runs.
+  Result r = Tool("quilt-run", Path("m.quilt") + " --iterations 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("using random values"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency over 3 runs (ms): min"), std::string::npos) << r.out;
+}
+
+TEST_F(QuiltcTest, UnsupportedOpsAreNamedWithTheirNodes) {
+  quilt::testing::OnnxGraph g;
+  g.Input("x", onnx::TensorProto::FLOAT, {int64_t{2}}).Output("y", onnx::TensorProto::FLOAT);
+  g.Node("Bernoulli", {"x"}, {"y"}, "coin");
+  Result c = Tool("quiltc", Write("bad.onnx", g.Bytes()) + " -o " + Path("bad.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("coin"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("Bernoulli"), std::string::npos) << c.out;
+  EXPECT_FALSE(fs::exists(Path("bad.quilt")));
+}
+
+TEST_F(QuiltcTest, RefusesToOverwriteTheModel) {
+  std::string model = Model();
+  std::string before = ReadAll(model);
+  Result c = Tool("quiltc", model + " -o " + model);
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_EQ(ReadAll(model), before);
+}
+
+TEST_F(QuiltcTest, BadInputShapeIsAUsageError) {
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --input-shape a=4x3");
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_NE(c.out.find("expected NAME:D,D"), std::string::npos) << c.out;
+}
+
+TEST_F(QuiltcTest, MissingSymbolicInputNamesItsDims) {
+  ASSERT_EQ(Tool("quiltc", Model() + " -o " + Path("m.quilt")).code, 0);
+  std::string b = Npy("b.npy", {1, 1, 1}, {1, 3});
+  Result r = Tool("quilt-run", Path("m.quilt") + " --input b=" + b);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("input 'a' is not given and its shape is not static (a: float32 (n, 3))"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(QuiltcTest, WrongInputShapeIsARunError) {
+  ASSERT_EQ(Tool("quiltc", Model() + " -o " + Path("m.quilt")).code, 0);
+  std::string a = Npy("a.npy", {0, 1, 2, 3}, {2, 2});
+  std::string b = Npy("b.npy", {1, 1, 1}, {1, 3});
+  Result r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("input 'a' dim 1 is 2, expected 3"), std::string::npos) << r.out;
+}
+
+TEST_F(QuiltcTest, DamagedPackageIsRefused) {
+  std::string path = Write("junk.quilt", "definitely not a package");
+  Result r = Tool("quilt-run", path);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("not a quilt package"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,99 @@
+#include "tools/package_summary.h"
+
+#include <map>
+#include <sstream>
+
+#include "runtime/src/dims.h"
+#include "runtime/src/session.h"
+
+namespace quilt::tools {
+namespace {
+
+std::string ValueText(const pkg::Graph& g, int v) {
+  const pkg::Value* value = g.values()->Get(v);
+  rt::DimEnv env(g);
+  std::string s = std::string(rt::DTypeName(static_cast<rt::DType>(value->dtype())));
+  if (value->rank() < 0) return s + " (any rank)";
+  s += " (";
+  for (int i = 0; i < value->rank(); ++i)
+    s += (i ? ", " : "") + env.DimString(value->dims()->Get(i));
+  return s + (value->rank() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) {
+  const pkg::Package& p = package.root();
+  std::ostringstream os;
+  os << "package format " << p.version()->major() << "." << p.version()->minor();
+  if (const pkg::Metadata* m = p.metadata()) {
+    if (m->producer()) os << ", produced by " << m->producer()->str();
+    if (m->source_model() && m->source_model()->size()) {
+      os << " from " << m->source_model()->str();
+      if (m->source_sha256())
+        os << " (sha256 " << m->source_sha256()->str().substr(0, 16) << "...)";
+    }
+  }
+  os << "\ndevices:\n";
+  for (uint32_t d = 0; d < p.devices()->size(); ++d) {
+    const pkg::Device* dev = p.devices()->Get(d);
+    os << "  " << d << ": " << dev->target()->str() << " (" << dev->kind()->str() << " "
+       << dev->id() << ")\n";
+  }
+  const pkg::Graph& g = *p.graphs()->Get(0);
+  os << "inputs:\n";
+  for (int32_t v : *g.inputs()) {
+    const pkg::Value* value = g.values()->Get(v);
+    os << "  " << value->name()->str() << ": " << ValueText(g, v)
+       << (value->default_buffer() >= 0 ? " = default" : "") << "\n";
+  }
+  os << "outputs:\n";
+  for (int32_t v : *g.outputs()) {
+    os << "  " << g.values()->Get(v)->name()->str() << ": " << ValueText(g, v) << "\n";
+  }
+  std::map<std::pair<int, std::string>, int> by_kernel;
+  for (const pkg::Step* s : *g.steps()) by_kernel[{s->device(), s->kernel()->str()}]++;
+  os << "steps: " << g.steps()->size() << " in " << p.graphs()->size() << " graph(s)\n";
+  int device = -1;
+  for (const auto& [key, n] : by_kernel) {
+    if (key.first != device) {
+      device = key.first;
+      os << "  on " << p.devices()->Get(device)->target()->str() << ":\n";
+    }
+    os << "    " << n << "\t" << key.second << "\n";
+  }
+  uint64_t constant_bytes = 0;
+  int constants = 0;
+  for (const pkg::Value* v : *g.values()) {
+    if (v->kind() != pkg::ValueKind::Constant) continue;
+    ++constants;
+    constant_bytes += package.BufferSize(v->buffer());
+  }
+  int planned = 0, dynamic = 0;
+  for (const pkg::Value* v : *g.values()) {
+    if (v->kind() != pkg::ValueKind::Intermediate) continue;
+    (v->arena_offset() >= 0 ? planned : dynamic)++;
+  }
+  os << "constants: " << constants << " (" << constant_bytes << " bytes)\n";
+  os << "memory: ";
+  if (g.arena_bytes()) {
+    for (uint32_t d = 0; d < g.arena_bytes()->size(); ++d) {
+      os << "arena of " << g.arena_bytes()->Get(d) << " bytes on device " << d << "; ";
+    }
+  }
+  os << planned << " intermediates planned in the arena, " << dynamic
+     << " allocated at run time (symbolic sizes or graph outputs)\n";
+  if (!list_steps) return os.str();
+  os << "step list:\n";
+  for (uint32_t i = 0; i < g.steps()->size(); ++i) {
+    const pkg::Step* s = g.steps()->Get(i);
+    os << "  " << i << ": " << s->kernel()->str();
+    if (s->source() && s->source()->size()) os << " [" << s->source()->str() << "]";
+    os << " ->";
+    for (int32_t v : *s->outputs()) os << " " << ValueText(g, v);
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace quilt::tools
