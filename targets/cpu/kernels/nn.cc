@@ -331,7 +331,21 @@ Status SoftmaxLike(KernelContext& ctx) {
           for (double e : v) mx = std::max(mx, e);
           double sum = 0;
           for (double e : v) sum += std::exp(e - mx);
-          if constexpr (kKind == SoftKind::kSoftmax) {
+          if constexpr (kKind == SoftKind::kSoftmax && !std::is_same_v<T, Compute<T>>) {
+            // 16-bit floats: the steps rounded to T as numpy computes them (the ONNX
+            // reference): x - max and exp rounded; the sum kept in float for float16 (numpy's
+            // pairwise sum) and rounded at every addition for bfloat16 (ml_dtypes), then rounded.
+            auto round = [](double d) {
+              return static_cast<double>(static_cast<float>(T(static_cast<float>(d))));
+            };
+            sum = 0;
+            for (double& e : v) {
+              e = round(std::exp(round(e - mx)));
+              sum = std::is_same_v<T, bf16> ? round(sum + e) : sum + e;
+            }
+            sum = round(sum);
+            for (double& e : v) e = e / sum;
+          } else if constexpr (kKind == SoftKind::kSoftmax) {
             for (double& e : v) e = std::exp(e - mx) / sum;
           } else {
             double lse = std::log(sum);
