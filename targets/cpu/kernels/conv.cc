@@ -1,18 +1,435 @@
 // Convolution (1-3d, grouped, dilated, transposed), pooling (max, average, Lp, adaptive,
-// unpooling), col2im, depth/space.
+// unpooling), col2im, depth/space. The pools are in pool.cc; this file holds the window geometry
+// they share with convolution.
+//
+// Every spatial loop runs over 3 dims: an op of spatial rank 1 or 2 is seen with trailing dims of
+// size 1 (kernel 1, stride 1, no padding), which changes no result.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
+namespace nn {
 namespace {
 
-// Kernels of this family, by op name (see ir/ops/*.def for each op's arguments and attributes).
-constexpr rt::KernelEntry kKernels[] = {
-    {"", nullptr},
-};
+std::string Str(int64_t v) { return std::to_string(v); }
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
 
 }  // namespace
 
-std::span<const rt::KernelEntry> ConvKernels() { return std::span(kKernels).subspan(1); }
+Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
+                std::vector<int64_t>* out) {
+  if (!attrs.Has(name)) {
+    out->assign(n, fill);
+    return Status::Ok();
+  }
+  *out = attrs.Ints(name);
+  if (out->size() != n) {
+    return Status::Error(std::string(name) + " has " + Str(static_cast<int64_t>(out->size())) +
+                         " values, expected " + Str(static_cast<int64_t>(n)));
+  }
+  return Status::Ok();
+}
+
+Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
+                  const std::vector<int64_t>& kernel, Window* w) {
+  size_t r = in.size();
+  if (r < 1 || r > kMaxSpatial || kernel.size() != r) {
+    return Status::Error("unsupported window: " + Str(static_cast<int64_t>(r)) + " spatial dims, " +
+                         Str(static_cast<int64_t>(kernel.size())) + " kernel dims");
+  }
+  std::vector<int64_t> strides, dilation, padding;
+  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "strides", r, 1, &strides));
+  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "dilation", r, 1, &dilation));
+  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "padding", 2 * r, 0, &padding));
+  bool ceil_mode = attrs.Bool("ceil_mode", false);
+  std::string_view auto_pad = attrs.Str("auto_pad", "NOTSET");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (!same && auto_pad != "NOTSET" && auto_pad != "VALID") {
+    return Status::Error("unknown auto_pad '" + std::string(auto_pad) + "'");
+  }
+  *w = Window();
+  w->rank = static_cast<int>(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t s = strides[i], d = dilation[i], k = kernel[i];
+    if (s < 1) return Status::Error("strides must be positive, got " + Str(s));
+    if (d < 1) return Status::Error("dilation must be positive, got " + Str(d));
+    if (k < 1) return Status::Error("kernel size must be positive, got " + Str(k));
+    if (in[i] < 0) return Status::Error("negative spatial dim " + Str(in[i]));
+    int64_t dk = (k - 1) * d + 1;
+    int64_t pb = 0, pe = 0, out;
+    if (same) {
+      out = (in[i] + s - 1) / s;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in[i]);
+      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else {
+      if (auto_pad == "NOTSET") {
+        pb = padding[i];
+        pe = padding[r + i];
+        if (pb < 0 || pe < 0) {
+          return Status::Error("pads must be non-negative, got " + Str(std::min(pb, pe)));
+        }
+      }
+      int64_t span = in[i] + pb + pe - dk;
+      if (span < 0) {
+        return Status::Error("the window (" + Str(dk) + " with dilation) is larger than the " +
+                             "padded input (" + Str(span + dk) + ") along spatial dim " +
+                             Str(static_cast<int64_t>(i)));
+      }
+      if (!ceil_mode || auto_pad != "NOTSET") {
+        out = span / s + 1;
+      } else {
+        // Rounded up, but the last window must start inside the input or its begin pad.
+        int64_t up = (span + s - 1) / s + 1;
+        int64_t starts = FloorDiv(in[i] + pb - 1, s) + 1;
+        out = std::min(up, starts);
+      }
+    }
+    w->in[i] = in[i];
+    w->out[i] = out;
+    w->kernel[i] = k;
+    w->stride[i] = s;
+    w->dilation[i] = d;
+    w->pad_begin[i] = pb;
+    w->pad_end[i] = pe;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The spatial dims of a (N, C, spatial...) shape.
+std::vector<int64_t> Spatial(const Shape& s) {
+  return std::vector<int64_t>(s.begin() + 2, s.end());
+}
+
+// (N, C, out...) for a window.
+Shape OutShape(int64_t n, int64_t c, const Window& w) {
+  Shape s = {n, c};
+  for (int i = 0; i < w.rank; ++i) s.push_back(w.out[i]);
+  return s;
+}
+
+Status CheckSpatialRank(const Tensor& t, const char* what) {
+  if (t.rank() < 3 || t.rank() > 2 + kMaxSpatial) {
+    return Status::Error(std::string(what) + " must have rank 3 to 5, got shape " +
+                         rt::ShapeString(t.shape));
+  }
+  return Status::Ok();
+}
+
+Status Conv(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& wt = *ctx.input(1);
+  if (x.dtype != wt.dtype) return Status::Error("data and weight have different element types");
+  QUILT_RETURN_IF_ERROR(CheckSpatialRank(x, "data"));
+  if (wt.rank() != x.rank()) return Status::Error("data and weight have different ranks");
+  int64_t groups = ctx.attrs().Int("groups", 1);
+  int64_t n = x.shape[0], c = x.shape[1], o = wt.shape[0], cg = wt.shape[1];
+  if (groups < 1 || o % groups != 0 || cg * groups != c) {
+    return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
+                         rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
+  }
+  Window w;
+  QUILT_RETURN_IF_ERROR(MakeWindow(ctx.attrs(), Spatial(x.shape), Spatial(wt.shape), &w));
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
+  int64_t og = o / groups;
+  return VisitFloat(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.Data<T>();
+    const T* pw = wt.Data<T>();
+    T* py = y->MutableData<T>();
+    int64_t yi = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t oc = 0; oc < o; ++oc) {
+        int64_t g = oc / og;
+        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+            for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+              double acc = 0;
+              for (int64_t ci = 0; ci < cg; ++ci) {
+                int64_t xc = (b * c + g * cg + ci) * w.InSize();
+                int64_t wc = (oc * cg + ci) * w.KernelSize();
+                for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+                  int64_t i0 = o0 * w.stride[0] - w.pad_begin[0] + k0 * w.dilation[0];
+                  if (i0 < 0 || i0 >= w.in[0]) continue;
+                  for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+                    int64_t i1 = o1 * w.stride[1] - w.pad_begin[1] + k1 * w.dilation[1];
+                    if (i1 < 0 || i1 >= w.in[1]) continue;
+                    for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+                      int64_t i2 = o2 * w.stride[2] - w.pad_begin[2] + k2 * w.dilation[2];
+                      if (i2 < 0 || i2 >= w.in[2]) continue;
+                      double xv =
+                          static_cast<double>(Load(px[xc + (i0 * w.in[1] + i1) * w.in[2] + i2]));
+                      double wv = static_cast<double>(
+                          Load(pw[wc + (k0 * w.kernel[1] + k1) * w.kernel[2] + k2]));
+                      acc += xv * wv;
+                    }
+                  }
+                }
+              }
+              py[yi++] = Store<T>(static_cast<Compute<T>>(acc));
+            }
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+Status ConvTranspose(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& wt = *ctx.input(1);
+  if (x.dtype != wt.dtype) return Status::Error("data and weight have different element types");
+  QUILT_RETURN_IF_ERROR(CheckSpatialRank(x, "data"));
+  if (wt.rank() != x.rank()) return Status::Error("data and weight have different ranks");
+  size_t r = static_cast<size_t>(x.rank() - 2);
+  int64_t groups = ctx.attrs().Int("groups", 1);
+  int64_t n = x.shape[0], c = x.shape[1], og = wt.shape[1];
+  if (groups < 1 || c % groups != 0 || wt.shape[0] != c) {
+    return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
+                         rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
+  }
+  int64_t cg = c / groups, o = og * groups;
+  std::vector<int64_t> strides, dilation, padding, out_pad;
+  const rt::AttrView& a = ctx.attrs();
+  QUILT_RETURN_IF_ERROR(IntsAttr(a, "strides", r, 1, &strides));
+  QUILT_RETURN_IF_ERROR(IntsAttr(a, "dilation", r, 1, &dilation));
+  QUILT_RETURN_IF_ERROR(IntsAttr(a, "padding", 2 * r, 0, &padding));
+  QUILT_RETURN_IF_ERROR(IntsAttr(a, "output_padding", r, 0, &out_pad));
+  Window w;
+  w.rank = static_cast<int>(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (strides[i] < 1 || dilation[i] < 1) {
+      return Status::Error("strides and dilation must be positive");
+    }
+    w.in[i] = x.shape[2 + i];
+    w.kernel[i] = wt.shape[2 + i];
+    w.stride[i] = strides[i];
+    w.dilation[i] = dilation[i];
+    w.pad_begin[i] = padding[i];
+    w.pad_end[i] = padding[r + i];
+    int64_t dk = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    w.out[i] = (w.in[i] - 1) * w.stride[i] + dk + out_pad[i] - w.pad_begin[i] - w.pad_end[i];
+    if (w.out[i] < 0) {
+      return Status::Error("output size " + Str(w.out[i]) + " along spatial dim " +
+                           Str(static_cast<int64_t>(i)) + " is negative");
+    }
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
+  std::vector<double> acc(static_cast<size_t>(n * o * w.OutSize()), 0.0);
+  return VisitFloat(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.Data<T>();
+    const T* pw = wt.Data<T>();
+    int64_t xi = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ci = 0; ci < c; ++ci) {
+        int64_t g = ci / cg;
+        for (int64_t i0 = 0; i0 < w.in[0]; ++i0) {
+          for (int64_t i1 = 0; i1 < w.in[1]; ++i1) {
+            for (int64_t i2 = 0; i2 < w.in[2]; ++i2) {
+              double xv = static_cast<double>(Load(px[xi++]));
+              for (int64_t oc = 0; oc < og; ++oc) {
+                int64_t yc = (b * o + g * og + oc) * w.OutSize();
+                int64_t wc = (ci * og + oc) * w.KernelSize();
+                for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+                  int64_t o0 = i0 * w.stride[0] - w.pad_begin[0] + k0 * w.dilation[0];
+                  if (o0 < 0 || o0 >= w.out[0]) continue;
+                  for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+                    int64_t o1 = i1 * w.stride[1] - w.pad_begin[1] + k1 * w.dilation[1];
+                    if (o1 < 0 || o1 >= w.out[1]) continue;
+                    for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+                      int64_t o2 = i2 * w.stride[2] - w.pad_begin[2] + k2 * w.dilation[2];
+                      if (o2 < 0 || o2 >= w.out[2]) continue;
+                      double wv = static_cast<double>(
+                          Load(pw[wc + (k0 * w.kernel[1] + k1) * w.kernel[2] + k2]));
+                      acc[yc + (o0 * w.out[1] + o1) * w.out[2] + o2] += xv * wv;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    T* py = y->MutableData<T>();
+    for (size_t i = 0; i < acc.size(); ++i) py[i] = Store<T>(static_cast<Compute<T>>(acc[i]));
+    return Status::Ok();
+  });
+}
+
+// Column blocks (N, C * prod(block), L) summed into images (N, C, image...).
+Status Col2Im(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() != 3) return Status::Error("data must have rank 3, got " + Str(x.rank()));
+  std::vector<int64_t> image = ctx.attrs().Ints("image_shape");
+  std::vector<int64_t> block = ctx.attrs().Ints("block_shape");
+  Window w;
+  QUILT_RETURN_IF_ERROR(MakeWindow(ctx.attrs(), image, block, &w));
+  int64_t bsize = w.KernelSize();
+  int64_t n = x.shape[0];
+  if (x.shape[1] % bsize != 0 || x.shape[2] != w.OutSize()) {
+    return Status::Error("data " + rt::ShapeString(x.shape) + " does not hold " + Str(w.OutSize()) +
+                         " blocks of " + Str(bsize) + " values per channel");
+  }
+  int64_t c = x.shape[1] / bsize;
+  Shape shape = {n, c};
+  for (int64_t d : image) shape.push_back(d);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  std::vector<double> acc(static_cast<size_t>(n * c * w.InSize()), 0.0);
+  return VisitFloat(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.Data<T>();
+    int64_t xi = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int64_t yc = (b * c + ch) * w.InSize();
+        for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+          for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+            for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+              for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+                for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+                  for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+                    double v = static_cast<double>(Load(px[xi++]));
+                    int64_t i0 = o0 * w.stride[0] - w.pad_begin[0] + k0 * w.dilation[0];
+                    int64_t i1 = o1 * w.stride[1] - w.pad_begin[1] + k1 * w.dilation[1];
+                    int64_t i2 = o2 * w.stride[2] - w.pad_begin[2] + k2 * w.dilation[2];
+                    if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1] || i2 < 0 ||
+                        i2 >= w.in[2]) {
+                      continue;
+                    }
+                    acc[yc + (i0 * w.in[1] + i1) * w.in[2] + i2] += v;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    T* py = y->MutableData<T>();
+    for (size_t i = 0; i < acc.size(); ++i) py[i] = Store<T>(static_cast<Compute<T>>(acc[i]));
+    return Status::Ok();
+  });
+}
+
+// Depth <-> space by copying whole elements (any element type of whole bytes).
+template <bool kToSpace>
+Status SpaceDepth(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() != 4) return Status::Error("data must have rank 4, got " + Str(x.rank()));
+  int bits = rt::DTypeBits(x.dtype);
+  if (bits == 0 || bits % 8 != 0) return Unsupported(x.dtype);
+  size_t es = static_cast<size_t>(bits / 8);
+  int64_t bs = ctx.attrs().Int("block_size", 1);
+  std::string_view mode = ctx.attrs().Str("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") {
+    return Status::Error("mode must be DCR or CRD, got '" + std::string(mode) + "'");
+  }
+  bool dcr = mode == "DCR";
+  if (bs < 1) return Status::Error("block_size must be positive, got " + Str(bs));
+  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  Tensor* y;
+  if (kToSpace) {
+    if (c % (bs * bs) != 0) {
+      return Status::Error("block_size^2 = " + Str(bs * bs) + " does not divide " + Str(c) +
+                           " channels");
+    }
+    int64_t co = c / (bs * bs);
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, h * bs, wd * bs}, &y));
+    auto* dst = static_cast<uint8_t*>(y->data);
+    int64_t yi = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t oc = 0; oc < co; ++oc) {
+        for (int64_t oh = 0; oh < h * bs; ++oh) {
+          for (int64_t ow = 0; ow < wd * bs; ++ow) {
+            int64_t bh = oh % bs, bw = ow % bs;
+            int64_t ic = dcr ? (bh * bs + bw) * co + oc : (oc * bs + bh) * bs + bw;
+            int64_t xi = ((b * c + ic) * h + oh / bs) * wd + ow / bs;
+            std::memcpy(dst + es * yi++, src + es * xi, es);
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+  if (h % bs != 0 || wd % bs != 0) {
+    return Status::Error("block_size " + Str(bs) + " does not divide the spatial dims of " +
+                         rt::ShapeString(x.shape));
+  }
+  int64_t co = c * bs * bs, ho = h / bs, wo = wd / bs;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, ho, wo}, &y));
+  auto* dst = static_cast<uint8_t*>(y->data);
+  int64_t yi = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t oc = 0; oc < co; ++oc) {
+      int64_t ic = dcr ? oc % c : oc / (bs * bs);
+      int64_t blk = dcr ? oc / c : oc % (bs * bs);
+      int64_t bh = blk / bs, bw = blk % bs;
+      for (int64_t oh = 0; oh < ho; ++oh) {
+        for (int64_t ow = 0; ow < wo; ++ow) {
+          int64_t xi = ((b * c + ic) * h + oh * bs + bh) * wd + ow * bs + bw;
+          std::memcpy(dst + es * yi++, src + es * xi, es);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+constexpr rt::KernelEntry kKernels[] = {
+    {"nn.conv1d", Conv},
+    {"nn.conv2d", Conv},
+    {"nn.conv3d", Conv},
+    {"nn.conv1d_transpose", ConvTranspose},
+    {"nn.conv2d_transpose", ConvTranspose},
+    {"nn.conv3d_transpose", ConvTranspose},
+    {"nn.col2im", Col2Im},
+    {"nn.depth_to_space", SpaceDepth<true>},
+    {"nn.space_to_depth", SpaceDepth<false>},
+    {"nn.max_pool1d", MaxPool},
+    {"nn.max_pool2d", MaxPool},
+    {"nn.max_pool3d", MaxPool},
+    {"nn.max_pool1d_with_indices", MaxPoolWithIndices},
+    {"nn.max_pool2d_with_indices", MaxPoolWithIndices},
+    {"nn.max_pool3d_with_indices", MaxPoolWithIndices},
+    {"nn.avg_pool1d", AvgPool},
+    {"nn.avg_pool2d", AvgPool},
+    {"nn.avg_pool3d", AvgPool},
+    {"nn.lp_pool1d", LpPool},
+    {"nn.lp_pool2d", LpPool},
+    {"nn.lp_pool3d", LpPool},
+    {"nn.adaptive_avg_pool1d", AdaptiveAvgPool},
+    {"nn.adaptive_avg_pool2d", AdaptiveAvgPool},
+    {"nn.adaptive_avg_pool3d", AdaptiveAvgPool},
+    {"nn.adaptive_max_pool1d", AdaptiveMaxPool},
+    {"nn.adaptive_max_pool2d", AdaptiveMaxPool},
+    {"nn.adaptive_max_pool3d", AdaptiveMaxPool},
+    {"nn.max_unpool1d", MaxUnpool},
+    {"nn.max_unpool2d", MaxUnpool},
+    {"nn.max_unpool3d", MaxUnpool},
+};
+
+}  // namespace
+}  // namespace nn
+
+std::span<const rt::KernelEntry> ConvKernels() { return nn::kKernels; }
 
 }  // namespace quilt::cpu

@@ -7,7 +7,9 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/nn_norm.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/pool.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
   ${QUILT_ROOT}/targets/cpu/kernels/index.cc
   ${QUILT_ROOT}/targets/cpu/kernels/image.cc

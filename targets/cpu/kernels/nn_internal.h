@@ -1,0 +1,60 @@
+// Shared between the files of the nn and conv kernel families (nn.cc, nn_norm.cc, conv.cc,
+// pool.cc): kernels listed in another file's table, and the sliding-window geometry of
+// convolution and pooling.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/src/kernel.h"
+#include "targets/cpu/kernels/util.h"
+
+namespace quilt::cpu::nn {
+
+// nn_norm.cc
+Status BatchNorm(KernelContext& ctx);
+Status InstanceNorm(KernelContext& ctx);
+Status LayerNorm(KernelContext& ctx);
+Status LayerNormStats(KernelContext& ctx);
+Status GroupNorm(KernelContext& ctx);
+Status RmsNorm(KernelContext& ctx);
+Status MeanVarianceNorm(KernelContext& ctx);
+Status Lrn(KernelContext& ctx);
+
+// pool.cc
+Status MaxPool(KernelContext& ctx);
+Status MaxPoolWithIndices(KernelContext& ctx);
+Status AvgPool(KernelContext& ctx);
+Status LpPool(KernelContext& ctx);
+Status AdaptiveAvgPool(KernelContext& ctx);
+Status AdaptiveMaxPool(KernelContext& ctx);
+Status MaxUnpool(KernelContext& ctx);
+
+// A sliding window over up to 3 spatial dims; unused trailing dims are size 1 with kernel 1,
+// stride 1, dilation 1 and no padding, so loops can always run over 3 dims.
+constexpr int kMaxSpatial = 3;
+struct Window {
+  int rank = 0;  // spatial dims in use
+  int64_t in[kMaxSpatial] = {1, 1, 1};
+  int64_t out[kMaxSpatial] = {1, 1, 1};
+  int64_t kernel[kMaxSpatial] = {1, 1, 1};
+  int64_t stride[kMaxSpatial] = {1, 1, 1};
+  int64_t dilation[kMaxSpatial] = {1, 1, 1};
+  int64_t pad_begin[kMaxSpatial] = {0, 0, 0};
+  int64_t pad_end[kMaxSpatial] = {0, 0, 0};
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+// The window of a conv or pool over spatial dims `in` with kernel dims `kernel`, from the
+// attributes strides, dilation, padding, ceil_mode and auto_pad (ir/ops/nn.def), with the output
+// size computed as the IR rule does.
+Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
+                  const std::vector<int64_t>& kernel, Window* w);
+
+// Reads the int list attribute `name` as n values, or n copies of `fill` when absent.
+Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
+                std::vector<int64_t>* out);
+
+}  // namespace quilt::cpu::nn
