@@ -93,6 +93,15 @@ class GraphChecker {
     for (uint32_t i = 0; i < g_.values()->size(); ++i) {
       QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
     }
+    // An arena larger than all its values laid end to end is a damaged size, not a plan.
+    if (g_.arena_bytes()) {
+      for (int64_t a : *g_.arena_bytes()) {
+        if (a < 0 || a > arena_need_) {
+          return Fail("an arena of " + std::to_string(a) + " bytes for values of " +
+                      std::to_string(arena_need_));
+        }
+      }
+    }
     for (int32_t v : *g_.inputs()) {
       QUILT_RETURN_IF_ERROR(CheckIndex(v, "graph input"));
       if (g_.values()->Get(v)->kind() != pkg::ValueKind::Input) {
@@ -180,7 +189,9 @@ class GraphChecker {
         QUILT_RETURN_IF_ERROR(CheckConstant(v, v->buffer(), what));
         break;
       case pkg::ValueKind::Intermediate:
+        if (v->byte_size() >= 0) QUILT_RETURN_IF_ERROR(CheckStaticSize(v, what));
         if (v->arena_offset() >= 0) {
+          arena_need_ += (v->byte_size() + 63) / 64 * 64;
           const auto* arenas = g_.arena_bytes();
           if (!arenas || v->device() >= static_cast<int>(arenas->size()) || v->byte_size() < 0 ||
               v->arena_offset() > arenas->Get(v->device()) - v->byte_size()) {
@@ -190,6 +201,26 @@ class GraphChecker {
         break;
       default:
         return Fail(what + " has an unknown kind");
+    }
+    return Status::Ok();
+  }
+
+  // The static size recorded for an intermediate is what its dtype and dims give.
+  Status CheckStaticSize(const pkg::Value* v, const std::string& what) const {
+    int64_t n = 1;
+    for (int32_t d : *v->dims()) {
+      const pkg::DimNode* node = g_.dims()->Get(d);
+      if (node->kind() != pkg::DimKind::Int || node->value() < 0) {
+        return Fail(what + ": a static size for symbolic dims");
+      }
+      if (node->value() != 0 && n > (int64_t{1} << 50) / node->value()) {
+        return Fail(what + ": dims overflow");
+      }
+      n *= node->value();
+    }
+    if (v->rank() < 0 ||
+        static_cast<uint64_t>(v->byte_size()) != DTypeBytes(static_cast<DType>(v->dtype()), n)) {
+      return Fail(what + ": its size does not match its dtype and dims");
     }
     return Status::Ok();
   }
@@ -270,6 +301,7 @@ class GraphChecker {
   const pkg::Graph& g_;
   std::string where_;
   int64_t num_values_ = 0;
+  int64_t arena_need_ = 0;
   std::vector<bool> defined_;
 };
 

@@ -286,6 +286,11 @@ class Run final : public KernelContext {
   // Binds the inputs (by position; null: the input's default), runs every step, frees each
   // intermediate after its last reader.
   Status Execute(const std::vector<const Tensor*>& given) {
+    const auto* arenas = g_.arena_bytes();
+    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0 && !arena_.mem) {
+      return Status::Error("out of memory allocating an arena of " +
+                           std::to_string(arenas->Get(0)) + " bytes");
+    }
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {

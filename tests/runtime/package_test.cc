@@ -138,11 +138,30 @@ TEST(Package, DimReferringToALaterDimIsRefused) {
 
 TEST(Package, ArenaOffsetsOutsideTheArenaAreRefused) {
   compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].values[2].dims = {2, 1};  // (1, 3): 12 bytes
   spec.graphs[0].values[2].arena_offset = 64;
-  spec.graphs[0].values[2].byte_size = 24;
+  spec.graphs[0].values[2].byte_size = 12;
   spec.graphs[0].arena_bytes = {64};
   EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("outside its device's arena"),
             std::string::npos);
+}
+
+TEST(Package, ArenaLargerThanItsValuesIsRefused) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].values[2].dims = {2, 1};
+  spec.graphs[0].values[2].arena_offset = 0;
+  spec.graphs[0].values[2].byte_size = 12;
+  spec.graphs[0].arena_bytes = {int64_t{1} << 39};
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("an arena of 549755813888 bytes for values of 64"), std::string::npos) << e;
+}
+
+TEST(Package, StaticSizeThatDisagreesWithTheDimsIsRefused) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].values[2].dims = {2, 1};
+  spec.graphs[0].values[2].byte_size = 4096;
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("its size does not match its dtype and dims"), std::string::npos) << e;
 }
 
 }  // namespace
