@@ -121,37 +121,73 @@ Expected<std::vector<OwnedTensor>> ReadNpz(const std::string& path) {
   Expected<std::string> file = ReadFile(path);
   if (!file) return file.error();
   const std::string& z = *file;
-  auto u16 = [&](size_t o) -> uint32_t {
+  auto u16 = [&](size_t o) -> uint64_t {
     return static_cast<unsigned char>(z[o]) | (static_cast<unsigned char>(z[o + 1]) << 8);
   };
-  auto u32 = [&](size_t o) -> uint32_t { return u16(o) | (u16(o + 2) << 16); };
-  std::vector<OwnedTensor> out;
-  size_t pos = 0;
-  // Local file headers in order (numpy writes sizes in the local header; ZIP64 not handled).
-  while (pos + 30 <= z.size() && u32(pos) == 0x04034b50) {
-    uint32_t flags = u16(pos + 6), method = u16(pos + 8);
-    uint32_t csize = u32(pos + 18), usize = u32(pos + 22);
-    uint32_t name_len = u16(pos + 26), extra_len = u16(pos + 28);
-    if ((flags & 8) || csize == 0xffffffff) {
-      return Error(path + ": zip members with data descriptors or ZIP64 are not supported");
+  auto u32 = [&](size_t o) -> uint64_t { return u16(o) | (u16(o + 2) << 16); };
+  auto u64 = [&](size_t o) -> uint64_t { return u32(o) | (u32(o + 4) << 32); };
+  // The central directory (found through the end record) has every member's sizes and offset;
+  // numpy writes ZIP64 members, whose real sizes are in the ZIP64 extra field.
+  if (z.size() < 22) return Error(path + ": not an .npz archive (too short)");
+  size_t eocd = std::string::npos;
+  for (size_t o = z.size() - 22;; --o) {
+    if (u32(o) == 0x06054b50) {
+      eocd = o;
+      break;
     }
-    size_t data = pos + 30 + name_len + extra_len;
-    if (data + csize > z.size()) return Error(path + ": truncated archive");
-    std::string name = z.substr(pos + 30, name_len);
+    if (o == 0 || z.size() - o > 22 + 65535) break;
+  }
+  if (eocd == std::string::npos) return Error(path + ": not an .npz archive (no zip directory)");
+  uint64_t entries = u16(eocd + 10);
+  uint64_t dir = u32(eocd + 16);
+  if (dir == 0xffffffff && eocd >= 20 && u32(eocd - 20) == 0x07064b50) {
+    uint64_t rec = u64(eocd - 20 + 8);
+    if (rec + 56 > z.size() || u32(rec) != 0x06064b50) return Error(path + ": bad ZIP64 record");
+    entries = u64(rec + 32);
+    dir = u64(rec + 48);
+  }
+  std::vector<OwnedTensor> out;
+  size_t pos = dir;
+  for (uint64_t e = 0; e < entries; ++e) {
+    if (pos + 46 > z.size() || u32(pos) != 0x02014b50) return Error(path + ": bad zip directory");
+    uint64_t method = u16(pos + 10), csize = u32(pos + 20), usize = u32(pos + 24);
+    uint64_t name_len = u16(pos + 28), extra_len = u16(pos + 30), comment_len = u16(pos + 32);
+    uint64_t local = u32(pos + 42);
+    if (pos + 46 + name_len + extra_len > z.size()) return Error(path + ": bad zip directory");
+    std::string name = z.substr(pos + 46, name_len);
+    // ZIP64 extra field: the 64-bit values of the fields that hold 0xffffffff, in order.
+    for (size_t x = pos + 46 + name_len; x + 4 <= pos + 46 + name_len + extra_len;) {
+      uint64_t id = u16(x), len = u16(x + 2);
+      size_t v = x + 4;
+      if (id == 1) {
+        if (usize == 0xffffffff && v + 8 <= x + 4 + len) usize = u64(v), v += 8;
+        if (csize == 0xffffffff && v + 8 <= x + 4 + len) csize = u64(v), v += 8;
+        if (local == 0xffffffff && v + 8 <= x + 4 + len) local = u64(v);
+      }
+      x += 4 + len;
+    }
+    pos += 46 + name_len + extra_len + comment_len;
+    if (local + 30 > z.size() || u32(local) != 0x04034b50) {
+      return Error(path + ": member '" + name + "' has no local header");
+    }
+    uint64_t data = local + 30 + u16(local + 26) + u16(local + 28);
+    if (data > z.size() || csize > z.size() - data || usize > (uint64_t{1} << 40)) {
+      return Error(path + ": member '" + name + "' lies outside the archive");
+    }
     std::string member;
     if (method == 0) {
       member = z.substr(data, csize);
     } else if (method == 8) {
       member.resize(usize);
-      z_stream s{};
-      if (inflateInit2(&s, -MAX_WBITS) != Z_OK) return Error(path + ": zlib init failed");
-      s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(z.data() + data));
-      s.avail_in = csize;
-      s.next_out = reinterpret_cast<Bytef*>(member.data());
-      s.avail_out = usize;
-      int rc = inflate(&s, Z_FINISH);
-      inflateEnd(&s);
-      if (rc != Z_STREAM_END || s.total_out != usize) {
+      z_stream st{};
+      if (inflateInit2(&st, -MAX_WBITS) != Z_OK) return Error(path + ": zlib init failed");
+      st.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(z.data() + data));
+      st.avail_in = static_cast<uInt>(csize);
+      st.next_out = reinterpret_cast<Bytef*>(member.data());
+      st.avail_out = static_cast<uInt>(usize);
+      int rc = inflate(&st, Z_FINISH);
+      inflateEnd(&st);
+      if (rc != Z_STREAM_END || st.total_out != usize) {
         return Error(path + ": member '" + name + "' does not inflate");
       }
     } else {
@@ -161,7 +197,6 @@ Expected<std::vector<OwnedTensor>> ReadNpz(const std::string& path) {
     if (!t) return t.error();
     t->name = name.size() > 4 && name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name;
     out.push_back(std::move(*t));
-    pos = data + csize;
   }
   if (out.empty()) return Error(path + ": not an .npz archive (no members found)");
   return out;

@@ -424,7 +424,8 @@ Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::E
   for (int i = 0; i < s->ndim; ++i) {
     const auto& d = tt.shape().dim(i);
     std::optional<int64_t> got = ir::AsInt((*s->shape)[i]);
-    if (d.has_dim_value() && got && *got != d.dim_value()) {
+    // Exporters write -1 for a dim they do not know: it constrains nothing.
+    if (d.has_dim_value() && d.dim_value() >= 0 && got && *got != d.dim_value()) {
       return Error("graph output '" + out.name() + "' is declared with dimension " +
                    std::to_string(i) + " = " + std::to_string(d.dim_value()) + " but computes " +
                    std::to_string(*got));

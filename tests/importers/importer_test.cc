@@ -212,6 +212,19 @@ TEST(Import, DeclaredOutputTypeIsChecked) {
   ExpectImportError(h, {"graph output 'y' is declared with dimension 0 = 3 but computes 2"});
 }
 
+TEST(Import, DeclaredMinusOneOutputDimConstrainsNothing) {
+  // Exporters write -1 for an unknown batch; a fixed input shape then makes it static.
+  OnnxGraph g;
+  g.Input("x", TensorProto::FLOAT, {-1, 3});
+  g.Node("Exp", {"x"}, {"y"});
+  g.Output("y", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{int64_t{-1}, int64_t{3}});
+  ImportOptions options;
+  options.input_shapes["x"] = {2, 3};
+  Expected<ir::IRModule> mod = g.Import(options);
+  ASSERT_TRUE(mod) << mod.error().ToString();
+  EXPECT_EQ(mod->Lookup("main")->ret_struct_info->StaticShape(), (std::vector<int64_t>{2, 3}));
+}
+
 }  // namespace
 }  // namespace quilt::importers::onnx
 
