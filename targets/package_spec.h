@@ -62,6 +62,13 @@ struct DeviceSpec {
   int id = 0;
 };
 
+struct TargetCodeSpec {
+  int device = 0;
+  std::string format = {};
+  int buffer = -1;
+  std::vector<std::string> entry_points = {};
+};
+
 struct PackageSpec {
   std::vector<DeviceSpec> devices = {};
   std::deque<GraphSpec> graphs = {};  // a deque: adding a graph keeps references valid
@@ -70,6 +77,7 @@ struct PackageSpec {
   std::string source_model = {};
   std::string source_sha256;
   std::string placement_report = {};
+  std::vector<TargetCodeSpec> code = {};
 };
 
 }  // namespace quilt::compiler

@@ -111,6 +111,12 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   // The data section starts after the FlatBuffer, whose size is only known once it is
   // finished: store placeholders (non-default values are always stored, so the size does not
   // depend on them) and patch them in the finished bytes.
+  std::vector<fb::Offset<pkg::TargetCode>> code;
+  for (const TargetCodeSpec& c : spec.code) {
+    code.push_back(pkg::CreateTargetCode(b, c.device, b.CreateString(c.format), c.buffer,
+                                         b.CreateVectorOfStrings(c.entry_points)));
+  }
+  auto code_v = b.CreateVector(code);
   pkg::FormatVersion version(rt::kFormatMajor, rt::kFormatMinor);
   auto devices_v = b.CreateVector(devices);
   auto graphs_v = b.CreateVector(graphs);
@@ -123,6 +129,7 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   pb.add_data_offset(~uint64_t{0});
   pb.add_data_size(~uint64_t{0});
   pb.add_metadata(metadata);
+  pb.add_code(code_v);
   b.Finish(pb.Finish(), pkg::PackageIdentifier());
   std::vector<uint8_t> out(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   uint64_t data_offset = AlignUp(out.size());

@@ -346,6 +346,15 @@ Status LoadedPackage::Check(const std::string& origin) {
   if (!root_->devices() || root_->devices()->size() == 0) {
     return Status::Error(origin + ": no devices");
   }
+  if (root_->code()) {
+    int num_buffers = root_->buffers() ? static_cast<int>(root_->buffers()->size()) : 0;
+    for (const pkg::TargetCode* c : *root_->code()) {
+      if (c->device() < 0 || c->device() >= static_cast<int>(root_->devices()->size()) ||
+          c->buffer() < 0 || c->buffer() >= num_buffers) {
+        return Status::Error(origin + ": target code refers to a missing device or buffer");
+      }
+    }
+  }
   if (!root_->graphs() || root_->graphs()->size() == 0) {
     return Status::Error(origin + ": no graphs");
   }

@@ -92,6 +92,21 @@ TEST(Package, FlippedBytesNeverCrashTheLoader) {
   }
 }
 
+TEST(Package, TargetCodeIsKeptAndChecked) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.buffers.push_back(std::make_shared<std::vector<uint8_t>>(16, 0x90));
+  spec.code.push_back({0, "elf-object", 1, {"fused_0"}});
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<LoadedPackage> p;
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  ASSERT_EQ(p->root().code()->size(), 1u);
+  EXPECT_EQ(p->root().code()->Get(0)->format()->str(), "elf-object");
+  EXPECT_EQ(p->BufferSize(1), 16u);
+  spec.code[0].buffer = 7;
+  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("target code refers to a missing"),
+            std::string::npos);
+}
+
 TEST(Package, NotAPackageSaysSo) {
   std::vector<uint8_t> junk(64, 'a');
   EXPECT_NE(LoadError(junk).find("not a quilt package"), std::string::npos) << LoadError(junk);

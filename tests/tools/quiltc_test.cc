@@ -90,6 +90,48 @@ TEST_F(QuiltcTest, CompilesAndRunsWithNpyInputs) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], i + 1.0f, 1e-5) << i;
 }
 
+// A zip archive of stored members, as numpy's savez writes them (CRCs left 0: not checked).
+std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& members) {
+  auto le = [](std::string& s, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  std::string zip, dir;
+  for (const auto& [name, data] : members) {
+    uint64_t offset = zip.size();
+    le(zip, 0x04034b50, 4);
+    le(zip, 20, 2), le(zip, 0, 2), le(zip, 0, 2), le(zip, 0, 4), le(zip, 0, 4);
+    le(zip, data.size(), 4), le(zip, data.size(), 4), le(zip, name.size(), 2), le(zip, 0, 2);
+    zip += name + data;
+    le(dir, 0x02014b50, 4);
+    le(dir, 20, 2), le(dir, 20, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 4), le(dir, 0, 4);
+    le(dir, data.size(), 4), le(dir, data.size(), 4), le(dir, name.size(), 2);
+    le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 4), le(dir, offset, 4);
+    dir += name;
+  }
+  uint64_t dir_offset = zip.size();
+  zip += dir;
+  le(zip, 0x06054b50, 4), le(zip, 0, 2), le(zip, 0, 2), le(zip, members.size(), 2);
+  le(zip, members.size(), 2), le(zip, dir.size(), 4), le(zip, dir_offset, 4), le(zip, 0, 2);
+  return zip;
+}
+
+TEST_F(QuiltcTest, RunsOnAnNpzOfAllInputs) {
+  ASSERT_EQ(Tool("quiltc", Model() + " -o " + Path("m.quilt")).code, 0);
+  quilt::rt::OwnedTensor a, b;
+  a.dtype = b.dtype = quilt::rt::DType::kFloat32;
+  a.shape = {1, 3};
+  b.shape = {1, 3};
+  std::vector<float> av = {3, 8, 15}, bv = {1, 1, 1};
+  a.data.resize(12), b.data.resize(12);
+  std::memcpy(a.data.data(), av.data(), 12);
+  std::memcpy(b.data.data(), bv.data(), 12);
+  std::string npz = Write("in.npz", StoredZip({{"a.npy", quilt::tools::NpyBytes(a)},
+                                               {"b.npy", quilt::tools::NpyBytes(b)}}));
+  Result r = Tool("quilt-run", Path("m.quilt") + " --inputs " + npz);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("y/out: float32 (1, 3) [4, 9, 16]"), std::string::npos) << r.out;
+}
+
 TEST_F(QuiltcTest, CompilingTwiceGivesIdenticalBytes) {
   std::string model = Model();
   ASSERT_EQ(Tool("quiltc", model + " -o " + Path("1.quilt")).code, 0);
