@@ -15,8 +15,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-bool Absent(const Tensor* t) { return !t || (t->rank() == 1 && t->shape[0] == 0); }
-
 // An int32/int64 scalar (rank 0 or one element).
 Status IntScalar(const Tensor* t, const char* what, int64_t* out) {
   if (!t || t->NumElements() != 1 || t->rank() > 1) {
@@ -39,16 +37,6 @@ Status FloatScalar(const Tensor* t, const char* what, double* out) {
   return VisitNumeric(t->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     *out = static_cast<double>(Load(t->Data<T>()[0]));
-    return Status::Ok();
-  });
-}
-
-Status ReadFloats(const Tensor& t, std::vector<double>* out) {
-  return VisitFloat(t.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    int64_t n = t.NumElements();
-    out->resize(n);
-    for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(Load(t.Data<T>()[i]));
     return Status::Ok();
   });
 }

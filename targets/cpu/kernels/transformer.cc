@@ -20,20 +20,6 @@ bool IsFloatType(DType t) {
          t == DType::kBFloat16;
 }
 
-// An optional input the model left out: rank 1 with no elements (or none at all).
-bool Absent(const Tensor* t) { return !t || (t->rank() == 1 && t->shape[0] == 0); }
-
-// A float tensor's elements as double.
-Status ReadFloats(const Tensor& t, std::vector<double>* out) {
-  return VisitFloat(t.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    int64_t n = t.NumElements();
-    out->resize(n);
-    for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(Load(t.Data<T>()[i]));
-    return Status::Ok();
-  });
-}
-
 // v rounded to the float type t.
 double RoundTo(DType t, double v) {
   switch (t) {
@@ -46,16 +32,6 @@ double RoundTo(DType t, double v) {
     default:
       return static_cast<float>(v);
   }
-}
-
-void WriteFloats(Tensor* t, const std::vector<double>& v) {
-  (void)VisitFloat(t->dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (size_t i = 0; i < v.size(); ++i) {
-      t->MutableData<T>()[i] = Store<T>(static_cast<Compute<T>>(v[i]));
-    }
-    return Status::Ok();
-  });
 }
 
 // ---- Attention -------------------------------------------------------------------------------

@@ -33,6 +33,28 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   return s;
 }
 
+bool Absent(const Tensor* t) { return !t || (t->rank() == 1 && t->shape[0] == 0); }
+
+Status ReadFloats(const Tensor& t, std::vector<double>* out) {
+  return VisitFloat(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int64_t n = t.NumElements();
+    out->resize(n);
+    for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(Load(t.Data<T>()[i]));
+    return Status::Ok();
+  });
+}
+
+void WriteFloats(Tensor* t, const std::vector<double>& v) {
+  (void)VisitFloat(t->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.size(); ++i) {
+      t->MutableData<T>()[i] = Store<T>(static_cast<Compute<T>>(v[i]));
+    }
+    return Status::Ok();
+  });
+}
+
 bool NormalizeAxis(int64_t* axis, int rank) {
   if (*axis < -rank || *axis >= rank) return false;
   if (*axis < 0) *axis += rank;

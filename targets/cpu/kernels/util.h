@@ -148,6 +148,13 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t> (&strides)[N]
   }
 }
 
+// An optional input the model left out: absent, or rank 1 with no elements.
+bool Absent(const Tensor* t);
+// A float tensor's elements as double (an error for other element types).
+Status ReadFloats(const Tensor& t, std::vector<double>* out);
+// Stores `v` into the float tensor `t` (rounded to its type); `t` holds v.size() elements.
+void WriteFloats(Tensor* t, const std::vector<double>& v);
+
 // `axis` in [-rank, rank) made non-negative; false when out of range.
 bool NormalizeAxis(int64_t* axis, int rank);
 
