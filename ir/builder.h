@@ -6,6 +6,7 @@
 //   Var v = MakeVar("sum", (*sum)->struct_info);
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,23 @@ std::vector<Var> FreeVars(const SeqExprNode& seq, const std::vector<Var>& bound)
 // callers; returns a new module (the input is not changed). A binding's annotation is refined
 // with what inference gives; a contradiction is a diagnostic naming the function and value.
 Expected<IRModule> NormalizeModule(const IRModule& mod);
+
+// Hooks that let a pass rewrite a module while the normalizer rebuilds it (and so re-infers
+// every struct info after the change). Each hook is optional.
+struct NormalizeHooks {
+  // The annotation a parameter or bound variable of function `func` gets before refinement
+  // (default: its old struct info).
+  std::function<StructInfo(const std::string& func, const Var& old)> annotation;
+  // The declared return struct info of `func` (default: the old one).
+  std::function<StructInfo(const std::string& func, const StructInfo& old)> ret;
+  // A replacement for op call `old` whose arguments were rebuilt as `args`, or null to build the
+  // call as it was.
+  std::function<Expected<Expr>(const std::string& func, const CallNode& old,
+                               const std::vector<Expr>& args)>
+      call;
+  // A replacement for a constant, or null to keep it.
+  std::function<Expr(const Expr& constant)> constant;
+};
+Expected<IRModule> NormalizeModule(const IRModule& mod, const NormalizeHooks& hooks);
 
 }  // namespace quilt::ir

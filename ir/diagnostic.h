@@ -58,6 +58,12 @@ inline Diagnostic Error(std::string message, std::string location = "") {
   return Diagnostic{std::move(message), std::move(location)};
 }
 
+// Returns the diagnostic of a failed Status from the enclosing function.
+#define QUILT_TRY(expr)                                                  \
+  do {                                                                   \
+    if (::quilt::Status try_s_ = (expr); !try_s_) return try_s_.error(); \
+  } while (0)
+
 namespace detail {
 // Collects the message of a failed QUILT_CHECK and aborts when destroyed.
 class CheckFailure {

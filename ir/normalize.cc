@@ -5,6 +5,7 @@
 //  2. Parameters keep their annotations. Each binding's value is rebuilt from the new
 //     arguments; the bound variable's old struct info acts as its annotation (Refine).
 //  3. The return struct info is the declared one refined with the body's.
+// Hooks (NormalizeHooks) let a pass change annotations, calls and constants on the way.
 #include <map>
 #include <set>
 
@@ -15,7 +16,7 @@ namespace {
 
 class Normalizer {
  public:
-  explicit Normalizer(const IRModule& mod) : mod_(mod) {}
+  Normalizer(const IRModule& mod, const NormalizeHooks& hooks) : mod_(mod), hooks_(hooks) {}
 
   Expected<IRModule> Run() {
     for (const auto& [name, f] : mod_.functions) {
@@ -35,16 +36,22 @@ class Normalizer {
     std::string saved = func_name_;
     func_name_ = name;
     std::vector<Var> params;
-    for (const Var& p : f->params) params.push_back(Rebind(p, p->struct_info));
+    for (const Var& p : f->params) params.push_back(Rebind(p, Annotation(p)));
     Expected<SeqExpr> body = VisitSeq(f->body);
+    StructInfo ret = f->ret_struct_info;
+    if (hooks_.ret) ret = hooks_.ret(name, ret);
     func_name_ = saved;
     in_progress_.erase(name);
     if (!body) return body.error();
-    Expected<Function> g = MakeFunction(params, *body, f->ret_struct_info, f->attrs, f->is_pure,
-                                        f->is_private, f->param_defaults);
+    Expected<Function> g =
+        MakeFunction(params, *body, ret, f->attrs, f->is_pure, f->is_private, f->param_defaults);
     if (!g) return Error(g.error().message, "function '" + name + "'");
     done_[name] = *g;
     return g;
+  }
+
+  StructInfo Annotation(const Var& v) const {
+    return hooks_.annotation ? hooks_.annotation(func_name_, v) : v->struct_info;
   }
 
   Var Rebind(const Var& old, StructInfo sinfo) {
@@ -60,7 +67,7 @@ class Normalizer {
       for (const Binding& b : block.bindings) {
         Expected<Expr> value = Visit(b.value);
         if (!value) return Error(value.error().message, Where(b.var));
-        Expected<StructInfo> sinfo = Refine(b.var->struct_info, (*value)->struct_info);
+        Expected<StructInfo> sinfo = Refine(Annotation(b.var), (*value)->struct_info);
         if (!sinfo) return Error(sinfo.error().message, Where(b.var));
         nb.bindings.push_back({Rebind(b.var, *sinfo), *value, b.source});
       }
@@ -92,7 +99,10 @@ class Normalizer {
         auto it = vars_.find(static_cast<const VarNode*>(e.get()));
         return it == vars_.end() ? e : Expr(it->second);
       }
-      case ExprKind::kConstant:
+      case ExprKind::kConstant: {
+        Expr c = hooks_.constant ? hooks_.constant(e) : nullptr;
+        return c ? c : e;
+      }
       case ExprKind::kShapeExpr:
       case ExprKind::kPrimValue:
       case ExprKind::kStringImm:
@@ -151,7 +161,13 @@ class Normalizer {
   Expected<Expr> VisitCall(const CallNode& call) {
     Expected<std::vector<Expr>> args = VisitAll(call.args);
     if (!args) return args.error();
-    if (const OpInfo* op = call.op()) return MakeOpCall(*op, std::move(*args), call.attrs);
+    if (const OpInfo* op = call.op()) {
+      if (hooks_.call) {
+        Expected<Expr> replaced = hooks_.call(func_name_, call, *args);
+        if (!replaced || *replaced) return replaced;
+      }
+      return MakeOpCall(*op, std::move(*args), call.attrs);
+    }
     if (const auto* ext = As<ExternFuncNode>(call.callee)) {
       return MakeExternCall(ext->name, std::move(*args), call.sinfo_args);
     }
@@ -161,6 +177,7 @@ class Normalizer {
   }
 
   const IRModule& mod_;
+  const NormalizeHooks& hooks_;
   std::map<std::string, Function> done_;
   std::set<std::string> in_progress_;
   std::map<const VarNode*, Var> vars_;
@@ -169,6 +186,10 @@ class Normalizer {
 
 }  // namespace
 
-Expected<IRModule> NormalizeModule(const IRModule& mod) { return Normalizer(mod).Run(); }
+Expected<IRModule> NormalizeModule(const IRModule& mod) { return Normalizer(mod, {}).Run(); }
+
+Expected<IRModule> NormalizeModule(const IRModule& mod, const NormalizeHooks& hooks) {
+  return Normalizer(mod, hooks).Run();
+}
 
 }  // namespace quilt::ir

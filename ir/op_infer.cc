@@ -109,8 +109,10 @@ Expected<StructInfo> InferHintOnDevice(const OpInfo& op, const std::vector<Expr>
                                        const Attrs&) {
   Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
   if (!x) return x.error();
-  // The hint itself places nothing: realize-vdevice reads it.
-  return args[0]->struct_info;
+  // The result is on the hinted device, which realize-vdevice resolves against the module's
+  // list; until then it is free (it does not inherit the input's device).
+  return args[0]->struct_info->vdevice ? WithVDevice(args[0]->struct_info, std::nullopt)
+                                       : args[0]->struct_info;
 }
 
 Expected<StructInfo> InferToVDevice(const OpInfo& op, const std::vector<Expr>& args,

@@ -138,7 +138,11 @@ Expected<StructInfo> Refine(const StructInfo& annotation, const StructInfo& infe
     case StructInfoKind::kTuple:
     case StructInfoKind::kFunc: {
       if (annotation->fields.size() != inferred->fields.size()) {
-        return Error("annotated " + Describe(annotation) + " but inferred " + Describe(inferred));
+        const char* what =
+            annotation->kind == StructInfoKind::kFunc ? " parameter(s)" : " field(s)";
+        return Error("annotated " + Describe(annotation) + " with " +
+                     std::to_string(annotation->fields.size()) + what + " but inferred " +
+                     Describe(inferred) + " with " + std::to_string(inferred->fields.size()));
       }
       for (size_t i = 0; i < n->fields.size(); ++i) {
         Expected<StructInfo> f = Refine(annotation->fields[i], inferred->fields[i]);

@@ -12,14 +12,6 @@ std::string ListKinds() {
   return s;
 }
 
-std::string ListVDevices(const std::vector<VDevice>& list) {
-  std::string s = "[";
-  for (size_t i = 0; i < list.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(i) + ": " + list[i].ToString();
-  }
-  return s + "]";
-}
-
 bool ValidKind(const std::string& kind) {
   for (const auto& [k, device] : KnownTargetKinds()) {
     if (k == kind) return true;
@@ -28,6 +20,14 @@ bool ValidKind(const std::string& kind) {
 }
 
 }  // namespace
+
+std::string ListVDevices(const std::vector<VDevice>& list) {
+  std::string s = "[";
+  for (size_t i = 0; i < list.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(i) + ": " + list[i].ToString();
+  }
+  return s + "]";
+}
 
 const std::vector<std::pair<std::string, std::string>>& KnownTargetKinds() {
   static const std::vector<std::pair<std::string, std::string>> kinds = {

@@ -50,6 +50,9 @@ struct VDevice {
   bool operator==(const VDevice&) const = default;
 };
 
+// The list for messages: `[0: llvm (id 0, global), 1: cuda (id 0, global)]`.
+std::string ListVDevices(const std::vector<VDevice>& list);
+
 // How an annotation names an entry of the module's vdevice list:
 //   "kind" / "kind:i": the i-th (default 0) entry of that target kind;
 //   "vdevice:j": entry j of the list.

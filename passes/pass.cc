@@ -1,6 +1,7 @@
 #include "passes/pass.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace quilt::passes {
 
@@ -61,6 +62,24 @@ Status CheckOptions(const PassSpec& spec, const std::vector<std::string>& known)
                  (list.empty() ? " (it takes none)" : " (options: " + list + ")"));
   }
   return {};
+}
+
+Expected<int64_t> IntOption(const PassSpec& spec, const std::string& key, int64_t fallback) {
+  auto it = spec.options.find(key);
+  if (it == spec.options.end()) return fallback;
+  const std::string& v = it->second;
+  int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
+    return Error("option '" + key + "' of pass '" + spec.name + "' must be an integer, got '" + v +
+                 "'");
+  }
+  return out;
+}
+
+std::string StrOption(const PassSpec& spec, const std::string& key, const std::string& fallback) {
+  auto it = spec.options.find(key);
+  return it == spec.options.end() ? fallback : it->second;
 }
 
 Expected<Pass> CreatePass(const PassSpec& spec) {

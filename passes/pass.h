@@ -48,7 +48,15 @@ Expected<Pass> CreatePass(std::string_view text);
 // Refuses options other than `known` with a message naming the pass and the known ones.
 Status CheckOptions(const PassSpec& spec, const std::vector<std::string>& known);
 
+// Option `key` as an integer (`fallback` when absent); not an integer is a diagnostic naming the
+// pass and the option.
+Expected<int64_t> IntOption(const PassSpec& spec, const std::string& key, int64_t fallback);
+// Option `key` as text (`fallback` when absent).
+std::string StrOption(const PassSpec& spec, const std::string& key, const std::string& fallback);
+
 // The passes (one file each).
 Expected<Pass> CreateNormalize(const PassSpec& spec);
+Expected<Pass> CreateUpdateVDevice(const PassSpec& spec);
+Expected<Pass> CreateRealizeVDevice(const PassSpec& spec);
 
 }  // namespace quilt::passes

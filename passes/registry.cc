@@ -6,6 +6,12 @@ namespace quilt::passes {
 const std::vector<PassInfo>& AllPasses() {
   static const std::vector<PassInfo> passes = {
       {"normalize", "re-infer every struct info; fill in return types", &CreateNormalize},
+      {"update-vdevice",
+       "set the vdevice list: {target=\"T\" [index=I] [id=0] [scope=global]} or {reset=\"a;b\"}",
+       &CreateUpdateVDevice},
+      {"realize-vdevice",
+       "place every tensor from annotations, hints and calls (DESIGN rules 1-8) [fill=true]",
+       &CreateRealizeVDevice},
   };
   return passes;
 }

@@ -35,7 +35,7 @@ TEST(PassSpec, MalformedSpecsAreRefused) {
 TEST(Registry, UnknownPassListsTheKnownOnes) {
   Expected<Pass> p = CreatePass("frobnicate");
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().message, "unknown pass 'frobnicate' (known: normalize)");
+  EXPECT_EQ(p.error().message, "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice)");
 }
 
 TEST(Registry, UnknownOptionIsRefused) {
