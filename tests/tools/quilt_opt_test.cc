@@ -40,6 +40,34 @@ TEST(QuiltOpt, NormalizeMatchesTheExpectedFile) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
+// Every before/expected pair of the examples, through the binary as a user runs it.
+TEST(QuiltOpt, ReproducesTheVDevicePairs) {
+  struct Pair {
+    const char* before;
+    const char* pass;
+    const char* expected;
+  };
+  for (const Pair& p : {
+           Pair{"rfc_to_vdevice.qir", "realize-vdevice", "rfc_to_vdevice_expected.qir"},
+           Pair{"rfc_realize_before.qir", "realize-vdevice", "rfc_realize_expected.qir"},
+           Pair{"update_vdevice_before.qir",
+                "'update-vdevice{index=1 target=\"cuda -arch=sm_80\"}'",
+                "update_vdevice_expected.qir"},
+       }) {
+    Result r =
+        QuiltOpt(Data(p.before) + " --pass " + p.pass + " --check-equal " + Data(p.expected));
+    EXPECT_EQ(r.code, 0) << p.before << "\n" << r.out;
+  }
+}
+
+TEST(QuiltOpt, RealizeConflictIsAnInputError) {
+  Result r = QuiltOpt(Data("rfc_hint_conflict.qir") + " --pass realize-vdevice");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("binding 'c'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("R.hint_on_device at 'a'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("R.hint_on_device at 'b'"), std::string::npos) << r.out;
+}
+
 TEST(QuiltOpt, CheckEqualPrintsADiffAndFails) {
   Result r = QuiltOpt(Data("rfc_to_vdevice.qir") + " --check-equal " +
                       Data("rfc_to_vdevice_expected.qir"));
@@ -61,7 +89,7 @@ TEST(QuiltOpt, PrintIrAfterAll) {
 TEST(QuiltOpt, UnknownPassIsAUsageError) {
   Result r = QuiltOpt(Data("rfc_module.qir") + " --pass frobnicate");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("unknown pass 'frobnicate' (known: normalize)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown pass 'frobnicate' (known: normalize, update-vdevice"), std::string::npos) << r.out;
 }
 
 TEST(QuiltOpt, UnknownOptionIsAUsageError) {
