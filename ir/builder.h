@@ -59,11 +59,24 @@ struct NormalizeHooks {
   std::function<StructInfo(const std::string& func, const Var& old)> annotation;
   // The declared return struct info of `func` (default: the old one).
   std::function<StructInfo(const std::string& func, const StructInfo& old)> ret;
-  // A replacement for op call `old` whose arguments were rebuilt as `args`, or null to build the
-  // call as it was.
+  // Adds bindings to the block being rebuilt, before the binding being visited.
+  class Emitter {
+   public:
+    virtual ~Emitter() = default;
+    virtual Var Emit(const std::string& name, Expr value) = 0;
+    // The block being rebuilt: a variable emitted under one block is visible to the later
+    // bindings of that block.
+    virtual const void* Block() const = 0;
+  };
+  // A replacement for call `old` (of an op or a function) whose arguments were rebuilt as
+  // `args`, or null to build the call as it was. The hook may emit bindings before it (a copy of
+  // an argument, say).
   std::function<Expected<Expr>(const std::string& func, const CallNode& old,
-                               const std::vector<Expr>& args)>
+                               const std::vector<Expr>& args, Emitter& emit)>
       call;
+  // The result of function `func` (its body's final expression, rebuilt), or a replacement;
+  // emitted bindings go to a block after the others.
+  std::function<Expected<Expr>(const std::string& func, const Expr& result, Emitter& emit)> result;
   // A replacement for a constant, or null to keep it.
   std::function<Expr(const Expr& constant)> constant;
 };

@@ -14,7 +14,7 @@
 namespace quilt::ir {
 namespace {
 
-class Normalizer {
+class Normalizer : public NormalizeHooks::Emitter {
  public:
   Normalizer(const IRModule& mod, const NormalizeHooks& hooks) : mod_(mod), hooks_(hooks) {}
 
@@ -37,7 +37,7 @@ class Normalizer {
     func_name_ = name;
     std::vector<Var> params;
     for (const Var& p : f->params) params.push_back(Rebind(p, Annotation(p)));
-    Expected<SeqExpr> body = VisitSeq(f->body);
+    Expected<SeqExpr> body = VisitSeq(f->body, /*top=*/true);
     StructInfo ret = f->ret_struct_info;
     if (hooks_.ret) ret = hooks_.ret(name, ret);
     func_name_ = saved;
@@ -60,11 +60,15 @@ class Normalizer {
     return v;
   }
 
-  Expected<SeqExpr> VisitSeq(const SeqExpr& seq) {
+  Expected<SeqExpr> VisitSeq(const SeqExpr& seq, bool top = false) {
     std::vector<BindingBlock> blocks;
+    BindingBlock* saved_block = block_;
+    std::string saved_source = source_;
     for (const BindingBlock& block : seq->blocks) {
       BindingBlock nb{block.dataflow, {}};
+      block_ = &nb;
       for (const Binding& b : block.bindings) {
+        source_ = b.source;
         Expected<Expr> value = Visit(b.value);
         if (!value) return Error(value.error().message, Where(b.var));
         Expected<StructInfo> sinfo = Refine(Annotation(b.var), (*value)->struct_info);
@@ -73,9 +77,29 @@ class Normalizer {
       }
       blocks.push_back(std::move(nb));
     }
+    block_ = saved_block;
+    source_ = saved_source;
     Expected<Expr> body = Visit(seq->body);
     if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
+    if (top && hooks_.result) {
+      BindingBlock tail{false, {}};
+      block_ = &tail;
+      source_.clear();
+      body = hooks_.result(func_name_, *body, *this);
+      block_ = saved_block;
+      if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
+      if (!tail.bindings.empty()) blocks.push_back(std::move(tail));
+    }
     return MakeSeqExpr(std::move(blocks), *body);
+  }
+
+  // Adds a binding to the block being rebuilt (before the binding being visited).
+  const void* Block() const override { return block_; }
+  Var Emit(const std::string& name, Expr value) override {
+    QUILT_CHECK(block_ != nullptr) << "emit outside a binding block";
+    Var v = MakeVar(name, value->struct_info, block_->dataflow);
+    block_->bindings.push_back({v, std::move(value), source_});
+    return v;
   }
 
   std::string Where(const Var& v) const {
@@ -161,13 +185,11 @@ class Normalizer {
   Expected<Expr> VisitCall(const CallNode& call) {
     Expected<std::vector<Expr>> args = VisitAll(call.args);
     if (!args) return args.error();
-    if (const OpInfo* op = call.op()) {
-      if (hooks_.call) {
-        Expected<Expr> replaced = hooks_.call(func_name_, call, *args);
-        if (!replaced || *replaced) return replaced;
-      }
-      return MakeOpCall(*op, std::move(*args), call.attrs);
+    if (hooks_.call) {
+      Expected<Expr> replaced = hooks_.call(func_name_, call, *args, *this);
+      if (!replaced || *replaced) return replaced;
     }
+    if (const OpInfo* op = call.op()) return MakeOpCall(*op, std::move(*args), call.attrs);
     if (const auto* ext = As<ExternFuncNode>(call.callee)) {
       return MakeExternCall(ext->name, std::move(*args), call.sinfo_args);
     }
@@ -178,6 +200,8 @@ class Normalizer {
 
   const IRModule& mod_;
   const NormalizeHooks& hooks_;
+  BindingBlock* block_ = nullptr;
+  std::string source_;
   std::map<std::string, Function> done_;
   std::set<std::string> in_progress_;
   std::map<const VarNode*, Var> vars_;

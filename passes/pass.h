@@ -58,5 +58,6 @@ std::string StrOption(const PassSpec& spec, const std::string& key, const std::s
 Expected<Pass> CreateNormalize(const PassSpec& spec);
 Expected<Pass> CreateUpdateVDevice(const PassSpec& spec);
 Expected<Pass> CreateRealizeVDevice(const PassSpec& spec);
+Expected<Pass> CreateAssign(const PassSpec& spec);
 
 }  // namespace quilt::passes

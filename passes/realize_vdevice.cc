@@ -17,6 +17,8 @@
 //     (feeds tensor_to_shape, comes from shape_to_tensor), a condition or all scalars, and the
 //     first entry otherwise; with fill=false free groups stay free for `assign`;
 //  8. the input module is not changed, and a second run changes nothing.
+// With hints=keep, R.hint_on_device is left in place for `assign`, which reads each one as a
+// request to run one op on one device (user placement rules), not as a seed to spread.
 #include <map>
 
 #include "passes/pass.h"
@@ -59,7 +61,8 @@ struct Group {
 
 class Realizer {
  public:
-  Realizer(const ir::IRModule& mod, bool fill) : mod_(mod), fill_(fill) {}
+  Realizer(const ir::IRModule& mod, bool fill, bool keep_hints)
+      : mod_(mod), fill_(fill), keep_hints_(keep_hints) {}
 
   Expected<ir::IRModule> Run() {
     if (mod_.vdevices.empty()) return mod_;
@@ -324,6 +327,7 @@ class Realizer {
       return JoinPairwise(out, *ret, at);
     }
     const ir::OpInfo* op = call->op();
+    if (op && op->kind == ir::OpKind::kHintOnDevice && keep_hints_) return {};
     if (op && op->kind == ir::OpKind::kHintOnDevice) {
       const auto* type = call->attrs.Get<std::string>("device_type");
       const auto* id = call->attrs.Get<int64_t>("index");
@@ -381,8 +385,8 @@ class Realizer {
       if (!old || it == returns_.end()) return old;
       return Place(old, it->second);
     };
-    hooks.call = [&](const std::string&, const ir::CallNode& call,
-                     const std::vector<Expr>& args) -> Expected<Expr> {
+    hooks.call = [&](const std::string&, const ir::CallNode& call, const std::vector<Expr>& args,
+                     ir::NormalizeHooks::Emitter&) -> Expected<Expr> {
       auto it = hint_device_.find(&call);
       if (it == hint_device_.end()) return Expr();
       const ir::VDevice& d = mod_.vdevices[static_cast<size_t>(it->second)];
@@ -397,6 +401,7 @@ class Realizer {
 
   const ir::IRModule& mod_;
   bool fill_;
+  bool keep_hints_;
   std::string func_;
   std::vector<Group> groups_;
   std::map<const ir::VarNode*, std::vector<int>> slots_;
@@ -408,14 +413,21 @@ class Realizer {
 }  // namespace
 
 Expected<Pass> CreateRealizeVDevice(const PassSpec& spec) {
-  if (Status s = CheckOptions(spec, {"fill"}); !s) return s.error();
+  if (Status s = CheckOptions(spec, {"fill", "hints"}); !s) return s.error();
   std::string fill = StrOption(spec, "fill", "true");
   if (fill != "true" && fill != "false") {
     return Error("option 'fill' of pass 'realize-vdevice' must be true or false, got '" + fill +
                  "'");
   }
+  std::string hints = StrOption(spec, "hints", "realize");
+  if (hints != "realize" && hints != "keep") {
+    return Error("option 'hints' of pass 'realize-vdevice' must be realize or keep, got '" + hints +
+                 "'");
+  }
   bool f = fill == "true";
-  return Pass{"realize-vdevice", [f](const ir::IRModule& mod) { return Realizer(mod, f).Run(); }};
+  bool keep = hints == "keep";
+  return Pass{"realize-vdevice",
+              [f, keep](const ir::IRModule& mod) { return Realizer(mod, f, keep).Run(); }};
 }
 
 }  // namespace quilt::passes

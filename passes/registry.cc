@@ -12,6 +12,10 @@ const std::vector<PassInfo>& AllPasses() {
       {"realize-vdevice",
        "place every tensor from annotations, hints and calls (DESIGN rules 1-8) [fill=true]",
        &CreateRealizeVDevice},
+      {"assign",
+       "give every op a device: rules, then the first that supports it, host fallback "
+       "[strict=false]",
+       &CreateAssign},
   };
   return passes;
 }

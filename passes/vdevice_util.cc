@@ -41,9 +41,9 @@ Expected<ir::IRModule> RemapVDevices(const ir::IRModule& mod, std::vector<ir::VD
     return MapVDevices(v->struct_info, map);
   };
   hooks.ret = [&](const std::string&, const ir::StructInfo& s) { return MapVDevices(s, map); };
-  hooks.call = [&](const std::string&, const ir::CallNode& call,
-                   const std::vector<ir::Expr>& args) -> Expected<ir::Expr> {
-    if (call.op()->kind != ir::OpKind::kToVDevice) return ir::Expr();
+  hooks.call = [&](const std::string&, const ir::CallNode& call, const std::vector<ir::Expr>& args,
+                   ir::NormalizeHooks::Emitter&) -> Expected<ir::Expr> {
+    if (!call.op() || call.op()->kind != ir::OpKind::kToVDevice) return ir::Expr();
     ir::Attrs attrs = call.attrs;
     std::optional<ir::VDevice> dst = map(*attrs.Get<ir::VDevice>("dst_vdevice"));
     if (!dst) return Error("R.to_vdevice has no destination after the change");

@@ -1,0 +1,40 @@
+#include "targets/capability.h"
+
+#include <map>
+#include <memory>
+
+namespace quilt::targets {
+namespace {
+
+class NoBackEnd : public Capability {
+ public:
+  explicit NoBackEnd(std::string type) : type_(std::move(type)) {}
+  Support Supports(const ir::CallNode&) const override {
+    return Support::No("quilt has no back end for " + type_ + " devices");
+  }
+
+ private:
+  std::string type_;
+};
+
+}  // namespace
+
+const Capability& CapabilityFor(const ir::Target& target) {
+  std::string type = target.DeviceType();
+  if (type == "cpu") return CpuCapability();
+  if (type == "cuda") return CudaCapability();
+  if (type == "opencl") return OpenClCapability();
+  // Every other known device type (the kinds are fixed, so the table is made once).
+  static const auto* others = [] {
+    auto* m = new std::map<std::string, std::unique_ptr<NoBackEnd>>;
+    for (const auto& [kind, device] : ir::KnownTargetKinds()) {
+      if (!m->count(device)) m->emplace(device, std::make_unique<NoBackEnd>(device));
+    }
+    return m;
+  }();
+  auto it = others->find(type);
+  static const NoBackEnd unknown("unknown");
+  return it == others->end() ? static_cast<const Capability&>(unknown) : *it->second;
+}
+
+}  // namespace quilt::targets
