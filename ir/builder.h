@@ -77,6 +77,9 @@ struct NormalizeHooks {
   // The result of function `func` (its body's final expression, rebuilt), or a replacement;
   // emitted bindings go to a block after the others.
   std::function<Expected<Expr>(const std::string& func, const Expr& result, Emitter& emit)> result;
+  // Every block becomes a plain binding block and every variable a plain Var (a pass that moves
+  // bindings across blocks or functions needs this first).
+  bool drop_dataflow = false;
   // A replacement for a constant, or null to keep it.
   std::function<Expr(const Expr& constant)> constant;
 };

@@ -55,7 +55,7 @@ class Normalizer : public NormalizeHooks::Emitter {
   }
 
   Var Rebind(const Var& old, StructInfo sinfo) {
-    Var v = MakeVar(old->name_hint, std::move(sinfo), old->IsDataflow());
+    Var v = MakeVar(old->name_hint, std::move(sinfo), old->IsDataflow() && !hooks_.drop_dataflow);
     vars_[old.get()] = v;
     return v;
   }
@@ -65,7 +65,7 @@ class Normalizer : public NormalizeHooks::Emitter {
     BindingBlock* saved_block = block_;
     std::string saved_source = source_;
     for (const BindingBlock& block : seq->blocks) {
-      BindingBlock nb{block.dataflow, {}};
+      BindingBlock nb{block.dataflow && !hooks_.drop_dataflow, {}};
       block_ = &nb;
       for (const Binding& b : block.bindings) {
         source_ = b.source;

@@ -59,5 +59,6 @@ Expected<Pass> CreateNormalize(const PassSpec& spec);
 Expected<Pass> CreateUpdateVDevice(const PassSpec& spec);
 Expected<Pass> CreateRealizeVDevice(const PassSpec& spec);
 Expected<Pass> CreateAssign(const PassSpec& spec);
+Expected<Pass> CreatePartition(const PassSpec& spec);
 
 }  // namespace quilt::passes
