@@ -117,8 +117,9 @@ Expected<Expr> MakeFuncCall(Expr callee, std::vector<Expr> args) {
     const StructInfo& p = f->fields[i];
     const StructInfo& a = args[i]->struct_info;
     subst.Match(p, a);
+    // Another vdevice of the same physical device shares its memory: no copy is needed.
     if (p && a && p->IsTensor() && a->IsTensor() && p->vdevice && a->vdevice &&
-        *p->vdevice != *a->vdevice) {
+        !p->vdevice->SamePhysicalDevice(*a->vdevice)) {
       return Error("argument " + std::to_string(i) + " (" + ArgName(args[i]) + ") of '" + gv->name +
                    "' is on " + a->vdevice->ToString() + " but the parameter is on " +
                    p->vdevice->ToString());

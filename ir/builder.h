@@ -80,8 +80,8 @@ struct NormalizeHooks {
   // Every block becomes a plain binding block and every variable a plain Var (a pass that moves
   // bindings across blocks or functions needs this first).
   bool drop_dataflow = false;
-  // A replacement for a constant, or null to keep it.
-  std::function<Expr(const Expr& constant)> constant;
+  // A replacement for a constant in function `func`, or null to keep it.
+  std::function<Expr(const std::string& func, const Expr& constant)> constant;
 };
 Expected<IRModule> NormalizeModule(const IRModule& mod, const NormalizeHooks& hooks);
 

@@ -124,7 +124,7 @@ class Normalizer : public NormalizeHooks::Emitter {
         return it == vars_.end() ? e : Expr(it->second);
       }
       case ExprKind::kConstant: {
-        Expr c = hooks_.constant ? hooks_.constant(e) : nullptr;
+        Expr c = hooks_.constant ? hooks_.constant(func_name_, e) : nullptr;
         return c ? c : e;
       }
       case ExprKind::kShapeExpr:

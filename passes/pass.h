@@ -60,5 +60,6 @@ Expected<Pass> CreateUpdateVDevice(const PassSpec& spec);
 Expected<Pass> CreateRealizeVDevice(const PassSpec& spec);
 Expected<Pass> CreateAssign(const PassSpec& spec);
 Expected<Pass> CreatePartition(const PassSpec& spec);
+Expected<Pass> CreateInsertDeviceCopies(const PassSpec& spec);
 
 }  // namespace quilt::passes

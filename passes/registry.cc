@@ -20,6 +20,9 @@ const std::vector<PassInfo>& AllPasses() {
        "group each device's ops into the fewest acyclic regions, lifted into functions "
        "{vdevice, codegen}",
        &CreatePartition},
+      {"insert-device-copies",
+       "keep only the copies that move data; place constants on each device that uses them",
+       &CreateInsertDeviceCopies},
   };
   return passes;
 }

@@ -50,7 +50,7 @@ Expected<ir::IRModule> RemapVDevices(const ir::IRModule& mod, std::vector<ir::VD
     attrs.Set("dst_vdevice", *dst);
     return ir::MakeOpCall(*call.op(), args, attrs);
   };
-  hooks.constant = [&](const ir::Expr& e) -> ir::Expr {
+  hooks.constant = [&](const std::string&, const ir::Expr& e) -> ir::Expr {
     const auto* c = ir::As<ir::ConstantNode>(e);
     std::optional<ir::VDevice> d = map(e->struct_info->vdevice);
     if (d == e->struct_info->vdevice) return nullptr;

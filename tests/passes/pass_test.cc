@@ -35,7 +35,9 @@ TEST(PassSpec, MalformedSpecsAreRefused) {
 TEST(Registry, UnknownPassListsTheKnownOnes) {
   Expected<Pass> p = CreatePass("frobnicate");
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().message, "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice)");
+  EXPECT_EQ(p.error().message,
+            "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice, assign, "
+            "partition, insert-device-copies)");
 }
 
 TEST(Registry, UnknownOptionIsRefused) {
