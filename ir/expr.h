@@ -150,6 +150,9 @@ struct Binding {
   // Where the binding came from in the source model (the ONNX node name), for messages,
   // placement rules and reports. Not part of structural equality.
   std::string source = {};
+  // The op type of that node ("Conv"), for placement rules by op type. Not part of structural
+  // equality either.
+  std::string source_op = {};
 };
 
 struct BindingBlock {

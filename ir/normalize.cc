@@ -64,27 +64,31 @@ class Normalizer : public NormalizeHooks::Emitter {
     std::vector<BindingBlock> blocks;
     BindingBlock* saved_block = block_;
     std::string saved_source = source_;
+    std::string saved_op = source_op_;
     for (const BindingBlock& block : seq->blocks) {
       BindingBlock nb{block.dataflow && !hooks_.drop_dataflow, {}};
       block_ = &nb;
       for (const Binding& b : block.bindings) {
         source_ = b.source;
+        source_op_ = b.source_op;
         Expected<Expr> value = Visit(b.value);
         if (!value) return Error(value.error().message, Where(b.var));
         Expected<StructInfo> sinfo = Refine(Annotation(b.var), (*value)->struct_info);
         if (!sinfo) return Error(sinfo.error().message, Where(b.var));
-        nb.bindings.push_back({Rebind(b.var, *sinfo), *value, b.source});
+        nb.bindings.push_back({Rebind(b.var, *sinfo), *value, b.source, b.source_op});
       }
       blocks.push_back(std::move(nb));
     }
     block_ = saved_block;
     source_ = saved_source;
+    source_op_ = saved_op;
     Expected<Expr> body = Visit(seq->body);
     if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
     if (top && hooks_.result) {
       BindingBlock tail{false, {}};
       block_ = &tail;
       source_.clear();
+      source_op_.clear();
       body = hooks_.result(func_name_, *body, *this);
       block_ = saved_block;
       if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
@@ -98,7 +102,7 @@ class Normalizer : public NormalizeHooks::Emitter {
   Var Emit(const std::string& name, Expr value) override {
     QUILT_CHECK(block_ != nullptr) << "emit outside a binding block";
     Var v = MakeVar(name, value->struct_info, block_->dataflow);
-    block_->bindings.push_back({v, std::move(value), source_});
+    block_->bindings.push_back({v, std::move(value), source_, source_op_});
     return v;
   }
 
@@ -202,6 +206,7 @@ class Normalizer : public NormalizeHooks::Emitter {
   const NormalizeHooks& hooks_;
   BindingBlock* block_ = nullptr;
   std::string source_;
+  std::string source_op_;
   std::map<std::string, Function> done_;
   std::set<std::string> in_progress_;
   std::map<const VarNode*, Var> vars_;

@@ -16,6 +16,7 @@ const std::vector<PassInfo>& AllPasses() {
        "give every op a device: rules, then the first that supports it, host fallback "
        "[strict=false]",
        &CreateAssign},
+      {"simplify", "remove bindings nobody uses", &CreateSimplify},
       {"partition",
        "group each device's ops into the fewest acyclic regions, lifted into functions "
        "{vdevice, codegen}",

@@ -89,7 +89,7 @@ ir::Expr GraphImporter::Bind(ir::Expr value, const std::string& onnx_name,
   // Constants and variables are used in place: no binding of their own.
   if (value->kind == ir::ExprKind::kConstant || ir::As<ir::VarNode>(value)) return value;
   ir::Var v = ir::MakeVar(Sanitize(onnx_name), value->struct_info);
-  bindings_.push_back({v, std::move(value), source});
+  bindings_.push_back({v, std::move(value), source, source == current_source_ ? current_op_ : ""});
   return v;
 }
 
@@ -336,6 +336,7 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     return s;
   }
   current_source_ = name;
+  current_op_ = node.op_type();
   NodeContext ctx(this, node, opset);
   Expected<Outputs> outs = conv->fn(ctx);
   if (!outs) {

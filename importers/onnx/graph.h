@@ -78,6 +78,7 @@ class GraphImporter {
   std::vector<UnsupportedNode> unsupported_;
   std::vector<ir::Binding> bindings_;
   std::string current_source_;
+  std::string current_op_;
   int inline_counter_ = 0;
 };
 

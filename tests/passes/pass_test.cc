@@ -36,8 +36,8 @@ TEST(Registry, UnknownPassListsTheKnownOnes) {
   Expected<Pass> p = CreatePass("frobnicate");
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().message,
-            "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice, assign, "
-            "partition, insert-device-copies)");
+            "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice, "
+            "assign, simplify, partition, insert-device-copies)");
 }
 
 TEST(Registry, UnknownOptionIsRefused) {
