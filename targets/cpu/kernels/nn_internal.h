@@ -53,6 +53,21 @@ struct Window {
 Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
                   const std::vector<int64_t>& kernel, Window* w);
 
+// Convolution (conv.cc, conv_fast.cc): data (N, C, spatial...), weight (O, C / groups,
+// kernel...) -> (N, O, out...).
+struct ConvGeometry {
+  int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
+  Window w;
+  Tensor* y = nullptr;
+};
+// Checks the operands and attributes, computes the window and asks for the output.
+Status PrepareConv(KernelContext& ctx, ConvGeometry* geo);
+// The reference convolution (any float type), accumulating in double: the oracle.
+Status ConvReference(KernelContext& ctx);
+// Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
+// reference.
+Status ConvFast(KernelContext& ctx);
+
 // Reads the int list attribute `name` as n values, or n copies of `fill` when absent.
 Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
                 std::vector<int64_t>* out);

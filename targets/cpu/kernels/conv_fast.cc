@@ -1,0 +1,198 @@
+// Float32 convolution, fast: a convolution with one input channel per group (depthwise) runs
+// directly, one output channel at a time; every other one is a GEMM per image and group,
+// weights (og x cg * kernel) times the im2col view of the image (cg * kernel x out), packed
+// straight from the image without an im2col buffer. Checked against ConvReference by
+// tests/runtime/fast_kernels_test.cc.
+#include <algorithm>
+
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/nn_internal.h"
+
+namespace quilt::cpu::nn {
+namespace {
+
+// A window with its spatial dims right-aligned in 3 (a 1-d convolution is seen as 1 x 1 x L), so
+// the last dim is always the one contiguous in memory.
+struct Geo {
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  bool Pointwise() const {
+    for (int d = 0; d < 3; ++d) {
+      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0) return false;
+    }
+    return true;
+  }
+};
+
+Geo RightAligned(const Window& w) {
+  Geo g;
+  int shift = kMaxSpatial - w.rank;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    int s = d - shift;
+    bool real = s >= 0;
+    g.in[d] = real ? w.in[s] : 1;
+    g.out[d] = real ? w.out[s] : 1;
+    g.kernel[d] = real ? w.kernel[s] : 1;
+    g.stride[d] = real ? w.stride[s] : 1;
+    g.dilation[d] = real ? w.dilation[s] : 1;
+    g.pad[d] = real ? w.pad_begin[s] : 0;
+  }
+  return g;
+}
+
+// The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
+// o2), zero where the window reads padding.
+class Im2Col final : public GemmB {
+ public:
+  Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
+
+  void Pack(int64_t j, int64_t cols, float* panel) const override {
+    const Geo& g = g_;
+    int64_t in_size = g.InSize();
+    if (g.Pointwise()) {
+      for (int64_t c = 0; c < channels_; ++c) {
+        float* row = panel + c * kGemmPanel;
+        std::copy(x_ + c * in_size + j, x_ + c * in_size + j + cols, row);
+        std::fill(row + cols, row + kGemmPanel, 0.0f);
+      }
+      return;
+    }
+    // Where each column's window starts (may be negative: padding).
+    int64_t base[3][kGemmPanel];
+    for (int64_t q = 0; q < cols; ++q) {
+      int64_t r = j + q;
+      int64_t o2 = r % g.out[2];
+      r /= g.out[2];
+      int64_t o1 = r % g.out[1];
+      int64_t o0 = r / g.out[1];
+      base[0][q] = o0 * g.stride[0] - g.pad[0];
+      base[1][q] = o1 * g.stride[1] - g.pad[1];
+      base[2][q] = o2 * g.stride[2] - g.pad[2];
+    }
+    float* row = panel;
+    for (int64_t c = 0; c < channels_; ++c) {
+      const float* xc = x_ + c * in_size;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, row += kGemmPanel) {
+            for (int64_t q = 0; q < cols; ++q) {
+              int64_t i0 = base[0][q] + k0 * g.dilation[0];
+              int64_t i1 = base[1][q] + k1 * g.dilation[1];
+              int64_t i2 = base[2][q] + k2 * g.dilation[2];
+              bool inside =
+                  i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
+              row[q] = inside ? xc[(i0 * g.in[1] + i1) * g.in[2] + i2] : 0.0f;
+            }
+            std::fill(row + cols, row + kGemmPanel, 0.0f);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  const float* x_;
+  int64_t channels_;
+  Geo g_;
+};
+
+// The output positions o in [0, out) whose input o * stride + offset lies in [0, in).
+void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
+                 int64_t* hi) {
+  // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  // o * stride + offset <= in - 1  <=>  o <= floor((in - 1 - offset) / stride)
+  int64_t last = in - 1 - offset < 0 ? -1 : (in - 1 - offset) / stride;
+  *lo = std::min(first, out);
+  *hi = std::clamp<int64_t>(last + 1, *lo, out);
+}
+
+// One output channel of a depthwise convolution: y (out) from x (in), weights w (kernel).
+void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
+  std::fill(y, y + g.OutSize(), 0.0f);
+  int64_t lo2[64], hi2[64];
+  bool small = g.kernel[2] <= 64;
+  if (small) {
+    for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+      InsideRange(k2 * g.dilation[2] - g.pad[2], g.stride[2], g.in[2], g.out[2], &lo2[k2],
+                  &hi2[k2]);
+    }
+  }
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          const float* __restrict xr = x + (i0 * g.in[1] + i1) * g.in[2];
+          const float* wr = w + (k0 * g.kernel[1] + k1) * g.kernel[2];
+          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+            int64_t off = k2 * g.dilation[2] - g.pad[2];
+            int64_t lo, hi;
+            if (small) {
+              lo = lo2[k2];
+              hi = hi2[k2];
+            } else {
+              InsideRange(off, g.stride[2], g.in[2], g.out[2], &lo, &hi);
+            }
+            float wv = wr[k2];
+            if (g.stride[2] == 1) {
+              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 + off];
+            } else if (g.stride[2] == 2) {
+              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[2 * o2 + off];
+            } else {
+              int64_t s = g.stride[2];
+              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 * s + off];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status ConvFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32) return ConvReference(ctx);
+  ConvGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareConv(ctx, &geo));
+  const Tensor& wt = *ctx.input(1);
+  Geo g = RightAligned(geo.w);
+  const float* px = x.Data<float>();
+  const float* pw = wt.Data<float>();
+  float* py = geo.y->MutableData<float>();
+  int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
+  if (geo.y->NumElements() == 0) return Status::Ok();
+  if (geo.cg == 1) {
+    // Depthwise: output channel oc of image b reads input channel oc / og.
+    int64_t channels = geo.n * geo.o;
+    int64_t per_channel = out_size * ks;
+    int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, per_channel));
+    ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
+      for (int64_t t = c0; t < c1; ++t) {
+        int64_t b = t / geo.o, oc = t % geo.o;
+        int64_t ic = oc / geo.og;
+        DepthwiseChannel(px + (b * geo.c + ic) * in_size, pw + oc * ks, py + t * out_size, g);
+      }
+    });
+    return Status::Ok();
+  }
+  int64_t k = geo.cg * ks;
+  for (int64_t b = 0; b < geo.n; ++b) {
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      Im2Col cols(px + (b * geo.c + grp * geo.cg) * in_size, geo.cg, g);
+      Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols,
+            py + (b * geo.o + grp * geo.og) * out_size, out_size, ctx.thread_pool());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace quilt::cpu::nn

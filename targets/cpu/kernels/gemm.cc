@@ -1,0 +1,213 @@
+// Blocked float32 GEMM. The inner kernel keeps a kMR x kGemmPanel block of C in registers and
+// walks one packed panel of A and of B; around it, C is cut into blocks of kMC rows and a few
+// panels of columns (the tasks of a parallel loop), and the reduction into slabs of kKC so that
+// a panel of B stays in the L1 cache while the panels of A stream past it.
+//
+// Vectors are the compiler's generic vectors (GCC and Clang): plain arithmetic that becomes
+// whatever SIMD the target has, or scalar code. On x86-64 the block kernel is also compiled for
+// AVX2 + FMA and chosen at load time when the CPU has them.
+#include "targets/cpu/kernels/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace quilt::cpu {
+namespace {
+
+constexpr int64_t kMR = 4;
+constexpr int64_t kNR = kGemmPanel;
+constexpr int64_t kKC = 128;
+constexpr int64_t kMC = 64;
+
+#if defined(__GNUC__)
+typedef float V8 __attribute__((vector_size(32)));
+#define QUILT_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+struct V8 {
+  float v[8] = {};
+  V8& operator+=(const V8& o) {
+    for (int i = 0; i < 8; ++i) v[i] += o.v[i];
+    return *this;
+  }
+  friend V8 operator*(float s, const V8& o) {
+    V8 r;
+    for (int i = 0; i < 8; ++i) r.v[i] = s * o.v[i];
+    return r;
+  }
+};
+#define QUILT_ALWAYS_INLINE inline
+#endif
+static_assert(kNR % 8 == 0);
+constexpr int kVecs = static_cast<int>(kNR / 8);
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define QUILT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef QUILT_CLONES
+#define QUILT_CLONES
+#endif
+
+// (By pointer: a vector return value would change the ABI between the clones.)
+QUILT_ALWAYS_INLINE void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
+
+// C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
+// an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, packed).
+QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b, float* c,
+                                     int64_t ldc, int64_t mr, int64_t nr, bool accumulate) {
+  V8 acc[kMR][kVecs];
+  for (auto& row : acc) {
+    for (V8& v : row) v = V8{};
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    V8 bv[kVecs];
+    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], b + p * kNR + 8 * v);
+    for (int64_t i = 0; i < kMR; ++i) {
+      float av = a[p * kMR + i];
+      for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+  float out[kMR][kNR];
+  std::memcpy(out, acc, sizeof out);
+  for (int64_t i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    if (accumulate) {
+      for (int64_t j = 0; j < nr; ++j) ci[j] += out[i][j];
+    } else {
+      for (int64_t j = 0; j < nr; ++j) ci[j] = out[i][j];
+    }
+  }
+}
+
+// One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) from the packed
+// B panels at `bp`, the whole reduction of length k.
+QUILT_CLONES void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* bp,
+                        float* c, int64_t ldc) {
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    int64_t kc = std::min(kKC, k - pc);
+    for (int64_t jr = 0; jr < nc; jr += kNR) {
+      const float* bpanel = bp + (jr / kNR) * k * kNR + pc * kNR;
+      for (int64_t ir = 0; ir < mc; ir += kMR) {
+        const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
+        MicroKernel(kc, apanel, bpanel, c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
+                    std::min(kNR, nc - jr), pc > 0);
+      }
+    }
+  }
+  if (k == 0) {
+    for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
+  }
+}
+
+// Rows [i, i + kMR) of A into a panel, k x kMR, rows past m zero.
+void PackA(const float* a, int64_t lda, int64_t m, int64_t k, int64_t i, float* panel) {
+  int64_t rows = std::min(kMR, m - i);
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t r = 0; r < kMR; ++r) panel[p * kMR + r] = r < rows ? a[(i + r) * lda + p] : 0.0f;
+  }
+}
+
+// A product with few columns: one dot product per element of C, along the rows of A.
+QUILT_CLONES void NarrowProduct(int64_t m0, int64_t m1, int64_t n, int64_t k, const float* a,
+                                int64_t lda, const float* cols, float* c, int64_t ldc) {
+  for (int64_t i = m0; i < m1; ++i) {
+    const float* ai = a + i * lda;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* bj = cols + j * k;
+      V8 acc = V8{};
+      int64_t p = 0;
+      for (; p + 8 <= k; p += 8) {
+        V8 x, y;
+        LoadV(&x, ai + p);
+        LoadV(&y, bj + p);
+        acc += x * y;
+      }
+      float lanes[8];
+      std::memcpy(lanes, &acc, sizeof lanes);
+      float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+      for (; p < k; ++p) s += ai[p] * bj[p];
+      c[i * ldc + j] = s;
+    }
+  }
+}
+
+struct FreeFloats {
+  void operator()(float* p) const { delete[] p; }
+};
+using Floats = std::unique_ptr<float[], FreeFloats>;
+Floats NewFloats(int64_t n) {
+  return Floats(new float[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+}
+
+}  // namespace
+
+void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
+  for (int64_t p = 0; p < k_; ++p) {
+    const float* row = b_ + p * ld_ + j;
+    float* out = panel + p * kGemmPanel;
+    std::memcpy(out, row, static_cast<size_t>(cols) * sizeof(float));
+    std::fill(out + cols, out + kGemmPanel, 0.0f);
+  }
+}
+
+void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
+           int64_t ldc, rt::ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  int threads = pool ? pool->threads() : 1;
+  int64_t npanels = (n + kNR - 1) / kNR;
+  int64_t work = m * n * std::max<int64_t>(k, 1);
+  // Below this many multiply-adds a loop is not worth splitting across threads.
+  constexpr int64_t kParallelWork = 1 << 15;
+  if (n <= kNR / 3) {
+    // Few columns: B's columns made contiguous, then dot products.
+    Floats panel = NewFloats(k * kNR), cols = NewFloats(n * k);
+    b.Pack(0, n, panel.get());
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kNR + j];
+    }
+    int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
+    rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
+      NarrowProduct(i0, i1, n, k, a, lda, cols.get(), c, ldc);
+    });
+    return;
+  }
+  int64_t mpanels = (m + kMR - 1) / kMR;
+  Floats ap = NewFloats(mpanels * kMR * k), bp = NewFloats(npanels * kNR * k);
+  // Pack A and B: panels of A first, then panels of B.
+  int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kNR));
+  rt::ThreadPool* pack_pool = work >= kParallelWork ? pool : nullptr;
+  rt::ParallelFor(pack_pool, mpanels + npanels, pack_grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      if (t < mpanels) {
+        PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
+      } else {
+        int64_t j = (t - mpanels) * kNR;
+        b.Pack(j, std::min(kNR, n - j), bp.get() + (t - mpanels) * kNR * k);
+      }
+    }
+  });
+  // Blocks of C: kMC rows by `nc` columns, enough of them to keep every thread busy.
+  int64_t mblocks = (m + kMC - 1) / kMC;
+  int64_t nc_panels = 10;
+  if (threads > 1 && work >= kParallelWork) {
+    int64_t want = 4 * threads;
+    int64_t nblocks = std::max<int64_t>(1, (want + mblocks - 1) / mblocks);
+    nc_panels = std::clamp<int64_t>((npanels + nblocks - 1) / nblocks, 1, nc_panels);
+  }
+  int64_t nc = nc_panels * kNR;
+  int64_t nblocks = (n + nc - 1) / nc;
+  rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
+  rt::ParallelFor(run_pool, mblocks * nblocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t ib = t % mblocks, jb = t / mblocks;
+      int64_t i = ib * kMC, j = jb * nc;
+      Block(std::min(kMC, m - i), std::min(nc, n - j), k, ap.get() + (i / kMR) * kMR * k,
+            bp.get() + (j / kNR) * kNR * k, c + i * ldc + j, ldc);
+    }
+  });
+}
+
+}  // namespace quilt::cpu
