@@ -12,6 +12,7 @@
 #include "quilt/package_generated.h"
 #include "runtime/src/kernel.h"
 #include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
 
@@ -106,12 +107,17 @@ int64_t Count(const Shape& s) {
 }
 
 // Runs `fast` and `reference` on the same inputs and compares (with 1 and 3 threads).
+// `positive`: inputs (by index) whose values must be positive.
 void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>& shapes,
-             Attrs& attrs, std::mt19937& rng, const std::string& what) {
+             Attrs& attrs, std::mt19937& rng, const std::string& what,
+             const std::vector<size_t>& positive = {}) {
   const rt::AttrView::List* list = attrs.Finish();
   std::vector<std::vector<float>> data;
   std::vector<Tensor> inputs;
   for (const Shape& s : shapes) data.push_back(Random(rng, Count(s)));
+  for (size_t i : positive) {
+    for (float& v : data[i]) v = std::abs(v) + 0.01f;
+  }
   for (size_t i = 0; i < shapes.size(); ++i) {
     inputs.push_back(Tensor{DType::kFloat32, shapes[i], data[i].data()});
   }
@@ -256,6 +262,52 @@ TEST(FastKernels, MatmulMatchesTheReference) {
   CheckMatmul({4, 0}, {0, 30}, rng);
   CheckMatmul({4, 0}, {0, 3}, rng);
   CheckMatmul({130, 257}, {257, 301}, rng);
+}
+
+TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{AddFast, AddReference},
+                                                       {SubtractFast, SubtractReference},
+                                                       {MultiplyFast, MultiplyReference},
+                                                       {DivideFast, DivideReference}};
+  for (int iter = 0; iter < 200; ++iter) {
+    int rank = static_cast<int>(pick(0, 5));
+    Shape out, a, b;
+    for (int d = 0; d < rank; ++d) out.push_back(pick(1, d == rank - 1 ? 300 : 6));
+    // Each operand: some dims broadcast (1), some leading dims dropped.
+    for (Shape* s : {&a, &b}) {
+      int drop = static_cast<int>(pick(0, rank));
+      if (pick(0, 2) > 0) drop = 0;
+      for (int d = drop; d < rank; ++d) s->push_back(pick(0, 3) == 0 ? 1 : out[d]);
+    }
+    if (iter % 10 == 0 && rank > 0) a = out, b = {out.back()};
+    if (iter % 10 == 1 && rank > 1) a = out, b = {out[0], out[1], 1, 1, 1}, b.resize(rank, 1);
+    auto [fast, reference] = ops[iter % 4];
+    Attrs attrs;
+    Compare(fast, reference, {a, b}, attrs, rng,
+            "op " + std::to_string(iter % 4) + " (" + Join(a) + ") and (" + Join(b) + ")", {1});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, BatchNormMatchesTheReference) {
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 60; ++iter) {
+    Shape x = {pick(1, 3), pick(1, 20)};
+    for (int64_t d = pick(0, 3); d > 0; --d) x.push_back(pick(1, 40));
+    Attrs attrs;
+    attrs.Int("axis", iter % 5 == 0 ? 1 - static_cast<int64_t>(x.size()) : 1);
+    Shape p = {x[1]};
+    Compare(nn::BatchNormFast, nn::BatchNorm, {x, p, p, p, p}, attrs, rng,
+            "batch_norm (" + Join(x) + ")", {4});
+    if (HasFatalFailure()) return;
+  }
 }
 
 }  // namespace

@@ -407,7 +407,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.hardmax", SoftmaxLike<SoftKind::kHardmax>},
     {"nn.lp_normalize", SoftmaxLike<SoftKind::kLpNorm>},
     {"nn.dropout", Dropout},
-    {"nn.batch_norm", nn::BatchNorm},
+    {"nn.batch_norm", nn::BatchNormFast},
     {"nn.instance_norm", nn::InstanceNorm},
     {"nn.layer_norm", nn::LayerNorm},
     {"nn.layer_norm_stats", nn::LayerNormStats},

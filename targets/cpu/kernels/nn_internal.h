@@ -13,6 +13,8 @@ namespace quilt::cpu::nn {
 
 // nn_norm.cc
 Status BatchNorm(KernelContext& ctx);
+// Float32 batch_norm (elementwise_fast.cc); other types go to BatchNorm.
+Status BatchNormFast(KernelContext& ctx);
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
 Status LayerNormStats(KernelContext& ctx);

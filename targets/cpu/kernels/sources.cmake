@@ -4,6 +4,7 @@
 set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/registry.cc
   ${QUILT_ROOT}/targets/cpu/kernels/elementwise.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
@@ -28,5 +29,6 @@ set(QUILT_CPU_KERNEL_SOURCES
 if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(
     ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
     PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast")
 endif()
