@@ -35,6 +35,11 @@ class Attrs {
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Ints, 0, 0, 0, ints));
     return *this;
   }
+  Attrs& Float(const std::string& name, double v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Float, 0, v));
+    return *this;
+  }
   Attrs& Str(const std::string& name, const std::string& v) {
     auto n = fbb_.CreateString(name);
     auto s = fbb_.CreateString(v);
@@ -307,6 +312,35 @@ TEST(FastKernels, BatchNormMatchesTheReference) {
     Compare(nn::BatchNormFast, nn::BatchNorm, {x, p, p, p, p}, attrs, rng,
             "batch_norm (" + Join(x) + ")", {4});
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, ReluClipAndGlobalPoolMatchTheReference) {
+  std::mt19937 rng(5);
+  for (Shape x : {Shape{7}, Shape{2, 3, 5, 7}, Shape{1, 40000}, Shape{0, 3}}) {
+    Attrs none;
+    Compare(nn::ReluFast, nn::ReluReference, {x}, none, rng, "relu (" + Join(x) + ")");
+    Attrs both, lo, hi, neither;
+    both.Float("min", -0.3).Float("max", 0.45);
+    lo.Float("min", 0.1);
+    hi.Float("max", -0.2);
+    Compare(ClipFast, ClipReference, {x}, both, rng, "clip both (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, lo, rng, "clip min (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, hi, rng, "clip max (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, neither, rng, "clip (" + Join(x) + ")");
+  }
+  for (Shape x : {Shape{2, 3, 5, 7}, Shape{1, 4, 100}, Shape{2, 2, 3, 4, 5}, Shape{3, 2, 1, 1},
+                  Shape{2, 16, 24, 96}}) {
+    Attrs global;
+    global.Ints("output_size", std::vector<int64_t>(x.size() - 2, 1));
+    Compare(nn::AdaptiveAvgPoolFast, nn::AdaptiveAvgPool, {x}, global, rng,
+            "global average pool (" + Join(x) + ")");
+    Attrs other;
+    other.Ints("output_size", std::vector<int64_t>(x.size() - 2, 2));
+    if (x[2] >= 2) {
+      Compare(nn::AdaptiveAvgPoolFast, nn::AdaptiveAvgPool, {x}, other, rng,
+              "adaptive average pool (" + Join(x) + ")");
+    }
   }
 }
 

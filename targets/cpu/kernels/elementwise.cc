@@ -520,6 +520,7 @@ Status AddReference(KernelContext& ctx) { return Binary<AddOp, Types::kNumeric>(
 Status SubtractReference(KernelContext& ctx) { return Binary<SubOp, Types::kNumeric>(ctx); }
 Status MultiplyReference(KernelContext& ctx) { return Binary<MulOp, Types::kNumeric>(ctx); }
 Status DivideReference(KernelContext& ctx) { return Binary<DivOp, Types::kNumeric>(ctx); }
+Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
 
 namespace {
 
@@ -577,7 +578,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"sign", Unary<SignOp, Types::kNumeric>},
     {"isnan", IsNaN},
     {"isinf", IsInf},
-    {"clip", Clip},
+    {"clip", ClipFast},
     {"where", Where},
 };
 

@@ -1,4 +1,4 @@
-// Binary arithmetic kernels shared with the tests: the reference kernels (elementwise.cc, every
+// Arithmetic and clip kernels shared with the tests: the reference kernels (elementwise.cc, every
 // numeric type) and their fast float32 paths (elementwise_fast.cc), which hand other element
 // types to the reference.
 #pragma once
@@ -11,10 +11,12 @@ Status AddReference(KernelContext& ctx);
 Status SubtractReference(KernelContext& ctx);
 Status MultiplyReference(KernelContext& ctx);
 Status DivideReference(KernelContext& ctx);
+Status ClipReference(KernelContext& ctx);
 
 Status AddFast(KernelContext& ctx);
 Status SubtractFast(KernelContext& ctx);
 Status MultiplyFast(KernelContext& ctx);
 Status DivideFast(KernelContext& ctx);
+Status ClipFast(KernelContext& ctx);
 
 }  // namespace quilt::cpu

@@ -1,10 +1,13 @@
-// Fast float32 paths of the elementwise ops a convolutional network runs after every conv: add,
-// subtract, multiply and divide with numpy broadcasting, and batch_norm in inference form. The
-// broadcast is collapsed into as few dims as the operands allow, and the last one runs as a plain
-// loop the compiler vectorizes (both operands contiguous, or one a scalar along it). Add, subtract,
-// multiply and divide give the reference kernels' results bit for bit; batch_norm folds its
-// parameters into a scale and shift per channel. Other element types go to the reference kernels.
+// Fast float32 paths of the elementwise ops a convolutional network runs around every conv: add,
+// subtract, multiply and divide with numpy broadcasting, relu, clip, batch_norm in inference form
+// and global average pooling. The broadcast is collapsed into as few dims as the operands allow,
+// and the last one runs as a plain loop the compiler vectorizes (both operands contiguous, or one
+// a scalar along it). Arithmetic, relu and clip give the reference kernels' results bit for bit;
+// batch_norm folds its parameters into a scale and shift per channel; the pool sums in float
+// lanes. Other element types (and other pools) go to the reference kernels.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "targets/cpu/kernels/elementwise.h"
@@ -121,6 +124,22 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   return Status::Ok();
 }
 
+// y = f(x) elementwise, split across the threads when large.
+template <typename F>
+Status UnaryFloat(KernelContext& ctx, F f) {
+  const Tensor& x = *ctx.input(0);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(x.NumElements(), kParallelElements, [&](int64_t i0, int64_t i1) {
+    const float* __restrict in = px;
+    float* __restrict out = py;
+    for (int64_t i = i0; i < i1; ++i) out[i] = f(in[i]);
+  });
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status AddFast(KernelContext& ctx) { return BinaryFloat<Add>(ctx, AddReference); }
@@ -128,7 +147,64 @@ Status SubtractFast(KernelContext& ctx) { return BinaryFloat<Sub>(ctx, SubtractR
 Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyReference); }
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
 
+// As the reference: bounds rounded to float, absent ones infinite, NaN kept.
+Status ClipFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ClipReference(ctx);
+  const rt::AttrView& attrs = ctx.attrs();
+  float inf = std::numeric_limits<float>::infinity();
+  float lo = attrs.Has("min") ? static_cast<float>(attrs.Float("min")) : -inf;
+  float hi = attrs.Has("max") ? static_cast<float>(attrs.Float("max")) : inf;
+  return UnaryFloat(ctx, [lo, hi](float v) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  });
+}
+
 namespace nn {
+
+// NaN stays NaN, -0 stays -0, as in the reference.
+Status ReluFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ReluReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return v < 0 ? 0.0f : v; });
+}
+
+// Adaptive average pooling to one cell per plane (global average pooling); other output sizes go
+// to the reference.
+Status AdaptiveAvgPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  bool global = x.dtype == DType::kFloat32 && x.rank() >= 3 && x.rank() <= 5;
+  if (global && ctx.attrs().Has("output_size")) {
+    for (int64_t s : ctx.attrs().Ints("output_size")) global = global && s == 1;
+    global = global && ctx.attrs().Ints("output_size").size() == x.shape.size() - 2;
+  } else {
+    global = global && x.NumElements() > 0 && x.NumElements() == x.shape[0] * x.shape[1];
+  }
+  if (!global) return AdaptiveAvgPool(ctx);
+  Shape shape = {x.shape[0], x.shape[1]};
+  shape.resize(x.shape.size(), 1);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  int64_t planes = x.shape[0] * x.shape[1];
+  int64_t size = planes == 0 ? 0 : x.NumElements() / planes;
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, size));
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* plane = px + p * size;
+      float lanes[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= size; i += 8) {
+        for (int j = 0; j < 8; ++j) lanes[j] += plane[i + j];
+      }
+      double sum = 0;
+      for (float l : lanes) sum += l;
+      for (; i < size; ++i) sum += plane[i];
+      py[p] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+    }
+  });
+  return Status::Ok();
+}
 
 // y = (x - mean) * (gamma / sqrt(var + eps)) + beta per channel, the factor computed in double.
 Status BatchNormFast(KernelContext& ctx) {

@@ -385,8 +385,14 @@ Status Dropout(KernelContext& ctx) {
   });
 }
 
+}  // namespace
+
+Status nn::ReluReference(KernelContext& ctx) { return Activation<ReluOp, false>(ctx); }
+
+namespace {
+
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.relu", Activation<ReluOp, false>},
+    {"nn.relu", nn::ReluFast},
     {"nn.elu", Activation<EluOp, true>},
     {"nn.selu", Activation<SeluOp, true>},
     {"nn.celu", Activation<CeluOp, true>},

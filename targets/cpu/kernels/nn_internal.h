@@ -13,8 +13,11 @@ namespace quilt::cpu::nn {
 
 // nn_norm.cc
 Status BatchNorm(KernelContext& ctx);
-// Float32 batch_norm (elementwise_fast.cc); other types go to BatchNorm.
+// Float32 fast paths (elementwise_fast.cc); other types go to the reference kernels.
 Status BatchNormFast(KernelContext& ctx);
+Status ReluReference(KernelContext& ctx);  // nn.cc
+Status ReluFast(KernelContext& ctx);
+Status AdaptiveAvgPoolFast(KernelContext& ctx);  // global average pooling
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
 Status LayerNormStats(KernelContext& ctx);
