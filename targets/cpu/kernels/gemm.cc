@@ -22,6 +22,8 @@ constexpr int64_t kMC = 64;
 
 #if defined(__GNUC__)
 typedef float V8 __attribute__((vector_size(32)));
+// The same vector at any float's alignment, for loads from packed panels and rows.
+typedef float V8Unaligned __attribute__((vector_size(32), aligned(4), may_alias));
 #define QUILT_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 struct V8 {
@@ -51,7 +53,15 @@ constexpr int kVecs = static_cast<int>(kNR / 8);
 #endif
 
 // (By pointer: a vector return value would change the ABI between the clones.)
-QUILT_ALWAYS_INLINE void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
+#if defined(__GNUC__)
+QUILT_ALWAYS_INLINE void LoadV(V8* v, const float* p) {
+  *v = *reinterpret_cast<const V8Unaligned*>(p);
+}
+QUILT_ALWAYS_INLINE void StoreV(float* p, const V8& v) { *reinterpret_cast<V8Unaligned*>(p) = v; }
+#else
+void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
+void StoreV(float* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
+#endif
 
 // C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
 // an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, packed).
@@ -69,8 +79,24 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
       for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
     }
   }
+  if (mr == kMR && nr == kNR) {
+    for (int64_t i = 0; i < kMR; ++i) {
+      for (int v = 0; v < kVecs; ++v) {
+        float* p = c + i * ldc + 8 * v;
+        if (accumulate) {
+          V8 old;
+          LoadV(&old, p);
+          acc[i][v] += old;
+        }
+        StoreV(p, acc[i][v]);
+      }
+    }
+    return;
+  }
   float out[kMR][kNR];
-  std::memcpy(out, acc, sizeof out);
+  for (int64_t i = 0; i < kMR; ++i) {
+    for (int v = 0; v < kVecs; ++v) StoreV(&out[i][8 * v], acc[i][v]);
+  }
   for (int64_t i = 0; i < mr; ++i) {
     float* ci = c + i * ldc;
     if (accumulate) {
