@@ -4,9 +4,11 @@
 // straight from the image without an im2col buffer. Checked against ConvReference by
 // tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
+#include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
+#include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu::nn {
 namespace {
@@ -109,17 +111,79 @@ void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_
   *hi = std::clamp<int64_t>(last + 1, *lo, out);
 }
 
-// One output channel of a depthwise convolution: y (out) from x (in), weights w (kernel).
-void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
-  std::fill(y, y + g.OutSize(), 0.0f);
-  int64_t lo2[64], hi2[64];
-  bool small = g.kernel[2] <= 64;
-  if (small) {
-    for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
-      InsideRange(k2 * g.dilation[2] - g.pad[2], g.stride[2], g.in[2], g.out[2], &lo2[k2],
-                  &hi2[k2]);
+// Row width of the zero-padded copy of a plane that DepthwiseUnitStride reads.
+int64_t PaddedWidth(const Geo& g) {
+  int64_t out8 = (g.out[2] + 7) / 8 * 8;
+  return std::max(out8 + (g.kernel[2] - 1) * g.dilation[2], g.pad[2] + g.in[2]);
+}
+
+// One output channel of a depthwise convolution with unit stride along the last dim: y (out) from
+// x (in), weights w (kernel). The plane is first copied into `padded` (in[0] * in[1] rows of
+// PaddedWidth, the data at column pad[2], zeros around), so every output column reads its taps
+// without bounds checks, 16 or 8 columns at a time in vector registers. For each output row the
+// input rows its window reaches are listed once. `rows` and `taps` hold kernel[0] * kernel[1]
+// entries.
+QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, const Geo& g,
+                                      float* padded, const float** rows, const float** taps) {
+  int64_t k2n = g.kernel[2], d2 = g.dilation[2], wp = PaddedWidth(g);
+  for (int64_t r = 0; r < g.in[0] * g.in[1]; ++r) {
+    float* pr = padded + r * wp;
+    std::fill(pr, pr + g.pad[2], 0.0f);
+    std::copy(x + r * g.in[2], x + (r + 1) * g.in[2], pr + g.pad[2]);
+    std::fill(pr + g.pad[2] + g.in[2], pr + wp, 0.0f);
+  }
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      int64_t n = 0;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          rows[n] = padded + (i0 * g.in[1] + i1) * wp;
+          taps[n++] = w + (k0 * g.kernel[1] + k1) * k2n;
+        }
+      }
+      int64_t o2 = 0;
+      for (; o2 + 16 <= g.out[2]; o2 += 16) {
+        V8 a0 = V8{}, a1 = V8{};
+        for (int64_t r = 0; r < n; ++r) {
+          const float* xr = rows[r] + o2;
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            V8 x0, x1;
+            LoadV(&x0, xr + k2 * d2);
+            LoadV(&x1, xr + k2 * d2 + 8);
+            float wv = taps[r][k2];
+            a0 += wv * x0;
+            a1 += wv * x1;
+          }
+        }
+        StoreV(yr + o2, a0);
+        StoreV(yr + o2 + 8, a1);
+      }
+      for (; o2 < g.out[2]; o2 += 8) {
+        V8 a0 = V8{};
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            V8 x0;
+            LoadV(&x0, rows[r] + o2 + k2 * d2);
+            a0 += taps[r][k2] * x0;
+          }
+        }
+        float lanes[8];
+        StoreV(lanes, a0);
+        std::copy(lanes, lanes + std::min<int64_t>(8, g.out[2] - o2), yr + o2);
+      }
     }
   }
+}
+
+// One output channel of a depthwise convolution, any stride: y (out) from x (in), weights w
+// (kernel), accumulated tap by tap over the output columns that tap reads inside the input.
+void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
+  std::fill(y, y + g.OutSize(), 0.0f);
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
@@ -134,21 +198,10 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
           for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
             int64_t off = k2 * g.dilation[2] - g.pad[2];
             int64_t lo, hi;
-            if (small) {
-              lo = lo2[k2];
-              hi = hi2[k2];
-            } else {
-              InsideRange(off, g.stride[2], g.in[2], g.out[2], &lo, &hi);
-            }
+            InsideRange(off, g.stride[2], g.in[2], g.out[2], &lo, &hi);
             float wv = wr[k2];
-            if (g.stride[2] == 1) {
-              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 + off];
-            } else if (g.stride[2] == 2) {
-              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[2 * o2 + off];
-            } else {
-              int64_t s = g.stride[2];
-              for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 * s + off];
-            }
+            int64_t s = g.stride[2];
+            for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 * s + off];
           }
         }
       }
@@ -176,10 +229,19 @@ Status ConvFast(KernelContext& ctx) {
     int64_t per_channel = out_size * ks;
     int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, per_channel));
     ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
+      std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
+      std::vector<const float*> taps(rows.size());
+      std::vector<float> padded;
+      if (g.stride[2] == 1) padded.resize(static_cast<size_t>(g.in[0] * g.in[1] * PaddedWidth(g)));
       for (int64_t t = c0; t < c1; ++t) {
         int64_t b = t / geo.o, oc = t % geo.o;
-        int64_t ic = oc / geo.og;
-        DepthwiseChannel(px + (b * geo.c + ic) * in_size, pw + oc * ks, py + t * out_size, g);
+        const float* xc = px + (b * geo.c + oc / geo.og) * in_size;
+        if (g.stride[2] == 1) {
+          DepthwiseUnitStride(xc, pw + oc * ks, py + t * out_size, g, padded.data(), rows.data(),
+                              taps.data());
+        } else {
+          DepthwiseChannel(xc, pw + oc * ks, py + t * out_size, g);
+        }
       }
     });
     return Status::Ok();

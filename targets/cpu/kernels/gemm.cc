@@ -1,16 +1,15 @@
 // Blocked float32 GEMM. The inner kernel keeps a kMR x kGemmPanel block of C in registers and
 // walks one packed panel of A and of B; around it, C is cut into blocks of kMC rows and a few
 // panels of columns (the tasks of a parallel loop), and the reduction into slabs of kKC so that
-// a panel of B stays in the L1 cache while the panels of A stream past it.
-//
-// Vectors are the compiler's generic vectors (GCC and Clang): plain arithmetic that becomes
-// whatever SIMD the target has, or scalar code. On x86-64 the block kernel is also compiled for
-// AVX2 + FMA and chosen at load time when the CPU has them.
+// a panel of B stays in the L1 cache while the panels of A stream past it. Vectors, and the AVX2
+// copy of the block kernel: simd.h.
 #include "targets/cpu/kernels/gemm.h"
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+
+#include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu {
 namespace {
@@ -20,48 +19,8 @@ constexpr int64_t kNR = kGemmPanel;
 constexpr int64_t kKC = 128;
 constexpr int64_t kMC = 64;
 
-#if defined(__GNUC__)
-typedef float V8 __attribute__((vector_size(32)));
-// The same vector at any float's alignment, for loads from packed panels and rows.
-typedef float V8Unaligned __attribute__((vector_size(32), aligned(4), may_alias));
-#define QUILT_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-struct V8 {
-  float v[8] = {};
-  V8& operator+=(const V8& o) {
-    for (int i = 0; i < 8; ++i) v[i] += o.v[i];
-    return *this;
-  }
-  friend V8 operator*(float s, const V8& o) {
-    V8 r;
-    for (int i = 0; i < 8; ++i) r.v[i] = s * o.v[i];
-    return r;
-  }
-};
-#define QUILT_ALWAYS_INLINE inline
-#endif
 static_assert(kNR % 8 == 0);
 constexpr int kVecs = static_cast<int>(kNR / 8);
-
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define QUILT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef QUILT_CLONES
-#define QUILT_CLONES
-#endif
-
-// (By pointer: a vector return value would change the ABI between the clones.)
-#if defined(__GNUC__)
-QUILT_ALWAYS_INLINE void LoadV(V8* v, const float* p) {
-  *v = *reinterpret_cast<const V8Unaligned*>(p);
-}
-QUILT_ALWAYS_INLINE void StoreV(float* p, const V8& v) { *reinterpret_cast<V8Unaligned*>(p) = v; }
-#else
-void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
-void StoreV(float* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
-#endif
 
 // C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
 // an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, packed).
