@@ -35,6 +35,11 @@ class Attrs {
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Ints, 0, 0, 0, ints));
     return *this;
   }
+  Attrs& Bool(const std::string& name, bool v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Bool, v ? 1 : 0));
+    return *this;
+  }
   Attrs& Float(const std::string& name, double v) {
     auto n = fbb_.CreateString(name);
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Float, 0, v));
@@ -138,6 +143,7 @@ void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>
     ASSERT_EQ(got.out().shape, ref.out().shape) << what;
     std::vector<float> v = got.values();
     for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == want[i] || (std::isnan(v[i]) && std::isnan(want[i]))) continue;  // inf, NaN
       ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
           << what << ", element " << i << " of " << v.size() << ": " << v[i] << " vs " << want[i]
           << " (threads " << (pool ? 3 : 1) << ")";
@@ -311,6 +317,40 @@ TEST(FastKernels, BatchNormMatchesTheReference) {
     Shape p = {x[1]};
     Compare(nn::BatchNormFast, nn::BatchNorm, {x, p, p, p, p}, attrs, rng,
             "batch_norm (" + Join(x) + ")", {4});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, MaxPoolMatchesTheReference) {
+  std::mt19937 rng(3);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 150; ++iter) {
+    int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
+    Shape x = {pick(1, 2), pick(1, 5)};
+    std::vector<int64_t> kernel, stride, dilation, pads_begin, pads_end;
+    for (int d = 0; d < rank; ++d) {
+      int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
+      int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
+      kernel.push_back(k);
+      stride.push_back(pick(1, 3));
+      dilation.push_back(dil);
+      x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
+      pads_begin.push_back(pb);
+      pads_end.push_back(pe);
+    }
+    std::vector<int64_t> pads = pads_begin;
+    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    Attrs attrs;
+    attrs.Ints("pool_size", kernel)
+        .Ints("strides", stride)
+        .Ints("dilation", dilation)
+        .Ints("padding", pads)
+        .Bool("ceil_mode", iter % 3 == 0);
+    Compare(nn::MaxPoolFast, nn::MaxPool, {x}, attrs, rng,
+            "max pool (" + Join(x) + ") kernel " + Join(kernel) + " strides " + Join(stride) +
+                " dilation " + Join(dilation) + " pads " + Join(pads));
     if (HasFatalFailure()) return;
   }
 }

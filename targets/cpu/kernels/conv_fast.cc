@@ -1,9 +1,10 @@
-// Float32 convolution, fast: a convolution with one input channel per group (depthwise) runs
-// directly, one output channel at a time; every other one is a GEMM per image and group,
-// weights (og x cg * kernel) times the im2col view of the image (cg * kernel x out), packed
-// straight from the image without an im2col buffer. Checked against ConvReference by
-// tests/runtime/fast_kernels_test.cc.
+// Float32 convolution (and max pooling, which shares its window walk), fast: a convolution with one
+// input channel per group (depthwise) runs directly, one output channel at a time; every other one
+// is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the image (cg
+// * kernel x out), packed straight from the image without an im2col buffer. Checked against
+// ConvReference by tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
@@ -44,6 +45,17 @@ Geo RightAligned(const Window& w) {
   return g;
 }
 
+// The output positions o in [0, out) whose input o * stride + offset lies in [0, in).
+void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
+                 int64_t* hi) {
+  // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  // o * stride + offset <= in - 1  <=>  o <= floor((in - 1 - offset) / stride)
+  int64_t last = in - 1 - offset < 0 ? -1 : (in - 1 - offset) / stride;
+  *lo = std::min(first, out);
+  *hi = std::clamp<int64_t>(last + 1, *lo, out);
+}
+
 // The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
 // o2), zero where the window reads padding.
 class Im2Col final : public GemmB {
@@ -61,17 +73,18 @@ class Im2Col final : public GemmB {
       }
       return;
     }
-    // Where each column's window starts (may be negative: padding).
-    int64_t base[3][kGemmPanel];
-    for (int64_t q = 0; q < cols; ++q) {
+    // The panel's columns as runs along the last output dim: run r covers panel columns
+    // [at[r], at[r] + len[r]), output (o0[r], o1[r], o2[r] + t).
+    int64_t at[kGemmPanel], len[kGemmPanel], o0[kGemmPanel], o1[kGemmPanel], o2[kGemmPanel];
+    int runs = 0;
+    for (int64_t q = 0; q < cols;) {
       int64_t r = j + q;
-      int64_t o2 = r % g.out[2];
-      r /= g.out[2];
-      int64_t o1 = r % g.out[1];
-      int64_t o0 = r / g.out[1];
-      base[0][q] = o0 * g.stride[0] - g.pad[0];
-      base[1][q] = o1 * g.stride[1] - g.pad[1];
-      base[2][q] = o2 * g.stride[2] - g.pad[2];
+      o2[runs] = r % g.out[2];
+      o1[runs] = r / g.out[2] % g.out[1];
+      o0[runs] = r / g.out[2] / g.out[1];
+      at[runs] = q;
+      len[runs] = std::min(cols - q, g.out[2] - o2[runs]);
+      q += len[runs++];
     }
     float* row = panel;
     for (int64_t c = 0; c < channels_; ++c) {
@@ -79,15 +92,20 @@ class Im2Col final : public GemmB {
       for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
         for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
           for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, row += kGemmPanel) {
-            for (int64_t q = 0; q < cols; ++q) {
-              int64_t i0 = base[0][q] + k0 * g.dilation[0];
-              int64_t i1 = base[1][q] + k1 * g.dilation[1];
-              int64_t i2 = base[2][q] + k2 * g.dilation[2];
-              bool inside =
-                  i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
-              row[q] = inside ? xc[(i0 * g.in[1] + i1) * g.in[2] + i2] : 0.0f;
+            std::fill(row, row + kGemmPanel, 0.0f);
+            int64_t off = k2 * g.dilation[2] - g.pad[2];
+            for (int r = 0; r < runs; ++r) {
+              int64_t i0 = o0[r] * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+              int64_t i1 = o1[r] * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+              if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
+              // Output columns o2[r] + t whose input column (o2[r] + t) * stride + off is inside.
+              int64_t lo, hi;
+              InsideRange(o2[r] * g.stride[2] + off, g.stride[2], g.in[2], len[r], &lo, &hi);
+              int64_t base = (i0 * g.in[1] + i1) * g.in[2] + o2[r] * g.stride[2] + off;
+              float* out = row + at[r];
+              int64_t s = g.stride[2];
+              for (int64_t t = lo; t < hi; ++t) out[t] = xc[base + t * s];
             }
-            std::fill(row + cols, row + kGemmPanel, 0.0f);
           }
         }
       }
@@ -99,17 +117,6 @@ class Im2Col final : public GemmB {
   int64_t channels_;
   Geo g_;
 };
-
-// The output positions o in [0, out) whose input o * stride + offset lies in [0, in).
-void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
-                 int64_t* hi) {
-  // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
-  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  // o * stride + offset <= in - 1  <=>  o <= floor((in - 1 - offset) / stride)
-  int64_t last = in - 1 - offset < 0 ? -1 : (in - 1 - offset) / stride;
-  *lo = std::min(first, out);
-  *hi = std::clamp<int64_t>(last + 1, *lo, out);
-}
 
 // Row width of the zero-padded copy of a plane that DepthwiseUnitStride reads.
 int64_t PaddedWidth(const Geo& g) {
@@ -209,7 +216,98 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
   }
 }
 
+// One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
+// the first cell inside the input taken as is and later ones only when greater, so NaN behaves
+// as there. Output columns whose every cell of the last dim lies inside the input go a row at a
+// time (vectorized); the others one at a time with bounds checks.
+QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const float** rows) {
+  int64_t k2n = g.kernel[2], s2 = g.stride[2], d2 = g.dilation[2], p2 = g.pad[2];
+  int64_t lo = 0, hi = g.out[2];
+  for (int64_t k2 = 0; k2 < k2n; ++k2) {
+    int64_t l, h;
+    InsideRange(k2 * d2 - p2, s2, g.in[2], g.out[2], &l, &h);
+    lo = std::max(lo, l);
+    hi = std::min(hi, h);
+  }
+  hi = std::max(hi, lo);
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      int64_t n = 0;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
+        }
+      }
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+        if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
+        if (o2 >= g.out[2]) break;
+        float best = -std::numeric_limits<float>::infinity();
+        bool first = true;
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            int64_t i2 = o2 * s2 + k2 * d2 - p2;
+            if (i2 < 0 || i2 >= g.in[2]) continue;
+            float v = rows[r][i2];
+            if (first || v > best) best = v;
+            first = false;
+          }
+        }
+        yr[o2] = best;
+      }
+      if (n == 0 || hi == lo) continue;
+      for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
+          const float* __restrict xr = rows[r];
+          int64_t off = k2 * d2 - p2;
+          if (s2 == 1) {
+            for (int64_t o2 = lo; o2 < hi; ++o2) {
+              float v = xr[o2 + off];
+              yr[o2] = v > yr[o2] ? v : yr[o2];
+            }
+          } else {
+            for (int64_t o2 = lo; o2 < hi; ++o2) {
+              float v = xr[o2 * s2 + off];
+              yr[o2] = v > yr[o2] ? v : yr[o2];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+Status MaxPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int64_t order = ctx.attrs().Int("storage_order", 0);
+  if (x.dtype != DType::kFloat32 || (order != 0 && order != 1)) return MaxPool(ctx);
+  Window w;
+  QUILT_RETURN_IF_ERROR(PoolWindow(ctx, x, &w));
+  Shape shape = {x.shape[0], x.shape[1]};
+  for (int i = 0; i < w.rank; ++i) shape.push_back(w.out[i]);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  if (y->NumElements() == 0) return Status::Ok();
+  Geo g = RightAligned(w);
+  int64_t planes = x.shape[0] * x.shape[1], in_size = g.InSize(), out_size = g.OutSize();
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * g.KernelSize()));
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
+    for (int64_t p = p0; p < p1; ++p) {
+      MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
+    }
+  });
+  return Status::Ok();
+}
 
 Status ConvFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);

@@ -28,6 +28,8 @@ Status Lrn(KernelContext& ctx);
 
 // pool.cc
 Status MaxPool(KernelContext& ctx);
+// Float32 max pooling without indices (conv_fast.cc); other types go to MaxPool.
+Status MaxPoolFast(KernelContext& ctx);
 Status MaxPoolWithIndices(KernelContext& ctx);
 Status AvgPool(KernelContext& ctx);
 Status LpPool(KernelContext& ctx);
@@ -72,6 +74,9 @@ Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
 // reference.
 Status ConvFast(KernelContext& ctx);
+
+// The window of a pool (pool.cc): pool_size and the window attributes, for data (N, C, spatial...).
+Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w);
 
 // Reads the int list attribute `name` as n values, or n copies of `fill` when absent.
 Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
