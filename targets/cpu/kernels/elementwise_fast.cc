@@ -12,6 +12,7 @@
 
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/nn_internal.h"
+#include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu {
 namespace {
@@ -63,8 +64,8 @@ struct Div {
 
 // y[i] = op(a[i * sa], b[i * sb]), i < n.
 template <typename Op>
-void Row(const float* __restrict a, int64_t sa, const float* __restrict b, int64_t sb,
-         float* __restrict y, int64_t n) {
+QUILT_CLONES void Row(const float* __restrict a, int64_t sa, const float* __restrict b, int64_t sb,
+                      float* __restrict y, int64_t n) {
   Op op;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
@@ -124,6 +125,17 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   return Status::Ok();
 }
 
+template <typename F>
+QUILT_CLONES void Map(const float* __restrict x, float* __restrict y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// y = (x - m) * s + b.
+QUILT_CLONES void ScaleShift(const float* __restrict x, float* __restrict y, int64_t n, float m,
+                             float s, float b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * s + b;
+}
+
 // y = f(x) elementwise, split across the threads when large.
 template <typename F>
 Status UnaryFloat(KernelContext& ctx, F f) {
@@ -132,11 +144,8 @@ Status UnaryFloat(KernelContext& ctx, F f) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
-  ctx.ParallelFor(x.NumElements(), kParallelElements, [&](int64_t i0, int64_t i1) {
-    const float* __restrict in = px;
-    float* __restrict out = py;
-    for (int64_t i = i0; i < i1; ++i) out[i] = f(in[i]);
-  });
+  ctx.ParallelFor(x.NumElements(), kParallelElements,
+                  [&](int64_t i0, int64_t i1) { Map(px + i0, py + i0, i1 - i0, f); });
   return Status::Ok();
 }
 
@@ -242,10 +251,7 @@ Status BatchNormFast(KernelContext& ctx) {
   ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       int64_t ch = r % c;
-      float m = mean[ch], s = scale[ch], b = beta[ch];
-      const float* __restrict xr = px + r * inner;
-      float* __restrict yr = py + r * inner;
-      for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * s + b;
+      ScaleShift(px + r * inner, py + r * inner, inner, mean[ch], scale[ch], beta[ch]);
     }
   });
   return Status::Ok();
