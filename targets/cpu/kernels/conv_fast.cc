@@ -62,6 +62,13 @@ class Im2Col final : public GemmB {
  public:
   Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
 
+  // A 1x1 convolution with unit strides and no padding reads the image as it is.
+  const float* Direct(int64_t* ld) const override {
+    if (!g_.Pointwise()) return nullptr;
+    *ld = g_.InSize();
+    return x_;
+  }
+
   void Pack(int64_t j, int64_t cols, float* panel) const override {
     const Geo& g = g_;
     int64_t in_size = g.InSize();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "targets/cpu/kernels/simd.h"
 
@@ -23,16 +24,18 @@ static_assert(kNR % 8 == 0);
 constexpr int kVecs = static_cast<int>(kNR / 8);
 
 // C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
-// an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, packed).
-QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b, float* c,
-                                     int64_t ldc, int64_t mr, int64_t nr, bool accumulate) {
+// an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, row stride ldb: packed, or
+// full columns of B read in place).
+QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                     float* c, int64_t ldc, int64_t mr, int64_t nr,
+                                     bool accumulate) {
   V8 acc[kMR][kVecs];
   for (auto& row : acc) {
     for (V8& v : row) v = V8{};
   }
   for (int64_t p = 0; p < kc; ++p) {
     V8 bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], b + p * kNR + 8 * v);
+    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], b + p * ldb + 8 * v);
     for (int64_t i = 0; i < kMR; ++i) {
       float av = a[p * kMR + i];
       for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
@@ -66,17 +69,18 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
   }
 }
 
-// One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) from the packed
-// B panels at `bp`, the whole reduction of length k.
-QUILT_CLONES void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* bp,
-                        float* c, int64_t ldc) {
+// One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) from the B
+// panels `bp` (row strides `ldb`), the whole reduction of length k.
+QUILT_CLONES void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* const* bp,
+                        const int64_t* ldb, float* c, int64_t ldc) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
     for (int64_t jr = 0; jr < nc; jr += kNR) {
-      const float* bpanel = bp + (jr / kNR) * k * kNR + pc * kNR;
+      int64_t panel = jr / kNR;
+      const float* bpanel = bp[panel] + pc * ldb[panel];
       for (int64_t ir = 0; ir < mc; ir += kMR) {
         const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernel(kc, apanel, bpanel, c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
+        MicroKernel(kc, apanel, bpanel, ldb[panel], c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
                     std::min(kNR, nc - jr), pc > 0);
       }
     }
@@ -160,17 +164,33 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
     return;
   }
   int64_t mpanels = (m + kMR - 1) / kMR;
-  Floats ap = NewFloats(mpanels * kMR * k), bp = NewFloats(npanels * kNR * k);
-  // Pack A and B: panels of A first, then panels of B.
+  // B's panels: full ones read in place when B is a matrix, the others packed.
+  int64_t direct_ld = 0;
+  const float* direct = b.Direct(&direct_ld);
+  int64_t direct_panels = direct ? n / kNR : 0;
+  std::vector<const float*> bpanels(static_cast<size_t>(npanels));
+  std::vector<int64_t> bld(static_cast<size_t>(npanels), kNR);
+  Floats ap = NewFloats(mpanels * kMR * k), bp = NewFloats((npanels - direct_panels) * kNR * k);
+  for (int64_t t = 0; t < npanels; ++t) {
+    if (t < direct_panels) {
+      bpanels[t] = direct + t * kNR;
+      bld[t] = direct_ld;
+    } else {
+      bpanels[t] = bp.get() + (t - direct_panels) * kNR * k;
+    }
+  }
+  // Pack A and B: panels of A first, then the panels of B not read in place.
   int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kNR));
   rt::ThreadPool* pack_pool = work >= kParallelWork ? pool : nullptr;
-  rt::ParallelFor(pack_pool, mpanels + npanels, pack_grain, [&](int64_t t0, int64_t t1) {
+  int64_t packs = mpanels + npanels - direct_panels;
+  rt::ParallelFor(pack_pool, packs, pack_grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       if (t < mpanels) {
         PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
       } else {
-        int64_t j = (t - mpanels) * kNR;
-        b.Pack(j, std::min(kNR, n - j), bp.get() + (t - mpanels) * kNR * k);
+        int64_t panel = t - mpanels + direct_panels;
+        int64_t j = panel * kNR;
+        b.Pack(j, std::min(kNR, n - j), const_cast<float*>(bpanels[panel]));
       }
     }
   });
@@ -190,7 +210,7 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
       int64_t ib = t % mblocks, jb = t / mblocks;
       int64_t i = ib * kMC, j = jb * nc;
       Block(std::min(kMC, m - i), std::min(nc, n - j), k, ap.get() + (i / kMR) * kMR * k,
-            bp.get() + (j / kNR) * kNR * k, c + i * ldc + j, ldc);
+            bpanels.data() + j / kNR, bld.data() + j / kNR, c + i * ldc + j, ldc);
     }
   });
 }

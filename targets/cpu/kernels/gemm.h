@@ -24,6 +24,11 @@ class GemmB {
   // Writes columns [j, j + cols) of every row into `panel`, row-major k x kGemmPanel, the
   // columns from `cols` to kGemmPanel zero (cols <= kGemmPanel).
   virtual void Pack(int64_t j, int64_t cols, float* panel) const = 0;
+  // B as a row-major matrix the product may read in place (row stride in *ld), or null.
+  virtual const float* Direct(int64_t* ld) const {
+    (void)ld;
+    return nullptr;
+  }
 };
 
 // A row-major matrix with row stride `ld`.
@@ -31,6 +36,10 @@ class MatrixB final : public GemmB {
  public:
   MatrixB(const float* b, int64_t k, int64_t ld) : b_(b), k_(k), ld_(ld) {}
   void Pack(int64_t j, int64_t cols, float* panel) const override;
+  const float* Direct(int64_t* ld) const override {
+    *ld = ld_;
+    return b_;
+  }
 
  private:
   const float* b_;
