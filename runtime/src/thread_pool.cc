@@ -86,10 +86,12 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
     body.call(body.fn, 0, n);
     return;
   }
-  // Four chunks per thread at most, so that uneven chunks still balance.
+  // As many chunks of at least `grain` as fit, four per thread at most (so that uneven chunks
+  // still balance), all of about the same size.
   int64_t max_chunks = 4 * static_cast<int64_t>(threads());
-  int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
-  int64_t num_chunks = (n + chunk - 1) / chunk;
+  int64_t num_chunks = std::min(n / grain, max_chunks);
+  int64_t chunk = (n + num_chunks - 1) / num_chunks;
+  num_chunks = (n + chunk - 1) / chunk;
   n_ = n;
   chunk_ = chunk;
   body_ = body;
