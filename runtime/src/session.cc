@@ -792,13 +792,10 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  // A pool of threads for this run alone (given back when the run ends, whatever its result).
-  struct PoolLease {
-    SessionPools& pools;
-    ThreadPool* pool;
-    ~PoolLease() { pools.Give(pool); }
-  } lease{plans_->threads, plans_->threads.Take()};
-  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads, lease.pool);
+  // Threads for this run alone, given back when it ends.
+  auto give = [this](ThreadPool* p) { plans_->threads.Give(p); };
+  std::unique_ptr<ThreadPool, decltype(give)> lease(plans_->threads.Take(), give);
+  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads, lease.get());
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   run.TakeOutputs(outputs);
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
