@@ -2,7 +2,7 @@
 # Benchmark (never a test): quilt next to ONNX Runtime on the same model and input, interleaved
 # in one process, at 1 and 2 threads; min and median of each and their ratio.
 #
-#   scripts/bench.sh                          # the demo model (PP-OCR classifier) and input
+#   scripts/bench.sh [-- bench.py options]    # the demo model (PP-OCR classifier) and input
 #   scripts/bench.sh MODEL.onnx INPUTS.npz [--input-shape NAME:D,D,...]... [-- bench.py options]
 #
 # bench.py options: --threads 1,2 --warmup 10 --iterations 100. Assumes set-up done
@@ -14,7 +14,7 @@ out=out/bench
 mkdir -p "$out"
 shapes=()
 extra=()
-if [ $# -ge 2 ]; then
+if [ $# -ge 2 ] && [[ $1 != -* ]]; then
   model=$1 inputs=$2
   shift 2
   while [ $# -gt 0 ]; do
@@ -29,6 +29,7 @@ else
   inputs=$out/cls_input.npz
   shapes=(--input-shape x:2,3,48,192)
   .venv/bin/python scripts/cls_input.py "$inputs" "quilt stitches models" >/dev/null
+  [ "${1:-}" = -- ] && shift
   extra=("$@")
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
