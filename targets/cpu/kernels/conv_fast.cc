@@ -93,25 +93,46 @@ class Im2Col final : public GemmB {
       len[runs] = std::min(cols - q, g.out[2] - o2[runs]);
       q += len[runs++];
     }
+    // Per run and tap of the last dim: the run's columns that read inside the input (they
+    // depend on neither the channel nor the other taps, so are found once per panel).
+    constexpr int64_t kMaxTaps = 16;
+    int64_t k2n = g.kernel[2], s = g.stride[2];
+    int64_t lo[kGemmPanel][kMaxTaps], hi[kGemmPanel][kMaxTaps];
+    bool ranges = k2n <= kMaxTaps;
+    for (int r = 0; ranges && r < runs; ++r) {
+      for (int64_t k2 = 0; k2 < k2n; ++k2) {
+        InsideRange(o2[r] * s + k2 * g.dilation[2] - g.pad[2], s, g.in[2], len[r], &lo[r][k2],
+                    &hi[r][k2]);
+      }
+    }
     float* row = panel;
     for (int64_t c = 0; c < channels_; ++c) {
       const float* xc = x_ + c * in_size;
       for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
         for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, row += kGemmPanel) {
-            std::fill(row, row + kGemmPanel, 0.0f);
+          for (int64_t k2 = 0; k2 < k2n; ++k2, row += kGemmPanel) {
+            for (int64_t v = 0; v < kGemmPanel; v += 8) StoreV(row + v, V8{});
             int64_t off = k2 * g.dilation[2] - g.pad[2];
             for (int r = 0; r < runs; ++r) {
               int64_t i0 = o0[r] * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
               int64_t i1 = o1[r] * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
               if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
               // Output columns o2[r] + t whose input column (o2[r] + t) * stride + off is inside.
-              int64_t lo, hi;
-              InsideRange(o2[r] * g.stride[2] + off, g.stride[2], g.in[2], len[r], &lo, &hi);
-              int64_t base = (i0 * g.in[1] + i1) * g.in[2] + o2[r] * g.stride[2] + off;
+              int64_t first, last;
+              if (ranges) {
+                first = lo[r][k2];
+                last = hi[r][k2];
+              } else {
+                InsideRange(o2[r] * s + off, s, g.in[2], len[r], &first, &last);
+              }
+              const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+              int64_t base = o2[r] * s + off;  // + t * s >= 0 for t >= first
               float* out = row + at[r];
-              int64_t s = g.stride[2];
-              for (int64_t t = lo; t < hi; ++t) out[t] = xc[base + t * s];
+              if (s == 1) {
+                std::copy(xr + base + first, xr + base + last, out + first);
+              } else {
+                for (int64_t t = first; t < last; ++t) out[t] = xr[base + t * s];
+              }
             }
           }
         }

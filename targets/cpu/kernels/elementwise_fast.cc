@@ -136,6 +136,19 @@ QUILT_CLONES void ScaleShift(const float* __restrict x, float* __restrict y, int
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * s + b;
 }
 
+// The sum of x[0, n): eight float lanes, added up in double.
+QUILT_CLONES double Sum(const float* x, int64_t n) {
+  float lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
+  }
+  double sum = 0;
+  for (float l : lanes) sum += l;
+  for (; i < n; ++i) sum += x[i];
+  return sum;
+}
+
 // y = f(x) elementwise, split across the threads when large.
 template <typename F>
 Status UnaryFloat(KernelContext& ctx, F f) {
@@ -200,15 +213,7 @@ Status AdaptiveAvgPoolFast(KernelContext& ctx) {
   int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, size));
   ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      const float* plane = px + p * size;
-      float lanes[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= size; i += 8) {
-        for (int j = 0; j < 8; ++j) lanes[j] += plane[i + j];
-      }
-      double sum = 0;
-      for (float l : lanes) sum += l;
-      for (; i < size; ++i) sum += plane[i];
+      double sum = Sum(px + p * size, size);
       py[p] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
     }
   });

@@ -16,6 +16,7 @@ namespace quilt::cpu {
 
 // Columns per packed panel of B.
 constexpr int64_t kGemmPanel = 24;
+static_assert(kGemmPanel % 8 == 0, "panels are whole vectors of 8 floats");
 
 // The right operand (k x n).
 class GemmB {
