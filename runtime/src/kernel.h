@@ -22,6 +22,7 @@
 
 #include "runtime/src/status.h"
 #include "runtime/src/tensor.h"
+#include "runtime/src/thread_pool.h"
 
 namespace quilt::pkg {
 struct Attr;
@@ -74,6 +75,15 @@ class KernelContext {
   virtual const AttrView& attrs() const = 0;
   // The number of threads the kernel may use.
   virtual int threads() const = 0;
+  // The threads of this run (null: the calling thread alone). Kernels split work with
+  // ParallelFor rather than using it directly.
+  virtual ThreadPool* thread_pool() const { return nullptr; }
+  // fn(begin, end) over disjoint ranges covering [0, n), each at least `grain` long (but the
+  // last), on the run's threads; returns when all are done. See thread_pool.h.
+  template <typename F>
+  void ParallelFor(int64_t n, int64_t grain, F&& fn) const {
+    rt::ParallelFor(thread_pool(), n, grain, fn);
+  }
 };
 
 using KernelFn = Status (*)(KernelContext& ctx);

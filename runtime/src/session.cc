@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "runtime/src/dims.h"
+#include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
@@ -89,8 +90,10 @@ struct GraphPlan {
 }  // namespace
 
 struct Session::Plans {
+  explicit Plans(int threads) : threads(threads) {}
   std::vector<GraphPlan> graphs;  // per graph of the package
   mutable BlockPool pool;         // memory reused across runs
+  mutable SessionPools threads;   // worker threads, one set per concurrent run
 };
 
 Session::~Session() = default;
@@ -200,7 +203,7 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->options_ = options;
-  s->plans_ = std::make_unique<Plans>();
+  s->plans_ = std::make_unique<Plans>(options.threads);
   std::string missing;
   for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
     s->plans_->graphs.push_back(PlanGraph(*p.graphs()->Get(gi), &missing));
@@ -260,7 +263,7 @@ namespace {
 class Run final : public KernelContext {
  public:
   Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans, BlockPool& pool, int graph,
-      int threads, int depth = 0)
+      int threads, ThreadPool* thread_pool, int depth = 0)
       : package_(package),
         pool_(pool),
         plans_(plans),
@@ -268,6 +271,7 @@ class Run final : public KernelContext {
         g_(*plans[graph].graph),
         env_(g_),
         threads_(threads),
+        thread_pool_(thread_pool),
         depth_(depth),
         attrs_(nullptr) {
     const pkg::Graph& g = g_;
@@ -437,6 +441,7 @@ class Run final : public KernelContext {
   }
   const AttrView& attrs() const override { return attrs_; }
   int threads() const override { return threads_; }
+  ThreadPool* thread_pool() const override { return thread_pool_; }
 
  private:
   void SetConstant(int v, int buffer) {
@@ -457,7 +462,7 @@ class Run final : public KernelContext {
                            std::to_string(plans_[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(package_, plans_, pool_, graph, threads_, depth_ + 1);
+    class Run sub(package_, plans_, pool_, graph, threads_, thread_pool_, depth_ + 1);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     sub.TakeOutputs(outputs);
     return Status::Ok();
@@ -771,6 +776,7 @@ class Run final : public KernelContext {
   const pkg::Graph& g_;
   DimEnv env_;
   int threads_;
+  ThreadPool* thread_pool_;
   int depth_;
   std::vector<Tensor> values_;
   std::vector<BlockPool::Block> owned_;
@@ -786,7 +792,10 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads);
+  // Threads for this run alone, given back when it ends.
+  auto give = [this](ThreadPool* p) { plans_->threads.Give(p); };
+  std::unique_ptr<ThreadPool, decltype(give)> lease(plans_->threads.Take(), give);
+  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads, lease.get());
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   run.TakeOutputs(outputs);
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;

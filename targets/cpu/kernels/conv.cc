@@ -128,7 +128,9 @@ Status CheckSpatialRank(const Tensor& t, const char* what) {
   return Status::Ok();
 }
 
-Status Conv(KernelContext& ctx) {
+}  // namespace
+
+Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
   const Tensor& wt = *ctx.input(1);
   if (x.dtype != wt.dtype) return Status::Error("data and weight have different element types");
@@ -140,11 +142,26 @@ Status Conv(KernelContext& ctx) {
     return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
                          rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
   }
-  Window w;
-  QUILT_RETURN_IF_ERROR(MakeWindow(ctx.attrs(), Spatial(x.shape), Spatial(wt.shape), &w));
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
-  int64_t og = o / groups;
+  QUILT_RETURN_IF_ERROR(MakeWindow(ctx.attrs(), Spatial(x.shape), Spatial(wt.shape), &geo->w));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, geo->w), &geo->y));
+  geo->n = n;
+  geo->c = c;
+  geo->o = o;
+  geo->cg = cg;
+  geo->og = o / groups;
+  geo->groups = groups;
+  return Status::Ok();
+}
+
+Status ConvReference(KernelContext& ctx) {
+  ConvGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareConv(ctx, &geo));
+  const Tensor& x = *ctx.input(0);
+  const Tensor& wt = *ctx.input(1);
+  const Window& w = geo.w;
+  Tensor* y = geo.y;
+  int64_t n = geo.n, c = geo.c, o = geo.o, cg = geo.cg;
+  int64_t og = geo.og;
   return VisitFloat(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.Data<T>();
@@ -188,6 +205,8 @@ Status Conv(KernelContext& ctx) {
     return Status::Ok();
   });
 }
+
+namespace {
 
 Status ConvTranspose(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
@@ -395,18 +414,18 @@ Status SpaceDepth(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.conv1d", Conv},
-    {"nn.conv2d", Conv},
-    {"nn.conv3d", Conv},
+    {"nn.conv1d", ConvFast},
+    {"nn.conv2d", ConvFast},
+    {"nn.conv3d", ConvFast},
     {"nn.conv1d_transpose", ConvTranspose},
     {"nn.conv2d_transpose", ConvTranspose},
     {"nn.conv3d_transpose", ConvTranspose},
     {"nn.col2im", Col2Im},
     {"nn.depth_to_space", SpaceDepth<true>},
     {"nn.space_to_depth", SpaceDepth<false>},
-    {"nn.max_pool1d", MaxPool},
-    {"nn.max_pool2d", MaxPool},
-    {"nn.max_pool3d", MaxPool},
+    {"nn.max_pool1d", MaxPoolFast},
+    {"nn.max_pool2d", MaxPoolFast},
+    {"nn.max_pool3d", MaxPoolFast},
     {"nn.max_pool1d_with_indices", MaxPoolWithIndices},
     {"nn.max_pool2d_with_indices", MaxPoolWithIndices},
     {"nn.max_pool3d_with_indices", MaxPoolWithIndices},
@@ -416,9 +435,9 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.lp_pool1d", LpPool},
     {"nn.lp_pool2d", LpPool},
     {"nn.lp_pool3d", LpPool},
-    {"nn.adaptive_avg_pool1d", AdaptiveAvgPool},
-    {"nn.adaptive_avg_pool2d", AdaptiveAvgPool},
-    {"nn.adaptive_avg_pool3d", AdaptiveAvgPool},
+    {"nn.adaptive_avg_pool1d", AdaptiveAvgPoolFast},
+    {"nn.adaptive_avg_pool2d", AdaptiveAvgPoolFast},
+    {"nn.adaptive_avg_pool3d", AdaptiveAvgPoolFast},
     {"nn.adaptive_max_pool1d", AdaptiveMaxPool},
     {"nn.adaptive_max_pool2d", AdaptiveMaxPool},
     {"nn.adaptive_max_pool3d", AdaptiveMaxPool},

@@ -5,6 +5,8 @@
 // of the input type or bool) and Unary<Op>. Each op is a small struct with a templated
 // `operator()`, so one definition serves every element type it supports. Integer arithmetic
 // wraps around (two's complement) instead of overflowing, and division by zero gives 0.
+#include "targets/cpu/kernels/elementwise.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -512,12 +514,22 @@ Status Where(KernelContext& ctx) {
   return Status::Ok();
 }
 
+}  // namespace
+
+Status AddReference(KernelContext& ctx) { return Binary<AddOp, Types::kNumeric>(ctx); }
+Status SubtractReference(KernelContext& ctx) { return Binary<SubOp, Types::kNumeric>(ctx); }
+Status MultiplyReference(KernelContext& ctx) { return Binary<MulOp, Types::kNumeric>(ctx); }
+Status DivideReference(KernelContext& ctx) { return Binary<DivOp, Types::kNumeric>(ctx); }
+Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
+
+namespace {
+
 constexpr rt::KernelEntry kKernels[] = {
     {"copy", Copy},
-    {"add", Binary<AddOp, Types::kNumeric>},
-    {"subtract", Binary<SubOp, Types::kNumeric>},
-    {"multiply", Binary<MulOp, Types::kNumeric>},
-    {"divide", Binary<DivOp, Types::kNumeric>},
+    {"add", AddFast},
+    {"subtract", SubtractFast},
+    {"multiply", MultiplyFast},
+    {"divide", DivideFast},
     {"power", Binary<PowOp, Types::kNumeric>},
     {"maximum", Binary<MaxOp, Types::kNumeric>},
     {"minimum", Binary<MinOp, Types::kNumeric>},
@@ -566,7 +578,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"sign", Unary<SignOp, Types::kNumeric>},
     {"isnan", IsNaN},
     {"isinf", IsInf},
-    {"clip", Clip},
+    {"clip", ClipFast},
     {"where", Where},
 };
 

@@ -2,6 +2,8 @@
 //
 // Products accumulate floats in double and integers in uint64 (two's complement wrap-around, so
 // integer overflow is defined), then store in the output type.
+#include "targets/cpu/kernels/linalg.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -53,9 +56,11 @@ O StoreAcc(A v) {
   }
 }
 
+}  // namespace
+
 // numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
 // batch dims broadcast.
-Status Matmul(KernelContext& ctx) {
+Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
   if (a.dtype != b.dtype) return Status::Error("matmul operands have different element types");
@@ -79,23 +84,38 @@ Status Matmul(KernelContext& ctx) {
   Shape out_shape = batch;
   if (!a_vec) out_shape.push_back(m);
   if (!b_vec) out_shape.push_back(n);
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &y));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &geo->y));
   // Batch offsets of each operand (in matrices), walked with the broadcast helper.
-  std::vector<int64_t> offs_a, offs_b;
+  geo->offs_a.clear();
+  geo->offs_b.clear();
   const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
                                            BroadcastStrides(bb, batch)};
   ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
-    offs_a.push_back(off[0]);
-    offs_b.push_back(off[1]);
+    geo->offs_a.push_back(off[0]);
+    geo->offs_b.push_back(off[1]);
   });
   if (batch.empty()) {
-    offs_a = {0};
-    offs_b = {0};
+    geo->offs_a = {0};
+    geo->offs_b = {0};
   }
+  geo->m = m;
+  geo->n = n;
+  geo->k = k;
+  geo->out_dtype = out_dtype;
+  return Status::Ok();
+}
+
+Status MatmulReference(KernelContext& ctx) {
+  MatmulGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  int64_t m = geo.m, n = geo.n, k = geo.k;
+  const std::vector<int64_t>&offs_a = geo.offs_a, &offs_b = geo.offs_b;
+  Tensor* y = geo.y;
   return VisitNumeric(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return VisitNumeric(out_dtype, [&](auto otag) {
+    return VisitNumeric(geo.out_dtype, [&](auto otag) {
       using O = typename decltype(otag)::type;
       const T* pa = a.Data<T>();
       const T* pb = b.Data<T>();
@@ -116,6 +136,38 @@ Status Matmul(KernelContext& ctx) {
     });
   });
 }
+
+Status MatmulFast(KernelContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  DType out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
+  if (a.dtype != DType::kFloat32 || (out_dtype != DType::kVoid && out_dtype != DType::kFloat32)) {
+    return MatmulReference(ctx);
+  }
+  MatmulGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
+  const float* pa = a.Data<float>();
+  const float* pb = ctx.input(1)->Data<float>();
+  float* py = geo.y->MutableData<float>();
+  int64_t m = geo.m, n = geo.n, k = geo.k;
+  int64_t batches = static_cast<int64_t>(geo.offs_a.size());
+  if (m * n == 0) return Status::Ok();
+  auto one = [&](int64_t bi, rt::ThreadPool* pool) {
+    MatrixB mb(pb + geo.offs_b[bi] * k * n, k, n);
+    Sgemm(m, n, k, pa + geo.offs_a[bi] * m * k, k, mb, py + bi * m * n, n, pool);
+  };
+  // Small products side by side, one per thread; large ones each split across the threads.
+  if (batches > 1 && m * n * k < (1 << 18)) {
+    int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, m * n * k));
+    ctx.ParallelFor(batches, grain, [&](int64_t b0, int64_t b1) {
+      for (int64_t bi = b0; bi < b1; ++bi) one(bi, nullptr);
+    });
+    return Status::Ok();
+  }
+  for (int64_t bi = 0; bi < batches; ++bi) one(bi, ctx.thread_pool());
+  return Status::Ok();
+}
+
+namespace {
 
 // One einsum term: a label per dim of its operand. Letters are their char value; the "..." dims
 // get labels 256 + position counted from the right end of the broadcast "..." block.
@@ -325,7 +377,7 @@ Status Det(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"matmul", Matmul},
+    {"matmul", MatmulFast},
     {"einsum", Einsum},
     {"linalg.det", Det},
 };

@@ -385,8 +385,14 @@ Status Dropout(KernelContext& ctx) {
   });
 }
 
+}  // namespace
+
+Status nn::ReluReference(KernelContext& ctx) { return Activation<ReluOp, false>(ctx); }
+
+namespace {
+
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.relu", Activation<ReluOp, false>},
+    {"nn.relu", nn::ReluFast},
     {"nn.elu", Activation<EluOp, true>},
     {"nn.selu", Activation<SeluOp, true>},
     {"nn.celu", Activation<CeluOp, true>},
@@ -407,7 +413,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.hardmax", SoftmaxLike<SoftKind::kHardmax>},
     {"nn.lp_normalize", SoftmaxLike<SoftKind::kLpNorm>},
     {"nn.dropout", Dropout},
-    {"nn.batch_norm", nn::BatchNorm},
+    {"nn.batch_norm", nn::BatchNormFast},
     {"nn.instance_norm", nn::InstanceNorm},
     {"nn.layer_norm", nn::LayerNorm},
     {"nn.layer_norm_stats", nn::LayerNormStats},

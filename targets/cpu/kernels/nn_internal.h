@@ -13,6 +13,11 @@ namespace quilt::cpu::nn {
 
 // nn_norm.cc
 Status BatchNorm(KernelContext& ctx);
+// Float32 fast paths (elementwise_fast.cc); other types go to the reference kernels.
+Status BatchNormFast(KernelContext& ctx);
+Status ReluReference(KernelContext& ctx);  // nn.cc
+Status ReluFast(KernelContext& ctx);
+Status AdaptiveAvgPoolFast(KernelContext& ctx);  // global average pooling
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
 Status LayerNormStats(KernelContext& ctx);
@@ -23,6 +28,8 @@ Status Lrn(KernelContext& ctx);
 
 // pool.cc
 Status MaxPool(KernelContext& ctx);
+// Float32 max pooling without indices (conv_fast.cc); other types go to MaxPool.
+Status MaxPoolFast(KernelContext& ctx);
 Status MaxPoolWithIndices(KernelContext& ctx);
 Status AvgPool(KernelContext& ctx);
 Status LpPool(KernelContext& ctx);
@@ -52,6 +59,24 @@ struct Window {
 // size computed as the IR rule does.
 Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
                   const std::vector<int64_t>& kernel, Window* w);
+
+// Convolution (conv.cc, conv_fast.cc): data (N, C, spatial...), weight (O, C / groups,
+// kernel...) -> (N, O, out...).
+struct ConvGeometry {
+  int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
+  Window w;
+  Tensor* y = nullptr;
+};
+// Checks the operands and attributes, computes the window and asks for the output.
+Status PrepareConv(KernelContext& ctx, ConvGeometry* geo);
+// The reference convolution (any float type), accumulating in double: the oracle.
+Status ConvReference(KernelContext& ctx);
+// Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
+// reference.
+Status ConvFast(KernelContext& ctx);
+
+// The window of a pool (pool.cc): pool_size and the window attributes, for data (N, C, spatial...).
+Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w);
 
 // Reads the int list attribute `name` as n values, or n copies of `fill` when absent.
 Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,

@@ -23,7 +23,8 @@ Status CheckPoolInput(const Tensor& x) {
   return Status::Ok();
 }
 
-// The window of a pool: pool_size and the window attributes.
+}  // namespace
+
 Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w) {
   QUILT_RETURN_IF_ERROR(CheckPoolInput(x));
   size_t r = static_cast<size_t>(x.rank() - 2);
@@ -32,6 +33,8 @@ Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w) {
   std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
   return MakeWindow(ctx.attrs(), in, kernel, w);
 }
+
+namespace {
 
 Shape OutShape(const Tensor& x, const Window& w) {
   Shape s = {x.shape[0], x.shape[1]};

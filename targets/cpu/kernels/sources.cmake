@@ -1,14 +1,18 @@
-# The CPU reference kernels, compiled into the runtime library (runtime/CMakeLists.txt).
+# The CPU kernels (reference kernels, and fast float32 paths tested against them), compiled
+# into the runtime library (runtime/CMakeLists.txt).
 # One file per op family; registry.cc lists the families.
 set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/registry.cc
   ${QUILT_ROOT}/targets/cpu/kernels/elementwise.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/util.cc
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn_norm.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc
   ${QUILT_ROOT}/targets/cpu/kernels/pool.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
   ${QUILT_ROOT}/targets/cpu/kernels/index.cc
@@ -20,3 +24,11 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/signal.cc
   ${QUILT_ROOT}/targets/cpu/kernels/text.cc
 )
+# The hot loops of the fast paths are written for the vectorizer: -O3 in every build type but
+# Debug, and multiply-adds contracted into FMA where the target has it.
+if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set_source_files_properties(
+    ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
+    PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast")
+endif()

@@ -1,0 +1,138 @@
+#include "runtime/src/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace quilt::rt {
+namespace {
+
+// How long an idle worker (or a thread waiting for the workers) spins before it sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(100);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until pred() holds or kSpinTime has passed; true when pred() holds.
+template <typename P>
+bool SpinUntil(P&& pred) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) return pred();
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+// Claims and runs chunks of the loop of `generation` until none is left.
+void ThreadPool::Work(uint32_t generation) {
+  uint64_t v = next_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(v >> 32) != generation) return;
+    int64_t index = static_cast<int64_t>(v & 0xffffffffu);
+    if (index >= num_chunks_.load(std::memory_order_relaxed)) return;
+    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+    // The chunk is ours: the loop cannot end (nor its fields change) before it completes.
+    int64_t begin = index * chunk_;
+    int64_t end = std::min(n_, begin + chunk_);
+    body_.call(body_.fn, begin, end);
+    completed_.fetch_add(1, std::memory_order_acq_rel);
+    v = next_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::WorkerLoop() {
+  uint32_t seen = 0;
+  auto fresh = [&] {
+    return static_cast<uint32_t>(next_.load(std::memory_order_acquire) >> 32) != seen ||
+           stop_.load(std::memory_order_acquire);
+  };
+  for (;;) {
+    if (!SpinUntil(fresh)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++sleepers_;
+      cv_.wait(lock, fresh);
+      --sleepers_;
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = static_cast<uint32_t>(next_.load(std::memory_order_acquire) >> 32);
+    Work(seen);
+  }
+}
+
+void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
+  bool expected = false;
+  if (workers_.empty() || n <= grain ||
+      !busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+    body.call(body.fn, 0, n);
+    return;
+  }
+  // As many chunks of at least `grain` as fit, four per thread at most (so that uneven chunks
+  // still balance), all of about the same size.
+  int64_t max_chunks = 4 * static_cast<int64_t>(threads());
+  int64_t num_chunks = std::min(n / grain, max_chunks);
+  int64_t chunk = (n + num_chunks - 1) / num_chunks;
+  num_chunks = (n + chunk - 1) / chunk;
+  n_ = n;
+  chunk_ = chunk;
+  body_ = body;
+  completed_.store(0, std::memory_order_relaxed);
+  num_chunks_.store(num_chunks, std::memory_order_relaxed);
+  ++generation_;
+  if (generation_ == 0) ++generation_;  // 0 is what a new worker has seen
+  uint32_t generation = generation_;
+  next_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sleepers_ > 0) cv_.notify_all();
+  }
+  Work(generation);
+  auto done = [&] { return completed_.load(std::memory_order_acquire) == num_chunks; };
+  while (!SpinUntil(done)) std::this_thread::yield();
+  busy_.store(false, std::memory_order_release);
+}
+
+SessionPools::SessionPools(int threads) : threads_(threads) {
+  if (threads_ > 1) Give(Take());
+}
+
+SessionPools::~SessionPools() = default;
+
+ThreadPool* SessionPools::Take() {
+  if (threads_ <= 1) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!free_.empty()) {
+    ThreadPool* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  all_.push_back(std::make_unique<ThreadPool>(threads_));
+  return all_.back().get();
+}
+
+void SessionPools::Give(ThreadPool* pool) {
+  if (!pool) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(pool);
+}
+
+}  // namespace quilt::rt

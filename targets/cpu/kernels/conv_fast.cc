@@ -1,0 +1,386 @@
+// Float32 convolution (and max pooling, which shares its window walk), fast: a convolution with one
+// input channel per group (depthwise) runs directly, one output channel at a time; every other one
+// is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the image (cg
+// * kernel x out), packed straight from the image without an im2col buffer. Checked against
+// ConvReference by tests/runtime/fast_kernels_test.cc.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/nn_internal.h"
+#include "targets/cpu/kernels/simd.h"
+
+namespace quilt::cpu::nn {
+namespace {
+
+// A window with its spatial dims right-aligned in 3 (a 1-d convolution is seen as 1 x 1 x L), so
+// the last dim is always the one contiguous in memory.
+struct Geo {
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  bool Pointwise() const {
+    for (int d = 0; d < 3; ++d) {
+      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0) return false;
+    }
+    return true;
+  }
+};
+
+Geo RightAligned(const Window& w) {
+  Geo g;
+  int shift = kMaxSpatial - w.rank;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    int s = d - shift;
+    bool real = s >= 0;
+    g.in[d] = real ? w.in[s] : 1;
+    g.out[d] = real ? w.out[s] : 1;
+    g.kernel[d] = real ? w.kernel[s] : 1;
+    g.stride[d] = real ? w.stride[s] : 1;
+    g.dilation[d] = real ? w.dilation[s] : 1;
+    g.pad[d] = real ? w.pad_begin[s] : 0;
+  }
+  return g;
+}
+
+// The output positions o in [0, out) whose input o * stride + offset lies in [0, in).
+void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
+                 int64_t* hi) {
+  // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  // o * stride + offset <= in - 1  <=>  o <= floor((in - 1 - offset) / stride)
+  int64_t last = in - 1 - offset < 0 ? -1 : (in - 1 - offset) / stride;
+  *lo = std::min(first, out);
+  *hi = std::clamp<int64_t>(last + 1, *lo, out);
+}
+
+// The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
+// o2), zero where the window reads padding.
+class Im2Col final : public GemmB {
+ public:
+  Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
+
+  // A 1x1 convolution with unit strides and no padding reads the image as it is.
+  const float* Direct(int64_t* ld) const override {
+    if (!g_.Pointwise()) return nullptr;
+    *ld = g_.InSize();
+    return x_;
+  }
+
+  void Pack(int64_t j, int64_t cols, float* panel) const override {
+    const Geo& g = g_;
+    int64_t in_size = g.InSize();
+    if (g.Pointwise()) {
+      for (int64_t c = 0; c < channels_; ++c) {
+        float* row = panel + c * kGemmPanel;
+        std::copy(x_ + c * in_size + j, x_ + c * in_size + j + cols, row);
+        std::fill(row + cols, row + kGemmPanel, 0.0f);
+      }
+      return;
+    }
+    // The panel's columns as runs along the last output dim: run r covers panel columns
+    // [at[r], at[r] + len[r]), output (o0[r], o1[r], o2[r] + t).
+    int64_t at[kGemmPanel], len[kGemmPanel], o0[kGemmPanel], o1[kGemmPanel], o2[kGemmPanel];
+    int runs = 0;
+    for (int64_t q = 0; q < cols;) {
+      int64_t r = j + q;
+      o2[runs] = r % g.out[2];
+      o1[runs] = r / g.out[2] % g.out[1];
+      o0[runs] = r / g.out[2] / g.out[1];
+      at[runs] = q;
+      len[runs] = std::min(cols - q, g.out[2] - o2[runs]);
+      q += len[runs++];
+    }
+    // Per run and tap of the last dim: the run's columns that read inside the input (they
+    // depend on neither the channel nor the other taps, so are found once per panel).
+    constexpr int64_t kMaxTaps = 16;
+    int64_t k2n = g.kernel[2], s = g.stride[2];
+    int64_t lo[kGemmPanel][kMaxTaps], hi[kGemmPanel][kMaxTaps];
+    bool ranges = k2n <= kMaxTaps;
+    for (int r = 0; ranges && r < runs; ++r) {
+      for (int64_t k2 = 0; k2 < k2n; ++k2) {
+        InsideRange(o2[r] * s + k2 * g.dilation[2] - g.pad[2], s, g.in[2], len[r], &lo[r][k2],
+                    &hi[r][k2]);
+      }
+    }
+    float* row = panel;
+    for (int64_t c = 0; c < channels_; ++c) {
+      const float* xc = x_ + c * in_size;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          for (int64_t k2 = 0; k2 < k2n; ++k2, row += kGemmPanel) {
+            for (int64_t v = 0; v < kGemmPanel; v += 8) StoreV(row + v, V8{});
+            int64_t off = k2 * g.dilation[2] - g.pad[2];
+            for (int r = 0; r < runs; ++r) {
+              int64_t i0 = o0[r] * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+              int64_t i1 = o1[r] * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+              if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
+              // Output columns o2[r] + t whose input column (o2[r] + t) * stride + off is inside.
+              int64_t first, last;
+              if (ranges) {
+                first = lo[r][k2];
+                last = hi[r][k2];
+              } else {
+                InsideRange(o2[r] * s + off, s, g.in[2], len[r], &first, &last);
+              }
+              const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+              int64_t base = o2[r] * s + off;  // + t * s >= 0 for t >= first
+              float* out = row + at[r];
+              if (s == 1) {
+                std::copy(xr + base + first, xr + base + last, out + first);
+              } else {
+                for (int64_t t = first; t < last; ++t) out[t] = xr[base + t * s];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  const float* x_;
+  int64_t channels_;
+  Geo g_;
+};
+
+// Row width of the zero-padded copy of a plane that DepthwiseUnitStride reads.
+int64_t PaddedWidth(const Geo& g) {
+  int64_t out8 = (g.out[2] + 7) / 8 * 8;
+  return std::max(out8 + (g.kernel[2] - 1) * g.dilation[2], g.pad[2] + g.in[2]);
+}
+
+// One output channel of a depthwise convolution with unit stride along the last dim: y (out) from
+// x (in), weights w (kernel). The plane is first copied into `padded` (in[0] * in[1] rows of
+// PaddedWidth, the data at column pad[2], zeros around), so every output column reads its taps
+// without bounds checks, 16 or 8 columns at a time in vector registers. For each output row the
+// input rows its window reaches are listed once. `rows` and `taps` hold kernel[0] * kernel[1]
+// entries.
+QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, const Geo& g,
+                                      float* padded, const float** rows, const float** taps) {
+  int64_t k2n = g.kernel[2], d2 = g.dilation[2], wp = PaddedWidth(g);
+  for (int64_t r = 0; r < g.in[0] * g.in[1]; ++r) {
+    float* pr = padded + r * wp;
+    std::fill(pr, pr + g.pad[2], 0.0f);
+    std::copy(x + r * g.in[2], x + (r + 1) * g.in[2], pr + g.pad[2]);
+    std::fill(pr + g.pad[2] + g.in[2], pr + wp, 0.0f);
+  }
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      int64_t n = 0;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          rows[n] = padded + (i0 * g.in[1] + i1) * wp;
+          taps[n++] = w + (k0 * g.kernel[1] + k1) * k2n;
+        }
+      }
+      int64_t o2 = 0;
+      for (; o2 + 16 <= g.out[2]; o2 += 16) {
+        V8 a0 = V8{}, a1 = V8{};
+        for (int64_t r = 0; r < n; ++r) {
+          const float* xr = rows[r] + o2;
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            V8 x0, x1;
+            LoadV(&x0, xr + k2 * d2);
+            LoadV(&x1, xr + k2 * d2 + 8);
+            float wv = taps[r][k2];
+            a0 += wv * x0;
+            a1 += wv * x1;
+          }
+        }
+        StoreV(yr + o2, a0);
+        StoreV(yr + o2 + 8, a1);
+      }
+      for (; o2 < g.out[2]; o2 += 8) {
+        V8 a0 = V8{};
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            V8 x0;
+            LoadV(&x0, rows[r] + o2 + k2 * d2);
+            a0 += taps[r][k2] * x0;
+          }
+        }
+        float lanes[8];
+        StoreV(lanes, a0);
+        std::copy(lanes, lanes + std::min<int64_t>(8, g.out[2] - o2), yr + o2);
+      }
+    }
+  }
+}
+
+// One output channel of a depthwise convolution, any stride: y (out) from x (in), weights w
+// (kernel), accumulated tap by tap over the output columns that tap reads inside the input.
+void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
+  std::fill(y, y + g.OutSize(), 0.0f);
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          const float* __restrict xr = x + (i0 * g.in[1] + i1) * g.in[2];
+          const float* wr = w + (k0 * g.kernel[1] + k1) * g.kernel[2];
+          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+            int64_t off = k2 * g.dilation[2] - g.pad[2];
+            int64_t lo, hi;
+            InsideRange(off, g.stride[2], g.in[2], g.out[2], &lo, &hi);
+            float wv = wr[k2];
+            int64_t s = g.stride[2];
+            for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 * s + off];
+          }
+        }
+      }
+    }
+  }
+}
+
+// One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
+// the first cell inside the input taken as is and later ones only when greater, so NaN behaves
+// as there. Output columns whose every cell of the last dim lies inside the input go a row at a
+// time (vectorized); the others one at a time with bounds checks.
+QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const float** rows) {
+  int64_t k2n = g.kernel[2], s2 = g.stride[2], d2 = g.dilation[2], p2 = g.pad[2];
+  int64_t lo = 0, hi = g.out[2];
+  for (int64_t k2 = 0; k2 < k2n; ++k2) {
+    int64_t l, h;
+    InsideRange(k2 * d2 - p2, s2, g.in[2], g.out[2], &l, &h);
+    lo = std::max(lo, l);
+    hi = std::min(hi, h);
+  }
+  hi = std::max(hi, lo);
+  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
+      int64_t n = 0;
+      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        if (i0 < 0 || i0 >= g.in[0]) continue;
+        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+          if (i1 < 0 || i1 >= g.in[1]) continue;
+          rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
+        }
+      }
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+        if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
+        if (o2 >= g.out[2]) break;
+        float best = -std::numeric_limits<float>::infinity();
+        bool first = true;
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k2 = 0; k2 < k2n; ++k2) {
+            int64_t i2 = o2 * s2 + k2 * d2 - p2;
+            if (i2 < 0 || i2 >= g.in[2]) continue;
+            float v = rows[r][i2];
+            if (first || v > best) best = v;
+            first = false;
+          }
+        }
+        yr[o2] = best;
+      }
+      if (n == 0 || hi == lo) continue;
+      for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
+          const float* __restrict xr = rows[r];
+          int64_t off = k2 * d2 - p2;
+          if (s2 == 1) {
+            for (int64_t o2 = lo; o2 < hi; ++o2) {
+              float v = xr[o2 + off];
+              yr[o2] = v > yr[o2] ? v : yr[o2];
+            }
+          } else {
+            for (int64_t o2 = lo; o2 < hi; ++o2) {
+              float v = xr[o2 * s2 + off];
+              yr[o2] = v > yr[o2] ? v : yr[o2];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status MaxPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int64_t order = ctx.attrs().Int("storage_order", 0);
+  if (x.dtype != DType::kFloat32 || (order != 0 && order != 1)) return MaxPool(ctx);
+  Window w;
+  QUILT_RETURN_IF_ERROR(PoolWindow(ctx, x, &w));
+  Shape shape = {x.shape[0], x.shape[1]};
+  for (int i = 0; i < w.rank; ++i) shape.push_back(w.out[i]);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  if (y->NumElements() == 0) return Status::Ok();
+  Geo g = RightAligned(w);
+  int64_t planes = x.shape[0] * x.shape[1], in_size = g.InSize(), out_size = g.OutSize();
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * g.KernelSize()));
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
+    for (int64_t p = p0; p < p1; ++p) {
+      MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
+    }
+  });
+  return Status::Ok();
+}
+
+Status ConvFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32) return ConvReference(ctx);
+  ConvGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareConv(ctx, &geo));
+  const Tensor& wt = *ctx.input(1);
+  Geo g = RightAligned(geo.w);
+  const float* px = x.Data<float>();
+  const float* pw = wt.Data<float>();
+  float* py = geo.y->MutableData<float>();
+  int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
+  if (geo.y->NumElements() == 0) return Status::Ok();
+  if (geo.cg == 1) {
+    // Depthwise: output channel oc of image b reads input channel oc / og.
+    int64_t channels = geo.n * geo.o;
+    int64_t per_channel = out_size * ks;
+    int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, per_channel));
+    ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
+      std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
+      std::vector<const float*> taps(rows.size());
+      std::vector<float> padded;
+      if (g.stride[2] == 1) padded.resize(static_cast<size_t>(g.in[0] * g.in[1] * PaddedWidth(g)));
+      for (int64_t t = c0; t < c1; ++t) {
+        int64_t b = t / geo.o, oc = t % geo.o;
+        const float* xc = px + (b * geo.c + oc / geo.og) * in_size;
+        if (g.stride[2] == 1) {
+          DepthwiseUnitStride(xc, pw + oc * ks, py + t * out_size, g, padded.data(), rows.data(),
+                              taps.data());
+        } else {
+          DepthwiseChannel(xc, pw + oc * ks, py + t * out_size, g);
+        }
+      }
+    });
+    return Status::Ok();
+  }
+  int64_t k = geo.cg * ks;
+  for (int64_t b = 0; b < geo.n; ++b) {
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      Im2Col cols(px + (b * geo.c + grp * geo.cg) * in_size, geo.cg, g);
+      Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols,
+            py + (b * geo.o + grp * geo.og) * out_size, out_size, ctx.thread_pool());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace quilt::cpu::nn

@@ -1,0 +1,266 @@
+// Fast float32 paths of the elementwise ops a convolutional network runs around every conv: add,
+// subtract, multiply and divide with numpy broadcasting, relu, clip, batch_norm in inference form
+// and global average pooling. The broadcast is collapsed into as few dims as the operands allow,
+// and the last one runs as a plain loop the compiler vectorizes (both operands contiguous, or one
+// a scalar along it). Arithmetic, relu and clip give the reference kernels' results bit for bit;
+// batch_norm folds its parameters into a scale and shift per channel; the pool sums in float
+// lanes. Other element types (and other pools) go to the reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/nn_internal.h"
+#include "targets/cpu/kernels/simd.h"
+
+namespace quilt::cpu {
+namespace {
+
+// Elements below which a loop is not worth splitting across threads.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// The broadcast of two operands over `out`, size-1 dims dropped and neighbouring dims merged
+// where both operands (strides sa, sb) are contiguous across them. The last dim is the inner loop.
+struct Collapsed {
+  std::vector<int64_t> dims, sa, sb;
+};
+
+Collapsed Collapse(const Shape& out, const std::vector<int64_t>& sa,
+                   const std::vector<int64_t>& sb) {
+  Collapsed c;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    if (!c.dims.empty() && c.sa.back() == sa[d] * out[d] && c.sb.back() == sb[d] * out[d]) {
+      c.dims.back() *= out[d];
+      c.sa.back() = sa[d];
+      c.sb.back() = sb[d];
+      continue;
+    }
+    c.dims.push_back(out[d]);
+    c.sa.push_back(sa[d]);
+    c.sb.push_back(sb[d]);
+  }
+  if (c.dims.empty()) {
+    c.dims = {1};
+    c.sa = {0};
+    c.sb = {0};
+  }
+  return c;
+}
+
+struct Add {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct Sub {
+  float operator()(float a, float b) const { return a - b; }
+};
+struct Mul {
+  float operator()(float a, float b) const { return a * b; }
+};
+struct Div {
+  float operator()(float a, float b) const { return a / b; }
+};
+
+// y[i] = op(a[i * sa], b[i * sb]), i < n.
+template <typename Op>
+QUILT_CLONES void Row(const float* __restrict a, int64_t sa, const float* __restrict b, int64_t sb,
+                      float* __restrict y, int64_t n) {
+  Op op;
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    float bv = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
+  } else if (sa == 0 && sb == 1) {
+    float av = a[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
+  }
+}
+
+template <typename Op>
+Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  Shape shape;
+  if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32 ||
+      !BroadcastShape(a.shape, b.shape, &shape)) {
+    return reference(ctx);
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, shape, &y));
+  int64_t total = y->NumElements();
+  if (total == 0) return Status::Ok();
+  Collapsed c = Collapse(shape, BroadcastStrides(a.shape, shape), BroadcastStrides(b.shape, shape));
+  int outer_rank = static_cast<int>(c.dims.size()) - 1;
+  int64_t inner = c.dims.back(), rows = total / inner;
+  const float* pa = a.Data<float>();
+  const float* pb = b.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, kParallelElements / inner);
+  ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
+    // The outer index of row r0, then an odometer over the outer dims.
+    std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
+    int64_t oa = 0, ob = 0;
+    for (int64_t r = r0, d = outer_rank - 1; d >= 0; --d) {
+      idx[d] = r % c.dims[d];
+      r /= c.dims[d];
+      oa += idx[d] * c.sa[d];
+      ob += idx[d] * c.sb[d];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      Row<Op>(pa + oa, c.sa.back(), pb + ob, c.sb.back(), py + r * inner, inner);
+      for (int d = outer_rank - 1; d >= 0; --d) {
+        oa += c.sa[d];
+        ob += c.sb[d];
+        if (++idx[d] < c.dims[d]) break;
+        oa -= c.sa[d] * c.dims[d];
+        ob -= c.sb[d] * c.dims[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+template <typename F>
+QUILT_CLONES void Map(const float* __restrict x, float* __restrict y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// y = (x - m) * s + b.
+QUILT_CLONES void ScaleShift(const float* __restrict x, float* __restrict y, int64_t n, float m,
+                             float s, float b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * s + b;
+}
+
+// The sum of x[0, n): eight float lanes, added up in double.
+QUILT_CLONES double Sum(const float* x, int64_t n) {
+  float lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += x[i + j];
+  }
+  double sum = 0;
+  for (float l : lanes) sum += l;
+  for (; i < n; ++i) sum += x[i];
+  return sum;
+}
+
+// y = f(x) elementwise, split across the threads when large.
+template <typename F>
+Status UnaryFloat(KernelContext& ctx, F f) {
+  const Tensor& x = *ctx.input(0);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(x.NumElements(), kParallelElements,
+                  [&](int64_t i0, int64_t i1) { Map(px + i0, py + i0, i1 - i0, f); });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status AddFast(KernelContext& ctx) { return BinaryFloat<Add>(ctx, AddReference); }
+Status SubtractFast(KernelContext& ctx) { return BinaryFloat<Sub>(ctx, SubtractReference); }
+Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyReference); }
+Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
+
+// As the reference: bounds rounded to float, absent ones infinite, NaN kept.
+Status ClipFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ClipReference(ctx);
+  const rt::AttrView& attrs = ctx.attrs();
+  float inf = std::numeric_limits<float>::infinity();
+  float lo = attrs.Has("min") ? static_cast<float>(attrs.Float("min")) : -inf;
+  float hi = attrs.Has("max") ? static_cast<float>(attrs.Float("max")) : inf;
+  return UnaryFloat(ctx, [lo, hi](float v) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  });
+}
+
+namespace nn {
+
+// NaN stays NaN, -0 stays -0, as in the reference.
+Status ReluFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ReluReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return v < 0 ? 0.0f : v; });
+}
+
+// Adaptive average pooling to one cell per plane (global average pooling); other output sizes go
+// to the reference.
+Status AdaptiveAvgPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  bool global = x.dtype == DType::kFloat32 && x.rank() >= 3 && x.rank() <= 5;
+  if (global && ctx.attrs().Has("output_size")) {
+    for (int64_t s : ctx.attrs().Ints("output_size")) global = global && s == 1;
+    global = global && ctx.attrs().Ints("output_size").size() == x.shape.size() - 2;
+  } else {
+    global = global && x.NumElements() > 0 && x.NumElements() == x.shape[0] * x.shape[1];
+  }
+  if (!global) return AdaptiveAvgPool(ctx);
+  Shape shape = {x.shape[0], x.shape[1]};
+  shape.resize(x.shape.size(), 1);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  int64_t planes = x.shape[0] * x.shape[1];
+  int64_t size = planes == 0 ? 0 : x.NumElements() / planes;
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, size));
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      double sum = Sum(px + p * size, size);
+      py[p] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+    }
+  });
+  return Status::Ok();
+}
+
+// y = (x - mean) * (gamma / sqrt(var + eps)) + beta per channel, the factor computed in double.
+Status BatchNormFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  bool floats = x.dtype == DType::kFloat32;
+  for (int i = 1; i <= 4; ++i) {
+    const Tensor* p = ctx.input(i);
+    floats = floats && p && p->dtype == DType::kFloat32;
+  }
+  int64_t axis = ctx.attrs().Int("axis", 1);
+  if (!floats || !NormalizeAxis(&axis, x.rank())) return BatchNorm(ctx);
+  int64_t c = x.shape[axis];
+  for (int i = 1; i <= 4; ++i) {
+    if (ctx.input(i)->rank() != 1 || ctx.input(i)->shape[0] != c) return BatchNorm(ctx);
+  }
+  double eps = ctx.attrs().Float("epsilon", 1e-5);
+  const float* gamma = ctx.input(1)->Data<float>();
+  const float* beta = ctx.input(2)->Data<float>();
+  const float* mean = ctx.input(3)->Data<float>();
+  const float* var = ctx.input(4)->Data<float>();
+  std::vector<float> scale(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    scale[ch] = static_cast<float>(static_cast<double>(gamma[ch]) /
+                                   std::sqrt(static_cast<double>(var[ch]) + eps));
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.shape[d];
+  int64_t rows = x.NumElements() / std::max<int64_t>(1, inner);  // (outer, channel) pairs
+  if (inner == 0 || rows == 0) return Status::Ok();
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, kParallelElements / inner);
+  ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t ch = r % c;
+      ScaleShift(px + r * inner, py + r * inner, inner, mean[ch], scale[ch], beta[ch]);
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace nn
+}  // namespace quilt::cpu

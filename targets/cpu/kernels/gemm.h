@@ -1,0 +1,55 @@
+// The float32 matrix product behind the fast matmul and convolution kernels:
+//
+//   C (m x n) = A (m x k) * B (k x n)
+//
+// A is a row-major matrix; B is anything that can copy a slab of its columns (a matrix, the
+// im2col view of an image). Both are packed into panels that the inner loop reads in order, and
+// C is computed in cache-sized blocks spread over the run's threads. The reference kernels stay
+// the oracle: tests/runtime/fast_kernels_test.cc compares the two.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/src/thread_pool.h"
+
+namespace quilt::cpu {
+
+// Columns per packed panel of B.
+constexpr int64_t kGemmPanel = 24;
+static_assert(kGemmPanel % 8 == 0, "panels are whole vectors of 8 floats");
+
+// The right operand (k x n).
+class GemmB {
+ public:
+  virtual ~GemmB() = default;
+  // Writes columns [j, j + cols) of every row into `panel`, row-major k x kGemmPanel, the
+  // columns from `cols` to kGemmPanel zero (cols <= kGemmPanel).
+  virtual void Pack(int64_t j, int64_t cols, float* panel) const = 0;
+  // B as a row-major matrix the product may read in place (row stride in *ld), or null.
+  virtual const float* Direct(int64_t* ld) const {
+    (void)ld;
+    return nullptr;
+  }
+};
+
+// A row-major matrix with row stride `ld`.
+class MatrixB final : public GemmB {
+ public:
+  MatrixB(const float* b, int64_t k, int64_t ld) : b_(b), k_(k), ld_(ld) {}
+  void Pack(int64_t j, int64_t cols, float* panel) const override;
+  const float* Direct(int64_t* ld) const override {
+    *ld = ld_;
+    return b_;
+  }
+
+ private:
+  const float* b_;
+  int64_t k_, ld_;
+};
+
+// C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
+// thread alone).
+void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
+           int64_t ldc, rt::ThreadPool* pool);
+
+}  // namespace quilt::cpu

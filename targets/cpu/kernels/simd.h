@@ -1,0 +1,58 @@
+// Eight floats as one value, for the fast CPU kernels: the compiler's generic vectors (GCC and
+// Clang), plain arithmetic that becomes whatever SIMD the target has, or scalar code; a plain
+// struct elsewhere. QUILT_CLONES marks a hot function to be compiled twice on x86-64, for AVX2 +
+// FMA and for the baseline, the copy chosen at load time from the CPU's features.
+#pragma once
+
+#include <cstring>
+
+namespace quilt::cpu {
+
+#if defined(__GNUC__)
+typedef float V8 __attribute__((vector_size(32)));
+// The same vector at any float's alignment, for loads from packed panels and rows.
+typedef float V8Unaligned __attribute__((vector_size(32), aligned(4), may_alias));
+#define QUILT_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+struct V8 {
+  float v[8] = {};
+  V8& operator+=(const V8& o) {
+    for (int i = 0; i < 8; ++i) v[i] += o.v[i];
+    return *this;
+  }
+  friend V8 operator*(float s, const V8& o) {
+    V8 r;
+    for (int i = 0; i < 8; ++i) r.v[i] = s * o.v[i];
+    return r;
+  }
+  friend V8 operator*(const V8& a, const V8& b) {
+    V8 r;
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] * b.v[i];
+    return r;
+  }
+};
+#define QUILT_ALWAYS_INLINE inline
+#endif
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define QUILT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef QUILT_CLONES
+#define QUILT_CLONES
+#endif
+
+// Loads and stores at any alignment. (By pointer: a vector return value would change the ABI
+// between the clones.)
+#if defined(__GNUC__)
+QUILT_ALWAYS_INLINE void LoadV(V8* v, const float* p) {
+  *v = *reinterpret_cast<const V8Unaligned*>(p);
+}
+QUILT_ALWAYS_INLINE void StoreV(float* p, const V8& v) { *reinterpret_cast<V8Unaligned*>(p) = v; }
+#else
+inline void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
+inline void StoreV(float* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
+#endif
+
+}  // namespace quilt::cpu

@@ -1,0 +1,388 @@
+// The fast float32 kernels against the reference kernels they replace, on random shapes: odd
+// sizes, strides, pads, dilations, groups, depthwise, 1x1, batches, 1 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quilt/package_generated.h"
+#include "runtime/src/kernel.h"
+#include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/linalg.h"
+#include "targets/cpu/kernels/nn_internal.h"
+
+namespace quilt::cpu {
+namespace {
+
+constexpr double kRtol = 1e-4, kAtol = 1e-5;
+
+// The attributes of one step, built as the package holds them.
+class Attrs {
+ public:
+  Attrs& Int(const std::string& name, int64_t v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Int, v));
+    return *this;
+  }
+  Attrs& Ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto n = fbb_.CreateString(name);
+    auto ints = fbb_.CreateVector(v);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Ints, 0, 0, 0, ints));
+    return *this;
+  }
+  Attrs& Bool(const std::string& name, bool v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Bool, v ? 1 : 0));
+    return *this;
+  }
+  Attrs& Float(const std::string& name, double v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Float, 0, v));
+    return *this;
+  }
+  Attrs& Str(const std::string& name, const std::string& v) {
+    auto n = fbb_.CreateString(name);
+    auto s = fbb_.CreateString(v);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Str, 0, 0, s));
+    return *this;
+  }
+  const rt::AttrView::List* Finish() {
+    auto vec = fbb_.CreateVector(list_);
+    pkg::StepBuilder step(fbb_);
+    step.add_attrs(vec);
+    fbb_.Finish(step.Finish());
+    return flatbuffers::GetRoot<pkg::Step>(fbb_.GetBufferPointer())->attrs();
+  }
+
+ private:
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<flatbuffers::Offset<pkg::Attr>> list_;
+};
+
+// A kernel context over float tensors held by the test.
+class TestContext final : public rt::KernelContext {
+ public:
+  TestContext(std::vector<Tensor> inputs, const rt::AttrView::List* attrs, rt::ThreadPool* pool)
+      : inputs_(std::move(inputs)), attrs_(attrs), pool_(pool) {}
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  const Tensor* input(int i) const override {
+    return i >= 0 && i < num_inputs() ? &inputs_[i] : nullptr;
+  }
+  int ArgBegin(int arg) const override { return arg; }
+  int ArgSize(int arg) const override { return arg < num_inputs() ? 1 : 0; }
+  int num_outputs() const override { return 1; }
+  DType output_dtype(int) const override { return DType::kFloat32; }
+  Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
+    if (i != 0) return Status::Error("one output");
+    out_.dtype = dtype;
+    out_.shape = std::move(shape);
+    // Filled with garbage: a kernel must write every element.
+    data_.assign(static_cast<size_t>(out_.NumElements()) + 1, std::nanf(""));
+    out_.data = data_.data();
+    *out = &out_;
+    return Status::Ok();
+  }
+  const rt::AttrView& attrs() const override { return attrs_; }
+  int threads() const override { return pool_ ? pool_->threads() : 1; }
+  rt::ThreadPool* thread_pool() const override { return pool_; }
+  const Tensor& out() const { return out_; }
+  std::vector<float> values() const {
+    return std::vector<float>(data_.begin(), data_.begin() + out_.NumElements());
+  }
+
+ private:
+  std::vector<Tensor> inputs_;
+  rt::AttrView attrs_;
+  rt::ThreadPool* pool_;
+  Tensor out_;
+  std::vector<float> data_;
+};
+
+std::vector<float> Random(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+int64_t Count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Runs `fast` and `reference` on the same inputs and compares (with 1 and 3 threads).
+// `positive`: inputs (by index) whose values must be positive.
+void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>& shapes,
+             Attrs& attrs, std::mt19937& rng, const std::string& what,
+             const std::vector<size_t>& positive = {}) {
+  const rt::AttrView::List* list = attrs.Finish();
+  std::vector<std::vector<float>> data;
+  std::vector<Tensor> inputs;
+  for (const Shape& s : shapes) data.push_back(Random(rng, Count(s)));
+  for (size_t i : positive) {
+    for (float& v : data[i]) v = std::abs(v) + 0.01f;
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(Tensor{DType::kFloat32, shapes[i], data[i].data()});
+  }
+  TestContext ref(inputs, list, nullptr);
+  Status st = reference(ref);
+  ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+  std::vector<float> want = ref.values();
+  rt::ThreadPool three(3);
+  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    TestContext got(inputs, list, pool);
+    st = fast(got);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+    std::vector<float> v = got.values();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == want[i] || (std::isnan(v[i]) && std::isnan(want[i]))) continue;  // inf, NaN
+      ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+          << what << ", element " << i << " of " << v.size() << ": " << v[i] << " vs " << want[i]
+          << " (threads " << (pool ? 3 : 1) << ")";
+    }
+  }
+}
+
+std::string Join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+struct ConvCase {
+  int64_t n, groups, cg, og;
+  std::vector<int64_t> in, kernel, stride, dilation, pads;
+  std::string auto_pad = "NOTSET";
+};
+
+void CheckConv(const ConvCase& c, std::mt19937& rng) {
+  Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
+  x.insert(x.end(), c.in.begin(), c.in.end());
+  w.insert(w.end(), c.kernel.begin(), c.kernel.end());
+  Attrs attrs;
+  attrs.Int("groups", c.groups)
+      .Ints("strides", c.stride)
+      .Ints("dilation", c.dilation)
+      .Ints("padding", c.pads)
+      .Str("auto_pad", c.auto_pad);
+  std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") groups " +
+                     std::to_string(c.groups) + " strides " + Join(c.stride) + " dilation " +
+                     Join(c.dilation) + " pads " + Join(c.pads) + " " + c.auto_pad;
+  Compare(nn::ConvFast, nn::ConvReference, {x, w}, attrs, rng, what);
+}
+
+TEST(FastKernels, ConvMatchesTheReference) {
+  std::mt19937 rng(1234);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 300; ++iter) {
+    ConvCase c;
+    int rank = iter % 7 == 0 ? 1 : (iter % 11 == 0 ? 3 : 2);
+    c.n = pick(1, 3);
+    int kind = static_cast<int>(pick(0, 5));
+    if (kind == 0) {  // depthwise
+      c.groups = pick(1, 17);
+      c.cg = 1;
+      c.og = pick(1, 2);
+    } else if (kind == 1) {  // grouped
+      c.groups = pick(2, 4);
+      c.cg = pick(1, 6);
+      c.og = pick(1, 7);
+    } else {
+      c.groups = 1;
+      c.cg = pick(1, 20);
+      c.og = pick(1, 40);
+    }
+    bool pointwise = kind == 2;
+    if (iter % 13 == 5) c.auto_pad = iter % 2 ? "SAME_UPPER" : "SAME_LOWER";
+    if (iter % 17 == 3) c.auto_pad = "VALID";
+    for (int d = 0; d < rank; ++d) {
+      int64_t k = pointwise ? 1 : pick(1, rank == 3 ? 3 : 5);
+      int64_t s = pointwise ? 1 : pick(1, 3);
+      int64_t dil = pointwise ? 1 : pick(1, 2);
+      int64_t pb = pointwise ? 0 : pick(0, 2), pe = pointwise ? 0 : pick(0, 2);
+      int64_t dk = (k - 1) * dil + 1;
+      int64_t fits = c.auto_pad == "VALID" ? dk : std::max<int64_t>(1, dk - pb - pe);
+      int64_t in = fits + pick(0, rank == 3 ? 6 : 30);
+      c.in.push_back(in);
+      c.kernel.push_back(k);
+      c.stride.push_back(s);
+      c.dilation.push_back(dil);
+      c.pads.push_back(pb);
+    }
+    for (int d = 0; d < rank; ++d) {
+      int64_t dk = (c.kernel[d] - 1) * c.dilation[d] + 1;
+      int64_t pe = pointwise ? 0 : pick(0, 2);
+      c.pads.push_back(std::max<int64_t>(pe, dk - c.in[d] - c.pads[d]));
+    }
+    CheckConv(c, rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, ConvLargeBlocks) {
+  std::mt19937 rng(99);
+  // A long reduction (several slabs), many output channels (several row blocks), wide output.
+  CheckConv({1, 1, 40, 70, {13, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({2, 1, 150, 9, {7, 33}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({2, 1, 3, 16, {48, 96}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 24, 1, 1, {12, 48}, {5, 5}, {1, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
+  CheckConv({1, 8, 1, 3, {1, 1}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}}, rng);
+  CheckConv({3, 1, 33, 5, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+}
+
+void CheckMatmul(const Shape& a, const Shape& b, std::mt19937& rng) {
+  Attrs attrs;
+  Compare(MatmulFast, MatmulReference, {a, b}, attrs, rng,
+          "matmul (" + Join(a) + ") x (" + Join(b) + ")");
+}
+
+TEST(FastKernels, MatmulMatchesTheReference) {
+  std::mt19937 rng(42);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 150; ++iter) {
+    int64_t m = pick(1, iter % 5 == 0 ? 150 : 40), k = pick(1, iter % 4 == 0 ? 300 : 50),
+            n = pick(1, iter % 3 == 0 ? 260 : 30);
+    Shape a = {m, k}, b = {k, n};
+    if (iter % 6 == 1) {
+      a.insert(a.begin(), pick(1, 3));
+      b.insert(b.begin(), iter % 12 == 1 ? 1 : a[0]);
+    }
+    if (iter % 9 == 2) {
+      a.insert(a.begin(), 2);
+      a.insert(a.begin() + 1, 1);
+      b.insert(b.begin(), 3);
+    }
+    if (iter % 10 == 3) a = {k};
+    if (iter % 10 == 4) b = {k};
+    CheckMatmul(a, b, rng);
+    if (HasFatalFailure()) return;
+  }
+  CheckMatmul({0, 5}, {5, 7}, rng);
+  CheckMatmul({4, 0}, {0, 30}, rng);
+  CheckMatmul({4, 0}, {0, 3}, rng);
+  CheckMatmul({130, 257}, {257, 301}, rng);
+}
+
+TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{AddFast, AddReference},
+                                                       {SubtractFast, SubtractReference},
+                                                       {MultiplyFast, MultiplyReference},
+                                                       {DivideFast, DivideReference}};
+  for (int iter = 0; iter < 200; ++iter) {
+    int rank = static_cast<int>(pick(0, 5));
+    Shape out, a, b;
+    for (int d = 0; d < rank; ++d) out.push_back(pick(1, d == rank - 1 ? 300 : 6));
+    // Each operand: some dims broadcast (1), some leading dims dropped.
+    for (Shape* s : {&a, &b}) {
+      int drop = static_cast<int>(pick(0, rank));
+      if (pick(0, 2) > 0) drop = 0;
+      for (int d = drop; d < rank; ++d) s->push_back(pick(0, 3) == 0 ? 1 : out[d]);
+    }
+    if (iter % 10 == 0 && rank > 0) a = out, b = {out.back()};
+    if (iter % 10 == 1 && rank > 1) a = out, b = {out[0], out[1], 1, 1, 1}, b.resize(rank, 1);
+    auto [fast, reference] = ops[iter % 4];
+    Attrs attrs;
+    Compare(fast, reference, {a, b}, attrs, rng,
+            "op " + std::to_string(iter % 4) + " (" + Join(a) + ") and (" + Join(b) + ")", {1});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, BatchNormMatchesTheReference) {
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 60; ++iter) {
+    Shape x = {pick(1, 3), pick(1, 20)};
+    for (int64_t d = pick(0, 3); d > 0; --d) x.push_back(pick(1, 40));
+    Attrs attrs;
+    attrs.Int("axis", iter % 5 == 0 ? 1 - static_cast<int64_t>(x.size()) : 1);
+    Shape p = {x[1]};
+    Compare(nn::BatchNormFast, nn::BatchNorm, {x, p, p, p, p}, attrs, rng,
+            "batch_norm (" + Join(x) + ")", {4});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, MaxPoolMatchesTheReference) {
+  std::mt19937 rng(3);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 150; ++iter) {
+    int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
+    Shape x = {pick(1, 2), pick(1, 5)};
+    std::vector<int64_t> kernel, stride, dilation, pads_begin, pads_end;
+    for (int d = 0; d < rank; ++d) {
+      int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
+      int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
+      kernel.push_back(k);
+      stride.push_back(pick(1, 3));
+      dilation.push_back(dil);
+      x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
+      pads_begin.push_back(pb);
+      pads_end.push_back(pe);
+    }
+    std::vector<int64_t> pads = pads_begin;
+    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    Attrs attrs;
+    attrs.Ints("pool_size", kernel)
+        .Ints("strides", stride)
+        .Ints("dilation", dilation)
+        .Ints("padding", pads)
+        .Bool("ceil_mode", iter % 3 == 0);
+    Compare(nn::MaxPoolFast, nn::MaxPool, {x}, attrs, rng,
+            "max pool (" + Join(x) + ") kernel " + Join(kernel) + " strides " + Join(stride) +
+                " dilation " + Join(dilation) + " pads " + Join(pads));
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastKernels, ReluClipAndGlobalPoolMatchTheReference) {
+  std::mt19937 rng(5);
+  for (Shape x : {Shape{7}, Shape{2, 3, 5, 7}, Shape{1, 40000}, Shape{0, 3}}) {
+    Attrs none;
+    Compare(nn::ReluFast, nn::ReluReference, {x}, none, rng, "relu (" + Join(x) + ")");
+    Attrs both, lo, hi, neither;
+    both.Float("min", -0.3).Float("max", 0.45);
+    lo.Float("min", 0.1);
+    hi.Float("max", -0.2);
+    Compare(ClipFast, ClipReference, {x}, both, rng, "clip both (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, lo, rng, "clip min (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, hi, rng, "clip max (" + Join(x) + ")");
+    Compare(ClipFast, ClipReference, {x}, neither, rng, "clip (" + Join(x) + ")");
+  }
+  for (Shape x : {Shape{2, 3, 5, 7}, Shape{1, 4, 100}, Shape{2, 2, 3, 4, 5}, Shape{3, 2, 1, 1},
+                  Shape{2, 16, 24, 96}}) {
+    Attrs global;
+    global.Ints("output_size", std::vector<int64_t>(x.size() - 2, 1));
+    Compare(nn::AdaptiveAvgPoolFast, nn::AdaptiveAvgPool, {x}, global, rng,
+            "global average pool (" + Join(x) + ")");
+    Attrs other;
+    other.Ints("output_size", std::vector<int64_t>(x.size() - 2, 2));
+    if (x[2] >= 2) {
+      Compare(nn::AdaptiveAvgPoolFast, nn::AdaptiveAvgPool, {x}, other, rng,
+              "adaptive average pool (" + Join(x) + ")");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt::cpu

@@ -1,0 +1,182 @@
+// The thread pool: every index runs exactly once, loops started from several threads or from
+// inside a loop are safe, one thread starts no threads, sessions run from many threads at once.
+#include "runtime/src/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "runtime/src/session.h"
+#include "targets/package_writer.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace quilt::rt {
+namespace {
+
+// The threads of this process (Linux).
+int ProcessThreads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// The thread count once it has settled at `want`, or after a second: a joined thread may still be
+// listed for a moment while the kernel finishes its exit.
+int ThreadsSettlingAt(int want) {
+  int n = ProcessThreads();
+  for (int i = 0; i < 1000 && n != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    n = ProcessThreads();
+  }
+  return n;
+}
+
+// The thread count when it has stayed the same for 10 ms (threads of earlier tests gone).
+int SettledThreads() {
+  int n = ProcessThreads();
+  for (int same = 0; same < 10;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    int m = ProcessThreads();
+    same = m == n ? same + 1 : 0;
+    n = m;
+  }
+  return n;
+}
+
+void ExpectEachOnce(ThreadPool* pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  ParallelFor(pool, n, grain, [&](int64_t begin, int64_t end) {
+    ASSERT_LE(0, begin);
+    ASSERT_LT(begin, end);
+    ASSERT_LE(end, n);
+    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (int64_t n : {0, 1, 2, 7, 64, 1000, 4097}) {
+      for (int64_t grain : {1, 3, 100}) ExpectEachOnce(&pool, n, grain);
+    }
+  }
+  ExpectEachOnce(nullptr, 33, 1);
+}
+
+TEST(ThreadPool, UsesTheWorkers) {
+  ThreadPool pool(3);
+  std::mutex mu;
+  std::vector<std::thread::id> ids;
+  // Enough slow chunks that every thread takes one.
+  for (int attempt = 0; attempt < 50 && ids.size() < 2; ++attempt) {
+    ids.clear();
+    pool.ParallelFor(12, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::lock_guard<std::mutex> lock(mu);
+      if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+        ids.push_back(std::this_thread::get_id());
+    });
+  }
+  EXPECT_GE(ids.size(), 2u);
+}
+
+TEST(ThreadPool, OneThreadStartsNoThreads) {
+  int before = SettledThreads();
+  ThreadPool pool(1);
+  SessionPools pools(1);
+  EXPECT_EQ(pools.Take(), nullptr);
+  EXPECT_EQ(ProcessThreads(), before);
+  {
+    ThreadPool three(3);
+    EXPECT_EQ(ThreadsSettlingAt(before + 2), before + 2);
+  }
+  EXPECT_EQ(ThreadsSettlingAt(before), before);
+}
+
+TEST(ThreadPool, NestedLoopsRunInline) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  pool.ParallelFor(10, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      pool.ParallelFor(10, 1, [&](int64_t b2, int64_t e2) {
+        for (int64_t j = b2; j < e2; ++j) sum.fetch_add(i * 10 + j);
+      });
+    }
+  });
+  EXPECT_EQ(sum.load(), 99 * 100 / 2);
+}
+
+TEST(ThreadPool, LoopsFromSeveralThreadsAtOnce) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 300; ++round) {
+        int64_t n = 1 + (round * 7 + t) % 200;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i) failures += hits[i].load() != 1;
+      }
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, ManyShortLoops) {
+  ThreadPool pool(2);
+  int64_t total = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::atomic<int64_t> sum{0};
+    pool.ParallelFor(4, 1, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+    total += sum.load();
+  }
+  EXPECT_EQ(total, 4 * 20000);
+}
+
+TEST(ThreadPool, SessionRunsFromManyThreadsWithTheirOwnWorkers) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<LoadedPackage> loaded;
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &loaded).ok());
+  std::shared_ptr<const LoadedPackage> package = std::move(loaded);
+  int before = SettledThreads();
+  SessionOptions options;
+  options.threads = 3;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(package, options, &session).ok());
+  EXPECT_EQ(ThreadsSettlingAt(before + 2), before + 2);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        std::vector<float> x = {float(t), float(round), 0};
+        std::vector<OwnedTensor> out;
+        if (!session->Run({test::Input("x", x, {1, 3})}, &out).ok()) {
+          ++failures;
+          continue;
+        }
+        std::vector<float> y = test::Floats(out[0]);
+        failures += y != std::vector<float>{float(t) + 1, float(round) + 2, 3};
+      }
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+  session.reset();
+  EXPECT_EQ(ThreadsSettlingAt(before), before);
+}
+
+}  // namespace
+}  // namespace quilt::rt
