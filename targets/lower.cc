@@ -20,6 +20,7 @@ struct PackageLowering {
   PackageSpec& spec;
   const LowerOptions& options;
   std::map<std::string, int> function_graphs;
+  int host = 0;  // the device of values the module does not place
   struct Missing {
     std::string op, where;
   };
@@ -28,7 +29,8 @@ struct PackageLowering {
 
 class GraphLowering {
  public:
-  GraphLowering(PackageLowering& pl, GraphSpec& g) : pl_(pl), spec_(pl.spec), g_(g) {}
+  GraphLowering(PackageLowering& pl, GraphSpec& g)
+      : pl_(pl), spec_(pl.spec), g_(g), current_device_(pl.host) {}
 
   // Lowers a branch of an If: its free variables (bound in the enclosing graph) become the
   // subgraph's inputs, in the order of `captured`.
@@ -91,6 +93,7 @@ class GraphLowering {
         g_.values[copy].buffer = g_.values[copy].default_buffer = -1;
         StepSpec step;
         step.kernel = "copy";
+        step.device = g_.values[v].device;
         step.inputs = {v};
         step.input_arity = {1};
         step.outputs = {copy};
@@ -144,7 +147,7 @@ class GraphLowering {
           if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
           const ValueSpec& a = g_.values[in];
           const ValueSpec& b = g_.values[out];
-          if (a.byte_size != b.byte_size || a.dtype != b.dtype) continue;
+          if (a.byte_size != b.byte_size || a.dtype != b.dtype || a.device != b.device) continue;
           int r = root[in];
           root[out] = r;
           taken[in] = true;
@@ -153,19 +156,23 @@ class GraphLowering {
         }
       }
     }
-    std::vector<LiveRange> ranges;
-    std::vector<int> which;
-    for (int v = 0; v < num_values; ++v) {
-      if (!plannable(v) || root[v] != v) continue;
-      ranges.push_back({g_.values[v].byte_size, first[v], block_last[v]});
-      which.push_back(v);
+    // One arena per device.
+    g_.arena_bytes.assign(spec_.devices.size(), 0);
+    for (int d = 0; d < static_cast<int>(spec_.devices.size()); ++d) {
+      std::vector<LiveRange> ranges;
+      std::vector<int> which;
+      for (int v = 0; v < num_values; ++v) {
+        if (!plannable(v) || root[v] != v || g_.values[v].device != d) continue;
+        ranges.push_back({g_.values[v].byte_size, first[v], block_last[v]});
+        which.push_back(v);
+      }
+      ArenaPlan plan = PlanArena(ranges);
+      for (size_t i = 0; i < which.size(); ++i) g_.values[which[i]].arena_offset = plan.offsets[i];
+      g_.arena_bytes[static_cast<size_t>(d)] = plan.total;
     }
-    ArenaPlan plan = PlanArena(ranges);
-    for (size_t i = 0; i < which.size(); ++i) g_.values[which[i]].arena_offset = plan.offsets[i];
     for (int v = 0; v < num_values; ++v) {
       if (plannable(v) && root[v] != v) g_.values[v].arena_offset = g_.values[root[v]].arena_offset;
     }
-    g_.arena_bytes = {plan.total};
   }
 
  private:
@@ -211,12 +218,16 @@ class GraphLowering {
       }
       case ir::ExprKind::kConstant: {
         const auto* c = ir::As<ir::ConstantNode>(e);
-        auto it = constants_.find(c);
+        // A constant lives on each device whose steps read it.
+        auto it = constants_.find({c, current_device_});
         if (it != constants_.end()) return std::vector<int>{it->second};
         Expected<int> v = NewValue("", e->struct_info, pkg::ValueKind::Constant);
         if (!v) return v.error();
-        g_.values[*v].buffer = AddBuffer(*c);
-        constants_[c] = *v;
+        g_.values[*v].device = current_device_;
+        auto same = buffers_.find(c);
+        g_.values[*v].buffer = same != buffers_.end() ? same->second : AddBuffer(*c);
+        buffers_[c] = g_.values[*v].buffer;
+        constants_[{c, current_device_}] = *v;
         return std::vector<int>{*v};
       }
       case ir::ExprKind::kShapeExpr:
@@ -258,15 +269,87 @@ class GraphLowering {
     return Error("unknown expression");
   }
 
+  // The device index of a vdevice of the module (the host when not placed).
+  int DeviceOf(const ir::StructInfo& s) const {
+    std::optional<ir::VDevice> d;
+    if (s && s->IsTensor()) {
+      d = s->vdevice;
+    } else if (s && s->kind == ir::StructInfoKind::kTuple) {
+      for (const ir::StructInfo& f : s->fields) {
+        if (!d && f && f->IsTensor()) d = f->vdevice;
+      }
+    }
+    int i = d ? pl_.module.VDeviceIndex(*d) : -1;
+    return i < 0 ? pl_.host : i;
+  }
+
+  // A region (a function with a "vdevice" attribute, made by partition) is lowered in line:
+  // its steps join this graph, on its device.
+  Expected<std::vector<int>> LowerRegionCall(const ir::CallNode& call, const ir::FunctionNode& f) {
+    if (f.params.size() != call.args.size()) return Error("a region call with the wrong arity");
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      Expected<std::vector<int>> vals = LowerArg(call.args[i]);
+      if (!vals) return vals;
+      vars_[f.params[i].get()] = *vals;
+    }
+    std::string saved = source_;
+    for (const ir::BindingBlock& block : f.body->blocks) {
+      for (const ir::Binding& b : block.bindings) {
+        source_ = b.source;
+        Expected<std::vector<int>> vals = LowerBinding(b);
+        if (!vals) {
+          Diagnostic d = vals.error();
+          if (d.location.empty()) d.location = b.source.empty() ? b.var->name_hint : b.source;
+          return d;
+        }
+        vars_[b.var.get()] = *vals;
+      }
+    }
+    source_ = saved;
+    return LowerArg(f.body->body);
+  }
+
+  // A copy between devices is a `copy` step on the destination; between two vdevices of one
+  // physical device there is nothing to move, so the value is used as it is.
+  Expected<std::vector<int>> LowerCopy(const ir::CallNode& call, const std::string& name) {
+    Expected<std::vector<int>> in = LowerArg(call.args[0]);
+    if (!in) return in;
+    int src = DeviceOf(call.args[0]->struct_info);
+    int dst = DeviceOf(call.struct_info);
+    const std::vector<ir::VDevice>& list = pl_.module.vdevices;
+    if (src == dst || (!list.empty() && list[static_cast<size_t>(src)].SamePhysicalDevice(
+                                            list[static_cast<size_t>(dst)]))) {
+      return in;
+    }
+    current_device_ = dst;
+    Expected<std::vector<int>> outs = ResultValues(call.struct_info, name);
+    if (!outs) return outs;
+    StepSpec step;
+    step.kernel = "copy";
+    step.device = dst;
+    step.source = source_;
+    step.inputs = *in;
+    step.input_arity = {1};
+    step.outputs = *outs;
+    g_.steps.push_back(std::move(step));
+    return outs;
+  }
+
   Expected<std::vector<int>> LowerCall(const ir::CallNode& call, const std::string& name) {
     const ir::OpInfo* op = call.op();
+    if (const auto* gv = ir::As<ir::GlobalVarNode>(call.callee)) {
+      ir::Function f = pl_.module.Lookup(gv->name);
+      if (f && f->attrs.Get<std::string>("vdevice")) return LowerRegionCall(call, *f);
+    }
     if (!op) {
       return Error("calls of functions (Loop, Scan bodies) are not supported by the package yet");
     }
+    if (op->kind == ir::OpKind::kToVDevice) return LowerCopy(call, name);
     StepSpec step;
     step.kernel = op->name;
     step.source = source_;
     step.attrs = call.attrs;
+    step.device = current_device_ = DeviceOf(call.struct_info);
     for (const ir::Expr& arg : call.args) {
       if (const auto* gv = ir::As<ir::GlobalVarNode>(arg)) {
         // A loop body: a module function becomes a subgraph of the package.
@@ -314,6 +397,7 @@ class GraphLowering {
     StepSpec step;
     step.kernel = "if";
     step.source = source_;
+    step.device = current_device_ = pl_.host;
     Expected<std::vector<int>> cond = LowerArg(node.cond);
     if (!cond) return cond;
     step.inputs = *cond;
@@ -366,7 +450,7 @@ class GraphLowering {
     if (pl_.options.plan_memory) {
       PlanMemory();
     } else {
-      g_.arena_bytes = {0};
+      g_.arena_bytes.assign(spec_.devices.size(), 0);
     }
   }
 
@@ -388,6 +472,7 @@ class GraphLowering {
     StepSpec step;
     step.kernel = "shape_expr";
     step.source = source_;
+    step.device = pl_.host;
     for (const ir::PrimExpr& d : shape.values) step.dims.push_back(Dim(d));
     int v = static_cast<int>(g_.values.size());
     ValueSpec value;
@@ -396,6 +481,7 @@ class GraphLowering {
     value.rank = 1;
     value.dims = {Dim(ir::IntImm(static_cast<int64_t>(shape.values.size())))};
     value.byte_size = static_cast<int64_t>(8 * shape.values.size());
+    value.device = pl_.host;
     g_.values.push_back(value);
     step.outputs = {v};
     g_.steps.push_back(std::move(step));
@@ -419,6 +505,7 @@ class GraphLowering {
     StepSpec step;
     step.kernel = "prim_value";
     step.source = source_;
+    step.device = pl_.host;
     step.dims = {Dim(prim.value)};
     int v = static_cast<int>(g_.values.size());
     ValueSpec value;
@@ -426,6 +513,7 @@ class GraphLowering {
     value.dtype = static_cast<int32_t>(prim.dtype);
     value.rank = 0;
     value.byte_size = bits / 8;
+    value.device = pl_.host;
     g_.values.push_back(value);
     step.outputs = {v};
     g_.steps.push_back(std::move(step));
@@ -441,6 +529,7 @@ class GraphLowering {
     value.rank = static_cast<int>(shape.size());
     for (int64_t d : shape) value.dims.push_back(Dim(ir::IntImm(d)));
     value.buffer = static_cast<int>(spec_.buffers.size());
+    value.device = pl_.host;
     spec_.buffers.push_back(std::move(bytes));
     g_.values.push_back(value);
     return v;
@@ -485,6 +574,7 @@ class GraphLowering {
       return Error("value '" + name + "' is a string tensor (string ops are not supported)");
     }
     v.byte_size = StaticBytes(v);
+    v.device = s->IsTensor() && s->vdevice ? DeviceOf(s) : current_device_;
     g_.values.push_back(std::move(v));
     return static_cast<int>(g_.values.size()) - 1;
   }
@@ -562,7 +652,9 @@ class GraphLowering {
   std::string source_;
   std::map<const ir::VarNode*, std::vector<int>> vars_;
   std::map<const ir::VarNode*, std::vector<ir::Expr>> tuple_fields_;
-  std::map<const ir::ConstantNode*, int> constants_;
+  std::map<std::pair<const ir::ConstantNode*, int>, int> constants_;
+  std::map<const ir::ConstantNode*, int> buffers_;
+  int current_device_;
   std::map<const ir::PrimExprNode*, int> dims_;
   std::map<int64_t, int> int_dims_;
 };
@@ -573,8 +665,19 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
   ir::Function main = module.Lookup("main");
   if (!main) return Error("the module has no function 'main'");
   PackageSpec spec;
-  spec.devices.push_back({"llvm", "cpu", 0});
-  PackageLowering pl{module, spec, options, {}, {}};
+  // The package's devices are the module's vdevices (the CPU alone when it has none); values
+  // the module leaves unplaced go to the host, the last CPU entry.
+  PackageLowering pl{module, spec, options, {}, 0, {}};
+  for (const ir::VDevice& d : module.vdevices) {
+    spec.devices.push_back({d.target.ToString(), d.target.DeviceType(), d.vdevice_id});
+  }
+  if (spec.devices.empty()) spec.devices.push_back({"llvm", "cpu", 0});
+  for (int i = static_cast<int>(spec.devices.size()) - 1; i >= 0; --i) {
+    if (spec.devices[static_cast<size_t>(i)].kind == "cpu") {
+      pl.host = i;
+      break;
+    }
+  }
   spec.graphs.emplace_back();
   GraphSpec& g = spec.graphs.front();
   g.name = "main";

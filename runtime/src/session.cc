@@ -278,12 +278,18 @@ class Run final : public KernelContext {
     size_t n = g.values()->size();
     values_.resize(n);
     owned_.resize(n);
+    // One arena per device (every device is host memory in this runtime).
     const auto* arenas = g.arena_bytes();
-    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0) arena_ = pool_.Take(arenas->Get(0));
+    if (arenas) {
+      arenas_.resize(arenas->size());
+      for (uint32_t d = 0; d < arenas->size(); ++d) {
+        if (arenas->Get(d) > 0) arenas_[d] = pool_.Take(static_cast<size_t>(arenas->Get(d)));
+      }
+    }
   }
 
   ~Run() {
-    pool_.Give(std::move(arena_));
+    for (BlockPool::Block& b : arenas_) pool_.Give(std::move(b));
     for (BlockPool::Block& b : owned_) pool_.Give(std::move(b));
   }
 
@@ -291,9 +297,12 @@ class Run final : public KernelContext {
   // intermediate after its last reader.
   Status Execute(const std::vector<const Tensor*>& given) {
     const auto* arenas = g_.arena_bytes();
-    if (arenas && arenas->size() > 0 && arenas->Get(0) > 0 && !arena_.mem) {
-      return Status::Error("out of memory allocating an arena of " +
-                           std::to_string(arenas->Get(0)) + " bytes");
+    for (uint32_t d = 0; arenas && d < arenas->size(); ++d) {
+      if (arenas->Get(d) > 0 && !arenas_[d].mem) {
+        return Status::Error("out of memory allocating an arena of " +
+                             std::to_string(arenas->Get(d)) + " bytes for device " +
+                             std::to_string(d));
+      }
     }
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
     int num_steps = static_cast<int>(g_.steps()->size());
@@ -426,9 +435,10 @@ class Run final : public KernelContext {
     Tensor& t = values_[v];
     t.dtype = dtype;
     t.shape = std::move(shape);
-    if (arena_.mem && value->arena_offset() >= 0 &&
+    size_t device = static_cast<size_t>(value->device());
+    if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device].mem &&
         static_cast<int64_t>(bytes) == value->byte_size()) {
-      t.data = arena_.mem.get() + value->arena_offset();
+      t.data = arenas_[device].mem.get() + value->arena_offset();
     } else {
       pool_.Give(std::move(owned_[v]));
       owned_[v] = pool_.Take(bytes);
@@ -780,7 +790,7 @@ class Run final : public KernelContext {
   int depth_;
   std::vector<Tensor> values_;
   std::vector<BlockPool::Block> owned_;
-  BlockPool::Block arena_;
+  std::vector<BlockPool::Block> arenas_;  // per device
   const pkg::Step* step_ = nullptr;
   std::vector<const Tensor*> inputs_;
   AttrView attrs_;
