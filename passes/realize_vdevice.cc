@@ -80,6 +80,7 @@ class Realizer {
     }
     for (const Hint& h : hints_) {
       for (int slot : h.input) {
+        if (slot < 0) continue;
         Group& g = groups_[Find(slot)];
         if (g.device < 0) {
           g.device = h.device;
@@ -113,6 +114,7 @@ class Realizer {
 
   // Joins two slots; `at` names the binding for the conflict message.
   Status Join(int a, int b, const std::string& at) {
+    if (a < 0 || b < 0) return {};
     a = Find(a);
     b = Find(b);
     if (a == b) return {};
@@ -140,6 +142,7 @@ class Realizer {
 
   // Seeds slot `slot` with `device`; a different seed already there is a conflict.
   Status Seed(int slot, int device, const std::string& source, const std::string& at) {
+    if (slot < 0) return {};
     Group& g = groups_[Find(slot)];
     if (g.device >= 0 && g.device != device) {
       return Error(at + " would be on " + Name(g.device) + " (from " + g.source + ") and on " +
@@ -238,9 +241,12 @@ class Realizer {
     return {};
   }
 
-  // The slots of the tensor leaves of `e` (constants and non-tensors have none).
+  // The slots of the tensor leaves of `e`; -1 for a leaf without one (a constant: it is placed
+  // where it is used).
   Expected<std::vector<int>> Leaves(const Expr& e) {
     if (const auto* v = As<ir::VarNode>(e)) return Slots(v);
+    if (As<ir::ConstantNode>(e))
+      return std::vector<int>(static_cast<size_t>(NumLeaves(e->struct_info)), -1);
     if (const auto* t = As<ir::TupleNode>(e)) {
       std::vector<int> out;
       for (const Expr& f : t->fields) {
@@ -276,7 +282,9 @@ class Realizer {
   }
 
   void MarkHost(const std::vector<int>& slots) {
-    for (int s : slots) groups_[Find(s)].host = true;
+    for (int s : slots) {
+      if (s >= 0) groups_[Find(s)].host = true;
+    }
   }
 
   Status JoinSeq(const ir::SeqExprNode& seq) {
@@ -353,12 +361,20 @@ class Realizer {
       for (const auto& a : args) MarkHost(a);
     }
     if (op && op->kind == ir::OpKind::kShapeToTensor) MarkHost(out);
-    std::vector<int> all = out;
-    for (const auto& a : args) all.insert(all.end(), a.begin(), a.end());
+    std::vector<int> all;
+    for (int s : out) {
+      if (s >= 0) all.push_back(s);
+    }
+    for (const auto& a : args) {
+      for (int s : a) {
+        if (s >= 0) all.push_back(s);
+      }
+    }
     return JoinAll(all, at);
   }
 
   std::optional<ir::VDevice> DeviceOf(int slot) {
+    if (slot < 0) return std::nullopt;
     int d = groups_[Find(slot)].device;
     if (d < 0) return std::nullopt;
     return mod_.vdevices[static_cast<size_t>(d)];

@@ -6,6 +6,9 @@
 #include <iterator>
 
 #include "ir/target.h"
+#include "ir/verifier.h"
+#include "passes/pass.h"
+#include "passes/place_rules.h"
 #include "targets/package_writer.h"
 
 namespace quilt::compiler {
@@ -23,34 +26,99 @@ std::string Sha256Hex(const void* data, size_t size) {
   return s;
 }
 
+namespace {
+
+// The vdevice list the pipeline places onto: the --device targets in order, and the CPU as the
+// host after them when none of them is a CPU.
+Expected<std::string> DeviceList(const std::vector<std::string>& devices) {
+  std::string list;
+  bool cpu = false;
+  for (const std::string& d : devices) {
+    Expected<ir::Target> t = ir::Target::Parse(d);
+    if (!t) return Error("--device " + d + ": " + t.error().message);
+    if (d.find(';') != std::string::npos) return Error("--device " + d + ": ';' in a target");
+    cpu |= t->DeviceType() == "cpu";
+    list += (list.empty() ? "" : ";") + d;
+  }
+  if (!cpu) list += (list.empty() ? "" : ";") + std::string("llvm");
+  return list;
+}
+
+}  // namespace
+
+Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& options,
+                           const std::string& source_name, const std::string& source_sha256) {
+  auto step = [&](const std::string& name, const ir::IRModule& m) -> Status {
+    if (Status s = ir::Verify(m); !s) {
+      return Error("the module is not valid after " + name + ": " + s.error().ToString());
+    }
+    if (options.after_step) options.after_step(name, m);
+    return {};
+  };
+  auto run = [&](const std::string& spec, const ir::IRModule& m) -> Expected<ir::IRModule> {
+    Expected<passes::Pass> p = passes::CreatePass(spec);
+    if (!p) return p.error();
+    Expected<ir::IRModule> out = p->Run(m);
+    if (!out) return out.error();
+    QUILT_TRY(step(p->name, *out));
+    return out;
+  };
+  ir::IRModule mod = module;
+  if (!options.devices.empty() || mod.vdevices.empty()) {
+    Expected<std::string> list =
+        DeviceList(options.devices.empty() ? std::vector<std::string>{"llvm"} : options.devices);
+    if (!list) return list.error();
+    Expected<ir::IRModule> m = run("update-vdevice{reset=\"" + *list + "\"}", mod);
+    if (!m) return m.error();
+    mod = *m;
+  }
+  Expected<ir::IRModule> hinted = passes::ApplyPlacementRules(mod, options.place);
+  if (!hinted) return hinted.error();
+  if (!options.place.empty()) QUILT_TRY(step("place", *hinted));
+  Expected<ir::IRModule> realized = run("realize-vdevice{fill=false hints=keep}", *hinted);
+  if (!realized) return realized.error();
+  passes::AssignOptions assign;
+  assign.strict = options.strict;
+  assign.supports = options.supports;
+  Expected<passes::AssignResult> assigned = passes::Assign(*realized, assign);
+  if (!assigned) return assigned.error();
+  QUILT_TRY(step("assign", assigned->module));
+  Expected<ir::IRModule> m = run("simplify", assigned->module);
+  if (m) m = run("partition", *m);
+  if (m) m = run("insert-device-copies", *m);
+  if (!m) return m.error();
+  Compiled out;
+  out.module = *m;
+  out.report = BuildPlacementReport(*m, assigned->ops, source_name);
+  Expected<PackageSpec> spec = Lower(*m, options.lower);
+  if (!spec) return spec.error();
+  spec->source_model = source_name;
+  spec->source_sha256 = source_sha256;
+  spec->placement_report = ReportText(out.report);
+  Expected<std::vector<uint8_t>> bytes = WritePackage(*spec);
+  if (!bytes) return bytes.error();
+  out.package = std::move(*bytes);
+  return out;
+}
+
 Expected<std::vector<uint8_t>> CompileModule(const ir::IRModule& module,
                                              const CompileOptions& options,
                                              const std::string& source_name,
                                              const std::string& source_sha256) {
-  for (const std::string& d : options.devices) {
-    Expected<ir::Target> t = ir::Target::Parse(d);
-    if (!t) return Error("--device " + d + ": " + t.error().message);
-    if (t->DeviceType() != "cpu") {
-      return Error("--device " + d + ": only the CPU target (llvm) can be compiled for so far");
-    }
-  }
-  Expected<PackageSpec> spec = Lower(module, options.lower);
-  if (!spec) return spec.error();
-  spec->source_model = source_name;
-  spec->source_sha256 = source_sha256;
-  return WritePackage(*spec);
+  Expected<Compiled> c = Compile(module, options, source_name, source_sha256);
+  if (!c) return c.error();
+  return std::move(c->package);
 }
 
-Expected<std::vector<uint8_t>> CompileOnnxFile(const std::string& path,
-                                               const CompileOptions& options) {
+Expected<Compiled> CompileOnnx(const std::string& path, const CompileOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot open '" + path + "'");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Expected<ir::IRModule> mod = importers::onnx::ImportOnnxFile(path, options.import);
   if (!mod) return mod.error();
+  if (options.after_step) options.after_step("import", *mod);
   std::string name = path.substr(path.find_last_of('/') + 1);
-  Expected<std::vector<uint8_t>> out =
-      CompileModule(*mod, options, name, Sha256Hex(bytes.data(), bytes.size()));
+  Expected<Compiled> out = Compile(*mod, options, name, Sha256Hex(bytes.data(), bytes.size()));
   if (!out) {
     Diagnostic d = out.error();
     d.message = path + ": " + d.ToString();
@@ -58,6 +126,13 @@ Expected<std::vector<uint8_t>> CompileOnnxFile(const std::string& path,
     return d;
   }
   return out;
+}
+
+Expected<std::vector<uint8_t>> CompileOnnxFile(const std::string& path,
+                                               const CompileOptions& options) {
+  Expected<Compiled> c = CompileOnnx(path, options);
+  if (!c) return c.error();
+  return std::move(c->package);
 }
 
 }  // namespace quilt::compiler

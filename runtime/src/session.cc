@@ -186,7 +186,15 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   if (!package) return Status::Error("session: no package");
   if (options.threads < 1) return Status::Error("session: threads must be at least 1");
   const pkg::Package& p = package->root();
+  // The devices that hold a value or run a step (a package may list a device that the
+  // placement left empty).
+  std::vector<bool> used(p.devices()->size(), false);
+  for (const pkg::Graph* g : *p.graphs()) {
+    for (const pkg::Value* v : *g->values()) used[static_cast<size_t>(v->device())] = true;
+    for (const pkg::Step* st : *g->steps()) used[static_cast<size_t>(st->device())] = true;
+  }
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
+    if (!used[d]) continue;
     const pkg::Device* dev = p.devices()->Get(d);
     std::string kind = dev->kind() ? dev->kind()->str() : "";
     if (kind != "cpu") {

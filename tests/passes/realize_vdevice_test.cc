@@ -230,3 +230,23 @@ class Module:
 
 }  // namespace
 }  // namespace quilt::passes
+
+namespace quilt::passes {
+namespace {
+
+TEST(RealizeVDevice, AFunctionThatReturnsAConstantIsFine) {
+  // A constant has no slot of its own: it is placed where it is used.
+  ir::IRModule got = quilt::testing::RunPass("realize-vdevice", quilt::testing::Parse(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm")]})
+
+    @R.function
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        return R.const([1, 2], "float32")
+)"));
+  EXPECT_EQ(got.functions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace quilt::passes
