@@ -80,6 +80,7 @@ Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& opt
   passes::AssignOptions assign;
   assign.strict = options.strict;
   assign.supports = options.supports;
+  assign.max_fragment_ops = options.max_fragment_ops;
   Expected<passes::AssignResult> assigned = passes::Assign(*realized, assign);
   if (!assigned) return assigned.error();
   QUILT_TRY(step("assign", assigned->module));

@@ -31,6 +31,8 @@ struct CompileOptions {
   std::vector<std::string> place;
   // Any fallback from the first device is an error listing each op.
   bool strict = false;
+  // Fragments of at most this many cheap ops between host ops stay on the host (assign.h).
+  int max_fragment_ops = 3;
   // Which device can run which op; by default each target's own answer. Tests use fakes.
   std::function<targets::Support(const ir::VDevice&, const ir::CallNode&)> supports;
   // Called with the module after each step of the pipeline (--print-ir-after-all).

@@ -200,6 +200,12 @@ class GraphLowering {
   }
 
   Expected<std::vector<int>> LowerBinding(const ir::Binding& b) {
+    // A variable bound to a constant stands for the constant: each use lowers it on the device
+    // that reads it.
+    if (ir::As<ir::ConstantNode>(b.value)) {
+      const_vars_[b.var.get()] = b.value;
+      return std::vector<int>{};
+    }
     if (const auto* call = ir::As<ir::CallNode>(b.value)) return LowerCall(*call, b.var->name_hint);
     if (const auto* node = ir::As<ir::IfNode>(b.value)) return LowerIf(*node, b.var->name_hint);
     if (const auto* t = ir::As<ir::TupleNode>(b.value)) tuple_fields_[b.var.get()] = t->fields;
@@ -211,6 +217,8 @@ class GraphLowering {
     switch (e->kind) {
       case ir::ExprKind::kVar:
       case ir::ExprKind::kDataflowVar: {
+        auto c = const_vars_.find(static_cast<const ir::VarNode*>(e.get()));
+        if (c != const_vars_.end()) return LowerArg(c->second);
         auto it = vars_.find(static_cast<const ir::VarNode*>(e.get()));
         if (it == vars_.end())
           return Error("'" + ir::ArgName(e) + "' is used before it is defined");
@@ -287,7 +295,16 @@ class GraphLowering {
   // its steps join this graph, on its device.
   Expected<std::vector<int>> LowerRegionCall(const ir::CallNode& call, const ir::FunctionNode& f) {
     if (f.params.size() != call.args.size()) return Error("a region call with the wrong arity");
+    Expected<int> device =
+        ir::ResolveDeviceString(*f.attrs.Get<std::string>("vdevice"), pl_.module.vdevices);
+    if (!device) return device.error();
+    current_device_ = *device;
     for (size_t i = 0; i < f.params.size(); ++i) {
+      // A constant passed in stays a constant of the region's device.
+      if (auto c = const_vars_.find(ir::As<ir::VarNode>(call.args[i])); c != const_vars_.end()) {
+        const_vars_[f.params[i].get()] = c->second;
+        continue;
+      }
       Expected<std::vector<int>> vals = LowerArg(call.args[i]);
       if (!vals) return vals;
       vars_[f.params[i].get()] = *vals;
@@ -652,6 +669,7 @@ class GraphLowering {
   std::string source_;
   std::map<const ir::VarNode*, std::vector<int>> vars_;
   std::map<const ir::VarNode*, std::vector<ir::Expr>> tuple_fields_;
+  std::map<const ir::VarNode*, ir::Expr> const_vars_;
   std::map<std::pair<const ir::ConstantNode*, int>, int> constants_;
   std::map<const ir::ConstantNode*, int> buffers_;
   int current_device_;

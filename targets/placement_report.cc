@@ -224,14 +224,16 @@ std::string ReportDot(const PlacementReport& r) {
   s << "digraph placement {\n  compound=true;\n  node [shape=box, style=filled, "
        "fillcolor=white, fontname=\"Helvetica\"];\n";
   s << "  label=\"" << (r.model.empty() ? "placement" : r.model) << "\";\n";
-  std::map<std::string, std::string> region_of;
+  std::map<std::string, std::string> region_of, op_of;
+  for (const auto& p : r.ops) op_of[p.value] = p.op;
   for (size_t k = 0; k < r.regions.size(); ++k) {
     const auto& g = r.regions[k];
     s << "  subgraph cluster_" << k << " {\n    label=\"" << g.function << " ("
       << r.devices[static_cast<size_t>(g.device)].name << ")\";\n    style=filled;\n"
       << "    fillcolor=\"" << Color(g.device) << "\";\n";
     for (const std::string& v : g.values) {
-      s << "    \"" << g.function << ":" << v << "\" [label=\"" << v << "\"];\n";
+      s << "    \"" << g.function << ":" << v << "\" [label=\"" << v
+        << (op_of.count(v) ? "\\n" + op_of[v] : "") << "\"];\n";
       region_of[v] = g.function;
     }
     for (size_t i = 1; i < g.values.size(); ++i) {

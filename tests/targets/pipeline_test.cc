@@ -1,0 +1,242 @@
+// The fixed pipeline end to end: the CPU as two devices (copies run, constants on both), golden
+// placement reports, placement rules on an imported model, --strict.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "ir/op.h"
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/importers/onnx_test_util.h"
+#include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
+
+namespace quilt::compiler {
+namespace {
+
+using quilt::testing::Parse;
+
+// x, k: (2, 3); w: (3, 3). a = x + k on cpu 1 (a hint), b = a @ w and c = b - k on the first
+// entry, cpu 0. The host (the last CPU entry) is cpu 1, so the result comes back to it.
+constexpr const char* kTwoCpus = R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm", 0), I.vdevice("llvm", 1)]})
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), w: R.Tensor((3, 3), "float32")):
+        k = R.const([[1, 2, 3], [4, 5, 6]], "float32")
+        a = R.add(x, k)
+        h = R.hint_on_device(a, tvm.cpu(1))
+        b = R.matmul(h, w)
+        c = R.subtract(b, k)
+        return c
+)";
+
+std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
+}
+
+TEST(Pipeline, TheCpuAsTwoDevicesRunsWithCopiesInPlace) {
+  CompileOptions options;
+  options.devices = {};  // the module's own list
+  Expected<Compiled> c = Compile(Parse(kTwoCpus), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  // Steps on both devices, copies between them, and the constant k on both.
+  int copies = 0, on0 = 0, on1 = 0, k_values = 0;
+  for (const pkg::Step* s : *g.steps()) {
+    if (s->kernel()->str() == "copy") ++copies;
+    (s->device() == 0 ? on0 : on1) += 1;
+  }
+  for (const pkg::Value* v : *g.values()) {
+    if (v->kind() == pkg::ValueKind::Constant && v->byte_size() == 24) ++k_values;
+  }
+  EXPECT_GE(copies, 2);
+  EXPECT_GT(on0, 0);
+  EXPECT_GT(on1, 0);
+  EXPECT_EQ(k_values, 2);
+  ASSERT_EQ(g.arena_bytes()->size(), 2u);
+
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  std::vector<float> w = {1, 0, 2, -1, 3, 0, 0.5f, 1, -2};
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run({test::Input("x", x, {2, 3}), test::Input("w", w, {3, 3})}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.size(), 1u);
+  // The reference, by hand: c = (x + k) @ w - k.
+  std::vector<float> k = {1, 2, 3, 4, 5, 6}, want(6);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      float sum = 0;
+      for (int t = 0; t < 3; ++t) sum += (x[i * 3 + t] + k[i * 3 + t]) * w[t * 3 + j];
+      want[i * 3 + j] = sum - k[i * 3 + j];
+    }
+  }
+  std::vector<float> got = test::Floats(out[0]);
+  ASSERT_EQ(got.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+// A fake CUDA that runs only `ops`; the CPU runs everything.
+std::function<targets::Support(const ir::VDevice&, const ir::CallNode&)> FakeCuda(
+    std::set<std::string> ops) {
+  return [ops](const ir::VDevice& d, const ir::CallNode& call) {
+    if (d.target.DeviceType() == "cpu") return targets::Support::Yes();
+    std::string name = call.op() ? call.op()->name : "call";
+    if (ops.count(name)) return targets::Support::Yes();
+    return targets::Support::No("the fake " + d.target.kind + " has no " + name);
+  };
+}
+
+constexpr const char* kChain = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 8, 8), "float32"), w1: R.Tensor((4, 3, 3, 3), "float32"), w2: R.Tensor((4, 4, 1, 1), "float32")):
+        a = R.nn.conv2d(x, w1)
+        b = R.nn.relu(a)
+        c = R.nn.softmax(b, axis=1)
+        d = R.nn.conv2d(c, w2)
+        e = R.nn.relu(d)
+        return e
+)";
+
+void CheckGolden(const std::string& name, const std::string& got) {
+  std::string path = quilt::testing::DataPath("report/" + name);
+  if (std::getenv("QUILT_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << got;
+    return;
+  }
+  EXPECT_EQ(got, quilt::testing::ReadData("report/" + name))
+      << "the " << name << " report changed; QUILT_UPDATE_GOLDEN=1 rewrites it";
+}
+
+TEST(Pipeline, ReportsMatchTheirGoldenFiles) {
+  CompileOptions options;
+  options.devices = {"cuda", "llvm"};
+  options.supports = FakeCuda({"nn.conv2d", "nn.relu"});
+  Expected<Compiled> c = Compile(Parse(kChain), options, "chain.onnx");
+  ASSERT_TRUE(c) << c.error().ToString();
+  CheckGolden("chain.txt", ReportText(c->report));
+  CheckGolden("chain.dot", ReportDot(c->report));
+  CheckGolden("chain.json", ReportJson(c->report));
+  CheckGolden("chain_summary.txt", ReportSummary(c->report));
+  // The text report travels in the package.
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p && p->root().metadata() && p->root().metadata()->placement_report());
+  EXPECT_EQ(p->root().metadata()->placement_report()->str(), ReportText(c->report));
+}
+
+TEST(Pipeline, StrictListsEveryFallback) {
+  CompileOptions options;
+  options.devices = {"cuda", "llvm"};
+  options.strict = true;
+  options.supports = FakeCuda({"nn.conv2d", "nn.relu"});
+  Expected<Compiled> c = Compile(Parse(kChain), options);
+  ASSERT_FALSE(c);
+  std::string e = c.error().ToString();
+  EXPECT_NE(e.find("--strict: 1 op(s) fell back"), std::string::npos) << e;
+  EXPECT_NE(e.find("'c' (R.nn.softmax) on llvm (id 0, global): cuda (id 0, global): the fake "
+                   "cuda has no nn.softmax"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Pipeline, PrintsTheModuleAfterEachStep) {
+  CompileOptions options;
+  std::vector<std::string> steps;
+  options.after_step = [&](const std::string& step, const ir::IRModule&) { steps.push_back(step); };
+  ASSERT_TRUE(Compile(Parse(kChain), options));
+  EXPECT_EQ(steps, (std::vector<std::string>{"update-vdevice", "realize-vdevice", "assign",
+                                             "simplify", "partition", "insert-device-copies"}));
+}
+
+// /backbone/relu -> /backbone/neg -> /head/exp -> /head/softmax
+Expected<ir::IRModule> RulesModel() {
+  quilt::testing::OnnxGraph g(17);
+  g.Input("x", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{4}});
+  g.Node("Relu", {"x"}, {"r"}).set_name("/backbone/relu");
+  g.Node("Neg", {"r"}, {"n"}).set_name("/backbone/neg");
+  g.Node("Exp", {"n"}, {"e"}).set_name("/head/exp");
+  g.Node("Softmax", {"e"}, {"y"}).set_name("/head/softmax");
+  g.Output("y", onnx::TensorProto::FLOAT);
+  return g.Import();
+}
+
+// The device name of each ONNX node after compiling with `rules`.
+Expected<std::map<std::string, std::string>> Placed(std::vector<std::string> rules) {
+  Expected<ir::IRModule> mod = RulesModel();
+  if (!mod) return mod.error();
+  CompileOptions options;
+  options.devices = {"cuda", "llvm"};
+  options.place = std::move(rules);
+  options.supports = FakeCuda({"nn.relu", "negative", "exp", "nn.softmax"});
+  options.max_fragment_ops = 0;  // the rules alone decide
+  Expected<Compiled> c = Compile(*mod, options);
+  if (!c) return c.error();
+  std::map<std::string, std::string> out;
+  for (const auto& p : c->report.ops) {
+    out[p.node] = c->report.devices[static_cast<size_t>(p.device)].name + "/" +
+                  std::string(passes::WhyName(p.why));
+  }
+  return out;
+}
+
+TEST(Pipeline, PlacementRulesByOpTypeNodeGlobAndRegion) {
+  Expected<std::map<std::string, std::string>> p = Placed({});
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ((*p)["/head/softmax"], "cuda/first choice");
+  p = Placed({"op:Softmax=llvm"});
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ((*p)["/head/softmax"], "llvm/placement rule");
+  EXPECT_EQ((*p)["/head/exp"], "cuda/first choice");
+  p = Placed({"node:/backbone/*=llvm"});
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ((*p)["/backbone/relu"], "llvm/placement rule");
+  EXPECT_EQ((*p)["/backbone/neg"], "llvm/placement rule");
+  EXPECT_EQ((*p)["/head/exp"], "cuda/first choice");
+  p = Placed({"region:/backbone/neg../head/exp=llvm"});
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ((*p)["/backbone/relu"], "cuda/first choice");
+  EXPECT_EQ((*p)["/backbone/neg"], "llvm/placement rule");
+  EXPECT_EQ((*p)["/head/exp"], "llvm/placement rule");
+  EXPECT_EQ((*p)["/head/softmax"], "cuda/first choice");
+}
+
+std::string RuleError(std::vector<std::string> rules) {
+  Expected<std::map<std::string, std::string>> p = Placed(std::move(rules));
+  if (p) {
+    ADD_FAILURE() << "the rules were accepted";
+    return "";
+  }
+  return p.error().ToString();
+}
+
+TEST(Pipeline, BadPlacementRulesAreRefusedWithTheirReason) {
+  EXPECT_NE(RuleError({"op:Conv=llvm"}).find("--place op:Conv=llvm: the rule matches no op"),
+            std::string::npos);
+  EXPECT_NE(RuleError({"node:/neck/*=llvm"}).find("matches no op"), std::string::npos);
+  EXPECT_NE(RuleError({"region:/head/exp../backbone/relu=llvm"})
+                .find("node '/backbone/relu' does not depend on node '/head/exp'"),
+            std::string::npos);
+  EXPECT_NE(RuleError({"region:/nope../head/exp=llvm"}).find("no node named '/nope'"),
+            std::string::npos);
+  EXPECT_NE(RuleError({"op:Relu=opencl"}).find("\"opencl\" names no entry"), std::string::npos);
+  EXPECT_NE(RuleError({"Relu=llvm"}).find("expected op:TYPE=DEVICE"), std::string::npos);
+  EXPECT_NE(RuleError({"layer:x=llvm"}).find("unknown rule kind 'layer'"), std::string::npos);
+  EXPECT_NE(RuleError({"op:Relu=llvm", "node:/backbone/relu=cuda"})
+                .find("ask for node '/backbone/relu' on two devices"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace quilt::compiler
