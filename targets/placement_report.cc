@@ -176,9 +176,14 @@ std::string ReportText(const PlacementReport& r) {
   s << "# quilt placement report" << (r.model.empty() ? "" : ": " + r.model) << "\n\n";
   s << ReportSummary(r) << "\n";
   s << "devices, in priority order:\n";
+  int host = -1;
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    if (r.devices[i].type == "cpu") host = static_cast<int>(i);
+  }
   for (size_t i = 0; i < r.devices.size(); ++i) {
     const auto& d = r.devices[i];
-    s << "  [" << i << "] " << d.name << ": " << d.target << " (" << d.type << " " << d.id << ")\n";
+    s << "  [" << i << "] " << d.name << ": " << d.target << " (" << d.type << " " << d.id << ")"
+      << (static_cast<int>(i) == host ? ", the host" : "") << "\n";
   }
   s << "\nops by device:\n";
   for (size_t i = 0; i < r.devices.size(); ++i) {
