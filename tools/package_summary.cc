@@ -34,6 +34,15 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
         os << " (sha256 " << m->source_sha256()->str().substr(0, 16) << "...)";
     }
   }
+  // The placement summary: the report's lines from "placement:" to the first blank line.
+  if (const pkg::Metadata* m = p.metadata(); m && m->placement_report()) {
+    std::string report = m->placement_report()->str();
+    size_t begin = report.find("placement:");
+    if (begin != std::string::npos) {
+      size_t end = report.find("\n\n", begin);
+      os << "\n" << report.substr(begin, end == std::string::npos ? end : end - begin + 1);
+    }
+  }
   os << "\ndevices:\n";
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
     const pkg::Device* dev = p.devices()->Get(d);

@@ -18,10 +18,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"quilt-inspect: summarize a model"};
   std::string input;
-  bool ir = false, steps = false;
+  bool ir = false, steps = false, placement = false;
   app.add_option("file", input, "ONNX model (.onnx) or package (.quilt)")->required();
   app.add_flag("--ir", ir, "also import the model and print its IR");
   app.add_flag("--steps", steps, "list every step of a package");
+  app.add_flag("--placement", placement, "print the package's full placement report");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   if (input.ends_with(".quilt")) {
     std::unique_ptr<quilt::rt::LoadedPackage> package;
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::cout << input << "\n" << quilt::tools::SummarizePackage(*package, steps);
+    const quilt::pkg::Metadata* m = package->root().metadata();
+    if (placement && m && m->placement_report()) std::cout << "\n" << m->placement_report()->str();
     return 0;
   }
   quilt::Expected<quilt::importers::onnx::ModelSummary> s =

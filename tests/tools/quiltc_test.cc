@@ -205,3 +205,72 @@ TEST_F(QuiltcTest, DamagedPackageIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(QuiltcTest, PrintsThePlacementSummaryAndWritesEveryReport) {
+  std::string args = Model() + " -o " + Path("m.quilt") + " --report " + Path("p.txt") +
+                     " --report " + Path("p.dot") + " --report " + Path("p.json");
+  Result c = Tool("quiltc", args);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("placement: 3 ops on 1 device, 1 region, 0 copies, 0 fallbacks"),
+            std::string::npos)
+      << c.out;
+  EXPECT_NE(ReadAll(Path("p.txt")).find("  mul0  R.multiply  llvm  first choice"),
+            std::string::npos)
+      << ReadAll(Path("p.txt"));
+  EXPECT_NE(ReadAll(Path("p.dot")).find("subgraph cluster_0"), std::string::npos);
+  EXPECT_NE(ReadAll(Path("p.json")).find("\"op\": \"sqrt\""), std::string::npos);
+  // The placement travels in the package; quilt-inspect shows it.
+  Result i = Tool("quilt-inspect", Path("m.quilt"));
+  EXPECT_NE(i.out.find("placement: 3 ops on 1 device"), std::string::npos) << i.out;
+}
+
+TEST_F(QuiltcTest, AReportWithAnUnknownExtensionIsAUsageError) {
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --report " + Path("p.html"));
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.out.find("must end in .txt, .dot or .json"), std::string::npos) << c.out;
+}
+
+TEST_F(QuiltcTest, StrictFailsOnEveryFallbackAndNamesTheNodes) {
+  // No CUDA kernels exist yet: every op falls back to the CPU, which --strict refuses.
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --device cuda --strict");
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(c.out.find("--strict: 3 op(s) fell back"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("node 'sqrt0' (R.sqrt) on llvm"), std::string::npos) << c.out;
+  EXPECT_FALSE(fs::exists(Path("m.quilt")));
+  // Without --strict the same model compiles, runs on the CPU and says why.
+  c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --device cuda");
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("fallback: 1 x R.sqrt: cuda (id 0, global): no CUDA kernel for R.sqrt yet"),
+            std::string::npos)
+      << c.out;
+}
+
+TEST_F(QuiltcTest, PlacementRulesAreCheckedAndBadOnesNamed) {
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --place op:Sqrt=llvm");
+  EXPECT_EQ(c.code, 0) << c.out;
+  c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --place op:Conv=llvm");
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(c.out.find("--place op:Conv=llvm: the rule matches no op"), std::string::npos) << c.out;
+  c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --place node:add0=opencl");
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(c.out.find("\"opencl\" names no entry"), std::string::npos) << c.out;
+}
+
+TEST_F(QuiltcTest, PrintIrAfterAllShowsEachStep) {
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --print-ir-after-all");
+  ASSERT_EQ(c.code, 0) << c.out;
+  size_t last = 0;
+  for (const char* step : {"import", "update-vdevice", "realize-vdevice", "assign", "simplify",
+                           "partition", "insert-device-copies"}) {
+    size_t at = c.out.find(std::string("# ----- IR after ") + step + " -----");
+    EXPECT_NE(at, std::string::npos) << step;
+    EXPECT_GE(at, last) << step;
+    last = at;
+  }
+  EXPECT_NE(c.out.find("R.func_attr({\"vdevice\": \"llvm\", \"codegen\": \"llvm\"})"),
+            std::string::npos);
+}
+
+}  // namespace
