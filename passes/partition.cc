@@ -83,13 +83,22 @@ std::vector<int> PartitionDag(const std::vector<int>& colors,
       if (r == gone) r = keep;
     }
   };
-  // 1. Join a same-color predecessor's region.
+  // 1. Join a same-color predecessor's region. A node still alone whose predecessors all lie in
+  // that region joins it without a search (no path can leave the region and come back): the
+  // common case of chains, which keeps this linear there.
   for (size_t i = 0; i < n; ++i) {
     if (colors[i] < 0) continue;
     for (int p : preds[i]) {
       int a = region[static_cast<size_t>(p)];
       int b = region[i];
       if (a < 0 || a == b || colors[static_cast<size_t>(p)] != colors[i]) continue;
+      bool alone = b == static_cast<int>(i);
+      bool inside = true;
+      for (int q : preds[i]) inside &= region[static_cast<size_t>(q)] == a;
+      if (alone && inside) {
+        region[i] = a;
+        continue;
+      }
       if (!MergeMakesCycle(region, preds, a, b)) merge(std::min(a, b), std::max(a, b));
     }
   }
