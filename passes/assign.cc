@@ -387,6 +387,23 @@ class Assigner {
       return changed ? ir::MakeTuple(std::move(fields)) : e;
     }
     const auto* v = As<ir::VarNode>(e);
+    if (v && v->struct_info && v->struct_info->kind == ir::StructInfoKind::kTuple) {
+      // A tuple variable: its fields one by one, when any is elsewhere.
+      bool elsewhere = false;
+      const ir::VDevice& target = mod_.vdevices[static_cast<size_t>(d)];
+      MapVDevices(v->struct_info, [&](const std::optional<ir::VDevice>& x) {
+        elsewhere |= x && *x != target;
+        return x;
+      });
+      if (!elsewhere) return e;
+      std::vector<Expr> fields;
+      for (size_t i = 0; i < v->struct_info->fields.size(); ++i) {
+        Expected<Expr> item = ir::MakeTupleGetItem(e, static_cast<int>(i));
+        QUILT_CHECK(item.ok()) << item.error().ToString();
+        fields.push_back(CopyTo(emit.Emit(v->name_hint + "_" + std::to_string(i), *item), d, emit));
+      }
+      return ir::MakeTuple(std::move(fields));
+    }
     if (!v || !v->struct_info || !v->struct_info->IsTensor() || !v->struct_info->vdevice) return e;
     const ir::VDevice& target = mod_.vdevices[static_cast<size_t>(d)];
     if (*v->struct_info->vdevice == target) return e;

@@ -30,6 +30,7 @@ using quilt::rt::DType;
 struct Result {
   enum Kind { kPass, kFail, kUnsupported } kind = kPass;
   std::string reason;
+  int copies = 0;  // copy steps between devices in the package
 };
 
 Result Fail(std::string why) { return {Result::kFail, std::move(why)}; }
@@ -97,7 +98,23 @@ std::string Compare(const quilt::rt::OwnedTensor& got, const onnx::TensorProto& 
   return "";
 }
 
-Result RunOne(const fs::path& dir, bool left_out) {
+// Splits a model across the CPU seen as two devices: device 0 takes the ops whose name hashes
+// odd, device 1 (the host) the rest, so most models run with copies between the two.
+void SplitAcrossTwoCpus(quilt::ir::IRModule* mod, quilt::compiler::CompileOptions* options) {
+  quilt::ir::Target llvm = *quilt::ir::Target::Parse("llvm");
+  mod->vdevices = {quilt::ir::VDevice{llvm, 0, "global"}, quilt::ir::VDevice{llvm, 1, "global"}};
+  options->devices = {};
+  options->max_fragment_ops = 0;
+  options->supports = [](const quilt::ir::VDevice& d, const quilt::ir::CallNode& call) {
+    if (d.vdevice_id == 1 || !call.op()) return quilt::targets::Support::Yes();
+    uint32_t h = 2166136261u;
+    for (char c : call.op()->name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+    if (h % 2) return quilt::targets::Support::Yes();
+    return quilt::targets::Support::No("left to the other device by the split test");
+  };
+}
+
+Result RunOne(const fs::path& dir, bool left_out, bool split = false) {
   quilt::importers::onnx::ImportOptions options = PinShapeInputs(dir);
   quilt::Expected<quilt::ir::IRModule> mod =
       quilt::importers::onnx::ImportOnnxFile((dir / "model.onnx").string(), options);
@@ -109,6 +126,7 @@ Result RunOne(const fs::path& dir, bool left_out) {
     return Fail("import: " + mod.error().ToString());
   }
   quilt::compiler::CompileOptions copts;
+  if (split) SplitAcrossTwoCpus(&*mod, &copts);
   quilt::Expected<std::vector<uint8_t>> bytes = quilt::compiler::CompileModule(*mod, copts);
   if (!bytes) {
     const std::string& m = bytes.error().message;
@@ -121,6 +139,13 @@ Result RunOne(const fs::path& dir, bool left_out) {
   std::unique_ptr<quilt::rt::LoadedPackage> pkg;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromMemory(bytes->data(), bytes->size(), &pkg);
   if (!st.ok()) return Fail("load: " + st.message());
+  int copies = 0;
+  for (const quilt::pkg::Graph* g : *pkg->root().graphs()) {
+    for (const quilt::pkg::Step* s : *g->steps()) {
+      copies += s->kernel()->str() == "copy" && s->inputs()->size() == 1 &&
+                g->values()->Get(s->inputs()->Get(0))->device() != s->device();
+    }
+  }
   std::unique_ptr<quilt::rt::Session> session;
   st = quilt::rt::Session::Create(std::move(pkg), {}, &session);
   if (!st.ok()) return Fail("session: " + st.message());
@@ -169,7 +194,9 @@ Result RunOne(const fs::path& dir, bool left_out) {
     std::string diff = Compare(outputs[i], t);
     if (!diff.empty()) return Fail("output " + std::to_string(i) + ": " + diff);
   }
-  return {};
+  Result pass;
+  pass.copies = copies;
+  return pass;
 }
 
 TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
@@ -247,6 +274,33 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
   EXPECT_TRUE(regressions.empty())
       << regressions.size() << " tests of run_baseline.txt do not pass:\n"
       << list;
+}
+
+// Every test that passes on the CPU passes too when its ops are split across the CPU seen as two
+// devices: copies between them, constants on each, an arena per device.
+TEST(OnnxNodeTests, SplitAcrossTwoCpuDevicesMatchesToo) {
+  fs::path root = QUILT_NODE_TEST_DIR;
+  if (!fs::exists(root)) {
+    GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
+  }
+  std::map<std::string, std::string> baseline =
+      ReadBaseline(std::string(QUILT_SOURCE_DIR) + "/tests/conformance/run_baseline.txt");
+  int run = 0, with_copies = 0;
+  std::vector<std::string> failures;
+  for (const auto& [name, status] : baseline) {
+    if (status != "pass" || !fs::exists(root / name / "model.onnx")) continue;
+    Result r = RunOne(root / name, false, /*split=*/true);
+    ++run;
+    with_copies += r.copies > 0;
+    if (r.kind != Result::kPass) failures.push_back(name + ": " + r.reason);
+  }
+  std::printf("node tests split across two CPU devices: %d run, %zu fail, %d with copies\n", run,
+              failures.size(), with_copies);
+  std::string list;
+  for (size_t i = 0; i < failures.size() && i < 40; ++i) list += "  " + failures[i] + "\n";
+  EXPECT_TRUE(failures.empty()) << failures.size() << " tests fail when split:\n" << list;
+  EXPECT_GT(run, 1000);
+  EXPECT_GT(with_copies, run / 2) << "the split should put most models on both devices";
 }
 
 }  // namespace
