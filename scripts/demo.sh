@@ -16,8 +16,13 @@ build/bin/quilt-inspect "$model"
 
 echo
 echo "== compile: quiltc $model -o $out/cls.quilt --device llvm --input-shape x:2,3,48,192"
-build/bin/quiltc "$model" -o "$out/cls.quilt" --device llvm --input-shape x:2,3,48,192
+build/bin/quiltc "$model" -o "$out/cls.quilt" --device llvm --input-shape x:2,3,48,192 \
+  --report "$out/placement.txt" --report "$out/placement.dot" --report "$out/placement.json"
 build/bin/quilt-inspect "$out/cls.quilt"
+
+echo
+echo "== placement ($out/placement.txt; Graphviz: $out/placement.dot), first lines"
+sed -n '1,20p' "$out/placement.txt"
 
 echo
 echo "== the input: one line of text, upright and turned 180 degrees ($out/cls_input.png)"

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "ir/op.h"
@@ -79,7 +80,16 @@ PlacementReport BuildPlacementReport(const ir::IRModule& module,
                                      const std::string& model) {
   PlacementReport r;
   r.model = model;
-  r.ops = ops;
+  // The ops that are still there (simplify removes those nobody uses after assign).
+  std::set<std::string> live;
+  for (const auto& [name, f] : module.functions) {
+    for (const ir::BindingBlock& b : f->body->blocks) {
+      for (const ir::Binding& x : b.bindings) live.insert(x.var->name_hint);
+    }
+  }
+  for (const passes::OpPlacement& p : ops) {
+    if (live.count(p.value)) r.ops.push_back(p);
+  }
   for (size_t i = 0; i < module.vdevices.size(); ++i) {
     const ir::VDevice& d = module.vdevices[i];
     r.devices.push_back({ir::DeviceString(static_cast<int>(i), module.vdevices),
