@@ -256,6 +256,28 @@ Expected<Expr> MakeIf(Expr cond, SeqExpr then_branch, SeqExpr else_branch) {
   return Expr(n);
 }
 
+std::vector<const VarNode*> UsedVars(const Expr& e) {
+  std::vector<const VarNode*> out;
+  std::function<void(const Expr&)> use = [&](const Expr& x) {
+    if (const auto* v = As<VarNode>(x)) {
+      out.push_back(v);
+    } else if (const auto* t = As<TupleNode>(x)) {
+      for (const Expr& f : t->fields) use(f);
+    } else if (const auto* g = As<TupleGetItemNode>(x)) {
+      use(g->tuple);
+    } else if (const auto* c = As<CallNode>(x)) {
+      for (const Expr& a : c->args) use(a);
+    } else if (const auto* i = As<IfNode>(x)) {
+      use(i->cond);
+      for (const SeqExpr& branch : {i->then_branch, i->else_branch}) {
+        for (const Var& v : FreeVars(*branch, {})) out.push_back(v.get());
+      }
+    }
+  };
+  use(e);
+  return out;
+}
+
 std::vector<Var> FreeVars(const SeqExprNode& seq, const std::vector<Var>& bound) {
   std::set<const VarNode*> defined;
   for (const Var& v : bound) defined.insert(v.get());

@@ -46,6 +46,10 @@ StructInfo FunctionSInfo(const FunctionNode& f);
 // body lifted into a function of its own must take as parameters.
 std::vector<Var> FreeVars(const SeqExprNode& seq, const std::vector<Var>& bound);
 
+// The variables `e` reads: through tuples, tuple items and call arguments, and an If's condition
+// and the free variables of its branches; in order, repeats kept.
+std::vector<const VarNode*> UsedVars(const Expr& e);
+
 // Re-infers every struct info of the module from its parameters and annotations, callees before
 // callers; returns a new module (the input is not changed). A binding's annotation is refined
 // with what inference gives; a contradiction is a diagnostic naming the function and value.

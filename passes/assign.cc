@@ -58,19 +58,9 @@ bool HasTensor(const ir::StructInfo& s) {
   return found;
 }
 
-// The variables an expression reads directly (through tuples and tuple items).
 void ReadVars(const Expr& e, std::vector<const ir::VarNode*>* out) {
-  if (const auto* v = As<ir::VarNode>(e)) {
-    out->push_back(v);
-  } else if (const auto* t = As<ir::TupleNode>(e)) {
-    for (const Expr& f : t->fields) ReadVars(f, out);
-  } else if (const auto* g = As<ir::TupleGetItemNode>(e)) {
-    ReadVars(g->tuple, out);
-  } else if (const auto* c = As<ir::CallNode>(e)) {
-    for (const Expr& a : c->args) ReadVars(a, out);
-  } else if (const auto* i = As<ir::IfNode>(e)) {
-    ReadVars(i->cond, out);
-  }
+  std::vector<const ir::VarNode*> used = ir::UsedVars(e);
+  out->insert(out->end(), used.begin(), used.end());
 }
 
 class Assigner {

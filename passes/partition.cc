@@ -131,22 +131,9 @@ namespace {
 using ir::As;
 using ir::Expr;
 
-// Every variable `e` reads, If branches included (their own bindings aside).
 void Reads(const Expr& e, std::vector<const ir::VarNode*>* out) {
-  if (const auto* v = As<ir::VarNode>(e)) {
-    out->push_back(v);
-  } else if (const auto* t = As<ir::TupleNode>(e)) {
-    for (const Expr& f : t->fields) Reads(f, out);
-  } else if (const auto* g = As<ir::TupleGetItemNode>(e)) {
-    Reads(g->tuple, out);
-  } else if (const auto* c = As<ir::CallNode>(e)) {
-    for (const Expr& a : c->args) Reads(a, out);
-  } else if (const auto* i = As<ir::IfNode>(e)) {
-    Reads(i->cond, out);
-    for (const ir::SeqExpr& branch : {i->then_branch, i->else_branch}) {
-      for (const ir::Var& v : ir::FreeVars(*branch, {})) out->push_back(v.get());
-    }
-  }
+  std::vector<const ir::VarNode*> used = ir::UsedVars(e);
+  out->insert(out->end(), used.begin(), used.end());
 }
 
 std::optional<ir::VDevice> FirstVDevice(const ir::StructInfo& s, bool* mixed) {

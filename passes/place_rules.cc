@@ -62,27 +62,12 @@ struct Node {
 std::vector<Node> Graph(const ir::FunctionNode& f) {
   std::vector<Node> nodes;
   std::map<const ir::VarNode*, int> def;
-  std::function<void(const ir::Expr&, std::vector<int>*)> reads = [&](const ir::Expr& e,
-                                                                      std::vector<int>* out) {
-    if (const auto* v = As<ir::VarNode>(e)) {
-      if (auto it = def.find(v); it != def.end()) out->push_back(it->second);
-    } else if (const auto* t = As<ir::TupleNode>(e)) {
-      for (const ir::Expr& x : t->fields) reads(x, out);
-    } else if (const auto* g = As<ir::TupleGetItemNode>(e)) {
-      reads(g->tuple, out);
-    } else if (const auto* c = As<ir::CallNode>(e)) {
-      for (const ir::Expr& x : c->args) reads(x, out);
-    } else if (const auto* i = As<ir::IfNode>(e)) {
-      reads(i->cond, out);
-      for (const ir::SeqExpr& b : {i->then_branch, i->else_branch}) {
-        for (const ir::Var& v : ir::FreeVars(*b, {})) reads(v, out);
-      }
-    }
-  };
   for (const ir::BindingBlock& block : f.body->blocks) {
     for (const ir::Binding& b : block.bindings) {
       Node n{&b, {}, {}};
-      reads(b.value, &n.preds);
+      for (const ir::VarNode* v : ir::UsedVars(b.value)) {
+        if (auto it = def.find(v); it != def.end()) n.preds.push_back(it->second);
+      }
       int id = static_cast<int>(nodes.size());
       for (int p : n.preds) nodes[static_cast<size_t>(p)].succs.push_back(id);
       def[b.var.get()] = id;

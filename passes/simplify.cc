@@ -13,20 +13,7 @@ using ir::As;
 
 void Uses(const ir::Expr& e, std::set<const ir::VarNode*>* used) {
   if (!e) return;
-  if (const auto* v = As<ir::VarNode>(e)) {
-    used->insert(v);
-  } else if (const auto* t = As<ir::TupleNode>(e)) {
-    for (const ir::Expr& x : t->fields) Uses(x, used);
-  } else if (const auto* g = As<ir::TupleGetItemNode>(e)) {
-    Uses(g->tuple, used);
-  } else if (const auto* c = As<ir::CallNode>(e)) {
-    for (const ir::Expr& x : c->args) Uses(x, used);
-  } else if (const auto* i = As<ir::IfNode>(e)) {
-    Uses(i->cond, used);
-    for (const ir::SeqExpr& b : {i->then_branch, i->else_branch}) {
-      for (const ir::Var& v : ir::FreeVars(*b, {})) used->insert(v.get());
-    }
-  }
+  for (const ir::VarNode* v : ir::UsedVars(e)) used->insert(v);
 }
 
 Expected<ir::Function> RemoveDead(const ir::Function& f) {

@@ -3,6 +3,8 @@
 #include <map>
 #include <memory>
 
+#include "ir/op.h"
+
 namespace quilt::targets {
 namespace {
 
@@ -18,6 +20,12 @@ class NoBackEnd : public Capability {
 };
 
 }  // namespace
+
+Support NoKernelsYet::Supports(const ir::CallNode& call) const {
+  const ir::OpInfo* op = call.op();
+  return Support::No("no " + device_ + " kernel for " +
+                     (op ? "R." + op->name : std::string("this call")) + " yet");
+}
 
 const Capability& CapabilityFor(const ir::Target& target) {
   std::string type = target.DeviceType();

@@ -31,6 +31,17 @@ class Capability {
   virtual Support Supports(const ir::CallNode& call) const = 0;
 };
 
+// A back end whose kernels have not landed: it takes no op, and says so ("no CUDA kernel for
+// R.add yet"). Each kernel that lands moves its op into a real table.
+class NoKernelsYet : public Capability {
+ public:
+  explicit NoKernelsYet(std::string device) : device_(std::move(device)) {}
+  Support Supports(const ir::CallNode& call) const override;
+
+ private:
+  std::string device_;
+};
+
 // The capability of the back end for `target` (by its device type). A kind without a back end
 // answers "not supported" for every op, saying so.
 const Capability& CapabilityFor(const ir::Target& target);

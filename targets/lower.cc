@@ -62,8 +62,9 @@ class GraphLowering {
     return LowerBody(*f.body, &f);
   }
 
-  Status LowerBody(const ir::SeqExprNode& body, const ir::FunctionNode* function) {
-    for (const ir::BindingBlock& block : body.blocks) {
+  // Each binding of `seq`, in order; a failure is located at its node (or value) name.
+  Status LowerBindings(const ir::SeqExprNode& seq) {
+    for (const ir::BindingBlock& block : seq.blocks) {
       for (const ir::Binding& b : block.bindings) {
         source_ = b.source;
         Expected<std::vector<int>> vals = LowerBinding(b);
@@ -75,6 +76,11 @@ class GraphLowering {
         vars_[b.var.get()] = *vals;
       }
     }
+    return {};
+  }
+
+  Status LowerBody(const ir::SeqExprNode& body, const ir::FunctionNode* function) {
+    QUILT_TRY(LowerBindings(body));
     Expected<std::vector<int>> outs = LowerArg(body.body);
     if (!outs) return outs.error();
     const auto* out_names =
@@ -310,18 +316,7 @@ class GraphLowering {
       vars_[f.params[i].get()] = *vals;
     }
     std::string saved = source_;
-    for (const ir::BindingBlock& block : f.body->blocks) {
-      for (const ir::Binding& b : block.bindings) {
-        source_ = b.source;
-        Expected<std::vector<int>> vals = LowerBinding(b);
-        if (!vals) {
-          Diagnostic d = vals.error();
-          if (d.location.empty()) d.location = b.source.empty() ? b.var->name_hint : b.source;
-          return d;
-        }
-        vars_[b.var.get()] = *vals;
-      }
-    }
+    QUILT_TRY(LowerBindings(*f.body));
     source_ = saved;
     return LowerArg(f.body->body);
   }
