@@ -89,7 +89,9 @@ TEST(QuiltOpt, PrintIrAfterAll) {
 TEST(QuiltOpt, UnknownPassIsAUsageError) {
   Result r = QuiltOpt(Data("rfc_module.qir") + " --pass frobnicate");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("unknown pass 'frobnicate' (known: normalize, update-vdevice"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown pass 'frobnicate' (known: normalize, update-vdevice"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(QuiltOpt, UnknownOptionIsAUsageError) {
