@@ -60,6 +60,7 @@ Expected<Pass> CreateUpdateVDevice(const PassSpec& spec);
 Expected<Pass> CreateRealizeVDevice(const PassSpec& spec);
 Expected<Pass> CreateAssign(const PassSpec& spec);
 Expected<Pass> CreateSimplify(const PassSpec& spec);
+Expected<Pass> CreateFoldConstants(const PassSpec& spec);
 Expected<Pass> CreatePartition(const PassSpec& spec);
 Expected<Pass> CreateInsertDeviceCopies(const PassSpec& spec);
 

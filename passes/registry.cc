@@ -17,6 +17,9 @@ const std::vector<PassInfo>& AllPasses() {
        "[strict=false]",
        &CreateAssign},
       {"simplify", "remove bindings nobody uses", &CreateSimplify},
+      {"fold-constants",
+       "fold an inference batch_norm with constant parameters into the conv2d before it",
+       &CreateFoldConstants},
       {"partition",
        "group each device's ops into the fewest acyclic regions, lifted into functions "
        "{vdevice, codegen}",

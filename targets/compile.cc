@@ -85,6 +85,7 @@ Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& opt
   if (!assigned) return assigned.error();
   QUILT_TRY(step("assign", assigned->module));
   Expected<ir::IRModule> m = run("simplify", assigned->module);
+  if (m && options.fold_constants) m = run("fold-constants", *m);
   if (m) m = run("partition", *m);
   if (m) m = run("insert-device-copies", *m);
   if (!m) return m.error();

@@ -2,7 +2,8 @@
 //
 //   import, normalize, update-vdevice (the --device list, the CPU appended as host when it is
 //   not in it), placement rules (--place) as hints, realize-vdevice{fill=false hints=keep},
-//   assign, simplify, partition, insert-device-copies, lower per target, package.
+//   assign, simplify, fold-constants, partition, insert-device-copies, lower per target,
+//   package.
 //
 //   quilt::compiler::CompileOptions options;
 //   options.import.input_shapes["x"] = {1, 3, 48, 192};
@@ -35,6 +36,8 @@ struct CompileOptions {
   int max_fragment_ops = 3;
   // Which device can run which op; by default each target's own answer. Tests use fakes.
   std::function<targets::Support(const ir::VDevice&, const ir::CallNode&)> supports;
+  // Run fold-constants after simplify (batch_norm folded into the conv2d before it).
+  bool fold_constants = true;
   // Called with the module after each step of the pipeline (--print-ir-after-all).
   std::function<void(const std::string& step, const ir::IRModule&)> after_step;
   LowerOptions lower;

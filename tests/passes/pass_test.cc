@@ -37,7 +37,7 @@ TEST(Registry, UnknownPassListsTheKnownOnes) {
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().message,
             "unknown pass 'frobnicate' (known: normalize, update-vdevice, realize-vdevice, "
-            "assign, simplify, partition, insert-device-copies)");
+            "assign, simplify, fold-constants, partition, insert-device-copies)");
 }
 
 TEST(Registry, UnknownOptionIsRefused) {

@@ -156,8 +156,9 @@ TEST(Pipeline, PrintsTheModuleAfterEachStep) {
   std::vector<std::string> steps;
   options.after_step = [&](const std::string& step, const ir::IRModule&) { steps.push_back(step); };
   ASSERT_TRUE(Compile(Parse(kChain), options));
-  EXPECT_EQ(steps, (std::vector<std::string>{"update-vdevice", "realize-vdevice", "assign",
-                                             "simplify", "partition", "insert-device-copies"}));
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"update-vdevice", "realize-vdevice", "assign", "simplify",
+                                      "fold-constants", "partition", "insert-device-copies"}));
 }
 
 // /backbone/relu -> /backbone/neg -> /head/exp -> /head/softmax

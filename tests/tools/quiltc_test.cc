@@ -263,7 +263,7 @@ TEST_F(QuiltcTest, PrintIrAfterAllShowsEachStep) {
   ASSERT_EQ(c.code, 0) << c.out;
   size_t last = 0;
   for (const char* step : {"import", "update-vdevice", "realize-vdevice", "assign", "simplify",
-                           "partition", "insert-device-copies"}) {
+                           "fold-constants", "partition", "insert-device-copies"}) {
     size_t at = c.out.find(std::string("# ----- IR after ") + step + " -----");
     EXPECT_NE(at, std::string::npos) << step;
     EXPECT_GE(at, last) << step;

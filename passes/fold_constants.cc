@@ -1,0 +1,242 @@
+// fold-constants: folds at compile time what constants allow.
+//
+// An inference batch_norm (axis 1) whose scale, shift, mean and variance are constants, right
+// after a 2-d convolution with a constant weight, becomes part of the convolution:
+//
+//   c = R.nn.conv2d(x, W)              c = R.nn.conv2d(x, W')
+//   [a = R.add(c, B)]          ==>     y = R.add(c, B')
+//   y = R.nn.batch_norm(a or c, gamma, beta, mean, var)
+//
+// with s = gamma / sqrt(var + eps) per output channel, W' = W * s and B' = (B - mean) * s + beta
+// (B = 0 without the add), B' of shape (1, M, 1, 1). The factor is computed in double. Only when
+// every tensor is float32, every intermediate result has no other use, the bias B is one value
+// per channel (a constant, or a reshape/expand_dims of one) and the ops share one vdevice. The
+// variables keep their struct info; bindings left without a use are removed.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "ir/builder.h"
+#include "passes/pass.h"
+
+namespace quilt::passes {
+namespace {
+
+using ir::As;
+
+struct FunctionView {
+  std::map<const ir::VarNode*, ir::Expr> value;  // binding value of each bound variable
+  std::map<const ir::VarNode*, int> uses;
+};
+
+FunctionView View(const ir::FunctionNode& f) {
+  FunctionView v;
+  for (const ir::VarNode* u : ir::UsedVars(f.body->body)) ++v.uses[u];
+  for (const ir::BindingBlock& block : f.body->blocks) {
+    for (const ir::Binding& b : block.bindings) {
+      v.value[b.var.get()] = b.value;
+      for (const ir::VarNode* u : ir::UsedVars(b.value)) ++v.uses[u];
+    }
+  }
+  return v;
+}
+
+// `e` itself when it is a constant, else the constant a variable is bound to.
+const ir::ConstantNode* ConstantOf(const FunctionView& v, const ir::Expr& e) {
+  if (const auto* c = As<ir::ConstantNode>(e)) return c;
+  if (const auto* var = As<ir::VarNode>(e)) {
+    auto it = v.value.find(var);
+    if (it != v.value.end()) return As<ir::ConstantNode>(it->second);
+  }
+  return nullptr;
+}
+
+const ir::CallNode* OpCallOf(const ir::Expr& e, ir::OpKind kind) {
+  const auto* call = As<ir::CallNode>(e);
+  return call && call->op() && call->op()->kind == kind ? call : nullptr;
+}
+
+// The variable's binding value when it is a call of `kind` and the variable has one use.
+const ir::CallNode* SoleUseCall(const FunctionView& v, const ir::Expr& e, ir::OpKind kind) {
+  const auto* var = As<ir::VarNode>(e);
+  if (!var) return nullptr;
+  auto uses = v.uses.find(var);
+  auto value = v.value.find(var);
+  if (uses == v.uses.end() || uses->second != 1 || value == v.value.end()) return nullptr;
+  return OpCallOf(value->second, kind);
+}
+
+std::optional<std::vector<float>> Floats(const ir::ConstantNode* c, int64_t n) {
+  if (!c || c->dtype != ir::DataType::kFloat32 || c->NumElements() != n || !c->data ||
+      c->data->size() != static_cast<size_t>(n) * 4) {
+    return std::nullopt;
+  }
+  std::vector<float> out(n);
+  std::memcpy(out.data(), c->data->data(), out.size() * 4);
+  return out;
+}
+
+// Static dims of a tensor struct info, or nullopt.
+std::optional<std::vector<int64_t>> StaticShape(const ir::StructInfo& s) {
+  if (!s || !s->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const ir::PrimExpr& d : *s->shape) {
+    std::optional<int64_t> v = ir::AsInt(d);
+    if (!v) return std::nullopt;
+    dims.push_back(*v);
+  }
+  return dims;
+}
+
+// One float32 value per channel of an (N, M, H, W) tensor: `e` broadcasts along every dim but
+// the channel (its shape right-aligned: (M, 1, 1) or (1, M, 1, 1)), and it is a constant or a
+// reshape/expand_dims of a constant of M elements (whose order such a shape keeps).
+std::optional<std::vector<float>> ChannelVector(const FunctionView& v, const ir::Expr& e,
+                                                int64_t m) {
+  std::optional<std::vector<int64_t>> shape = StaticShape(e->struct_info);
+  if (!shape || shape->size() < 3 || shape->size() > 4) return std::nullopt;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    bool channel = i + 3 == shape->size();
+    if ((*shape)[i] != (channel ? m : 1)) return std::nullopt;
+  }
+  if (const ir::ConstantNode* c = ConstantOf(v, e)) return Floats(c, m);
+  const auto* var = As<ir::VarNode>(e);
+  auto it = var ? v.value.find(var) : v.value.end();
+  if (it == v.value.end()) return std::nullopt;
+  const ir::CallNode* call = OpCallOf(it->second, ir::OpKind::kReshape);
+  if (!call) call = OpCallOf(it->second, ir::OpKind::kExpandDims);
+  if (!call || call->args.empty()) return std::nullopt;
+  return Floats(ConstantOf(v, call->args[0]), m);
+}
+
+std::optional<ir::VDevice> VDeviceOf(const ir::Expr& e) {
+  return e && e->struct_info ? e->struct_info->vdevice : std::nullopt;
+}
+
+Expected<ir::Expr> FloatConstant(const std::vector<float>& values, std::vector<int64_t> shape) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * 4);
+  std::memcpy(bytes->data(), values.data(), bytes->size());
+  return ir::MakeConstant(ir::DataType::kFloat32, std::move(shape), std::move(bytes));
+}
+
+// The two new binding values (for the conv's variable and the batch_norm's), or nullopt when
+// `bn` does not fold.
+struct Fold {
+  const ir::VarNode* conv_var;
+  ir::Expr conv;
+  ir::Expr add;
+};
+
+Expected<std::optional<Fold>> TryFold(const FunctionView& v, const ir::Binding& binding) {
+  const ir::CallNode* bn = OpCallOf(binding.value, ir::OpKind::kBatchNorm);
+  if (!bn || bn->args.size() != 5) return std::optional<Fold>();
+  const int64_t* axis = bn->attrs.Get<int64_t>("axis");
+  const double* eps = bn->attrs.Get<double>("epsilon");
+  if (!axis || *axis != 1 || !eps) return std::optional<Fold>();
+  // The bias add between conv and batch_norm, if any.
+  ir::Expr conv_expr = bn->args[0];
+  const ir::CallNode* add = SoleUseCall(v, conv_expr, ir::OpKind::kAdd);
+  std::optional<ir::VDevice> device = VDeviceOf(binding.var);
+  if (add) {
+    if (add->args.size() != 2 || VDeviceOf(conv_expr) != device) return std::optional<Fold>();
+    conv_expr = add->args[0];
+  }
+  const ir::CallNode* conv = SoleUseCall(v, conv_expr, ir::OpKind::kConv2d);
+  if (!conv || conv->args.size() != 2 || VDeviceOf(conv_expr) != device) {
+    return std::optional<Fold>();
+  }
+  const ir::ConstantNode* w = ConstantOf(v, conv->args[1]);
+  if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 4 || w->shape[0] <= 0) {
+    return std::optional<Fold>();
+  }
+  if (!conv_expr->struct_info || conv_expr->struct_info->dtype != ir::DataType::kFloat32 ||
+      conv_expr->struct_info->ndim != 4 || !binding.var->struct_info ||
+      binding.var->struct_info->dtype != ir::DataType::kFloat32) {
+    return std::optional<Fold>();
+  }
+  const int64_t m = w->shape[0];
+  std::vector<std::vector<float>> p;
+  for (int i = 1; i <= 4; ++i) {
+    std::optional<std::vector<float>> f = Floats(ConstantOf(v, bn->args[i]), m);
+    if (!f) return std::optional<Fold>();
+    p.push_back(std::move(*f));
+  }
+  std::vector<float> bias(m, 0.0f);
+  if (add) {
+    std::optional<std::vector<float>> b = ChannelVector(v, add->args[1], m);
+    if (!b) return std::optional<Fold>();
+    bias = std::move(*b);
+  }
+  const std::vector<float>&gamma = p[0], &beta = p[1], &mean = p[2], &var = p[3];
+  std::vector<float> weight(w->NumElements());
+  std::memcpy(weight.data(), w->data->data(), weight.size() * 4);
+  const int64_t per_channel = w->NumElements() / m;
+  std::vector<float> shift(m);
+  for (int64_t c = 0; c < m; ++c) {
+    double s = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + *eps);
+    for (int64_t i = 0; i < per_channel; ++i) {
+      float& x = weight[c * per_channel + i];
+      x = static_cast<float>(x * s);
+    }
+    shift[c] = static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * s + beta[c]);
+  }
+  Expected<ir::Expr> new_w = FloatConstant(weight, w->shape);
+  if (!new_w) return new_w.error();
+  Expected<ir::Expr> new_b = FloatConstant(shift, {1, m, 1, 1});
+  if (!new_b) return new_b.error();
+  Expected<ir::Expr> new_conv =
+      ir::MakeOpCall(ir::OpKind::kConv2d, {conv->args[0], *new_w}, conv->attrs);
+  if (!new_conv) return new_conv.error();
+  const auto* conv_var = As<ir::VarNode>(conv_expr);
+  Expected<ir::Expr> new_add = ir::MakeOpCall(ir::OpKind::kAdd, {conv_expr, *new_b});
+  if (!new_add) return new_add.error();
+  return std::optional<Fold>(Fold{conv_var, *new_conv, *new_add});
+}
+
+Expected<ir::Function> FoldFunction(const ir::Function& f) {
+  FunctionView v = View(*f);
+  std::vector<ir::BindingBlock> blocks = f->body->blocks;
+  std::map<const ir::VarNode*, ir::Expr> replace;
+  for (ir::BindingBlock& block : blocks) {
+    for (ir::Binding& b : block.bindings) {
+      Expected<std::optional<Fold>> fold = TryFold(v, b);
+      if (!fold) return fold.error();
+      if (!*fold) continue;
+      replace[(*fold)->conv_var] = (*fold)->conv;
+      replace[b.var.get()] = (*fold)->add;
+    }
+  }
+  if (replace.empty()) return f;
+  for (ir::BindingBlock& block : blocks) {
+    for (ir::Binding& b : block.bindings) {
+      auto it = replace.find(b.var.get());
+      if (it != replace.end()) b.value = it->second;
+    }
+  }
+  return ir::MakeFunction(f->params, ir::MakeSeqExpr(std::move(blocks), f->body->body),
+                          f->ret_struct_info, f->attrs, f->is_pure, f->is_private,
+                          f->param_defaults);
+}
+
+}  // namespace
+
+Expected<Pass> CreateFoldConstants(const PassSpec& spec) {
+  if (Status s = CheckOptions(spec, {}); !s) return s.error();
+  return Pass{"fold-constants", [](const ir::IRModule& mod) -> Expected<ir::IRModule> {
+                ir::IRModule out = mod;
+                bool changed = false;
+                for (auto& [name, f] : out.functions) {
+                  Expected<ir::Function> g = FoldFunction(f);
+                  if (!g) return Error(g.error().message, "function '" + name + "'");
+                  changed |= *g != f;
+                  f = *g;
+                }
+                if (!changed) return out;
+                Expected<Pass> simplify = CreateSimplify(PassSpec{"simplify", {}});
+                if (!simplify) return simplify.error();
+                return simplify->Run(out);
+              }};
+}
+
+}  // namespace quilt::passes

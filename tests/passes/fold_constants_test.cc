@@ -1,0 +1,258 @@
+// fold-constants: batch_norm folded into the conv2d before it, checked as IR and by running the
+// compiled module with and without the fold.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/passes/pass_test_util.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace quilt::passes {
+namespace {
+
+using quilt::testing::ModulesEqual;
+using quilt::testing::Parse;
+using quilt::testing::RunPass;
+
+// s = gamma / sqrt(var + eps) = [1, 2]: W' = W * s, B' = (B - mean) * s + beta.
+constexpr const char* kBefore = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        e = R.expand_dims(R.const([1.0, 2.0], "float32"), axis=[0, 2, 3])
+        a = R.add(c, e)
+        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        r = R.nn.relu(y)
+        return r
+)";
+
+constexpr const char* kExpected = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[6.0, -2.0]]]], "float32"))
+        y = R.add(c, R.const([[[[-1.5]], [[1.0]]]], "float32"))
+        r = R.nn.relu(y)
+        return r
+)";
+
+TEST(FoldConstants, BatchNormAndBiasGoIntoTheConv) {
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(kBefore)), Parse(kExpected)));
+}
+
+TEST(FoldConstants, WithoutBiasTheShiftBecomesOne) {
+  std::string before = kBefore;
+  before.replace(before.find("        e = "),
+                 before.find("        y = ") - before.find("        e = "), "");
+  before.replace(before.find("batch_norm(a,"), 13, "batch_norm(c,");
+  std::string want = kExpected;
+  want.replace(want.find("[[[[-1.5]], [[1.0]]]]"), 21, "[[[[-2.5]], [[-3.0]]]]");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(before)), Parse(want)));
+}
+
+TEST(FoldConstants, RunningTwiceChangesNothing) {
+  ir::IRModule once = RunPass("fold-constants", Parse(kBefore));
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", once), once));
+}
+
+void ExpectUnchanged(const std::string& text) {
+  ir::IRModule mod = Parse(text);
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", mod), mod));
+}
+
+TEST(FoldConstants, ParametersThatAreNotConstantsStay) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32"), g: R.Tensor((2,), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        y = R.nn.batch_norm(c, g, R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32"), w: R.Tensor((2, 1, 1, 2), "float32")):
+        c = R.nn.conv2d(x, w)
+        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        return y
+)");
+}
+
+TEST(FoldConstants, AConvResultUsedTwiceStays) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        z = R.add(y, c)
+        return z
+)");
+  // The bias add's result used twice.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        a = R.add(c, R.const([[[1.0]], [[2.0]]], "float32"))
+        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        z = R.add(y, a)
+        return z
+)");
+}
+
+TEST(FoldConstants, OpsOnTwoVDevicesStay) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm", 0), I.vdevice("llvm", 1)]})
+
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32", "llvm:0")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        d = R.to_vdevice(c, "llvm:1")
+        y = R.nn.batch_norm(d, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        return y
+)");
+}
+
+TEST(FoldConstants, OtherDtypesStay) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float64")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float64"))
+        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float64"), R.const([0.5, -1.0], "float64"), R.const([3.0, 1.0], "float64"), R.const([3.0, 3.0], "float64"), axis=1, epsilon=1.0)
+        return y
+)");
+}
+
+// Numerics: random conv (plain, with a bias add, depthwise) + batch_norm, compiled with and
+// without the fold and run on random inputs.
+std::string Floats(std::mt19937& rng, int n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::ostringstream s;
+  s.precision(9);
+  s << "[";
+  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << d(rng);
+  s << "]";
+  return s.str();
+}
+
+std::string Weight(std::mt19937& rng, int m, int c, int k) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::ostringstream s;
+  s.precision(9);
+  s << "[";
+  for (int i = 0; i < m; ++i) {
+    s << (i ? ", " : "") << "[";
+    for (int j = 0; j < c; ++j) {
+      s << (j ? ", " : "") << "[";
+      for (int y = 0; y < k; ++y) {
+        s << (y ? ", " : "") << "[";
+        for (int x = 0; x < k; ++x) s << (x ? ", " : "") << d(rng);
+        s << "]";
+      }
+      s << "]";
+    }
+    s << "]";
+  }
+  s << "]";
+  return s.str();
+}
+
+std::string RandomModel(std::mt19937& rng) {
+  auto bn = [&](const std::string& in, int m) {
+    return "R.nn.batch_norm(" + in + ", R.const(" + Floats(rng, m, 0.5f, 2) +
+           ", \"float32\"), R.const(" + Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" +
+           Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" + Floats(rng, m, 0.1f, 2) +
+           ", \"float32\"), axis=1, epsilon=1e-05)";
+  };
+  return R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 9, 11), "float32")):
+        c1 = R.nn.conv2d(x, R.const()" +
+         Weight(rng, 8, 3, 3) + R"(, "float32"), strides=[2, 2], padding=[1, 1, 1, 1])
+        y1 = )" +
+         bn("c1", 8) +
+         R"(
+        h1 = R.nn.relu(y1)
+        c2 = R.nn.conv2d(h1, R.const()" +
+         Weight(rng, 8, 1, 3) + R"(, "float32"), padding=[1, 1, 1, 1], groups=8)
+        e2 = R.expand_dims(R.const()" +
+         Floats(rng, 8, -1, 1) + R"(, "float32"), axis=[0, 2, 3])
+        a2 = R.add(c2, e2)
+        y2 = )" +
+         bn("a2", 8) +
+         R"(
+        c3 = R.nn.conv2d(y2, R.const()" +
+         Weight(rng, 4, 8, 1) + R"(, "float32"))
+        y3 = )" +
+         bn("c3", 4) +
+         R"(
+        return y3
+)";
+}
+
+std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x) {
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok()) return {};
+  std::shared_ptr<const rt::LoadedPackage> p(std::move(loaded));
+  std::unique_ptr<rt::Session> s;
+  EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  if (!s) return {};
+  std::vector<rt::OwnedTensor> out;
+  st = s->Run({test::Input("x", x, {2, 3, 9, 11})}, &out);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok() || out.size() != 1) return {};
+  return test::Floats(out[0]);
+}
+
+TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
+  std::mt19937 rng(7);
+  ir::IRModule mod = Parse(RandomModel(rng));
+  compiler::CompileOptions options;
+  options.fold_constants = false;
+  Expected<compiler::Compiled> plain = compiler::Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.fold_constants = true;
+  Expected<compiler::Compiled> folded = compiler::Compile(mod, options);
+  ASSERT_TRUE(folded) << folded.error().ToString();
+  EXPECT_NE(ir::PrintModule(plain->module).find("batch_norm"), std::string::npos);
+  std::string text = ir::PrintModule(folded->module);
+  EXPECT_EQ(text.find("batch_norm"), std::string::npos) << text;
+  EXPECT_EQ(text.find("expand_dims"), std::string::npos) << text;
+
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<float> x(2 * 3 * 9 * 11);
+    std::uniform_real_distribution<float> d(-2, 2);
+    for (float& v : x) v = d(rng);
+    std::vector<float> want = RunOnce(plain->package, x);
+    std::vector<float> got = RunOnce(folded->package, x);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got.size(), 2u * 4 * 5 * 6);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 * std::fabs(want[i]) + 1e-5) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt::passes
