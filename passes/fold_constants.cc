@@ -10,8 +10,12 @@
 // with s = gamma / sqrt(var + eps) per output channel, W' = W * s and B' = (B - mean) * s + beta
 // (B = 0 without the add), B' of shape (1, M, 1, 1). The factor is computed in double. Only when
 // every tensor is float32, every intermediate result has no other use, the bias B is one value
-// per channel (a constant, or a reshape/expand_dims of one) and the ops share one vdevice. The
-// variables keep their struct info; bindings left without a use are removed.
+// per channel (a constant, or a reshape/expand_dims of one) and the ops share one vdevice.
+//
+// Then a multiply or divide by a float32 scalar constant whose result only feeds a conv2d's data
+// goes into that conv's weight: R.nn.conv2d(u / k, W) becomes R.nn.conv2d(u, W / k) (the
+// hardswish's final divide by 6, say). The variables keep their struct info; bindings left
+// without a use are removed.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -120,52 +124,47 @@ Expected<ir::Expr> FloatConstant(const std::vector<float>& values, std::vector<i
   return ir::MakeConstant(ir::DataType::kFloat32, std::move(shape), std::move(bytes));
 }
 
-// The two new binding values (for the conv's variable and the batch_norm's), or nullopt when
-// `bn` does not fold.
-struct Fold {
-  const ir::VarNode* conv_var;
-  ir::Expr conv;
-  ir::Expr add;
-};
+// New binding values for some variables of a function; empty when a rule does not apply.
+using Rewrites = std::vector<std::pair<const ir::VarNode*, ir::Expr>>;
 
-Expected<std::optional<Fold>> TryFold(const FunctionView& v, const ir::Binding& binding) {
+Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& binding) {
   const ir::CallNode* bn = OpCallOf(binding.value, ir::OpKind::kBatchNorm);
-  if (!bn || bn->args.size() != 5) return std::optional<Fold>();
+  if (!bn || bn->args.size() != 5) return Rewrites();
   const int64_t* axis = bn->attrs.Get<int64_t>("axis");
   const double* eps = bn->attrs.Get<double>("epsilon");
-  if (!axis || *axis != 1 || !eps) return std::optional<Fold>();
+  if (!axis || *axis != 1 || !eps) return Rewrites();
   // The bias add between conv and batch_norm, if any.
   ir::Expr conv_expr = bn->args[0];
   const ir::CallNode* add = SoleUseCall(v, conv_expr, ir::OpKind::kAdd);
   std::optional<ir::VDevice> device = VDeviceOf(binding.var);
   if (add) {
-    if (add->args.size() != 2 || VDeviceOf(conv_expr) != device) return std::optional<Fold>();
+    if (add->args.size() != 2 || VDeviceOf(conv_expr) != device) return Rewrites();
     conv_expr = add->args[0];
   }
   const ir::CallNode* conv = SoleUseCall(v, conv_expr, ir::OpKind::kConv2d);
   if (!conv || conv->args.size() != 2 || VDeviceOf(conv_expr) != device) {
-    return std::optional<Fold>();
+    return Rewrites();
   }
   const ir::ConstantNode* w = ConstantOf(v, conv->args[1]);
   if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 4 || w->shape[0] <= 0) {
-    return std::optional<Fold>();
+    return Rewrites();
   }
   if (!conv_expr->struct_info || conv_expr->struct_info->dtype != ir::DataType::kFloat32 ||
       conv_expr->struct_info->ndim != 4 || !binding.var->struct_info ||
       binding.var->struct_info->dtype != ir::DataType::kFloat32) {
-    return std::optional<Fold>();
+    return Rewrites();
   }
   const int64_t m = w->shape[0];
   std::vector<std::vector<float>> p;
   for (int i = 1; i <= 4; ++i) {
     std::optional<std::vector<float>> f = Floats(ConstantOf(v, bn->args[i]), m);
-    if (!f) return std::optional<Fold>();
+    if (!f) return Rewrites();
     p.push_back(std::move(*f));
   }
   std::vector<float> bias(m, 0.0f);
   if (add) {
     std::optional<std::vector<float>> b = ChannelVector(v, add->args[1], m);
-    if (!b) return std::optional<Fold>();
+    if (!b) return Rewrites();
     bias = std::move(*b);
   }
   const std::vector<float>&gamma = p[0], &beta = p[1], &mean = p[2], &var = p[3];
@@ -191,20 +190,57 @@ Expected<std::optional<Fold>> TryFold(const FunctionView& v, const ir::Binding& 
   const auto* conv_var = As<ir::VarNode>(conv_expr);
   Expected<ir::Expr> new_add = ir::MakeOpCall(ir::OpKind::kAdd, {conv_expr, *new_b});
   if (!new_add) return new_add.error();
-  return std::optional<Fold>(Fold{conv_var, *new_conv, *new_add});
+  return Rewrites{{conv_var, *new_conv}, {binding.var.get(), *new_add}};
 }
 
-Expected<ir::Function> FoldFunction(const ir::Function& f) {
+// c = R.nn.conv2d(h, W) with h = u * k, k * u or u / k (k a float32 scalar constant, h used
+// only here): c = R.nn.conv2d(u, W * k) (or W / k). The zero padding is scaled alike.
+Expected<Rewrites> FoldScaleIntoConv(const FunctionView& v, const ir::Binding& binding) {
+  const ir::CallNode* conv = OpCallOf(binding.value, ir::OpKind::kConv2d);
+  if (!conv || conv->args.size() != 2) return Rewrites();
+  const ir::ConstantNode* w = ConstantOf(v, conv->args[1]);
+  if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 4) return Rewrites();
+  const ir::Expr& h = conv->args[0];
+  const ir::CallNode* scale = SoleUseCall(v, h, ir::OpKind::kMultiply);
+  bool divide = false;
+  if (!scale) {
+    scale = SoleUseCall(v, h, ir::OpKind::kDivide);
+    divide = true;
+  }
+  if (!scale || scale->args.size() != 2 || VDeviceOf(h) != VDeviceOf(binding.var)) {
+    return Rewrites();
+  }
+  int k_arg = divide ? 1 : ConstantOf(v, scale->args[1]) ? 1 : 0;
+  std::optional<std::vector<float>> k = Floats(ConstantOf(v, scale->args[k_arg]), 1);
+  const ir::Expr& u = scale->args[1 - k_arg];
+  if (!k || !std::isfinite((*k)[0]) || (divide && (*k)[0] == 0.0f)) return Rewrites();
+  const ir::StructInfo& us = u->struct_info;
+  const ir::StructInfo& hs = h->struct_info;
+  if (!us || !hs || us->dtype != ir::DataType::kFloat32 || us->ndim != 4 || hs->ndim != 4) {
+    return Rewrites();
+  }
+  std::vector<float> weight(w->NumElements());
+  std::memcpy(weight.data(), w->data->data(), weight.size() * 4);
+  double factor = divide ? 1.0 / static_cast<double>((*k)[0]) : (*k)[0];
+  for (float& x : weight) x = static_cast<float>(x * factor);
+  Expected<ir::Expr> new_w = FloatConstant(weight, w->shape);
+  if (!new_w) return new_w.error();
+  Expected<ir::Expr> new_conv = ir::MakeOpCall(ir::OpKind::kConv2d, {u, *new_w}, conv->attrs);
+  if (!new_conv) return new_conv.error();
+  return Rewrites{{binding.var.get(), *new_conv}};
+}
+
+// Applies `rule` to every binding of `f` (the rewrites of one sweep touch distinct variables).
+Expected<ir::Function> Sweep(const ir::Function& f,
+                             Expected<Rewrites> (*rule)(const FunctionView&, const ir::Binding&)) {
   FunctionView v = View(*f);
   std::vector<ir::BindingBlock> blocks = f->body->blocks;
   std::map<const ir::VarNode*, ir::Expr> replace;
-  for (ir::BindingBlock& block : blocks) {
-    for (ir::Binding& b : block.bindings) {
-      Expected<std::optional<Fold>> fold = TryFold(v, b);
-      if (!fold) return fold.error();
-      if (!*fold) continue;
-      replace[(*fold)->conv_var] = (*fold)->conv;
-      replace[b.var.get()] = (*fold)->add;
+  for (const ir::BindingBlock& block : blocks) {
+    for (const ir::Binding& b : block.bindings) {
+      Expected<Rewrites> r = rule(v, b);
+      if (!r) return r.error();
+      for (auto& [var, value] : *r) replace[var] = value;
     }
   }
   if (replace.empty()) return f;
@@ -217,6 +253,12 @@ Expected<ir::Function> FoldFunction(const ir::Function& f) {
   return ir::MakeFunction(f->params, ir::MakeSeqExpr(std::move(blocks), f->body->body),
                           f->ret_struct_info, f->attrs, f->is_pure, f->is_private,
                           f->param_defaults);
+}
+
+Expected<ir::Function> FoldFunction(const ir::Function& f) {
+  Expected<ir::Function> g = Sweep(f, &FoldBatchNorm);
+  if (!g) return g;
+  return Sweep(*g, &FoldScaleIntoConv);
 }
 
 }  // namespace

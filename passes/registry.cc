@@ -18,7 +18,8 @@ const std::vector<PassInfo>& AllPasses() {
        &CreateAssign},
       {"simplify", "remove bindings nobody uses", &CreateSimplify},
       {"fold-constants",
-       "fold an inference batch_norm with constant parameters into the conv2d before it",
+       "fold an inference batch_norm with constant parameters into the conv2d before it, and "
+       "a scalar multiply or divide into the conv2d after it",
        &CreateFoldConstants},
       {"partition",
        "group each device's ops into the fewest acyclic regions, lifted into functions "

@@ -140,8 +140,66 @@ class Module:
 )");
 }
 
-// Numerics: random conv (plain, with a bias add, depthwise) + batch_norm, compiled with and
-// without the fold and run on random inputs.
+TEST(FoldConstants, AScalarMultiplyOrDivideGoesIntoTheConvAfterIt) {
+  ir::IRModule before = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        h = R.divide(x, R.const(4.0, "float32"))
+        c = R.nn.conv2d(h, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"), padding=[1, 1, 1, 1])
+        g = R.multiply(R.const(2.0, "float32"), c)
+        d = R.nn.conv2d(g, R.const([[[[1.0]], [[0.5]]]], "float32"))
+        return d
+)");
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[0.25, 0.5]]], [[[0.75, -0.25]]]], "float32"), padding=[1, 1, 1, 1])
+        d = R.nn.conv2d(c, R.const([[[[2.0]], [[1.0]]]], "float32"))
+        return d
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", before), want));
+}
+
+TEST(FoldConstants, AScaleThatIsNotOneConstantOrHasOtherUsesStays) {
+  // Per channel, not a scalar.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 4, 4), "float32")):
+        h = R.multiply(x, R.const([[[2.0]], [[3.0]]], "float32"))
+        c = R.nn.conv2d(h, R.const([[[[1.0]], [[2.0]]]], "float32"))
+        return c
+)");
+  // Used twice.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        h = R.divide(x, R.const(6.0, "float32"))
+        c = R.nn.conv2d(h, R.const([[[[1.0]]]], "float32"))
+        d = R.add(c, h)
+        return d
+)");
+  // The scalar divided by the tensor.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        h = R.divide(R.const(6.0, "float32"), x)
+        c = R.nn.conv2d(h, R.const([[[[1.0]]]], "float32"))
+        return c
+)");
+}
+
+// Numerics: random conv (plain, with a bias add, depthwise, after a scalar multiply or divide) +
+// batch_norm, compiled with and without the fold and run on random inputs.
 std::string Floats(std::mt19937& rng, int n, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
   std::ostringstream s;
@@ -192,7 +250,8 @@ class Module:
          bn("c1", 8) +
          R"(
         h1 = R.nn.relu(y1)
-        c2 = R.nn.conv2d(h1, R.const()" +
+        s1 = R.multiply(h1, R.const(0.75, "float32"))
+        c2 = R.nn.conv2d(s1, R.const()" +
          Weight(rng, 8, 1, 3) + R"(, "float32"), padding=[1, 1, 1, 1], groups=8)
         e2 = R.expand_dims(R.const()" +
          Floats(rng, 8, -1, 1) + R"(, "float32"), axis=[0, 2, 3])
@@ -200,7 +259,8 @@ class Module:
         y2 = )" +
          bn("a2", 8) +
          R"(
-        c3 = R.nn.conv2d(y2, R.const()" +
+        q2 = R.divide(y2, R.const(6.0, "float32"))
+        c3 = R.nn.conv2d(q2, R.const()" +
          Weight(rng, 4, 8, 1) + R"(, "float32"))
         y3 = )" +
          bn("c3", 4) +
@@ -239,6 +299,8 @@ TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
   std::string text = ir::PrintModule(folded->module);
   EXPECT_EQ(text.find("batch_norm"), std::string::npos) << text;
   EXPECT_EQ(text.find("expand_dims"), std::string::npos) << text;
+  EXPECT_EQ(text.find("R.divide"), std::string::npos) << text;
+  EXPECT_EQ(text.find("R.multiply"), std::string::npos) << text;
 
   for (int trial = 0; trial < 3; ++trial) {
     std::vector<float> x(2 * 3 * 9 * 11);
