@@ -32,18 +32,28 @@ using ir::As;
 struct FunctionView {
   std::map<const ir::VarNode*, ir::Expr> value;  // binding value of each bound variable
   std::map<const ir::VarNode*, int> uses;
+  std::map<const ir::VarNode*, size_t> block;  // which block binds each bound variable
 };
 
 FunctionView View(const ir::FunctionNode& f) {
   FunctionView v;
   for (const ir::VarNode* u : ir::UsedVars(f.body->body)) ++v.uses[u];
-  for (const ir::BindingBlock& block : f.body->blocks) {
-    for (const ir::Binding& b : block.bindings) {
+  for (size_t i = 0; i < f.body->blocks.size(); ++i) {
+    for (const ir::Binding& b : f.body->blocks[i].bindings) {
       v.value[b.var.get()] = b.value;
+      v.block[b.var.get()] = i;
       for (const ir::VarNode* u : ir::UsedVars(b.value)) ++v.uses[u];
     }
   }
   return v;
+}
+
+// Whether binding `b` may read `e` where it is: a dataflow variable only inside its own block.
+bool VisibleAt(const FunctionView& v, const ir::Expr& e, const ir::Binding& b) {
+  const auto* var = As<ir::VarNode>(e);
+  if (!var || !var->IsDataflow()) return true;
+  auto at = v.block.find(var), here = v.block.find(b.var.get());
+  return at != v.block.end() && here != v.block.end() && at->second == here->second;
 }
 
 // `e` itself when it is a constant, else the constant a variable is bound to.
@@ -142,7 +152,8 @@ Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& bindi
     conv_expr = add->args[0];
   }
   const ir::CallNode* conv = SoleUseCall(v, conv_expr, ir::OpKind::kConv2d);
-  if (!conv || conv->args.size() != 2 || VDeviceOf(conv_expr) != device) {
+  if (!conv || conv->args.size() != 2 || VDeviceOf(conv_expr) != device ||
+      !VisibleAt(v, conv_expr, binding)) {
     return Rewrites();
   }
   const ir::ConstantNode* w = ConstantOf(v, conv->args[1]);
@@ -211,8 +222,9 @@ Expected<Rewrites> FoldScaleIntoConv(const FunctionView& v, const ir::Binding& b
     return Rewrites();
   }
   int k_arg = divide ? 1 : ConstantOf(v, scale->args[1]) ? 1 : 0;
-  std::optional<std::vector<float>> k = Floats(ConstantOf(v, scale->args[k_arg]), 1);
   const ir::Expr& u = scale->args[1 - k_arg];
+  if (!VisibleAt(v, u, binding)) return Rewrites();
+  std::optional<std::vector<float>> k = Floats(ConstantOf(v, scale->args[k_arg]), 1);
   if (!k || !std::isfinite((*k)[0]) || (divide && (*k)[0] == 0.0f)) return Rewrites();
   const ir::StructInfo& us = u->struct_info;
   const ir::StructInfo& hs = h->struct_info;

@@ -113,6 +113,34 @@ class Module:
 )");
 }
 
+TEST(FoldConstants, ADataflowVariableIsNotReadOutsideItsBlock) {
+  // Folding would make y (outside the block) read the block's c.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        with R.dataflow():
+            c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+            a = R.add(c, R.const([[[1.0]], [[2.0]]], "float32"))
+            R.output(a)
+        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        with R.dataflow():
+            u = R.nn.relu(x)
+            h = R.divide(u, R.const(6.0, "float32"))
+            R.output(h)
+        c = R.nn.conv2d(h, R.const([[[[1.0]]]], "float32"))
+        return c
+)");
+}
+
 TEST(FoldConstants, OpsOnTwoVDevicesStay) {
   ExpectUnchanged(R"(
 @I.ir_module
