@@ -8,6 +8,7 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "targets/cpu/kernels/registry.h"
+#include "targets/fuse_epilogue.h"
 #include "targets/memory_plan.h"
 
 namespace quilt::compiler {
@@ -459,6 +460,7 @@ class GraphLowering {
 
  public:
   void Finish() {
+    if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, g_);
     if (pl_.options.plan_memory) {
       PlanMemory();
     } else {

@@ -6,7 +6,8 @@
 //     entries as `shape_expr` / `prim_value` builtin steps evaluated at run time, tuples
 //     flattened (with the arity of each argument kept on the step).
 //  3. Dims become an expression pool; symbols are numbered in order of first appearance.
-//  4. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
+//  4. A float32 conv's bias add and activation join the conv step (fuse_epilogue.h).
+//  5. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
 //     never placed in the arena; elementwise steps write in place where their input dies.
 // Ops without a kernel on the chosen device are reported all at once, with node names.
 #pragma once
@@ -24,6 +25,8 @@ struct LowerOptions {
   bool plan_memory = true;
   // Let the output of an elementwise step take over the memory of an input no later step reads.
   bool in_place = true;
+  // Fold a conv's bias add and relu / clip into the conv step (fuse_epilogue.h).
+  bool fuse_epilogues = true;
 };
 
 Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});

@@ -240,6 +240,70 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({3, 1, 33, 5, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
 }
 
+// The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu or clip.
+TEST(FastKernels, ConvEpilogueMatchesTheReference) {
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases = {
+      {2, 1, 3, 5, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},    // GEMM
+      {1, 1, 8, 24, {7, 13}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // pointwise
+      {2, 6, 1, 1, {10, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // depthwise, unit stride
+      {1, 6, 1, 2, {9, 9}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},     // depthwise, strided
+      {1, 2, 3, 2, {8, 6}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},     // grouped, dilated
+      {2, 1, 2, 3, {17}, {3}, {1}, {1}, {1, 1}},                      // 1-d
+      {2, 1, 16, 40, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // few columns
+      {1, 1, 4, 70, {13, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // several blocks of C
+  };
+  struct Act {
+    bool bias;
+    std::string activation;
+    std::vector<std::pair<std::string, double>> bounds;
+  };
+  const std::vector<Act> acts = {
+      {true, "", {}},
+      {true, "relu", {}},
+      {false, "relu", {}},
+      {true, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}},
+      {true, "clip", {{"activation_max", 0.2}}},
+      {false, "clip", {{"activation_min", 0.0}, {"activation_max", 6.0}}},
+  };
+  for (const ConvCase& c : cases) {
+    for (const Act& act : acts) {
+      Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
+      x.insert(x.end(), c.in.begin(), c.in.end());
+      w.insert(w.end(), c.kernel.begin(), c.kernel.end());
+      Attrs attrs;
+      attrs.Int("groups", c.groups)
+          .Ints("strides", c.stride)
+          .Ints("dilation", c.dilation)
+          .Ints("padding", c.pads);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      for (const auto& [name, v] : act.bounds) attrs.Float(name, v);
+      std::vector<Shape> shapes = {x, w};
+      if (act.bias) {
+        Shape b(x.size() - 1, 1);
+        b[0] = w[0];  // (O, 1, ...), as the compiler passes the constant of the add
+        shapes.push_back(b);
+      }
+      std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") bias " +
+                         (act.bias ? "yes" : "no") + " activation '" + act.activation + "'";
+      Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
+    }
+  }
+}
+
+TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) {
+  std::vector<float> x(1 * 2 * 4 * 4, 1.0f), w(3 * 2 * 1 * 1, 1.0f), b(2, 1.0f);
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Str("activation", "relu").Finish();
+  std::vector<Tensor> in = {Tensor{DType::kFloat32, {1, 2, 4, 4}, x.data()},
+                            Tensor{DType::kFloat32, {3, 2, 1, 1}, w.data()},
+                            Tensor{DType::kFloat32, {1, 2, 1, 1}, b.data()}};
+  for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
+    TestContext ctx(in, list, nullptr);
+    EXPECT_FALSE(fn(ctx).ok());
+  }
+}
+
 void CheckMatmul(const Shape& a, const Shape& b, std::mt19937& rng) {
   Attrs attrs;
   Compare(MatmulFast, MatmulReference, {a, b}, attrs, rng,

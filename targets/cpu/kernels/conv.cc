@@ -6,6 +6,7 @@
 // size 1 (kernel 1, stride 1, no padding), which changes no result.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,34 @@ Status CheckSpatialRank(const Tensor& t, const char* what) {
 
 }  // namespace
 
+namespace {
+
+Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
+  const Tensor& x = *ctx.input(0);
+  geo->bias = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+  if (geo->bias && (geo->bias->dtype != x.dtype || geo->bias->NumElements() != geo->o)) {
+    return Status::Error("the bias " + rt::ShapeString(geo->bias->shape) + " does not hold one " +
+                         "value of the data's element type per output channel (" + Str(geo->o) +
+                         ")");
+  }
+  const rt::AttrView& a = ctx.attrs();
+  std::string_view act = a.Str("activation", "");
+  double inf = std::numeric_limits<double>::infinity();
+  geo->clamp = !act.empty();
+  if (act == "relu") {
+    geo->lo = 0;
+    geo->hi = inf;
+  } else if (act == "clip") {
+    geo->lo = a.Has("activation_min") ? a.Float("activation_min") : -inf;
+    geo->hi = a.Has("activation_max") ? a.Float("activation_max") : inf;
+  } else if (!act.empty()) {
+    return Status::Error("unknown activation '" + std::string(act) + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
   const Tensor& wt = *ctx.input(1);
@@ -150,7 +179,7 @@ Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   geo->cg = cg;
   geo->og = o / groups;
   geo->groups = groups;
-  return Status::Ok();
+  return PrepareEpilogue(ctx, geo);
 }
 
 Status ConvReference(KernelContext& ctx) {
@@ -167,6 +196,8 @@ Status ConvReference(KernelContext& ctx) {
     const T* px = x.Data<T>();
     const T* pw = wt.Data<T>();
     T* py = y->MutableData<T>();
+    const T* pb = geo.bias ? geo.bias->Data<T>() : nullptr;
+    auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t oc = 0; oc < o; ++oc) {
@@ -196,7 +227,13 @@ Status ConvReference(KernelContext& ctx) {
                   }
                 }
               }
-              py[yi++] = Store<T>(static_cast<Compute<T>>(acc));
+              if (pb) acc += static_cast<double>(Load(pb[oc]));
+              auto v = static_cast<Compute<T>>(acc);
+              if (geo.clamp) {
+                if (v < lo) v = lo;
+                if (v > hi) v = hi;
+              }
+              py[yi++] = Store<T>(v);
             }
           }
         }

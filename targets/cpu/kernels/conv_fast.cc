@@ -1,8 +1,9 @@
 // Float32 convolution (and max pooling, which shares its window walk), fast: a convolution with one
 // input channel per group (depthwise) runs directly, one output channel at a time; every other one
 // is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the image (cg
-// * kernel x out), packed straight from the image without an im2col buffer. Checked against
-// ConvReference by tests/runtime/fast_kernels_test.cc.
+// * kernel x out), packed straight from the image without an im2col buffer. The epilogue (bias,
+// activation) runs on each depthwise channel as it is done, in the GEMM on each block of C. Checked
+// against ConvReference by tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -310,6 +311,35 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
   }
 }
 
+// The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
+// no value) and bounds (infinite when there is no activation).
+struct Epilogue {
+  GemmEpilogue e;
+  bool active = false;
+
+  explicit Epilogue(const ConvGeometry& geo) {
+    e.bias = geo.bias ? geo.bias->Data<float>() : nullptr;
+    if (geo.clamp) {
+      e.lo = static_cast<float>(geo.lo);
+      e.hi = static_cast<float>(geo.hi);
+    }
+    active = geo.bias || geo.clamp;
+  }
+
+  // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
+  const GemmEpilogue* From(int64_t oc, GemmEpilogue* out) const {
+    if (!active) return nullptr;
+    *out = e;
+    if (e.bias) out->bias = e.bias + oc;
+    return out;
+  }
+
+  // Output channel oc, `size` values at y.
+  void Channel(float* y, int64_t oc, int64_t size) const {
+    if (active) BiasClamp(y, size, e.bias ? e.bias[oc] : -0.0f, e.lo, e.hi);
+  }
+};
+
 }  // namespace
 
 Status MaxPoolFast(KernelContext& ctx) {
@@ -349,6 +379,7 @@ Status ConvFast(KernelContext& ctx) {
   float* py = geo.y->MutableData<float>();
   int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
   if (geo.y->NumElements() == 0) return Status::Ok();
+  Epilogue epilogue(geo);
   if (geo.cg == 1) {
     // Depthwise: output channel oc of image b reads input channel oc / og.
     int64_t channels = geo.n * geo.o;
@@ -368,6 +399,7 @@ Status ConvFast(KernelContext& ctx) {
         } else {
           DepthwiseChannel(xc, pw + oc * ks, py + t * out_size, g);
         }
+        epilogue.Channel(py + t * out_size, oc, out_size);
       }
     });
     return Status::Ok();
@@ -376,8 +408,10 @@ Status ConvFast(KernelContext& ctx) {
   for (int64_t b = 0; b < geo.n; ++b) {
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       Im2Col cols(px + (b * geo.c + grp * geo.cg) * in_size, geo.cg, g);
+      GemmEpilogue e;
       Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols,
-            py + (b * geo.o + grp * geo.og) * out_size, out_size, ctx.thread_pool());
+            py + (b * geo.o + grp * geo.og) * out_size, out_size, ctx.thread_pool(),
+            epilogue.From(grp * geo.og, &e));
     }
   }
   return Status::Ok();

@@ -131,7 +131,24 @@ Floats NewFloats(int64_t n) {
   return Floats(new float[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
+// The epilogue on rows [0, rows) of C (row stride ldc), columns [0, n); `bias` for row 0.
+void Finish(const GemmEpilogue* e, int64_t row0, int64_t rows, int64_t n, float* c, int64_t ldc) {
+  if (!e) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    BiasClamp(c + r * ldc, n, e->bias ? e->bias[row0 + r] : -0.0f, e->lo, e->hi);
+  }
+}
+
 }  // namespace
+
+// -0 added changes no value, so a missing bias is -0.
+QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + b;
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
 
 void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   for (int64_t p = 0; p < k_; ++p) {
@@ -143,7 +160,7 @@ void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
 }
 
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
-           int64_t ldc, rt::ThreadPool* pool) {
+           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
   int threads = pool ? pool->threads() : 1;
   int64_t npanels = (n + kNR - 1) / kNR;
@@ -160,6 +177,7 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
     int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
     rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
       NarrowProduct(i0, i1, n, k, a, lda, cols.get(), c, ldc);
+      Finish(epilogue, i0, i1 - i0, n, c + i0 * ldc, ldc);
     });
     return;
   }
@@ -209,8 +227,10 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
     for (int64_t t = t0; t < t1; ++t) {
       int64_t ib = t % mblocks, jb = t / mblocks;
       int64_t i = ib * kMC, j = jb * nc;
-      Block(std::min(kMC, m - i), std::min(nc, n - j), k, ap.get() + (i / kMR) * kMR * k,
-            bpanels.data() + j / kNR, bld.data() + j / kNR, c + i * ldc + j, ldc);
+      int64_t mc = std::min(kMC, m - i), ncols = std::min(nc, n - j);
+      Block(mc, ncols, k, ap.get() + (i / kMR) * kMR * k, bpanels.data() + j / kNR,
+            bld.data() + j / kNR, c + i * ldc + j, ldc);
+      Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
     }
   });
 }

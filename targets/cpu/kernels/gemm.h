@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "runtime/src/thread_pool.h"
 
@@ -47,9 +48,21 @@ class MatrixB final : public GemmB {
   int64_t k_, ld_;
 };
 
+// What the product does to each row i of C once computed, while it is in cache:
+// c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added). A convolution's bias
+// and activation.
+struct GemmEpilogue {
+  const float* bias = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+
+// y[i] = min(max(y[i] + b, lo), hi) over [0, n), NaN kept: the epilogue of one row.
+void BiasClamp(float* y, int64_t n, float b, float lo, float hi);
+
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
-// thread alone).
+// thread alone); then the epilogue, if any.
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
-           int64_t ldc, rt::ThreadPool* pool);
+           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
 
 }  // namespace quilt::cpu

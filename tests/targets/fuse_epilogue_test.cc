@@ -1,0 +1,217 @@
+// Conv epilogue fusion: which chains fuse (counted in the lowered steps), and the fused package
+// computes what the unfused one does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
+
+namespace quilt::compiler {
+namespace {
+
+using quilt::testing::Parse;
+
+// A nested list of random values of `shape` as IR text.
+std::string Values(std::mt19937& rng, const std::vector<int>& shape, size_t axis = 0) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::ostringstream s;
+  s.precision(9);
+  s << "[";
+  for (int i = 0; i < shape[axis]; ++i) {
+    s << (i ? ", " : "");
+    if (axis + 1 == shape.size()) {
+      s << d(rng);
+    } else {
+      s << Values(rng, shape, axis + 1);
+    }
+  }
+  s << "]";
+  return s.str();
+}
+
+std::string Const(std::mt19937& rng, const std::vector<int>& shape) {
+  return "R.const(" + Values(rng, shape) + ", \"float32\")";
+}
+
+// conv + bias (1, M, 1, 1) + relu; depthwise conv + bias (M, 1, 1) + clip; conv + bias whose
+// result is read twice (hardswish); conv + an add of a parameter; conv + bias + clip without a
+// lower bound.
+std::string Model(std::mt19937& rng) {
+  return R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 9, 11), "float32"), p: R.Tensor((1, 4, 1, 1), "float32")):
+        c1 = R.nn.conv2d(x, )" +
+         Const(rng, {8, 3, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1])
+        a1 = R.add(c1, )" +
+         Const(rng, {1, 8, 1, 1}) + R"()
+        r1 = R.nn.relu(a1)
+        c2 = R.nn.conv2d(r1, )" +
+         Const(rng, {8, 1, 3, 3}) + R"(, padding=[1, 1, 1, 1], groups=8)
+        a2 = R.add()" +
+         Const(rng, {8, 1, 1}) + R"(, c2)
+        k2 = R.clip(a2, min=-0.25, max=0.5)
+        c3 = R.nn.conv2d(k2, )" +
+         Const(rng, {4, 8, 1, 1}) + R"()
+        a3 = R.add(c3, )" +
+         Const(rng, {1, 4, 1, 1}) + R"()
+        h3 = R.add(a3, R.const(3.0, "float32"))
+        k3 = R.clip(h3, min=0.0, max=6.0)
+        m3 = R.multiply(a3, k3)
+        c4 = R.nn.conv2d(m3, )" +
+         Const(rng, {4, 4, 1, 1}) + R"()
+        a4 = R.add(c4, p)
+        c5 = R.nn.conv2d(a4, )" +
+         Const(rng, {4, 4, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+        a5 = R.add(c5, )" +
+         Const(rng, {1, 4, 1, 1}) + R"()
+        k5 = R.clip(a5, max=0.1)
+        return k5
+)";
+}
+
+struct Built {
+  std::vector<uint8_t> package;
+  int steps = 0, fused = 0;  // fused: conv steps with a bias input
+  std::string kernels;
+};
+
+Built Build(const ir::IRModule& mod, bool fuse) {
+  CompileOptions options;
+  options.lower.fuse_epilogues = fuse;
+  Built b;
+  Expected<Compiled> c = Compile(mod, options);
+  EXPECT_TRUE(c) << c.error().ToString();
+  if (!c) return b;
+  b.package = c->package;
+  LowerOptions lower;
+  lower.fuse_epilogues = fuse;
+  Expected<PackageSpec> spec = Lower(c->module, lower);
+  EXPECT_TRUE(spec) << spec.error().ToString();
+  if (!spec) return b;
+  for (const StepSpec& s : spec->graphs[0].steps) {
+    ++b.steps;
+    b.kernels += (b.kernels.empty() ? "" : " ") + s.kernel;
+    if (s.kernel == "nn.conv2d" && s.inputs.size() == 3) ++b.fused;
+  }
+  return b;
+}
+
+std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package,
+                                           std::vector<rt::NamedTensor> inputs) {
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok()) return {};
+  std::shared_ptr<const rt::LoadedPackage> p(std::move(loaded));
+  std::unique_ptr<rt::Session> s;
+  EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  if (!s) return {};
+  std::vector<rt::OwnedTensor> out;
+  st = s->Run(inputs, &out);
+  EXPECT_TRUE(st.ok()) << st.message();
+  std::vector<std::vector<float>> values;
+  for (const rt::OwnedTensor& t : out) values.push_back(test::Floats(t));
+  return values;
+}
+
+void ExpectClose(const std::vector<std::vector<float>>& got,
+                 const std::vector<std::vector<float>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    ASSERT_EQ(got[o].size(), want[o].size());
+    for (size_t i = 0; i < got[o].size(); ++i) {
+      EXPECT_NEAR(got[o][i], want[o][i], 1e-5 + 1e-4 * std::abs(want[o][i]))
+          << "output " << o << ", element " << i;
+    }
+  }
+}
+
+TEST(FuseEpilogue, FusedConvsComputeWhatTheUnfusedOnesDo) {
+  std::mt19937 rng(5);
+  ir::IRModule mod = Parse(Model(rng));
+  Built plain = Build(mod, false);
+  Built fused = Build(mod, true);
+  // conv, add, relu | conv, add, clip | conv, add, add, clip, multiply | conv, add | conv, add,
+  // clip.
+  EXPECT_EQ(plain.steps, 16) << plain.kernels;
+  EXPECT_EQ(plain.fused, 0);
+  // The first two chains and the last become one step each, the third loses its bias add.
+  EXPECT_EQ(fused.steps, 9) << fused.kernels;
+  EXPECT_EQ(fused.fused, 4) << fused.kernels;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<float> x(2 * 3 * 9 * 11), p(4);
+    std::uniform_real_distribution<float> d(-2, 2);
+    for (float& v : x) v = d(rng);
+    for (float& v : p) v = d(rng);
+    auto inputs = [&] {
+      return std::vector<rt::NamedTensor>{test::Input("x", x, {2, 3, 9, 11}),
+                                          test::Input("p", p, {1, 4, 1, 1})};
+    };
+    std::vector<std::vector<float>> want = RunPackage(plain.package, inputs());
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(want[0].size(), 2u * 4 * 5 * 6);
+    ExpectClose(RunPackage(fused.package, inputs()), want);
+  }
+}
+
+// A value of the chain that is a graph output stays: the chain stops before it is eliminated.
+TEST(FuseEpilogue, GraphOutputsAreNotFusedAway) {
+  std::mt19937 rng(9);
+  std::string head = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 5, 5), "float32")):
+        c = R.nn.conv2d(x, )" +
+                     Const(rng, {3, 2, 3, 3}) +
+                     R"()
+        a = R.add(c, )" +
+                     Const(rng, {1, 3, 1, 1}) +
+                     R"()
+        r = R.nn.relu(a)
+)";
+  struct Case {
+    std::string ret;
+    int steps;  // after fusion
+  };
+  for (const Case& c : {Case{"r", 1}, Case{"(a, r)", 2}, Case{"(c, r)", 3}}) {
+    ir::IRModule mod = Parse(head + "        return " + c.ret + "\n");
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.steps, c.steps) << c.ret << ": " << fused.kernels;
+    std::vector<float> x(2 * 5 * 5);
+    std::uniform_real_distribution<float> d(-2, 2);
+    for (float& v : x) v = d(rng);
+    std::vector<std::vector<float>> want =
+        RunPackage(plain.package, {test::Input("x", x, {1, 2, 5, 5})});
+    ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 2, 5, 5})}), want);
+  }
+}
+
+// Only float32 convs fuse.
+TEST(FuseEpilogue, OtherElementTypesStay) {
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float64")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float64"))
+        a = R.add(c, R.const([[[[1.0]], [[2.0]]]], "float64"))
+        r = R.nn.relu(a)
+        return r
+)");
+  EXPECT_EQ(Build(mod, true).steps, 3);
+}
+
+}  // namespace
+}  // namespace quilt::compiler
