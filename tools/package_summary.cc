@@ -2,6 +2,7 @@
 
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "runtime/src/dims.h"
 #include "runtime/src/session.h"
@@ -79,8 +80,14 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
     constant_bytes += package.BufferSize(v->buffer());
   }
   int planned = 0, dynamic = 0;
-  for (const pkg::Value* v : *g.values()) {
-    if (v->kind() != pkg::ValueKind::Intermediate) continue;
+  // Values no step writes (folded into a fused step) take no memory at all.
+  std::vector<bool> written(g.values()->size(), false);
+  for (const pkg::Step* st : *g.steps()) {
+    for (int32_t o : *st->outputs()) written[static_cast<size_t>(o)] = true;
+  }
+  for (uint32_t i = 0; i < g.values()->size(); ++i) {
+    const pkg::Value* v = g.values()->Get(i);
+    if (v->kind() != pkg::ValueKind::Intermediate || !written[i]) continue;
     (v->arena_offset() >= 0 ? planned : dynamic)++;
   }
   os << "constants: " << constants << " (" << constant_bytes << " bytes)\n";
