@@ -1,5 +1,11 @@
 // fold-constants: folds at compile time what constants allow.
 //
+// First a reshape or expand_dims of a constant whose result has a static shape becomes that
+// constant in the new shape (same elements in the same order, on the result's vdevice; chains of
+// them too): a conv
+// bias the importer reshapes to (1, M, 1, 1) is then a constant the rules below and the conv
+// epilogue fusion see. A result the function returns stays a call.
+//
 // An inference batch_norm (axis 1) whose scale, shift, mean and variance are constants, right
 // after a 2-d convolution with a constant weight, becomes part of the convolution:
 //
@@ -20,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "ir/builder.h"
 #include "passes/pass.h"
@@ -33,11 +40,15 @@ struct FunctionView {
   std::map<const ir::VarNode*, ir::Expr> value;  // binding value of each bound variable
   std::map<const ir::VarNode*, int> uses;
   std::map<const ir::VarNode*, size_t> block;  // which block binds each bound variable
+  std::set<const ir::VarNode*> returned;       // variables the function body returns
 };
 
 FunctionView View(const ir::FunctionNode& f) {
   FunctionView v;
-  for (const ir::VarNode* u : ir::UsedVars(f.body->body)) ++v.uses[u];
+  for (const ir::VarNode* u : ir::UsedVars(f.body->body)) {
+    ++v.uses[u];
+    v.returned.insert(u);
+  }
   for (size_t i = 0; i < f.body->blocks.size(); ++i) {
     for (const ir::Binding& b : f.body->blocks[i].bindings) {
       v.value[b.var.get()] = b.value;
@@ -136,6 +147,25 @@ Expected<ir::Expr> FloatConstant(const std::vector<float>& values, std::vector<i
 
 // New binding values for some variables of a function; empty when a rule does not apply.
 using Rewrites = std::vector<std::pair<const ir::VarNode*, ir::Expr>>;
+
+// y = R.reshape(k, shape) or R.expand_dims(k, axis) with k a constant and y of static shape (not
+// returned): y = k's elements in y's shape.
+Expected<Rewrites> FoldReshape(const FunctionView& v, const ir::Binding& binding) {
+  const ir::CallNode* call = OpCallOf(binding.value, ir::OpKind::kReshape);
+  if (!call) call = OpCallOf(binding.value, ir::OpKind::kExpandDims);
+  if (!call || call->args.empty() || v.returned.count(binding.var.get())) return Rewrites();
+  const ir::ConstantNode* c = ConstantOf(v, call->args[0]);
+  const ir::StructInfo& s = binding.var->struct_info;
+  if (!s || s->kind != ir::StructInfoKind::kTensor) return Rewrites();
+  std::optional<std::vector<int64_t>> shape = StaticShape(s);
+  if (!c || !c->data || !shape || s->dtype != c->dtype) return Rewrites();
+  int64_t n = 1;
+  for (int64_t d : *shape) n *= d;
+  if (n != c->NumElements()) return Rewrites();
+  Expected<ir::Expr> k = ir::MakeConstant(c->dtype, *shape, c->data, VDeviceOf(binding.var));
+  if (!k) return k.error();
+  return Rewrites{{binding.var.get(), *k}};
+}
 
 Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& binding) {
   const ir::CallNode* bn = OpCallOf(binding.value, ir::OpKind::kBatchNorm);
@@ -268,7 +298,15 @@ Expected<ir::Function> Sweep(const ir::Function& f,
 }
 
 Expected<ir::Function> FoldFunction(const ir::Function& f) {
-  Expected<ir::Function> g = Sweep(f, &FoldBatchNorm);
+  // Until no reshape of a constant is left (one of another reshape folds in the next sweep).
+  ir::Function r = f;
+  for (;;) {
+    Expected<ir::Function> next = Sweep(r, &FoldReshape);
+    if (!next) return next;
+    if (*next == r) break;
+    r = *next;
+  }
+  Expected<ir::Function> g = Sweep(r, &FoldBatchNorm);
   if (!g) return g;
   return Sweep(*g, &FoldScaleIntoConv);
 }

@@ -168,6 +168,72 @@ class Module:
 )");
 }
 
+TEST(FoldConstants, AReshapeOrExpandDimsOfAConstantBecomesAConstant) {
+  ir::IRModule before = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 2, 2), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]], [[2.0]]], [[[3.0]], [[-1.0]]]], "float32"))
+        b = R.reshape(R.const([1.0, 2.0], "float32"), R.shape([1, 2, 1, 1]))
+        a = R.add(c, b)
+        e = R.expand_dims(R.const([[0.5], [0.25]], "float32"), axis=[0])
+        s = R.reshape(e, R.shape([2, 1, 1]))
+        y = R.multiply(a, s)
+        i = R.reshape(R.const([[3, 4], [5, 6]], "int64"), R.shape([4]))
+        k = R.add(i, R.const(1, "int64"))
+        return (y, k)
+)");
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 2, 2), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]], [[2.0]]], [[[3.0]], [[-1.0]]]], "float32"))
+        b = R.const([[[[1.0]], [[2.0]]]], "float32")
+        a = R.add(c, b)
+        s = R.const([[[0.5]], [[0.25]]], "float32")
+        y = R.multiply(a, s)
+        i = R.const([3, 4, 5, 6], "int64")
+        k = R.add(i, R.const(1, "int64"))
+        return (y, k)
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", before), want));
+}
+
+TEST(FoldConstants, AReshapeOfANonConstantOrToAnUnknownShapeOrReturnedStays) {
+  // Of a parameter.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 2, 2), "float32"), p: R.Tensor((2,), "float32")):
+        b = R.reshape(p, R.shape([1, 2, 1, 1]))
+        a = R.add(x, b)
+        return a
+)");
+  // Returned as it is.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 2, 2), "float32")):
+        b = R.reshape(R.const([1.0, 2.0], "float32"), R.shape([1, 2, 1, 1]))
+        a = R.add(x, b)
+        return (a, b)
+)");
+  // A shape that is not known.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2), "float32"), s: R.Shape(ndim=2)):
+        b = R.reshape(R.const([1.0, 2.0], "float32"), s)
+        a = R.add(x, b)
+        return a
+)");
+}
+
 TEST(FoldConstants, AScalarMultiplyOrDivideGoesIntoTheConvAfterIt) {
   ir::IRModule before = Parse(R"(
 @I.ir_module
@@ -293,7 +359,12 @@ class Module:
         y3 = )" +
          bn("c3", 4) +
          R"(
-        return y3
+        c4 = R.nn.conv2d(y3, R.const()" +
+         Weight(rng, 4, 4, 1) + R"(, "float32"))
+        b4 = R.reshape(R.const()" +
+         Floats(rng, 4, -1, 1) + R"(, "float32"), R.shape([1, 4, 1, 1]))
+        a4 = R.add(c4, b4)
+        return a4
 )";
 }
 
@@ -327,6 +398,7 @@ TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
   std::string text = ir::PrintModule(folded->module);
   EXPECT_EQ(text.find("batch_norm"), std::string::npos) << text;
   EXPECT_EQ(text.find("expand_dims"), std::string::npos) << text;
+  EXPECT_EQ(text.find("reshape"), std::string::npos) << text;
   EXPECT_EQ(text.find("R.divide"), std::string::npos) << text;
   EXPECT_EQ(text.find("R.multiply"), std::string::npos) << text;
 
