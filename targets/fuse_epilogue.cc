@@ -1,5 +1,6 @@
 #include "targets/fuse_epilogue.h"
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -10,67 +11,124 @@ namespace {
 
 class Fusion {
  public:
-  Fusion(const std::vector<DeviceSpec>& devices, GraphSpec& g) : devices_(devices), g_(g) {
+  Fusion(const std::vector<DeviceSpec>& devices, const Buffers& buffers, GraphSpec& g)
+      : devices_(devices), buffers_(buffers), g_(g) {
     reads_.assign(g.values.size(), 0);
-    reader_.assign(g.values.size(), -1);
+    readers_.assign(g.values.size(), {});
     for (int s = 0; s < static_cast<int>(g.steps.size()); ++s) {
       for (int v : g.steps[static_cast<size_t>(s)].inputs) {
         if (v < 0) continue;
         ++reads_[static_cast<size_t>(v)];
-        reader_[static_cast<size_t>(v)] = s;
+        readers_[static_cast<size_t>(v)].push_back(s);
       }
     }
     for (int v : g.outputs) reads_[static_cast<size_t>(v)] += 2;  // never fused away
   }
 
   int Run() {
-    std::vector<bool> removed(g_.steps.size(), false);
-    int count = 0;
+    removed_.assign(g_.steps.size(), false);
+    count_ = 0;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       StepSpec& conv = g_.steps[s];
-      if (removed[s] || !Fusable(conv)) continue;
-      // The bias add.
-      int add = SoleReader(conv, conv.outputs[0], "add");
-      if (add < 0) continue;
-      StepSpec& a = g_.steps[static_cast<size_t>(add)];
-      int v = conv.outputs[0];
-      if (a.inputs.size() != 2) continue;
-      int bias = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
-      if (!PerChannel(bias, v) || !SameType(v, a.outputs[0])) continue;
-      conv.inputs.push_back(bias);
-      conv.input_arity.push_back(1);
-      conv.outputs = a.outputs;
-      removed[static_cast<size_t>(add)] = true;
-      ++count;
-      // The activation.
-      int out = conv.outputs[0];
-      int act = SoleReader(conv, out, "nn.relu");
-      if (act < 0) act = SoleReader(conv, out, "clip");
-      if (act < 0) continue;
-      StepSpec& r = g_.steps[static_cast<size_t>(act)];
-      if (r.inputs.size() != 1 || !SameType(out, r.outputs[0])) continue;
-      if (r.kernel == "nn.relu") {
-        conv.attrs.Set("activation", std::string("relu"));
-      } else {
-        const double* lo = r.attrs.Get<double>("min");
-        const double* hi = r.attrs.Get<double>("max");
-        conv.attrs.Set("activation", std::string("clip"));
-        if (lo) conv.attrs.Set("activation_min", *lo);
-        if (hi) conv.attrs.Set("activation_max", *hi);
-      }
-      conv.outputs = r.outputs;
-      removed[static_cast<size_t>(act)] = true;
-      ++count;
+      if (removed_[s] || !Fusable(conv)) continue;
+      FuseBias(conv);
+      if (!FuseClamp(conv)) FuseHardSwish(conv);
     }
     std::vector<StepSpec> kept;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
-      if (!removed[s]) kept.push_back(std::move(g_.steps[s]));
+      if (!removed_[s]) kept.push_back(std::move(g_.steps[s]));
     }
     g_.steps = std::move(kept);
-    return count;
+    return count_;
   }
 
  private:
+  void Remove(int step) {
+    removed_[static_cast<size_t>(step)] = true;
+    ++count_;
+  }
+
+  // The bias add.
+  void FuseBias(StepSpec& conv) {
+    int v = conv.outputs[0];
+    int add = SoleReader(conv, v, "add");
+    if (add < 0) return;
+    const StepSpec& a = g_.steps[static_cast<size_t>(add)];
+    if (a.inputs.size() != 2) return;
+    int bias = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+    if (!PerChannel(bias, v) || !SameType(v, a.outputs[0])) return;
+    conv.inputs.push_back(bias);
+    conv.input_arity.push_back(1);
+    conv.outputs = a.outputs;
+    Remove(add);
+  }
+
+  // An nn.relu or clip reading the conv's result alone.
+  bool FuseClamp(StepSpec& conv) {
+    int out = conv.outputs[0];
+    int act = SoleReader(conv, out, "nn.relu");
+    if (act < 0) act = SoleReader(conv, out, "clip");
+    if (act < 0) return false;
+    const StepSpec& r = g_.steps[static_cast<size_t>(act)];
+    if (r.inputs.size() != 1 || !SameType(out, r.outputs[0])) return false;
+    if (r.kernel == "nn.relu") {
+      conv.attrs.Set("activation", std::string("relu"));
+    } else {
+      const double* lo = r.attrs.Get<double>("min");
+      const double* hi = r.attrs.Get<double>("max");
+      conv.attrs.Set("activation", std::string("clip"));
+      if (lo) conv.attrs.Set("activation_min", *lo);
+      if (hi) conv.attrs.Set("activation_max", *hi);
+    }
+    conv.outputs = r.outputs;
+    Remove(act);
+    return true;
+  }
+
+  // a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (operands in either order) with r the
+  // conv's result, read by the add and the multiply alone, a by the clip alone and c by the
+  // multiply alone.
+  void FuseHardSwish(StepSpec& conv) {
+    int r = conv.outputs[0];
+    const std::vector<int>& readers = readers_[static_cast<size_t>(r)];
+    if (reads_[static_cast<size_t>(r)] != 2 || readers.size() != 2 || readers[0] == readers[1]) {
+      return;
+    }
+    int add = -1, mul = -1;
+    for (int s : readers) {
+      const std::string& k = g_.steps[static_cast<size_t>(s)].kernel;
+      if (k == "add") add = s;
+      if (k == "multiply") mul = s;
+    }
+    if (add < 0 || mul < 0) return;
+    const StepSpec& a = g_.steps[static_cast<size_t>(add)];
+    const StepSpec& m = g_.steps[static_cast<size_t>(mul)];
+    if (a.device != conv.device || a.inputs.size() != 2 || a.outputs.size() != 1 ||
+        m.device != conv.device || m.inputs.size() != 2 || m.outputs.size() != 1) {
+      return;
+    }
+    int three = a.inputs[0] == r ? a.inputs[1] : a.inputs[0];
+    if (!ScalarConstant(three, 3.0f, r) || !SameType(r, a.outputs[0])) return;
+    int clip = SoleReader(conv, a.outputs[0], "clip");
+    if (clip < 0) return;
+    const StepSpec& c = g_.steps[static_cast<size_t>(clip)];
+    const double* lo = c.attrs.Get<double>("min");
+    const double* hi = c.attrs.Get<double>("max");
+    int cv = c.outputs[0];
+    if (c.inputs.size() != 1 || !lo || *lo != 0.0 || !hi || *hi != 6.0 || !SameType(r, cv) ||
+        reads_[static_cast<size_t>(cv)] != 1 || readers_[static_cast<size_t>(cv)][0] != mul) {
+      return;
+    }
+    bool operands =
+        (m.inputs[0] == r && m.inputs[1] == cv) || (m.inputs[0] == cv && m.inputs[1] == r);
+    if (!operands || !SameType(r, m.outputs[0])) return;
+    conv.attrs.Set("activation", std::string("hardswish"));
+    conv.outputs = m.outputs;
+    Remove(add);
+    Remove(clip);
+    Remove(mul);
+  }
+
   static constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
 
   const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
@@ -90,7 +148,7 @@ class Fusion {
   // The step that alone reads `v` (once), when it runs `kernel` on the device of `producer`.
   int SoleReader(const StepSpec& producer, int v, const char* kernel) const {
     if (reads_[static_cast<size_t>(v)] != 1) return -1;
-    int r = reader_[static_cast<size_t>(v)];
+    int r = readers_[static_cast<size_t>(v)][0];
     const StepSpec& step = g_.steps[static_cast<size_t>(r)];
     if (step.kernel != kernel || step.device != producer.device || step.outputs.size() != 1) {
       return -1;
@@ -149,15 +207,39 @@ class Fusion {
     return true;
   }
 
+  // A float32 constant holding `value` alone, of rank 0 or of ones no longer than `v`'s rank.
+  bool ScalarConstant(int k, float value, int v) const {
+    if (k < 0) return false;
+    const ValueSpec& c = Value(k);
+    if (c.kind != pkg::ValueKind::Constant || c.dtype != kFloat32 || c.rank < 0 ||
+        c.rank > Value(v).rank || c.buffer < 0 || c.buffer >= static_cast<int>(buffers_.size())) {
+      return false;
+    }
+    for (int d : c.dims) {
+      std::optional<int64_t> n = IntDim(d);
+      if (!n || *n != 1) return false;
+    }
+    const auto& bytes = buffers_[static_cast<size_t>(c.buffer)];
+    if (!bytes || bytes->size() != sizeof(float)) return false;
+    float x;
+    std::memcpy(&x, bytes->data(), sizeof x);
+    return x == value;
+  }
+
   const std::vector<DeviceSpec>& devices_;
+  const Buffers& buffers_;
   GraphSpec& g_;
-  std::vector<int> reads_, reader_;
+  std::vector<int> reads_;
+  std::vector<std::vector<int>> readers_;  // the steps reading each value, once per read
+  std::vector<bool> removed_;
+  int count_ = 0;
 };
 
 }  // namespace
 
-int FuseConvEpilogues(const std::vector<DeviceSpec>& devices, GraphSpec& g) {
-  return Fusion(devices, g).Run();
+int FuseConvEpilogues(const std::vector<DeviceSpec>& devices, const Buffers& buffers,
+                      GraphSpec& g) {
+  return Fusion(devices, buffers, g).Run();
 }
 
 }  // namespace quilt::compiler

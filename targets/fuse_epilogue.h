@@ -2,22 +2,30 @@
 //
 // A float32 nn.conv1d/2d/3d step on a CPU device whose result is read only by an `add` of a
 // constant per-channel bias (static shape (1, M, 1, ...) or (M, 1, ...), M the conv's output
-// channels) on the same device takes the bias as a third input; when the add's result is in turn
-// read only by an nn.relu or a clip (constant bounds: attributes) on the same device, the conv
-// step also takes the activation (attributes activation, activation_min, activation_max; see
-// targets/cpu/kernels/nn_internal.h). The fused step writes the last value of the chain; the add
-// and activation steps go, and the values between are left unwritten and unread (so neither
-// planned nor allocated). A value between that is a graph output, is read by another step or
-// twice, or differs in shape or element type stops the chain there.
+// channels) on the same device takes the bias as a third input. When the result (after the bias,
+// if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
+// device, the conv step also takes the activation (attributes activation, activation_min,
+// activation_max; see targets/cpu/kernels/nn_internal.h). When it is read only by the hardswish
+// chain a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (3 a float32 scalar constant; the
+// operands of each in either order), a and c each read once, within the chain, the conv step
+// takes activation = "hardswish" and writes y. The fused step writes the last value of the
+// chain; the steps after the conv go, and the values between are left unwritten and unread (so
+// neither planned nor allocated). A value between that is a graph output, is read by another
+// step or more often, or differs in shape or element type stops the chain there.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "targets/package_spec.h"
 
 namespace quilt::compiler {
 
-// Fuses in place; returns the number of steps removed.
-int FuseConvEpilogues(const std::vector<DeviceSpec>& devices, GraphSpec& g);
+using Buffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
+
+// Fuses in place (`buffers`: the package's, for the constants' values); returns the number of
+// steps removed.
+int FuseConvEpilogues(const std::vector<DeviceSpec>& devices, const Buffers& buffers, GraphSpec& g);
 
 }  // namespace quilt::compiler

@@ -460,7 +460,7 @@ class GraphLowering {
 
  public:
   void Finish() {
-    if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, g_);
+    if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, spec_.buffers, g_);
     if (pl_.options.plan_memory) {
       PlanMemory();
     } else {

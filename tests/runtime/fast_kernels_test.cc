@@ -240,7 +240,8 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({3, 1, 33, 5, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
 }
 
-// The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu or clip.
+// The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
+// hardswish.
 TEST(FastKernels, ConvEpilogueMatchesTheReference) {
   std::mt19937 rng(11);
   const std::vector<ConvCase> cases = {
@@ -265,6 +266,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {true, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}},
       {true, "clip", {{"activation_max", 0.2}}},
       {false, "clip", {{"activation_min", 0.0}, {"activation_max", 6.0}}},
+      {true, "hardswish", {}},
+      {false, "hardswish", {}},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {

@@ -41,9 +41,8 @@ std::string Const(std::mt19937& rng, const std::vector<int>& shape) {
   return "R.const(" + Values(rng, shape) + ", \"float32\")";
 }
 
-// conv + bias (1, M, 1, 1) + relu; depthwise conv + bias (M, 1, 1) + clip; conv + bias whose
-// result is read twice (hardswish); conv + an add of a parameter; conv + bias + clip without a
-// lower bound.
+// conv + bias (1, M, 1, 1) + relu; depthwise conv + bias (M, 1, 1) + clip; conv + bias +
+// hardswish; conv + an add of a parameter; conv + bias + clip without a lower bound.
 std::string Model(std::mt19937& rng) {
   return R"(
 @I.ir_module
@@ -145,8 +144,8 @@ TEST(FuseEpilogue, FusedConvsComputeWhatTheUnfusedOnesDo) {
   // clip.
   EXPECT_EQ(plain.steps, 16) << plain.kernels;
   EXPECT_EQ(plain.fused, 0);
-  // The first two chains and the last become one step each, the third loses its bias add.
-  EXPECT_EQ(fused.steps, 9) << fused.kernels;
+  // The first three chains and the last become one step each.
+  EXPECT_EQ(fused.steps, 6) << fused.kernels;
   EXPECT_EQ(fused.fused, 4) << fused.kernels;
   for (int trial = 0; trial < 3; ++trial) {
     std::vector<float> x(2 * 3 * 9 * 11), p(4);
@@ -195,6 +194,80 @@ class Module:
     std::vector<std::vector<float>> want =
         RunPackage(plain.package, {test::Input("x", x, {1, 2, 5, 5})});
     ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 2, 5, 5})}), want);
+  }
+}
+
+// The hardswish chain after a conv (with or without a bias, operands in either order) joins it;
+// a chain whose values are graph outputs or read elsewhere, or whose constants differ, stays.
+TEST(FuseEpilogue, HardSwishChains) {
+  std::mt19937 rng(13);
+  const std::string weight = Const(rng, {3, 2, 3, 3}), bias = Const(rng, {1, 3, 1, 1});
+  struct Case {
+    std::string body;
+    int steps;  // after fusion
+  };
+  const std::string three = "R.const(3.0, \"float32\")";
+  const std::vector<Case> cases = {
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(r, k)\n        return y",
+       1},
+      {"a = R.add(" + three +
+           ", r)\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(k, r)\n        return y",
+       1},
+      // Graph outputs inside the chain.
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(r, k)\n        return (y, r)",
+       4},
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(r, k)\n        return (y, a)",
+       4},
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(r, k)\n        return (y, k)",
+       4},
+      // A value read outside the chain.
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=6.0)\n"
+           "        y = R.multiply(r, k)\n        z = R.add(y, k)\n        return z",
+       5},
+      // Other constants.
+      {"a = R.add(r, R.const(2.0, \"float32\"))\n        k = R.clip(a, min=0.0, max=6.0)\n"
+       "        y = R.multiply(r, k)\n        return y",
+       4},
+      {"a = R.add(r, " + three +
+           ")\n        k = R.clip(a, min=0.0, max=5.0)\n"
+           "        y = R.multiply(r, k)\n        return y",
+       4},
+  };
+  for (bool with_bias : {true, false}) {
+    for (const Case& c : cases) {
+      std::string conv = "R.nn.conv2d(x, " + weight + ", padding=[1, 1, 1, 1])";
+      std::string text =
+          R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 6, 7), "float32")):
+)" +
+          (with_bias ? "        h = " + conv + "\n        r = R.add(h, " + bias + ")\n"
+                     : "        r = " + conv + "\n") +
+          "        " + c.body + "\n";
+      ir::IRModule mod = Parse(text);
+      Built plain = Build(mod, false);
+      Built fused = Build(mod, true);
+      EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+      EXPECT_EQ(fused.fused, with_bias ? 1 : 0) << c.body << ": " << fused.kernels;
+      std::vector<float> x(2 * 6 * 7);
+      std::uniform_real_distribution<float> d(-4, 4);
+      for (float& v : x) v = d(rng);
+      std::vector<std::vector<float>> want =
+          RunPackage(plain.package, {test::Input("x", x, {1, 2, 6, 7})});
+      ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 2, 6, 7})}), want);
+    }
   }
 }
 

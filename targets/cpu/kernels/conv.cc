@@ -144,14 +144,15 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const rt::AttrView& a = ctx.attrs();
   std::string_view act = a.Str("activation", "");
   double inf = std::numeric_limits<double>::infinity();
-  geo->clamp = !act.empty();
+  geo->clamp = !act.empty() && act != "hardswish";
+  geo->hardswish = act == "hardswish";
   if (act == "relu") {
     geo->lo = 0;
     geo->hi = inf;
   } else if (act == "clip") {
     geo->lo = a.Has("activation_min") ? a.Float("activation_min") : -inf;
     geo->hi = a.Has("activation_max") ? a.Float("activation_max") : inf;
-  } else if (!act.empty()) {
+  } else if (!act.empty() && !geo->hardswish) {
     return Status::Error("unknown activation '" + std::string(act) + "'");
   }
   return Status::Ok();
@@ -198,6 +199,8 @@ Status ConvReference(KernelContext& ctx) {
     T* py = y->MutableData<T>();
     const T* pb = geo.bias ? geo.bias->Data<T>() : nullptr;
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
+    auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
+         six = static_cast<Compute<T>>(6);
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t oc = 0; oc < o; ++oc) {
@@ -232,6 +235,11 @@ Status ConvReference(KernelContext& ctx) {
               if (geo.clamp) {
                 if (v < lo) v = lo;
                 if (v > hi) v = hi;
+              } else if (geo.hardswish) {
+                auto t = static_cast<Compute<T>>(v + three);
+                if (t < zero) t = zero;
+                if (t > six) t = six;
+                v = static_cast<Compute<T>>(v * t);
               }
               py[yi++] = Store<T>(v);
             }

@@ -312,7 +312,7 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
 }
 
 // The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
-// no value) and bounds (infinite when there is no activation).
+// no value) and bounds (infinite when there is no activation) or the hardswish.
 struct Epilogue {
   GemmEpilogue e;
   bool active = false;
@@ -323,7 +323,8 @@ struct Epilogue {
       e.lo = static_cast<float>(geo.lo);
       e.hi = static_cast<float>(geo.hi);
     }
-    active = geo.bias || geo.clamp;
+    e.hardswish = geo.hardswish;
+    active = geo.bias || geo.clamp || geo.hardswish;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
@@ -336,7 +337,7 @@ struct Epilogue {
 
   // Output channel oc, `size` values at y.
   void Channel(float* y, int64_t oc, int64_t size) const {
-    if (active) BiasClamp(y, size, e.bias ? e.bias[oc] : -0.0f, e.lo, e.hi);
+    if (active) FinishRow(e, y, size, e.bias ? e.bias[oc] : -0.0f);
   }
 };
 

@@ -135,7 +135,7 @@ Floats NewFloats(int64_t n) {
 void Finish(const GemmEpilogue* e, int64_t row0, int64_t rows, int64_t n, float* c, int64_t ldc) {
   if (!e) return;
   for (int64_t r = 0; r < rows; ++r) {
-    BiasClamp(c + r * ldc, n, e->bias ? e->bias[row0 + r] : -0.0f, e->lo, e->hi);
+    FinishRow(*e, c + r * ldc, n, e->bias ? e->bias[row0 + r] : -0.0f);
   }
 }
 
@@ -147,6 +147,16 @@ QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, f
     float v = y[i] + b;
     v = v < lo ? lo : v;
     y[i] = v > hi ? hi : v;
+  }
+}
+
+QUILT_CLONES void BiasHardSwish(float* __restrict y, int64_t n, float b) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + b;
+    float t = v + 3.0f;
+    t = t < 0.0f ? 0.0f : t;
+    t = t > 6.0f ? 6.0f : t;
+    y[i] = v * t;
   }
 }
 

@@ -55,10 +55,21 @@ struct GemmEpilogue {
   const float* bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
+  bool hardswish = false;  // instead of the bounds: c = c * min(max(c + 3, 0), 6)
 };
 
 // y[i] = min(max(y[i] + b, lo), hi) over [0, n), NaN kept: the epilogue of one row.
 void BiasClamp(float* y, int64_t n, float b, float lo, float hi);
+// v = y[i] + b, y[i] = v * min(max(v + 3, 0), 6) over [0, n), NaN kept.
+void BiasHardSwish(float* y, int64_t n, float b);
+// The epilogue `e` of one row: bias b, then the bounds or the hardswish.
+inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, float b) {
+  if (e.hardswish) {
+    BiasHardSwish(y, n, b);
+  } else {
+    BiasClamp(y, n, b, e.lo, e.hi);
+  }
+}
 
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
 // thread alone); then the epilogue, if any.

@@ -65,15 +65,17 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 //
 // A step may carry an epilogue (the compiler folds a following bias add and activation into it,
 // targets/fuse_epilogue.h): an optional third input `bias` of O values (any shape), added per
-// output channel, then the attribute activation = "relu" (max(v, 0)) or "clip" (bounds
-// activation_min, activation_max, each infinite when absent), with NaN and -0 kept as the relu
-// and clip kernels keep them.
+// output channel, then the attribute activation = "relu" (max(v, 0)), "clip" (bounds
+// activation_min, activation_max, each infinite when absent) or "hardswish"
+// (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it),
+// with NaN and -0 kept as the relu, clip and multiply kernels keep them.
 struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
   Tensor* y = nullptr;
   const Tensor* bias = nullptr;  // null: none
   bool clamp = false;            // an activation: y = min(max(y, lo), hi)
+  bool hardswish = false;        // or y = y * min(max(y + 3, 0), 6)
   double lo = 0, hi = 0;
 };
 // Checks the operands and attributes (the epilogue's too), computes the window and asks for the
