@@ -58,11 +58,6 @@ bool HasTensor(const ir::StructInfo& s) {
   return found;
 }
 
-void ReadVars(const Expr& e, std::vector<const ir::VarNode*>* out) {
-  std::vector<const ir::VarNode*> used = ir::UsedVars(e);
-  out->insert(out->end(), used.begin(), used.end());
-}
-
 class Assigner {
  public:
   Assigner(const ir::IRModule& mod, const AssignOptions& options)
@@ -114,9 +109,7 @@ class Assigner {
           Collect(*iff->then_branch, true);
           Collect(*iff->else_branch, true);
           items_.push_back({&b, nullptr, nested});
-          std::vector<const ir::VarNode*> cond;
-          ReadVars(iff->cond, &cond);
-          for (const ir::VarNode* v : cond) host_values_.insert(v);
+          for (const ir::VarNode* v : ir::UsedVars(iff->cond)) host_values_.insert(v);
           continue;
         }
         const auto* call = As<ir::CallNode>(b.value);
@@ -133,11 +126,8 @@ class Assigner {
   }
 
   Expected<int> HintDevice(const ir::CallNode& call, const std::string& at) const {
-    const auto* type = call.attrs.Get<std::string>("device_type");
-    const auto* id = call.attrs.Get<int64_t>("index");
-    Expected<int> d = ir::ResolvePhysicalDevice(type ? *type : "", id ? static_cast<int>(*id) : 0,
-                                                "", mod_.vdevices);
-    if (!d) return Error("R.hint_on_device: " + d.error().message, Where(at));
+    Expected<int> d = HintTarget(call, mod_.vdevices);
+    if (!d) return Error(d.error().message, Where(at));
     return d;
   }
 
@@ -199,9 +189,7 @@ class Assigner {
     if (n > options_.small_shape_elements) return false;
     bool any = false;
     for (const Expr& a : call.args) {
-      std::vector<const ir::VarNode*> vars;
-      ReadVars(a, &vars);
-      for (const ir::VarNode* v : vars) {
+      for (const ir::VarNode* v : ir::UsedVars(a)) {
         if (!HasTensor(v->struct_info)) continue;
         if (!shape_values_.count(v)) return false;
         any = true;
@@ -251,10 +239,8 @@ class Assigner {
     }
     if (!HasTensor(b.var->struct_info)) {
       // Reads only metadata (shape_of): where its input is, so no copy.
-      std::vector<const ir::VarNode*> vars;
-      ReadVars(b.value, &vars);
       int d = host_;
-      for (const ir::VarNode* v : vars) {
+      for (const ir::VarNode* v : ir::UsedVars(b.value)) {
         if (auto it = device_.find(v); it != device_.end()) d = it->second;
       }
       Record(b, d, Why::kShape, "reads only shapes");
@@ -284,9 +270,9 @@ class Assigner {
     std::map<const ir::VarNode*, std::vector<const ir::Binding*>> consumers;
     std::vector<const ir::Binding*> movable;
     for (const Item& item : items_) {
-      std::vector<const ir::VarNode*> vars;
-      ReadVars(item.binding->value, &vars);
-      for (const ir::VarNode* v : vars) consumers[v].push_back(item.binding);
+      for (const ir::VarNode* v : ir::UsedVars(item.binding->value)) {
+        consumers[v].push_back(item.binding);
+      }
       const OpPlacement& p = placements_[index_.at(item.binding->var.get())];
       bool free = p.why == Why::kFirstChoice || p.why == Why::kFallback;
       if (free && p.device != host_ && item.call && item.call->op() && IsCheap(*item.call->op())) {
@@ -294,10 +280,8 @@ class Assigner {
       }
     }
     ir::Function entry = mod_.Lookup(entry_);
-    std::set<const ir::VarNode*> outputs;
-    std::vector<const ir::VarNode*> result;
-    ReadVars(entry->body->body, &result);
-    outputs.insert(result.begin(), result.end());
+    std::vector<const ir::VarNode*> result = ir::UsedVars(entry->body->body);
+    std::set<const ir::VarNode*> outputs(result.begin(), result.end());
 
     std::set<const ir::Binding*> seen;
     for (const ir::Binding* start : movable) {
@@ -310,9 +294,7 @@ class Assigner {
       for (size_t k = 0; k < frag.size(); ++k) {
         const ir::Binding* b = frag[k];
         std::vector<const ir::Binding*> next;
-        std::vector<const ir::VarNode*> reads;
-        ReadVars(b->value, &reads);
-        for (const ir::VarNode* v : reads) {
+        for (const ir::VarNode* v : ir::UsedVars(b->value)) {
           auto p = producer_.find(v);
           if (p != producer_.end() && device_.count(v) && device_.at(v) == d) {
             next.push_back(p->second);

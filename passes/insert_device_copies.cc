@@ -54,14 +54,12 @@ std::set<const ir::VarNode*> UsedOutsideCalls(const ir::SeqExprNode& seq) {
 }
 
 Expected<ir::IRModule> InsertDeviceCopies(const ir::IRModule& mod) {
-  std::map<std::string, std::set<const ir::VarNode*>> escaping;
-  for (const auto& [name, f] : mod.functions) {
-    escaping[name] = UsedOutsideCalls(*f->body);
-  }
-  std::set<const ir::VarNode*> aliases;  // old variables whose copy becomes an alias
   // Which copies become aliases is decided on the old module: same physical device and used only
-  // as call arguments.
+  // as call arguments. Both the copy (to replace) and its variable (to re-annotate) are kept.
+  std::set<const ir::CallNode*> alias_calls;
+  std::set<const ir::VarNode*> aliases;
   for (const auto& [name, f] : mod.functions) {
+    std::set<const ir::VarNode*> escaping = UsedOutsideCalls(*f->body);
     for (const ir::BindingBlock& block : f->body->blocks) {
       for (const ir::Binding& b : block.bindings) {
         if (!IsCopy(b.value)) continue;
@@ -69,26 +67,17 @@ Expected<ir::IRModule> InsertDeviceCopies(const ir::IRModule& mod) {
         const ir::StructInfo& in = call->args[0]->struct_info;
         const ir::VDevice& dst = *call->attrs.Get<ir::VDevice>("dst_vdevice");
         if (in && in->vdevice && in->vdevice->SamePhysicalDevice(dst) && *in->vdevice != dst &&
-            !escaping[name].count(b.var.get())) {
+            !escaping.count(b.var.get())) {
+          alias_calls.insert(call);
           aliases.insert(b.var.get());
         }
-      }
-    }
-  }
-  std::map<const ir::CallNode*, const ir::VarNode*> copy_var;
-  for (const auto& [name, f] : mod.functions) {
-    for (const ir::BindingBlock& block : f->body->blocks) {
-      for (const ir::Binding& b : block.bindings) {
-        if (IsCopy(b.value)) copy_var[As<ir::CallNode>(b.value)] = b.var.get();
       }
     }
   }
   ir::NormalizeHooks hooks;
   hooks.call = [&](const std::string&, const ir::CallNode& call, const std::vector<Expr>& args,
                    ir::NormalizeHooks::Emitter&) -> Expected<Expr> {
-    auto it = copy_var.find(&call);
-    if (it != copy_var.end() && aliases.count(it->second)) return args[0];
-    return Expr();
+    return alias_calls.count(&call) ? args[0] : Expr();
   };
   hooks.annotation = [&](const std::string&, const ir::Var& v) -> ir::StructInfo {
     if (!aliases.count(v.get())) return v->struct_info;

@@ -131,11 +131,6 @@ namespace {
 using ir::As;
 using ir::Expr;
 
-void Reads(const Expr& e, std::vector<const ir::VarNode*>* out) {
-  std::vector<const ir::VarNode*> used = ir::UsedVars(e);
-  out->insert(out->end(), used.begin(), used.end());
-}
-
 std::optional<ir::VDevice> FirstVDevice(const ir::StructInfo& s, bool* mixed) {
   std::optional<ir::VDevice> first;
   MapVDevices(s, [&](const std::optional<ir::VDevice>& v) {
@@ -167,8 +162,7 @@ class Partitioner {
     std::vector<int> colors;
     std::vector<std::vector<int>> preds(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      std::vector<const ir::VarNode*> reads;
-      Reads(nodes_[i]->value, &reads);
+      std::vector<const ir::VarNode*> reads = ir::UsedVars(nodes_[i]->value);
       for (const ir::VarNode* v : reads) {
         auto it = def.find(v);
         if (it != def.end()) preds[i].push_back(it->second);
@@ -223,10 +217,8 @@ class Partitioner {
       }
     }
     // Used outside its group: by another group or by the entry's result.
-    std::set<const ir::VarNode*> used_outside;
-    std::vector<const ir::VarNode*> result_reads;
-    Reads(f.body->body, &result_reads);
-    used_outside.insert(result_reads.begin(), result_reads.end());
+    std::vector<const ir::VarNode*> result_reads = ir::UsedVars(f.body->body);
+    std::set<const ir::VarNode*> used_outside(result_reads.begin(), result_reads.end());
     for (size_t i = 0; i < n; ++i) {
       for (int p : preds[i]) {
         if (group[static_cast<size_t>(p)] != group[i]) {

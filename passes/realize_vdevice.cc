@@ -337,11 +337,8 @@ class Realizer {
     const ir::OpInfo* op = call->op();
     if (op && op->kind == ir::OpKind::kHintOnDevice && keep_hints_) return {};
     if (op && op->kind == ir::OpKind::kHintOnDevice) {
-      const auto* type = call->attrs.Get<std::string>("device_type");
-      const auto* id = call->attrs.Get<int64_t>("index");
-      Expected<int> d = ir::ResolvePhysicalDevice(type ? *type : "", id ? static_cast<int>(*id) : 0,
-                                                  "", mod_.vdevices);
-      if (!d) return Error("R.hint_on_device: " + d.error().message, Where("binding '" + at + "'"));
+      Expected<int> d = HintTarget(*call, mod_.vdevices);
+      if (!d) return Error(d.error().message, Where("binding '" + at + "'"));
       hint_device_[call] = *d;
       for (int s : out) {
         QUILT_TRY(Seed(s, *d, "the R.hint_on_device at '" + at + "'", at));

@@ -21,6 +21,15 @@ ir::StructInfo MapVDevices(const ir::StructInfo& s, const VDeviceMap& map) {
   return changed ? n : s;
 }
 
+Expected<int> HintTarget(const ir::CallNode& hint, const std::vector<ir::VDevice>& list) {
+  const auto* type = hint.attrs.Get<std::string>("device_type");
+  const auto* id = hint.attrs.Get<int64_t>("index");
+  Expected<int> d =
+      ir::ResolvePhysicalDevice(type ? *type : "", id ? static_cast<int>(*id) : 0, "", list);
+  if (!d) return Error("R.hint_on_device: " + d.error().message);
+  return d;
+}
+
 int HostVDevice(const std::vector<ir::VDevice>& list) {
   for (int i = static_cast<int>(list.size()) - 1; i >= 0; --i) {
     if (list[static_cast<size_t>(i)].target.DeviceType() == "cpu") return i;

@@ -15,6 +15,10 @@ using VDeviceMap = std::function<std::optional<ir::VDevice>(const std::optional<
 // `s` with every tensor's vdevice (tuple fields included) replaced by `map(vdevice)`.
 ir::StructInfo MapVDevices(const ir::StructInfo& s, const VDeviceMap& map);
 
+// The list entry an R.hint_on_device call names (its device_type and index attributes), or a
+// diagnostic "R.hint_on_device: ..." when it names none.
+Expected<int> HintTarget(const ir::CallNode& hint, const std::vector<ir::VDevice>& list);
+
 // The host: the last entry whose target runs on the CPU; the last entry when none does.
 // -1 for an empty list.
 int HostVDevice(const std::vector<ir::VDevice>& list);

@@ -7,6 +7,7 @@
 
 #include "ir/builder.h"
 #include "ir/op.h"
+#include "passes/vdevice_util.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/fuse_epilogue.h"
 #include "targets/memory_plan.h"
@@ -687,12 +688,7 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
     spec.devices.push_back({d.target.ToString(), d.target.DeviceType(), d.vdevice_id});
   }
   if (spec.devices.empty()) spec.devices.push_back({"llvm", "cpu", 0});
-  for (int i = static_cast<int>(spec.devices.size()) - 1; i >= 0; --i) {
-    if (spec.devices[static_cast<size_t>(i)].kind == "cpu") {
-      pl.host = i;
-      break;
-    }
-  }
+  pl.host = std::max(passes::HostVDevice(module.vdevices), 0);
   spec.graphs.emplace_back();
   GraphSpec& g = spec.graphs.front();
   g.name = "main";

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/op.h"
+#include "passes/vdevice_util.h"
 
 namespace quilt::compiler {
 namespace {
@@ -80,6 +81,7 @@ PlacementReport BuildPlacementReport(const ir::IRModule& module,
                                      const std::string& model) {
   PlacementReport r;
   r.model = model;
+  r.host = passes::HostVDevice(module.vdevices);
   // The ops that are still there (simplify removes those nobody uses after assign).
   std::set<std::string> live;
   for (const auto& [name, f] : module.functions) {
@@ -186,14 +188,10 @@ std::string ReportText(const PlacementReport& r) {
   s << "# quilt placement report" << (r.model.empty() ? "" : ": " + r.model) << "\n\n";
   s << ReportSummary(r) << "\n";
   s << "devices, in priority order:\n";
-  int host = -1;
-  for (size_t i = 0; i < r.devices.size(); ++i) {
-    if (r.devices[i].type == "cpu") host = static_cast<int>(i);
-  }
   for (size_t i = 0; i < r.devices.size(); ++i) {
     const auto& d = r.devices[i];
     s << "  [" << i << "] " << d.name << ": " << d.target << " (" << d.type << " " << d.id << ")"
-      << (static_cast<int>(i) == host ? ", the host" : "") << "\n";
+      << (static_cast<int>(i) == r.host ? ", the host" : "") << "\n";
   }
   s << "\nops by device:\n";
   for (size_t i = 0; i < r.devices.size(); ++i) {

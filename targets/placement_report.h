@@ -37,6 +37,7 @@ struct PlacementReport {
   };
   std::string model;
   std::vector<Device> devices;
+  int host = -1;  // the device of shape computations and fallbacks (passes::HostVDevice)
   std::vector<passes::OpPlacement> ops;
   std::vector<Region> regions;
   std::vector<Copy> copies;
