@@ -2,9 +2,10 @@
 //
 // First a reshape or expand_dims of a constant whose result has a static shape becomes that
 // constant in the new shape (same elements in the same order, on the result's vdevice; chains of
-// them too): a conv
-// bias the importer reshapes to (1, M, 1, 1) is then a constant the rules below and the conv
-// epilogue fusion see. A result the function returns stays a call.
+// them too): a conv bias the importer reshapes to (1, M, 1, 1) is then a constant the rules
+// below and the conv epilogue fusion see. A permute_dims of a constant becomes the transposed
+// constant (a Gemm's transB weight is transposed once, not at every run). A result the function
+// returns stays a call.
 //
 // An inference batch_norm (axis 1) whose scale, shift, mean and variance are constants, right
 // after a 2-d convolution with a constant weight, becomes part of the convolution:
@@ -167,6 +168,56 @@ Expected<Rewrites> FoldReshape(const FunctionView& v, const ir::Binding& binding
   return Rewrites{{binding.var.get(), *k}};
 }
 
+// y = R.permute_dims(k, axes) with k a constant of static shape (not returned): y = k's elements
+// transposed, once at compile time instead of at every run (a Gemm's transB on its weight).
+Expected<Rewrites> FoldPermuteDims(const FunctionView& v, const ir::Binding& binding) {
+  const ir::CallNode* call = OpCallOf(binding.value, ir::OpKind::kPermuteDims);
+  if (!call || call->args.empty() || v.returned.count(binding.var.get())) return Rewrites();
+  const ir::ConstantNode* c = ConstantOf(v, call->args[0]);
+  const ir::StructInfo& s = binding.var->struct_info;
+  int bits = c ? ir::DataTypeBits(c->dtype) : 0;
+  if (!c || !c->data || !s || s->kind != ir::StructInfoKind::kTensor || s->dtype != c->dtype ||
+      bits < 8 || bits % 8 || !StaticShape(s)) {
+    return Rewrites();
+  }
+  size_t rank = c->shape.size();
+  std::vector<int64_t> axes(rank);
+  for (size_t i = 0; i < rank; ++i) axes[i] = static_cast<int64_t>(rank - 1 - i);
+  if (const auto* a = call->attrs.Get<std::vector<int64_t>>("axes")) axes = *a;
+  if (axes.size() != rank) return Rewrites();
+  std::vector<int64_t> in_strides(rank, 1), shape(rank);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * c->shape[i];
+  for (size_t i = 0; i < rank; ++i) {
+    if (axes[i] < 0) axes[i] += static_cast<int64_t>(rank);
+    shape[i] = c->shape[static_cast<size_t>(axes[i])];
+  }
+  if (shape != *StaticShape(s)) return Rewrites();
+  size_t elem = static_cast<size_t>(bits / 8);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(c->data->size());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t out = 0; out < c->NumElements(); ++out) {
+    int64_t from = 0;
+    for (size_t i = 0; i < rank; ++i) from += idx[i] * in_strides[static_cast<size_t>(axes[i])];
+    std::memcpy(bytes->data() + static_cast<size_t>(out) * elem,
+                c->data->data() + static_cast<size_t>(from) * elem, elem);
+    for (size_t i = rank; i-- > 0;) {  // the next output index, row-major
+      if (++idx[i] < shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+  Expected<ir::Expr> k =
+      ir::MakeConstant(c->dtype, shape, std::move(bytes), VDeviceOf(binding.var));
+  if (!k) return k.error();
+  return Rewrites{{binding.var.get(), *k}};
+}
+
+// A reshape, expand_dims or permute_dims of a constant.
+Expected<Rewrites> FoldLayout(const FunctionView& v, const ir::Binding& binding) {
+  Expected<Rewrites> r = FoldReshape(v, binding);
+  if (!r || !r->empty()) return r;
+  return FoldPermuteDims(v, binding);
+}
+
 Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& binding) {
   const ir::CallNode* bn = OpCallOf(binding.value, ir::OpKind::kBatchNorm);
   if (!bn || bn->args.size() != 5) return Rewrites();
@@ -298,10 +349,11 @@ Expected<ir::Function> Sweep(const ir::Function& f,
 }
 
 Expected<ir::Function> FoldFunction(const ir::Function& f) {
-  // Until no reshape of a constant is left (one of another reshape folds in the next sweep).
+  // Until no reshape or transpose of a constant is left (one of another folds in the next
+  // sweep).
   ir::Function r = f;
   for (;;) {
-    Expected<ir::Function> next = Sweep(r, &FoldReshape);
+    Expected<ir::Function> next = Sweep(r, &FoldLayout);
     if (!next) return next;
     if (*next == r) break;
     r = *next;

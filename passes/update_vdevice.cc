@@ -6,9 +6,11 @@
 //                                                              on it moves to the new entry
 //   update-vdevice{reset="llvm;opencl"}                        replaces the whole list
 //
-// `id` and `scope` default to 0 and "global". A reset keeps every tensor whose vdevice is in
-// the new list; one on a dropped entry is an error naming the entry (replace it by index
-// instead). Inferred struct info follows the change.
+// `id` and `scope` default to 0 and "global"; in a reset, a target kind listed again gets the next
+// id ("llvm;llvm": the CPU seen as two devices, ids 0 and 1). A reset keeps every tensor whose
+// vdevice is in the new list; one on a dropped entry is an error naming the entry (replace it by
+// index instead). Inferred struct info follows the change.
+#include <map>
 #include <sstream>
 
 #include "passes/pass.h"
@@ -55,8 +57,13 @@ Expected<ir::IRModule> Reset(const ir::IRModule& mod, const std::string& targets
   std::vector<ir::VDevice> list;
   std::stringstream in(targets);
   std::string item;
+  std::map<std::string, int> seen;  // entries so far per target kind
   while (std::getline(in, item, ';')) {
-    Expected<ir::VDevice> d = MakeVDevice(item, 0, "global");
+    // A kind named again is the next device of that kind: "cuda;cuda" is GPUs 0 and 1,
+    // "llvm;llvm" the CPU seen as two devices.
+    Expected<ir::Target> t = ir::Target::Parse(item);
+    int id = t ? seen[t->kind]++ : 0;
+    Expected<ir::VDevice> d = MakeVDevice(item, id, "global");
     if (!d) return Error("reset=\"" + targets + "\": " + d.error().message);
     list.push_back(*d);
   }

@@ -1,18 +1,22 @@
 // quilt-inspect: what is in a model or a package.
 //
-//   quilt-inspect MODEL.onnx [--ir]
-//   quilt-inspect OUT.quilt [--steps]
+//   quilt-inspect MODEL.onnx [--ir] [--device T]... [--input-shape NAME:D,D]... [--input-value ...]
+//   quilt-inspect OUT.quilt [--steps] [--placement]
 //
 // For a model: inputs and outputs (symbolic dims by name), opsets, an op histogram and the ops
-// quilt cannot import yet; with --ir, the imported IR too. For a package: devices, signature,
-// steps by kernel and device, arena sizes and constant bytes; with --steps, every step. Exit
-// status 0, or 1 when the file cannot be read (or, with --ir, imported).
+// quilt has no converter for; then the model goes through quiltc's whole pipeline (import,
+// placement, lowering) and the verdict is quiltc's: the placement summary, or the error that
+// names the node, op type and reason. With --ir, the imported IR too. For a package: devices,
+// signature, steps by kernel and device, arena sizes and constant bytes; with --steps, every
+// step. Exit status 0; 1 when the file cannot be read, or a model would not compile.
 #include <iostream>
 
 #include "importers/onnx/importer.h"
 #include "importers/onnx/summary.h"
 #include "ir/printer.h"
+#include "targets/compile.h"
 #include "tools/cli.h"
+#include "tools/import_flags.h"
 #include "tools/package_summary.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +27,11 @@ int main(int argc, char** argv) {
   app.add_flag("--ir", ir, "also import the model and print its IR");
   app.add_flag("--steps", steps, "list every step of a package");
   app.add_flag("--placement", placement, "print the package's full placement report");
+  std::vector<std::string> devices;
+  app.add_option("--device", devices,
+                 "a model: the targets to check it against, as quiltc takes them");
+  quilt::tools::ImportFlags import_flags;
+  import_flags.Add(app);
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   if (input.ends_with(".quilt")) {
     std::unique_ptr<quilt::rt::LoadedPackage> package;
@@ -36,6 +45,9 @@ int main(int argc, char** argv) {
     if (placement && m && m->placement_report()) std::cout << "\n" << m->placement_report()->str();
     return 0;
   }
+  quilt::compiler::CompileOptions options;
+  if (std::optional<int> code = import_flags.Apply("quilt-inspect", &options.import)) return *code;
+  if (!devices.empty()) options.devices = devices;
   quilt::Expected<quilt::importers::onnx::ModelSummary> s =
       quilt::importers::onnx::SummarizeOnnxFile(input);
   if (!s) {
@@ -43,8 +55,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << input << "\n" << quilt::importers::onnx::FormatSummary(*s);
+  // What quiltc would say: the whole pipeline, not only the converter table.
+  quilt::Expected<quilt::compiler::Compiled> compiled =
+      quilt::compiler::CompileOnnx(input, options);
+  if (!compiled) {
+    std::cout << "compiles: no\n";
+    std::cerr << "quilt-inspect: error: " << compiled.error().ToString() << "\n";
+    return 1;
+  }
+  std::cout << "compiles: yes\n" << quilt::compiler::ReportSummary(compiled->report);
   if (!ir) return 0;
-  quilt::Expected<quilt::ir::IRModule> mod = quilt::importers::onnx::ImportOnnxFile(input);
+  quilt::Expected<quilt::ir::IRModule> mod =
+      quilt::importers::onnx::ImportOnnxFile(input, options.import);
   if (!mod) {
     std::cerr << "quilt-inspect: error: " << mod.error().ToString() << "\n";
     return 1;

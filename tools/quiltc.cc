@@ -1,6 +1,7 @@
 // quiltc: compile an ONNX model into a quilt package.
 //
 //   quiltc MODEL.onnx -o OUT.quilt [--device T]... [--input-shape NAME:D,D,...]...
+//          [--input-value NAME=V,V,...]...
 //          [--place RULE]... [--strict] [--report FILE.{txt,dot,json}]... [--print-ir-after-all]
 //
 // The placement summary always goes to stderr; --report writes the full report.
@@ -13,47 +14,20 @@
 #include "ir/printer.h"
 #include "targets/compile.h"
 #include "tools/cli.h"
-
-namespace {
-
-// "x:1,3,224,224" -> name and dims.
-bool ParseInputShape(const std::string& text, std::string* name, std::vector<int64_t>* dims) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *name = text.substr(0, colon);
-  dims->clear();
-  std::string rest = text.substr(colon + 1) + ",";
-  std::string num;
-  for (char c : rest) {
-    if (c == ',') {
-      if (num.empty() && rest != ",") return false;
-      if (!num.empty()) {
-        if (num.size() > 15) return false;
-        dims->push_back(std::stoll(num));
-      }
-      num.clear();
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      num.push_back(c);
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
+#include "tools/import_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"quiltc: compile an ONNX model into a quilt package"};
   std::string model, output;
-  std::vector<std::string> devices, shapes, place, reports;
+  std::vector<std::string> devices, place, reports;
   bool strict = false, print_ir = false;
   app.add_option("model", model, "ONNX model (.onnx)")->required();
   app.add_option("-o,--output", output, "package to write (.quilt)")->required();
   app.add_option("--device", devices,
                  "target to compile for, in priority order (default llvm); the CPU is added as "
                  "the host when no target runs on it");
-  app.add_option("--input-shape", shapes, "fix an input's shape: NAME:D,D,...");
+  quilt::tools::ImportFlags import_flags;
+  import_flags.Add(app);
   app.add_option("--place", place,
                  "placement rule: op:TYPE=DEVICE, node:GLOB=DEVICE or region:FROM..TO=DEVICE "
                  "(repeatable)");
@@ -84,15 +58,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  for (const std::string& s : shapes) {
-    std::string name;
-    std::vector<int64_t> dims;
-    if (!ParseInputShape(s, &name, &dims)) {
-      std::cerr << "quiltc: error: --input-shape '" << s << "': expected NAME:D,D,...\n";
-      return 2;
-    }
-    options.import.input_shapes[name] = dims;
-  }
+  if (std::optional<int> code = import_flags.Apply("quiltc", &options.import)) return *code;
   std::error_code ec;
   if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(model, output, ec)) {
     std::cerr << "quiltc: error: the output '" << output << "' is the model itself\n";

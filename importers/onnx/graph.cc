@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "importers/onnx/known_values.h"
 #include "importers/onnx/schema_check.h"
 #include "importers/onnx/tensor.h"
 
@@ -36,23 +37,110 @@ std::string Sanitize(const std::string& name) {
   return s;
 }
 
+// The elements of a small integer or bool constant (of any rank, row-major).
 std::optional<KnownValues> KnownFromConstant(const ir::ConstantNode& c) {
-  if (c.shape.size() > 1 || c.NumElements() > 64) return std::nullopt;
+  if (c.NumElements() > kMaxKnownElements) return std::nullopt;
   KnownValues v;
-  for (int64_t i = 0; i < c.NumElements(); ++i) {
-    if (c.dtype == ir::DataType::kInt64) {
-      int64_t x;
-      std::memcpy(&x, c.data->data() + 8 * i, 8);
-      v.push_back(ir::IntImm(x));
-    } else if (c.dtype == ir::DataType::kInt32) {
-      int32_t x;
-      std::memcpy(&x, c.data->data() + 4 * i, 4);
-      v.push_back(ir::IntImm(x));
-    } else {
-      return std::nullopt;
+  auto read = [&]<typename T>(T) {
+    for (int64_t i = 0; i < c.NumElements(); ++i) {
+      T x;
+      std::memcpy(&x, c.data->data() + sizeof(T) * i, sizeof(T));
+      v.push_back(ir::IntImm(static_cast<int64_t>(x)));
     }
+  };
+  switch (c.dtype) {
+    case ir::DataType::kInt64:
+      read(int64_t{});
+      break;
+    case ir::DataType::kInt32:
+      read(int32_t{});
+      break;
+    case ir::DataType::kInt16:
+      read(int16_t{});
+      break;
+    case ir::DataType::kInt8:
+      read(int8_t{});
+      break;
+    case ir::DataType::kUInt32:
+      read(uint32_t{});
+      break;
+    case ir::DataType::kUInt16:
+      read(uint16_t{});
+      break;
+    case ir::DataType::kUInt8:
+      read(uint8_t{});
+      break;
+    case ir::DataType::kBool:
+      read(uint8_t{});
+      break;
+    default:
+      return std::nullopt;
   }
   return v;
+}
+
+// A value given as numbers (`--input-value sr=16000`) in the input's declared dtype and shape:
+// the declared shape when it is static, else a scalar for one number, else a vector.
+Expected<InputValue> NumbersAsDeclared(const InputValue& v, const ir::StructInfoNode& declared) {
+  if (v.dtype != ir::DataType::kVoid) return v;
+  InputValue out;
+  out.dtype = declared.dtype;
+  int64_t n = static_cast<int64_t>(v.numbers.size());
+  if (std::optional<std::vector<int64_t>> st = declared.StaticShape()) {
+    int64_t want = 1;
+    for (int64_t d : *st) want *= d;
+    if (want != n) {
+      return Error("the input has " + std::to_string(want) + " elements, " + std::to_string(n) +
+                   " value" + (n == 1 ? "" : "s") + " given");
+    }
+    out.shape = *st;
+  } else if (n != 1 || declared.ndim > 0) {
+    out.shape = {n};
+  }
+  auto put = [&]<typename T>(T) {
+    for (double x : v.numbers) {
+      T e = static_cast<T>(x);
+      if (static_cast<double>(e) != x && !std::is_floating_point_v<T>) {
+        return Error("value " + std::to_string(x) + " is not a " +
+                     std::string(ir::DataTypeName(out.dtype)));
+      }
+      const auto* b = reinterpret_cast<const uint8_t*>(&e);
+      out.bytes.insert(out.bytes.end(), b, b + sizeof(T));
+    }
+    return Diagnostic{};
+  };
+  Diagnostic bad;
+  switch (declared.dtype) {
+    case ir::DataType::kFloat32:
+      bad = put(float{});
+      break;
+    case ir::DataType::kFloat64:
+      bad = put(double{});
+      break;
+    case ir::DataType::kInt64:
+      bad = put(int64_t{});
+      break;
+    case ir::DataType::kInt32:
+      bad = put(int32_t{});
+      break;
+    case ir::DataType::kInt16:
+      bad = put(int16_t{});
+      break;
+    case ir::DataType::kInt8:
+      bad = put(int8_t{});
+      break;
+    case ir::DataType::kUInt8:
+      bad = put(uint8_t{});
+      break;
+    case ir::DataType::kBool:
+      bad = put(uint8_t{});
+      break;
+    default:
+      return Error("values can be given for float32, float64, integer and bool inputs, not " +
+                   std::string(ir::DataTypeName(declared.dtype)));
+  }
+  if (!bad.message.empty()) return bad;
+  return out;
 }
 
 }  // namespace
@@ -177,7 +265,10 @@ Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
     if (!s) return s.error();
     if (auto fixed = model_.options.input_values.find(in.name());
         fixed != model_.options.input_values.end()) {
-      const InputValue& iv = fixed->second;
+      Expected<InputValue> given = NumbersAsDeclared(fixed->second, **s);
+      if (!given)
+        return Error("value given for graph input '" + in.name() + "': " + given.error().message);
+      const InputValue& iv = *given;
       Expected<ir::Expr> c = ir::MakeConstant(
           iv.dtype, iv.shape, std::make_shared<const std::vector<uint8_t>>(iv.bytes));
       if (!c) return Error("value given for graph input '" + in.name() + "': " + c.error().message);
@@ -202,6 +293,20 @@ Status GraphImporter::DeclareInputs(const ::onnx::GraphProto& graph) {
     params_.push_back(v);
     defaults_.push_back(def);
     values_[in.name()] = v;
+  }
+  // A shape or value given for an input the graph does not have is a mistake worth naming.
+  auto check_named = [&](const std::string& name, const char* what) -> Status {
+    if (inputs.count(name)) return {};
+    std::string all;
+    for (const auto& in : graph.input()) all += (all.empty() ? "" : ", ") + in.name();
+    return Error(std::string(what) + " names '" + name +
+                 "', which is not a graph input (the inputs: " + all + ")");
+  };
+  for (const auto& [name, dims] : model_.options.input_shapes) {
+    if (Status st = check_named(name, "an input shape"); !st) return st;
+  }
+  for (const auto& [name, value] : model_.options.input_values) {
+    if (Status st = check_named(name, "an input value"); !st) return st;
   }
   for (const auto& [name, t] : initializers) {
     if (inputs.count(name)) continue;
@@ -348,6 +453,10 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
   for (int i = 0; i < node.output_size() && i < static_cast<int>(outs->size()); ++i) {
     if (node.output(i).empty() || !(*outs)[i]) continue;
     values_[node.output(i)] = Bind((*outs)[i], node.output(i), name);
+    // Values the converter did not record, computed from the inputs' (shape computations).
+    if (!Known(node.output(i))) {
+      if (auto k = EvaluateKnown(ctx, i, (*outs)[i]->struct_info)) SetKnown(node.output(i), *k);
+    }
   }
   for (int i = static_cast<int>(outs->size()); i < node.output_size(); ++i) {
     if (!node.output(i).empty()) {
@@ -503,8 +612,10 @@ Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph
       std::any_of(defaults_.begin(), defaults_.end(), [](auto& d) { return d != nullptr; });
   ir::Attrs attrs;
   attrs.Set("global_symbol", std::string("main"));
-  // The ONNX names of the graph's inputs and outputs, where the IR's identifiers differ from
-  // them: users and the runtime name inputs and outputs as the model does.
+  // The ONNX names of the graph's inputs and outputs: users and the runtime name them as the
+  // model does. Output names are always recorded: the returned variables are named after the
+  // last binding (`y_2`), and passes rebind them (copies between devices, regions). Input names
+  // are recorded where the parameters' identifiers differ from them.
   std::vector<std::string> input_names, output_names;
   bool renamed = false;
   for (const auto& in : graph.input()) {
@@ -512,14 +623,9 @@ Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph
     input_names.push_back(in.name());
     renamed |= Sanitize(in.name()) != in.name();
   }
-  for (const auto& out : graph.output()) {
-    output_names.push_back(out.name());
-    renamed |= Sanitize(out.name()) != out.name();
-  }
-  if (renamed) {
-    attrs.Set("input_names", input_names);
-    attrs.Set("output_names", output_names);
-  }
+  for (const auto& out : graph.output()) output_names.push_back(out.name());
+  if (renamed) attrs.Set("input_names", input_names);
+  attrs.Set("output_names", output_names);
   return ir::MakeFunction(params_, body, nullptr, std::move(attrs), true, false,
                           any_default ? defaults_ : std::vector<ir::Expr>{});
 }

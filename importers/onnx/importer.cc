@@ -23,8 +23,20 @@ Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx)
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     ctx.opsets[domain] = op.version();
   }
-  // A model of other domains only (training ops, say) imports no default opset; its default
-  // domain nodes, if any, are then reported as unsupported.
+  // A model of other domains only (training ops, say) may import no default opset; one with
+  // default-domain nodes must, since the opset decides what each op means.
+  if (!ctx.opsets.count("") && model.has_graph()) {
+    for (int i = 0; i < model.graph().node_size(); ++i) {
+      const ::onnx::NodeProto& n = model.graph().node(i);
+      if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+      std::string imported;
+      for (const auto& [d, v] : ctx.opsets) imported += (imported.empty() ? "" : ", ") + d;
+      return Error("the model imports no opset for 'ai.onnx' (its opset_import lists " +
+                   (imported.empty() ? std::string("nothing") : "only " + imported) +
+                   "), yet node '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) +
+                   "' (" + n.op_type() + ") is in that domain");
+    }
+  }
   ctx.opset = ctx.opsets.count("") ? ctx.opsets[""] : kMaxOpset;
   if (ctx.opset > kMaxOpset) {
     return Error("the model's opset " + std::to_string(ctx.opset) +

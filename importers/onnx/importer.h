@@ -27,11 +27,14 @@ inline constexpr int64_t kMaxIrVersion = 14;
 inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 28;
 
-// A tensor value given for a graph input (little-endian elements, row-major).
+// A tensor value given for a graph input (little-endian elements, row-major). With dtype kVoid,
+// `numbers` are the elements instead, converted to the input's declared dtype and shape (as
+// `quiltc --input-value sr=16000` gives them).
 struct InputValue {
   ir::DataType dtype = ir::DataType::kVoid;
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+  std::vector<double> numbers = {};
 };
 
 struct ImportOptions {

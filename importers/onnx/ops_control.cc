@@ -22,15 +22,19 @@ std::optional<bool> KnownCondition(NodeContext& ctx) {
   return std::nullopt;
 }
 
+// An error inside a branch: a node in it is named as the place, the If as the context.
+Diagnostic BranchError(const NodeContext& ctx, const std::string& branch, const Diagnostic& d) {
+  if (d.location.empty()) return ctx.Error(branch + ": " + d.message);
+  Diagnostic outer = ctx.Error("");
+  return Error(d.message + " (in the " + branch + " of " + outer.location + ")", d.location);
+}
+
 // Imports only the branch a known condition takes, in line: its bindings join this graph's.
 Expected<Outputs> InlineBranch(NodeContext& ctx, bool then) {
   const char* name = then ? "then_branch" : "else_branch";
   std::vector<std::optional<KnownValues>> known;
   Expected<ir::SeqExpr> seq = ctx.graph()->ImportSubgraph(ctx.Attr(name)->g(), {}, name, &known);
-  if (!seq) {
-    const Diagnostic& d = seq.error();
-    return ctx.Error(d.location.empty() ? d.message : std::string(name) + ": " + d.ToString());
-  }
+  if (!seq) return BranchError(ctx, name, seq.error());
   ctx.graph()->InlineBindings(*seq);
   const ir::Expr& body = (*seq)->body;
   Outputs outs;
@@ -45,6 +49,40 @@ Expected<Outputs> InlineBranch(NodeContext& ctx, bool then) {
     if (known[i]) ctx.SetKnown(static_cast<int>(i), *known[i]);
   }
   return outs;
+}
+
+// The stand-in for a branch that did not import: one `fail` per output, typed like the valid
+// branch's outputs. Only outputs of known rank can be stood in for.
+Expected<ir::SeqExpr> FailingBranch(const NodeContext& ctx, const std::string& branch,
+                                    const Diagnostic& why, const ir::SeqExpr& valid) {
+  std::vector<ir::StructInfo> types;
+  const ir::Expr& body = valid->body;
+  if (const auto* t = ir::As<ir::TupleNode>(body)) {
+    for (const ir::Expr& f : t->fields) types.push_back(f->struct_info);
+  } else {
+    types.push_back(body->struct_info);
+  }
+  Diagnostic d = BranchError(ctx, branch, why);
+  std::string message = "the " + branch + " of " + ctx.Error("").location +
+                        " was taken, and it cannot run for this model's shapes: " + d.ToString();
+  std::vector<ir::Binding> bindings;
+  std::vector<ir::Expr> outs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    const ir::StructInfo& s = types[i];
+    if (!s || s->kind != ir::StructInfoKind::kTensor || !s->shape)
+      return BranchError(ctx, branch, why);
+    ir::Attrs attrs;
+    attrs.Set("message", message);
+    attrs.Set("dtype", s->dtype);
+    Expected<ir::Expr> fail =
+        ir::MakeOpCall(ir::OpKind::kFail, {ir::MakeShapeExpr(*s->shape)}, std::move(attrs));
+    if (!fail) return BranchError(ctx, branch, why);
+    ir::Var v = ir::MakeVar(branch + "_fail", (*fail)->struct_info);
+    bindings.push_back({v, *fail, ctx.node().name(), "If"});
+    outs.push_back(v);
+  }
+  ir::Expr result = outs.size() == 1 ? outs[0] : ir::MakeTuple(outs);
+  return ir::MakeSeqExpr({ir::BindingBlock{false, bindings}}, result);
 }
 
 Expected<Outputs> If(NodeContext& ctx) {
@@ -78,10 +116,19 @@ Expected<Outputs> If(NodeContext& ctx) {
   if (std::optional<bool> taken = KnownCondition(ctx)) return InlineBranch(ctx, *taken);
   Expected<ir::SeqExpr> then_branch =
       ctx.graph()->ImportSubgraph(then_attr->g(), {}, "then_branch");
-  if (!then_branch) return ctx.Error(then_branch.error().message);
   Expected<ir::SeqExpr> else_branch =
       ctx.graph()->ImportSubgraph(else_attr->g(), {}, "else_branch");
-  if (!else_branch) return ctx.Error(else_branch.error().message);
+  // A branch that does not import for these shapes (Silero VAD's 8 kHz branch given a 16 kHz
+  // window) is kept as a run-time failure, so the valid one still compiles; the error names the
+  // node if the branch is ever taken.
+  if (!then_branch && !else_branch) return BranchError(ctx, "then_branch", then_branch.error());
+  if (!then_branch) {
+    then_branch = FailingBranch(ctx, "then_branch", then_branch.error(), *else_branch);
+    if (!then_branch) return then_branch.error();
+  } else if (!else_branch) {
+    else_branch = FailingBranch(ctx, "else_branch", else_branch.error(), *then_branch);
+    if (!else_branch) return else_branch.error();
+  }
   Expected<ir::Expr> value = ir::MakeIf(cond, *then_branch, *else_branch);
   if (!value) return ctx.Error(value.error().message);
   ir::Expr bound = ctx.Bind(*value);

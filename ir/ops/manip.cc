@@ -65,9 +65,12 @@ Expected<const StructInfoNode*> IndexArg(const OpInfo& op, const std::vector<Exp
 }
 
 constexpr int64_t kBig = (int64_t{1} << 31) - 1;  // at or past this, a bound means "the end"
+// A constant bound at or past this on a symbolic dim is clamped against it, T.min(bound, n):
+// exporters write huge bounds for "to the end" (tf2onnx: 1000000000).
+constexpr int64_t kClampFrom = int64_t{1} << 20;
 
-// The length of an ONNX slice of a dim of size n (begin/end clamped as ONNX does). Symbolic dims
-// and bounds are assumed in range.
+// The length of an ONNX slice of a dim of size n (begin/end clamped as ONNX does). Smaller
+// constant bounds on symbolic dims, and symbolic bounds, are assumed in range.
 Expected<PrimExpr> SliceLength(const PrimExpr& n, const PrimExpr& b, const PrimExpr& e,
                                int64_t step) {
   std::optional<int64_t> cn = AsInt(n), cb = AsInt(b), ce = AsInt(e);
@@ -97,6 +100,9 @@ Expected<PrimExpr> SliceLength(const PrimExpr& n, const PrimExpr& b, const PrimE
     if (!c) return {false, v};
     if (*c >= kBig) return {true, IntImm(step > 0 ? 0 : -1)};
     if (*c <= -kBig) return {false, IntImm(step > 0 ? 0 : -1)};
+    if (*c >= kClampFrom) {
+      return {false, MakeBinary(PrimKind::kMin, v, step > 0 ? n : n - IntImm(1))};
+    }
     return {*c < 0, v};
   };
   auto plus = [](const PrimExpr& x, int64_t c) { return c < 0 ? x - IntImm(-c) : x + IntImm(c); };
@@ -193,6 +199,16 @@ Expected<StructInfo> InferFull(const OpInfo& op, const std::vector<Expr>& args,
     }
     return TensorSInfo(**shape, dtype);
   }
+  return Unknown(dtype, ndim);
+}
+
+Expected<StructInfo> InferFail(const OpInfo& op, const std::vector<Expr>& args,
+                               const Attrs& attrs) {
+  int ndim = -1;
+  Expected<std::optional<std::vector<PrimExpr>>> shape = ShapeArg(op, args, 0, &ndim);
+  if (!shape) return shape.error();
+  DataType dtype = *attrs.Get<DataType>("dtype");
+  if (*shape) return TensorSInfo(**shape, dtype);
   return Unknown(dtype, ndim);
 }
 

@@ -186,6 +186,50 @@ TEST(BadInput, EveryUnsupportedOpIsListedTogether) {
                         "node 'frob': Frobnicate (domain 'ai.onnx', opset 13)"});
 }
 
+TEST(BadInput, DefaultDomainNodesWithoutItsOpset) {
+  OnnxGraph g(13);
+  g.model().clear_opset_import();
+  auto* op = g.model().add_opset_import();
+  op->set_domain("com.microsoft");
+  op->set_version(1);
+  g.Input("x", TensorProto::FLOAT, {4});
+  g.Node("Relu", {"x"}, {"y"}, "act");
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportError(
+      g, {"the model imports no opset for 'ai.onnx'", "only com.microsoft", "node 'act' (Relu)"});
+}
+
+TEST(BadInput, AnErrorInANestedBranchNamesTheNestedNode) {
+  // If (condition known only at run time) whose both branches fail: the error names the node
+  // inside the branch, and the If as the context.
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {4}).Input("c", TensorProto::BOOL, {});
+  g.Initializer<int64_t>("bad", TensorProto::INT64, {2}, {3, 5});
+  ::onnx::GraphProto branch;
+  ::onnx::NodeProto* n = branch.add_node();
+  n->set_op_type("Reshape");
+  n->set_name("inner_reshape");
+  n->add_input("x");
+  n->add_input("bad");
+  n->add_output("r");
+  branch.add_output()->set_name("r");
+  auto& node = g.Node("If", {"c"}, {"y"}, "outer_if");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = branch;
+  }
+  g.Output("y", TensorProto::FLOAT);
+  Expected<ir::IRModule> mod = g.Import();
+  ASSERT_FALSE(mod);
+  EXPECT_NE(mod.error().location.find("node 'inner_reshape' (Reshape"), std::string::npos)
+      << mod.error().ToString();
+  EXPECT_NE(mod.error().message.find("in the then_branch of node 'outer_if' (If"),
+            std::string::npos)
+      << mod.error().ToString();
+}
+
 TEST(BadInput, RecursiveLocalFunctionHitsTheNestingLimit) {
   OnnxGraph g(13);
   auto* dom = g.model().add_opset_import();
@@ -241,7 +285,7 @@ TEST(LocalFunctions, AreInlinedWithAttributeReferences) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.softmax(x, axis=0)
         return y
 )");

@@ -54,7 +54,7 @@ class Module:
         n = T.int64()
         height = T.int64()
         width = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["image"]})
         image: R.Tensor((height, width, 1), "uint8") = R.image.decode(data, pixel_format="Grayscale")
         return image
 )");
@@ -86,7 +86,7 @@ TEST(ControlImport, IfWithAKnownConditionImportsTheTakenBranchInLine) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((3, 2), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         is_2d: R.Tensor((), "bool") = R.equal(R.const(2, "int64"), R.const(2, "int64"))
         y_then: R.Tensor((3, 2), "float32") = R.reshape(x, R.shape([3, 2]))
         return y_then
@@ -109,7 +109,7 @@ TEST(ControlImport, IfWithARunTimeConditionKeepsBothBranches) {
 class Module:
     @R.function
     def main(c: R.Tensor((), "bool"), x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         if c:
             y_then: R.Tensor((4,), "float32") = R.nn.relu(x)
             y = y_then
@@ -141,7 +141,7 @@ class Module:
     @R.function
     def main(init: R.Tensor(("b", 2), "float32"), x: R.Tensor(("b", 5, 2), "float32")) -> R.Tuple(R.Tensor(("b", 2), "float32"), R.Tensor(("b", 5, 2), "float32")):
         b = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["final", "ys"]})
         final: R.Tuple(R.Tensor((b, 2), "float32"), R.Tensor((b, 5, 2), "float32")) = R.scan(cls.Scan_1_batch_1, (), (init, x), (), [0, 0], [0, 0], [0, 0], [0, 0])
         final_1: R.Tensor((b, 2), "float32") = final[0]
         ys: R.Tensor((b, 5, 2), "float32") = final[1]

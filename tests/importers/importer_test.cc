@@ -23,7 +23,7 @@ TEST(Import, AddWithSymbolicBatchSharedAcrossInputs) {
 class Module:
     @R.function
     def main(a: R.Tensor(("batch", 3), "float32"), b: R.Tensor(("batch", 3), "float32")) -> R.Tensor(("batch", 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["c"]})
         c = R.add(a, b)
         return c
 )");
@@ -52,7 +52,7 @@ TEST(Import, InitializerThatIsAlsoAnInputStaysAnInputWithADefault) {
 class Module:
     @R.function
     def main(x: R.Tensor((2,), "float32"), w: R.Tensor((2,), "float32") = R.const([1.5, -2.0], "float32")) -> R.Tensor((2,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         t = R.multiply(x, w)
         y = R.add(t, R.const([3.0, 4.0], "float32"))
         return y
@@ -77,7 +77,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 4, 8), "float32")) -> R.Tensor(("n", 32), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["f"]})
         s = R.shape_of(x)
         s_1 = R.shape_to_tensor(s)
         s2 = R.concat((s_1, R.const([-1], "int64")))
@@ -98,7 +98,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 4, 8), "float32")) -> R.Tensor(("n", 16, 2), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.reshape(x, R.shape([n, 16, 2]))
         return y
 )");
@@ -116,7 +116,7 @@ TEST(Import, VariadicMaxAndMeanChainBinaryOps) {
 class Module:
     @R.function
     def main(a: R.Tensor((3,), "float32"), b: R.Tensor((3,), "float32"), c: R.Tensor((1,), "float32")) -> R.Tensor((3,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["m"]})
         m = R.add(a, b)
         m_1 = R.add(m, c)
         m_2 = R.divide(m_1, R.const(3.0, "float32"))
@@ -134,7 +134,7 @@ TEST(Import, PowCastsTheExponentToTheBaseType) {
 class Module:
     @R.function
     def main(x: R.Tensor((2,), "float32"), e: R.Tensor((2,), "int64")) -> R.Tensor((2,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.astype(e, "float32")
         y_1 = R.power(x, y)
         return y_1
@@ -152,7 +152,7 @@ TEST(Import, ClipWithConstantAndRuntimeBounds) {
 class Module:
     @R.function
     def main(x: R.Tensor((2,), "float32"), hi: R.Tensor((), "float32")) -> R.Tensor((2,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.clip(x, min=0.0)
         y_1 = R.minimum(y, hi)
         return y_1
@@ -178,7 +178,7 @@ TEST(Import, InputValuesBecomeConstants) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 1, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.expand_dims(x, axis=[1])
         return y
 )",
@@ -242,7 +242,7 @@ TEST(Import, MinusOneAndQuestionMarkDimsAreFreshSymbolicDims) {
 class Module:
     @R.function
     def main(x: R.Tensor(("a", 3, "b", "c"), "float32")) -> R.Tensor(("a", 3, "b", "c"), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.relu(x)
         return y
 )");

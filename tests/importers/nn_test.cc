@@ -41,7 +41,7 @@ TEST(NnImport, ConvWithGroupsStridesPadsAndBias) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 4, 7, 7), "float32"), w: R.Tensor((6, 2, 3, 3), "float32"), b: R.Tensor((6,), "float32")) -> R.Tensor((1, 6, 4, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1, 1, 1], dilation=[1, 1], groups=2)
         y_1 = R.expand_dims(b, [0, 2, 3])
         y_2 = R.add(y, y_1)
@@ -61,7 +61,7 @@ TEST(NnImport, ConvSameLowerResolvesToAsymmetricPads) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 5, 5), "float32"), w: R.Tensor((1, 1, 2, 2), "float32")) -> R.Tensor((1, 1, 5, 5), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.conv2d(x, w, strides=[1, 1], padding=[1, 1, 0, 0], dilation=[1, 1])
         return y
 )");
@@ -81,7 +81,7 @@ class Module:
     def main(x: R.Tensor(("n", 3, "h", 9), "float32"), w: R.Tensor((8, 3, 3, 3), "float32")) -> R.Tensor(("n", 8, (h + 1) // 2, 5), "float32"):
         n = T.int64()
         h = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.conv2d(x, w, strides=[2, 2], padding=[0, 0, 0, 0], dilation=[1, 1], auto_pad="SAME_UPPER")
         return y
 )");
@@ -148,7 +148,7 @@ TEST(NnImport, ConvTransposeOutputShapeGivesPads) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 3, 3), "float32"), w: R.Tensor((1, 2, 3, 3), "float32")) -> R.Tensor((1, 2, 10, 8), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.conv2d_transpose(x, w, strides=[3, 2], padding=[0, 0, -1, -1], output_padding=[0, 0], dilation=[1, 1])
         return y
 )");
@@ -183,7 +183,7 @@ TEST(NnImport, MaxPoolCeilModeDropsAWindowStartingInThePad) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 5, 5), "float32")) -> R.Tensor((1, 1, 3, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.max_pool2d(x, [2, 2], strides=[2, 2], padding=[1, 1, 1, 1], dilation=[1, 1], ceil_mode=True)
         return y
 )");
@@ -241,7 +241,7 @@ class Module:
     @R.function
     def main(x: R.Tensor((1, 1, "h"), "float32")) -> R.Tensor((1, 1, T.min((h + 1) // 2 + 1, h // 2 + 1)), "float32"):
         h = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.avg_pool1d(x, [2], strides=[2], padding=[1, 1], dilation=[1], ceil_mode=True, count_include_pad=True)
         return y
 )IR");
@@ -260,7 +260,7 @@ TEST(NnImport, MaxPoolWithIndices) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 4, 4), "float32")) -> R.Tuple(R.Tensor((1, 1, 2, 2), "float32"), R.Tensor((1, 1, 2, 2), "int64")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "i"]})
         y = R.nn.max_pool2d_with_indices(x, [2, 2], strides=[2, 2], padding=[0, 0, 0, 0], dilation=[1, 1], storage_order=1)
         y_1 = y[0]
         i = y[1]
@@ -281,7 +281,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 5, 7), "float32")) -> R.Tensor(("n", 3, 1, 1), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         a = R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])
         y = R.nn.adaptive_max_pool2d(a, output_size=[1, 1])
         return y
@@ -299,7 +299,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 4), "float32")) -> R.Tensor(("n", 3, 4), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.reshape(x, R.shape([n, 12]))
         y_1 = R.nn.softmax(y)
         y_2 = R.reshape(y_1, R.shape([n, 3, 4]))
@@ -319,7 +319,7 @@ TEST(NnImport, SoftmaxFamilyPerAxisFromOpset13AndLastAxisBefore) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4), "float32")) -> R.Tensor((2, 3, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.hardmax(x, axis=1)
         return y
 )");
@@ -335,7 +335,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4), "float32")) -> R.Tensor((2, 3, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.log_softmax(x)
         return y
 )");
@@ -364,7 +364,7 @@ TEST(NnImport, LayerNormalizationWithAllThreeOutputs) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4), "float32"), s: R.Tensor((3, 4), "float32")) -> R.Tuple(R.Tensor((2, 3, 4), "float32"), R.Tensor((2, 1, 1), "float32"), R.Tensor((2, 1, 1), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "mean", "inv"]})
         y = R.nn.layer_norm(x, s, R.const(0.0, "float32"), [1, 2], epsilon=0.001)
         mean = R.nn.layer_norm_stats(x, [1, 2], epsilon=0.001)
         mean_1 = mean[0]
@@ -386,7 +386,7 @@ TEST(NnImport, NormalizationsAndTheirErrors) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4, 5), "float32"), s: R.Tensor((3,), "float32"), b: R.Tensor((3,), "float32"), m: R.Tensor((3,), "float32"), v: R.Tensor((3,), "float32")) -> R.Tensor((2, 3, 4, 5), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.batch_norm(x, s, b, m, v)
         return y
 )");
@@ -430,7 +430,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((2, 6, 4, 4), "float32"), s: R.Tensor((6,), "float32"), b: R.Tensor((6,), "float32")) -> R.Tensor((2, 6, 4, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.instance_norm(x, s, b, axes=[2, 3])
         return y
 )");
@@ -450,7 +450,7 @@ TEST(NnImport, GroupNormalizationOpset18RepeatsPerGroupScale) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 6, 4), "float32"), s: R.Tensor((2,), "float32"), b: R.Tensor((2,), "float32")) -> R.Tensor((2, 6, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.reshape(s, R.shape([2, 1]))
         y_1 = R.multiply(y, R.const([[1.0, 1.0, 1.0]], "float32"))
         y_2 = R.reshape(y_1, R.shape([6]))
@@ -474,7 +474,7 @@ TEST(NnImport, DropoutIsIdentityWithAnAllOnesMask) {
 class Module:
     @R.function
     def main(x: R.Tensor((3, 4), "float32")) -> R.Tensor((3, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["z"]})
         z = R.nn.relu(x)
         return z
 )");
@@ -489,7 +489,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((3, 4), "float32")) -> R.Tuple(R.Tensor((3, 4), "float32"), R.Tensor((3, 4), "bool")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "m"]})
         m = R.nn.dropout(x)
         m_1 = m[1]
         m_2 = R.astype(m_1, "bool")
@@ -520,7 +520,7 @@ TEST(NnImport, PReluSlopeAlongOneAxisIsPRelu) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4, 4), "float32"), s: R.Tensor((3, 1, 1), "float32")) -> R.Tensor((2, 3, 4, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.reshape(s, R.shape([3]))
         y_1 = R.nn.prelu(x, y)
         return y_1
@@ -536,7 +536,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4), "float32"), s: R.Tensor((3, 4), "float32")) -> R.Tensor((2, 3, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.less(x, R.const(0.0, "float32"))
         y_1 = R.multiply(x, s)
         y_2 = R.where(y, y_1, x)
@@ -564,7 +564,7 @@ TEST(NnImport, ActivationsKeepTheirAttributes) {
 class Module:
     @R.function
     def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["f"]})
         a = R.nn.leakyrelu(x, alpha=0.1)
         b = R.nn.selu(a)
         c = R.nn.gelu_tanh(b)
@@ -588,7 +588,7 @@ TEST(NnImport, SpaceDepthAndTheirErrors) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 8, 2, 3), "float32")) -> R.Tensor((1, 2, 4, 6), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.depth_to_space(x, 2, mode="CRD")
         return y
 )");
@@ -654,7 +654,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 6), "int32")) -> R.Tensor(("n", 4), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.tfidf_vectorizer(x, "TFIDF", 1, 2, 1, [0, 2], [0, 3, 1], [2, 3, 5, 4], weights=[0.1, 1.0, 2.0])
         return y
 )");

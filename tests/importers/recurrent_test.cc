@@ -62,7 +62,7 @@ TEST(RecurrentImport, LstmBidirectionalWithEveryInputAndOutput) {
 class Module:
     @R.function
     def main(x: R.Tensor((5, 2, 4), "float32"), w: R.Tensor((2, 12, 4), "float32"), r: R.Tensor((2, 12, 3), "float32"), b: R.Tensor((2, 24), "float32"), lens: R.Tensor((2,), "int32"), h0: R.Tensor((2, 2, 3), "float32"), c0: R.Tensor((2, 2, 3), "float32"), p: R.Tensor((2, 9), "float32")) -> R.Tuple(R.Tensor((5, 2, 2, 3), "float32"), R.Tensor((2, 2, 3), "float32"), R.Tensor((2, 2, 3), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "y_h", "y_c"]})
         y = R.nn.lstm(x, w, r, b, lens, h0, c0, p, ["Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Tanh"], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], direction="bidirectional", hidden_size=3)
         y_1 = y[0]
         y_h = y[1]
@@ -85,7 +85,7 @@ TEST(RecurrentImport, LstmAbsentInputsAreEmptyAndOnlyYhIsBound) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 3, 2), "float32"), w: R.Tensor((1, 12, 2), "float32"), r: R.Tensor((1, 12, 3), "float32")) -> R.Tensor((1, 3, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y_h"]})
         LSTM = R.nn.lstm(x, w, r, R.const([], "float32"), R.const([], "int32"), R.const([], "float32"), R.const([], "float32"), R.const([], "float32"), ["Sigmoid", "Tanh", "Tanh"], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], hidden_size=3)
         y_h = LSTM[1]
         return y_h
@@ -298,7 +298,7 @@ TEST(DeformConvImport, AttributesAreFilledInAndOutputIsConvLike) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 4, 5, 5), "float32"), w: R.Tensor((6, 2, 3, 3), "float32"), off: R.Tensor((1, 36, 2, 2), "float32"), b: R.Tensor((6,), "float32")) -> R.Tensor((1, 6, 2, 2), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.deform_conv(x, w, off, b, R.const([], "float32"), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[2, 2], group=2, offset_group=2)
         return y
 )");

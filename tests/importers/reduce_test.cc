@@ -40,7 +40,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 4), "float32")) -> R.Tensor(("n", 4), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.sum(x, axis=[1])
         return y
 )");
@@ -56,7 +56,7 @@ TEST(Reduce, SumTakesAxesAsAnAttributeBeforeOpset13) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4), "float32")) -> R.Tensor((1, 3, 1), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.sum(x, axis=[0, -1], keepdims=True)
         return y
 )");
@@ -73,7 +73,7 @@ TEST(Reduce, MeanKeepsAxesAsAnAttributeUntilOpset18) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 1), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.mean(x, axis=[-1], keepdims=True)
         return y
 )");
@@ -87,7 +87,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((1, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.mean(x, axis=[0], keepdims=True)
         return y
 )");
@@ -105,7 +105,7 @@ TEST(Reduce, NoAxesReducesEverythingUnlessNoopWithEmptyAxes) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "int32")) -> R.Tuple(R.Tensor((), "int32"), R.Tensor((2, 3), "int32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "z"]})
         y = R.max(x)
         z = R.reduce_l1(x, axis=[], keepdims=True)
         outputs = (y, z)
@@ -171,7 +171,7 @@ class Module:
     @R.function
     def main(x: R.Tensor((2, "k", 4), "float32")) -> R.Tuple(R.Tensor((2, 4), "int64"), R.Tensor((1, "k", 4), "int64")):
         k = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "z"]})
         y = R.argmax(x, axis=-2, select_last_index=True)
         z = R.argmin(x, axis=0, keepdims=True)
         outputs = (y, z)
@@ -193,7 +193,7 @@ TEST(Reduce, CumSumAndCumProdReadTheAxisInput) {
 class Module:
     @R.function
     def main(x: R.Tensor((3, 5), "int64")) -> R.Tensor((3, 5), "int64"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["z"]})
         y = R.cumsum(x, axis=1, exclusive=True, reverse=True)
         z = R.cumprod(y, axis=1)
         return z
@@ -219,7 +219,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 2), "float32"), t: R.Tensor(("n", 2), "int64")) -> R.Tensor(("n", 2), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["loss"]})
         loss = R.nn.nll_loss(x, t, R.const([1.0, 1.0, 1.0], "float32"), reduction="none", ignore_index=1)
         return loss
 )");
@@ -241,7 +241,7 @@ TEST(Reduce, SoftmaxCrossEntropyLossWithLogProb) {
 class Module:
     @R.function
     def main(x: R.Tensor((4, 3), "float32"), t: R.Tensor((4,), "int64"), w: R.Tensor((3,), "float32")) -> R.Tuple(R.Tensor((), "float32"), R.Tensor((4, 3), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["loss", "log_prob"]})
         loss = R.nn.softmax_cross_entropy(x, t, w)
         loss_1 = loss[0]
         log_prob = loss[1]
@@ -286,7 +286,7 @@ class Module:
     @R.function
     def main(a: R.Tensor(("b", 1, 3, 4), "float32"), v: R.Tensor((4,), "float32"), m: R.Tensor((5, 4, 6), "float32")) -> R.Tuple(R.Tensor(("b", 1, 3), "float32"), R.Tensor(("b", 5, 3, 6), "float32")):
         b = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "z"]})
         y = R.matmul(a, v)
         z = R.matmul(a, m)
         outputs = (y, z)
@@ -309,7 +309,7 @@ TEST(Linalg, GemmComposesTransposesScalesAndBias) {
 class Module:
     @R.function
     def main(a: R.Tensor((4, 3), "float32"), b: R.Tensor((5, 4), "float32"), c: R.Tensor((5,), "float32")) -> R.Tensor((3, 5), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.permute_dims(a, axes=[1, 0])
         y_1 = R.permute_dims(b, axes=[1, 0])
         y_2 = R.matmul(y, y_1)
@@ -370,7 +370,7 @@ class Module:
     @R.function
     def main(a: R.Tensor(("b", 2, 3), "float32"), c: R.Tensor(("b", 3, 4), "float32")) -> R.Tuple(R.Tensor(("b", 2, 4), "float32"), R.Tensor(("b", 2, 3), "float32"), R.Tensor((3, 4, "b"), "float32")):
         b = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "t", "d"]})
         y = R.einsum((a, c), "bij, bjk -> bik")
         t = R.einsum((a,), "...ij")
         d = R.einsum((c,), "kij")
@@ -405,7 +405,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 3), "float32")) -> R.Tensor(("n",), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.linalg.det(x)
         return y
 )");
@@ -427,7 +427,7 @@ TEST(Linalg, MatMulIntegerShiftsByPerRowZeroPoints) {
 class Module:
     @R.function
     def main(a: R.Tensor((4, 3), "uint8"), b: R.Tensor((3, 2), "int8"), az: R.Tensor((4,), "uint8")) -> R.Tensor((4, 2), "int32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.astype(a, "int32")
         y_1 = R.astype(az, "int32")
         y_2 = R.expand_dims(y_1, axis=[-1])
@@ -453,7 +453,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 3), "float32"), s: R.Tensor((3,), "float32"), z: R.Tensor((3,), "int8")) -> R.Tensor(("n", 3), "float32"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         q = R.quantize(x, s, z, axis=1)
         y = R.dequantize(q, s, z)
         return y
@@ -471,7 +471,7 @@ TEST(Quantize, AbsentZeroPointIsAZeroOfTheQuantizedType) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3), "float32"), s: R.Tensor((), "float32")) -> R.Tensor((2, 3), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         q = R.quantize(x, s, R.const(0, "uint8"), axis=1, out_dtype="uint8")
         y = R.dequantize(q, s, R.const(0, "uint8"), axis=1)
         return y
@@ -531,7 +531,7 @@ class Module:
     @R.function
     def main(x: R.Tensor(("n", 4), "float32")) -> R.Tuple(R.Tensor(("n", 4), "uint8"), R.Tensor((), "float32"), R.Tensor((), "uint8")):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "scale", "zp"]})
         y = R.dynamic_quantize(x)
         y_1 = y[0]
         scale = y[1]
@@ -555,7 +555,7 @@ class Module:
     @R.function
     def main(a: R.Tensor(("n", 2, 4), "uint8"), as_: R.Tensor((), "float32"), az: R.Tensor((), "uint8"), b: R.Tensor((4, 3), "int8"), bs: R.Tensor((3,), "float32"), bz: R.Tensor((3,), "int8"), ys: R.Tensor((), "float32"), yz: R.Tensor((), "int8")) -> R.Tensor(("n", 2, 3), "int8"):
         n = T.int64()
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.qlinear_matmul(a, as_, az, b, bs, bz, ys, yz)
         return y
 )");
@@ -581,7 +581,7 @@ TEST(Quantize, ConvIntegerResolvesSameUpperPadding) {
 class Module:
     @R.function
     def main(x: R.Tensor((1, 2, 5, 5), "uint8"), w: R.Tensor((4, 2, 3, 3), "uint8")) -> R.Tensor((1, 4, 3, 3), "int32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.conv_integer(x, w, R.const(0, "uint8"), R.const(0, "uint8"), [2, 2], [1, 1, 1, 1], [1, 1])
         return y
 )");

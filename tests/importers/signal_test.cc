@@ -32,7 +32,7 @@ TEST(SignalImport, Dft17AxisAttributeBecomesAConstant) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 16, 1), "float32")) -> R.Tensor((2, 9, 2), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.signal.dft(x, R.const([], "int64"), R.const(1, "int64"), onesided=True)
         return y
 )");
@@ -129,7 +129,7 @@ TEST(SignalImport, StftFramesAndBins) {
 class Module:
     @R.function
     def main(signal: R.Tensor((1, 128, 1), "float32")) -> R.Tensor((1, 15, 9, 2), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.signal.stft(signal, R.const(8, "int64"), R.const([], "float32"), R.const(16, "int64"))
         return y
 )");
@@ -178,7 +178,7 @@ TEST(SignalImport, WindowsHaveSizePointsOfTheOutputType) {
 class Module:
     @R.function
     def main() -> R.Tensor((10,), "float64"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.signal.hann_window(R.const(10, "int32"), periodic=False, output_datatype="float64")
         return y
 )");

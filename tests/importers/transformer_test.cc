@@ -40,7 +40,7 @@ TEST(TransformerImport, Attention4dMhaYOnly) {
 class Module:
     @R.function
     def main(Q: R.Tensor((2, 3, 4, 8), "float32"), K: R.Tensor((2, 3, 6, 8), "float32"), V: R.Tensor((2, 3, 6, 10), "float32")) -> R.Tensor((2, 3, 4, 10), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["Y"]})
         Attention = R.nn.attention(Q, K, V, R.const([], "float32"), R.const([], "float32"), R.const([], "float32"), R.const([], "int64"))
         Y = Attention[0]
         return Y
@@ -69,7 +69,7 @@ TEST(TransformerImport, Attention3dGqaWithPastPresentAndQk) {
 class Module:
     @R.function
     def main(Q: R.Tensor((2, 4, 72), "float32"), K: R.Tensor((2, 6, 24), "float32"), V: R.Tensor((2, 6, 30), "float32"), mask: R.Tensor((4, 18), "float32"), pk: R.Tensor((2, 3, 12, 8), "float32"), pv: R.Tensor((2, 3, 12, 10), "float32")) -> R.Tuple(R.Tensor((2, 4, 90), "float32"), R.Tensor((2, 3, 18, 8), "float32"), R.Tensor((2, 3, 18, 10), "float32"), R.Tensor((2, 9, 4, 18), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["Y", "pk2", "pv2", "qk"]})
         Attention = R.nn.attention(Q, K, V, mask, pk, pv, R.const([], "int64"), q_num_heads=9, kv_num_heads=3, scale=0.01, is_causal=True, softcap=2.0, qk_matmul_output_mode=2)
         Y = Attention[0]
         pk2 = Attention[1]
@@ -114,7 +114,7 @@ TEST(TransformerImport, AttentionOptionalOutputsAndNewerOpsets) {
 class Module:
     @R.function
     def main(Q: R.Tensor((2, 4, 1, 8), "float32"), K: R.Tensor((2, 2, 8, 8), "float32"), V: R.Tensor((2, 2, 8, 8), "float32"), mask: R.Tensor((2, 1, 1, 6), "bool"), n: R.Tensor((2,), "int64")) -> R.Tuple(R.Tensor((2, 4, 1, 8), "float32"), R.Tensor((2, 4, 1, 8), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["Y", "qk"]})
         Attention = R.nn.attention(Q, K, V, mask, R.const([], "float32"), R.const([], "float32"), n, is_causal=True, qk_matmul_output_mode=3, softmax_precision="float64")
         Y = Attention[0]
         qk = Attention[3]
@@ -139,7 +139,7 @@ class Module:
 class Module:
     @R.function
     def main(Q: R.Tensor((2, 4, 32), "bfloat16"), K: R.Tensor((2, 6, 8), "bfloat16"), V: R.Tensor((2, 6, 6), "bfloat16")) -> R.Tensor((2, 4, 24), "bfloat16"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["Y"]})
         Attention = R.nn.attention(Q, K, V, R.const([], "float32"), R.const([], "float32"), R.const([], "float32"), R.const([], "int64"), q_num_heads=4, kv_num_heads=1, left_window_size=2, right_window_size=0)
         Y = Attention[0]
         return Y
@@ -268,7 +268,7 @@ TEST(TransformerImport, RotaryEmbedding) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 4, 3, 8), "float32"), cos: R.Tensor((50, 2), "float32"), sin: R.Tensor((50, 2), "float32"), pos: R.Tensor((2, 3), "int64")) -> R.Tensor((2, 4, 3, 8), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.rotary_embedding(x, cos, sin, pos, rotary_embedding_dim=4, interleaved=True)
         return y
 )");
@@ -287,7 +287,7 @@ class Module:
 class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 32), "float16"), cos: R.Tensor((2, 3, 4), "float16"), sin: R.Tensor((2, 3, 4), "float16")) -> R.Tensor((2, 3, 32), "float16"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.rotary_embedding(x, cos, sin, R.const([], "int64"), num_heads=4)
         return y
 )");
@@ -327,7 +327,7 @@ TEST(TransformerImport, SwiGLUAndTensorScatter) {
 class Module:
     @R.function
     def main(a: R.Tensor((2, 4), "float32"), b: R.Tensor((2, 4), "float32")) -> R.Tensor((2, 4), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.nn.swiglu(a, b, alpha=0.5)
         return y
 )");
@@ -352,7 +352,7 @@ class Module:
 class Module:
     @R.function
     def main(c: R.Tensor((2, 1, 4, 5), "float32"), u: R.Tensor((2, 1, 2, 5), "float32"), w: R.Tensor((2,), "int64")) -> R.Tensor((2, 1, 4, 5), "float32"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
         y = R.tensor_scatter(c, u, w, axis=2, mode="circular")
         return y
 )");
@@ -393,7 +393,7 @@ TEST(TransformerImport, LinearAttention) {
 class Module:
     @R.function
     def main(q: R.Tensor((2, 4, 64), "float32"), k: R.Tensor((2, 4, 32), "float32"), v: R.Tensor((2, 4, 48), "float32"), s: R.Tensor((2, 4, 8, 12), "float32"), g: R.Tensor((2, 4, 4), "float32"), beta: R.Tensor((2, 4, 1), "float32")) -> R.Tuple(R.Tensor((2, 4, 96), "float32"), R.Tensor((2, 4, 8, 12), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["o", "s2"]})
         LinearAttention = R.nn.linear_attention(q, k, v, s, g, beta, 8, 4, scale=0.25)
         o = LinearAttention[0]
         s2 = LinearAttention[1]
@@ -437,7 +437,7 @@ TEST(TransformerImport, CausalConvWithState) {
 class Module:
     @R.function
     def main(x: R.Tensor((2, 4, 1), "float32"), w: R.Tensor((4, 1, 4), "float32"), s: R.Tensor((2, 4, 3), "float32")) -> R.Tuple(R.Tensor((2, 4, 1), "float32"), R.Tensor((2, 4, 3), "float32")):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["y", "s2"]})
         CausalConvWithState = R.nn.causal_conv_with_state(x, w, R.const([], "float32"), s, activation="silu")
         y = CausalConvWithState[0]
         s2 = CausalConvWithState[1]
@@ -513,7 +513,7 @@ TEST(TransformerImport, FlexAttentionGqaFloat16WithScoreMod) {
 class Module:
     @R.function
     def main(Q: R.Tensor((1, 4, 3, 4), "float16"), K: R.Tensor((1, 2, 5, 4), "float16"), V: R.Tensor((1, 2, 5, 6), "float16")) -> R.Tensor((1, 4, 3, 6), "float16"):
-        R.func_attr({"global_symbol": "main"})
+        R.func_attr({"global_symbol": "main", "output_names": ["Y"]})
         Y = R.multiply(Q, R.const_bytes("a839", (), "float16"))
         Y_1 = R.multiply(K, R.const_bytes("a839", (), "float16"))
         Y_2 = R.reshape(Y_1, R.shape([1, 2, 1, 5, 4]))

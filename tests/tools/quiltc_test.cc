@@ -164,6 +164,53 @@ TEST_F(QuiltcTest, UnsupportedOpsAreNamedWithTheirNodes) {
   EXPECT_FALSE(fs::exists(Path("bad.quilt")));
 }
 
+TEST_F(QuiltcTest, InspectingAModelGivesQuiltcsVerdict) {
+  // Every op has a converter, but the Reshape cannot be imported: quilt-inspect must say what
+  // quiltc says, not "unsupported: none".
+  quilt::testing::OnnxGraph g;
+  g.Input("x", onnx::TensorProto::FLOAT, {int64_t{4}}).Output("y", onnx::TensorProto::FLOAT);
+  g.Initializer<int64_t>("shape", onnx::TensorProto::INT64, {2}, {3, 5});
+  g.Node("Reshape", {"x", "shape"}, {"y"}, "to_3x5");
+  std::string bad = Write("bad.onnx", g.Bytes());
+  Result i = Tool("quilt-inspect", bad);
+  EXPECT_EQ(i.code, 1) << i.out;
+  EXPECT_NE(i.out.find("compiles: no"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("node 'to_3x5' (Reshape"), std::string::npos) << i.out;
+  Result c = Tool("quiltc", bad + " -o " + Path("bad.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("node 'to_3x5' (Reshape"), std::string::npos) << c.out;
+  Result ok = Tool("quilt-inspect", Model());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("compiles: yes"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("placement:"), std::string::npos) << ok.out;
+}
+
+TEST_F(QuiltcTest, InputValueFreezesAnInput) {
+  // b frozen to (1, 1, 1): the package takes a alone, and y = a + 1.
+  Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --input-value b=1,1,1");
+  ASSERT_EQ(c.code, 0) << c.out;
+  Result i = Tool("quilt-inspect", Path("m.quilt"));
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_EQ(i.out.find("b: float32"), std::string::npos) << i.out;
+  std::string a = Npy("a.npy", {0, 1, 2, 3, 4, 5}, {2, 3});
+  Result r =
+      Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --output-dir " + Path("out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  quilt::Expected<quilt::rt::OwnedTensor> y = quilt::tools::ReadNpy(Path("out/y_out.npy"));
+  ASSERT_TRUE(y) << y.error().ToString();
+  std::vector<float> got(6);
+  std::memcpy(got.data(), y->data.data(), 24);
+  for (int k = 0; k < 6; ++k) EXPECT_FLOAT_EQ(got[k], k + 1.0f) << k;
+  Result bad = Tool("quiltc", Model() + " -o " + Path("m2.quilt") + " --input-value b=one");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("expected NAME=V,V"), std::string::npos) << bad.out;
+  Result wrong = Tool("quiltc", Model() + " -o " + Path("m3.quilt") + " --input-value b=1,2");
+  EXPECT_EQ(wrong.code, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("graph input 'b': the input has 3 elements, 2 values given"),
+            std::string::npos)
+      << wrong.out;
+}
+
 TEST_F(QuiltcTest, RefusesToOverwriteTheModel) {
   std::string model = Model();
   std::string before = ReadAll(model);

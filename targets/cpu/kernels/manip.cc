@@ -318,6 +318,9 @@ Status Full(KernelContext& ctx) {
   return FillWith(y, v, y->NumElements());
 }
 
+// A branch that cannot run for the model's shapes (kept so that the other branch compiles).
+Status Fail(KernelContext& ctx) { return Status::Error(std::string(ctx.attrs().Str("message"))); }
+
 Status Arange(KernelContext& ctx) {
   DType dtype = ctx.attrs().Dtype("dtype");
   if (dtype == DType::kVoid) dtype = ctx.output_dtype(0);
@@ -698,6 +701,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"tensor_to_shape", ShapeCopy},
     {"broadcast_to", BroadcastTo},
     {"full", Full},
+    {"fail", Fail},
     {"arange", Arange},
     {"eye_like", EyeLike},
     {"size", SizeOf},

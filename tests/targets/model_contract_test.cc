@@ -1,0 +1,277 @@
+// What real models need from the whole pipeline, ONNX model to run: output names that survive
+// every pass and device configuration, an If whose untaken branch does not fit the model's
+// shapes, inputs frozen at compile time, shape computations the importer resolves, a Gemm
+// weight transposed once. Results are checked against values computed by hand.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/importers/onnx_test_util.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace quilt::compiler {
+namespace {
+
+using onnx::TensorProto;
+using quilt::testing::OnnxGraph;
+using quilt::testing::SetInt;
+using quilt::testing::SetInts;
+
+Expected<Compiled> CompileGraph(const OnnxGraph& g, const CompileOptions& options) {
+  std::string bytes = g.Bytes();
+  Expected<ir::IRModule> mod =
+      importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "test.onnx", options.import);
+  if (!mod) return mod.error();
+  return Compile(*mod, options);
+}
+
+std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
+}
+
+std::vector<std::string> OutputNames(const rt::LoadedPackage& p) {
+  const pkg::Graph& g = *p.root().graphs()->Get(0);
+  std::vector<std::string> names;
+  for (int v : *g.outputs()) names.push_back(g.values()->Get(v)->name()->str());
+  return names;
+}
+
+std::vector<std::string> InputNames(const rt::LoadedPackage& p) {
+  const pkg::Graph& g = *p.root().graphs()->Get(0);
+  std::vector<std::string> names;
+  for (int v : *g.inputs()) names.push_back(g.values()->Get(v)->name()->str());
+  return names;
+}
+
+// Three outputs named like the fallback names a package once made up, in another order:
+// output_2 = x + 1, output_0 = x * 2, output_1 = relu(x) (its last binding renamed by the
+// importer), and x itself.
+OnnxGraph ThreeOutputs() {
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {2, 3});
+  g.Initializer<float>("one", TensorProto::FLOAT, {}, {1.0f});
+  g.Initializer<float>("two", TensorProto::FLOAT, {}, {2.0f});
+  g.Node("Add", {"x", "one"}, {"output_2"}, "add");
+  g.Node("Mul", {"x", "two"}, {"output_0"}, "mul");
+  g.Node("Relu", {"x"}, {"r"}, "relu");
+  g.Node("Identity", {"r"}, {"output_1"}, "id");
+  g.Output("output_2", TensorProto::FLOAT).Output("output_0", TensorProto::FLOAT);
+  g.Output("output_1", TensorProto::FLOAT).Output("x", TensorProto::FLOAT);
+  return g;
+}
+
+void ExpectThreeOutputsRun(const std::vector<uint8_t>& package) {
+  std::shared_ptr<const rt::LoadedPackage> p = Load(package);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"output_2", "output_0", "output_1", "x"}));
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {-1, 0, 1, 2, -3, 4};
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run({test::Input("x", x, {2, 3})}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.size(), 4u);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(test::Floats(out[0])[i], x[i] + 1) << i;
+    EXPECT_EQ(test::Floats(out[1])[i], x[i] * 2) << i;
+    EXPECT_EQ(test::Floats(out[2])[i], std::max(x[i], 0.0f)) << i;
+    EXPECT_EQ(test::Floats(out[3])[i], x[i]) << i;
+  }
+}
+
+TEST(ModelContract, OutputNamesSurviveTheCpu) {
+  Expected<Compiled> c = CompileGraph(ThreeOutputs(), {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  ExpectThreeOutputsRun(c->package);
+}
+
+TEST(ModelContract, OutputNamesSurviveASplitAcrossTwoDevices) {
+  // The CPU seen as two devices (the host is the second), ops on both: copies between them, and
+  // no device suffix on any name.
+  CompileOptions options;
+  options.devices = {"llvm", "llvm"};
+  options.place = {"op:Add=llvm:0", "op:Relu=llvm:0", "op:Mul=llvm:1"};
+  Expected<Compiled> c = CompileGraph(ThreeOutputs(), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  ExpectThreeOutputsRun(c->package);
+}
+
+// If on a run-time condition whose else branch reshapes x to (3, 5): impossible for x of 8
+// elements. The then branch (x * 2) compiles and runs; the else branch fails when taken, naming
+// the nested node and the If.
+OnnxGraph IfWithAnInvalidBranch() {
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {2, 4}).Input("c", TensorProto::BOOL, {});
+  g.Initializer<float>("two", TensorProto::FLOAT, {}, {2.0f});
+  g.Initializer<int64_t>("bad_shape", TensorProto::INT64, {2}, {3, 5});
+  onnx::GraphProto then_g, else_g;
+  {
+    onnx::NodeProto* n = then_g.add_node();
+    n->set_op_type("Mul");
+    n->set_name("double_it");
+    n->add_input("x");
+    n->add_input("two");
+    n->add_output("t");
+    then_g.add_output()->set_name("t");
+  }
+  {
+    onnx::NodeProto* n = else_g.add_node();
+    n->set_op_type("Reshape");
+    n->set_name("reshape_8k");
+    n->add_input("x");
+    n->add_input("bad_shape");
+    n->add_output("e");
+    else_g.add_output()->set_name("e");
+  }
+  auto& n = g.Node("If", {"c"}, {"y"}, "switch_rate");
+  auto* a = n.add_attribute();
+  a->set_name("then_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = then_g;
+  a = n.add_attribute();
+  a->set_name("else_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = else_g;
+  g.Output("y", TensorProto::FLOAT);
+  return g;
+}
+
+rt::NamedTensor BoolInput(const std::string& name, uint8_t* v) {
+  rt::NamedTensor t;
+  t.name = name;
+  t.tensor.dtype = rt::DType::kBool;
+  t.tensor.shape = {};
+  t.tensor.data = v;
+  return t;
+}
+
+TEST(ModelContract, AnIfBranchInvalidForTheShapesFailsOnlyWhenTaken) {
+  Expected<Compiled> c = CompileGraph(IfWithAnInvalidBranch(), {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint8_t yes = 1, no = 0;
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run({test::Input("x", x, {2, 4}), BoolInput("c", &yes)}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<float> got = test::Floats(out[0]);
+  ASSERT_EQ(got.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(got[i], 2 * x[i]);
+  st = s->Run({test::Input("x", x, {2, 4}), BoolInput("c", &no)}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("else_branch"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("switch_rate"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("reshape_8k"), std::string::npos) << st.message();
+}
+
+TEST(ModelContract, AnInputFrozenAtCompileTimeDecidesTheIf) {
+  // c frozen to false: the else branch is the one imported, and it cannot be: the error names
+  // the nested node and the If.
+  CompileOptions options;
+  options.import.input_values["c"].numbers = {0};
+  Expected<Compiled> bad = CompileGraph(IfWithAnInvalidBranch(), options);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().location.find("node 'reshape_8k'"), std::string::npos)
+      << bad.error().ToString();
+  EXPECT_NE(bad.error().message.find("switch_rate"), std::string::npos) << bad.error().ToString();
+  // c frozen to true: only the then branch, and c leaves the signature.
+  options.import.input_values["c"].numbers = {1};
+  Expected<Compiled> c = CompileGraph(IfWithAnInvalidBranch(), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(InputNames(*p), (std::vector<std::string>{"x"}));
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<rt::OwnedTensor> out;
+  ASSERT_TRUE(s->Run({test::Input("x", x, {2, 4})}, &out).ok());
+  EXPECT_EQ(test::Floats(out[0])[7], 16.0f);
+}
+
+TEST(ModelContract, AFrozenValueMustFitTheInput) {
+  CompileOptions options;
+  options.import.input_values["c"].numbers = {1, 0};
+  Expected<Compiled> c = CompileGraph(IfWithAnInvalidBranch(), options);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("graph input 'c'"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("2 values given"), std::string::npos) << c.error().message;
+  options.import.input_values.clear();
+  options.import.input_values["sr"].numbers = {16000};
+  c = CompileGraph(IfWithAnInvalidBranch(), options);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("'sr', which is not a graph input (the inputs: x, c)"),
+            std::string::npos)
+      << c.error().message;
+}
+
+TEST(ModelContract, AGemmWeightIsTransposedOnceAtCompileTime) {
+  // y = x @ W^T + b with W (3, 2) stored transposed: no permute_dims step in the package.
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {1, 2});
+  g.Initializer<float>("W", TensorProto::FLOAT, {3, 2}, {1, 2, 3, 4, 5, 6});
+  g.Initializer<float>("b", TensorProto::FLOAT, {3}, {0.5f, -1, 2});
+  auto& n = g.Node("Gemm", {"x", "W", "b"}, {"y"}, "fc");
+  SetInt(n, "transB", 1);
+  g.Output("y", TensorProto::FLOAT);
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
+    EXPECT_NE(s->kernel()->str(), "permute_dims");
+  }
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, -1};
+  std::vector<rt::OwnedTensor> out;
+  ASSERT_TRUE(s->Run({test::Input("x", x, {1, 2})}, &out).ok());
+  // Rows of W: (1, 2), (3, 4), (5, 6): x . row = -1, -1, -1; plus b.
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{-0.5f, -2, 1}));
+}
+
+TEST(ModelContract, ReflectPadAmountsComputedAsPyTorchExportsThem) {
+  // PyTorch's reflect-pad export: pads (0, 0, 1, 2) as rows of (begin, end) per dim, reversed
+  // with a Slice of step -1, transposed, flattened, then Pad. The importer must know the pads.
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {1, 4});
+  g.Initializer<int64_t>("p", TensorProto::INT64, {4}, {1, 2, 0, 0});
+  g.Initializer<int64_t>("shape2", TensorProto::INT64, {2}, {-1, 2});
+  g.Initializer<int64_t>("start", TensorProto::INT64, {1}, {-1});
+  g.Initializer<int64_t>("end", TensorProto::INT64, {1}, {-9223372036854775807LL});
+  g.Initializer<int64_t>("axis0", TensorProto::INT64, {1}, {0});
+  g.Initializer<int64_t>("step", TensorProto::INT64, {1}, {-1});
+  g.Initializer<int64_t>("flat", TensorProto::INT64, {1}, {-1});
+  g.Node("Reshape", {"p", "shape2"}, {"p2"}, "rows");
+  g.Node("Slice", {"p2", "start", "end", "axis0", "step"}, {"rev"}, "reverse");
+  auto& t = g.Node("Transpose", {"rev"}, {"tr"}, "transpose");
+  SetInts(t, "perm", {1, 0});
+  g.Node("Reshape", {"tr", "flat"}, {"pads"}, "flatten");
+  auto& pad = g.Node("Pad", {"x", "pads"}, {"y"}, "pad");
+  quilt::testing::SetString(pad, "mode", "reflect");
+  g.Output("y", TensorProto::FLOAT);
+  // rows ((1, 2), (0, 0)) reversed: ((0, 0), (1, 2)); transposed: ((0, 1), (0, 2)); flat:
+  // (0, 1, 0, 2): dim 1 padded by 1 before and 2 after.
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, 2, 3, 4};
+  std::vector<rt::OwnedTensor> out;
+  ASSERT_TRUE(s->Run({test::Input("x", x, {1, 4})}, &out).ok());
+  EXPECT_EQ(out[0].shape, (rt::Shape{1, 7}));
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{2, 1, 2, 3, 4, 3, 2}));
+}
+
+}  // namespace
+}  // namespace quilt::compiler

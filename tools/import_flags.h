@@ -1,0 +1,97 @@
+// --input-shape and --input-value, as quiltc and quilt-inspect take them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "importers/onnx/importer.h"
+
+namespace quilt::tools {
+
+// "x:1,3,224,224" -> name and dims.
+inline bool ParseInputShape(const std::string& text, std::string* name,
+                            std::vector<int64_t>* dims) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *name = text.substr(0, colon);
+  dims->clear();
+  std::string rest = text.substr(colon + 1) + ",";
+  std::string num;
+  for (char c : rest) {
+    if (c == ',') {
+      if (num.empty() && rest != ",") return false;
+      if (!num.empty()) {
+        if (num.size() > 15) return false;
+        dims->push_back(std::stoll(num));
+      }
+      num.clear();
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      num.push_back(c);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// "sr=16000" or "scales=1,1,2,2" -> name and numbers.
+inline bool ParseInputValue(const std::string& text, std::string* name,
+                            std::vector<double>* values) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return false;
+  *name = text.substr(0, eq);
+  values->clear();
+  size_t pos = eq + 1;
+  for (;;) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    char* end = nullptr;
+    double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0') return false;
+    values->push_back(v);
+    if (comma == std::string::npos) return true;
+    pos = comma + 1;
+  }
+}
+
+// --input-shape and --input-value, as quiltc and quilt-inspect take them.
+struct ImportFlags {
+  std::vector<std::string> shapes, values;
+
+  void Add(CLI::App& app) {
+    app.add_option("--input-shape", shapes, "fix an input's shape: NAME:D,D,...");
+    app.add_option("--input-value", values,
+                   "freeze an input to a value at compile time: NAME=V,V,... (in the input's "
+                   "declared dtype and shape); the input leaves the package's signature");
+  }
+
+  // Fills `options`; the exit code for a malformed flag (2), or nullopt.
+  std::optional<int> Apply(const char* tool, importers::onnx::ImportOptions* options) const {
+    for (const std::string& s : shapes) {
+      std::string name;
+      std::vector<int64_t> dims;
+      if (!ParseInputShape(s, &name, &dims)) {
+        std::cerr << tool << ": error: --input-shape '" << s << "': expected NAME:D,D,...\n";
+        return 2;
+      }
+      options->input_shapes[name] = dims;
+    }
+    for (const std::string& v : values) {
+      std::string name;
+      importers::onnx::InputValue value;
+      if (!ParseInputValue(v, &name, &value.numbers)) {
+        std::cerr << tool << ": error: --input-value '" << v << "': expected NAME=V,V,...\n";
+        return 2;
+      }
+      options->input_values[name] = value;
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace quilt::tools
