@@ -25,7 +25,7 @@ if [ $# -ge 2 ] && [[ $1 != -* ]]; then
     esac
   done
 else
-  model=$(bash scripts/fetch-models.sh | grep cls_infer)
+  model=$(.venv/bin/python scripts/zoo_fetch.py --models ppocr-cls | tail -n 1 | cut -f2)
   inputs=$out/cls_input.npz
   shapes=(--input-shape x:2,3,48,192)
   .venv/bin/python scripts/cls_input.py "$inputs" "quilt stitches models" >/dev/null

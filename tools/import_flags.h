@@ -71,7 +71,11 @@ struct ImportFlags {
   }
 
   // Fills `options`; the exit code for a malformed flag (2), or nullopt.
+  // Warnings go to stderr.
   std::optional<int> Apply(const char* tool, importers::onnx::ImportOptions* options) const {
+    options->warn = [tool](const Diagnostic& d) {
+      std::cerr << tool << ": warning: " << d.ToString() << "\n";
+    };
     for (const std::string& s : shapes) {
       std::string name;
       std::vector<int64_t> dims;

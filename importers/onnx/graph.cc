@@ -524,11 +524,19 @@ Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::E
                  std::string(ir::DataTypeName(*declared)) + " but computes " +
                  std::string(ir::DataTypeName(s->dtype)));
   }
+  // A declared shape that disagrees with the computed one is the exporter's slip (ONNX Runtime
+  // runs such models and warns): the computed shape is used, and the user is told.
   if (!tt.has_shape() || s->ndim < 0) return {};
+  auto warn = [&](const std::string& what) {
+    if (model_.options.warn) {
+      model_.options.warn(Error("graph output '" + out.name() + "' is declared with " + what +
+                                "; the computed shape is used"));
+    }
+    return Status{};
+  };
   if (tt.shape().dim_size() != s->ndim) {
-    return Error("graph output '" + out.name() + "' is declared with rank " +
-                 std::to_string(tt.shape().dim_size()) + " but computes rank " +
-                 std::to_string(s->ndim));
+    return warn("rank " + std::to_string(tt.shape().dim_size()) + " but computes rank " +
+                std::to_string(s->ndim));
   }
   if (!s->shape) return {};
   for (int i = 0; i < s->ndim; ++i) {
@@ -536,9 +544,8 @@ Status GraphImporter::CheckOutput(const ::onnx::ValueInfoProto& out, const ir::E
     std::optional<int64_t> got = ir::AsInt((*s->shape)[i]);
     // Exporters write -1 for a dim they do not know: it constrains nothing.
     if (d.has_dim_value() && d.dim_value() >= 0 && got && *got != d.dim_value()) {
-      return Error("graph output '" + out.name() + "' is declared with dimension " +
-                   std::to_string(i) + " = " + std::to_string(d.dim_value()) + " but computes " +
-                   std::to_string(*got));
+      return warn("dimension " + std::to_string(i) + " = " + std::to_string(d.dim_value()) +
+                  " but computes " + std::to_string(*got));
     }
   }
   return {};

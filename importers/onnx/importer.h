@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct ImportOptions {
   std::map<std::string, InputValue> input_values;
   // Nesting limit for subgraphs (If/Loop/Scan bodies) and model-local functions.
   int max_nesting = 32;
+  // Told what the importer accepts but the user should know (a graph output whose declared
+  // shape disagrees with the shape it computes: the computed one is used, as ONNX Runtime
+  // does). Unset: not told.
+  std::function<void(const Diagnostic&)> warn = {};
 };
 
 // Reads `path`; external data files are resolved inside the model's folder only.

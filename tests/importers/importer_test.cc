@@ -205,11 +205,32 @@ TEST(Import, DeclaredOutputTypeIsChecked) {
   g.Node("Exp", {"x"}, {"y"});
   g.Output("y", TensorProto::DOUBLE);
   ExpectImportError(g, {"graph output 'y' is declared float64 but computes float32"});
+  // A declared shape that disagrees is the exporter's slip: the computed shape wins, with a
+  // warning (ONNX Runtime runs such models too).
   OnnxGraph h;
   h.Input("x", TensorProto::FLOAT, {2});
   h.Node("Exp", {"x"}, {"y"});
   h.Output("y", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{3});
-  ExpectImportError(h, {"graph output 'y' is declared with dimension 0 = 3 but computes 2"});
+  std::vector<std::string> warnings;
+  ImportOptions options;
+  options.warn = [&](const Diagnostic& d) { warnings.push_back(d.ToString()); };
+  Expected<ir::IRModule> mod = h.Import(options);
+  ASSERT_TRUE(mod) << mod.error().ToString();
+  EXPECT_EQ(mod->Lookup("main")->ret_struct_info->StaticShape(), (std::vector<int64_t>{2}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("graph output 'y' is declared with dimension 0 = 3 but computes 2; "
+                             "the computed shape is used"),
+            std::string::npos)
+      << warnings[0];
+  OnnxGraph r;
+  r.Input("x", TensorProto::FLOAT, {2});
+  r.Node("Exp", {"x"}, {"y"});
+  r.Output("y", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{1, 2});
+  warnings.clear();
+  ASSERT_TRUE(r.Import(options));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("declared with rank 2 but computes rank 1"), std::string::npos)
+      << warnings[0];
 }
 
 TEST(Import, DeclaredMinusOneOutputDimConstrainsNothing) {
