@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what quilt needs to build and test on Debian 12. Idempotent: a second run only checks.
 #   - Debian packages: compiler tool chain, GoogleTest, CLI11, ccache, clang-format, ...
-#   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only).
+#   - Debian packages for the model zoo's real inputs: espeak-ng (speech), DejaVu fonts
+#     (rendered text), GNU time (peak memory).
+#   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only), pillow, and ray
+#     (the zoo's runs spread over a cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler libssl-dev zlib1g-dev nlohmann-json3-dev
+  espeak-ng fonts-dejavu-core time
 )
 
 missing=()
@@ -24,12 +28,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python_pkgs=(numpy onnx onnxruntime pillow)
+python_pkgs=(numpy onnx onnxruntime pillow ray)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray" 2>/dev/null; then
   echo "setup: installing ${python_pkgs[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
 fi
