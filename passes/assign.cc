@@ -149,6 +149,12 @@ class Assigner {
     for (const ir::Binding* h : hints_) {
       const auto* call = As<ir::CallNode>(h->value);
       const auto* x = As<ir::VarNode>(call->args[0]);
+      // A tuple result is hinted through one of its fields.
+      if (auto p = producer_.find(x); x && p != producer_.end()) {
+        if (const auto* item = As<ir::TupleGetItemNode>(p->second->value)) {
+          x = As<ir::VarNode>(item->tuple);
+        }
+      }
       if (x != b.var.get()) continue;
       Expected<int> d = HintDevice(*call, h->var->name_hint);
       if (!d) return d;

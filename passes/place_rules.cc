@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -91,10 +92,21 @@ std::set<int> Reach(const std::vector<Node>& nodes, int from, bool forward) {
   return seen;
 }
 
+// An op whose result a device computes: a tensor, or a tuple of tensors (Split, LSTM). An op
+// that yields a shape is a shape computation, which stays on the host.
 bool IsOpCall(const ir::Binding& b) {
   const auto* call = As<ir::CallNode>(b.value);
-  return call && call->op() && call->op()->kind != ir::OpKind::kHintOnDevice &&
-         call->op()->kind != ir::OpKind::kToVDevice;
+  if (!call || !call->op() || call->op()->kind == ir::OpKind::kHintOnDevice ||
+      call->op()->kind == ir::OpKind::kToVDevice) {
+    return false;
+  }
+  const ir::StructInfo& s = b.var->struct_info;
+  if (!s) return false;
+  if (s->kind == ir::StructInfoKind::kTensor) return true;
+  if (s->kind != ir::StructInfoKind::kTuple || s->fields.empty()) return false;
+  return std::all_of(s->fields.begin(), s->fields.end(), [](const ir::StructInfo& f) {
+    return f && f->kind == ir::StructInfoKind::kTensor;
+  });
 }
 
 int FindNode(const std::vector<Node>& nodes, const std::string& name) {
@@ -182,7 +194,17 @@ Expected<ir::IRModule> ApplyPlacementRules(const ir::IRModule& mod,
       ir::Attrs attrs;
       attrs.Set("device_type", d.target.DeviceType());
       attrs.Set("index", static_cast<int64_t>(d.vdevice_id));
-      std::vector<ir::Expr> args{b.var};
+      // A tuple result (Split, LSTM) is hinted through its first field; assign pins the op
+      // that makes the tuple.
+      ir::Expr subject = b.var;
+      if (b.var->struct_info->kind == ir::StructInfoKind::kTuple) {
+        Expected<ir::Expr> item = ir::MakeTupleGetItem(b.var, 0);
+        if (!item) return Error(item.error().message, "rule " + it->second.second);
+        ir::Var v = ir::MakeVar(b.var->name_hint + "_item", (*item)->struct_info, block.dataflow);
+        nb.bindings.push_back({v, *item, b.source, b.source_op});
+        subject = v;
+      }
+      std::vector<ir::Expr> args{subject};
       Expected<ir::Expr> hint = ir::MakeOpCall(ir::OpKind::kHintOnDevice, args, attrs);
       if (!hint) return Error(hint.error().message, "rule " + it->second.second);
       nb.bindings.push_back(

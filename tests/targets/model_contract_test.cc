@@ -273,5 +273,37 @@ TEST(ModelContract, ReflectPadAmountsComputedAsPyTorchExportsThem) {
   EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{2, 1, 2, 3, 4, 3, 2}));
 }
 
+TEST(ModelContract, APlacementRuleMovesAnOpWithATupleResult) {
+  // Split (a tuple result) pinned to the CPU's first device of two, the rest on the host:
+  // the rule must pin the op itself, and the halves come back right.
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {4});
+  auto& n = g.Node("Split", {"x"}, {"a", "b"}, "halves");
+  SetInt(n, "axis", 0);
+  g.Node("Neg", {"b"}, {"nb"}, "neg");
+  g.Output("a", TensorProto::FLOAT).Output("nb", TensorProto::FLOAT);
+  CompileOptions options;
+  options.devices = {"llvm", "llvm"};
+  options.place = {"op:Split=llvm:0", "op:Neg=llvm:1"};
+  Expected<Compiled> c = CompileGraph(g, options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  bool split_placed = false;
+  for (const auto& op : c->report.ops) {
+    if (op.node != "halves") continue;
+    split_placed = op.device == 0 && op.why == passes::OpPlacement::Why::kPinned;
+  }
+  EXPECT_TRUE(split_placed) << ReportText(c->report);
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"a", "nb"}));
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, 2, 3, 4};
+  std::vector<rt::OwnedTensor> out;
+  ASSERT_TRUE(s->Run({test::Input("x", x, {4})}, &out).ok());
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(test::Floats(out[1]), (std::vector<float>{-3, -4}));
+}
+
 }  // namespace
 }  // namespace quilt::compiler
