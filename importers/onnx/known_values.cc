@@ -127,12 +127,12 @@ std::optional<PrimExpr> Elementwise(const std::string& op, const std::vector<Pri
   }
   if (op == "Div") {
     // Integer Div truncates toward zero. Symbolic dims are non-negative, where truncation is
-    // floor division; a negative or zero divisor is left unknown.
+    // floor division; a negative or zero constant divisor is left unknown.
     if (c(0) && c(1)) {
       if (*c(1) == 0) return std::nullopt;
       return ir::IntImm(*c(0) / *c(1));
     }
-    if (!c(1) || *c(1) <= 0 || (c(0) && *c(0) < 0)) return std::nullopt;
+    if ((c(1) && *c(1) <= 0) || (c(0) && *c(0) < 0)) return std::nullopt;
     return ir::MakeBinary(PrimKind::kFloorDiv, a[0], a[1]);
   }
   if (op == "Mod") {

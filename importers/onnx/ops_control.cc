@@ -69,14 +69,13 @@ Expected<ir::SeqExpr> FailingBranch(const NodeContext& ctx, const std::string& b
   std::vector<ir::Expr> outs;
   for (size_t i = 0; i < types.size(); ++i) {
     const ir::StructInfo& s = types[i];
-    if (!s || s->kind != ir::StructInfoKind::kTensor || !s->shape)
-      return BranchError(ctx, branch, why);
+    if (!s || s->kind != ir::StructInfoKind::kTensor || !s->shape) return d;
     ir::Attrs attrs;
     attrs.Set("message", message);
     attrs.Set("dtype", s->dtype);
     Expected<ir::Expr> fail =
         ir::MakeOpCall(ir::OpKind::kFail, {ir::MakeShapeExpr(*s->shape)}, std::move(attrs));
-    if (!fail) return BranchError(ctx, branch, why);
+    if (!fail) return d;
     ir::Var v = ir::MakeVar(branch + "_fail", (*fail)->struct_info);
     bindings.push_back({v, *fail, ctx.node().name(), "If"});
     outs.push_back(v);

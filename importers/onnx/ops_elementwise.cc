@@ -1,6 +1,6 @@
 // Converters of elementwise ops: arithmetic, comparison, logic, unary math, Cast, Clip, Where,
-// and the variadic Max/Min/Sum/Mean. Integer arithmetic on known values (shape computations) is
-// folded into known values as well.
+// and the variadic Max/Min/Sum/Mean. Their known values (shape computations) are computed by
+// known_values.cc.
 #include <cstring>
 
 #include "importers/onnx/converter.h"
@@ -10,79 +10,14 @@ namespace {
 
 using ir::OpKind;
 
-// Known values of a binary op on two known small int tensors (a scalar broadcasts).
-std::optional<KnownValues> FoldKnown(ir::PrimKind kind, const std::optional<KnownValues>& a,
-                                     const std::optional<KnownValues>& b) {
-  if (!a || !b) return std::nullopt;
-  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
-  size_t n = std::max(a->size(), b->size());
-  KnownValues out;
-  for (size_t i = 0; i < n; ++i) {
-    const ir::PrimExpr& x = (*a)[a->size() == 1 ? 0 : i];
-    const ir::PrimExpr& y = (*b)[b->size() == 1 ? 0 : i];
-    // Integer Div truncates; dims are non-negative, where that is floor division.
-    if (kind == ir::PrimKind::kFloorDiv) {
-      std::optional<int64_t> cx = ir::AsInt(x), cy = ir::AsInt(y);
-      if (cy == 0 || (cx && *cx < 0) || (cy && *cy < 0)) return std::nullopt;
-    }
-    out.push_back(ir::MakeBinary(kind, x, y));
-  }
-  return out;
-}
-
-// Known 0/1 values of a comparison of two known constant int tensors (a scalar broadcasts).
-std::optional<KnownValues> CompareKnown(OpKind op, const std::optional<std::vector<int64_t>>& a,
-                                        const std::optional<std::vector<int64_t>>& b) {
-  if (!a || !b) return std::nullopt;
-  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
-  size_t n = std::max(a->size(), b->size());
-  KnownValues out;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
-    bool r = op == OpKind::kEqual       ? x == y
-             : op == OpKind::kLess      ? x < y
-             : op == OpKind::kLessEqual ? x <= y
-             : op == OpKind::kGreater   ? x > y
-                                        : x >= y;
-    out.push_back(ir::IntImm(r ? 1 : 0));
-  }
-  return out;
-}
-
-bool IsIntType(const ir::StructInfo& s) {
-  return s && (s->dtype == ir::DataType::kInt64 || s->dtype == ir::DataType::kInt32);
-}
-
 template <OpKind kOp>
 Expected<Outputs> Binary(NodeContext& ctx) {
-  Expected<ir::Expr> e = ctx.Emit(kOp, {ctx.Input(0), ctx.Input(1)});
-  if (!e) return e.error();
-  std::optional<ir::PrimKind> fold;
-  if (kOp == OpKind::kAdd) fold = ir::PrimKind::kAdd;
-  if (kOp == OpKind::kSubtract) fold = ir::PrimKind::kSub;
-  if (kOp == OpKind::kMultiply) fold = ir::PrimKind::kMul;
-  if (kOp == OpKind::kDivide) fold = ir::PrimKind::kFloorDiv;
-  if (fold && IsIntType((*e)->struct_info)) {
-    if (auto k = FoldKnown(*fold, ctx.Known(0), ctx.Known(1))) ctx.SetKnown(0, *k);
-  }
-  if constexpr (kOp == OpKind::kEqual || kOp == OpKind::kLess || kOp == OpKind::kLessEqual ||
-                kOp == OpKind::kGreater || kOp == OpKind::kGreaterEqual) {
-    // A comparison of known constants (a rank or size test before an If) is known: 0 or 1.
-    if (auto k = CompareKnown(kOp, ctx.KnownInts(0), ctx.KnownInts(1))) ctx.SetKnown(0, *k);
-  }
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(kOp, {ctx.Input(0), ctx.Input(1)}));
 }
 
 template <OpKind kOp>
 Expected<Outputs> Unary(NodeContext& ctx) {
-  Expected<ir::Expr> e = ctx.Emit(kOp, {ctx.Input(0)});
-  if (!e) return e.error();
-  if (kOp == OpKind::kNegative && IsIntType((*e)->struct_info)) {
-    if (auto k = FoldKnown(ir::PrimKind::kMul, ctx.Known(0), KnownValues{ir::IntImm(-1)})) {
-      ctx.SetKnown(0, *k);
-    }
-  }
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(kOp, {ctx.Input(0)}));
 }
 
 Expected<Outputs> Pow(NodeContext& ctx) {
@@ -105,18 +40,11 @@ template <OpKind kOp, bool kMean = false>
 Expected<Outputs> Variadic(NodeContext& ctx) {
   if (ctx.NumInputs() == 0 || !ctx.Input(0)) return ctx.Error("needs at least one input");
   ir::Expr acc = ctx.Input(0);
-  std::optional<KnownValues> known = ctx.Known(0);
-  std::optional<ir::PrimKind> fold;
-  if (kOp == OpKind::kMaximum) fold = ir::PrimKind::kMax;
-  if (kOp == OpKind::kMinimum) fold = ir::PrimKind::kMin;
-  if (kOp == OpKind::kAdd && !kMean) fold = ir::PrimKind::kAdd;
   for (int i = 1; i < ctx.NumInputs(); ++i) {
     Expected<ir::Expr> e = ctx.Emit(kOp, {acc, ctx.Input(i)});
     if (!e) return e.error();
     acc = *e;
-    known = fold ? FoldKnown(*fold, known, ctx.Known(i)) : std::nullopt;
   }
-  if (known && fold && IsIntType(acc->struct_info)) ctx.SetKnown(0, *known);
   if (kMean && ctx.NumInputs() > 1) {
     Expected<ir::Expr> n = ctx.ScalarConst(acc->struct_info->dtype, ctx.NumInputs());
     if (!n) return ctx.Error(n.error().message);
@@ -141,10 +69,6 @@ Expected<Outputs> Cast(NodeContext& ctx) {
   a.Set("saturate", *saturate != 0);
   Expected<ir::Expr> e = ctx.Emit(OpKind::kAstype, {ctx.Input(0)}, a);
   if (!e) return e.error();
-  ir::DataType t = static_cast<ir::DataType>(*to);
-  if (t == ir::DataType::kInt64 || t == ir::DataType::kInt32) {
-    if (auto k = ctx.Known(0)) ctx.SetKnown(0, *k);
-  }
   return Outputs{*e};
 }
 

@@ -32,31 +32,6 @@ Expected<std::optional<std::vector<int64_t>>> ReduceAxes(NodeContext& ctx, int64
   return std::optional<std::vector<int64_t>>(axes);
 }
 
-// Known values of sum / prod / max / min of a known 1-D int tensor over its only axis.
-std::optional<KnownValues> FoldReduce(OpKind op, const KnownValues& in) {
-  // Not a switch: the OpKind switches without `default:` are the targets' (ops.def).
-  ir::PrimKind kind;
-  if (op == OpKind::kSum) {
-    kind = ir::PrimKind::kAdd;
-  } else if (op == OpKind::kProd) {
-    kind = ir::PrimKind::kMul;
-  } else if (op == OpKind::kMax) {
-    kind = ir::PrimKind::kMax;
-  } else if (op == OpKind::kMin) {
-    kind = ir::PrimKind::kMin;
-  } else {
-    return std::nullopt;
-  }
-  if (in.empty()) {
-    if (op == OpKind::kSum) return KnownValues{ir::IntImm(0)};
-    if (op == OpKind::kProd) return KnownValues{ir::IntImm(1)};
-    return std::nullopt;
-  }
-  ir::PrimExpr acc = in[0];
-  for (size_t i = 1; i < in.size(); ++i) acc = ir::MakeBinary(kind, acc, in[i]);
-  return KnownValues{acc};
-}
-
 template <OpKind kOp, int64_t kSinceInput>
 Expected<Outputs> Reduce(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0);
@@ -70,12 +45,6 @@ Expected<Outputs> Reduce(NodeContext& ctx) {
   a.Set("keepdims", *keepdims != 0);
   Expected<ir::Expr> e = ctx.Emit(kOp, {x}, a);
   if (!e) return e.error();
-  const ir::StructInfo& s = x->struct_info;
-  bool int_type = s->dtype == ir::DataType::kInt64 || s->dtype == ir::DataType::kInt32;
-  std::optional<KnownValues> k = ctx.Known(0);
-  if (k && int_type && s->ndim == 1 && (!*axes || !(*axes)->empty())) {
-    if (auto f = FoldReduce(kOp, *k)) ctx.SetKnown(0, *f);
-  }
   return Outputs{*e};
 }
 

@@ -42,7 +42,6 @@ Expected<Outputs> ShapeSliced(NodeContext& ctx, const ir::Expr& x, int64_t b, in
 Expected<Outputs> Identity(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0);
   if (!x) return ctx.Error("Identity needs an input");
-  if (auto k = ctx.Known(0)) ctx.SetKnown(0, *k);
   return Outputs{x};
 }
 
@@ -167,10 +166,7 @@ Expected<Outputs> Reshape(NodeContext& ctx) {
                            : ir::MakeBinary(ir::PrimKind::kFloorDiv, total, known);
     }
   }
-  Expected<ir::Expr> e = ctx.Emit(OpKind::kReshape, {x, ir::MakeShapeExpr(dims)});
-  if (!e) return e.error();
-  if (auto k = ctx.Known(0)) ctx.SetKnown(0, *k);
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(OpKind::kReshape, {x, ir::MakeShapeExpr(dims)}));
 }
 
 Expected<Outputs> Transpose(NodeContext& ctx) {
@@ -187,22 +183,13 @@ Expected<Outputs> Concat(NodeContext& ctx) {
   Expected<int64_t> axis = ctx.Int("axis");
   if (!axis) return ctx.Error(axis.error().message);
   std::vector<ir::Expr> parts;
-  KnownValues known;
-  bool all_known = true;
   for (int i = 0; i < ctx.NumInputs(); ++i) {
-    if (!ctx.HasInput(i)) continue;
-    parts.push_back(ctx.Input(i));
-    std::optional<KnownValues> k = ctx.Known(i);
-    if (k) known.insert(known.end(), k->begin(), k->end());
-    all_known &= k.has_value();
+    if (ctx.HasInput(i)) parts.push_back(ctx.Input(i));
   }
   if (parts.empty()) return ctx.Error("Concat needs at least one input");
   ir::Attrs a;
   a.Set("axis", *axis);
-  Expected<ir::Expr> e = ctx.Emit(OpKind::kConcat, {ir::MakeTuple(parts)}, a);
-  if (!e) return e.error();
-  if (all_known && (*e)->struct_info->ndim == 1) ctx.SetKnown(0, known);
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(OpKind::kConcat, {ir::MakeTuple(parts)}, a));
 }
 
 Expected<Outputs> Unsqueeze(NodeContext& ctx) {
@@ -210,10 +197,7 @@ Expected<Outputs> Unsqueeze(NodeContext& ctx) {
   if (!axes) return axes.error();
   ir::Attrs a;
   a.Set("axis", *axes);
-  Expected<ir::Expr> e = ctx.Emit(OpKind::kExpandDims, {ctx.Input(0)}, a);
-  if (!e) return e.error();
-  if (auto k = ctx.Known(0); k && (*e)->struct_info->ndim <= 1) ctx.SetKnown(0, *k);
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(OpKind::kExpandDims, {ctx.Input(0)}, a));
 }
 
 Expected<Outputs> Squeeze(NodeContext& ctx) {
@@ -221,10 +205,7 @@ Expected<Outputs> Squeeze(NodeContext& ctx) {
   if (!axes) return axes.error();
   ir::Attrs a;
   if (!axes->empty()) a.Set("axis", *axes);
-  Expected<ir::Expr> e = ctx.Emit(OpKind::kSqueeze, {ctx.Input(0)}, a);
-  if (!e) return e.error();
-  if (auto k = ctx.Known(0); k && (*e)->struct_info->ndim <= 1) ctx.SetKnown(0, *k);
-  return Outputs{*e};
+  return NodeContext::Single(ctx.Emit(OpKind::kSqueeze, {ctx.Input(0)}, a));
 }
 
 Expected<Outputs> Flatten(NodeContext& ctx) {
@@ -315,23 +296,6 @@ Expected<Outputs> Unpack(NodeContext& ctx, const ir::Expr& tuple, int n) {
 }
 
 // ONNX slice of known values (clamping as the spec does).
-std::optional<KnownValues> SliceKnown(const KnownValues& v, int64_t b, int64_t e, int64_t s) {
-  int64_t n = static_cast<int64_t>(v.size());
-  if (b < 0) b += n;
-  if (e < 0) e += n;
-  KnownValues out;
-  if (s > 0) {
-    b = std::clamp<int64_t>(b, 0, n);
-    e = std::clamp<int64_t>(e, 0, n);
-    for (int64_t i = b; i < e; i += s) out.push_back(v[i]);
-  } else {
-    b = std::clamp<int64_t>(b, 0, n - 1);
-    e = std::clamp<int64_t>(e, -1, n - 1);
-    for (int64_t i = b; i > e; i += s) out.push_back(v[i]);
-  }
-  return out;
-}
-
 // strided_slice when every bound is a constant, else dynamic_strided_slice with shapes.
 Expected<ir::Expr> EmitSlice(NodeContext& ctx, const ir::Expr& x, const std::vector<int64_t>& axes,
                              const ir::Expr& begin, const ir::Expr& end, const ir::Expr& strides) {
@@ -435,11 +399,6 @@ Expected<Outputs> Expand(NodeContext& ctx) {
   }
   Expected<ir::Expr> e = ctx.Emit(OpKind::kBroadcastTo, {x, shape});
   if (!e) return e.error();
-  const ir::StructInfo& o = (*e)->struct_info;
-  if (auto k = ctx.Known(0); k && k->size() == 1 && o->ndim == 1 && o->shape) {
-    if (auto n = ir::AsInt((*o->shape)[0]); n && *n <= 64)
-      ctx.SetKnown(0, KnownValues(*n, (*k)[0]));
-  }
   return Outputs{*e};
 }
 
@@ -539,7 +498,6 @@ Expected<Outputs> Slice(NodeContext& ctx) {
   if (!x) return ctx.Error("Slice needs an input");
   std::vector<int64_t> axes;
   ir::Expr begin, end, strides;
-  std::optional<std::vector<int64_t>> kb, ke, ks;
   if (ctx.opset() < 10) {
     Expected<std::vector<int64_t>> starts = ctx.Ints("starts");
     Expected<std::vector<int64_t>> ends = ctx.Ints("ends");
@@ -550,12 +508,9 @@ Expected<Outputs> Slice(NodeContext& ctx) {
     Expected<std::vector<int64_t>> ax = ctx.Ints("axes", def);
     if (!ax) return ctx.Error(ax.error().message);
     axes = *ax;
-    kb = *starts;
-    ke = *ends;
-    ks = std::vector<int64_t>(starts->size(), 1);
-    begin = IntsShape(*kb);
-    end = IntsShape(*ke);
-    strides = IntsShape(*ks);
+    begin = IntsShape(*starts);
+    end = IntsShape(*ends);
+    strides = IntsShape(std::vector<int64_t>(starts->size(), 1));
   } else {
     Expected<ir::Expr> b = ShapeInput(ctx, 1, "starts");
     if (!b) return b.error();
@@ -563,8 +518,6 @@ Expected<Outputs> Slice(NodeContext& ctx) {
     if (!e) return e.error();
     begin = *b;
     end = *e;
-    kb = ctx.KnownInts(1);
-    ke = ctx.KnownInts(2);
     int n = begin->struct_info->ndim;
     if (n < 0) return ctx.Error("the length of 'starts' must be static");
     if (ctx.HasInput(3)) {
@@ -578,21 +531,11 @@ Expected<Outputs> Slice(NodeContext& ctx) {
       Expected<ir::Expr> st = ShapeInput(ctx, 4, "steps");
       if (!st) return st.error();
       strides = *st;
-      ks = ctx.KnownInts(4);
     } else {
-      ks = std::vector<int64_t>(axes.size(), 1);
-      strides = IntsShape(*ks);
+      strides = IntsShape(std::vector<int64_t>(axes.size(), 1));
     }
   }
-  Expected<ir::Expr> e = EmitSlice(ctx, x, axes, begin, end, strides);
-  if (!e) return e.error();
-  std::optional<KnownValues> k = ctx.Known(0);
-  if (k && kb && ke && ks && axes.size() == 1 && kb->size() == 1 && ke->size() == 1 &&
-      ks->size() == 1 && (axes[0] == 0 || axes[0] == -1) && (*ks)[0] != 0 &&
-      x->struct_info->ndim == 1) {
-    if (auto v = SliceKnown(*k, (*kb)[0], (*ke)[0], (*ks)[0])) ctx.SetKnown(0, *v);
-  }
-  return Outputs{*e};
+  return NodeContext::Single(EmitSlice(ctx, x, axes, begin, end, strides));
 }
 
 // Pad-11+ with pads known only symbolically or at run time.
@@ -907,17 +850,6 @@ Expected<Outputs> Gather(NodeContext& ctx) {
   a.Set("mode", mode);
   Expected<ir::Expr> e = ctx.Emit(OpKind::kTake, {x, ind}, a);
   if (!e) return e.error();
-  std::optional<KnownValues> k = ctx.Known(0);
-  if (k && rank == 1 && idx && (*e)->struct_info->ndim <= 1) {
-    KnownValues out;
-    int64_t n = static_cast<int64_t>(k->size());
-    for (int64_t i : *idx) {
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return Outputs{*e};
-      out.push_back((*k)[i]);
-    }
-    ctx.SetKnown(0, out);
-  }
   return Outputs{*e};
 }
 
@@ -1010,9 +942,6 @@ Expected<Outputs> CastLike(NodeContext& ctx) {
   a.Set("saturate", *saturate != 0);
   Expected<ir::Expr> e = ctx.Emit(OpKind::kAstype, {ctx.Input(0)}, a);
   if (!e) return e.error();
-  if (t == ir::DataType::kInt64 || t == ir::DataType::kInt32) {
-    if (auto k = ctx.Known(0)) ctx.SetKnown(0, *k);
-  }
   return Outputs{*e};
 }
 
