@@ -1,5 +1,6 @@
 // Converters of the recurrent category: RNN, GRU and LSTM (opset 7 on; layout from opset 14),
-// and DeformConv (opset 19 on).
+// com.microsoft DynamicQuantizeLSTM (what onnxruntime.quantization makes of an LSTM), and
+// DeformConv (opset 19 on).
 //
 // The IR call takes every ONNX input (an absent one as an empty tensor) and returns a tuple of
 // all outputs; the node's outputs are items of it. Activation names are normalized to their
@@ -131,7 +132,7 @@ Expected<Outputs> EmitRecurrent(NodeContext& ctx, OpKind op, int num_inputs, ir:
     if (!e) return ctx.Error(e.error().message);
     args.push_back(*e);
   }
-  int num_outputs = op == OpKind::kLstm ? 3 : 2;
+  int num_outputs = op == OpKind::kRnn || op == OpKind::kGru ? 2 : 3;
   if (ctx.NumOutputs() > num_outputs) {
     return ctx.Error("has " + std::to_string(ctx.NumOutputs()) + " outputs, at most " +
                      std::to_string(num_outputs) + " allowed");
@@ -177,6 +178,27 @@ Expected<Outputs> Lstm(NodeContext& ctx) {
   a.Set("input_forget", *input_forget != 0);
   if (Status s = Layout(ctx, &a); !s) return ctx.Error(s.error().message);
   return EmitRecurrent(ctx, OpKind::kLstm, 8, std::move(a));
+}
+
+// com.microsoft DynamicQuantizeLSTM (its opset 1): LSTM's inputs and attributes (no layout) with
+// quantized W and R and their scales and zero points as inputs 8 to 11, all four required.
+Expected<Outputs> DynamicQuantizeLstm(NodeContext& ctx) {
+  ir::Attrs a;
+  if (Status s = CommonAttrs(ctx, {"Sigmoid", "Tanh", "Tanh"}, &a); !s) {
+    return ctx.Error(s.error().message);
+  }
+  Expected<int64_t> input_forget = ctx.Int("input_forget", 0);
+  if (!input_forget) return ctx.Error(input_forget.error().message);
+  a.Set("input_forget", *input_forget != 0);
+  static constexpr const char* kQuantInputs[] = {"W_scale", "W_zero_point", "R_scale",
+                                                 "R_zero_point"};
+  for (int i = 8; i < 12; ++i) {
+    if (!ctx.HasInput(i)) {
+      return ctx.Error(std::string("input ") + std::to_string(i) + " ('" + kQuantInputs[i - 8] +
+                       "') is required");
+    }
+  }
+  return EmitRecurrent(ctx, OpKind::kDynamicQuantizeLstm, 12, std::move(a));
 }
 
 // DeformConv (opset 19 on): every attribute filled in (kernel_shape from W when left out).
@@ -233,6 +255,7 @@ const std::vector<Converter> kRecurrentConverters = {
     {"GRU", 7, Gru},
     {"LSTM", 7, Lstm},
     {"DeformConv", 19, DeformConv},
+    {"DynamicQuantizeLSTM", 1, DynamicQuantizeLstm, "com.microsoft"},
 };
 
 }  // namespace quilt::importers::onnx

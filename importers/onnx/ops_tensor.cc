@@ -731,6 +731,12 @@ Expected<Outputs> Split(NodeContext& ctx) {
 }
 
 Expected<Outputs> Tile(NodeContext& ctx) {
+  if (ctx.HasInput(1) && !ctx.KnownInts(1)) {
+    // Repeats known symbolically or only at run time (e.g. from a loop counter).
+    Expected<ir::Expr> r = ShapeInput(ctx, 1, "repeats");
+    if (!r) return r.error();
+    return NodeContext::Single(ctx.Emit(OpKind::kDynamicTile, {ctx.Input(0), *r}));
+  }
   Expected<std::vector<int64_t>> r = RequiredInts(ctx, 1, "repeats");
   if (!r) return r.error();
   ir::Attrs a;

@@ -483,6 +483,31 @@ Expected<StructInfo> InferTile(const OpInfo& op, const std::vector<Expr>& args,
   return TensorSInfo(std::move(out), (*x)->dtype);
 }
 
+Expected<StructInfo> InferDynamicTile(const OpInfo& op, const std::vector<Expr>& args,
+                                      const Attrs&) {
+  Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
+  if (!x) return x.error();
+  int n = -1;
+  Expected<std::optional<std::vector<PrimExpr>>> r = ShapeArg(op, args, 1, &n);
+  if (!r) return r.error();
+  int ndim = (*x)->ndim;
+  if (ndim >= 0 && n >= 0 && n != ndim) {
+    return Error("repeats has " + std::to_string(n) + " values for rank " + std::to_string(ndim));
+  }
+  if (*r) {
+    for (const PrimExpr& v : **r) {
+      if (std::optional<int64_t> c = AsInt(v); c && *c < 0) {
+        return Error("repeats must be non-negative, got " + std::to_string(*c));
+      }
+    }
+  }
+  if (ndim < 0) ndim = n;
+  if (!*r || !(*x)->shape) return Unknown((*x)->dtype, ndim);
+  std::vector<PrimExpr> out;
+  for (int i = 0; i < ndim; ++i) out.push_back((*(*x)->shape)[i] * (**r)[i]);
+  return TensorSInfo(std::move(out), (*x)->dtype);
+}
+
 Expected<StructInfo> InferTrilu(const OpInfo& op, const std::vector<Expr>& args, const Attrs&) {
   Expected<const StructInfoNode*> x = TensorArg(op, args, 0);
   if (!x) return x.error();

@@ -42,18 +42,12 @@ int ActivationsPerDirection(OpKind kind) {
 }
 int Gates(OpKind kind) { return kind == OpKind::kLstm ? 4 : kind == OpKind::kGru ? 3 : 1; }
 
-}  // namespace
-
-// nn.rnn, nn.gru and nn.lstm: the same shape rule with 1, 3 or 4 gates.
-Expected<StructInfo> InferRnn(const OpInfo& op, const std::vector<Expr>& args, const Attrs& attrs) {
-  const bool lstm = op.kind == OpKind::kLstm;
-  const int gates = Gates(op.kind);
-  std::vector<const StructInfoNode*> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
-    if (!t) return t.error();
-    in.push_back(*t);
-  }
+// nn.rnn, nn.gru and nn.lstm (`kind`): the same shape rule with 1, 3 or 4 gates, on the struct
+// info of the op's tensor arguments in ONNX order.
+Expected<StructInfo> InferRecurrent(OpKind kind, const std::vector<const StructInfoNode*>& in,
+                                    const Attrs& attrs) {
+  const bool lstm = kind == OpKind::kLstm;
+  const int gates = Gates(kind);
   const StructInfoNode &x = *in[0], &w = *in[1], &r = *in[2], &b = *in[3], &seq = *in[4],
                        &h0 = *in[5];
 
@@ -62,10 +56,11 @@ Expected<StructInfo> InferRnn(const OpInfo& op, const std::vector<Expr>& args, c
     return Error("direction must be forward, reverse or bidirectional, got '" + direction + "'");
   }
   const int64_t num_dir = direction == "bidirectional" ? 2 : 1;
-  const int64_t layout = *attrs.Get<int64_t>("layout");
+  const int64_t* layout_attr = attrs.Get<int64_t>("layout");
+  const int64_t layout = layout_attr ? *layout_attr : 0;
   if (layout != 0 && layout != 1) return Error("layout must be 0 or 1, got " + Str(layout));
   const auto& acts = *attrs.Get<std::vector<std::string>>("activations");
-  const size_t want_acts = static_cast<size_t>(ActivationsPerDirection(op.kind) * num_dir);
+  const size_t want_acts = static_cast<size_t>(ActivationsPerDirection(kind) * num_dir);
   if (acts.size() != want_acts) {
     return Error("activations has " + Str(static_cast<int64_t>(acts.size())) + " names, expected " +
                  Str(static_cast<int64_t>(want_acts)) + " for direction " + direction);
@@ -202,6 +197,77 @@ Expected<StructInfo> InferRnn(const OpInfo& op, const std::vector<Expr>& args, c
   }
   if (lstm) return TupleSInfo({y, state, state});
   return TupleSInfo({y, state});
+}
+
+// A weight of nn.dynamic_quantize_lstm, [num_directions, rows, gates * hidden_size] in int8 or
+// uint8, with its scale and zero point ([num_directions] or [num_directions, gates * hidden_size]);
+// returns its struct info as nn.lstm's float weight [num_directions, gates * hidden_size, rows].
+Expected<StructInfo> QuantizedWeight(const StructInfoNode& q, const StructInfoNode& scale,
+                                     const StructInfoNode& zp, DataType dtype,
+                                     const std::string& name) {
+  if (Status s = CheckRank(q, 3, name, "[num_directions, rows, 4 * hidden_size]"); !s)
+    return s.error();
+  if (q.dtype != DataType::kVoid && q.dtype != DataType::kInt8 && q.dtype != DataType::kUInt8) {
+    return Error(name + " must be int8 or uint8, got " + DtypeName(q.dtype));
+  }
+  if (scale.dtype != DataType::kVoid && scale.dtype != DataType::kFloat32) {
+    return Error(name + "_scale must be float32, got " + DtypeName(scale.dtype));
+  }
+  if (zp.dtype != DataType::kVoid && q.dtype != DataType::kVoid && zp.dtype != q.dtype) {
+    return Error(name + "_zero_point must have " + name + "'s type " + DtypeName(q.dtype) +
+                 ", got " + DtypeName(zp.dtype));
+  }
+  for (const auto& [t, what] : {std::pair{&scale, "_scale"}, std::pair{&zp, "_zero_point"}}) {
+    if (t->ndim >= 0 && t->ndim != 1 && t->ndim != 2) {
+      return Error(name + what + " must be [num_directions] or [num_directions, 4 * hidden_size]");
+    }
+    if (Status s = CheckDim(DimOf(*t, 0), DimOf(q, 0), name + what + "'s dim 0 (num_directions)");
+        !s)
+      return s.error();
+    if (t->ndim == 2) {
+      if (Status s =
+              CheckDim(DimOf(*t, 1), DimOf(q, 2), name + what + "'s dim 1 (4 * hidden_size)");
+          !s)
+        return s.error();
+    }
+  }
+  if (!q.shape) return TensorSInfo(std::nullopt, dtype, std::nullopt, 3);
+  const Dims& d = *q.shape;
+  return TensorSInfo(Dims{d[0], d[2], d[1]}, dtype);
+}
+
+}  // namespace
+
+Expected<StructInfo> InferRnn(const OpInfo& op, const std::vector<Expr>& args, const Attrs& attrs) {
+  std::vector<const StructInfoNode*> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
+    if (!t) return t.error();
+    in.push_back(*t);
+  }
+  return InferRecurrent(op.kind, in, attrs);
+}
+
+// nn.dynamic_quantize_lstm: nn.lstm's rule on the weights' float shapes, X float32.
+Expected<StructInfo> InferDynamicQuantizeLstm(const OpInfo& op, const std::vector<Expr>& args,
+                                              const Attrs& attrs) {
+  std::vector<const StructInfoNode*> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
+    if (!t) return t.error();
+    in.push_back(*t);
+  }
+  if (in[0]->dtype != DataType::kVoid && in[0]->dtype != DataType::kFloat32) {
+    return Error("X must be float32, got " + DtypeName(in[0]->dtype));
+  }
+  Expected<StructInfo> w = QuantizedWeight(*in[1], *in[8], *in[9], in[0]->dtype, "W");
+  if (!w) return w.error();
+  Expected<StructInfo> r = QuantizedWeight(*in[2], *in[10], *in[11], in[0]->dtype, "R");
+  if (!r) return r.error();
+  std::vector<const StructInfoNode*> lstm(in.begin(), in.begin() + 8);
+  lstm[1] = w->get();
+  lstm[2] = r->get();
+  return InferRecurrent(OpKind::kLstm, lstm, attrs);
 }
 
 }  // namespace quilt::ir

@@ -560,6 +560,43 @@ TEST(TensorImport, TileNeedsOneRepeatPerAxis) {
   ExpectImportError(g, {"(Tile, opset 13)", "repeats has 1 values for rank 2"});
 }
 
+TEST(TensorImport, TileWithRuntimeOrSymbolicRepeatsIsDynamic) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {2, 3}).Input("r", TensorProto::INT64, {2});
+  g.Node("Tile", {"x", "r"}, {"y"});
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), r: R.Tensor((2,), "int64")) -> R.Tensor(ndim=2, dtype="float32"):
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
+        y = R.tensor_to_shape(r)
+        y_1 = R.dynamic_tile(x, y)
+        return y_1
+)");
+  // Repeats read from another input's shape stay symbolic: x tiled (1, n) times is (2, 3 * n).
+  OnnxGraph h(13);
+  h.Input("x", TensorProto::FLOAT, {2, 3}).Input("z", TensorProto::FLOAT, {"n"});
+  h.Initializer<int64_t>("one", TensorProto::INT64, {1}, {1});
+  h.Node("Shape", {"z"}, {"s"});
+  SetInt(h.Node("Concat", {"one", "s"}, {"r"}), "axis", 0);
+  h.Node("Tile", {"x", "r"}, {"y"});
+  h.Output("y", TensorProto::FLOAT);
+  Expected<ir::IRModule> mod = h.Import();
+  ASSERT_TRUE(mod) << mod.error().ToString();
+  ir::StructInfo y = mod->Lookup("main")->ret_struct_info;
+  ASSERT_TRUE(y->shape);
+  EXPECT_EQ(ir::AsInt((*y->shape)[0]), 2);
+  EXPECT_FALSE(ir::AsInt((*y->shape)[1]));
+  // The wrong number of run-time repeats is caught where the count is known.
+  OnnxGraph k(13);
+  k.Input("x", TensorProto::FLOAT, {2, 3}).Input("r", TensorProto::INT64, {3});
+  k.Node("Tile", {"x", "r"}, {"y"});
+  k.Output("y", TensorProto::FLOAT);
+  ExpectImportError(k, {"(Tile, opset 13)", "repeats has 3 values for rank 2"});
+}
+
 TEST(TensorImport, PadWithRuntimeOrSymbolicPadsIsDynamic) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {2, 3}).Input("p", TensorProto::INT64, {4});

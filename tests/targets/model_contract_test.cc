@@ -197,6 +197,45 @@ TEST(ModelContract, AnInputFrozenAtCompileTimeDecidesTheIf) {
   EXPECT_EQ(test::Floats(out[0])[7], 16.0f);
 }
 
+// Tile's repeats computed at run time (SLANet tiles inside its decoding Loop with a count
+// taken from the loop state): the output shape follows the repeats of each run.
+TEST(ModelContract, TileRepeatsKnownOnlyAtRunTime) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {2, 3}).Input("r", TensorProto::INT64, {2});
+  g.Node("Tile", {"x", "r"}, {"y"}, "tile");
+  g.Output("y", TensorProto::FLOAT);
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  auto run = [&](std::vector<int64_t> r, std::vector<rt::OwnedTensor>* out) {
+    rt::NamedTensor rt_r;
+    rt_r.name = "r";
+    rt_r.tensor.dtype = rt::DType::kInt64;
+    rt_r.tensor.shape = {2};
+    rt_r.tensor.data = r.data();
+    return s->Run({test::Input("x", x, {2, 3}), rt_r}, out);
+  };
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = run({2, 1}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(out[0].shape, (rt::Shape{4, 3}));
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  st = run({1, 2}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(out[0].shape, (rt::Shape{2, 6}));
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}));
+  st = run({0, 3}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(out[0].shape, (rt::Shape{0, 9}));
+  st = run({-1, 1}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("non-negative"), std::string::npos) << st.message();
+}
+
 TEST(ModelContract, AFrozenValueMustFitTheInput) {
   CompileOptions options;
   options.import.input_values["c"].numbers = {1, 0};

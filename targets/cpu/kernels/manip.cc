@@ -198,9 +198,8 @@ Status Concat(KernelContext& ctx) {
   return Status::Ok();
 }
 
-Status Tile(KernelContext& ctx) {
+Status TileImpl(KernelContext& ctx, const std::vector<int64_t>& r) {
   const Tensor& x = *ctx.input(0);
-  std::vector<int64_t> r = ctx.attrs().Ints("repeats");
   if (static_cast<int>(r.size()) != x.rank()) {
     return Status::Error("repeats has " + std::to_string(r.size()) + " values for rank " +
                          std::to_string(x.rank()));
@@ -226,6 +225,14 @@ Status Tile(KernelContext& ctx) {
     std::memcpy(dst + i * eb, src + off * eb, eb);
   });
   return Status::Ok();
+}
+
+Status Tile(KernelContext& ctx) { return TileImpl(ctx, ctx.attrs().Ints("repeats")); }
+
+Status DynamicTile(KernelContext& ctx) {
+  std::vector<int64_t> r;
+  QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "repeats", &r));
+  return TileImpl(ctx, r);
 }
 
 // ---- shapes as values ---------------------------------------------------------------------------
@@ -711,6 +718,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"dynamic_pad", DynamicPad},
     {"split", Split},
     {"tile", Tile},
+    {"dynamic_tile", DynamicTile},
     {"triu", Trilu<true>},
     {"tril", Trilu<false>},
     {"reverse_sequence", ReverseSequence},

@@ -462,25 +462,11 @@ Status DynamicQuantize(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kUInt8, x.shape, &y));
   QUILT_RETURN_IF_ERROR(ctx.Output(1, DType::kFloat32, {}, &ys));
   QUILT_RETURN_IF_ERROR(ctx.Output(2, DType::kUInt8, {}, &yz));
-  const float* px = x.Data<float>();
-  int64_t n = x.NumElements();
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(px[i])) continue;
-    lo = std::min(lo, px[i]);
-    hi = std::max(hi, px[i]);
-  }
-  float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-  float zp0 = 0.0f - lo / scale;
-  zp0 = std::min(255.0f, std::max(0.0f, zp0));
-  float zp = std::nearbyint(zp0);
-  for (int64_t i = 0; i < n; ++i) {
-    float q = std::nearbyint(px[i] / scale) + zp;
-    if (std::isnan(q)) q = 0;
-    y->MutableData<uint8_t>()[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, q)));
-  }
+  float scale = 0;
+  uint8_t zp = 0;
+  DynamicQuantizeU8(x.Data<float>(), x.NumElements(), y->MutableData<uint8_t>(), &scale, &zp);
   ys->MutableData<float>()[0] = scale;
-  yz->MutableData<uint8_t>()[0] = static_cast<uint8_t>(zp);
+  yz->MutableData<uint8_t>()[0] = zp;
   return Status::Ok();
 }
 

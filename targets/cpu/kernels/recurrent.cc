@@ -89,7 +89,76 @@ Status ParseActivation(std::string_view name, double alpha, double beta, Activat
 
 enum class Cell { kRnn, kGru, kLstm };
 
-template <Cell kCell>
+// The quantized weights of nn.dynamic_quantize_lstm, less their zero points, as [dir][row j]
+// [col], with a scale per direction and row (a float32, multiplied by the activation's scale).
+struct QuantWeights {
+  std::vector<int32_t> w;
+  std::vector<float> scale;
+};
+
+// Reads weight `q` ([dirs, cols, rows] int8 or uint8, stored transposed) with its scale and zero
+// point ([dirs] or [dirs, rows]) into `out`.
+Status ReadQuantWeights(const Tensor& q, const Tensor& scale, const Tensor& zp, int64_t dirs,
+                        int64_t rows, int64_t cols, const char* name, QuantWeights* out) {
+  std::string n(name);
+  if (q.dtype != DType::kInt8 && q.dtype != DType::kUInt8) {
+    return Status::Error(n + " must be int8 or uint8");
+  }
+  if (q.shape != Shape{dirs, cols, rows}) {
+    return Status::Error(n + " must have shape " + rt::ShapeString(Shape{dirs, cols, rows}) +
+                         ", got " + rt::ShapeString(q.shape));
+  }
+  if (scale.dtype != DType::kFloat32) return Status::Error(n + "_scale must be float32");
+  if (zp.dtype != q.dtype) return Status::Error(n + "_zero_point must have " + n + "'s type");
+  auto per_row = [&](const Tensor& t, const char* what, bool* by_row) -> Status {
+    *by_row = t.shape == Shape{dirs, rows};
+    if (!*by_row && t.shape != Shape{dirs}) {
+      return Status::Error(n + what + " must have shape " + rt::ShapeString(Shape{dirs}) + " or " +
+                           rt::ShapeString(Shape{dirs, rows}));
+    }
+    return Status::Ok();
+  };
+  bool scale_by_row = false, zp_by_row = false;
+  QUILT_RETURN_IF_ERROR(per_row(scale, "_scale", &scale_by_row));
+  QUILT_RETURN_IF_ERROR(per_row(zp, "_zero_point", &zp_by_row));
+  auto value = [&](const Tensor& t, int64_t i) -> int32_t {
+    return t.dtype == DType::kInt8 ? t.Data<int8_t>()[i] : t.Data<uint8_t>()[i];
+  };
+  out->w.resize(dirs * rows * cols);
+  out->scale.resize(dirs * rows);
+  for (int64_t d = 0; d < dirs; ++d) {
+    for (int64_t j = 0; j < rows; ++j) {
+      out->scale[d * rows + j] = scale.Data<float>()[scale_by_row ? d * rows + j : d];
+      int32_t z = value(zp, zp_by_row ? d * rows + j : d);
+      for (int64_t c = 0; c < cols; ++c) {
+        out->w[(d * rows + j) * cols + c] = value(q, (d * cols + c) * rows + j) - z;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Activations quantized to uint8, less their zero point, with their scale.
+struct QuantActs {
+  std::vector<int32_t> q;
+  float scale = 1;
+};
+
+void QuantizeActs(const double* v, size_t n, QuantActs* out) {
+  std::vector<float> f(v, v + n);
+  std::vector<uint8_t> q(n);
+  uint8_t zp = 0;
+  DynamicQuantizeU8(f.data(), static_cast<int64_t>(n), q.data(), &out->scale, &zp);
+  out->q.resize(n);
+  for (size_t i = 0; i < q.size(); ++i) out->q[i] = static_cast<int32_t>(q[i]) - zp;
+}
+
+// The RNN, GRU and LSTM cells of ONNX, and with kQuant com.microsoft DynamicQuantizeLSTM (its
+// weights and their quantization parameters as inputs 1, 2 and 8 to 11). Steps run in time order
+// for the whole batch at once, as the quantized form needs. Its ranges are ONNX Runtime's: X's
+// over the steps before the longest sequence length, the hidden state's before each step over
+// the sequences that ran the step before (one that ended earlier counts as zeros).
+template <Cell kCell, bool kQuant = false>
 Status Recurrent(KernelContext& ctx) {
   constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
   constexpr int kActs = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
@@ -112,16 +181,31 @@ Status Recurrent(KernelContext& ctx) {
   if (tx.rank() != 3 || tw.rank() != 3 || tr.rank() != 3) {
     return Status::Error("X, W and R must be 3-D");
   }
-  if (tw.dtype != tx.dtype || tr.dtype != tx.dtype) {
-    return Status::Error("X, W and R must have one element type");
-  }
   int64_t S = layout == 0 ? tx.shape[0] : tx.shape[1];
   int64_t N = layout == 0 ? tx.shape[1] : tx.shape[0];
   int64_t I = tx.shape[2];
-  int64_t H = at.Has("hidden_size") ? at.Int("hidden_size") : tr.shape[2];
-  if (H <= 0 || tr.shape != Shape{dirs, kGates * H, H} || tw.shape != Shape{dirs, kGates * H, I}) {
-    return Status::Error("W " + rt::ShapeString(tw.shape) + " and R " + rt::ShapeString(tr.shape) +
-                         " do not match the direction, gates, " + "hidden size and input size");
+  int64_t H = at.Has("hidden_size") ? at.Int("hidden_size") : tr.shape[kQuant ? 1 : 2];
+  if (H <= 0) return Status::Error("hidden_size must be positive");
+  std::vector<double> x, w, r;
+  QuantWeights wq, rq;
+  if constexpr (kQuant) {
+    if (tx.dtype != DType::kFloat32) return Status::Error("X must be float32");
+    if (layout != 0) return Status::Error("layout must be 0");
+    QUILT_RETURN_IF_ERROR(
+        ReadQuantWeights(tw, *ctx.input(8), *ctx.input(9), dirs, kGates * H, I, "W", &wq));
+    QUILT_RETURN_IF_ERROR(
+        ReadQuantWeights(tr, *ctx.input(10), *ctx.input(11), dirs, kGates * H, H, "R", &rq));
+  } else {
+    if (tw.dtype != tx.dtype || tr.dtype != tx.dtype) {
+      return Status::Error("X, W and R must have one element type");
+    }
+    if (tr.shape != Shape{dirs, kGates * H, H} || tw.shape != Shape{dirs, kGates * H, I}) {
+      return Status::Error("W " + rt::ShapeString(tw.shape) + " and R " +
+                           rt::ShapeString(tr.shape) +
+                           " do not match the direction, gates, hidden size and input size");
+    }
+    QUILT_RETURN_IF_ERROR(ReadFloats(tw, &w));
+    QUILT_RETURN_IF_ERROR(ReadFloats(tr, &r));
   }
   std::vector<std::string_view> names = at.Strs("activations");
   std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
@@ -139,11 +223,9 @@ Status Recurrent(KernelContext& ctx) {
   bool input_forget = kCell == Cell::kLstm && at.Bool("input_forget", false);
   bool lbr = kCell == Cell::kGru && at.Bool("linear_before_reset", false);
 
-  std::vector<double> x, w, r, b(dirs * 2 * kGates * H, 0.0), h0(dirs * N * H, 0.0),
-      c0(dirs * N * H, 0.0), p(dirs * 3 * H, 0.0);
+  std::vector<double> b(dirs * 2 * kGates * H, 0.0), h0(dirs * N * H, 0.0), c0(dirs * N * H, 0.0),
+      p(dirs * 3 * H, 0.0);
   QUILT_RETURN_IF_ERROR(ReadFloats(tx, &x));
-  QUILT_RETURN_IF_ERROR(ReadFloats(tw, &w));
-  QUILT_RETURN_IF_ERROR(ReadFloats(tr, &r));
   if (!Absent(tb)) {
     if (tb->shape != Shape{dirs, 2 * kGates * H} || tb->dtype != tx.dtype) {
       return Status::Error("B must be [num_directions, 2 * gates * hidden_size]");
@@ -197,32 +279,76 @@ Status Recurrent(KernelContext& ctx) {
   if (kCell == Cell::kLstm) QUILT_RETURN_IF_ERROR(ctx.Output(2, tx.dtype, state_shape, &tyc));
   std::vector<double> y(S * dirs * N * H, 0.0), yh(dirs * N * H), yc(dirs * N * H);
   auto clipped = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
-  auto xat = [&](int64_t t, int64_t n, int64_t i) {
-    return layout == 0 ? x[(t * N + n) * I + i] : x[(n * S + t) * I + i];
-  };
+  auto xoff = [&](int64_t t, int64_t n) { return layout == 0 ? (t * N + n) * I : (n * S + t) * I; };
+  // The quantized form quantizes X once, the steps [0, longest) of layout 0.
+  QuantActs qx, qh;
+  std::vector<double> h_range;
+  if constexpr (kQuant) {
+    int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
+    QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
+  }
   std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
   for (int64_t d = 0; d < dirs; ++d) {
     bool reverse = direction == "reverse" || d == 1;
-    const double* W = &w[d * kGates * H * I];
-    const double* R = &r[d * kGates * H * H];
     const double* Wb = &b[d * 2 * kGates * H];
     const double* Rb = Wb + kGates * H;
     const double* P = &p[d * 3 * H];
     const Activation& f = acts[d * kActs];
     const Activation& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const Activation& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
-    for (int64_t n = 0; n < N; ++n) {
-      std::vector<double> hs(h0.begin() + (d * N + n) * H, h0.begin() + (d * N + n + 1) * H);
-      std::vector<double> cs(c0.begin() + (d * N + n) * H, c0.begin() + (d * N + n + 1) * H);
-      for (int64_t step = 0; step < lens[n]; ++step) {
+    // The states of the whole batch, [batch][hidden].
+    std::vector<double> hs(h0.begin() + d * N * H, h0.begin() + (d + 1) * N * H);
+    std::vector<double> cs(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
+    // Row j of the input and recurrent projections for time t and batch n.
+    auto project_x = [&](int64_t t, int64_t n, int64_t j) {
+      if constexpr (kQuant) {
+        const int32_t* a = &qx.q[xoff(t, n)];
+        const int32_t* wj = &wq.w[(d * kGates * H + j) * I];
+        int64_t acc = 0;
+        for (int64_t i = 0; i < I; ++i) acc += static_cast<int64_t>(a[i]) * wj[i];
+        return static_cast<double>(acc) *
+               static_cast<double>(qx.scale * wq.scale[d * kGates * H + j]);
+      } else {
+        const double* a = &x[xoff(t, n)];
+        const double* wj = &w[(d * kGates * H + j) * I];
+        double acc = 0;
+        for (int64_t i = 0; i < I; ++i) acc += a[i] * wj[i];
+        return acc;
+      }
+    };
+    auto project_h = [&](int64_t n, int64_t j) {
+      if constexpr (kQuant) {
+        const int32_t* a = &qh.q[n * H];
+        const int32_t* rj = &rq.w[(d * kGates * H + j) * H];
+        int64_t acc = 0;
+        for (int64_t k = 0; k < H; ++k) acc += static_cast<int64_t>(a[k]) * rj[k];
+        return static_cast<double>(acc) *
+               static_cast<double>(qh.scale * rq.scale[d * kGates * H + j]);
+      } else {
+        const double* a = &hs[n * H];
+        const double* rj = &r[(d * kGates * H + j) * H];
+        double acc = 0;
+        for (int64_t k = 0; k < H; ++k) acc += a[k] * rj[k];
+        return acc;
+      }
+    };
+    for (int64_t step = 0; step < S; ++step) {
+      if constexpr (kQuant) {
+        h_range = hs;
+        for (int64_t n = 0; n < N; ++n) {
+          if (step > lens[n]) std::fill_n(h_range.begin() + n * H, H, 0.0);
+        }
+        QuantizeActs(h_range.data(), h_range.size(), &qh);
+      }
+      for (int64_t n = 0; n < N; ++n) {
+        if (step >= lens[n]) continue;
         int64_t t = reverse ? lens[n] - 1 - step : step;
+        double* h_n = &hs[n * H];
+        double* c_n = &cs[n * H];
         // Input and recurrent projections of every gate, each with its bias.
         for (int64_t j = 0; j < kGates * H; ++j) {
-          double ax = Wb[j], ah = Rb[j];
-          for (int64_t i = 0; i < I; ++i) ax += xat(t, n, i) * W[j * I + i];
-          for (int64_t k = 0; k < H; ++k) ah += hs[k] * R[j * H + k];
-          gx[j] = ax;
-          gh[j] = ah;
+          gx[j] = Wb[j] + project_x(t, n, j);
+          gh[j] = Rb[j] + project_h(n, j);
         }
         if constexpr (kCell == Cell::kRnn) {
           for (int64_t h = 0; h < H; ++h) hn[h] = f(clipped(gx[h] + gh[h]));
@@ -237,39 +363,42 @@ Status Recurrent(KernelContext& ctx) {
               hn[h] = gx[2 * H + h] + rg[h] * gh[2 * H + h];
             } else {
               double acc = gx[2 * H + h] + Rb[2 * H + h];
-              for (int64_t k = 0; k < H; ++k) acc += rg[k] * hs[k] * R[(2 * H + h) * H + k];
+              for (int64_t k = 0; k < H; ++k)
+                acc += rg[k] * h_n[k] * r[(d * 3 * H + 2 * H + h) * H + k];
               hn[h] = acc;
             }
           }
           for (int64_t h = 0; h < H; ++h) {
             double ht = g(clipped(hn[h]));
-            hn[h] = (1 - cn[h]) * ht + cn[h] * hs[h];
+            hn[h] = (1 - cn[h]) * ht + cn[h] * h_n[h];
           }
         } else {
           // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
           for (int64_t h = 0; h < H; ++h) {
-            double ig = f(clipped(gx[h] + gh[h] + P[h] * cs[h]));
+            double ig = f(clipped(gx[h] + gh[h] + P[h] * c_n[h]));
             double fg = input_forget
                             ? 1 - ig
-                            : f(clipped(gx[2 * H + h] + gh[2 * H + h] + P[2 * H + h] * cs[h]));
+                            : f(clipped(gx[2 * H + h] + gh[2 * H + h] + P[2 * H + h] * c_n[h]));
             double cg = g(clipped(gx[3 * H + h] + gh[3 * H + h]));
-            cn[h] = fg * cs[h] + ig * cg;
+            cn[h] = fg * c_n[h] + ig * cg;
             double og = f(clipped(gx[H + h] + gh[H + h] + P[H + h] * cn[h]));
             hn[h] = og * hact(cn[h]);
           }
-          cs = cn;
+          std::copy(cn.begin(), cn.end(), c_n);
         }
-        hs = hn;
+        std::copy(hn.begin(), hn.end(), h_n);
         for (int64_t h = 0; h < H; ++h) {
           int64_t idx =
               layout == 0 ? ((t * dirs + d) * N + n) * H + h : ((n * S + t) * dirs + d) * H + h;
-          y[idx] = hs[h];
+          y[idx] = h_n[h];
         }
       }
+    }
+    for (int64_t n = 0; n < N; ++n) {
       for (int64_t h = 0; h < H; ++h) {
         int64_t idx = layout == 0 ? (d * N + n) * H + h : (n * dirs + d) * H + h;
-        yh[idx] = hs[h];
-        yc[idx] = cs[h];
+        yh[idx] = hs[n * H + h];
+        yc[idx] = cs[n * H + h];
       }
     }
   }
@@ -422,9 +551,8 @@ Status DeformConv(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.rnn", Recurrent<Cell::kRnn>},
-    {"nn.gru", Recurrent<Cell::kGru>},
-    {"nn.lstm", Recurrent<Cell::kLstm>},
+    {"nn.rnn", Recurrent<Cell::kRnn>},   {"nn.gru", Recurrent<Cell::kGru>},
+    {"nn.lstm", Recurrent<Cell::kLstm>}, {"nn.dynamic_quantize_lstm", Recurrent<Cell::kLstm, true>},
     {"nn.deform_conv", DeformConv},
 };
 

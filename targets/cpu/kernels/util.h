@@ -155,6 +155,12 @@ Status ReadFloats(const Tensor& t, std::vector<double>* out);
 // Stores `v` into the float tensor `t` (rounded to its type); `t` holds v.size() elements.
 void WriteFloats(Tensor* t, const std::vector<double>& v);
 
+// ONNX DynamicQuantizeLinear of n float32 values to uint8 in float32 arithmetic: scale =
+// (max(x, 0) - min(x, 0)) / 255 (1 / 255 when both are 0), zero point = saturate(round_half_even(
+// -min(x, 0) / scale)), q = saturate(round_half_even(x / scale) + zero point); NaN is left out of
+// the range and quantizes to 0.
+void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point);
+
 // `axis` in [-rank, rank) made non-negative; false when out of range.
 bool NormalizeAxis(int64_t* axis, int rank);
 
