@@ -8,9 +8,9 @@
 #include <optional>
 
 #include "runtime/src/block_pool.h"
+#include "runtime/src/device/device.h"
 #include "runtime/src/dims.h"
 #include "runtime/src/thread_pool.h"
-#include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
 namespace {
@@ -37,7 +37,7 @@ std::string TensorSignature::ToString() const {
 namespace {
 struct GraphPlan {
   const pkg::Graph* graph = nullptr;
-  std::vector<KernelFn> kernels;  // per step (null for builtins)
+  std::vector<std::unique_ptr<PreparedStep>> prepared;  // per step (null for builtins)
   std::vector<Builtin> builtins;
   std::vector<std::vector<int>> frees;  // per step: values whose last use it is
   std::vector<bool> is_output;
@@ -46,6 +46,8 @@ struct GraphPlan {
 
 struct Session::Plans {
   explicit Plans(int threads) : threads(threads) {}
+  // Per device of the package: the device that runs its steps (null for one nothing uses).
+  std::vector<std::unique_ptr<Device>> devices;
   std::vector<GraphPlan> graphs;  // per graph of the package
   mutable BlockPool pool;         // memory reused across runs
   mutable SessionPools threads;   // worker threads, one set per concurrent run
@@ -96,21 +98,25 @@ Builtin BuiltinOf(std::string_view name) {
   return Builtin::kNone;
 }
 
-// Kernels resolved, and for each step the values it is the last reader of. Steps without a
-// kernel are added to `missing`.
-GraphPlan PlanGraph(const pkg::Graph& g, std::string* missing) {
+// Every step prepared on its device, and for each step the values it is the last reader of.
+// Steps their device cannot run are added to `missing`, by device kind.
+GraphPlan PlanGraph(const pkg::Graph& g, const std::vector<std::unique_ptr<Device>>& devices,
+                    std::map<DeviceKind, std::string>* missing) {
   GraphPlan plan;
   plan.graph = &g;
   int num_steps = static_cast<int>(g.steps()->size());
   for (int i = 0; i < num_steps; ++i) {
-    std::string_view name = g.steps()->Get(i)->kernel()->string_view();
-    Builtin builtin = BuiltinOf(name);
-    KernelFn fn = builtin == Builtin::kNone ? cpu::FindKernel(name) : nullptr;
-    if (builtin == Builtin::kNone && !fn) {
-      *missing += missing->empty() ? "" : ", ";
-      *missing += StepName(g, i);
+    const pkg::Step* step = g.steps()->Get(i);
+    Builtin builtin = BuiltinOf(step->kernel()->string_view());
+    std::unique_ptr<PreparedStep> prepared;
+    if (builtin == Builtin::kNone) {
+      const Device& device = *devices[static_cast<size_t>(step->device())];
+      if (!device.Prepare(*step, &prepared).ok()) {
+        std::string& list = (*missing)[device.info().kind];
+        list += (list.empty() ? "" : ", ") + StepName(g, i);
+      }
     }
-    plan.kernels.push_back(fn);
+    plan.prepared.push_back(std::move(prepared));
     plan.builtins.push_back(builtin);
   }
   int num_values = static_cast<int>(g.values()->size());
@@ -148,30 +154,53 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     for (const pkg::Value* v : *g->values()) used[static_cast<size_t>(v->device())] = true;
     for (const pkg::Step* st : *g->steps()) used[static_cast<size_t>(st->device())] = true;
   }
-  for (uint32_t d = 0; d < p.devices()->size(); ++d) {
-    if (!used[d]) continue;
-    const pkg::Device* dev = p.devices()->Get(d);
-    std::string kind = dev->kind() ? dev->kind()->str() : "";
-    if (kind != "cpu") {
-      return Status::Error("the package runs steps on device '" +
-                           (dev->target() ? dev->target()->str() : kind) +
-                           "', which this runtime was built without");
+  std::vector<DeviceKind> allowed;
+  for (const std::string& name : options.devices) {
+    std::optional<DeviceKind> k = ParseDeviceKind(name);
+    if (!k) {
+      return Status::Error("session options: unknown device kind '" + name +
+                           "' (known: " + DeviceKindList() + ")");
     }
-    if (!options.devices.empty() &&
-        std::find(options.devices.begin(), options.devices.end(), kind) == options.devices.end()) {
-      return Status::Error("the package needs device kind '" + kind +
-                           "', which the session options do not allow");
-    }
+    allowed.push_back(*k);
   }
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->options_ = options;
   s->plans_ = std::make_unique<Plans>(options.threads);
-  std::string missing;
-  for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
-    s->plans_->graphs.push_back(PlanGraph(*p.graphs()->Get(gi), &missing));
+  s->plans_->devices.resize(p.devices()->size());
+  DeviceOptions device_options;
+  device_options.threads = options.threads;
+  for (uint32_t d = 0; d < p.devices()->size(); ++d) {
+    if (!used[d]) continue;
+    const pkg::Device* dev = p.devices()->Get(d);
+    std::string name = dev->kind() ? dev->kind()->str() : "";
+    std::string target = dev->target() ? dev->target()->str() : name;
+    std::optional<DeviceKind> kind = ParseDeviceKind(name);
+    if (!kind) {
+      return Status::Error("the package runs steps on device '" + target + "' of kind '" + name +
+                           "', which this runtime does not know (known: " + DeviceKindList() + ")");
+    }
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), *kind) == allowed.end()) {
+      return Status::Error("the package needs device kind '" + name +
+                           "', which the session options do not allow");
+    }
+    Status st = CreateDevice(*kind, dev->id(), device_options, &s->plans_->devices[d]);
+    if (!st.ok()) {
+      return Status::Error("the package runs steps on device '" + target + "': " + st.message());
+    }
   }
-  if (!missing.empty()) return Status::Error("no CPU kernel for " + missing);
+  std::map<DeviceKind, std::string> missing;
+  for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
+    s->plans_->graphs.push_back(PlanGraph(*p.graphs()->Get(gi), s->plans_->devices, &missing));
+  }
+  if (!missing.empty()) {
+    std::string message;
+    for (const auto& [kind, steps] : missing) {
+      message += (message.empty() ? "" : "; ") + std::string("no ") +
+                 std::string(DeviceKindTitle(kind)) + " kernel for " + steps;
+    }
+    return Status::Error(message);
+  }
   const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));
@@ -225,9 +254,13 @@ namespace {
 // The state of one run: every value's tensor, the memory it owns, the arena, the symbols.
 class Run final : public KernelContext {
  public:
-  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans, BlockPool& pool, int graph,
-      int threads, ThreadPool* thread_pool, int depth = 0)
+  // `queues`: the run's queue on each device of the package (null where unused), shared with
+  // the runs of its subgraphs.
+  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans,
+      const std::vector<std::unique_ptr<Queue>>& queues, BlockPool& pool, int graph, int threads,
+      ThreadPool* thread_pool, int depth = 0)
       : package_(package),
+        queues_(queues),
         pool_(pool),
         plans_(plans),
         plan_(plans[graph]),
@@ -270,7 +303,7 @@ class Run final : public KernelContext {
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
-      Status st = RunStep(s, plan_.kernels[s], plan_.builtins[s]);
+      Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
       if (!st.ok()) return st.WithContext(StepName(g_, s));
       for (int v : plan_.frees[s]) Free(v);
     }
@@ -318,7 +351,7 @@ class Run final : public KernelContext {
     return Status::Ok();
   }
 
-  Status RunStep(int s, KernelFn fn, Builtin builtin) {
+  Status RunStep(int s, const PreparedStep* prepared, Builtin builtin) {
     step_ = g_.steps()->Get(s);
     inputs_.clear();
     for (int32_t v : *step_->inputs()) inputs_.push_back(v >= 0 ? &values_[v] : nullptr);
@@ -340,7 +373,7 @@ class Run final : public KernelContext {
         QUILT_RETURN_IF_ERROR(RunScan());
         break;
       case Builtin::kNone:
-        QUILT_RETURN_IF_ERROR(fn(*this));
+        QUILT_RETURN_IF_ERROR(queues_[static_cast<size_t>(step_->device())]->Run(*prepared, *this));
         break;
     }
     return CheckOutputs();
@@ -435,7 +468,7 @@ class Run final : public KernelContext {
                            std::to_string(plans_[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(package_, plans_, pool_, graph, threads_, thread_pool_, depth_ + 1);
+    class Run sub(package_, plans_, queues_, pool_, graph, threads_, thread_pool_, depth_ + 1);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     sub.TakeOutputs(outputs);
     return Status::Ok();
@@ -743,6 +776,7 @@ class Run final : public KernelContext {
 
   static constexpr int kMaxDepth = 64;
   const LoadedPackage& package_;
+  const std::vector<std::unique_ptr<Queue>>& queues_;
   BlockPool& pool_;
   const std::vector<GraphPlan>& plans_;
   const GraphPlan& plan_;
@@ -768,8 +802,16 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
   // Threads for this run alone, given back when it ends.
   auto give = [this](ThreadPool* p) { plans_->threads.Give(p); };
   std::unique_ptr<ThreadPool, decltype(give)> lease(plans_->threads.Take(), give);
-  class Run run(*package_, plans_->graphs, plans_->pool, 0, options_.threads, lease.get());
+  // One in-order queue per device for this run.
+  std::vector<std::unique_ptr<Queue>> queues(plans_->devices.size());
+  for (size_t d = 0; d < queues.size(); ++d) {
+    if (plans_->devices[d]) QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
+  }
+  class Run run(*package_, plans_->graphs, queues, plans_->pool, 0, options_.threads, lease.get());
   QUILT_RETURN_IF_ERROR(run.Execute(given));
+  for (const std::unique_ptr<Queue>& q : queues) {
+    if (q) QUILT_RETURN_IF_ERROR(q->Finish());
+  }
   run.TakeOutputs(outputs);
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
   return Status::Ok();

@@ -1,0 +1,62 @@
+#include "runtime/src/device/device.h"
+
+#include "runtime/src/device/cpu_device.h"
+
+namespace quilt::rt {
+
+std::string_view DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kOpenCl:
+      return "opencl";
+    case DeviceKind::kCuda:
+      return "cuda";
+    case DeviceKind::kTest:
+      return "test";
+  }
+  return "?";
+}
+
+std::string_view DeviceKindTitle(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "CPU";
+    case DeviceKind::kOpenCl:
+      return "OpenCL";
+    case DeviceKind::kCuda:
+      return "CUDA";
+    case DeviceKind::kTest:
+      return "test device";
+  }
+  return "?";
+}
+
+std::optional<DeviceKind> ParseDeviceKind(std::string_view name) {
+  for (DeviceKind k : kDeviceKinds) {
+    if (DeviceKindName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+std::string DeviceKindList() {
+  std::string s;
+  for (DeviceKind k : kDeviceKinds) s += (s.empty() ? "" : ", ") + std::string(DeviceKindName(k));
+  return s;
+}
+
+Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,
+                    std::unique_ptr<Device>* out) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return CreateCpuDevice(id, options, out);
+    case DeviceKind::kOpenCl:
+    case DeviceKind::kCuda:
+    case DeviceKind::kTest:
+      break;
+  }
+  return Status::Error("device kind '" + std::string(DeviceKindName(kind)) +
+                       "' is not available in this runtime");
+}
+
+}  // namespace quilt::rt
