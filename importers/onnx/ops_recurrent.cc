@@ -168,14 +168,18 @@ Expected<Outputs> Gru(NodeContext& ctx) {
   return EmitRecurrent(ctx, OpKind::kGru, 6, std::move(a));
 }
 
+// LSTM's attributes but layout: activations, clip, hidden_size, direction, input_forget.
+Status LstmAttrs(NodeContext& ctx, ir::Attrs* a) {
+  if (Status s = CommonAttrs(ctx, {"Sigmoid", "Tanh", "Tanh"}, a); !s) return s;
+  Expected<int64_t> input_forget = ctx.Int("input_forget", 0);
+  if (!input_forget) return input_forget.error();
+  a->Set("input_forget", *input_forget != 0);
+  return {};
+}
+
 Expected<Outputs> Lstm(NodeContext& ctx) {
   ir::Attrs a;
-  if (Status s = CommonAttrs(ctx, {"Sigmoid", "Tanh", "Tanh"}, &a); !s) {
-    return ctx.Error(s.error().message);
-  }
-  Expected<int64_t> input_forget = ctx.Int("input_forget", 0);
-  if (!input_forget) return ctx.Error(input_forget.error().message);
-  a.Set("input_forget", *input_forget != 0);
+  if (Status s = LstmAttrs(ctx, &a); !s) return ctx.Error(s.error().message);
   if (Status s = Layout(ctx, &a); !s) return ctx.Error(s.error().message);
   return EmitRecurrent(ctx, OpKind::kLstm, 8, std::move(a));
 }
@@ -184,12 +188,7 @@ Expected<Outputs> Lstm(NodeContext& ctx) {
 // quantized W and R and their scales and zero points as inputs 8 to 11, all four required.
 Expected<Outputs> DynamicQuantizeLstm(NodeContext& ctx) {
   ir::Attrs a;
-  if (Status s = CommonAttrs(ctx, {"Sigmoid", "Tanh", "Tanh"}, &a); !s) {
-    return ctx.Error(s.error().message);
-  }
-  Expected<int64_t> input_forget = ctx.Int("input_forget", 0);
-  if (!input_forget) return ctx.Error(input_forget.error().message);
-  a.Set("input_forget", *input_forget != 0);
+  if (Status s = LstmAttrs(ctx, &a); !s) return ctx.Error(s.error().message);
   static constexpr const char* kQuantInputs[] = {"W_scale", "W_zero_point", "R_scale",
                                                  "R_zero_point"};
   for (int i = 8; i < 12; ++i) {

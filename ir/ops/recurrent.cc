@@ -42,6 +42,18 @@ int ActivationsPerDirection(OpKind kind) {
 }
 int Gates(OpKind kind) { return kind == OpKind::kLstm ? 4 : kind == OpKind::kGru ? 3 : 1; }
 
+// The struct info of every argument, each a tensor.
+Expected<std::vector<const StructInfoNode*>> TensorArgs(const OpInfo& op,
+                                                        const std::vector<Expr>& args) {
+  std::vector<const StructInfoNode*> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
+    if (!t) return t.error();
+    in.push_back(*t);
+  }
+  return in;
+}
+
 // nn.rnn, nn.gru and nn.lstm (`kind`): the same shape rule with 1, 3 or 4 gates, on the struct
 // info of the op's tensor arguments in ONNX order.
 Expected<StructInfo> InferRecurrent(OpKind kind, const std::vector<const StructInfoNode*>& in,
@@ -239,24 +251,18 @@ Expected<StructInfo> QuantizedWeight(const StructInfoNode& q, const StructInfoNo
 }  // namespace
 
 Expected<StructInfo> InferRnn(const OpInfo& op, const std::vector<Expr>& args, const Attrs& attrs) {
-  std::vector<const StructInfoNode*> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
-    if (!t) return t.error();
-    in.push_back(*t);
-  }
+  Expected<std::vector<const StructInfoNode*>> args_in = TensorArgs(op, args);
+  if (!args_in) return args_in.error();
+  const std::vector<const StructInfoNode*>& in = *args_in;
   return InferRecurrent(op.kind, in, attrs);
 }
 
 // nn.dynamic_quantize_lstm: nn.lstm's rule on the weights' float shapes, X float32.
 Expected<StructInfo> InferDynamicQuantizeLstm(const OpInfo& op, const std::vector<Expr>& args,
                                               const Attrs& attrs) {
-  std::vector<const StructInfoNode*> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
-    if (!t) return t.error();
-    in.push_back(*t);
-  }
+  Expected<std::vector<const StructInfoNode*>> args_in = TensorArgs(op, args);
+  if (!args_in) return args_in.error();
+  const std::vector<const StructInfoNode*>& in = *args_in;
   if (in[0]->dtype != DataType::kVoid && in[0]->dtype != DataType::kFloat32) {
     return Error("X must be float32, got " + DtypeName(in[0]->dtype));
   }
@@ -276,12 +282,9 @@ namespace quilt::ir {
 
 Expected<StructInfo> InferDeformConv(const OpInfo& op, const std::vector<Expr>& args,
                                      const Attrs& attrs) {
-  std::vector<const StructInfoNode*> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Expected<const StructInfoNode*> t = TensorArg(op, args, i);
-    if (!t) return t.error();
-    in.push_back(*t);
-  }
+  Expected<std::vector<const StructInfoNode*>> args_in = TensorArgs(op, args);
+  if (!args_in) return args_in.error();
+  const std::vector<const StructInfoNode*>& in = *args_in;
   const StructInfoNode &x = *in[0], &w = *in[1], &offset = *in[2], &b = *in[3], &mask = *in[4];
   const auto& kernel = *attrs.Get<std::vector<int64_t>>("kernel_shape");
   const auto& strides = *attrs.Get<std::vector<int64_t>>("strides");
