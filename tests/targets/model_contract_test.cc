@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "runtime/src/session.h"
 #include "targets/compile.h"
@@ -98,6 +99,16 @@ TEST(ModelContract, OutputNamesSurviveASplitAcrossTwoDevices) {
   options.place = {"op:Add=llvm:0", "op:Relu=llvm:0", "op:Mul=llvm:1"};
   Expected<Compiled> c = CompileGraph(ThreeOutputs(), options);
   ASSERT_TRUE(c) << c.error().ToString();
+  // Each rule put its op on the vdevice it names, the second of two on one physical device
+  // included, and the report says a rule did it.
+  ASSERT_EQ(c->report.devices.size(), 2u);
+  std::map<std::string, std::string> where;
+  for (const passes::OpPlacement& op : c->report.ops) {
+    if (op.why != passes::OpPlacement::Why::kPinned) continue;
+    where[op.op] = c->report.devices[static_cast<size_t>(op.device)].name;
+  }
+  EXPECT_EQ(where, (std::map<std::string, std::string>{
+                       {"add", "llvm"}, {"nn.relu", "llvm"}, {"multiply", "llvm:1"}}));
   ExpectThreeOutputsRun(c->package);
 }
 
