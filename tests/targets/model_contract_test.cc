@@ -35,6 +35,16 @@ std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes)
   return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
 }
 
+// A session on the package, null (with a failure recorded) when it does not load or open.
+std::unique_ptr<rt::Session> OpenSession(const std::vector<uint8_t>& package) {
+  std::shared_ptr<const rt::LoadedPackage> p = Load(package);
+  if (!p) return nullptr;
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(p, {}, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return st.ok() ? std::move(s) : nullptr;
+}
+
 std::vector<std::string> OutputNames(const rt::LoadedPackage& p) {
   const pkg::Graph& g = *p.root().graphs()->Get(0);
   std::vector<std::string> names;
@@ -164,10 +174,8 @@ rt::NamedTensor BoolInput(const std::string& name, uint8_t* v) {
 TEST(ModelContract, AnIfBranchInvalidForTheShapesFailsOnlyWhenTaken) {
   Expected<Compiled> c = CompileGraph(IfWithAnInvalidBranch(), {});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
-  ASSERT_TRUE(p);
-  std::unique_ptr<rt::Session> s;
-  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::unique_ptr<rt::Session> s = OpenSession(c->package);
+  ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
   uint8_t yes = 1, no = 0;
   std::vector<rt::OwnedTensor> out;
@@ -217,10 +225,8 @@ TEST(ModelContract, TileRepeatsKnownOnlyAtRunTime) {
   g.Output("y", TensorProto::FLOAT);
   Expected<Compiled> c = CompileGraph(g, {});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
-  ASSERT_TRUE(p);
-  std::unique_ptr<rt::Session> s;
-  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::unique_ptr<rt::Session> s = OpenSession(c->package);
+  ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   auto run = [&](std::vector<int64_t> r, std::vector<rt::OwnedTensor>* out) {
     rt::NamedTensor rt_r;
@@ -312,10 +318,8 @@ TEST(ModelContract, ReflectPadAmountsComputedAsPyTorchExportsThem) {
   // (0, 1, 0, 2): dim 1 padded by 1 before and 2 after.
   Expected<Compiled> c = CompileGraph(g, {});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
-  ASSERT_TRUE(p);
-  std::unique_ptr<rt::Session> s;
-  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::unique_ptr<rt::Session> s = OpenSession(c->package);
+  ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4};
   std::vector<rt::OwnedTensor> out;
   ASSERT_TRUE(s->Run({test::Input("x", x, {1, 4})}, &out).ok());
