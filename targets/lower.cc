@@ -382,11 +382,47 @@ class GraphLowering {
     if (!builtin && !cpu::FindKernel(op->name)) {
       pl_.missing.push_back({op->name, source_.empty() ? name : source_});
     }
+    if (!builtin) {
+      // A kernel reads only values on its own device: a value made elsewhere (a shape or prim
+      // value computed on the host, an If's result) gets a copy, one per value and device.
+      for (int& v : step.inputs) {
+        if (v >= 0) v = OnDevice(v, step.device);
+      }
+    }
     Expected<std::vector<int>> outs = ResultValues(call.struct_info, name);
     if (!outs) return outs;
     step.outputs = *outs;
     g_.steps.push_back(std::move(step));
     return outs;
+  }
+
+  bool SamePhysicalDevice(int a, int b) const {
+    const std::vector<ir::VDevice>& list = pl_.module.vdevices;
+    return a == b || list.empty() ||
+           list[static_cast<size_t>(a)].SamePhysicalDevice(list[static_cast<size_t>(b)]);
+  }
+
+  // Value v where a step on `device` can read it: v itself, or its copy on that device.
+  int OnDevice(int v, int device) {
+    if (SamePhysicalDevice(g_.values[v].device, device)) return v;
+    auto it = copies_.find({v, device});
+    if (it != copies_.end()) return it->second;
+    int copy = static_cast<int>(g_.values.size());
+    g_.values.push_back(g_.values[v]);
+    ValueSpec& value = g_.values[copy];
+    value.kind = pkg::ValueKind::Intermediate;
+    value.buffer = value.default_buffer = -1;
+    value.device = device;
+    StepSpec step;
+    step.kernel = "copy";
+    step.device = device;
+    step.source = source_;
+    step.inputs = {v};
+    step.input_arity = {1};
+    step.outputs = {copy};
+    g_.steps.push_back(std::move(step));
+    copies_[{v, device}] = copy;
+    return copy;
   }
 
   // The results of a call or If as new values (one per tuple field).
@@ -544,7 +580,7 @@ class GraphLowering {
     value.rank = static_cast<int>(shape.size());
     for (int64_t d : shape) value.dims.push_back(Dim(ir::IntImm(d)));
     value.buffer = static_cast<int>(spec_.buffers.size());
-    value.device = pl_.host;
+    value.device = current_device_;  // the device of the step being lowered, which reads it
     spec_.buffers.push_back(std::move(bytes));
     g_.values.push_back(value);
     return v;
@@ -669,6 +705,7 @@ class GraphLowering {
   std::map<const ir::VarNode*, std::vector<ir::Expr>> tuple_fields_;
   std::map<const ir::VarNode*, ir::Expr> const_vars_;
   std::map<std::pair<const ir::ConstantNode*, int>, int> constants_;
+  std::map<std::pair<int, int>, int> copies_;  // (value, device) -> its copy there
   std::map<const ir::ConstantNode*, int> buffers_;
   int current_device_;
   std::map<const ir::PrimExprNode*, int> dims_;

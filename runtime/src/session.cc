@@ -1,16 +1,14 @@
 #include "runtime/src/session.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 
-#include "runtime/src/block_pool.h"
 #include "runtime/src/device/device.h"
 #include "runtime/src/dims.h"
-#include "runtime/src/thread_pool.h"
 
 namespace quilt::rt {
 namespace {
@@ -18,7 +16,7 @@ namespace {
 // The largest single allocation a run makes: a bigger request is a shape gone wrong.
 constexpr uint64_t kMaxAllocation = uint64_t{1} << 40;
 
-enum class Builtin { kNone, kShapeExpr, kPrimValue, kIf, kWhileLoop, kScan };
+enum class Builtin { kNone, kShapeExpr, kPrimValue, kIf, kWhileLoop, kScan, kCopy };
 
 }  // namespace
 
@@ -45,12 +43,14 @@ struct GraphPlan {
 }  // namespace
 
 struct Session::Plans {
-  explicit Plans(int threads) : threads(threads) {}
-  // Per device of the package: the device that runs its steps (null for one nothing uses).
+  // The devices that run the package, one per physical device (a package's cpu vdevices
+  // share one), and for each device of the package the index of its device here (-1: unused).
   std::vector<std::unique_ptr<Device>> devices;
+  std::vector<int> device_of;
+  // Per device here, per package buffer: the constant made ready on that device (null where
+  // no value of the device reads it).
+  std::vector<std::vector<BufferPtr>> constants;
   std::vector<GraphPlan> graphs;  // per graph of the package
-  mutable BlockPool pool;         // memory reused across runs
-  mutable SessionPools threads;   // worker threads, one set per concurrent run
 };
 
 Session::~Session() = default;
@@ -95,14 +95,16 @@ Builtin BuiltinOf(std::string_view name) {
   if (name == "if") return Builtin::kIf;
   if (name == "while_loop") return Builtin::kWhileLoop;
   if (name == "scan") return Builtin::kScan;
+  if (name == "copy") return Builtin::kCopy;
   return Builtin::kNone;
 }
 
 // Every step prepared on its device, and for each step the values it is the last reader of.
-// Steps their device cannot run are added to `missing`, by device kind.
-GraphPlan PlanGraph(const pkg::Graph& g, const std::vector<std::unique_ptr<Device>>& devices,
-                    std::map<DeviceKind, std::string>* missing) {
-  GraphPlan plan;
+// Steps their device cannot run are added to `missing`, by device kind; a step that reads a
+// value held on another device (only copies and control steps may) is an error.
+Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
+                 std::map<DeviceKind, std::string>* missing, GraphPlan* out) {
+  GraphPlan& plan = *out;
   plan.graph = &g;
   int num_steps = static_cast<int>(g.steps()->size());
   for (int i = 0; i < num_steps; ++i) {
@@ -110,10 +112,22 @@ GraphPlan PlanGraph(const pkg::Graph& g, const std::vector<std::unique_ptr<Devic
     Builtin builtin = BuiltinOf(step->kernel()->string_view());
     std::unique_ptr<PreparedStep> prepared;
     if (builtin == Builtin::kNone) {
-      const Device& device = *devices[static_cast<size_t>(step->device())];
+      int d = plans.device_of[static_cast<size_t>(step->device())];
+      const Device& device = *plans.devices[static_cast<size_t>(d)];
       if (!device.Prepare(*step, &prepared).ok()) {
         std::string& list = (*missing)[device.info().kind];
         list += (list.empty() ? "" : ", ") + StepName(g, i);
+      }
+      for (int32_t v : *step->inputs()) {
+        if (v < 0) continue;
+        const pkg::Value* value = g.values()->Get(v);
+        if (plans.device_of[static_cast<size_t>(value->device())] != d) {
+          return Status::Error(StepName(g, i) + " on device " + std::to_string(step->device()) +
+                               " reads value " + std::to_string(v) +
+                               (value->name() ? " '" + value->name()->str() + "'" : "") +
+                               ", which lives on device " + std::to_string(value->device()) +
+                               ": the package lacks a copy");
+        }
       }
     }
     plan.prepared.push_back(std::move(prepared));
@@ -137,7 +151,7 @@ GraphPlan PlanGraph(const pkg::Graph& g, const std::vector<std::unique_ptr<Devic
       plan.frees[last_use[v]].push_back(v);
     }
   }
-  return plan;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -163,11 +177,18 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     }
     allowed.push_back(*k);
   }
+  for (int d : options.run_on_test_device) {
+    if (d < 0 || d >= static_cast<int>(p.devices()->size())) {
+      return Status::Error("session options: the package has no device " + std::to_string(d) +
+                           " to run on the test device");
+    }
+  }
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->options_ = options;
-  s->plans_ = std::make_unique<Plans>(options.threads);
-  s->plans_->devices.resize(p.devices()->size());
+  s->plans_ = std::make_unique<Plans>();
+  Plans& plans = *s->plans_;
+  plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
@@ -184,14 +205,45 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
       return Status::Error("the package needs device kind '" + name +
                            "', which the session options do not allow");
     }
-    Status st = CreateDevice(*kind, dev->id(), device_options, &s->plans_->devices[d]);
+    const auto& on_test = options.run_on_test_device;
+    if (std::find(on_test.begin(), on_test.end(), static_cast<int>(d)) != on_test.end()) {
+      kind = DeviceKind::kTest;
+    }
+    std::unique_ptr<Device> device;
+    Status st = CreateDevice(*kind, dev->id(), device_options, &device);
     if (!st.ok()) {
       return Status::Error("the package runs steps on device '" + target + "': " + st.message());
     }
+    // Vdevices of one physical device share it.
+    for (size_t k = 0; k < plans.devices.size(); ++k) {
+      const DeviceInfo& info = plans.devices[k]->info();
+      if (info.kind == device->info().kind && info.id == device->info().id) {
+        plans.device_of[d] = static_cast<int>(k);
+      }
+    }
+    if (plans.device_of[d] < 0) {
+      plans.device_of[d] = static_cast<int>(plans.devices.size());
+      plans.devices.push_back(std::move(device));
+    }
+  }
+  // Constants, once per device that reads them.
+  plans.constants.resize(plans.devices.size());
+  for (auto& list : plans.constants) list.resize(p.buffers() ? p.buffers()->size() : 0);
+  for (const pkg::Graph* g : *p.graphs()) {
+    for (const pkg::Value* v : *g->values()) {
+      int d = plans.device_of[static_cast<size_t>(v->device())];
+      for (int b :
+           {v->kind() == pkg::ValueKind::Constant ? v->buffer() : -1, v->default_buffer()}) {
+        if (b < 0 || plans.constants[d][b]) continue;
+        QUILT_RETURN_IF_ERROR(plans.devices[d]->Import(
+            package->BufferData(b), package->BufferSize(b), &plans.constants[d][b]));
+      }
+    }
   }
   std::map<DeviceKind, std::string> missing;
+  plans.graphs.resize(p.graphs()->size());
   for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
-    s->plans_->graphs.push_back(PlanGraph(*p.graphs()->Get(gi), s->plans_->devices, &missing));
+    QUILT_RETURN_IF_ERROR(PlanGraph(*p.graphs()->Get(gi), plans, &missing, &plans.graphs[gi]));
   }
   if (!missing.empty()) {
     std::string message;
@@ -250,54 +302,38 @@ Status Session::CheckInputs(const std::vector<NamedTensor>& inputs,
 }
 
 namespace {
-
-// The state of one run: every value's tensor, the memory it owns, the arena, the symbols.
-class Run final : public KernelContext {
+// The state of one run: every value's tensor and the buffer it owns, the arenas, the symbols.
+// Values live on devices and are named by buffer ranges; the run reaches their bytes only
+// through the queues (Read, Write, Copy), and takes a host address only where the device says
+// its memory is host addressable.
+class Run final : public OutputAllocator {
  public:
-  // `queues`: the run's queue on each device of the package (null where unused), shared with
-  // the runs of its subgraphs.
-  Run(const LoadedPackage& package, const std::vector<GraphPlan>& plans,
-      const std::vector<std::unique_ptr<Queue>>& queues, BlockPool& pool, int graph, int threads,
-      ThreadPool* thread_pool, int depth = 0)
-      : package_(package),
+  // `queues`: the run's queue on each device of the session, shared with the runs of its
+  // subgraphs.
+  Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
+      int depth = 0)
+      : plans_(plans),
         queues_(queues),
-        pool_(pool),
-        plans_(plans),
-        plan_(plans[graph]),
-        g_(*plans[graph].graph),
+        plan_(plans.graphs[graph]),
+        g_(*plan_.graph),
         env_(g_),
-        threads_(threads),
-        thread_pool_(thread_pool),
-        depth_(depth),
-        attrs_(nullptr) {
-    const pkg::Graph& g = g_;
-    size_t n = g.values()->size();
+        depth_(depth) {
+    size_t n = g_.values()->size();
     values_.resize(n);
     owned_.resize(n);
-    // One arena per device (every device is host memory in this runtime).
-    const auto* arenas = g.arena_bytes();
-    if (arenas) {
-      arenas_.resize(arenas->size());
-      for (uint32_t d = 0; d < arenas->size(); ++d) {
-        if (arenas->Get(d) > 0) arenas_[d] = pool_.Take(static_cast<size_t>(arenas->Get(d)));
-      }
-    }
   }
 
-  ~Run() {
-    for (BlockPool::Block& b : arenas_) pool_.Give(std::move(b));
-    for (BlockPool::Block& b : owned_) pool_.Give(std::move(b));
-  }
-
-  // Binds the inputs (by position; null: the input's default), runs every step, frees each
-  // intermediate after its last reader.
+  // Binds the inputs (host tensors, by position; null: the input's default), runs every step,
+  // frees each intermediate after its last reader.
   Status Execute(const std::vector<const Tensor*>& given) {
     const auto* arenas = g_.arena_bytes();
-    for (uint32_t d = 0; arenas && d < arenas->size(); ++d) {
-      if (arenas->Get(d) > 0 && !arenas_[d].mem) {
-        return Status::Error("out of memory allocating an arena of " +
-                             std::to_string(arenas->Get(d)) + " bytes for device " +
-                             std::to_string(d));
+    arenas_.resize(arenas ? arenas->size() : 0);
+    for (uint32_t d = 0; d < arenas_.size(); ++d) {
+      if (arenas->Get(d) == 0) continue;
+      Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
+      if (!st.ok()) {
+        return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
+                             " bytes for device " + std::to_string(d) + ": " + st.message());
       }
     }
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
@@ -310,104 +346,22 @@ class Run final : public KernelContext {
     return Status::Ok();
   }
 
-  void TakeOutputs(std::vector<OwnedTensor>* outputs) {
+  // The outputs, read back to the host.
+  Status TakeOutputs(std::vector<OwnedTensor>* outputs) {
     outputs->clear();
     for (uint32_t i = 0; i < g_.outputs()->size(); ++i) {
       int v = g_.outputs()->Get(i);
-      OwnedTensor o = Copy(values_[v]);
+      OwnedTensor o;
+      QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
       o.name = g_.values()->Get(v)->name() ? g_.values()->Get(v)->name()->str() : "";
       outputs->push_back(std::move(o));
-    }
-  }
-
-  Status BindConstantsAndInputs(const std::vector<const Tensor*>& given) {
-    for (uint32_t v = 0; v < g_.values()->size(); ++v) {
-      const pkg::Value* value = g_.values()->Get(v);
-      if (value->kind() == pkg::ValueKind::Constant) SetConstant(v, value->buffer());
-    }
-    for (uint32_t i = 0; i < g_.inputs()->size(); ++i) {
-      int v = g_.inputs()->Get(i);
-      const pkg::Value* value = g_.values()->Get(v);
-      if (!given[i]) {
-        SetConstant(v, value->default_buffer());
-        continue;
-      }
-      values_[v] = *given[i];
-      std::string where = "input '" + value->name()->str() + "'";
-      if (value->rank() >= 0 && given[i]->rank() != value->rank()) {
-        return Status::Error(where + " has rank " + std::to_string(given[i]->rank()) +
-                             ", expected " + std::to_string(value->rank()));
-      }
-      if (static_cast<int32_t>(given[i]->dtype) != value->dtype()) {
-        return Status::Error(where + " is " + std::string(DTypeName(given[i]->dtype)) +
-                             ", expected " +
-                             std::string(DTypeName(static_cast<DType>(value->dtype()))));
-      }
-      for (int d = 0; d < value->rank(); ++d) {
-        QUILT_RETURN_IF_ERROR(env_.Match(value->dims()->Get(d), given[i]->shape[d],
-                                         where + " dim " + std::to_string(d)));
-      }
     }
     return Status::Ok();
   }
 
-  Status RunStep(int s, const PreparedStep* prepared, Builtin builtin) {
-    step_ = g_.steps()->Get(s);
-    inputs_.clear();
-    for (int32_t v : *step_->inputs()) inputs_.push_back(v >= 0 ? &values_[v] : nullptr);
-    attrs_ = AttrView(step_->attrs());
-    switch (builtin) {
-      case Builtin::kShapeExpr:
-        QUILT_RETURN_IF_ERROR(EvalShapeExpr());
-        break;
-      case Builtin::kPrimValue:
-        QUILT_RETURN_IF_ERROR(EvalPrimValue());
-        break;
-      case Builtin::kIf:
-        QUILT_RETURN_IF_ERROR(RunIf());
-        break;
-      case Builtin::kWhileLoop:
-        QUILT_RETURN_IF_ERROR(RunWhileLoop());
-        break;
-      case Builtin::kScan:
-        QUILT_RETURN_IF_ERROR(RunScan());
-        break;
-      case Builtin::kNone:
-        QUILT_RETURN_IF_ERROR(queues_[static_cast<size_t>(step_->device())]->Run(*prepared, *this));
-        break;
-    }
-    return CheckOutputs();
-  }
-
-  void Free(int v) {
-    pool_.Give(std::move(owned_[v]));
-    owned_[v] = {};
-    values_[v].data = nullptr;
-  }
-
-  // KernelContext.
-  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
-  const Tensor* input(int i) const override {
-    return i >= 0 && i < num_inputs() ? inputs_[i] : nullptr;
-  }
-  int ArgBegin(int arg) const override {
-    const auto* arity = step_->input_arity();
-    if (!arity) return arg;
-    int begin = 0;
-    for (int a = 0; a < arg && a < static_cast<int>(arity->size()); ++a) begin += arity->Get(a);
-    return begin;
-  }
-  int ArgSize(int arg) const override {
-    const auto* arity = step_->input_arity();
-    if (!arity) return arg < num_inputs() ? 1 : 0;
-    return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
-  }
-  int num_outputs() const override { return static_cast<int>(step_->outputs()->size()); }
-  DType output_dtype(int i) const override {
-    if (i < 0 || i >= num_outputs()) return DType::kVoid;
-    return static_cast<DType>(g_.values()->Get(step_->outputs()->Get(i))->dtype());
-  }
-  Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
+  // OutputAllocator: memory for output i of the current step, of this dtype and shape, on its
+  // value's device (in the arena where the plan put it and the size is the planned one).
+  Status Allocate(int i, DType dtype, Shape shape, DeviceTensor** out) override {
     if (i < 0 || i >= num_outputs()) {
       return Status::Error("kernel asked for output " + std::to_string(i) + " of " +
                            std::to_string(num_outputs()));
@@ -428,63 +382,286 @@ class Run final : public KernelContext {
     }
     int v = step_->outputs()->Get(i);
     const pkg::Value* value = g_.values()->Get(v);
-    Tensor& t = values_[v];
+    DeviceTensor& t = values_[v];
     t.dtype = dtype;
     t.shape = std::move(shape);
-    size_t device = static_cast<size_t>(value->device());
-    if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device].mem &&
+    auto device = static_cast<size_t>(value->device());
+    owned_[v].reset();
+    if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device] &&
         static_cast<int64_t>(bytes) == value->byte_size()) {
-      t.data = arenas_[device].mem.get() + value->arena_offset();
+      t.data = {arenas_[device].get(), static_cast<uint64_t>(value->arena_offset()), bytes};
     } else {
-      pool_.Give(std::move(owned_[v]));
-      owned_[v] = pool_.Take(bytes);
-      if (!owned_[v].mem)
-        return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
-      t.data = owned_[v].mem.get();
+      QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Allocate(bytes, &owned_[v]));
+      t.data = {owned_[v].get(), 0, bytes};
     }
     *out = &t;
     return Status::Ok();
   }
-  const AttrView& attrs() const override { return attrs_; }
-  int threads() const override { return threads_; }
-  ThreadPool* thread_pool() const override { return thread_pool_; }
+
+  Status Disagree(int i, DType dtype, const Shape& shape) override {
+    DeviceTensor made{dtype, shape, {}};
+    Status st = CheckOutput(i, made);
+    return st.ok() ? Status::Error("output " + std::to_string(i) + " is " +
+                                   std::string(DTypeName(dtype)) + " " + ShapeString(shape) +
+                                   ", placed as " +
+                                   ShapeString(values_[step_->outputs()->Get(i)].shape))
+                   : st;
+  }
 
  private:
+  static constexpr int kMaxDepth = 64;
+
+  int num_outputs() const { return static_cast<int>(step_->outputs()->size()); }
+  int DeviceIndex(int package_device) const {
+    return plans_.device_of[static_cast<size_t>(package_device)];
+  }
+  Device& DeviceOf(int package_device) const {
+    return *plans_.devices[static_cast<size_t>(DeviceIndex(package_device))];
+  }
+  Queue& QueueOf(int package_device) const {
+    return *queues_[static_cast<size_t>(DeviceIndex(package_device))];
+  }
+  int ValueDevice(int v) const { return g_.values()->Get(v)->device(); }
+
+  Status BindConstantsAndInputs(const std::vector<const Tensor*>& given) {
+    for (uint32_t v = 0; v < g_.values()->size(); ++v) {
+      const pkg::Value* value = g_.values()->Get(v);
+      if (value->kind() == pkg::ValueKind::Constant) SetConstant(v, value->buffer());
+    }
+    for (uint32_t i = 0; i < g_.inputs()->size(); ++i) {
+      int v = g_.inputs()->Get(i);
+      const pkg::Value* value = g_.values()->Get(v);
+      if (!given[i]) {
+        SetConstant(v, value->default_buffer());
+        continue;
+      }
+      const Tensor& t = *given[i];
+      std::string where = "input '" + value->name()->str() + "'";
+      if (value->rank() >= 0 && t.rank() != value->rank()) {
+        return Status::Error(where + " has rank " + std::to_string(t.rank()) + ", expected " +
+                             std::to_string(value->rank()));
+      }
+      if (static_cast<int32_t>(t.dtype) != value->dtype()) {
+        return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
+                             std::string(DTypeName(static_cast<DType>(value->dtype()))));
+      }
+      for (int d = 0; d < value->rank(); ++d) {
+        QUILT_RETURN_IF_ERROR(
+            env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
+      }
+      uint64_t bytes = t.ByteSize();
+      QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
+      values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};
+    }
+    return Status::Ok();
+  }
+
   void SetConstant(int v, int buffer) {
     const pkg::Value* value = g_.values()->Get(v);
-    Tensor& t = values_[v];
+    DeviceTensor& t = values_[v];
     t.dtype = static_cast<DType>(value->dtype());
     t.shape.clear();
     for (int32_t d : *value->dims()) t.shape.push_back(g_.dims()->Get(d)->value());
-    t.data = const_cast<uint8_t*>(package_.BufferData(buffer));
+    Buffer* b = plans_
+                    .constants[static_cast<size_t>(DeviceIndex(value->device()))]
+                              [static_cast<size_t>(buffer)]
+                    .get();
+    t.data = {b, 0, b->size()};
+  }
+
+  Status RunStep(int s, const PreparedStep* prepared, Builtin builtin) {
+    step_ = g_.steps()->Get(s);
+    attrs_ = AttrView(step_->attrs());
+    switch (builtin) {
+      case Builtin::kShapeExpr:
+        QUILT_RETURN_IF_ERROR(EvalShapeExpr());
+        break;
+      case Builtin::kPrimValue:
+        QUILT_RETURN_IF_ERROR(EvalPrimValue());
+        break;
+      case Builtin::kIf:
+        QUILT_RETURN_IF_ERROR(RunIf());
+        break;
+      case Builtin::kWhileLoop:
+        QUILT_RETURN_IF_ERROR(RunWhileLoop());
+        break;
+      case Builtin::kScan:
+        QUILT_RETURN_IF_ERROR(RunScan());
+        break;
+      case Builtin::kCopy:
+        QUILT_RETURN_IF_ERROR(RunCopy());
+        break;
+      case Builtin::kNone:
+        QUILT_RETURN_IF_ERROR(RunKernel(*prepared));
+        break;
+    }
+    return CheckOutputs();
+  }
+
+  // A library kernel on the step's device. Its outputs are placed before it runs when the
+  // compiler's dims give their shapes now; otherwise the kernel places them as it runs.
+  Status RunKernel(const PreparedStep& prepared) {
+    args_.step = step_;
+    args_.inputs.clear();
+    for (int32_t v : *step_->inputs()) args_.inputs.push_back(v >= 0 ? &values_[v] : nullptr);
+    args_.output_dtypes.clear();
+    for (int32_t v : *step_->outputs()) {
+      args_.output_dtypes.push_back(static_cast<DType>(g_.values()->Get(v)->dtype()));
+    }
+    args_.outputs.clear();
+    args_.allocate = this;
+    args_.placed = true;
+    for (int i = 0; i < num_outputs(); ++i) {
+      std::optional<Shape> shape = KnownShape(step_->outputs()->Get(i));
+      if (!shape) {
+        args_.outputs.clear();
+        args_.placed = false;
+        break;
+      }
+      DeviceTensor* t;
+      QUILT_RETURN_IF_ERROR(Allocate(i, args_.output_dtypes[i], std::move(*shape), &t));
+      args_.outputs.push_back(t);
+    }
+    return QueueOf(step_->device()).Run(prepared, args_);
+  }
+
+  // The shape of value v as the compiler's dims give it now, if they do (and its dtype is known).
+  std::optional<Shape> KnownShape(int v) const {
+    const pkg::Value* value = g_.values()->Get(v);
+    if (value->dtype() == 0 || value->rank() < 0 || !value->dims()) return std::nullopt;
+    Shape shape;
+    for (int32_t d : *value->dims()) {
+      std::optional<int64_t> e = env_.Eval(d);
+      if (!e || *e < 0) return std::nullopt;
+      shape.push_back(*e);
+    }
+    return shape;
+  }
+
+  // copy(x...): each input to the output of the same position, from its device to the step's.
+  // Within one device the queue copies; otherwise the bytes go through the host, waiting on the
+  // source's queue (and the destination's, before its memory is written from outside it).
+  Status RunCopy() {
+    for (int i = 0; i < num_outputs() && i < static_cast<int>(step_->inputs()->size()); ++i) {
+      int from = step_->inputs()->Get(i);
+      const DeviceTensor src = values_[from];
+      DeviceTensor* dst;
+      QUILT_RETURN_IF_ERROR(Allocate(i, src.dtype, src.shape, &dst));
+      int a = ValueDevice(from), b = ValueDevice(step_->outputs()->Get(i));
+      Queue& qa = QueueOf(a);
+      Queue& qb = QueueOf(b);
+      std::unique_ptr<Event> done;
+      if (DeviceIndex(a) == DeviceIndex(b)) {
+        QUILT_RETURN_IF_ERROR(qa.Copy(src.data, dst->data));
+      } else if (DeviceOf(a).info().host_addressable) {
+        QUILT_RETURN_IF_ERROR(qa.Signal(&done));
+        QUILT_RETURN_IF_ERROR(done->Wait());
+        QUILT_RETURN_IF_ERROR(qb.Write(HostAddress(src.data), dst->data));
+      } else if (DeviceOf(b).info().host_addressable) {
+        QUILT_RETURN_IF_ERROR(qb.Signal(&done));
+        QUILT_RETURN_IF_ERROR(done->Wait());
+        QUILT_RETURN_IF_ERROR(qa.Read(src.data, HostAddress(dst->data)));
+        QUILT_RETURN_IF_ERROR(qa.Signal(&done));
+        QUILT_RETURN_IF_ERROR(qb.Wait(*done));
+      } else {
+        std::vector<uint8_t> staged(src.data.size);
+        QUILT_RETURN_IF_ERROR(qa.Read(src.data, staged.data()));
+        QUILT_RETURN_IF_ERROR(qa.Signal(&done));
+        QUILT_RETURN_IF_ERROR(done->Wait());
+        QUILT_RETURN_IF_ERROR(qb.Write(staged.data(), dst->data));
+      }
+    }
+    return Status::Ok();
+  }
+
+  void Free(int v) {
+    owned_[v].reset();
+    values_[v].data = {};
+  }
+
+  // The bytes of value v, read back to the host once the work that makes them is done.
+  Status ReadValue(int v, OwnedTensor* out) {
+    const DeviceTensor& t = values_[v];
+    out->dtype = t.dtype;
+    out->shape = t.shape;
+    out->data.resize(t.data.size);
+    if (t.data.size == 0) return Status::Ok();
+    Queue& q = QueueOf(ValueDevice(v));
+    QUILT_RETURN_IF_ERROR(q.Read(t.data, out->data.data()));
+    std::unique_ptr<Event> done;
+    QUILT_RETURN_IF_ERROR(q.Signal(&done));
+    return done->Wait();
+  }
+
+  // Input i of the step on the host: in place where its device is host addressable (once the
+  // work that makes it is done), else read into `held`. Null for an absent input.
+  Status HostInput(int i, std::deque<OwnedTensor>* held, Tensor* out, bool* present) {
+    *present = false;
+    if (i < 0 || i >= static_cast<int>(step_->inputs()->size())) return Status::Ok();
+    int v = step_->inputs()->Get(i);
+    if (v < 0) return Status::Ok();
+    *present = true;
+    const DeviceTensor& t = values_[v];
+    if (DeviceOf(ValueDevice(v)).info().host_addressable) {
+      std::unique_ptr<Event> done;
+      QUILT_RETURN_IF_ERROR(QueueOf(ValueDevice(v)).Signal(&done));
+      QUILT_RETURN_IF_ERROR(done->Wait());
+      *out = Tensor{t.dtype, t.shape, HostAddress(t.data)};
+      return Status::Ok();
+    }
+    held->emplace_back();
+    QUILT_RETURN_IF_ERROR(ReadValue(v, &held->back()));
+    *out = View(held->back());
+    return Status::Ok();
+  }
+
+  // The inputs of argument `arg` of the step on the host (see HostInput).
+  Status HostArg(int arg, std::deque<OwnedTensor>* held, std::deque<Tensor>* views,
+                 std::vector<const Tensor*>* out) {
+    out->clear();
+    for (int k = 0; k < ArgSize(arg); ++k) {
+      views->emplace_back();
+      bool present;
+      QUILT_RETURN_IF_ERROR(HostInput(ArgBegin(arg) + k, held, &views->back(), &present));
+      out->push_back(present ? &views->back() : nullptr);
+    }
+    return Status::Ok();
+  }
+
+  int ArgBegin(int arg) const {
+    const auto* arity = step_->input_arity();
+    if (!arity) return arg;
+    int begin = 0;
+    for (int a = 0; a < arg && a < static_cast<int>(arity->size()); ++a) begin += arity->Get(a);
+    return begin;
+  }
+  int ArgSize(int arg) const {
+    const auto* arity = step_->input_arity();
+    int n = static_cast<int>(step_->inputs()->size());
+    if (!arity) return arg < n ? 1 : 0;
+    return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
   }
 
   // Subgraph `graph` run on `inputs`, in a run of its own (its own values and symbols).
   Status RunGraph(int graph, const std::vector<const Tensor*>& inputs,
                   std::vector<OwnedTensor>* outputs) {
     if (depth_ >= kMaxDepth) return Status::Error("subgraphs nested too deep");
-    if (inputs.size() != plans_[graph].graph->inputs()->size()) {
+    if (inputs.size() != plans_.graphs[graph].graph->inputs()->size()) {
       return Status::Error("subgraph " + std::to_string(graph) + " takes " +
-                           std::to_string(plans_[graph].graph->inputs()->size()) +
+                           std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(package_, plans_, queues_, pool_, graph, threads_, thread_pool_, depth_ + 1);
+    class Run sub(plans_, queues_, graph, depth_ + 1);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
-    sub.TakeOutputs(outputs);
-    return Status::Ok();
+    return sub.TakeOutputs(outputs);
   }
 
+  // Output i of the step from host memory.
   Status SetOutput(int i, const Tensor& t) {
-    Tensor* y;
-    QUILT_RETURN_IF_ERROR(Output(i, t.dtype, t.shape, &y));
-    if (t.ByteSize()) std::memcpy(y->data, t.data, t.ByteSize());
-    return Status::Ok();
-  }
-
-  std::vector<const Tensor*> ArgInputs(int arg) const {
-    std::vector<const Tensor*> v;
-    for (int i = 0; i < ArgSize(arg); ++i) v.push_back(input(ArgBegin(arg) + i));
-    return v;
+    DeviceTensor* y;
+    QUILT_RETURN_IF_ERROR(Allocate(i, t.dtype, t.shape, &y));
+    if (y->data.size == 0) return Status::Ok();
+    return QueueOf(ValueDevice(step_->outputs()->Get(i))).Write(t.data, y->data);
   }
 
   static Status ScalarBool(const Tensor* t, const char* what, bool* out) {
@@ -497,10 +674,16 @@ class Run final : public KernelContext {
 
   // if(cond, captured...): runs the then (subgraph 0) or else (subgraph 1) branch.
   Status RunIf() {
+    std::deque<OwnedTensor> held;
+    std::deque<Tensor> views;
+    std::vector<const Tensor*> cond_arg, captured;
+    QUILT_RETURN_IF_ERROR(HostArg(0, &held, &views, &cond_arg));
     bool cond = false;
-    QUILT_RETURN_IF_ERROR(ScalarBool(input(0), "the condition", &cond));
+    QUILT_RETURN_IF_ERROR(
+        ScalarBool(cond_arg.empty() ? nullptr : cond_arg[0], "the condition", &cond));
+    QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views, &captured));
     std::vector<OwnedTensor> outs;
-    QUILT_RETURN_IF_ERROR(RunGraph(step_->subgraphs()->Get(cond ? 0 : 1), ArgInputs(1), &outs));
+    QUILT_RETURN_IF_ERROR(RunGraph(step_->subgraphs()->Get(cond ? 0 : 1), captured, &outs));
     if (static_cast<int>(outs.size()) != num_outputs()) {
       return Status::Error("the branch returns " + std::to_string(outs.size()) +
                            " values, expected " + std::to_string(num_outputs()));
@@ -536,8 +719,8 @@ class Run final : public KernelContext {
         std::optional<int64_t> e = env_.Eval(value->dims()->Get(d));
         shape.push_back(d == 0 || !e ? 0 : *e);
       }
-      Tensor* y;
-      return Output(i, dtype, shape, &y);
+      DeviceTensor* y;
+      return Allocate(i, dtype, shape, &y);
     }
     elem = items[0].shape;
     dtype = items[0].dtype;
@@ -553,14 +736,15 @@ class Run final : public KernelContext {
     if (DTypeBits(dtype) % 8 != 0) return Status::Error("sub-byte element types in a loop");
     size_t eb = DTypeBits(dtype) / 8;
     int64_t n = static_cast<int64_t>(items.size());
-    Shape shape = elem;
-    shape.insert(shape.begin() + axis, n);
-    Tensor* y;
-    QUILT_RETURN_IF_ERROR(Output(i, dtype, shape, &y));
+    OwnedTensor y;
+    y.dtype = dtype;
+    y.shape = elem;
+    y.shape.insert(y.shape.begin() + axis, n);
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= elem[d];
     for (size_t d = axis; d < elem.size(); ++d) inner *= elem[d];
-    auto* dst = static_cast<uint8_t*>(y->data);
+    y.data.resize(static_cast<size_t>(outer * n * inner) * eb);
+    uint8_t* dst = y.data.data();
     for (int64_t t = 0; t < n; ++t) {
       int64_t pos = reverse ? n - 1 - t : t;
       for (int64_t o = 0; o < outer; ++o) {
@@ -568,14 +752,21 @@ class Run final : public KernelContext {
                     inner * eb);
       }
     }
-    return Status::Ok();
+    return SetOutput(i, View(y));
   }
 
   // while_loop(body, max_trip, cond, carried..., captured...), ONNX Loop semantics: the body
   // (iteration, cond, carried..., captured...) -> (cond, carried..., scan elements...).
   Status RunWhileLoop() {
-    const Tensor* max_trip = input(ArgBegin(1));
-    const Tensor* cond_in = input(ArgBegin(2));
+    std::deque<OwnedTensor> held;
+    std::deque<Tensor> views_in;
+    std::vector<const Tensor*> max_arg, cond_arg, init, captured;
+    QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views_in, &max_arg));
+    QUILT_RETURN_IF_ERROR(HostArg(2, &held, &views_in, &cond_arg));
+    QUILT_RETURN_IF_ERROR(HostArg(3, &held, &views_in, &init));
+    QUILT_RETURN_IF_ERROR(HostArg(4, &held, &views_in, &captured));
+    const Tensor* max_trip = max_arg.empty() ? nullptr : max_arg[0];
+    const Tensor* cond_in = cond_arg.empty() ? nullptr : cond_arg[0];
     int64_t max = INT64_MAX;
     if (max_trip && max_trip->NumElements() > 0) {
       if (max_trip->dtype != DType::kInt64 || max_trip->NumElements() != 1) {
@@ -587,7 +778,6 @@ class Run final : public KernelContext {
     if (cond_in && cond_in->NumElements() > 0) {
       QUILT_RETURN_IF_ERROR(ScalarBool(cond_in, "the loop condition", &cond));
     }
-    std::vector<const Tensor*> init = ArgInputs(3), captured = ArgInputs(4);
     size_t num_carried = init.size();
     std::vector<OwnedTensor> carried;
     for (const Tensor* t : init) carried.push_back(Copy(*t));
@@ -627,7 +817,12 @@ class Run final : public KernelContext {
 
   // scan(body, states..., scan_inputs..., captured...), ONNX Scan (opset 9+) semantics.
   Status RunScan() {
-    std::vector<const Tensor*> states_in = ArgInputs(1), xs = ArgInputs(2), captured = ArgInputs(3);
+    std::deque<OwnedTensor> held;
+    std::deque<Tensor> views_in;
+    std::vector<const Tensor*> states_in, xs, captured;
+    QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views_in, &states_in));
+    QUILT_RETURN_IF_ERROR(HostArg(2, &held, &views_in, &xs));
+    QUILT_RETURN_IF_ERROR(HostArg(3, &held, &views_in, &captured));
     std::vector<int64_t> in_axes = attrs_.Ints("scan_input_axes");
     std::vector<int64_t> in_dirs = attrs_.Ints("scan_input_directions");
     std::vector<int64_t> out_axes = attrs_.Ints("scan_output_axes");
@@ -684,7 +879,6 @@ class Run final : public KernelContext {
     }
     return Status::Ok();
   }
-
   // Element `index` of `x` along `axis` (that axis removed).
   static OwnedTensor Slice(const Tensor& x, int64_t axis, int64_t index) {
     OwnedTensor o;
@@ -707,14 +901,13 @@ class Run final : public KernelContext {
   Status EvalShapeExpr() {
     const auto* dims = step_->dims();
     int64_t n = dims ? dims->size() : 0;
-    Tensor* y;
-    QUILT_RETURN_IF_ERROR(Output(0, DType::kInt64, {n}, &y));
+    std::vector<int64_t> shape(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       std::optional<int64_t> d = env_.Eval(dims->Get(i));
       if (!d) return Status::Error("dim " + env_.DimString(dims->Get(i)) + " is not known here");
-      y->MutableData<int64_t>()[i] = *d;
+      shape[static_cast<size_t>(i)] = *d;
     }
-    return Status::Ok();
+    return SetOutput(0, Tensor{DType::kInt64, {n}, shape.data()});
   }
 
   Status EvalPrimValue() {
@@ -722,75 +915,79 @@ class Run final : public KernelContext {
     std::optional<int64_t> d = env_.Eval(step_->dims()->Get(0));
     if (!d)
       return Status::Error("dim " + env_.DimString(step_->dims()->Get(0)) + " is not known here");
-    DType dt = output_dtype(0);
-    Tensor* y;
-    QUILT_RETURN_IF_ERROR(Output(0, dt, {}, &y));
+    DType dt = static_cast<DType>(g_.values()->Get(step_->outputs()->Get(0))->dtype());
+    union {
+      int64_t i64;
+      int32_t i32;
+      float f32;
+      double f64;
+      uint8_t b;
+    } y;
     switch (dt) {
       case DType::kInt64:
-        *y->MutableData<int64_t>() = *d;
-        return Status::Ok();
+        y.i64 = *d;
+        break;
       case DType::kInt32:
-        *y->MutableData<int32_t>() = static_cast<int32_t>(*d);
-        return Status::Ok();
+        y.i32 = static_cast<int32_t>(*d);
+        break;
       case DType::kFloat32:
-        *y->MutableData<float>() = static_cast<float>(*d);
-        return Status::Ok();
+        y.f32 = static_cast<float>(*d);
+        break;
       case DType::kFloat64:
-        *y->MutableData<double>() = static_cast<double>(*d);
-        return Status::Ok();
+        y.f64 = static_cast<double>(*d);
+        break;
       case DType::kBool:
-        *y->MutableData<uint8_t>() = *d != 0;
-        return Status::Ok();
+        y.b = *d != 0;
+        break;
       default:
         return Status::Error("a prim value of type " + std::string(DTypeName(dt)));
     }
+    return SetOutput(0, Tensor{dt, {}, &y});
   }
 
-  // What the kernel produced agrees with what the compiler inferred; binds new symbols.
+  // What the step produced agrees with what the compiler inferred; binds new symbols.
   Status CheckOutputs() {
     for (int i = 0; i < num_outputs(); ++i) {
-      int v = step_->outputs()->Get(i);
-      const pkg::Value* value = g_.values()->Get(v);
-      const Tensor& t = values_[v];
-      std::string where = "output " + std::to_string(i);
-      if (t.data == nullptr && t.dtype == DType::kVoid) {
-        return Status::Error("the kernel did not produce " + where);
-      }
-      if (value->dtype() != 0 && static_cast<int32_t>(t.dtype) != value->dtype()) {
-        return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) +
-                             ", the compiled model expects " +
-                             std::string(DTypeName(static_cast<DType>(value->dtype()))));
-      }
-      if (value->rank() < 0) continue;
-      if (t.rank() != value->rank()) {
-        return Status::Error(where + " has shape " + ShapeString(t.shape) +
-                             ", the compiled model expects rank " + std::to_string(value->rank()));
-      }
-      for (int d = 0; d < t.rank(); ++d) {
-        QUILT_RETURN_IF_ERROR(
-            env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
-      }
+      QUILT_RETURN_IF_ERROR(CheckOutput(i, values_[step_->outputs()->Get(i)]));
     }
     return Status::Ok();
   }
 
-  static constexpr int kMaxDepth = 64;
-  const LoadedPackage& package_;
+  Status CheckOutput(int i, const DeviceTensor& t) {
+    const pkg::Value* value = g_.values()->Get(step_->outputs()->Get(i));
+    std::string where = "output " + std::to_string(i);
+    if (t.data.buffer == nullptr && t.dtype == DType::kVoid) {
+      return Status::Error("the kernel did not produce " + where);
+    }
+    if (value->dtype() != 0 && static_cast<int32_t>(t.dtype) != value->dtype()) {
+      return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) +
+                           ", the compiled model expects " +
+                           std::string(DTypeName(static_cast<DType>(value->dtype()))));
+    }
+    if (value->rank() < 0) return Status::Ok();
+    if (static_cast<int>(t.shape.size()) != value->rank()) {
+      return Status::Error(where + " has shape " + ShapeString(t.shape) +
+                           ", the compiled model expects rank " + std::to_string(value->rank()));
+    }
+    for (int d = 0; d < value->rank(); ++d) {
+      QUILT_RETURN_IF_ERROR(
+          env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
+    }
+    return Status::Ok();
+  }
+
+  const Session::Plans& plans_;
   const std::vector<std::unique_ptr<Queue>>& queues_;
-  BlockPool& pool_;
-  const std::vector<GraphPlan>& plans_;
   const GraphPlan& plan_;
   const pkg::Graph& g_;
   DimEnv env_;
-  int threads_;
-  ThreadPool* thread_pool_;
   int depth_;
-  std::vector<Tensor> values_;
-  std::vector<BlockPool::Block> owned_;
-  std::vector<BlockPool::Block> arenas_;  // per device
+  std::vector<DeviceTensor> values_;
+  std::vector<BufferPtr> owned_;   // per value: the buffer it owns (none: in an arena or absent)
+  std::vector<BufferPtr> arenas_;  // per device of the package
   const pkg::Step* step_ = nullptr;
-  std::vector<const Tensor*> inputs_;
-  AttrView attrs_;
+  AttrView attrs_{nullptr};
+  StepArgs args_;  // of the current kernel step, reused
 };
 
 }  // namespace
@@ -799,20 +996,15 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  // Threads for this run alone, given back when it ends.
-  auto give = [this](ThreadPool* p) { plans_->threads.Give(p); };
-  std::unique_ptr<ThreadPool, decltype(give)> lease(plans_->threads.Take(), give);
-  // One in-order queue per device for this run.
+  // One in-order queue per device for this run (the CPU's holds this run's threads).
   std::vector<std::unique_ptr<Queue>> queues(plans_->devices.size());
   for (size_t d = 0; d < queues.size(); ++d) {
-    if (plans_->devices[d]) QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
+    QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
-  class Run run(*package_, plans_->graphs, queues, plans_->pool, 0, options_.threads, lease.get());
+  class Run run(*plans_, queues, 0);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
-  for (const std::unique_ptr<Queue>& q : queues) {
-    if (q) QUILT_RETURN_IF_ERROR(q->Finish());
-  }
-  run.TakeOutputs(outputs);
+  for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
+  QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
   return Status::Ok();
 }

@@ -18,6 +18,9 @@ struct SessionOptions {
   int threads = 1;
   // Device kinds the session may use ("cpu", "cuda", "opencl"); empty: every kind.
   std::vector<std::string> devices;
+  // Devices of the package (by index) run by the opaque test device instead of their own kind:
+  // for tests of the executor (see runtime/src/device/test_device.h).
+  std::vector<int> run_on_test_device;
 };
 
 // One input or output of the entry graph as the package declares it; symbolic dims as -1 with
@@ -53,8 +56,9 @@ class Session {
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
 
+  struct Plans;  // what creation made ready: devices, constants, prepared steps
+
  private:
-  struct Plans;
   Session() = default;
   Status CheckInputs(const std::vector<NamedTensor>& inputs,
                      std::vector<const Tensor*>* by_position) const;

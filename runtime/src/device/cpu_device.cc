@@ -1,12 +1,42 @@
 #include "runtime/src/device/cpu_device.h"
 
+#include <cstring>
 #include <string>
 
 #include "quilt/package_generated.h"
+#include "runtime/src/block_pool.h"
+#include "runtime/src/device/host_step.h"
+#include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
 namespace {
+
+// Host memory from the device's block pool, given back when the buffer dies.
+class PoolBuffer final : public Buffer {
+ public:
+  PoolBuffer(BlockPool& pool, BlockPool::Block block, uint64_t size)
+      : Buffer(size), pool_(pool), block_(std::move(block)) {}
+  ~PoolBuffer() override { pool_.Give(std::move(block_)); }
+  uint8_t* host() const override { return block_.mem.get(); }
+
+ private:
+  BlockPool& pool_;
+  BlockPool::Block block_;
+};
+
+// Host memory someone else owns (the package's constants, a caller's input).
+class BorrowedBuffer final : public Buffer {
+ public:
+  BorrowedBuffer(const void* host, uint64_t size)
+      : Buffer(size), host_(static_cast<uint8_t*>(const_cast<void*>(host))) {}
+  uint8_t* host() const override { return host_; }
+
+ private:
+  uint8_t* host_;
+};
+
+uint8_t* Resolve(const BufferRef& ref) { return HostAddress(ref); }
 
 class CpuStep final : public PreparedStep {
  public:
@@ -14,24 +44,69 @@ class CpuStep final : public PreparedStep {
   KernelFn fn;
 };
 
+// Work runs as it is given, on the calling thread and the run's thread pool.
+class DoneEvent final : public Event {
+ public:
+  Status Wait() override { return Status::Ok(); }
+};
+
 class CpuQueue final : public Queue {
  public:
-  Status Run(const PreparedStep& step, KernelContext& ctx) override {
-    return static_cast<const CpuStep&>(step).fn(ctx);
+  CpuQueue(SessionPools& pools, int threads)
+      : pools_(pools), pool_(pools.Take()), context_(Resolve, threads, pool_) {}
+  ~CpuQueue() override { pools_.Give(pool_); }
+
+  Status Run(const PreparedStep& step, const StepArgs& args) override {
+    return context_.Run(static_cast<const CpuStep&>(step).fn, args);
   }
+  Status Copy(BufferRef src, BufferRef dst) override {
+    if (src.size) std::memmove(HostAddress(dst), HostAddress(src), src.size);
+    return Status::Ok();
+  }
+  Status Write(const void* host, BufferRef dst) override {
+    if (dst.size) std::memcpy(HostAddress(dst), host, dst.size);
+    return Status::Ok();
+  }
+  Status Read(BufferRef src, void* host) override {
+    if (src.size) std::memcpy(host, HostAddress(src), src.size);
+    return Status::Ok();
+  }
+  Status Signal(std::unique_ptr<Event>* out) override {
+    *out = std::make_unique<DoneEvent>();
+    return Status::Ok();
+  }
+  // Work runs on the calling thread, so waiting for the event is waiting on this thread.
+  Status Wait(Event& event) override { return event.Wait(); }
   Status Finish() override { return Status::Ok(); }
+
+ private:
+  SessionPools& pools_;
+  ThreadPool* pool_;  // this run's threads (null with one thread)
+  HostStepContext context_;
 };
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(int id) {
+  CpuDevice(const DeviceOptions& options) : threads_(options.threads), pools_(options.threads) {
     info_.kind = DeviceKind::kCpu;
-    info_.id = id;
+    info_.id = 0;
     info_.name = "host CPU";
     info_.host_addressable = true;
     info_.buffer_alignment = 64;
   }
   const DeviceInfo& info() const override { return info_; }
+  Status Allocate(uint64_t bytes, BufferPtr* out) override {
+    BlockPool::Block block = pool_.Take(static_cast<size_t>(bytes));
+    if (!block.mem) {
+      return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    *out = std::make_shared<PoolBuffer>(pool_, std::move(block), bytes);
+    return Status::Ok();
+  }
+  Status Import(const void* host, uint64_t bytes, BufferPtr* out) override {
+    *out = std::make_shared<BorrowedBuffer>(host, bytes);
+    return Status::Ok();
+  }
   Status Prepare(const pkg::Step& step, std::unique_ptr<PreparedStep>* out) const override {
     std::string_view name = step.kernel() ? step.kernel()->string_view() : std::string_view();
     KernelFn fn = cpu::FindKernel(name);
@@ -39,19 +114,22 @@ class CpuDevice final : public Device {
     *out = std::make_unique<CpuStep>(fn);
     return Status::Ok();
   }
-  Status CreateQueue(std::unique_ptr<Queue>* out) const override {
-    *out = std::make_unique<CpuQueue>();
+  Status CreateQueue(std::unique_ptr<Queue>* out) override {
+    *out = std::make_unique<CpuQueue>(pools_, threads_);
     return Status::Ok();
   }
 
  private:
   DeviceInfo info_;
+  int threads_;
+  BlockPool pool_;      // memory kept between runs
+  SessionPools pools_;  // worker threads, one set per concurrent run
 };
 
 }  // namespace
 
-Status CreateCpuDevice(int id, const DeviceOptions&, std::unique_ptr<Device>* out) {
-  *out = std::make_unique<CpuDevice>(id);
+Status CreateCpuDevice(int /*id*/, const DeviceOptions& options, std::unique_ptr<Device>* out) {
+  *out = std::make_unique<CpuDevice>(options);
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/src/device/device.h"
 
 #include "runtime/src/device/cpu_device.h"
+#include "runtime/src/device/test_device.h"
 
 namespace quilt::rt {
 
@@ -50,9 +51,10 @@ Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,
   switch (kind) {
     case DeviceKind::kCpu:
       return CreateCpuDevice(id, options, out);
+    case DeviceKind::kTest:
+      return CreateTestDevice(id, options, out);
     case DeviceKind::kOpenCl:
     case DeviceKind::kCuda:
-    case DeviceKind::kTest:
       break;
   }
   return Status::Error("device kind '" + std::string(DeviceKindName(kind)) +

@@ -1,14 +1,20 @@
 // The runtime's seam to devices: what the executor asks of any device. The executor holds
-// devices, prepared steps and queues through these interfaces and never names a device kind's
-// code; each kind implements them (cpu_device.cc here; accelerators as plug-ins).
+// devices, buffers, prepared steps, queues and events through these interfaces and never names
+// a device kind's code; each kind implements them (cpu_device.cc, test_device.cc here;
+// accelerators as plug-ins).
 //
 //   std::unique_ptr<Device> cpu;
 //   QUILT_RETURN_IF_ERROR(CreateDevice(DeviceKind::kCpu, 0, {}, &cpu));
-//   std::unique_ptr<PreparedStep> step;                  // at session creation: the kernel found,
-//   QUILT_RETURN_IF_ERROR(cpu->Prepare(*pkg_step, &step));  // static checks done
+//   std::unique_ptr<PreparedStep> step;                    // at session creation: the kernel
+//   QUILT_RETURN_IF_ERROR(cpu->Prepare(*pkg_step, &step));  // found, static checks done
 //   std::unique_ptr<Queue> q;
-//   QUILT_RETURN_IF_ERROR(cpu->CreateQueue(&q));         // per run
-//   QUILT_RETURN_IF_ERROR(q->Run(*step, ctx));           // in order; Finish() waits for all
+//   QUILT_RETURN_IF_ERROR(cpu->CreateQueue(&q));           // per run
+//   QUILT_RETURN_IF_ERROR(q->Run(*step, args));            // in order; Finish() waits for all
+//
+// Memory is the device's: the executor allocates buffers from the device and names tensors as
+// buffer + offset (BufferRef), never as a raw pointer. Only where a device says its memory is
+// host addressable may the executor take a buffer's host address; everything else moves
+// through a queue (Write, Read, Copy), in order with the steps.
 //
 // Everything that can fail for a static reason fails in CreateDevice or Prepare; Run fails only
 // on what depends on the data.
@@ -19,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/src/kernel.h"
 #include "runtime/src/status.h"
@@ -45,10 +52,65 @@ std::string DeviceKindList();
 
 struct DeviceInfo {
   DeviceKind kind = DeviceKind::kCpu;
-  int id = 0;
+  int id = 0;                     // the physical device: every CPU id is the one host CPU (0)
   std::string name;               // what the device calls itself ("host CPU", a GPU's name)
   bool host_addressable = false;  // the executor may read and write its buffers in place
   uint64_t buffer_alignment = 64;
+};
+
+// Device memory. Made by a device (Allocate, Import) and held through shared pointers, so a
+// queue that runs work late keeps the buffers of that work alive until it has run.
+class Buffer : public std::enable_shared_from_this<Buffer> {
+ public:
+  virtual ~Buffer() = default;
+  uint64_t size() const { return size_; }
+  // The host address of byte 0 where the device's memory is host addressable, else null.
+  virtual uint8_t* host() const { return nullptr; }
+
+ protected:
+  explicit Buffer(uint64_t size) : size_(size) {}
+
+ private:
+  uint64_t size_;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+// A range of a buffer: how the executor names device memory.
+struct BufferRef {
+  Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// A tensor in a device's memory: what steps read and write.
+struct DeviceTensor {
+  DType dtype = DType::kVoid;
+  Shape shape;
+  BufferRef data;
+};
+
+// Memory for the outputs of a step whose output shapes only its kernel knows (they depend on
+// the data): the kernel asks while it runs, the executor places the tensor.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  virtual Status Allocate(int i, DType dtype, Shape shape, DeviceTensor** out) = 0;
+  // The error for a kernel that makes output i other than the executor placed it, in the words
+  // the executor uses for the compiler's dims ("output 0 dim 1 is 3, expected n = 4").
+  virtual Status Disagree(int i, DType dtype, const Shape& shape) = 0;
+};
+
+// What one step reads and writes. The executor places the outputs before the step runs
+// whenever the compiler's dims give their shapes (`placed`, `outputs[i]` set); otherwise the
+// kernel places them through `allocate` as it runs, and the queue runs the step before Run
+// returns (all earlier work first), so the executor learns the shapes.
+struct StepArgs {
+  const pkg::Step* step = nullptr;
+  std::vector<const DeviceTensor*> inputs;  // flattened tuples; null for an absent optional input
+  std::vector<DeviceTensor*> outputs;
+  std::vector<DType> output_dtypes;  // as the compiler inferred them (kVoid: not known)
+  bool placed = false;
+  OutputAllocator* allocate = nullptr;  // may be null for placed outputs
 };
 
 // A step made ready to run on one device: its kernel found, its attributes read. Made once per
@@ -58,13 +120,32 @@ class PreparedStep {
   virtual ~PreparedStep() = default;
 };
 
-// A device's in-order queue, one per run: work is done in the order it is given. A queue may run
-// work as it is given (the CPU) or later; Finish returns when all of it is done.
+// A point in a queue's work: done when everything given to the queue before it is done.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the event is done.
+  virtual Status Wait() = 0;
+};
+
+// A device's in-order queue, one per run: work is done in the order it is given, each piece
+// after the one before has finished. A queue may run work as it is given (the CPU) or later;
+// Finish returns when all of it is done.
 class Queue {
  public:
   virtual ~Queue() = default;
-  // Runs `step` with the tensors and output memory of `ctx`.
-  virtual Status Run(const PreparedStep& step, KernelContext& ctx) = 0;
+  virtual Status Run(const PreparedStep& step, const StepArgs& args) = 0;
+  // Within the device.
+  virtual Status Copy(BufferRef src, BufferRef dst) = 0;
+  // From host memory: the bytes are taken when Write returns (the host memory may be reused at
+  // once); they reach `dst` in order with the queue's other work.
+  virtual Status Write(const void* host, BufferRef dst) = 0;
+  // To host memory: the bytes are there once an event signalled after the read is done.
+  virtual Status Read(BufferRef src, void* host) = 0;
+  // An event done when all work given so far is done.
+  virtual Status Signal(std::unique_ptr<Event>* out) = 0;
+  // Work given after this waits for `event` (of any queue).
+  virtual Status Wait(Event& event) = 0;
   virtual Status Finish() = 0;
 };
 
@@ -76,14 +157,26 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
+  // A buffer of `bytes` (contents undefined); an error when out of memory.
+  virtual Status Allocate(uint64_t bytes, BufferPtr* out) = 0;
+  // A buffer holding `bytes` bytes at `host`, which the caller keeps unchanged for the buffer's
+  // life: a host-addressable device uses them in place, others copy them now. For constants
+  // (the package's bytes) and borrowed inputs.
+  virtual Status Import(const void* host, uint64_t bytes, BufferPtr* out) = 0;
   // Fails with a message naming the step when the device cannot run it.
   virtual Status Prepare(const pkg::Step& step, std::unique_ptr<PreparedStep>* out) const = 0;
-  virtual Status CreateQueue(std::unique_ptr<Queue>* out) const = 0;
+  virtual Status CreateQueue(std::unique_ptr<Queue>* out) = 0;
 };
 
 // The device of `kind` numbered `id` on this machine, or an error saying why there is none.
 // Every cpu id is the one host CPU (a package's cpu vdevices share it).
 Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,
                     std::unique_ptr<Device>* out);
+
+// The host address of `ref` on a host-addressable device (null otherwise).
+inline uint8_t* HostAddress(const BufferRef& ref) {
+  uint8_t* base = ref.buffer ? ref.buffer->host() : nullptr;
+  return base ? base + ref.offset : nullptr;
+}
 
 }  // namespace quilt::rt

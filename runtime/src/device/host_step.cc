@@ -1,0 +1,98 @@
+#include "runtime/src/device/host_step.h"
+
+#include <string>
+
+#include "quilt/package_generated.h"
+
+namespace quilt::rt {
+
+Status HostStepContext::Run(KernelFn fn, const StepArgs& args) {
+  args_ = &args;
+  attrs_ = AttrView(args.step->attrs());
+  num_outputs_ = static_cast<int>(args.output_dtypes.size());
+  inputs_.resize(args.inputs.size());
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    const DeviceTensor* t = args.inputs[i];
+    if (!t) continue;
+    inputs_[i].dtype = t->dtype;
+    inputs_[i].shape = t->shape;
+    inputs_[i].data = resolve_(t->data);
+  }
+  outputs_.resize(static_cast<size_t>(num_outputs_));
+  produced_.assign(static_cast<size_t>(num_outputs_), false);
+  QUILT_RETURN_IF_ERROR(fn(*this));
+  for (int i = 0; i < num_outputs_; ++i) {
+    if (!produced_[static_cast<size_t>(i)]) {
+      return Status::Error("the kernel did not produce output " + std::to_string(i));
+    }
+  }
+  return Status::Ok();
+}
+
+const Tensor* HostStepContext::input(int i) const {
+  if (i < 0 || i >= num_inputs() || !args_->inputs[static_cast<size_t>(i)]) return nullptr;
+  return &inputs_[static_cast<size_t>(i)];
+}
+
+int HostStepContext::ArgBegin(int arg) const {
+  const auto* arity = args_->step->input_arity();
+  if (!arity) return arg;
+  int begin = 0;
+  for (int a = 0; a < arg && a < static_cast<int>(arity->size()); ++a) begin += arity->Get(a);
+  return begin;
+}
+
+int HostStepContext::ArgSize(int arg) const {
+  const auto* arity = args_->step->input_arity();
+  if (!arity) return arg < num_inputs() ? 1 : 0;
+  return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
+}
+
+DType HostStepContext::output_dtype(int i) const {
+  if (i < 0 || i >= num_outputs_) return DType::kVoid;
+  return args_->output_dtypes[static_cast<size_t>(i)];
+}
+
+Status HostStepContext::Output(int i, DType dtype, Shape shape, Tensor** out) {
+  if (i < 0 || i >= num_outputs_) {
+    return Status::Error("kernel asked for output " + std::to_string(i) + " of " +
+                         std::to_string(num_outputs_));
+  }
+  auto k = static_cast<size_t>(i);
+  const DeviceTensor* placed = nullptr;
+  if (args_->placed) {
+    placed = args_->outputs[k];
+    bool same = placed->dtype == dtype && placed->shape == shape;
+    if (!same && args_->allocate) return args_->allocate->Disagree(i, dtype, shape);
+    std::string where = "output " + std::to_string(i);
+    if (placed->dtype != dtype) {
+      return Status::Error(where + " is " + std::string(DTypeName(dtype)) +
+                           ", the compiled model expects " + std::string(DTypeName(placed->dtype)));
+    }
+    if (placed->shape.size() != shape.size()) {
+      return Status::Error(where + " has shape " + ShapeString(shape) +
+                           ", the compiled model expects rank " +
+                           std::to_string(placed->shape.size()));
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] != placed->shape[d]) {
+        return Status::Error(where + " dim " + std::to_string(d) + " is " +
+                             std::to_string(shape[d]) + ", expected " +
+                             std::to_string(placed->shape[d]));
+      }
+    }
+  } else {
+    DeviceTensor* t = nullptr;
+    QUILT_RETURN_IF_ERROR(args_->allocate->Allocate(i, dtype, std::move(shape), &t));
+    placed = t;
+  }
+  Tensor& y = outputs_[k];
+  y.dtype = placed->dtype;
+  y.shape = placed->shape;
+  y.data = resolve_(placed->data);
+  produced_[k] = true;
+  *out = &y;
+  return Status::Ok();
+}
+
+}  // namespace quilt::rt

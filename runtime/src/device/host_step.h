@@ -1,0 +1,49 @@
+// The kernel context of one step for devices whose kernels are the CPU's and whose memory is
+// host memory (the CPU, the test device): it turns the step's device tensors into the host
+// tensors kernels read and write, and checks what the kernel produced against what the
+// executor allocated.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/src/device/device.h"
+#include "runtime/src/kernel.h"
+
+namespace quilt::rt {
+
+class HostStepContext final : public KernelContext {
+ public:
+  // `resolve`: the host address of a buffer range of the device.
+  using Resolve = uint8_t* (*)(const BufferRef& ref);
+  HostStepContext(Resolve resolve, int threads, ThreadPool* pool)
+      : resolve_(resolve), threads_(threads), pool_(pool), attrs_(nullptr) {}
+
+  // Runs kernel `fn` on `args`; fails when the kernel fails or leaves an output unproduced.
+  Status Run(KernelFn fn, const StepArgs& args);
+
+  int num_inputs() const override { return static_cast<int>(args_->inputs.size()); }
+  const Tensor* input(int i) const override;
+  int ArgBegin(int arg) const override;
+  int ArgSize(int arg) const override;
+  int num_outputs() const override { return num_outputs_; }
+  DType output_dtype(int i) const override;
+  Status Output(int i, DType dtype, Shape shape, Tensor** out) override;
+  const AttrView& attrs() const override { return attrs_; }
+  int threads() const override { return threads_; }
+  ThreadPool* thread_pool() const override { return pool_; }
+
+ private:
+  Resolve resolve_;
+  int threads_;
+  ThreadPool* pool_;
+  const StepArgs* args_ = nullptr;
+  AttrView attrs_;
+  int num_outputs_ = 0;
+  // Reused from step to step, so a run in steady state allocates nothing here.
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> outputs_;
+  std::vector<bool> produced_;
+};
+
+}  // namespace quilt::rt
