@@ -9,8 +9,10 @@
 //   }
 //
 // A kernel computes the shape of each output from its inputs and attributes and asks the context
-// for the memory (`Output`); the executor then checks the shape against what the compiler
-// inferred, so the two can never silently disagree. Kernels check data-dependent conditions
+// for the memory (`Output`). Where the compiler's dims give the shape, the executor has placed
+// the output before the step was queued and `Output` checks the kernel's shape against it; where
+// they do not (data-dependent shapes), `Output` places it. Either way the two can never silently
+// disagree. Kernels check data-dependent conditions
 // (an index out of range) and return an error; everything static was checked by the compiler.
 // Kernels are found by op name ("nn.conv2d") in an explicit table per device.
 #pragma once

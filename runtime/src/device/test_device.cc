@@ -16,7 +16,8 @@ class TestBuffer final : public Buffer {
  public:
   explicit TestBuffer(uint64_t size)
       : Buffer(size),
-        mem_(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<uint64_t>(64, (size + 63) / 64 * 64)))) {
+        mem_(static_cast<uint8_t*>(
+            std::aligned_alloc(64, std::max<uint64_t>(64, (size + 63) / 64 * 64)))) {
     if (mem_) std::memset(mem_.get(), 0xff, size);
   }
   // host() stays null: only this device reaches the memory.
