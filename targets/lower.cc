@@ -94,20 +94,7 @@ class GraphLowering {
       // gets a copy, so every output has a name and memory of its own.
       bool shared = g_.values[v].kind != pkg::ValueKind::Intermediate ||
                     std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end();
-      if (shared) {
-        int copy = static_cast<int>(g_.values.size());
-        g_.values.push_back(g_.values[v]);
-        g_.values[copy].kind = pkg::ValueKind::Intermediate;
-        g_.values[copy].buffer = g_.values[copy].default_buffer = -1;
-        StepSpec step;
-        step.kernel = "copy";
-        step.device = g_.values[v].device;
-        step.inputs = {v};
-        step.input_arity = {1};
-        step.outputs = {copy};
-        g_.steps.push_back(std::move(step));
-        v = copy;
-      }
+      if (shared) v = AddCopy(v, g_.values[v].device, "");
       g_.values[v].name = out_names && i < out_names->size() ? (*out_names)[i] : names[i];
       g_.outputs.push_back(v);
     }
@@ -407,6 +394,11 @@ class GraphLowering {
     if (SamePhysicalDevice(g_.values[v].device, device)) return v;
     auto it = copies_.find({v, device});
     if (it != copies_.end()) return it->second;
+    return copies_[{v, device}] = AddCopy(v, device, source_);
+  }
+
+  // A `copy` step of value v into a new intermediate on `device`; returns the new value.
+  int AddCopy(int v, int device, const std::string& source) {
     int copy = static_cast<int>(g_.values.size());
     g_.values.push_back(g_.values[v]);
     ValueSpec& value = g_.values[copy];
@@ -416,12 +408,11 @@ class GraphLowering {
     StepSpec step;
     step.kernel = "copy";
     step.device = device;
-    step.source = source_;
+    step.source = source;
     step.inputs = {v};
     step.input_arity = {1};
     step.outputs = {copy};
     g_.steps.push_back(std::move(step));
-    copies_[{v, device}] = copy;
     return copy;
   }
 

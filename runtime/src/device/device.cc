@@ -1,5 +1,6 @@
 #include "runtime/src/device/device.h"
 
+#include "quilt/package_generated.h"
 #include "runtime/src/device/cpu_device.h"
 #include "runtime/src/device/test_device.h"
 
@@ -44,6 +45,20 @@ std::string DeviceKindList() {
   std::string s;
   for (DeviceKind k : kDeviceKinds) s += (s.empty() ? "" : ", ") + std::string(DeviceKindName(k));
   return s;
+}
+
+int StepArgBegin(const pkg::Step& step, int arg) {
+  const auto* arity = step.input_arity();
+  if (!arity) return arg;
+  int begin = 0;
+  for (int a = 0; a < arg && a < static_cast<int>(arity->size()); ++a) begin += arity->Get(a);
+  return begin;
+}
+
+int StepArgSize(const pkg::Step& step, int arg) {
+  const auto* arity = step.input_arity();
+  if (!arity) return arg < static_cast<int>(step.inputs()->size()) ? 1 : 0;
+  return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
 }
 
 Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,

@@ -113,6 +113,11 @@ struct StepArgs {
   OutputAllocator* allocate = nullptr;  // may be null for placed outputs
 };
 
+// Where argument `arg` of `step` starts in its flattened inputs, and how many inputs it has (a
+// tuple argument contributes one per field; steps without an arity list have one per argument).
+int StepArgBegin(const pkg::Step& step, int arg);
+int StepArgSize(const pkg::Step& step, int arg);
+
 // A step made ready to run on one device: its kernel found, its attributes read. Made once per
 // session; a device's queue runs it as many times as runs ask.
 class PreparedStep {

@@ -34,19 +34,9 @@ const Tensor* HostStepContext::input(int i) const {
   return &inputs_[static_cast<size_t>(i)];
 }
 
-int HostStepContext::ArgBegin(int arg) const {
-  const auto* arity = args_->step->input_arity();
-  if (!arity) return arg;
-  int begin = 0;
-  for (int a = 0; a < arg && a < static_cast<int>(arity->size()); ++a) begin += arity->Get(a);
-  return begin;
-}
+int HostStepContext::ArgBegin(int arg) const { return StepArgBegin(*args_->step, arg); }
 
-int HostStepContext::ArgSize(int arg) const {
-  const auto* arity = args_->step->input_arity();
-  if (!arity) return arg < num_inputs() ? 1 : 0;
-  return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
-}
+int HostStepContext::ArgSize(int arg) const { return StepArgSize(*args_->step, arg); }
 
 DType HostStepContext::output_dtype(int i) const {
   if (i < 0 || i >= num_outputs_) return DType::kVoid;
