@@ -288,7 +288,8 @@ class GraphLowering {
 
   // A region (a function with a "vdevice" attribute, made by partition) is lowered in line:
   // its steps join this graph, on its device.
-  Expected<std::vector<int>> LowerRegionCall(const ir::CallNode& call, const ir::FunctionNode& f) {
+  Expected<std::vector<int>> LowerRegionCall(const ir::CallNode& call, const ir::FunctionNode& f,
+                                             const std::string& region) {
     if (f.params.size() != call.args.size()) return Error("a region call with the wrong arity");
     Expected<int> device =
         ir::ResolveDeviceString(*f.attrs.Get<std::string>("vdevice"), pl_.module.vdevices);
@@ -305,8 +306,10 @@ class GraphLowering {
       vars_[f.params[i].get()] = *vals;
     }
     std::string saved = source_;
+    size_t first = g_.steps.size();
     QUILT_TRY(LowerBindings(*f.body));
     source_ = saved;
+    for (size_t s = first; s < g_.steps.size(); ++s) g_.steps[s].region = region;
     return LowerArg(f.body->body);
   }
 
@@ -327,6 +330,7 @@ class GraphLowering {
     if (!outs) return outs;
     StepSpec step;
     step.kernel = "copy";
+    step.kind = pkg::StepKind::Copy;
     step.device = dst;
     step.source = source_;
     step.inputs = *in;
@@ -340,7 +344,7 @@ class GraphLowering {
     const ir::OpInfo* op = call.op();
     if (const auto* gv = ir::As<ir::GlobalVarNode>(call.callee)) {
       ir::Function f = pl_.module.Lookup(gv->name);
-      if (f && f->attrs.Get<std::string>("vdevice")) return LowerRegionCall(call, *f);
+      if (f && f->attrs.Get<std::string>("vdevice")) return LowerRegionCall(call, *f, gv->name);
     }
     if (!op) {
       return Error("calls of functions (Loop, Scan bodies) are not supported by the package yet");
@@ -366,6 +370,7 @@ class GraphLowering {
       step.input_arity.push_back(static_cast<int>(vals->size()));
     }
     bool builtin = op->kind == ir::OpKind::kWhileLoop || op->kind == ir::OpKind::kScan;
+    if (builtin) step.kind = pkg::StepKind::Control;
     if (!builtin && !cpu::FindKernel(op->name)) {
       pl_.missing.push_back({op->name, source_.empty() ? name : source_});
     }
@@ -407,6 +412,7 @@ class GraphLowering {
     value.device = device;
     StepSpec step;
     step.kernel = "copy";
+    step.kind = pkg::StepKind::Copy;
     step.device = device;
     step.source = source;
     step.inputs = {v};
@@ -437,6 +443,7 @@ class GraphLowering {
     for (const ir::Var& v : ir::FreeVars(*node.else_branch, captured)) captured.push_back(v);
     StepSpec step;
     step.kernel = "if";
+    step.kind = pkg::StepKind::Control;
     step.source = source_;
     step.device = current_device_ = pl_.host;
     Expected<std::vector<int>> cond = LowerArg(node.cond);
@@ -513,6 +520,7 @@ class GraphLowering {
     }
     StepSpec step;
     step.kernel = "shape_expr";
+    step.kind = pkg::StepKind::Control;
     step.source = source_;
     step.device = pl_.host;
     for (const ir::PrimExpr& d : shape.values) step.dims.push_back(Dim(d));
@@ -546,6 +554,7 @@ class GraphLowering {
     if (!prim.value) return Error("a prim value without a value");
     StepSpec step;
     step.kernel = "prim_value";
+    step.kind = pkg::StepKind::Control;
     step.source = source_;
     step.device = pl_.host;
     step.dims = {Dim(prim.value)};

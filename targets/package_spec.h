@@ -43,6 +43,12 @@ struct StepSpec {
   std::vector<int> dims = {};
   std::vector<int> subgraphs = {};
   std::string source = {};
+  // The partition region the step came from (its function's name; empty for none). The writer
+  // makes the package's regions from it: each run of consecutive kernel and dispatch steps with
+  // one device and one region name is one region.
+  std::string region = {};
+  pkg::StepKind kind = pkg::StepKind::Kernel;
+  int code = -1;  // Dispatch: index into PackageSpec::code
 };
 
 struct GraphSpec {
@@ -67,6 +73,7 @@ struct TargetCodeSpec {
   std::string format = {};
   int buffer = -1;
   std::vector<std::string> entry_points = {};
+  std::string target = {};
 };
 
 struct PackageSpec {

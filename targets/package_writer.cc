@@ -77,15 +77,52 @@ fb::Offset<pkg::Graph> WriteGraph(fb::FlatBufferBuilder& b, const GraphSpec& g) 
   for (const StepSpec& s : g.steps) {
     std::vector<fb::Offset<pkg::Attr>> attrs;
     for (const auto& [name, value] : s.attrs.items) attrs.push_back(WriteAttr(b, name, value));
-    steps.push_back(pkg::CreateStep(b, b.CreateString(s.kernel), s.device, b.CreateVector(s.inputs),
-                                    b.CreateVector(s.input_arity), b.CreateVector(s.outputs),
-                                    b.CreateVector(attrs), b.CreateVector(s.dims),
-                                    b.CreateVector(s.subgraphs), b.CreateString(s.source)));
+    steps.push_back(pkg::CreateStep(
+        b, s.kind, b.CreateString(s.kernel), s.device, s.code, b.CreateVector(s.inputs),
+        b.CreateVector(s.input_arity), b.CreateVector(s.outputs), b.CreateVector(attrs),
+        b.CreateVector(s.dims), b.CreateVector(s.subgraphs), b.CreateString(s.source)));
   }
-  return pkg::CreateGraph(b, b.CreateString(g.name), b.CreateVectorOfStrings(g.symbols),
-                          b.CreateVectorOfStructs(dims), b.CreateVector(values),
-                          b.CreateVector(g.inputs), b.CreateVector(g.outputs),
-                          b.CreateVector(steps), b.CreateVector(g.arena_bytes));
+  // Regions: runs of steps of one region name, from a kernel or dispatch step of one device to
+  // the last such step, with only the region's host feed between them (see the loader's check).
+  std::vector<fb::Offset<pkg::Region>> regions;
+  std::vector<int> made_by(g.values.size(), -1);
+  for (size_t i = 0; i < g.steps.size(); ++i) {
+    for (int v : g.steps[i].outputs) made_by[static_cast<size_t>(v)] = static_cast<int>(i);
+  }
+  auto runs_on_device = [&](size_t i) {
+    return g.steps[i].kind == pkg::StepKind::Kernel || g.steps[i].kind == pkg::StepKind::Dispatch;
+  };
+  for (size_t i = 0; i < g.steps.size();) {
+    if (!runs_on_device(i)) {
+      ++i;
+      continue;
+    }
+    const StepSpec& first = g.steps[i];
+    size_t last = i;
+    for (size_t j = i + 1; j < g.steps.size() && g.steps[j].region == first.region; ++j) {
+      const StepSpec& s = g.steps[j];
+      if (runs_on_device(j)) {
+        if (s.device != first.device) break;
+        last = j;
+        continue;
+      }
+      bool feed =
+          s.kind == pkg::StepKind::Control
+              ? s.kernel == "shape_expr" || s.kernel == "prim_value"
+              : s.kind == pkg::StepKind::Copy && s.device == first.device &&
+                    made_by[static_cast<size_t>(s.inputs[0])] >= static_cast<int>(i) &&
+                    g.steps[static_cast<size_t>(made_by[static_cast<size_t>(s.inputs[0])])].kind ==
+                        pkg::StepKind::Control;
+      if (!feed) break;
+    }
+    regions.push_back(pkg::CreateRegion(b, b.CreateString(first.region), first.device,
+                                        static_cast<int>(i), static_cast<int>(last - i + 1)));
+    i = last + 1;
+  }
+  return pkg::CreateGraph(
+      b, b.CreateString(g.name), b.CreateVectorOfStrings(g.symbols), b.CreateVectorOfStructs(dims),
+      b.CreateVector(values), b.CreateVector(g.inputs), b.CreateVector(g.outputs),
+      b.CreateVector(steps), b.CreateVector(g.arena_bytes), b.CreateVector(regions));
 }
 
 }  // namespace
@@ -113,7 +150,8 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   // depend on them) and patch them in the finished bytes.
   std::vector<fb::Offset<pkg::TargetCode>> code;
   for (const TargetCodeSpec& c : spec.code) {
-    code.push_back(pkg::CreateTargetCode(b, c.device, b.CreateString(c.format), c.buffer,
+    code.push_back(pkg::CreateTargetCode(b, c.device, b.CreateString(c.format),
+                                         b.CreateString(c.target), c.buffer,
                                          b.CreateVectorOfStrings(c.entry_points)));
   }
   auto code_v = b.CreateVector(code);

@@ -72,6 +72,27 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
     }
     os << "    " << n << "\t" << key.second << "\n";
   }
+  // Regions of the entry graph: where each device's work starts and ends.
+  int num_regions = g.regions() ? static_cast<int>(g.regions()->size()) : 0;
+  os << "regions: " << num_regions << (num_regions ? "\n" : "");
+  for (int r = 0; r < num_regions; ++r) {
+    const pkg::Region* region = g.regions()->Get(r);
+    os << "  " << r << ": on " << p.devices()->Get(region->device())->target()->str() << ", steps "
+       << region->first_step() << "-" << region->first_step() + region->num_steps() - 1;
+    if (region->name() && region->name()->size()) os << " (" << region->name()->str() << ")";
+    os << "\n";
+  }
+  if (!num_regions) os << "\n";
+  if (p.code() && p.code()->size()) {
+    os << "code sections:\n";
+    for (uint32_t i = 0; i < p.code()->size(); ++i) {
+      const pkg::TargetCode* c = p.code()->Get(i);
+      os << "  " << i << ": " << c->format()->str() << " for "
+         << (c->target() ? c->target()->str() : std::string("?")) << " on device " << c->device()
+         << ", " << package.BufferSize(c->buffer()) << " bytes, "
+         << (c->entry_points() ? c->entry_points()->size() : 0) << " entry points\n";
+    }
+  }
   uint64_t constant_bytes = 0;
   int constants = 0;
   for (const pkg::Value* v : *g.values()) {
@@ -104,6 +125,7 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
   for (uint32_t i = 0; i < g.steps()->size(); ++i) {
     const pkg::Step* s = g.steps()->Get(i);
     os << "  " << i << ": " << s->kernel()->str();
+    if (s->kind() == pkg::StepKind::Dispatch) os << " (code " << s->code() << ")";
     if (s->source() && s->source()->size()) os << " [" << s->source()->str() << "]";
     os << " ->";
     for (int32_t v : *s->outputs()) os << " " << ValueText(g, v);

@@ -75,6 +75,14 @@ const uint8_t* LoadedPackage::BufferData(int i) const {
 
 uint64_t LoadedPackage::BufferSize(int i) const { return root_->buffers()->Get(i)->size(); }
 
+std::optional<pkg::StepKind> BuiltinStepKind(std::string_view name) {
+  if (name == "copy") return pkg::StepKind::Copy;
+  for (std::string_view control : {"shape_expr", "prim_value", "if", "while_loop", "scan"}) {
+    if (name == control) return pkg::StepKind::Control;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // Semantic checks of one graph; `where` names it in messages.
@@ -111,6 +119,7 @@ class GraphChecker {
     for (uint32_t s = 0; s < g_.steps()->size(); ++s) {
       QUILT_RETURN_IF_ERROR(CheckStep(static_cast<int>(s)));
     }
+    QUILT_RETURN_IF_ERROR(CheckRegions());
     for (int32_t v : *g_.outputs()) {
       QUILT_RETURN_IF_ERROR(CheckIndex(v, "graph output"));
       if (!defined_[v]) return Fail("graph output " + std::to_string(v) + " is never defined");
@@ -257,6 +266,7 @@ class GraphChecker {
     what += " (" + step->kernel()->str() + ")";
     int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
     if (step->device() < 0 || step->device() >= num_devices) return Fail(what + ": no such device");
+    QUILT_RETURN_IF_ERROR(CheckKind(*step, what));
     int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
     if (step->inputs()) {
       for (int32_t v : *step->inputs()) {
@@ -283,6 +293,16 @@ class GraphChecker {
         }
       }
     }
+    if (step->kind() == pkg::StepKind::Copy) {
+      if (num_inputs != 1 || !step->outputs() || step->outputs()->size() != 1 ||
+          (*step->inputs())[0] < 0) {
+        return Fail(what + ": a copy takes one value and makes one");
+      }
+      int out = (*step->outputs())[0];
+      if (out < 0 || out >= num_values_ || g_.values()->Get(out)->device() != step->device()) {
+        return Fail(what + ": a copy's result must live on the copy's device");
+      }
+    }
     if (step->outputs()) {
       for (int32_t v : *step->outputs()) {
         QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
@@ -292,6 +312,108 @@ class GraphChecker {
                       ", which is not an intermediate");
         }
         defined_[v] = true;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The kind agrees with the name: builtins by name, kernels never a builtin's name, dispatch
+  // steps an entry point of a code section of their own device.
+  Status CheckKind(const pkg::Step& step, const std::string& what) const {
+    pkg::StepKind kind = step.kind();
+    if (kind < pkg::StepKind::MIN || kind > pkg::StepKind::MAX) {
+      return Fail(what + ": unknown step kind " + std::to_string(static_cast<int>(kind)));
+    }
+    std::optional<pkg::StepKind> builtin = BuiltinStepKind(step.kernel()->string_view());
+    std::string kind_name = pkg::EnumNameStepKind(kind);
+    if ((kind == pkg::StepKind::Copy || kind == pkg::StepKind::Control) && builtin != kind) {
+      return Fail(what + ": a " + kind_name + " step that names no " + kind_name + " builtin");
+    }
+    if ((kind == pkg::StepKind::Kernel || kind == pkg::StepKind::Dispatch) && builtin) {
+      return Fail(what + ": a " + kind_name + " step names the builtin '" + step.kernel()->str() +
+                  "'");
+    }
+    if (kind != pkg::StepKind::Dispatch) return Status::Ok();
+    int num_code = p_.code() ? static_cast<int>(p_.code()->size()) : 0;
+    if (step.code() < 0 || step.code() >= num_code) {
+      return Fail(what + ": dispatches code section " + std::to_string(step.code()) +
+                  ", which the package lacks");
+    }
+    const pkg::TargetCode* code = p_.code()->Get(step.code());
+    if (code->device() != step.device()) {
+      return Fail(what + " on device " + std::to_string(step.device()) +
+                  " dispatches code for device " + std::to_string(code->device()));
+    }
+    if (code->entry_points()) {
+      for (const flatbuffers::String* e : *code->entry_points()) {
+        if (e->string_view() == step.kernel()->string_view()) return Status::Ok();
+      }
+    }
+    return Fail(what + ": code section " + std::to_string(step.code()) + " has no entry point '" +
+                step.kernel()->str() + "'");
+  }
+
+  // Regions in step order, apart, inside the graph. A region holds kernel and dispatch steps of
+  // its device, and between them only its host feed: shape_expr and prim_value steps (they read
+  // no tensor) and copies of their results onto the region's device. Every kernel and dispatch
+  // step lies in a region.
+  Status CheckRegions() const {
+    int num_steps = static_cast<int>(g_.steps()->size());
+    std::vector<bool> covered(num_steps, false);
+    std::vector<int> made_by(static_cast<size_t>(num_values_), -1);
+    for (int s = 0; s < num_steps; ++s) {
+      for (int32_t v : *g_.steps()->Get(s)->outputs()) made_by[static_cast<size_t>(v)] = s;
+    }
+    int end = 0;
+    int num_devices = static_cast<int>(p_.devices()->size());
+    for (uint32_t r = 0; g_.regions() && r < g_.regions()->size(); ++r) {
+      const pkg::Region* region = g_.regions()->Get(r);
+      std::string what = "region " + std::to_string(r);
+      if (region->name() && region->name()->size()) what += " '" + region->name()->str() + "'";
+      if (region->device() < 0 || region->device() >= num_devices) {
+        return Fail(what + ": no such device");
+      }
+      if (region->first_step() < end || region->num_steps() <= 0 ||
+          region->num_steps() > num_steps - region->first_step()) {
+        return Fail(what + ": steps " + std::to_string(region->first_step()) + " + " +
+                    std::to_string(region->num_steps()) +
+                    " are out of order, overlap another region or lie outside the graph");
+      }
+      int begin = region->first_step();
+      end = begin + region->num_steps();
+      for (int s = begin; s < end; ++s) {
+        const pkg::Step* step = g_.steps()->Get(s);
+        std::string name = step->kernel()->str();
+        bool ok = false;
+        switch (step->kind()) {
+          case pkg::StepKind::Kernel:
+          case pkg::StepKind::Dispatch:
+            ok = step->device() == region->device();
+            covered[s] = true;
+            break;
+          case pkg::StepKind::Control:
+            ok = name == "shape_expr" || name == "prim_value";
+            break;
+          case pkg::StepKind::Copy: {
+            int from = made_by[static_cast<size_t>((*step->inputs())[0])];
+            ok = step->device() == region->device() && from >= begin &&
+                 g_.steps()->Get(from)->kind() == pkg::StepKind::Control;
+            break;
+          }
+        }
+        if (!ok) {
+          return Fail(what + " on device " + std::to_string(region->device()) + " holds step " +
+                      std::to_string(s) + " (" + name + ", a " +
+                      pkg::EnumNameStepKind(step->kind()) + " step on device " +
+                      std::to_string(step->device()) + "), which does not belong in it");
+        }
+      }
+    }
+    for (int s = 0; s < num_steps; ++s) {
+      pkg::StepKind kind = g_.steps()->Get(s)->kind();
+      if ((kind == pkg::StepKind::Kernel || kind == pkg::StepKind::Dispatch) && !covered[s]) {
+        return Fail("step " + std::to_string(s) + " (" + g_.steps()->Get(s)->kernel()->str() +
+                    ") lies in no region");
       }
     }
     return Status::Ok();
@@ -325,9 +447,15 @@ Status LoadedPackage::Check(const std::string& origin) {
   const pkg::FormatVersion* version = root_->version();
   if (!version) return Status::Error(origin + ": no format version");
   if (version->major() != kFormatMajor) {
-    return Status::Error(origin + " has package format " + std::to_string(version->major()) + "." +
-                         std::to_string(version->minor()) + "; this runtime reads format " +
-                         std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor));
+    std::string message = origin + " has package format " + std::to_string(version->major()) + "." +
+                          std::to_string(version->minor()) + "; this runtime reads format " +
+                          std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor);
+    if (version->major() < kFormatMajor) {
+      message += ": compile the model again with a quiltc of this release";
+    } else {
+      message += ": run it with a newer quilt runtime";
+    }
+    return Status::Error(message);
   }
   if (root_->data_offset() % 64 != 0 || root_->data_offset() > size ||
       root_->data_size() > size - root_->data_offset()) {
@@ -348,10 +476,15 @@ Status LoadedPackage::Check(const std::string& origin) {
   }
   if (root_->code()) {
     int num_buffers = root_->buffers() ? static_cast<int>(root_->buffers()->size()) : 0;
-    for (const pkg::TargetCode* c : *root_->code()) {
+    for (uint32_t i = 0; i < root_->code()->size(); ++i) {
+      const pkg::TargetCode* c = root_->code()->Get(i);
       if (c->device() < 0 || c->device() >= static_cast<int>(root_->devices()->size()) ||
           c->buffer() < 0 || c->buffer() >= num_buffers) {
-        return Status::Error(origin + ": target code refers to a missing device or buffer");
+        return Status::Error(origin + ": code section " + std::to_string(i) +
+                             " refers to a missing device or buffer");
+      }
+      if (!c->format() || c->format()->size() == 0) {
+        return Status::Error(origin + ": code section " + std::to_string(i) + " names no format");
       }
     }
   }

@@ -7,17 +7,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "quilt/package_generated.h"
 #include "runtime/src/status.h"
 
 namespace quilt::rt {
 
-// The format version this runtime reads and writes. A package with a newer major version is
-// refused; a newer minor version adds only fields this runtime may ignore.
-inline constexpr uint16_t kFormatMajor = 1;
+// The format version this runtime reads and writes. A package of another major version is
+// refused (an older one with the advice to compile the model again); a newer minor version adds
+// only fields this runtime may ignore.
+//   1.0  values, steps by kernel name, per-device arenas, constants in a data section
+//   2.0  step kinds (kernel, dispatch, copy, control), regions, code sections with their target
+inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 0;
+
+// The step kind a builtin name belongs to: Copy for "copy", Control for the executor's control
+// steps, nullopt for any other name (an op's kernel or an entry point).
+std::optional<pkg::StepKind> BuiltinStepKind(std::string_view name);
 
 class PackageBytes;
 

@@ -50,6 +50,8 @@ struct Session::Plans {
   // Per device here, per package buffer: the constant made ready on that device (null where
   // no value of the device reads it).
   std::vector<std::vector<BufferPtr>> constants;
+  // Per code section of the package: as its device loaded it (null where its device is unused).
+  std::vector<std::unique_ptr<Executable>> executables;
   std::vector<GraphPlan> graphs;  // per graph of the package
 };
 
@@ -89,7 +91,13 @@ std::string StepName(const pkg::Graph& g, int s) {
 
 namespace {
 
-Builtin BuiltinOf(std::string_view name) {
+// What the executor does itself for a step (kNone: the step's device runs it). The loader checked
+// that the kind and the name agree.
+Builtin BuiltinOf(const pkg::Step& step) {
+  if (step.kind() == pkg::StepKind::Kernel || step.kind() == pkg::StepKind::Dispatch) {
+    return Builtin::kNone;
+  }
+  std::string_view name = step.kernel()->string_view();
   if (name == "shape_expr") return Builtin::kShapeExpr;
   if (name == "prim_value") return Builtin::kPrimValue;
   if (name == "if") return Builtin::kIf;
@@ -109,12 +117,20 @@ Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
   int num_steps = static_cast<int>(g.steps()->size());
   for (int i = 0; i < num_steps; ++i) {
     const pkg::Step* step = g.steps()->Get(i);
-    Builtin builtin = BuiltinOf(step->kernel()->string_view());
+    Builtin builtin = BuiltinOf(*step);
     std::unique_ptr<PreparedStep> prepared;
     if (builtin == Builtin::kNone) {
       int d = plans.device_of[static_cast<size_t>(step->device())];
       const Device& device = *plans.devices[static_cast<size_t>(d)];
-      if (!device.Prepare(*step, &prepared).ok()) {
+      const Executable* code = nullptr;
+      if (step->kind() == pkg::StepKind::Dispatch) {
+        code = plans.executables[static_cast<size_t>(step->code())].get();
+      }
+      Status st = device.Prepare(*step, code, &prepared);
+      if (!st.ok() && step->kind() == pkg::StepKind::Dispatch) {
+        return Status::Error(StepName(g, i) + ": " + st.message());
+      }
+      if (!st.ok()) {
         std::string& list = (*missing)[device.info().kind];
         list += (list.empty() ? "" : ", ") + StepName(g, i);
       }
@@ -238,6 +254,28 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
         QUILT_RETURN_IF_ERROR(plans.devices[d]->Import(
             package->BufferData(b), package->BufferSize(b), &plans.constants[d][b]));
       }
+    }
+  }
+  // Code sections, once each, on their devices.
+  plans.executables.resize(p.code() ? p.code()->size() : 0);
+  for (size_t i = 0; i < plans.executables.size(); ++i) {
+    const pkg::TargetCode* c = p.code()->Get(static_cast<uint32_t>(i));
+    int d = plans.device_of[static_cast<size_t>(c->device())];
+    if (d < 0) continue;
+    CodeBlob blob;
+    blob.format = c->format()->string_view();
+    blob.target = c->target() ? c->target()->string_view() : std::string_view();
+    blob.bytes = package->BufferData(c->buffer());
+    blob.size = package->BufferSize(c->buffer());
+    if (c->entry_points()) {
+      for (const flatbuffers::String* e : *c->entry_points()) {
+        blob.entry_points.push_back(e->string_view());
+      }
+    }
+    Status st = plans.devices[static_cast<size_t>(d)]->Load(blob, &plans.executables[i]);
+    if (!st.ok()) {
+      return Status::Error("code section " + std::to_string(i) + " (" + std::string(blob.format) +
+                           " for '" + std::string(blob.target) + "'): " + st.message());
     }
   }
   std::map<DeviceKind, std::string> missing;

@@ -38,12 +38,12 @@ TEST(Device, TheCpuPreparesKnownKernelsAndRefusesOthers) {
   ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
   const pkg::Step& step = *p->root().graphs()->Get(0)->steps()->Get(0);
   std::unique_ptr<rt::PreparedStep> prepared;
-  EXPECT_TRUE(cpu->Prepare(step, &prepared).ok());
+  EXPECT_TRUE(cpu->Prepare(step, nullptr, &prepared).ok());
   EXPECT_TRUE(prepared);
   spec.graphs[0].steps[0].kernel = "nn.frobnicate";
   bytes = compiler::WritePackage(spec);
   ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
-  rt::Status st = cpu->Prepare(*p->root().graphs()->Get(0)->steps()->Get(0), &prepared);
+  rt::Status st = cpu->Prepare(*p->root().graphs()->Get(0)->steps()->Get(0), nullptr, &prepared);
   EXPECT_EQ(st.message(), "no CPU kernel for nn.frobnicate");
 }
 

@@ -103,7 +103,7 @@ TEST(Package, TargetCodeIsKeptAndChecked) {
   EXPECT_EQ(p->root().code()->Get(0)->format()->str(), "elf-object");
   EXPECT_EQ(p->BufferSize(1), 16u);
   spec.code[0].buffer = 7;
-  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("target code refers to a missing"),
+  EXPECT_NE(LoadError(compiler::WritePackage(spec)).find("code section 0 refers to a missing"),
             std::string::npos);
 }
 
@@ -121,6 +121,148 @@ TEST(Package, NewerMajorVersionIsRefusedNamingBothVersions) {
   EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor + 1) + ".0"), std::string::npos)
       << e;
   EXPECT_NE(e.find("reads format " + std::to_string(rt::kFormatMajor) + "."), std::string::npos)
+      << e;
+}
+
+TEST(Package, OlderMajorVersionIsRefusedWithAdvice) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  pkg::GetMutablePackage(bytes.data())->mutable_version()->mutate_major(rt::kFormatMajor - 1);
+  std::string e = LoadError(bytes);
+  EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor - 1) + ".0"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("compile the model again"), std::string::npos) << e;
+}
+
+TEST(Package, StepKindMustAgreeWithItsName) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].steps[0].kind = pkg::StepKind::Copy;  // an add called a copy
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (add): a Copy step that names no Copy builtin"), std::string::npos) << e;
+  spec = test::AddConstantPackage();
+  spec.graphs[0].steps[0].kernel = "shape_expr";  // a builtin's name on a kernel step
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("a Kernel step names the builtin 'shape_expr'"), std::string::npos) << e;
+  // A kind past the list (a damaged byte), on a copy step (a kind that is stored).
+  spec = test::AddConstantPackage();
+  compiler::GraphSpec& g = spec.graphs[0];
+  g.values.push_back(g.values[2]);
+  compiler::StepSpec copy{"copy", 0, {2}, {1}, {3}};
+  copy.kind = pkg::StepKind::Copy;
+  g.steps.push_back(copy);
+  g.outputs = {3};
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  ASSERT_EQ(LoadError(bytes), "");
+  auto* step = pkg::GetMutablePackage(bytes.data())
+                   ->mutable_graphs()
+                   ->GetMutableObject(0)
+                   ->mutable_steps()
+                   ->GetMutableObject(1);
+  ASSERT_TRUE(step->mutate_kind(static_cast<pkg::StepKind>(9)));
+  e = LoadError(bytes);
+  EXPECT_NE(e.find("step 1 (copy): unknown step kind 9"), std::string::npos) << e;
+}
+
+// Two kernel steps labelled with two partition regions, on one device.
+compiler::PackageSpec TwoRegionPackage() {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  compiler::GraphSpec& g = spec.graphs[0];
+  auto f32 = static_cast<int32_t>(rt::DType::kFloat32);
+  g.values.push_back({"z", pkg::ValueKind::Intermediate, f32, 2, {0, 1}});
+  compiler::StepSpec mul{"multiply", 0, {2, 2}, {1, 1}, {3}};
+  g.steps[0].region = "main_region0";
+  mul.region = "main_region1";
+  g.steps.push_back(mul);
+  g.outputs = {3};
+  return spec;
+}
+
+TEST(Package, RegionsAreKeptInStepOrder) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(TwoRegionPackage());
+  std::unique_ptr<LoadedPackage> p;
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  const auto* regions = p->root().graphs()->Get(0)->regions();
+  ASSERT_TRUE(regions);
+  ASSERT_EQ(regions->size(), 2u);
+  EXPECT_EQ(regions->Get(0)->name()->str(), "main_region0");
+  EXPECT_EQ(regions->Get(1)->name()->str(), "main_region1");
+  EXPECT_EQ(regions->Get(1)->first_step(), 1);
+  EXPECT_EQ(regions->Get(1)->num_steps(), 1);
+  // One label for both: one region.
+  compiler::PackageSpec spec = TwoRegionPackage();
+  spec.graphs[0].steps[1].region = "main_region0";
+  bytes = compiler::WritePackage(spec);
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  EXPECT_EQ(p->root().graphs()->Get(0)->regions()->size(), 1u);
+}
+
+TEST(Package, RegionsOutOfOrderOrHoldingAnotherDevicesStepsAreRefused) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(TwoRegionPackage());
+  auto regions = [&] {
+    return pkg::GetMutablePackage(bytes.data())
+        ->mutable_graphs()
+        ->GetMutableObject(0)
+        ->mutable_regions();
+  };
+  ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_first_step(0));
+  std::string e = LoadError(bytes);
+  EXPECT_NE(e.find("region 1 'main_region1': steps 0 + 1 are out of order, overlap"),
+            std::string::npos)
+      << e;
+  bytes = compiler::WritePackage(TwoRegionPackage());
+  ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_num_steps(2));  // past the last step
+  e = LoadError(bytes);
+  EXPECT_NE(e.find("region 1 'main_region1': steps 1 + 2 are out of order, overlap another region "
+                   "or lie outside the graph"),
+            std::string::npos)
+      << e;
+  // A region that holds a step of another device.
+  compiler::PackageSpec spec = TwoRegionPackage();
+  spec.devices.push_back({"llvm", "cpu", 1});
+  spec.graphs[0].arena_bytes = {0, 0};
+  spec.graphs[0].steps[1].device = 1;
+  bytes = compiler::WritePackage(spec);
+  ASSERT_EQ(LoadError(bytes), "");
+  ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_device(0));
+  e = LoadError(bytes);
+  EXPECT_NE(e.find("region 1 'main_region1' on device 0 holds step 1 (multiply, a Kernel step on "
+                   "device 1), which does not belong in it"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Package, DispatchStepsNameAnEntryOfTheirDevicesCode) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.buffers.push_back(std::make_shared<std::vector<uint8_t>>(16, ' '));
+  spec.code.push_back({0, "opencl-c", 1, {"add_f32"}, "opencl"});
+  compiler::StepSpec& step = spec.graphs[0].steps[0];
+  step.kind = pkg::StepKind::Dispatch;
+  step.kernel = "add_f32";
+  step.code = 0;
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<LoadedPackage> p;
+  rt::Status st = LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  // The CPU loads no OpenCL C: the session says which section and why, at creation.
+  std::unique_ptr<rt::Session> s;
+  st = rt::Session::Create(std::move(p), {}, &s);
+  EXPECT_NE(st.message().find("code section 0 (opencl-c for 'opencl'): the CPU device runs no "
+                              "generated code of format 'opencl-c'"),
+            std::string::npos)
+      << st.message();
+  step.kernel = "mul_f32";
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (mul_f32): code section 0 has no entry point 'mul_f32'"),
+            std::string::npos)
+      << e;
+  step.kernel = "add_f32";
+  step.code = 3;
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("dispatches code section 3, which the package lacks"), std::string::npos) << e;
+  step.code = 0;
+  spec.devices.push_back({"opencl", "opencl", 0});
+  spec.code[0].device = 1;
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (add_f32) on device 0 dispatches code for device 1"), std::string::npos)
       << e;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "ir/op.h"
 #include "runtime/src/session.h"
@@ -63,6 +64,29 @@ TEST(Pipeline, TheCpuAsTwoDevicesRunsWithCopiesInPlace) {
   EXPECT_GT(on1, 0);
   EXPECT_EQ(k_values, 2);
   ASSERT_EQ(g.arena_bytes()->size(), 2u);
+  // Partition's regions survive, one per device here, named after partition's functions; the
+  // copies lie between them and every other step inside one of its own device.
+  ASSERT_TRUE(g.regions());
+  std::vector<int> region_of(g.steps()->size(), -1);
+  std::set<int> region_devices;
+  for (uint32_t r = 0; r < g.regions()->size(); ++r) {
+    const pkg::Region* region = g.regions()->Get(r);
+    EXPECT_NE(region->name()->str().find("region"), std::string::npos) << region->name()->str();
+    region_devices.insert(region->device());
+    for (int i = 0; i < region->num_steps(); ++i) region_of[region->first_step() + i] = r;
+  }
+  EXPECT_EQ(region_devices, (std::set<int>{0, 1}));
+  for (uint32_t i = 0; i < g.steps()->size(); ++i) {
+    const pkg::Step* st = g.steps()->Get(i);
+    if (st->kernel()->str() == "copy") {
+      EXPECT_EQ(st->kind(), pkg::StepKind::Copy) << i;
+      EXPECT_EQ(region_of[i], -1) << "copy step " << i << " inside a region";
+      continue;
+    }
+    EXPECT_EQ(st->kind(), pkg::StepKind::Kernel) << i;
+    ASSERT_GE(region_of[i], 0) << "step " << i << " in no region";
+    EXPECT_EQ(g.regions()->Get(region_of[i])->device(), st->device()) << i;
+  }
 
   std::unique_ptr<rt::Session> s;
   ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());

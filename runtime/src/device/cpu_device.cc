@@ -107,8 +107,13 @@ class CpuDevice final : public Device {
     *out = std::make_shared<BorrowedBuffer>(host, bytes);
     return Status::Ok();
   }
-  Status Prepare(const pkg::Step& step, std::unique_ptr<PreparedStep>* out) const override {
+  Status Prepare(const pkg::Step& step, const Executable* /*code*/,
+                 std::unique_ptr<PreparedStep>* out) const override {
     std::string_view name = step.kernel() ? step.kernel()->string_view() : std::string_view();
+    if (step.kind() != pkg::StepKind::Kernel) {
+      return Status::Error("the CPU runs only library kernels, not a " +
+                           std::string(pkg::EnumNameStepKind(step.kind())) + " step");
+    }
     KernelFn fn = cpu::FindKernel(name);
     if (!fn) return Status::Error("no CPU kernel for " + std::string(name));
     *out = std::make_unique<CpuStep>(fn);

@@ -61,6 +61,12 @@ int StepArgSize(const pkg::Step& step, int arg) {
   return arg < static_cast<int>(arity->size()) ? arity->Get(arg) : 0;
 }
 
+Status Device::Load(const CodeBlob& code, std::unique_ptr<Executable>* /*out*/) {
+  return Status::Error("the " + std::string(DeviceKindTitle(info().kind)) +
+                       " device runs no generated code of format '" + std::string(code.format) +
+                       "'");
+}
+
 Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,
                     std::unique_ptr<Device>* out) {
   switch (kind) {

@@ -6,7 +6,7 @@
 //   std::unique_ptr<Device> cpu;
 //   QUILT_RETURN_IF_ERROR(CreateDevice(DeviceKind::kCpu, 0, {}, &cpu));
 //   std::unique_ptr<PreparedStep> step;                    // at session creation: the kernel
-//   QUILT_RETURN_IF_ERROR(cpu->Prepare(*pkg_step, &step));  // found, static checks done
+//   QUILT_RETURN_IF_ERROR(cpu->Prepare(*pkg_step, nullptr, &step));  // found, checks done
 //   std::unique_ptr<Queue> q;
 //   QUILT_RETURN_IF_ERROR(cpu->CreateQueue(&q));           // per run
 //   QUILT_RETURN_IF_ERROR(q->Run(*step, args));            // in order; Finish() waits for all
@@ -118,6 +118,23 @@ struct StepArgs {
 int StepArgBegin(const pkg::Step& step, int arg);
 int StepArgSize(const pkg::Step& step, int arg);
 
+// A code section of the package (TargetCode) as its device is given it: the bytes stay the
+// package's, valid while the session lives.
+struct CodeBlob {
+  std::string_view format;  // "opencl-c", "elf-object", "ptx"
+  std::string_view target;  // the target the compiler made it for
+  const uint8_t* bytes = nullptr;
+  uint64_t size = 0;
+  std::vector<std::string_view> entry_points = {};
+};
+
+// Code loaded on a device once per session (an OpenCL program built, a CUDA module loaded); the
+// dispatch steps of the section are prepared against it.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+};
+
 // A step made ready to run on one device: its kernel found, its attributes read. Made once per
 // session; a device's queue runs it as many times as runs ask.
 class PreparedStep {
@@ -168,8 +185,12 @@ class Device {
   // life: a host-addressable device uses them in place, others copy them now. For constants
   // (the package's bytes) and borrowed inputs.
   virtual Status Import(const void* host, uint64_t bytes, BufferPtr* out) = 0;
-  // Fails with a message naming the step when the device cannot run it.
-  virtual Status Prepare(const pkg::Step& step, std::unique_ptr<PreparedStep>* out) const = 0;
+  // Loads a code section of the package; a device that runs no code of that format says so.
+  virtual Status Load(const CodeBlob& code, std::unique_ptr<Executable>* out);
+  // Fails with a message naming the step when the device cannot run it. `code`: for a dispatch
+  // step, its code section as this device loaded it; null otherwise.
+  virtual Status Prepare(const pkg::Step& step, const Executable* code,
+                         std::unique_ptr<PreparedStep>* out) const = 0;
   virtual Status CreateQueue(std::unique_ptr<Queue>* out) = 0;
 };
 

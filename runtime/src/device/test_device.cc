@@ -178,8 +178,13 @@ class TestDevice final : public Device {
     if (bytes) std::memcpy(static_cast<TestBuffer&>(**out).bytes(), host, bytes);
     return Status::Ok();
   }
-  Status Prepare(const pkg::Step& step, std::unique_ptr<PreparedStep>* out) const override {
+  Status Prepare(const pkg::Step& step, const Executable* /*code*/,
+                 std::unique_ptr<PreparedStep>* out) const override {
     std::string_view name = step.kernel() ? step.kernel()->string_view() : std::string_view();
+    if (step.kind() != pkg::StepKind::Kernel) {
+      return Status::Error("the test device runs only library kernels, not a " +
+                           std::string(pkg::EnumNameStepKind(step.kind())) + " step");
+    }
     KernelFn fn = cpu::FindKernel(name);
     if (!fn) return Status::Error("no test device kernel for " + std::string(name));
     std::string what(name);
