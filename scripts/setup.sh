@@ -3,6 +3,8 @@
 #   - Debian packages: compiler tool chain, GoogleTest, CLI11, ccache, clang-format, ...
 #   - Debian packages for the model zoo's real inputs: espeak-ng (speech), DejaVu fonts
 #     (rendered text), GNU time (peak memory).
+#   - OpenCL: headers and the ICD loader (to build the OpenCL device plug-in), PoCL (OpenCL on
+#     this CPU, for the tests) and clang-15, which PoCL compiles kernels with at run time.
 #   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only), pillow, and ray
 #     (the zoo's runs spread over a cluster).
 set -euo pipefail
@@ -14,6 +16,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler libssl-dev zlib1g-dev nlohmann-json3-dev
   espeak-ng fonts-dejavu-core time
+  opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clang-15
 )
 
 missing=()

@@ -563,6 +563,20 @@ class Run final : public OutputAllocator {
       QUILT_RETURN_IF_ERROR(Allocate(i, args_.output_dtypes[i], std::move(*shape), &t));
       args_.outputs.push_back(t);
     }
+    args_.dims.clear();
+    if (step_->kind() == pkg::StepKind::Dispatch) {
+      // Generated code is launched with its sizes known: its outputs placed, its dims evaluated.
+      if (!args_.placed) {
+        return Status::Error("the shapes of its outputs are not known before it runs");
+      }
+      uint32_t num_dims = step_->dims() ? step_->dims()->size() : 0;
+      for (uint32_t k = 0; k < num_dims; ++k) {
+        int32_t d = step_->dims()->Get(k);
+        std::optional<int64_t> e = env_.Eval(d);
+        if (!e) return Status::Error("dim " + env_.DimString(d) + " of its launch is not known");
+        args_.dims.push_back(*e);
+      }
+    }
     return QueueOf(step_->device()).Run(prepared, args_);
   }
 

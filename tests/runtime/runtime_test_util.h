@@ -55,7 +55,7 @@ inline rt::NamedTensor Input(const std::string& name, std::vector<float>& data, 
 
 inline std::vector<float> Floats(const rt::OwnedTensor& t) {
   std::vector<float> v(t.data.size() / 4);
-  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  if (!v.empty()) std::memcpy(v.data(), t.data.data(), v.size() * 4);
   return v;
 }
 

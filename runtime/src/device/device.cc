@@ -1,8 +1,6 @@
 #include "runtime/src/device/device.h"
 
 #include "quilt/package_generated.h"
-#include "runtime/src/device/cpu_device.h"
-#include "runtime/src/device/test_device.h"
 
 namespace quilt::rt {
 
@@ -65,21 +63,6 @@ Status Device::Load(const CodeBlob& code, std::unique_ptr<Executable>* /*out*/) 
   return Status::Error("the " + std::string(DeviceKindTitle(info().kind)) +
                        " device runs no generated code of format '" + std::string(code.format) +
                        "'");
-}
-
-Status CreateDevice(DeviceKind kind, int id, const DeviceOptions& options,
-                    std::unique_ptr<Device>* out) {
-  switch (kind) {
-    case DeviceKind::kCpu:
-      return CreateCpuDevice(id, options, out);
-    case DeviceKind::kTest:
-      return CreateTestDevice(id, options, out);
-    case DeviceKind::kOpenCl:
-    case DeviceKind::kCuda:
-      break;
-  }
-  return Status::Error("device kind '" + std::string(DeviceKindName(kind)) +
-                       "' is not available in this runtime");
 }
 
 }  // namespace quilt::rt

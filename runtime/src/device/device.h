@@ -111,6 +111,9 @@ struct StepArgs {
   std::vector<DType> output_dtypes;  // as the compiler inferred them (kVoid: not known)
   bool placed = false;
   OutputAllocator* allocate = nullptr;  // may be null for placed outputs
+  // A dispatch step: its dims evaluated now (the launch grid and the sizes its code takes; see
+  // the device's dispatch convention). Empty for library kernels.
+  std::vector<int64_t> dims = {};
 };
 
 // Where argument `arg` of `step` starts in its flattened inputs, and how many inputs it has (a

@@ -1,0 +1,22 @@
+// How a dispatch step on an OpenCL device calls its kernel: the convention between the code the
+// compiler puts in a package's "opencl-c" section and the OpenCL device that runs it.
+//
+// A dispatch step names a kernel of its code section (Step.kernel). The kernel takes, in order:
+//   - for each input of the step, then each output: `__global T* data, ulong offset`, the
+//     tensor's buffer and its byte offset in it (an absent optional input: a null buffer);
+//   - for each of the step's dims (Step.dims, evaluated when the step runs): `long`.
+// The first dims are the launch grid, one per dimension of the attribute "local" (the work-group
+// size, fixed when the code was made: each distinct local size costs some drivers a compile), or
+// the first dim alone when the step has no "local" (the driver picks). The grid is rounded up to
+// a multiple of the local size, so a kernel compares its global id with its dims. A grid dim of 0
+// launches nothing.
+#pragma once
+
+namespace quilt::rt {
+
+inline constexpr const char* kDispatchLocalAttr = "local";
+
+// Options every OpenCL program is built with.
+inline constexpr const char* kBuildOptions = "-cl-std=CL1.2 -cl-mad-enable";
+
+}  // namespace quilt::rt

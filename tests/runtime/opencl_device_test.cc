@@ -1,0 +1,247 @@
+// The OpenCL device plug-in on whatever OpenCL the machine has (PoCL in CI): buffers through its
+// queue, events across queues, and packages whose dispatch steps run OpenCL C from the package,
+// checked against values computed here by hand. Skips, saying why, where no OpenCL device opens.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/src/device/device.h"
+#include "runtime/src/device/plugin.h"
+#include "runtime/src/package.h"
+#include "runtime/src/session.h"
+#include "targets/package_writer.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace quilt {
+namespace {
+
+std::unique_ptr<rt::Device> OpenClOrSkip(std::string* why) {
+  std::unique_ptr<rt::Device> device;
+  rt::Status st = rt::CreateDevice(rt::DeviceKind::kOpenCl, 0, {}, &device);
+  if (!st.ok()) *why = st.message();
+  return device;
+}
+
+#define OPENCL_OR_SKIP(device)                              \
+  std::string why_;                                         \
+  std::unique_ptr<rt::Device> device = OpenClOrSkip(&why_); \
+  if (!device) GTEST_SKIP() << "no OpenCL device here: " << why_
+
+TEST(OpenCl, TheDeviceIsNamedAndItsMemoryOpaque) {
+  OPENCL_OR_SKIP(cl);
+  EXPECT_EQ(cl->info().kind, rt::DeviceKind::kOpenCl);
+  EXPECT_FALSE(cl->info().name.empty());
+  EXPECT_FALSE(cl->info().host_addressable);
+  rt::BufferPtr b;
+  ASSERT_TRUE(cl->Allocate(64, &b).ok());
+  EXPECT_EQ(b->host(), nullptr);
+}
+
+TEST(OpenCl, AMissingDeviceNumberListsTheDevicesThereAre) {
+  OPENCL_OR_SKIP(cl);
+  std::unique_ptr<rt::Device> none;
+  rt::Status st = rt::CreateDevice(rt::DeviceKind::kOpenCl, 99, {}, &none);
+  EXPECT_NE(st.message().find("no OpenCL device 99; this machine has "), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("0: " + cl->info().name), std::string::npos) << st.message();
+}
+
+TEST(OpenCl, BytesMoveThroughTheQueueInOrder) {
+  OPENCL_OR_SKIP(cl);
+  std::unique_ptr<rt::Queue> q;
+  ASSERT_TRUE(cl->CreateQueue(&q).ok());
+  rt::BufferPtr a, b, c;
+  ASSERT_TRUE(cl->Allocate(256, &a).ok());
+  ASSERT_TRUE(cl->Allocate(256, &b).ok());
+  std::vector<uint8_t> bytes(100);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_TRUE(q->Write(bytes.data(), {a.get(), 16, 100}).ok());
+  std::fill(bytes.begin(), bytes.end(), 0);  // the write took its bytes when it returned
+  ASSERT_TRUE(q->Copy({a.get(), 16, 100}, {b.get(), 128, 100}).ok());
+  // A constant imported from host memory.
+  std::vector<uint8_t> constant(40, 0x5a);
+  ASSERT_TRUE(cl->Import(constant.data(), constant.size(), &c).ok());
+  std::vector<uint8_t> back(100), back_c(40);
+  ASSERT_TRUE(q->Read({b.get(), 128, 100}, back.data()).ok());
+  ASSERT_TRUE(q->Read({c.get(), 0, 40}, back_c.data()).ok());
+  std::unique_ptr<rt::Event> done;
+  ASSERT_TRUE(q->Signal(&done).ok());
+  ASSERT_TRUE(done->Wait().ok());
+  for (size_t i = 0; i < back.size(); ++i) {
+    ASSERT_EQ(back[i], static_cast<uint8_t>(i * 7 + 3)) << i;
+  }
+  EXPECT_EQ(back_c, constant);
+}
+
+TEST(OpenCl, AQueueWaitsForAnotherQueuesEvent) {
+  OPENCL_OR_SKIP(cl);
+  std::unique_ptr<rt::Queue> q1, q2;
+  ASSERT_TRUE(cl->CreateQueue(&q1).ok());
+  ASSERT_TRUE(cl->CreateQueue(&q2).ok());
+  const uint64_t n = 1 << 20;
+  rt::BufferPtr a, b;
+  ASSERT_TRUE(cl->Allocate(n, &a).ok());
+  ASSERT_TRUE(cl->Allocate(n, &b).ok());
+  std::vector<uint8_t> bytes(n, 0x11);
+  ASSERT_TRUE(q1->Write(bytes.data(), {a.get(), 0, n}).ok());
+  std::unique_ptr<rt::Event> written;
+  ASSERT_TRUE(q1->Signal(&written).ok());
+  ASSERT_TRUE(q2->Wait(*written).ok());
+  ASSERT_TRUE(q2->Copy({a.get(), 0, n}, {b.get(), 0, n}).ok());
+  std::vector<uint8_t> back(n, 0);
+  ASSERT_TRUE(q2->Read({b.get(), 0, n}, back.data()).ok());
+  ASSERT_TRUE(q2->Finish().ok());
+  EXPECT_EQ(back, bytes);
+}
+
+// y = 2 x + 1 on OpenCL, x: float32 (n, 3) given on the host and y returned to it: copy in, one
+// dispatch step of the package's OpenCL C, copy out.
+constexpr const char* kAxpb = R"(
+__kernel void axpb(__global const float* x, ulong xo, __global float* y, ulong yo, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  __global const float* xp = (__global const float*)((__global const char*)x + xo);
+  __global float* yp = (__global float*)((__global char*)y + yo);
+  yp[i] = 2.0f * xp[i] + 1.0f;
+}
+)";
+
+compiler::PackageSpec AxpbPackage(const std::string& source, const std::string& entry) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.devices.push_back({"opencl", "opencl", 0});
+  compiler::GraphSpec& g = spec.graphs[0];
+  auto f32 = static_cast<int32_t>(rt::DType::kFloat32);
+  g.dims.push_back({pkg::DimKind::Mul, 0, 1, 0});  // dim 3: n * 3
+  g.values = {{"x", pkg::ValueKind::Input, f32, 2, {0, 1}, 0},
+              {"x_cl", pkg::ValueKind::Intermediate, f32, 2, {0, 1}, 1},
+              {"y_cl", pkg::ValueKind::Intermediate, f32, 2, {0, 1}, 1},
+              {"y", pkg::ValueKind::Intermediate, f32, 2, {0, 1}, 0}};
+  g.inputs = {0};
+  g.outputs = {3};
+  compiler::StepSpec in{"copy", 1, {0}, {1}, {1}};
+  in.kind = pkg::StepKind::Copy;
+  compiler::StepSpec run{entry, 1, {1}, {1}, {2}};
+  run.kind = pkg::StepKind::Dispatch;
+  run.code = 0;
+  run.dims = {3};
+  run.attrs.Set("local", std::vector<int64_t>{8});
+  run.source = "axpb0";
+  compiler::StepSpec out{"copy", 0, {2}, {1}, {3}};
+  out.kind = pkg::StepKind::Copy;
+  g.steps = {in, run, out};
+  g.arena_bytes = {0, 0};
+  spec.buffers = {std::make_shared<std::vector<uint8_t>>(source.begin(), source.end())};
+  spec.code.push_back({1, "opencl-c", 0, {entry}, "opencl"});
+  return spec;
+}
+
+rt::Status Open(const compiler::PackageSpec& spec, std::unique_ptr<rt::Session>* s) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<rt::LoadedPackage> p;
+  QUILT_RETURN_IF_ERROR(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p));
+  return rt::Session::Create(std::move(p), {}, s);
+}
+
+TEST(OpenCl, ADispatchStepRunsThePackagesKernel) {
+  OPENCL_OR_SKIP(cl);
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = Open(AxpbPackage(kAxpb, "axpb"), &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  // 15 elements: the grid is rounded up to 16 (local size 8) and the kernel stops at n.
+  for (int64_t n : {5, 1, 0, 40}) {
+    std::vector<float> x(static_cast<size_t>(n * 3));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 3;
+    std::vector<rt::OwnedTensor> out;
+    st = s->Run({test::Input("x", x, {n, 3})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape, (rt::Shape{n, 3}));
+    std::vector<float> y = test::Floats(out[0]);
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], 2 * x[i] + 1) << "n " << n << ", " << i;
+  }
+}
+
+TEST(OpenCl, AFailingBuildReportsTheDriversLog) {
+  OPENCL_OR_SKIP(cl);
+  std::string broken = kAxpb;
+  broken.replace(broken.find("2.0f * xp[i]"), 12, "2.0f * xq[i]");
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = Open(AxpbPackage(broken, "axpb"), &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("code section 0 (opencl-c for 'opencl'): building the OpenCL "
+                              "program on " +
+                              cl->info().name),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("the build log:"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("xq"), std::string::npos) << st.message();
+}
+
+TEST(OpenCl, AKernelWhoseParametersBreakTheConventionIsRefusedAtCreation) {
+  OPENCL_OR_SKIP(cl);
+  std::string source = kAxpb;
+  source.replace(source.find(", long n)"), 9, ")");
+  source.replace(source.find("if (i >= n) return;"), 19, "");
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = Open(AxpbPackage(source, "axpb"), &s);
+  EXPECT_NE(st.message().find("step 1 (axpb, node 'axpb0'): kernel 'axpb' takes 4 arguments; "
+                              "the step passes 5"),
+            std::string::npos)
+      << st.message();
+}
+
+std::string RunCommand(const std::string& cmd, int* code) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  if (!f) return out;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), f)) out += buf;
+  *code = WEXITSTATUS(pclose(f));
+  return out;
+}
+
+TEST(OpenCl, WhereNoOpenClPlatformIsInstalledTheSessionSaysSo) {
+  // The ICD loader pointed at an empty vendor folder: the machine seems to have no OpenCL.
+  OPENCL_OR_SKIP(cl);
+  std::string dir = ::testing::TempDir() + "/no-icd";
+  std::string package = ::testing::TempDir() + "/axpb.quilt";
+  compiler::PackageSpec spec = AxpbPackage(kAxpb, "axpb");
+  spec.graphs[0].dims[0] = {pkg::DimKind::Int, 0, 0, 4};  // x: (4, 3), so quilt-run makes it
+  spec.graphs[0].symbols.clear();
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  FILE* f = fopen(package.c_str(), "wb");
+  ASSERT_TRUE(f);
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+  int code = 0;
+  RunCommand("mkdir -p " + dir, &code);
+  std::string out = RunCommand(
+      "OCL_ICD_VENDORS=" + dir + " " + QUILT_BIN_DIR "/quilt-run " + package + " --iterations 1",
+      &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("the package runs steps on device 'opencl': this machine has no OpenCL "
+                     "platform"),
+            std::string::npos)
+      << out;
+  // With the ICD there, the same package runs.
+  out = RunCommand(std::string(QUILT_BIN_DIR) + "/quilt-run " + package + " --iterations 1", &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("latency over 1 runs"), std::string::npos) << out;
+}
+
+TEST(OpenCl, TheRuntimeLibraryDoesNotLinkOpenCl) {
+  // The plug-in does; the runtime opens it only for a package with OpenCL steps.
+  EXPECT_EQ(rt::DevicePluginFile(rt::DeviceKind::kOpenCl), "libquilt_opencl.so");
+  int code = 0;
+  std::string out = RunCommand(std::string("ldd ") + QUILT_LIB_DIR + "/libquilt.so", &code);
+  EXPECT_NE(out.find("libc.so"), std::string::npos) << out;
+  EXPECT_EQ(out.find("OpenCL"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace quilt
