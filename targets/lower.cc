@@ -11,6 +11,7 @@
 #include "targets/cpu/kernels/registry.h"
 #include "targets/fuse_epilogue.h"
 #include "targets/memory_plan.h"
+#include "targets/opencl/emit.h"
 
 namespace quilt::compiler {
 namespace {
@@ -737,6 +738,8 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
     return Error(msg);
   }
   lowering.Finish();
+  // Code for the devices that run generated code.
+  QUILT_TRY(EmitOpenClCode(spec));
   return spec;
 }
 

@@ -62,7 +62,11 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
     os << "  " << g.values()->Get(v)->name()->str() << ": " << ValueText(g, v) << "\n";
   }
   std::map<std::pair<int, std::string>, int> by_kernel;
-  for (const pkg::Step* s : *g.steps()) by_kernel[{s->device(), s->kernel()->str()}]++;
+  // Dispatch steps run generated code, one entry each: counted together.
+  for (const pkg::Step* s : *g.steps()) {
+    bool dispatch = s->kind() == pkg::StepKind::Dispatch;
+    by_kernel[{s->device(), dispatch ? "(generated code)" : s->kernel()->str()}]++;
+  }
   os << "steps: " << g.steps()->size() << " in " << p.graphs()->size() << " graph(s)\n";
   int device = -1;
   for (const auto& [key, n] : by_kernel) {

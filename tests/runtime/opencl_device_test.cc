@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -13,8 +14,10 @@
 #include "runtime/src/device/plugin.h"
 #include "runtime/src/package.h"
 #include "runtime/src/session.h"
+#include "targets/compile.h"
 #include "targets/package_writer.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
 
 namespace quilt {
 namespace {
@@ -193,6 +196,69 @@ TEST(OpenCl, AKernelWhoseParametersBreakTheConventionIsRefusedAtCreation) {
                               "the step passes 5"),
             std::string::npos)
       << st.message();
+}
+
+// The compiler's side: `--device opencl --device llvm` on a model whose elementwise ops OpenCL
+// takes (a broadcast add, relu, a scale, sigmoid: more than the few cheap ops that stay with the
+// host) and whose softmax it does not.
+constexpr const char* kElementwiseModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3), "float32"), b: R.Tensor((1, 3), "float32")):
+        a = R.add(x, b)
+        r = R.nn.relu(a)
+        s = R.multiply(r, R.const(2.0, "float32"))
+        g = R.sigmoid(s)
+        p = R.nn.softmax(g, axis=1)
+        return p
+)";
+
+TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
+  OPENCL_OR_SKIP(cl);
+  compiler::CompileOptions options;
+  options.devices = {"opencl", "llvm"};
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  // One OpenCL C section with an entry per OpenCL step; those steps dispatch it.
+  const pkg::Package& root = p->root();
+  ASSERT_TRUE(root.code());
+  ASSERT_EQ(root.code()->size(), 1u);
+  EXPECT_EQ(root.code()->Get(0)->format()->str(), "opencl-c");
+  EXPECT_EQ(root.code()->Get(0)->entry_points()->size(), 4u);
+  int dispatches = 0;
+  for (const pkg::Step* step : *root.graphs()->Get(0)->steps()) {
+    if (step->kind() != pkg::StepKind::Dispatch) continue;
+    ++dispatches;
+    EXPECT_EQ(root.devices()->Get(step->device())->kind()->str(), "opencl");
+  }
+  EXPECT_EQ(dispatches, 4);
+  std::unique_ptr<rt::Session> s;
+  st = rt::Session::Create(std::move(p), {}, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<float> b = {0.5f, -1, 2};
+  for (int64_t n : {2, 7}) {
+    std::vector<float> x(static_cast<size_t>(n * 3));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.7f * static_cast<float>(i % 5) - 1.2f;
+    std::vector<rt::OwnedTensor> out;
+    st = s->Run({test::Input("x", x, {n, 3}), test::Input("b", b, {1, 3})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<float> y = test::Floats(out[0]);
+    ASSERT_EQ(y.size(), x.size());
+    // The reference in double: softmax over each row of sigmoid(2 * relu(x + b)).
+    for (int64_t row = 0; row < n; ++row) {
+      double e[3], sum = 0;
+      for (int j = 0; j < 3; ++j) {
+        double v = 2 * std::max(0.0, static_cast<double>(x[row * 3 + j]) + b[j]);
+        v = 1 / (1 + std::exp(-v));
+        sum += e[j] = std::exp(v);
+      }
+      for (int j = 0; j < 3; ++j) EXPECT_NEAR(y[row * 3 + j], e[j] / sum, 1e-6) << row << ", " << j;
+    }
+  }
 }
 
 std::string RunCommand(const std::string& cmd, int* code) {

@@ -36,10 +36,32 @@ TEST(Capability, BackEndsWithoutKernelsSaySo) {
   Support cuda = CapabilityFor(*ir::Target::Parse("cuda -arch=sm_80")).Supports(AsCall(relu));
   EXPECT_FALSE(cuda.ok);
   EXPECT_EQ(cuda.reason, "no CUDA kernel for R.nn.relu yet");
-  EXPECT_EQ(CapabilityFor(*ir::Target::Parse("opencl")).Supports(AsCall(relu)).reason,
-            "no OpenCL kernel for R.nn.relu yet");
   EXPECT_EQ(CapabilityFor(*ir::Target::Parse("metal")).Supports(AsCall(relu)).reason,
             "quilt has no back end for metal devices");
+}
+
+TEST(Capability, OpenClTakesFloatElementwiseOpsWithBroadcastsItCanSee) {
+  const Capability& cl = CapabilityFor(*ir::Target::Parse("opencl"));
+  auto sym = [](const char* n) { return ir::SymVar(n); };
+  ir::Var x = ir::MakeVar("x", ir::TensorSInfo(std::vector<ir::PrimExpr>{sym("n"), ir::IntImm(3)},
+                                               ir::DataType::kFloat32));
+  ir::Var row =
+      ir::MakeVar("r", ir::TensorSInfo(std::vector<int64_t>{1, 3}, ir::DataType::kFloat32));
+  EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kRelu, {x}))).ok);
+  EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kAdd, {x, row}))).ok);  // (n, 3) + (1, 3)
+  // Two symbols: the compiler does not know the result's shape (nor which side broadcasts).
+  ir::Var y = ir::MakeVar("y", ir::TensorSInfo(std::vector<ir::PrimExpr>{sym("m"), ir::IntImm(3)},
+                                               ir::DataType::kFloat32));
+  Support s = cl.Supports(AsCall(Call(ir::OpKind::kMaximum, {x, y})));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "OpenCL runs R.maximum on float32 tensors of known shape only") << s.reason;
+  ir::Var i = ir::MakeVar("i", ir::TensorSInfo(std::vector<int64_t>{4}, ir::DataType::kInt64));
+  s = cl.Supports(AsCall(Call(ir::OpKind::kAdd, {i, i})));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "OpenCL runs R.add on float32 tensors of known shape only");
+  s = cl.Supports(AsCall(Call(ir::OpKind::kSoftmax, {x})));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "no OpenCL kernel for R.nn.softmax yet");
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#include "targets/opencl/elementwise.h"
+
+#include <cstdio>
+#include <limits>
+
+namespace quilt::targets::opencl {
+namespace {
+
+// A float literal that reads back as the same float.
+std::string Literal(double v) {
+  if (v != v) return "NAN";
+  if (v == std::numeric_limits<double>::infinity()) return "INFINITY";
+  if (v == -std::numeric_limits<double>::infinity()) return "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9gf", static_cast<float>(v));
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return "(" + s + ")";
+}
+
+double FloatAttr(const ir::Attrs& attrs, std::string_view name, double fallback) {
+  if (const double* d = attrs.Get<double>(name)) return *d;
+  if (const int64_t* i = attrs.Get<int64_t>(name)) return static_cast<double>(*i);
+  return fallback;
+}
+
+}  // namespace
+
+std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs,
+                                     const std::vector<std::string>& args) {
+  if (args.size() == 2) {
+    const std::string& a = args[0];
+    const std::string& b = args[1];
+    if (op == "add") return "(" + a + " + " + b + ")";
+    if (op == "subtract") return "(" + a + " - " + b + ")";
+    if (op == "multiply") return "(" + a + " * " + b + ")";
+    if (op == "divide") return "(" + a + " / " + b + ")";
+    if (op == "power") return "pow(" + a + ", " + b + ")";
+    if (op == "maximum") return "q_max(" + a + ", " + b + ")";
+    if (op == "minimum") return "q_min(" + a + ", " + b + ")";
+    return std::nullopt;
+  }
+  if (args.size() != 1) return std::nullopt;
+  const std::string& x = args[0];
+  if (op == "nn.relu") return "q_relu(" + x + ")";
+  if (op == "exp") return "exp(" + x + ")";
+  if (op == "log") return "log(" + x + ")";
+  if (op == "sqrt") return "sqrt(" + x + ")";
+  if (op == "rsqrt") return "(1.0f / sqrt(" + x + "))";
+  if (op == "abs") return "fabs(" + x + ")";
+  if (op == "negative") return "(-" + x + ")";
+  if (op == "tanh") return "tanh(" + x + ")";
+  if (op == "sigmoid") return "(1.0f / (1.0f + exp(-" + x + ")))";
+  if (op == "erf") return "erf(" + x + ")";
+  if (op == "sin") return "sin(" + x + ")";
+  if (op == "cos") return "cos(" + x + ")";
+  if (op == "tan") return "tan(" + x + ")";
+  if (op == "floor") return "floor(" + x + ")";
+  if (op == "ceil") return "ceil(" + x + ")";
+  if (op == "round") return "rint(" + x + ")";
+  if (op == "reciprocal") return "(1.0f / " + x + ")";
+  if (op == "sign") return "q_sign(" + x + ")";
+  if (op == "nn.gelu") return "q_gelu(" + x + ")";
+  if (op == "nn.hard_swish") return "q_hard_swish(" + x + ")";
+  if (op == "nn.leakyrelu") {
+    return "q_leaky_relu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 0.01)) + ")";
+  }
+  if (op == "nn.hard_sigmoid") {
+    return "q_hard_sigmoid(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 0.2)) + ", " +
+           Literal(FloatAttr(attrs, "beta", 0.5)) + ")";
+  }
+  if (op == "clip") {
+    // min > max makes every element max (ONNX): min first, then max.
+    double lo = FloatAttr(attrs, "min", -std::numeric_limits<double>::infinity());
+    double hi = FloatAttr(attrs, "max", std::numeric_limits<double>::infinity());
+    return "q_clip(" + x + ", " + Literal(lo) + ", " + Literal(hi) + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace quilt::targets::opencl
