@@ -48,7 +48,8 @@ struct StepSpec {
   // one device and one region name is one region.
   std::string region = {};
   pkg::StepKind kind = pkg::StepKind::Kernel;
-  int code = -1;  // Dispatch: index into PackageSpec::code
+  int code = -1;        // Dispatch: index into PackageSpec::code
+  std::string op = {};  // Dispatch: the op its code computes
 };
 
 struct GraphSpec {

@@ -80,7 +80,8 @@ fb::Offset<pkg::Graph> WriteGraph(fb::FlatBufferBuilder& b, const GraphSpec& g) 
     steps.push_back(pkg::CreateStep(
         b, s.kind, b.CreateString(s.kernel), s.device, s.code, b.CreateVector(s.inputs),
         b.CreateVector(s.input_arity), b.CreateVector(s.outputs), b.CreateVector(attrs),
-        b.CreateVector(s.dims), b.CreateVector(s.subgraphs), b.CreateString(s.source)));
+        b.CreateVector(s.dims), b.CreateVector(s.subgraphs), b.CreateString(s.source),
+        s.op.empty() ? 0 : b.CreateString(s.op)));
   }
   // Regions: runs of steps of one region name, from a kernel or dispatch step of one device to
   // the last such step, with only the region's host feed between them (see the loader's check).

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   std::string package, npz, output_dir;
   std::vector<std::string> input_args;
   int warmup = 0, iterations = 0, threads = 1;
+  bool strict = false;
   app.add_option("package", package, "compiled package (.quilt)")->required();
   app.add_option("--input", input_args, "NAME=FILE (.npy or .pb)");
   app.add_option("--inputs", npz, "every input from one .npz (member name = input name)");
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--iterations", iterations, "timed runs")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "threads per run")->check(CLI::PositiveNumber);
+  app.add_flag("--strict", strict,
+               "fail when a device's code does not load, instead of running its steps on the CPU");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
@@ -99,12 +102,14 @@ int main(int argc, char** argv) {
   }
   quilt::rt::SessionOptions options;
   options.threads = threads;
+  options.strict = strict;
   std::unique_ptr<quilt::rt::Session> session;
   st = quilt::rt::Session::Create(std::move(loaded), options, &session);
   if (!st.ok()) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";
     return 1;
   }
+  for (const std::string& note : session->notes()) std::cerr << "quilt-run: note: " << note << "\n";
   std::vector<OwnedTensor> given;
   if (!npz.empty()) {
     auto all = quilt::tools::ReadNpz(npz);

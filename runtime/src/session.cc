@@ -242,6 +242,72 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
       plans.devices.push_back(std::move(device));
     }
   }
+  // Code sections, once each, on their devices. A device whose code does not load hands its
+  // steps to the CPU (unless strict): every dispatch step names its op, which the CPU has a
+  // library kernel for.
+  plans.executables.resize(p.code() ? p.code()->size() : 0);
+  std::vector<bool> moved_to_cpu(plans.device_of.size(), false);
+  for (size_t i = 0; i < plans.executables.size(); ++i) {
+    const pkg::TargetCode* c = p.code()->Get(static_cast<uint32_t>(i));
+    int d = plans.device_of[static_cast<size_t>(c->device())];
+    // Unused, or moved to the CPU by an earlier section's failure.
+    if (d < 0 || moved_to_cpu[static_cast<size_t>(c->device())]) continue;
+    CodeBlob blob;
+    blob.format = c->format()->string_view();
+    blob.target = c->target() ? c->target()->string_view() : std::string_view();
+    blob.bytes = package->BufferData(c->buffer());
+    blob.size = package->BufferSize(c->buffer());
+    if (c->entry_points()) {
+      for (const flatbuffers::String* e : *c->entry_points()) {
+        blob.entry_points.push_back(e->string_view());
+      }
+    }
+    Status st = plans.devices[static_cast<size_t>(d)]->Load(blob, &plans.executables[i]);
+    if (st.ok()) continue;
+    std::string what = "code section " + std::to_string(i) + " (" + std::string(blob.format) +
+                       " for '" + std::string(blob.target) + "')";
+    // Every package device on this physical device goes to the CPU, with all its steps.
+    std::vector<bool> moving(plans.device_of.size(), false);
+    for (size_t k = 0; k < plans.device_of.size(); ++k) moving[k] = plans.device_of[k] == d;
+    int moved = 0;
+    bool movable = !options.strict;
+    for (const pkg::Graph* g : *p.graphs()) {
+      for (const pkg::Step* step : *g->steps()) {
+        if (!moving[static_cast<size_t>(step->device())]) continue;
+        ++moved;
+        bool has_op = step->op() && step->op()->size();
+        movable &= step->kind() != pkg::StepKind::Dispatch || has_op;
+      }
+    }
+    if (!movable) return Status::Error(what + ": " + st.message());
+    int cpu = -1;
+    for (size_t k = 0; k < plans.devices.size(); ++k) {
+      if (plans.devices[k]->info().kind == DeviceKind::kCpu) cpu = static_cast<int>(k);
+    }
+    if (cpu < 0) {
+      std::unique_ptr<Device> host;
+      QUILT_RETURN_IF_ERROR(CreateDevice(DeviceKind::kCpu, 0, device_options, &host));
+      cpu = static_cast<int>(plans.devices.size());
+      plans.devices.push_back(std::move(host));
+    }
+    std::string message = st.message();
+    if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+    const pkg::Device* dev = p.devices()->Get(c->device());
+    s->notes_.push_back("device " + std::to_string(c->device()) + " ('" + dev->target()->str() +
+                        "'): " + what + " did not load (" + message + "); its " +
+                        std::to_string(moved) + " steps run on the CPU instead");
+    for (size_t k = 0; k < plans.device_of.size(); ++k) {
+      if (!moving[k]) continue;
+      plans.device_of[k] = cpu;
+      moved_to_cpu[k] = true;
+    }
+    // Sections already loaded for those devices are dropped; later ones are not loaded.
+    for (size_t e = 0; e < plans.executables.size(); ++e) {
+      if (moving[static_cast<size_t>(p.code()->Get(static_cast<uint32_t>(e))->device())]) {
+        plans.executables[e].reset();
+      }
+    }
+  }
   // Constants, once per device that reads them.
   plans.constants.resize(plans.devices.size());
   for (auto& list : plans.constants) list.resize(p.buffers() ? p.buffers()->size() : 0);
@@ -254,28 +320,6 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
         QUILT_RETURN_IF_ERROR(plans.devices[d]->Import(
             package->BufferData(b), package->BufferSize(b), &plans.constants[d][b]));
       }
-    }
-  }
-  // Code sections, once each, on their devices.
-  plans.executables.resize(p.code() ? p.code()->size() : 0);
-  for (size_t i = 0; i < plans.executables.size(); ++i) {
-    const pkg::TargetCode* c = p.code()->Get(static_cast<uint32_t>(i));
-    int d = plans.device_of[static_cast<size_t>(c->device())];
-    if (d < 0) continue;
-    CodeBlob blob;
-    blob.format = c->format()->string_view();
-    blob.target = c->target() ? c->target()->string_view() : std::string_view();
-    blob.bytes = package->BufferData(c->buffer());
-    blob.size = package->BufferSize(c->buffer());
-    if (c->entry_points()) {
-      for (const flatbuffers::String* e : *c->entry_points()) {
-        blob.entry_points.push_back(e->string_view());
-      }
-    }
-    Status st = plans.devices[static_cast<size_t>(d)]->Load(blob, &plans.executables[i]);
-    if (!st.ok()) {
-      return Status::Error("code section " + std::to_string(i) + " (" + std::string(blob.format) +
-                           " for '" + std::string(blob.target) + "'): " + st.message());
     }
   }
   std::map<DeviceKind, std::string> missing;

@@ -21,6 +21,10 @@ struct SessionOptions {
   // Devices of the package (by index) run by the opaque test device instead of their own kind:
   // for tests of the executor (see runtime/src/device/test_device.h).
   std::vector<int> run_on_test_device;
+  // A device whose code does not load (an OpenCL program that fails to build) hands its steps to
+  // the CPU, which runs each with the library kernel of its op; notes() says so. Strict: that is
+  // an error instead.
+  bool strict = false;
 };
 
 // One input or output of the entry graph as the package declares it; symbolic dims as -1 with
@@ -55,6 +59,9 @@ class Session {
   const std::vector<TensorSignature>& inputs() const { return inputs_; }
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
+  // What creation decided that the package did not say: a device whose steps run on the CPU
+  // instead, and why. Empty when everything runs where the package placed it.
+  const std::vector<std::string>& notes() const { return notes_; }
 
   struct Plans;  // what creation made ready: devices, constants, prepared steps
 
@@ -67,6 +74,7 @@ class Session {
   std::shared_ptr<const LoadedPackage> package_;
   SessionOptions options_;
   std::vector<TensorSignature> inputs_, outputs_;
+  std::vector<std::string> notes_;
   std::unique_ptr<Plans> plans_;
 };
 

@@ -185,6 +185,7 @@ Status EmitOpenClCode(PackageSpec& spec) {
                        "', whose kernels take float32 tensors only");
         }
         QUILT_TRY(EmitElementwise(g, step, name, &code));
+        step.op = step.kernel;
         step.kernel = name;
         step.code = section;
         entries.push_back(name);

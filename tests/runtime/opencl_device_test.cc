@@ -214,6 +214,30 @@ class Module:
         return p
 )";
 
+// Runs the compiled kElementwiseModel for two batch sizes against a float64 reference.
+void CheckElementwiseModel(const rt::Session& s) {
+  std::vector<float> b = {0.5f, -1, 2};
+  for (int64_t n : {2, 7}) {
+    std::vector<float> x(static_cast<size_t>(n * 3));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.7f * static_cast<float>(i % 5) - 1.2f;
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = s.Run({test::Input("x", x, {n, 3}), test::Input("b", b, {1, 3})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<float> y = test::Floats(out[0]);
+    ASSERT_EQ(y.size(), x.size());
+    // The reference in double: softmax over each row of sigmoid(2 * relu(x + b)).
+    for (int64_t row = 0; row < n; ++row) {
+      double e[3], sum = 0;
+      for (int j = 0; j < 3; ++j) {
+        double v = 2 * std::max(0.0, static_cast<double>(x[row * 3 + j]) + b[j]);
+        v = 1 / (1 + std::exp(-v));
+        sum += e[j] = std::exp(v);
+      }
+      for (int j = 0; j < 3; ++j) EXPECT_NEAR(y[row * 3 + j], e[j] / sum, 1e-6) << row << ", " << j;
+    }
+  }
+}
+
 TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
   OPENCL_OR_SKIP(cl);
   compiler::CompileOptions options;
@@ -239,26 +263,48 @@ TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
   std::unique_ptr<rt::Session> s;
   st = rt::Session::Create(std::move(p), {}, &s);
   ASSERT_TRUE(st.ok()) << st.message();
-  std::vector<float> b = {0.5f, -1, 2};
-  for (int64_t n : {2, 7}) {
-    std::vector<float> x(static_cast<size_t>(n * 3));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.7f * static_cast<float>(i % 5) - 1.2f;
-    std::vector<rt::OwnedTensor> out;
-    st = s->Run({test::Input("x", x, {n, 3}), test::Input("b", b, {1, 3})}, &out);
-    ASSERT_TRUE(st.ok()) << st.message();
-    std::vector<float> y = test::Floats(out[0]);
-    ASSERT_EQ(y.size(), x.size());
-    // The reference in double: softmax over each row of sigmoid(2 * relu(x + b)).
-    for (int64_t row = 0; row < n; ++row) {
-      double e[3], sum = 0;
-      for (int j = 0; j < 3; ++j) {
-        double v = 2 * std::max(0.0, static_cast<double>(x[row * 3 + j]) + b[j]);
-        v = 1 / (1 + std::exp(-v));
-        sum += e[j] = std::exp(v);
-      }
-      for (int j = 0; j < 3; ++j) EXPECT_NEAR(y[row * 3 + j], e[j] / sum, 1e-6) << row << ", " << j;
-    }
-  }
+  EXPECT_TRUE(s->notes().empty());
+  CheckElementwiseModel(*s);
+}
+
+TEST(OpenCl, AFailingBuildHandsTheDevicesStepsToTheCpu) {
+  OPENCL_OR_SKIP(cl);
+  compiler::CompileOptions options;
+  options.devices = {"opencl", "llvm"};
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  // Break the generated code in the package's bytes: the driver refuses to build it.
+  std::string bytes(c->package.begin(), c->package.end());
+  size_t at = bytes.find("inline float q_relu(float x) { return");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(bytes.find("return", at), 6, "retrun");
+  auto open = [&](bool strict, std::unique_ptr<rt::Session>* s) {
+    std::unique_ptr<rt::LoadedPackage> p;
+    rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+    if (!st.ok()) return st;
+    rt::SessionOptions so;
+    so.strict = strict;
+    return rt::Session::Create(std::move(p), so, s);
+  };
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = open(true, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("code section 0 (opencl-c for 'opencl'): building the OpenCL "
+                              "program on "),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("retrun"), std::string::npos) << "the build log: " << st.message();
+  // Not strict: the session opens, says why the OpenCL steps run on the CPU, and computes the
+  // same values.
+  st = open(false, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(s->notes().size(), 1u);
+  EXPECT_NE(s->notes()[0].find("device 0 ('opencl'): code section 0 (opencl-c for 'opencl') did "
+                               "not load (building the OpenCL program on "),
+            std::string::npos)
+      << s->notes()[0];
+  EXPECT_NE(s->notes()[0].find("steps run on the CPU instead"), std::string::npos) << s->notes()[0];
+  CheckElementwiseModel(*s);
 }
 
 std::string RunCommand(const std::string& cmd, int* code) {

@@ -99,3 +99,13 @@ Status LoadDevicePlugin(DeviceKind kind, const DevicePlugin** out) {
 }
 
 }  // namespace quilt::rt
+
+#if defined(__SANITIZE_ADDRESS__)
+// In sanitizer builds only: a plug-in's driver may bring a compiler that keeps its state until
+// the process exits (PoCL builds OpenCL kernels with LLVM and never frees that compiler's
+// caches). LeakSanitizer reports that as leaks of the driver's own allocations; they are not
+// ours, and only frames inside those libraries are excused.
+extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() {
+  return "leak:libpocl\nleak:libLLVM\nleak:libclang-cpp\n";
+}
+#endif
