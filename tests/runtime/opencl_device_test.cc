@@ -238,14 +238,20 @@ void CheckElementwiseModel(const rt::Session& s) {
   }
 }
 
-TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
-  OPENCL_OR_SKIP(cl);
+// kElementwiseModel compiled as `quiltc --device opencl --device llvm` does.
+std::vector<uint8_t> CompileElementwiseModel() {
   compiler::CompileOptions options;
   options.devices = {"opencl", "llvm"};
   Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
-  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_TRUE(c) << c.error().ToString();
+  return c ? c->package : std::vector<uint8_t>();
+}
+
+TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
+  OPENCL_OR_SKIP(cl);
+  std::vector<uint8_t> package = CompileElementwiseModel();
   std::unique_ptr<rt::LoadedPackage> p;
-  rt::Status st = rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p);
+  rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &p);
   ASSERT_TRUE(st.ok()) << st.message();
   // One OpenCL C section with an entry per OpenCL step; those steps dispatch it.
   const pkg::Package& root = p->root();
@@ -269,12 +275,9 @@ TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
 
 TEST(OpenCl, AFailingBuildHandsTheDevicesStepsToTheCpu) {
   OPENCL_OR_SKIP(cl);
-  compiler::CompileOptions options;
-  options.devices = {"opencl", "llvm"};
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
-  ASSERT_TRUE(c) << c.error().ToString();
+  std::vector<uint8_t> package = CompileElementwiseModel();
   // Break the generated code in the package's bytes: the driver refuses to build it.
-  std::string bytes(c->package.begin(), c->package.end());
+  std::string bytes(package.begin(), package.end());
   size_t at = bytes.find("inline float q_relu(float x) { return");
   ASSERT_NE(at, std::string::npos);
   bytes.replace(bytes.find("return", at), 6, "retrun");

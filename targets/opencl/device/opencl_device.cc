@@ -68,22 +68,25 @@ Status ClError(const std::string& what, cl_int e) {
     if (_e != CL_SUCCESS) return ClError(what, _e); \
   } while (0)
 
-std::string DeviceString(cl_device_id d, cl_device_info what) {
+// A string property through OpenCL's two-call protocol (size, then bytes); "" when absent.
+template <typename Get>
+std::string InfoString(Get get) {
   size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  if (get(0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
   std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  get(n, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
 
+std::string DeviceString(cl_device_id d, cl_device_info what) {
+  return InfoString(
+      [&](size_t n, void* v, size_t* r) { return clGetDeviceInfo(d, what, n, v, r); });
+}
+
 std::string PlatformString(cl_platform_id p, cl_platform_info what) {
-  size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
-  std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
+  return InfoString(
+      [&](size_t n, void* v, size_t* r) { return clGetPlatformInfo(p, what, n, v, r); });
 }
 
 // Every OpenCL device of the machine, in platform order: what `opencl:N` numbers.
@@ -341,11 +344,10 @@ class ClDevice final : public Device {
     auto holder = std::make_unique<ClProgram>(program);
     e = clBuildProgram(program, 1, &device_, kBuildOptions, nullptr, nullptr);
     if (e != CL_SUCCESS) {
-      size_t n = 0;
-      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      if (n) clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+      std::string log = InfoString([&](size_t n, void* v, size_t* r) {
+        return clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, v, r);
+      });
+      while (!log.empty() && log.back() == '\n') log.pop_back();
       return Status::Error(ClError("building the OpenCL program on " + info_.name, e).message() +
                            "; the build log:\n" + log);
     }
