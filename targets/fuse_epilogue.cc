@@ -139,7 +139,8 @@ class Fusion {
       return false;
     }
     if (s.device < 0 || s.device >= static_cast<int>(devices_.size()) ||
-        devices_[static_cast<size_t>(s.device)].kind != "cpu") {
+        (devices_[static_cast<size_t>(s.device)].kind != "cpu" &&
+         devices_[static_cast<size_t>(s.device)].kind != "opencl")) {
       return false;
     }
     return s.inputs.size() == 2 && s.outputs.size() == 1 && Value(s.outputs[0]).dtype == kFloat32;

@@ -1,7 +1,7 @@
 // Conv epilogue fusion on a lowered graph (run by Lower before memory planning).
 //
-// A float32 nn.conv1d/2d/3d step on a CPU device whose result is read only by an `add` of a
-// constant per-channel bias (static shape (1, M, 1, ...) or (M, 1, ...), M the conv's output
+// A float32 nn.conv1d/2d/3d step on a CPU or OpenCL device whose result is read only by an `add`
+// of a constant per-channel bias (static shape (1, M, 1, ...) or (M, 1, ...), M the conv's output
 // channels) on the same device takes the bias as a third input. When the result (after the bias,
 // if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
 // device, the conv step also takes the activation (attributes activation, activation_min,

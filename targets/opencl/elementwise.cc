@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "targets/opencl/ops.h"
+
 namespace quilt::targets::opencl {
 namespace {
 
@@ -75,6 +77,19 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
     double hi = FloatAttr(attrs, "max", std::numeric_limits<double>::infinity());
     return "q_clip(" + x + ", " + Literal(lo) + ", " + Literal(hi) + ")";
   }
+  return std::nullopt;
+}
+
+std::optional<Family> FamilyOf(std::string_view op) {
+  if (op == "reshape" || op == "squeeze" || op == "expand_dims") return Family::kIdentity;
+  if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
+  if (op == "matmul") return Family::kMatmul;
+  if (op == "nn.conv2d") return Family::kConv2d;
+  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return Family::kPool2d;
+  if (op == "nn.adaptive_avg_pool2d") return Family::kGlobalPool;
+  if (op == "nn.batch_norm") return Family::kBatchNorm;
+  ir::Attrs none;
+  if (FloatExpr(op, none, {"a"}) || FloatExpr(op, none, {"a", "b"})) return Family::kElementwise;
   return std::nullopt;
 }
 

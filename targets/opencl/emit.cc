@@ -1,11 +1,13 @@
 #include "targets/opencl/emit.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "targets/opencl/elementwise.h"
+#include "targets/opencl/ops.h"
 
 namespace quilt::compiler {
 namespace {
@@ -65,6 +67,15 @@ int MulDim(GraphSpec& g, int a, int b) {
   if (IsOne(g, a)) return b;
   if (IsOne(g, b)) return a;
   g.dims.push_back({pkg::DimKind::Mul, a, b, 0});
+  return static_cast<int>(g.dims.size()) - 1;
+}
+
+// ceil(d / q) as a dim node.
+int CeilDiv(GraphSpec& g, int d, int64_t q) {
+  int q1 = IntDim(g, q - 1), qd = IntDim(g, q);
+  g.dims.push_back({pkg::DimKind::Add, d, q1, 0});
+  int sum = static_cast<int>(g.dims.size()) - 1;
+  g.dims.push_back({pkg::DimKind::FloorDiv, sum, qd, 0});
   return static_cast<int>(g.dims.size()) - 1;
 }
 
@@ -160,6 +171,349 @@ Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, st
   return {};
 }
 
+// A kernel being written: its parameters follow the dispatch convention (a buffer and byte offset
+// per input, then per output, then a long per step dim, the grid first).
+class KernelText {
+ public:
+  KernelText(GraphSpec& g, StepSpec& step) : g_(g), step_(step) {
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      params_ +=
+          "__global const float* p" + std::to_string(k) + ", ulong o" + std::to_string(k) + ", ";
+    }
+    params_ += "__global float* py, ulong oy";
+  }
+  // A long parameter `name` holding dim node `dim` when the step runs.
+  void Long(const std::string& name, int dim) {
+    params_ += ", long " + name;
+    dims_.push_back(dim);
+  }
+  const ValueSpec& In(size_t k) const { return g_.values[static_cast<size_t>(step_.inputs[k])]; }
+  const ValueSpec& Out() const { return g_.values[static_cast<size_t>(step_.outputs[0])]; }
+  // Finishes the step: its kernel `name` with `body`, launched over the first `grid` longs.
+  void Finish(const std::string& name, const std::string& body, int64_t local, std::string* code) {
+    std::string where = "R." + step_.kernel + " (" + NodeName(step_) + ")";
+    *code += "\n// " + where + "\n__kernel void " + name + "(" + params_ + ") {\n";
+    for (size_t k = 0; k < step_.inputs.size(); ++k) {
+      *code += "  __global const float* x" + std::to_string(k) + " = Q_IN(p" + std::to_string(k) +
+               ", o" + std::to_string(k) + ");\n";
+    }
+    *code += "  __global float* y = Q_OUT(py, oy);\n" + body + "}\n";
+    step_.kind = pkg::StepKind::Dispatch;
+    step_.dims = dims_;
+    step_.attrs.Set("local", std::vector<int64_t>{local});
+  }
+
+ private:
+  GraphSpec& g_;
+  StepSpec& step_;
+  std::string params_;
+  std::vector<int> dims_;
+};
+
+std::string Int(int64_t v) { return std::to_string(v) + "L"; }
+
+// An int list attribute, or `n` copies of `fill` when absent.
+std::vector<int64_t> Ints(const ir::Attrs& attrs, const char* name, size_t n, int64_t fill) {
+  const auto* v = attrs.Get<std::vector<int64_t>>(name);
+  if (v && v->size() == n) return *v;
+  return std::vector<int64_t>(n, fill);
+}
+
+std::optional<int64_t> StaticDim(const GraphSpec& g, int d) {
+  const DimSpec& x = g.dims[static_cast<size_t>(d)];
+  if (x.kind != pkg::DimKind::Int) return std::nullopt;
+  return x.value;
+}
+
+// reshape, squeeze, expand_dims: the data's elements, copied.
+Status EmitIdentity(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  k.Long("n", Product(g, k.Out().dims, 0));
+  k.Finish(name, "  long i = get_global_id(0);\n  if (i < n) y[i] = x0[i];\n", kLocalSize, code);
+  return {};
+}
+
+// Softmax along `axis`: one work-item per row (outer x inner rows of `len` elements, `inner`
+// apart).
+Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  std::vector<int> dims = k.Out().dims;
+  int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t* axis_attr = step.attrs.Get<int64_t>("axis");
+  int64_t axis = axis_attr ? *axis_attr : -1;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return Error("R." + step.kernel + ": axis out of range");
+  int inner = Product(g, dims, static_cast<size_t>(axis) + 1);
+  std::vector<int> head(dims.begin(), dims.begin() + axis);
+  k.Long("rows", MulDim(g, Product(g, head, 0), inner));
+  k.Long("len", dims[static_cast<size_t>(axis)]);
+  k.Long("inner", inner);
+  bool log = step.kernel == "nn.log_softmax";
+  std::string body = R"(  long r = get_global_id(0);
+  if (r >= rows) return;
+  long base = (r / inner) * len * inner + r % inner;
+  float m = -INFINITY;
+  for (long j = 0; j < len; ++j) m = fmax(m, x0[base + j * inner]);
+  float sum = 0.0f;
+  for (long j = 0; j < len; ++j) sum += exp(x0[base + j * inner] - m);
+)";
+  body += log ? "  float ls = log(sum);\n  for (long j = 0; j < len; ++j) y[base + j * inner] = "
+                "x0[base + j * inner] - m - ls;\n"
+              : "  float inv = 1.0f / sum;\n  for (long j = 0; j < len; ++j) y[base + j * inner] "
+                "= exp(x0[base + j * inner] - m) * inv;\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// matmul: each work-item computes a 4 x 4 tile of one batch's M x N result, in registers.
+Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& a = k.In(0).dims;
+  const std::vector<int>& b = k.In(1).dims;
+  size_t r = a.size();
+  std::vector<int> batch(a.begin(), a.end() - 2);
+  int m = a[r - 2], kk = a[r - 1], n = b[b.size() - 1];
+  int tiles_m = CeilDiv(g, m, 4), tiles_n = CeilDiv(g, n, 4);
+  int batches = Product(g, batch, 0);
+  k.Long("tiles", MulDim(g, batches, MulDim(g, tiles_m, tiles_n)));
+  k.Long("M", m);
+  k.Long("K", kk);
+  k.Long("N", n);
+  k.Long("tn", tiles_n);
+  k.Long("tm", tiles_m);
+  bool shared_b = b.size() == 2;
+  std::string body = R"(  long t = get_global_id(0);
+  if (t >= tiles) return;
+  long bt = t / (tm * tn);
+  long m0 = (t / tn) % tm * 4, n0 = t % tn * 4;
+  __global const float* A = x0 + bt * M * K;
+  __global const float* B = x1 + )" +
+                     std::string(shared_b ? "0" : "bt * K * N") + R"(;
+  float acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  long mr[4], nc[4];
+  for (int i = 0; i < 4; ++i) {
+    mr[i] = min(m0 + i, M - 1);
+    nc[i] = min(n0 + i, N - 1);
+  }
+  for (long p = 0; p < K; ++p) {
+    float av[4], bv[4];
+    for (int i = 0; i < 4; ++i) av[i] = A[mr[i] * K + p];
+    for (int j = 0; j < 4; ++j) bv[j] = B[p * N + nc[j]];
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  }
+  __global float* Y = y + bt * M * N;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (m0 + i < M && n0 + j < N) Y[(m0 + i) * N + n0 + j] = acc[i][j];
+)";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// The begin padding of a conv or pool window along spatial dim i (of 2), as the CPU kernels
+// compute it.
+Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, int64_t kernel,
+                int64_t stride, int64_t dilation, int i, int64_t* pad) {
+  const std::string* auto_pad = step.attrs.Get<std::string>("auto_pad");
+  std::string mode = auto_pad ? *auto_pad : "NOTSET";
+  if (mode == "VALID") {
+    *pad = 0;
+  } else if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    std::optional<int64_t> in = StaticDim(g, x.dims[static_cast<size_t>(2 + i)]);
+    if (!in) return Error("R." + step.kernel + ": SAME padding needs static spatial dims");
+    int64_t out = (*in + stride - 1) / stride;
+    int64_t total = std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - *in);
+    *pad = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+  } else {
+    *pad = Ints(step.attrs, "padding", 4, 0)[static_cast<size_t>(i)];
+  }
+  return {};
+}
+
+// nn.conv2d, NCHW: each work-item computes 4 neighbouring output pixels of one output channel,
+// the window's constants baked in; a fused bias and activation at the end.
+Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const ValueSpec& x = k.In(0);
+  const ValueSpec& w = k.In(1);
+  const ValueSpec& out = k.Out();
+  std::optional<int64_t> cg = StaticDim(g, w.dims[1]), kh = StaticDim(g, w.dims[2]),
+                         kw = StaticDim(g, w.dims[3]);
+  if (!cg || !kh || !kw) return Error("R.nn.conv2d: the weight's dims must be static");
+  std::vector<int64_t> stride = Ints(step.attrs, "strides", 2, 1);
+  std::vector<int64_t> dil = Ints(step.attrs, "dilation", 2, 1);
+  const int64_t* groups_attr = step.attrs.Get<int64_t>("groups");
+  int64_t groups = groups_attr ? *groups_attr : 1;
+  int64_t ph = 0, pw = 0;
+  QUILT_TRY(PadBegin(g, step, x, *kh, stride[0], dil[0], 0, &ph));
+  QUILT_TRY(PadBegin(g, step, x, *kw, stride[1], dil[1], 1, &pw));
+  int owq = CeilDiv(g, out.dims[3], 4);
+  std::vector<int> grid = {out.dims[0], out.dims[1], out.dims[2], owq};
+  k.Long("total", Product(g, grid, 0));
+  k.Long("C", x.dims[1]);
+  k.Long("H", x.dims[2]);
+  k.Long("W", x.dims[3]);
+  k.Long("O", out.dims[1]);
+  k.Long("OH", out.dims[2]);
+  k.Long("OW", out.dims[3]);
+  k.Long("OWQ", owq);
+  std::string epilogue;
+  if (step.inputs.size() > 2) epilogue += "    v += x2[o];\n";
+  const std::string* act = step.attrs.Get<std::string>("activation");
+  if (act && *act == "relu") epilogue += "    v = q_relu(v);\n";
+  if (act && *act == "clip") {
+    const double* lo = step.attrs.Get<double>("activation_min");
+    const double* hi = step.attrs.Get<double>("activation_max");
+    epilogue += "    v = q_clip(v, " + (lo ? std::to_string(*lo) + "f" : std::string("-INFINITY")) +
+                ", " + (hi ? std::to_string(*hi) + "f" : std::string("INFINITY")) + ");\n";
+  }
+  if (act && *act == "hardswish") epilogue += "    v = v * q_clip(v + 3.0f, 0.0f, 6.0f);\n";
+  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  body += "  const long KH = " + Int(*kh) + ", KW = " + Int(*kw) + ", CG = " + Int(*cg) +
+          ", G = " + Int(groups) + ";\n";
+  body += "  const long SH = " + Int(stride[0]) + ", SW = " + Int(stride[1]) +
+          ", DH = " + Int(dil[0]) + ", DW = " + Int(dil[1]) + ", PH = " + Int(ph) +
+          ", PW = " + Int(pw) + ";\n";
+  body += R"(  long ow0 = t % OWQ * 4;
+  long oh = t / OWQ % OH;
+  long o = t / (OWQ * OH) % O;
+  long b = t / (OWQ * OH * O);
+  long og = O / G, c0 = o / og * CG;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  __global const float* wo = x1 + o * CG * KH * KW;
+  for (long c = 0; c < CG; ++c) {
+    __global const float* xc = x0 + ((b * C + c0 + c) * H) * W;
+    for (long i = 0; i < KH; ++i) {
+      long ih = oh * SH - PH + i * DH;
+      if (ih < 0 || ih >= H) continue;
+      __global const float* xr = xc + ih * W;
+      for (long j = 0; j < KW; ++j) {
+        float wv = wo[(c * KH + i) * KW + j];
+        for (int q = 0; q < 4; ++q) {
+          long iw = (ow0 + q) * SW - PW + j * DW;
+          if (iw >= 0 && iw < W) acc[q] = fma(xr[iw], wv, acc[q]);
+        }
+      }
+    }
+  }
+  __global float* yr = y + ((b * O + o) * OH + oh) * OW;
+  for (int q = 0; q < 4; ++q) {
+    if (ow0 + q >= OW) break;
+    float v = acc[q];
+)";
+  body += epilogue + "    yr[ow0 + q] = v;\n  }\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// nn.max_pool2d, nn.avg_pool2d (NCHW): one work-item per output element.
+Status EmitPool2d(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const ValueSpec& x = k.In(0);
+  const ValueSpec& out = k.Out();
+  std::vector<int64_t> size = Ints(step.attrs, "pool_size", 2, 1);
+  std::vector<int64_t> stride = Ints(step.attrs, "strides", 2, 1);
+  std::vector<int64_t> dil = Ints(step.attrs, "dilation", 2, 1);
+  int64_t ph = 0, pw = 0;
+  QUILT_TRY(PadBegin(g, step, x, size[0], stride[0], dil[0], 0, &ph));
+  QUILT_TRY(PadBegin(g, step, x, size[1], stride[1], dil[1], 1, &pw));
+  std::vector<int64_t> pads = Ints(step.attrs, "padding", 4, 0);
+  bool max = step.kernel == "nn.max_pool2d";
+  const bool* include = step.attrs.Get<bool>("count_include_pad");
+  bool count_pad = include && *include;
+  k.Long("total", Product(g, out.dims, 0));
+  k.Long("H", x.dims[2]);
+  k.Long("W", x.dims[3]);
+  k.Long("OH", out.dims[2]);
+  k.Long("OW", out.dims[3]);
+  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  body += "  const long KH = " + Int(size[0]) + ", KW = " + Int(size[1]) +
+          ", SH = " + Int(stride[0]) + ", SW = " + Int(stride[1]) + ", DH = " + Int(dil[0]) +
+          ", DW = " + Int(dil[1]) + ", PH = " + Int(ph) + ", PW = " + Int(pw) + ";\n";
+  body += R"(  long ow = t % OW, oh = t / OW % OH, nc = t / (OW * OH);
+  __global const float* xc = x0 + nc * H * W;
+)";
+  if (max) {
+    body += R"(  float m = -INFINITY;
+  for (long i = 0; i < KH; ++i) {
+    long ih = oh * SH - PH + i * DH;
+    if (ih < 0 || ih >= H) continue;
+    for (long j = 0; j < KW; ++j) {
+      long iw = ow * SW - PW + j * DW;
+      if (iw < 0 || iw >= W) continue;
+      float v = xc[ih * W + iw];
+      m = (v > m || isnan(v)) ? v : m;
+    }
+  }
+  y[t] = m;
+)";
+  } else {
+    // The divisor: the window's cells inside the input, or (count_include_pad) inside the padded
+    // input: the explicit pads, not the room ceil mode adds past them.
+    body += "  const long PH1 = " + Int(count_pad ? pads[2] : 0) +
+            ", PW1 = " + Int(count_pad ? pads[3] : 0) + ";\n";
+    body += R"(  float s = 0.0f;
+  long cells = 0;
+  for (long i = 0; i < KH; ++i) {
+    long ih = oh * SH - PH + i * DH;
+    for (long j = 0; j < KW; ++j) {
+      long iw = ow * SW - PW + j * DW;
+      bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+      if (inside) s += xc[ih * W + iw];
+)";
+    body += count_pad
+                ? "      if (ih >= -PH && ih < H + PH1 && iw >= -PW && iw < W + PW1) ++cells;\n"
+                : "      if (inside) ++cells;\n";
+    body += "    }\n  }\n  y[t] = s / (float)cells;\n";
+  }
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// nn.batch_norm (inference): y = (x - mean) * gamma / sqrt(var + eps) + beta per channel of
+// `axis`; one work-item per element.
+Status EmitBatchNorm(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  std::vector<int> dims = k.Out().dims;
+  int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t* axis_attr = step.attrs.Get<int64_t>("axis");
+  int64_t axis = axis_attr ? *axis_attr : 1;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return Error("R.nn.batch_norm: axis out of range");
+  const double* eps_attr = step.attrs.Get<double>("epsilon");
+  char eps[64];
+  std::snprintf(eps, sizeof(eps), "%.9gf", eps_attr ? *eps_attr : 1e-5);
+  k.Long("n", Product(g, dims, 0));
+  k.Long("C", dims[static_cast<size_t>(axis)]);
+  k.Long("inner", Product(g, dims, static_cast<size_t>(axis) + 1));
+  k.Finish(name,
+           "  long i = get_global_id(0);\n  if (i >= n) return;\n  long c = i / inner % C;\n"
+           "  float s = x1[c] / sqrt(x4[c] + " +
+               std::string(eps) + ");\n  y[i] = (x0[i] - x3[c]) * s + x2[c];\n",
+           kLocalSize, code);
+  return {};
+}
+
+// nn.adaptive_avg_pool2d to 1 x 1: the mean of each channel, one work-item per channel.
+Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const ValueSpec& x = k.In(0);
+  k.Long("planes", MulDim(g, x.dims[0], x.dims[1]));
+  k.Long("hw", MulDim(g, x.dims[2], x.dims[3]));
+  k.Finish(name, R"(  long t = get_global_id(0);
+  if (t >= planes) return;
+  __global const float* xc = x0 + t * hw;
+  float s = 0.0f;
+  for (long i = 0; i < hw; ++i) s += xc[i];
+  y[t] = s / (float)hw;
+)",
+           kLocalSize, code);
+  return {};
+}
+
 }  // namespace
 
 Status EmitOpenClCode(PackageSpec& spec) {
@@ -177,14 +531,53 @@ Status EmitOpenClCode(PackageSpec& spec) {
         std::replace(name.begin(), name.end(), '.', '_');
         const ValueSpec* out = step.outputs.empty() ? nullptr : &g.values[step.outputs[0]];
         bool float32 = out && out->dtype == 1;  // ONNX FLOAT
-        for (int v : step.inputs) float32 &= v >= 0 && g.values[static_cast<size_t>(v)].dtype == 1;
+        // The data inputs (reshape's shape is not data: its kernel never reads it).
+        size_t data_inputs =
+            targets::opencl::FamilyOf(step.kernel) == targets::opencl::Family::kIdentity
+                ? 1
+                : step.inputs.size();
+        for (size_t k = 0; k < data_inputs && k < step.inputs.size(); ++k) {
+          int v = step.inputs[k];
+          float32 &= v >= 0 && g.values[static_cast<size_t>(v)].dtype == 1;
+        }
         if (!float32) {
           return Error("R." + step.kernel + " (" + NodeName(step) +
                        ") is placed on OpenCL device '" +
                        spec.devices[static_cast<size_t>(d)].target +
                        "', whose kernels take float32 tensors only");
         }
-        QUILT_TRY(EmitElementwise(g, step, name, &code));
+        std::optional<targets::opencl::Family> family = targets::opencl::FamilyOf(step.kernel);
+        if (!family) {
+          return Error(
+              "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
+              spec.devices[static_cast<size_t>(d)].target + "', which has no kernel for it");
+        }
+        switch (*family) {
+          case targets::opencl::Family::kElementwise:
+            QUILT_TRY(EmitElementwise(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kIdentity:
+            QUILT_TRY(EmitIdentity(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kSoftmax:
+            QUILT_TRY(EmitSoftmax(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kMatmul:
+            QUILT_TRY(EmitMatmul(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kConv2d:
+            QUILT_TRY(EmitConv2d(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kPool2d:
+            QUILT_TRY(EmitPool2d(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kGlobalPool:
+            QUILT_TRY(EmitGlobalPool(g, step, name, &code));
+            break;
+          case targets::opencl::Family::kBatchNorm:
+            QUILT_TRY(EmitBatchNorm(g, step, name, &code));
+            break;
+        }
         step.op = step.kernel;
         step.kernel = name;
         step.code = section;
