@@ -60,9 +60,16 @@ Expected<ir::IRModule> Reset(const ir::IRModule& mod, const std::string& targets
   std::map<std::string, int> seen;  // entries so far per target kind
   while (std::getline(in, item, ';')) {
     // A kind named again is the next device of that kind: "cuda;cuda" is GPUs 0 and 1,
-    // "llvm;llvm" the CPU seen as two devices.
+    // "llvm;llvm" the CPU seen as two devices. "-device=N" names the machine's device N.
     Expected<ir::Target> t = ir::Target::Parse(item);
     int id = t ? seen[t->kind]++ : 0;
+    if (t && t->attrs.count("device")) {
+      const std::string& n = t->attrs.at("device");
+      if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) {
+        return Error("reset=\"" + targets + "\": -device=" + n + " is not a device number");
+      }
+      id = std::stoi(n);
+    }
     Expected<ir::VDevice> d = MakeVDevice(item, id, "global");
     if (!d) return Error("reset=\"" + targets + "\": " + d.error().message);
     list.push_back(*d);

@@ -33,7 +33,16 @@ namespace {
 Expected<std::string> DeviceList(const std::vector<std::string>& devices) {
   std::string list;
   bool cpu = false;
-  for (const std::string& d : devices) {
+  for (std::string d : devices) {
+    // "kind:N" is device N of that kind: "opencl:1" is "opencl -device=1".
+    if (size_t colon = d.find(':');
+        colon != std::string::npos && d.find(' ') == std::string::npos) {
+      std::string n = d.substr(colon + 1);
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
+        return Error("--device " + d + ": after ':' comes a device number");
+      }
+      d = d.substr(0, colon) + " -device=" + n;
+    }
     Expected<ir::Target> t = ir::Target::Parse(d);
     if (!t) return Error("--device " + d + ": " + t.error().message);
     if (d.find(';') != std::string::npos) return Error("--device " + d + ": ';' in a target");

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "package to write (.quilt)")->required();
   app.add_option("--device", devices,
                  "target to compile for, in priority order (default llvm); the CPU is added as "
-                 "the host when no target runs on it");
+                 "the host when no target runs on it; \"opencl:1\" or \"opencl -device=1\" is "
+                 "the machine's second OpenCL device");
   quilt::tools::ImportFlags import_flags;
   import_flags.Add(app);
   app.add_option("--place", place,

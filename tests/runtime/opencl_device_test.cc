@@ -310,6 +310,36 @@ TEST(OpenCl, AFailingBuildHandsTheDevicesStepsToTheCpu) {
   CheckElementwiseModel(*s);
 }
 
+TEST(OpenCl, ADeviceNumberChoosesTheMachinesDevice) {
+  OPENCL_OR_SKIP(cl);
+  for (const char* device : {"opencl:0", "opencl -device=0", "opencl:7"}) {
+    compiler::CompileOptions options;
+    options.devices = {device, "llvm"};
+    Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
+    ASSERT_TRUE(c) << device << ": " << c.error().ToString();
+    std::unique_ptr<rt::LoadedPackage> p;
+    ASSERT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
+    EXPECT_EQ(p->root().devices()->Get(0)->id(), device == std::string("opencl:7") ? 7 : 0);
+    std::unique_ptr<rt::Session> s;
+    rt::Status st = rt::Session::Create(std::move(p), {}, &s);
+    if (device != std::string("opencl:7")) {
+      ASSERT_TRUE(st.ok()) << device << ": " << st.message();
+      CheckElementwiseModel(*s);
+      continue;
+    }
+    // This machine has no eighth OpenCL device: the session names the devices there are.
+    EXPECT_NE(st.message().find("the package runs steps on device 'opencl -device=7': no OpenCL "
+                                "device 7; this machine has "),
+              std::string::npos)
+        << st.message();
+  }
+  compiler::CompileOptions options;
+  options.devices = {"opencl:x"};
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kElementwiseModel), options);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "--device opencl:x: after ':' comes a device number");
+}
+
 std::string RunCommand(const std::string& cmd, int* code) {
   FILE* f = popen((cmd + " 2>&1").c_str(), "r");
   std::string out;

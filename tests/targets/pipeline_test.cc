@@ -110,6 +110,41 @@ TEST(Pipeline, TheCpuAsTwoDevicesRunsWithCopiesInPlace) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }
 
+// "kind:N" and "kind -device=N" name the machine's device N: the package's device id, which the
+// runtime opens.
+constexpr const char* kRelu = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        y = R.nn.relu(x)
+        return y
+)";
+
+TEST(Pipeline, ADeviceNumberBecomesThePackagesDeviceId) {
+  for (auto [device, id] : std::vector<std::pair<std::string, int>>{
+           {"opencl:3", 3}, {"opencl -device=2", 2}, {"opencl", 0}}) {
+    CompileOptions options;
+    options.devices = {device, "llvm"};
+    Expected<Compiled> c = Compile(Parse(kRelu), options);
+    ASSERT_TRUE(c) << device << ": " << c.error().ToString();
+    std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->root().devices()->Get(0)->kind()->str(), "opencl") << device;
+    EXPECT_EQ(p->root().devices()->Get(0)->id(), id) << device;
+  }
+  CompileOptions options;
+  options.devices = {"opencl:x"};
+  Expected<Compiled> c = Compile(Parse(kRelu), options);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "--device opencl:x: after ':' comes a device number");
+  options.devices = {"opencl -device=one"};
+  c = Compile(Parse(kRelu), options);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("-device=one is not a device number"), std::string::npos)
+      << c.error().message;
+}
+
 // A fake CUDA that runs only `ops`; the CPU runs everything.
 std::function<targets::Support(const ir::VDevice&, const ir::CallNode&)> FakeCuda(
     std::set<std::string> ops) {
