@@ -514,6 +514,31 @@ Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std
   return {};
 }
 
+using Emitter = Status (*)(GraphSpec&, StepSpec&, const std::string&, std::string*);
+
+Emitter EmitterOf(targets::opencl::Family family) {
+  using targets::opencl::Family;
+  switch (family) {
+    case Family::kElementwise:
+      return EmitElementwise;
+    case Family::kIdentity:
+      return EmitIdentity;
+    case Family::kSoftmax:
+      return EmitSoftmax;
+    case Family::kMatmul:
+      return EmitMatmul;
+    case Family::kConv2d:
+      return EmitConv2d;
+    case Family::kPool2d:
+      return EmitPool2d;
+    case Family::kGlobalPool:
+      return EmitGlobalPool;
+    case Family::kBatchNorm:
+      return EmitBatchNorm;
+  }
+  return EmitElementwise;
+}
+
 }  // namespace
 
 Status EmitOpenClCode(PackageSpec& spec) {
@@ -552,32 +577,7 @@ Status EmitOpenClCode(PackageSpec& spec) {
               "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
               spec.devices[static_cast<size_t>(d)].target + "', which has no kernel for it");
         }
-        switch (*family) {
-          case targets::opencl::Family::kElementwise:
-            QUILT_TRY(EmitElementwise(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kIdentity:
-            QUILT_TRY(EmitIdentity(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kSoftmax:
-            QUILT_TRY(EmitSoftmax(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kMatmul:
-            QUILT_TRY(EmitMatmul(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kConv2d:
-            QUILT_TRY(EmitConv2d(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kPool2d:
-            QUILT_TRY(EmitPool2d(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kGlobalPool:
-            QUILT_TRY(EmitGlobalPool(g, step, name, &code));
-            break;
-          case targets::opencl::Family::kBatchNorm:
-            QUILT_TRY(EmitBatchNorm(g, step, name, &code));
-            break;
-        }
+        QUILT_TRY(EmitterOf(*family)(g, step, name, &code));
         step.op = step.kernel;
         step.kernel = name;
         step.code = section;
