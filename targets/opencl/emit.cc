@@ -90,87 +90,6 @@ std::string NodeName(const StepSpec& step) {
   return "node '" + (step.source.empty() ? std::string("?") : step.source) + "'";
 }
 
-// One elementwise or broadcasting step as a kernel named `name`; rewrites the step to dispatch
-// it. Inputs of the output's shape are read at the element's own index; a broadcast input
-// through strides (0 along its broadcast axes), from the element's coordinates.
-Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
-  std::string where = "R." + step.kernel + " (" + NodeName(step) + ")";
-  if (step.outputs.size() != 1) return Error(where + ": one output expected");
-  const ValueSpec& out = g.values[static_cast<size_t>(step.outputs[0])];
-  std::vector<int> dims = out.dims;
-  size_t rank = dims.size();
-  std::vector<std::string> operands;
-  std::string params, body;
-  std::vector<int> step_dims;
-  step_dims.push_back(Product(g, dims, 0));  // the grid: one work-item per element
-  // Strides of each broadcast input, per output axis (-1: 0, baked in).
-  std::vector<std::vector<int>> strides(step.inputs.size());
-  bool unravel = false;
-  for (size_t k = 0; k < step.inputs.size(); ++k) {
-    int v = step.inputs[k];
-    if (v < 0) return Error(where + ": an absent input");
-    const ValueSpec& in = g.values[static_cast<size_t>(v)];
-    if (in.rank < 0 || in.dims.size() > rank) return Error(where + ": input rank above output's");
-    bool same = in.dims.size() == rank;
-    for (size_t j = 0; same && j < rank; ++j) same = SameDim(g, in.dims[j], dims[j]);
-    params +=
-        "__global const float* p" + std::to_string(k) + ", ulong o" + std::to_string(k) + ", ";
-    if (same) continue;
-    unravel = true;
-    size_t lead = rank - in.dims.size();
-    strides[k].assign(rank, -1);
-    for (size_t j = lead; j < rank; ++j) {
-      int d = in.dims[j - lead];
-      if (IsOne(g, d) && !IsOne(g, dims[j])) continue;  // broadcast along j
-      if (!SameDim(g, d, dims[j]) && !IsOne(g, d)) {
-        return Error(where + ": input " + std::to_string(k) +
-                     " broadcasts a dim that only the run decides");
-      }
-      strides[k][j] = Product(g, in.dims, j - lead + 1);
-    }
-  }
-  params += "__global float* py, ulong oy, long n";
-  if (unravel) {
-    for (size_t j = 1; j < rank; ++j) {
-      params += ", long d" + std::to_string(j);
-      step_dims.push_back(dims[j]);
-    }
-  }
-  for (size_t k = 0; k < strides.size(); ++k) {
-    std::string in = "Q_IN(p" + std::to_string(k) + ", o" + std::to_string(k) + ")";
-    if (strides[k].empty()) {
-      operands.push_back(in + "[i]");
-      continue;
-    }
-    std::string index;
-    for (size_t j = 0; j < strides[k].size(); ++j) {
-      if (strides[k][j] < 0) continue;
-      std::string s = "s" + std::to_string(k) + "_" + std::to_string(j);
-      params += ", long " + s;
-      step_dims.push_back(strides[k][j]);
-      index += (index.empty() ? "" : " + ") + ("c" + std::to_string(j) + " * " + s);
-    }
-    operands.push_back(in + "[" + (index.empty() ? "0" : index) + "]");
-  }
-  std::optional<std::string> expr = targets::opencl::FloatExpr(step.kernel, step.attrs, operands);
-  if (!expr) return Error(where + ": the OpenCL back end has no code for this op");
-  body += "  long i = get_global_id(0);\n  if (i >= n) return;\n";
-  if (unravel) {
-    body += "  long r = i;\n";
-    for (size_t j = rank; j-- > 1;) {
-      body += "  long c" + std::to_string(j) + " = r % d" + std::to_string(j) + ";\n  r /= d" +
-              std::to_string(j) + ";\n";
-    }
-    body += "  long c0 = r;\n";
-  }
-  body += "  Q_OUT(py, oy)[i] = " + *expr + ";\n";
-  *code += "\n// " + where + "\n__kernel void " + name + "(" + params + ") {\n" + body + "}\n";
-  step.kind = pkg::StepKind::Dispatch;
-  step.dims = step_dims;
-  step.attrs.Set("local", std::vector<int64_t>{kLocalSize});
-  return {};
-}
-
 // A kernel being written: its parameters follow the dispatch convention (a buffer and byte offset
 // per input, then per output, then a long per step dim, the grid first).
 class KernelText {
@@ -223,6 +142,71 @@ std::optional<int64_t> StaticDim(const GraphSpec& g, int d) {
   const DimSpec& x = g.dims[static_cast<size_t>(d)];
   if (x.kind != pkg::DimKind::Int) return std::nullopt;
   return x.value;
+}
+
+// One elementwise or broadcasting step as a kernel named `name`; rewrites the step to dispatch
+// it. Inputs of the output's shape are read at the element's own index; a broadcast input
+// through strides (0 along its broadcast axes), from the element's coordinates.
+Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  std::string where = "R." + step.kernel + " (" + NodeName(step) + ")";
+  if (step.outputs.size() != 1) return Error(where + ": one output expected");
+  KernelText k(g, step);
+  std::vector<int> dims = k.Out().dims;
+  size_t rank = dims.size();
+  // Strides of each broadcast input, per output axis (-1: 0, baked in); none for an input of the
+  // output's shape.
+  std::vector<std::vector<int>> strides(step.inputs.size());
+  bool unravel = false;
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (step.inputs[i] < 0) return Error(where + ": an absent input");
+    const ValueSpec& in = k.In(i);
+    if (in.rank < 0 || in.dims.size() > rank) return Error(where + ": input rank above output's");
+    bool same = in.dims.size() == rank;
+    for (size_t j = 0; same && j < rank; ++j) same = SameDim(g, in.dims[j], dims[j]);
+    if (same) continue;
+    unravel = true;
+    size_t lead = rank - in.dims.size();
+    strides[i].assign(rank, -1);
+    for (size_t j = lead; j < rank; ++j) {
+      int d = in.dims[j - lead];
+      if (IsOne(g, d) && !IsOne(g, dims[j])) continue;  // broadcast along j
+      if (!SameDim(g, d, dims[j]) && !IsOne(g, d)) {
+        return Error(where + ": input " + std::to_string(i) +
+                     " broadcasts a dim that only the run decides");
+      }
+      strides[i][j] = Product(g, in.dims, j - lead + 1);
+    }
+  }
+  k.Long("n", Product(g, dims, 0));  // the grid: one work-item per element
+  if (unravel) {
+    for (size_t j = 1; j < rank; ++j) k.Long("d" + std::to_string(j), dims[j]);
+  }
+  std::vector<std::string> operands;
+  for (size_t i = 0; i < strides.size(); ++i) {
+    std::string index;
+    for (size_t j = 0; j < strides[i].size(); ++j) {
+      if (strides[i][j] < 0) continue;
+      std::string s = "s" + std::to_string(i) + "_" + std::to_string(j);
+      k.Long(s, strides[i][j]);
+      index += (index.empty() ? "" : " + ") + ("c" + std::to_string(j) + " * " + s);
+    }
+    if (strides[i].empty()) index = "i";
+    operands.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
+  }
+  std::optional<std::string> expr = targets::opencl::FloatExpr(step.kernel, step.attrs, operands);
+  if (!expr) return Error(where + ": the OpenCL back end has no code for this op");
+  std::string body = "  long i = get_global_id(0);\n  if (i >= n) return;\n";
+  if (unravel) {
+    body += "  long r = i;\n";
+    for (size_t j = rank; j-- > 1;) {
+      body += "  long c" + std::to_string(j) + " = r % d" + std::to_string(j) + ";\n  r /= d" +
+              std::to_string(j) + ";\n";
+    }
+    body += "  long c0 = r;\n";
+  }
+  body += "  y[i] = " + *expr + ";\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
 }
 
 // reshape, squeeze, expand_dims: the data's elements, copied.
@@ -554,13 +538,16 @@ Status EmitOpenClCode(PackageSpec& spec) {
         if (step.device != d || step.kind != pkg::StepKind::Kernel) continue;
         std::string name = "g" + std::to_string(gi) + "_s" + std::to_string(si) + "_" + step.kernel;
         std::replace(name.begin(), name.end(), '.', '_');
+        std::optional<targets::opencl::Family> family = targets::opencl::FamilyOf(step.kernel);
+        if (!family) {
+          return Error(
+              "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
+              spec.devices[static_cast<size_t>(d)].target + "', which has no kernel for it");
+        }
         const ValueSpec* out = step.outputs.empty() ? nullptr : &g.values[step.outputs[0]];
         bool float32 = out && out->dtype == 1;  // ONNX FLOAT
         // The data inputs (reshape's shape is not data: its kernel never reads it).
-        size_t data_inputs =
-            targets::opencl::FamilyOf(step.kernel) == targets::opencl::Family::kIdentity
-                ? 1
-                : step.inputs.size();
+        size_t data_inputs = *family == targets::opencl::Family::kIdentity ? 1 : step.inputs.size();
         for (size_t k = 0; k < data_inputs && k < step.inputs.size(); ++k) {
           int v = step.inputs[k];
           float32 &= v >= 0 && g.values[static_cast<size_t>(v)].dtype == 1;
@@ -570,12 +557,6 @@ Status EmitOpenClCode(PackageSpec& spec) {
                        ") is placed on OpenCL device '" +
                        spec.devices[static_cast<size_t>(d)].target +
                        "', whose kernels take float32 tensors only");
-        }
-        std::optional<targets::opencl::Family> family = targets::opencl::FamilyOf(step.kernel);
-        if (!family) {
-          return Error(
-              "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
-              spec.devices[static_cast<size_t>(d)].target + "', which has no kernel for it");
         }
         QUILT_TRY(EmitterOf(*family)(g, step, name, &code));
         step.op = step.kernel;

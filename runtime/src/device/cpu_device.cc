@@ -7,7 +7,6 @@
 #include "runtime/src/block_pool.h"
 #include "runtime/src/device/host_step.h"
 #include "runtime/src/thread_pool.h"
-#include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
 namespace {
@@ -109,16 +108,9 @@ class CpuDevice final : public Device {
   }
   Status Prepare(const pkg::Step& step, const Executable* /*code*/,
                  std::unique_ptr<PreparedStep>* out) const override {
-    std::string_view name = step.kernel() ? step.kernel()->string_view() : std::string_view();
-    // A dispatch step handed over by a device whose code did not load: its op's kernel.
-    if (step.kind() == pkg::StepKind::Dispatch && step.op() && step.op()->size()) {
-      name = step.op()->string_view();
-    } else if (step.kind() != pkg::StepKind::Kernel) {
-      return Status::Error("the CPU runs only library kernels, not a " +
-                           std::string(pkg::EnumNameStepKind(step.kind())) + " step");
-    }
-    KernelFn fn = cpu::FindKernel(name);
-    if (!fn) return Status::Error("no CPU kernel for " + std::string(name));
+    KernelFn fn;
+    std::string_view name;
+    QUILT_RETURN_IF_ERROR(FindHostKernel(step, "CPU", &fn, &name));
     *out = std::make_unique<CpuStep>(fn);
     return Status::Ok();
   }

@@ -3,8 +3,23 @@
 #include <string>
 
 #include "quilt/package_generated.h"
+#include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
+
+Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* fn,
+                      std::string_view* name) {
+  *name = step.kernel() ? step.kernel()->string_view() : std::string_view();
+  if (step.kind() == pkg::StepKind::Dispatch && step.op() && step.op()->size()) {
+    *name = step.op()->string_view();
+  } else if (step.kind() != pkg::StepKind::Kernel) {
+    return Status::Error("the " + std::string(device) + " runs only library kernels, not a " +
+                         std::string(pkg::EnumNameStepKind(step.kind())) + " step");
+  }
+  *fn = cpu::FindKernel(*name);
+  if (!*fn) return Status::Error("no " + std::string(device) + " kernel for " + std::string(*name));
+  return Status::Ok();
+}
 
 Status HostStepContext::Run(KernelFn fn, const StepArgs& args) {
   args_ = &args;

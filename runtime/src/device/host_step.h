@@ -5,12 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "runtime/src/device/device.h"
 #include "runtime/src/kernel.h"
 
 namespace quilt::rt {
+
+// The CPU kernel that runs `step` on a device with the CPU's kernels (`device`: its name in
+// messages, "CPU"): a library kernel by its op name, or a dispatch step handed over by a device
+// whose code did not load, by the op it names. `name` is set to the kernel's op name.
+Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* fn,
+                      std::string_view* name);
 
 class HostStepContext final : public KernelContext {
  public:

@@ -7,7 +7,6 @@
 #include "quilt/package_generated.h"
 #include "runtime/src/block_pool.h"
 #include "runtime/src/device/host_step.h"
-#include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
 namespace {
@@ -180,16 +179,9 @@ class TestDevice final : public Device {
   }
   Status Prepare(const pkg::Step& step, const Executable* /*code*/,
                  std::unique_ptr<PreparedStep>* out) const override {
-    std::string_view name = step.kernel() ? step.kernel()->string_view() : std::string_view();
-    // A dispatch step handed over by a device whose code did not load: its op's kernel.
-    if (step.kind() == pkg::StepKind::Dispatch && step.op() && step.op()->size()) {
-      name = step.op()->string_view();
-    } else if (step.kind() != pkg::StepKind::Kernel) {
-      return Status::Error("the test device runs only library kernels, not a " +
-                           std::string(pkg::EnumNameStepKind(step.kind())) + " step");
-    }
-    KernelFn fn = cpu::FindKernel(name);
-    if (!fn) return Status::Error("no test device kernel for " + std::string(name));
+    KernelFn fn;
+    std::string_view name;
+    QUILT_RETURN_IF_ERROR(FindHostKernel(step, "test device", &fn, &name));
     std::string what(name);
     if (step.source() && step.source()->size()) what += ", node '" + step.source()->str() + "'";
     *out = std::make_unique<TestStep>(fn, what);
