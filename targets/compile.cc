@@ -9,6 +9,7 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "passes/place_rules.h"
+#include "targets/cpu/kernels/registry.h"
 #include "targets/package_writer.h"
 
 namespace quilt::compiler {
@@ -27,6 +28,32 @@ std::string Sha256Hex(const void* data, size_t size) {
 }
 
 namespace {
+
+// quiltc --portable: marks every accelerator device of `spec` as one whose steps may run on the
+// CPU. The package's steps are that CPU version already (each kernel or dispatch step names its
+// op, and the CPU runs it with that op's library kernel), so this checks that the CPU has a kernel
+// for each of them and names every node whose op it lacks.
+Status MarkPortable(PackageSpec& spec) {
+  std::string missing;
+  int count = 0;
+  for (DeviceSpec& d : spec.devices) d.cpu_fallback = d.kind != "cpu";
+  for (const GraphSpec& g : spec.graphs) {
+    for (const StepSpec& step : g.steps) {
+      if (!spec.devices[static_cast<size_t>(step.device)].cpu_fallback) continue;
+      if (step.kind != pkg::StepKind::Kernel && step.kind != pkg::StepKind::Dispatch) continue;
+      const std::string& op = step.kind == pkg::StepKind::Dispatch ? step.op : step.kernel;
+      if (cpu::FindKernel(op)) continue;
+      if (++count <= 10) {
+        missing += "\n  node '" + (step.source.empty() ? std::string("?") : step.source) + "': R." +
+                   op + " on '" + spec.devices[static_cast<size_t>(step.device)].target + "'";
+      }
+    }
+  }
+  if (count == 0) return {};
+  return Error(
+      "--portable: the CPU has no kernel for " + std::to_string(count) +
+      " step(s) placed on an accelerator, so the package could not run without it:" + missing);
+}
 
 // The vdevice list the pipeline places onto: the --device targets in order, and the CPU as the
 // host after them when none of them is a CPU.
@@ -103,6 +130,7 @@ Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& opt
   out.report = BuildPlacementReport(*m, assigned->ops, source_name);
   Expected<PackageSpec> spec = Lower(*m, options.lower);
   if (!spec) return spec.error();
+  if (options.portable) QUILT_TRY(MarkPortable(*spec));
   spec->source_model = source_name;
   spec->source_sha256 = source_sha256;
   spec->placement_report = ReportText(out.report);

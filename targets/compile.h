@@ -32,6 +32,9 @@ struct CompileOptions {
   std::vector<std::string> place;
   // Any fallback from the first device is an error listing each op.
   bool strict = false;
+  // Portable package (quiltc --portable): every accelerator device may fall back to the CPU when
+  // it is absent at load; compiling checks that the CPU has a kernel for each of its steps.
+  bool portable = false;
   // Fragments of at most this many cheap ops between host ops stay on the host (assign.h).
   int max_fragment_ops = 3;
   // Which device can run which op; by default each target's own answer. Tests use fakes.

@@ -67,6 +67,7 @@ struct DeviceSpec {
   std::string target = {};  // "llvm"
   std::string kind = {};    // "cpu"
   int id = 0;
+  bool cpu_fallback = false;  // quiltc --portable: absent at load, its steps run on the CPU
 };
 
 struct TargetCodeSpec {

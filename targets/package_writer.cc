@@ -132,7 +132,8 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   fb::FlatBufferBuilder b(1 << 16);
   std::vector<fb::Offset<pkg::Device>> devices;
   for (const DeviceSpec& d : spec.devices) {
-    devices.push_back(pkg::CreateDevice(b, b.CreateString(d.target), b.CreateString(d.kind), d.id));
+    devices.push_back(pkg::CreateDevice(b, b.CreateString(d.target), b.CreateString(d.kind), d.id,
+                                        d.cpu_fallback));
   }
   std::vector<fb::Offset<pkg::Graph>> graphs;
   for (const GraphSpec& g : spec.graphs) graphs.push_back(WriteGraph(b, g));

@@ -48,7 +48,9 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
     const pkg::Device* dev = p.devices()->Get(d);
     os << "  " << d << ": " << dev->target()->str() << " (" << dev->kind()->str() << " "
-       << dev->id() << ")\n";
+       << dev->id() << ")"
+       << (dev->cpu_fallback() ? "; portable: where it is absent, its steps run on the CPU" : "")
+       << "\n";
   }
   const pkg::Graph& g = *p.graphs()->Get(0);
   os << "inputs:\n";

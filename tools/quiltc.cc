@@ -2,7 +2,8 @@
 //
 //   quiltc MODEL.onnx -o OUT.quilt [--device T]... [--input-shape NAME:D,D,...]...
 //          [--input-value NAME=V,V,...]...
-//          [--place RULE]... [--strict] [--report FILE.{txt,dot,json}]... [--print-ir-after-all]
+//          [--place RULE]... [--strict] [--portable] [--report FILE.{txt,dot,json}]...
+//          [--print-ir-after-all]
 //
 // The placement summary always goes to stderr; --report writes the full report.
 // Exit status 0 on success, 1 when the model cannot be compiled (the message names the file,
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{"quiltc: compile an ONNX model into a quilt package"};
   std::string model, output;
   std::vector<std::string> devices, place, reports;
-  bool strict = false, print_ir = false;
+  bool strict = false, portable = false, print_ir = false;
   app.add_option("model", model, "ONNX model (.onnx)")->required();
   app.add_option("-o,--output", output, "package to write (.quilt)")->required();
   app.add_option("--device", devices,
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
                  "placement rule: op:TYPE=DEVICE, node:GLOB=DEVICE or region:FROM..TO=DEVICE "
                  "(repeatable)");
   app.add_flag("--strict", strict, "fail when any op falls back from the first device");
+  app.add_flag("--portable", portable,
+               "also let the package run where an accelerator it names is absent: those "
+               "devices' steps then run on the CPU, and the session says so");
   app.add_option("--report", reports,
                  "write the placement report: FILE.txt (text), FILE.dot (Graphviz) or FILE.json");
   app.add_flag("--print-ir-after-all", print_ir, "print the IR after each step to stderr");
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
   if (!devices.empty()) options.devices = devices;
   options.place = place;
   options.strict = strict;
+  options.portable = portable;
   if (print_ir) {
     options.after_step = [](const std::string& step, const quilt::ir::IRModule& m) {
       std::cerr << "# ----- IR after " << step << " -----\n" << quilt::ir::PrintModule(m);

@@ -147,6 +147,15 @@ size_t quilt_session_output_count(const quilt_session_t* session) {
   return session ? session->session->outputs().size() : 0;
 }
 
+size_t quilt_session_note_count(const quilt_session_t* session) {
+  return session ? session->session->notes().size() : 0;
+}
+
+const char* quilt_session_note(const quilt_session_t* session, size_t index) {
+  if (!session || index >= session->session->notes().size()) return nullptr;
+  return session->session->notes()[index].c_str();
+}
+
 quilt_status_t* quilt_session_input_info(const quilt_session_t* session, size_t index,
                                          quilt_tensor_info_t* out_info) {
   if (!session || !out_info) return Error("quilt_session_input_info: null argument");

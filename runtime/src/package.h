@@ -22,7 +22,7 @@ namespace quilt::rt {
 //   1.0  values, steps by kernel name, per-device arenas, constants in a data section
 //   2.0  step kinds (kernel, dispatch, copy, control), regions, code sections with their target
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;
 
 // The step kind a builtin name belongs to: Copy for "copy", Control for the executor's control
 // steps, nullopt for any other name (an op's kernel or an entry point).

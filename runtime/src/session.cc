@@ -87,6 +87,15 @@ std::string StepName(const pkg::Graph& g, int s) {
   return name + ")";
 }
 
+// How many steps of the package's graphs run on its device `d`.
+int StepsOn(const pkg::Package& p, uint32_t d) {
+  int n = 0;
+  for (const pkg::Graph* g : *p.graphs()) {
+    for (const pkg::Step* step : *g->steps()) n += step->device() == static_cast<int>(d);
+  }
+  return n;
+}
+
 }  // namespace
 
 namespace {
@@ -207,6 +216,8 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
+  // Devices of a portable package that are absent here: they run on the CPU, their code unloaded.
+  std::vector<bool> absent(p.devices()->size(), false);
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
     if (!used[d]) continue;
     const pkg::Device* dev = p.devices()->Get(d);
@@ -227,6 +238,16 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     }
     std::unique_ptr<Device> device;
     Status st = CreateDevice(*kind, dev->id(), device_options, &device);
+    if (!st.ok() && dev->cpu_fallback() && !options.strict && *kind != DeviceKind::kCpu) {
+      // A portable package: this device's steps run on the CPU, each with its op's kernel.
+      std::string message = st.message();
+      if (size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+      s->notes_.push_back("device " + std::to_string(d) + " ('" + target +
+                          "') is not available here (" + message + "); the package is portable: " +
+                          std::to_string(StepsOn(p, d)) + " steps run on the CPU instead");
+      absent[d] = true;
+      st = CreateDevice(DeviceKind::kCpu, 0, device_options, &device);
+    }
     if (!st.ok()) {
       return Status::Error("the package runs steps on device '" + target + "': " + st.message());
     }
@@ -246,7 +267,7 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   // steps to the CPU (unless strict): every dispatch step names its op, which the CPU has a
   // library kernel for.
   plans.executables.resize(p.code() ? p.code()->size() : 0);
-  std::vector<bool> moved_to_cpu(plans.device_of.size(), false);
+  std::vector<bool> moved_to_cpu = absent;
   for (size_t i = 0; i < plans.executables.size(); ++i) {
     const pkg::TargetCode* c = p.code()->Get(static_cast<uint32_t>(i));
     int d = plans.device_of[static_cast<size_t>(c->device())];

@@ -22,8 +22,9 @@ struct SessionOptions {
   // for tests of the executor (see runtime/src/device/test_device.h).
   std::vector<int> run_on_test_device;
   // A device whose code does not load (an OpenCL program that fails to build) hands its steps to
-  // the CPU, which runs each with the library kernel of its op; notes() says so. Strict: that is
-  // an error instead.
+  // the CPU, which runs each with the library kernel of its op; notes() says so. So does an
+  // accelerator that is absent here when the package is portable (quiltc --portable). Strict:
+  // both are errors instead.
   bool strict = false;
 };
 

@@ -2,6 +2,8 @@
 // outputs owned by the caller.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "quilt/quilt.h"
 #include "quilt/quilt.hpp"
 #include "targets/package_writer.h"
@@ -41,6 +43,49 @@ TEST(CApi, LoadCreateRunRead) {
   const float* v = static_cast<const float*>(y.data);
   EXPECT_EQ(v[0], 2.0f);
   EXPECT_EQ(v[5], 5.0f);
+  quilt_outputs_free(outs);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+}
+
+// A portable package whose accelerator is absent: the session runs its steps on the CPU, and the
+// C API says so in the session's notes.
+TEST(CApi, NotesSayWhereAPortablePackageRunsOnTheCpu) {
+  quilt::compiler::PackageSpec spec = quilt::test::AddConstantPackage();
+  spec.devices[0] = {"opencl -device=7", "opencl", 7, /*cpu_fallback=*/false};
+  std::vector<uint8_t> bytes = quilt::compiler::WritePackage(spec);
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_t* session = nullptr;
+  quilt_status_t* st = quilt_session_create(pkg, nullptr, &session);
+  ASSERT_NE(st, nullptr) << "no machine here has an eighth OpenCL device";
+  EXPECT_NE(std::string(quilt_status_message(st)).find("device 'opencl -device=7'"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  quilt_package_free(pkg);
+
+  spec.devices[0].cpu_fallback = true;
+  bytes = quilt::compiler::WritePackage(spec);
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  st = quilt_session_create(pkg, nullptr, &session);
+  ASSERT_EQ(st, nullptr) << quilt_status_message(st);
+  ASSERT_EQ(quilt_session_note_count(session), 1u);
+  std::string note = quilt_session_note(session, 0);
+  EXPECT_EQ(note.find("device 0 ('opencl -device=7') is not available here ("), 0u) << note;
+  EXPECT_NE(note.find("the package is portable: 1 steps run on the CPU instead"), std::string::npos)
+      << note;
+  EXPECT_EQ(quilt_session_note(session, 1), nullptr);
+  float x[3] = {1, 1, 1};
+  int64_t shape[2] = {1, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
+  quilt_outputs_t* outs = nullptr;
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_tensor_t y;
+  ASSERT_EQ(quilt_outputs_get(outs, 0, &y), nullptr);
+  const float* v = static_cast<const float*>(y.data);
+  EXPECT_EQ(v[0], 2.0f);
+  EXPECT_EQ(v[2], 4.0f);
   quilt_outputs_free(outs);
   quilt_session_free(session);
   quilt_package_free(pkg);

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 using Result = quilt::testing::ToolResult;
 
-Result Tool(const std::string& name, const std::string& args) {
-  return quilt::testing::RunTool(name, args);
+Result Tool(const std::string& name, const std::string& args, const std::string& env = "") {
+  return quilt::testing::RunTool(name, args, env);
 }
 
 std::string ReadAll(const std::string& path) {
@@ -146,7 +146,7 @@ TEST_F(QuiltcTest, InputShapeFixesSymbolicDims) {
   ASSERT_EQ(i.code, 0) << i.out;
   EXPECT_NE(i.out.find("a: float32 (4, 3)"), std::string::npos) << i.out;
   EXPECT_NE(i.out.find("y/out: float32 (4, 3)"), std::string::npos) << i.out;
-  EXPECT_NE(i.out.find("package format 2.0"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("package format 2.1"), std::string::npos) << i.out;
   // The one region partition made, kept in the package with its steps.
   EXPECT_NE(i.out.find("regions: 1\n  0: on llvm, steps 0-"), std::string::npos) << i.out;
   // Static shapes: quilt-run fills missing inputs with random values and times runs.
@@ -295,6 +295,73 @@ TEST_F(QuiltcTest, StrictFailsOnEveryFallbackAndNamesTheNodes) {
   EXPECT_NE(c.out.find("fallback: 1 x R.sqrt: cuda (id 0, global): no CUDA kernel for R.sqrt yet"),
             std::string::npos)
       << c.out;
+}
+
+// A package compiled with --portable runs where the OpenCL it was compiled for is absent: the ICD
+// loader is pointed at an empty vendor folder (as on a machine without any OpenCL driver), the
+// session runs the OpenCL steps on the CPU and says so; without --portable the same run is refused.
+TEST_F(QuiltcTest, APortablePackageRunsWhereOpenClIsAbsent) {
+  // y = softmax(sigmoid(relu(sqrt(a + b) * 2)), axis 1): ops OpenCL takes, more than the few
+  // cheap ones that would stay with the host.
+  quilt::testing::OnnxGraph g;
+  g.Input("a", onnx::TensorProto::FLOAT, {std::string("n"), int64_t{3}})
+      .Input("b", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{3}})
+      .Output("y/out", onnx::TensorProto::FLOAT);
+  g.Node("Add", {"a", "b"}, {"t"}, "add0");
+  g.Node("Sqrt", {"t"}, {"u"}, "sqrt0");
+  g.Node("Add", {"u", "u"}, {"v"}, "twice0");
+  g.Node("Relu", {"v"}, {"r"}, "relu0");
+  g.Node("Sigmoid", {"r"}, {"s"}, "sigmoid0");
+  quilt::testing::SetInt(g.Node("Softmax", {"s"}, {"y/out"}, "softmax0"), "axis", 1);
+  std::string model = Write("model.onnx", g.Bytes());
+  std::string args = " --device opencl --device llvm -o ";
+  Result c = Tool("quiltc", model + args + Path("p.quilt") + " --portable");
+  ASSERT_EQ(c.code, 0) << c.out;
+  ASSERT_EQ(Tool("quiltc", model + args + Path("plain.quilt")).code, 0);
+  Result i = Tool("quilt-inspect", Path("p.quilt"));
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_NE(i.out.find("0: opencl (opencl 0); portable: where it is absent, its steps run on the "
+                       "CPU"),
+            std::string::npos)
+      << i.out;
+  EXPECT_NE(i.out.find("on opencl:"), std::string::npos) << "the ops are OpenCL's: " << i.out;
+  i = Tool("quilt-inspect", Path("plain.quilt"));
+  EXPECT_EQ(i.out.find("portable"), std::string::npos) << i.out;
+
+  fs::create_directories(dir_ / "no-icd");
+  std::string no_opencl = "OCL_ICD_VENDORS=" + Path("no-icd");
+  std::vector<float> a = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, b = {3, 0.5f, 7};
+  std::string inputs = " --input a=" + Npy("a.npy", a, {4, 3}) +
+                       " --input b=" + Npy("b.npy", b, {1, 3}) + " --output-dir " + Path("out");
+  Result r = Tool("quilt-run", Path("plain.quilt") + inputs, no_opencl);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the package runs steps on device 'opencl': "), std::string::npos) << r.out;
+  r = Tool("quilt-run", Path("p.quilt") + inputs + " --strict", no_opencl);
+  EXPECT_EQ(r.code, 1) << "strict: the absent device is an error: " << r.out;
+  r = Tool("quilt-run", Path("p.quilt") + inputs, no_opencl);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("quilt-run: note: device 0 ('opencl') is not available here ("),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the package is portable: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" steps run on the CPU instead"), std::string::npos) << r.out;
+  quilt::Expected<quilt::rt::OwnedTensor> y = quilt::tools::ReadNpy(Path("out/y_out.npy"));
+  ASSERT_TRUE(y) << y.error().ToString();
+  ASSERT_EQ(y->shape, (quilt::rt::Shape{4, 3}));
+  std::vector<float> got(12);
+  std::memcpy(got.data(), y->data.data(), 48);
+  // The reference in double.
+  for (int row = 0; row < 4; ++row) {
+    double e[3], sum = 0;
+    for (int j = 0; j < 3; ++j) {
+      double t = a[static_cast<size_t>(row * 3 + j)] + static_cast<double>(b[j]);
+      double v = std::max(0.0, std::sqrt(t) * 2);
+      sum += e[j] = std::exp(1 / (1 + std::exp(-v)));
+    }
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_NEAR(got[static_cast<size_t>(row * 3 + j)], e[j] / sum, 1e-6) << row << ", " << j;
+    }
+  }
 }
 
 TEST_F(QuiltcTest, PlacementRulesAreCheckedAndBadOnesNamed) {

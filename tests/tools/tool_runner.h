@@ -12,9 +12,12 @@ struct ToolResult {
   std::string out;  // stdout and stderr together
 };
 
-// `name` is a binary of the build's bin folder; `args` are passed through the shell.
-inline ToolResult RunTool(const std::string& name, const std::string& args) {
-  std::string cmd = std::string(QUILT_BIN_DIR) + "/" + name + " " + args + " 2>&1";
+// `name` is a binary of the build's bin folder; `args` are passed through the shell, and so is
+// `env` ("NAME=VALUE ...", set for the tool alone).
+inline ToolResult RunTool(const std::string& name, const std::string& args,
+                          const std::string& env = "") {
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(QUILT_BIN_DIR) + "/" +
+                    name + " " + args + " 2>&1";
   ToolResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -109,6 +109,12 @@ QUILT_API quilt_status_t* quilt_session_input_info(const quilt_session_t* sessio
                                                    quilt_tensor_info_t* out_info);
 QUILT_API quilt_status_t* quilt_session_output_info(const quilt_session_t* session, size_t index,
                                                     quilt_tensor_info_t* out_info);
+/* What the session did differently from what the package asks, a line each: a device whose code
+ * did not load, or an accelerator absent here from a portable package (quiltc --portable), whose
+ * steps run on the CPU instead. NULL when |index| is out of range; valid while the session lives.
+ */
+QUILT_API size_t quilt_session_note_count(const quilt_session_t* session);
+QUILT_API const char* quilt_session_note(const quilt_session_t* session, size_t index);
 
 /* Runs the model on |inputs| (by name, any order; inputs with a default may be left out).
  * Thread-safe. |out_outputs| is owned by the caller. */
