@@ -119,7 +119,9 @@ Expected<ir::Expr> NodeContext::Emit(ir::OpKind op, std::vector<ir::Expr> args, 
 
 ir::Expr NodeContext::Bind(ir::Expr value, int output) {
   std::string name = HasOutput(output) ? node_.output(output) : node_.op_type();
-  return graph_->Bind(std::move(value), name, node_.name());
+  // The node's name as the importer gives it ("OpType#index" when unnamed), so its bindings keep
+  // their node and op type (placement rules by op type find unnamed nodes too).
+  return graph_->Bind(std::move(value), name, graph_->current_source());
 }
 
 Expected<ir::Expr> NodeContext::Const(ir::DataType dtype, std::vector<int64_t> shape,

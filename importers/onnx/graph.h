@@ -55,6 +55,8 @@ class GraphImporter {
   std::optional<KnownValues> Known(const std::string& name) const;
   void SetKnown(const std::string& name, KnownValues values) { known_[name] = std::move(values); }
   ir::Expr Bind(ir::Expr value, const std::string& onnx_name, const std::string& source);
+  // The node being converted: its name, or "OpType#index" for an unnamed node.
+  const std::string& current_source() const { return current_source_; }
   const ModelContext& model() const { return model_; }
 
  private:

@@ -33,6 +33,7 @@ struct Result {
   std::string reason;
   int copies = 0;      // copy steps between devices in the package
   int dispatches = 0;  // steps running generated code
+  int kernels = 0;     // steps running a library kernel
 };
 
 Result Fail(std::string why) { return {Result::kFail, std::move(why)}; }
@@ -118,10 +119,36 @@ void SplitAcrossTwoCpus(quilt::ir::IRModule* mod, quilt::compiler::CompileOption
 
 // How a test's model is run: on the CPU alone; split across the CPU seen as two devices; split
 // between the CPU and the opaque test device (the second's ops run on the test device); compiled
-// for `--device opencl --device llvm` (OpenCL takes what it can, the CPU the rest).
-enum class Mode { kCpu, kSplitCpus, kSplitTestDevice, kOpenClAndCpu };
+// for `--device opencl --device llvm` (OpenCL takes what it can, the CPU the rest); the same with
+// `--place node:NAME=llvm` rules forcing every second node onto the CPU; or
+// `--device opencl --strict` (every op on OpenCL, or the compile fails).
+enum class Mode { kCpu, kSplitCpus, kSplitTestDevice, kOpenClAndCpu, kOpenClPlaced, kOpenClStrict };
+
+// The --place rules of kOpenClPlaced: `node:NAME=llvm` for every second node of the model's
+// graph (by index: a model of one node keeps it on OpenCL where OpenCL takes it), so models of
+// several nodes run cut between OpenCL and the CPU by rule, with copies at every cut. An unnamed
+// node is named as the importer names it: "OpType#index".
+std::vector<std::string> PlaceEverySecondNodeOnTheCpu(const onnx::ModelProto& m) {
+  std::vector<std::string> rules;
+  for (int i = 1; i < m.graph().node_size(); i += 2) {
+    const onnx::NodeProto& n = m.graph().node(i);
+    std::string name = n.name().empty() ? n.op_type() + "#" + std::to_string(i) : n.name();
+    std::string glob;  // the name itself, its glob characters escaped
+    for (char c : name) {
+      if (std::strchr("*?[]\\", c)) glob += '\\';
+      glob += c;
+    }
+    rules.push_back("node:" + glob + "=llvm");
+  }
+  return rules;
+}
 
 Result RunOne(const fs::path& dir, bool left_out, Mode mode = Mode::kCpu) {
+  onnx::ModelProto m;
+  {
+    std::ifstream in(dir / "model.onnx", std::ios::binary);
+    if (!m.ParseFromIstream(&in)) return Fail("cannot read model.onnx");
+  }
   quilt::importers::onnx::ImportOptions options = PinShapeInputs(dir);
   quilt::Expected<quilt::ir::IRModule> mod =
       quilt::importers::onnx::ImportOnnxFile((dir / "model.onnx").string(), options);
@@ -134,12 +161,29 @@ Result RunOne(const fs::path& dir, bool left_out, Mode mode = Mode::kCpu) {
   }
   quilt::compiler::CompileOptions copts;
   if (mode == Mode::kSplitCpus || mode == Mode::kSplitTestDevice) SplitAcrossTwoCpus(&*mod, &copts);
-  if (mode == Mode::kOpenClAndCpu) copts.devices = {"opencl", "llvm"};
+  if (mode == Mode::kOpenClAndCpu || mode == Mode::kOpenClPlaced)
+    copts.devices = {"opencl", "llvm"};
+  if (mode == Mode::kOpenClPlaced) copts.place = PlaceEverySecondNodeOnTheCpu(m);
+  if (mode == Mode::kOpenClStrict) {
+    copts.devices = {"opencl"};
+    copts.strict = true;
+  }
   quilt::Expected<std::vector<uint8_t>> bytes = quilt::compiler::CompileModule(*mod, copts);
+  // A rule for a node that yields no op (Constant, Shape, Identity) is refused, as it would be
+  // from a user: leave it out and compile again.
+  while (!bytes && mode == Mode::kOpenClPlaced &&
+         bytes.error().message.find("the rule matches no op") != std::string::npos) {
+    auto unmatched = std::find_if(copts.place.begin(), copts.place.end(), [&](const auto& r) {
+      return bytes.error().message.find("--place " + r + ":") != std::string::npos;
+    });
+    if (unmatched == copts.place.end()) break;
+    copts.place.erase(unmatched);
+    bytes = quilt::compiler::CompileModule(*mod, copts);
+  }
   if (!bytes) {
-    const std::string& m = bytes.error().message;
-    if (m.find("no CPU kernel") != std::string::npos ||
-        m.find("not supported") != std::string::npos) {
+    const std::string& message = bytes.error().message;
+    if (mode == Mode::kOpenClStrict || message.find("no CPU kernel") != std::string::npos ||
+        message.find("not supported") != std::string::npos) {
       return Unsupported("compile: " + bytes.error().ToString());
     }
     return Fail("compile: " + bytes.error().ToString());
@@ -147,10 +191,11 @@ Result RunOne(const fs::path& dir, bool left_out, Mode mode = Mode::kCpu) {
   std::unique_ptr<quilt::rt::LoadedPackage> pkg;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromMemory(bytes->data(), bytes->size(), &pkg);
   if (!st.ok()) return Fail("load: " + st.message());
-  int copies = 0, dispatches = 0;
+  int copies = 0, dispatches = 0, kernels = 0;
   for (const quilt::pkg::Graph* g : *pkg->root().graphs()) {
     for (const quilt::pkg::Step* s : *g->steps()) {
       dispatches += s->kind() == quilt::pkg::StepKind::Dispatch;
+      kernels += s->kind() == quilt::pkg::StepKind::Kernel;
       copies += s->kernel()->str() == "copy" && s->inputs()->size() == 1 &&
                 g->values()->Get(s->inputs()->Get(0))->device() != s->device();
     }
@@ -161,11 +206,6 @@ Result RunOne(const fs::path& dir, bool left_out, Mode mode = Mode::kCpu) {
   st = quilt::rt::Session::Create(std::move(pkg), session_options, &session);
   if (!st.ok()) return Fail("session: " + st.message());
   // Inputs: the graph inputs that are neither initializers nor pinned, in order.
-  onnx::ModelProto m;
-  {
-    std::ifstream in(dir / "model.onnx", std::ios::binary);
-    if (!m.ParseFromIstream(&in)) return Fail("cannot read model.onnx");
-  }
   std::set<std::string> initializers;
   for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
   fs::path data = dir / "test_data_set_0";
@@ -208,18 +248,26 @@ Result RunOne(const fs::path& dir, bool left_out, Mode mode = Mode::kCpu) {
   Result pass;
   pass.copies = copies;
   pass.dispatches = dispatches;
+  pass.kernels = kernels;
   return pass;
 }
 
-TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
-  fs::path root = QUILT_NODE_TEST_DIR;
-  if (!fs::exists(root)) {
+// `fs::path root`: the folder of the rendered node tests. Where they can be rendered they must be
+// there (a build that forgot them cannot pass); elsewhere the test skips and says why.
 #ifdef QUILT_NODE_TESTS_REQUIRED
-    FAIL() << "no node tests at " << root << ": build the onnx_node_tests target";
+#define NODE_TESTS_OR_SKIP(root)       \
+  fs::path root = QUILT_NODE_TEST_DIR; \
+  if (!fs::exists(root))               \
+  FAIL() << "no node tests at " << root << ": build the onnx_node_tests target"
 #else
-    GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
+#define NODE_TESTS_OR_SKIP(root)       \
+  fs::path root = QUILT_NODE_TEST_DIR; \
+  if (!fs::exists(root))               \
+  GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild"
 #endif
-  }
+
+TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
+  NODE_TESTS_OR_SKIP(root);
   std::string src = QUILT_SOURCE_DIR;
   std::map<std::string, std::string> baseline =
       ReadBaseline(src + "/tests/conformance/run_baseline.txt");
@@ -294,17 +342,10 @@ TEST(OnnxNodeTests, RunOnCpuMatchExpectedOutputs) {
 
 // Runs every test the baseline lists as passing in `mode`; all must pass, most with copies.
 void RunSplit(Mode mode, const std::string& what) {
-  fs::path root = QUILT_NODE_TEST_DIR;
-  if (!fs::exists(root)) {
-#ifdef QUILT_NODE_TESTS_REQUIRED
-    FAIL() << "no node tests at " << root << ": build the onnx_node_tests target";
-#else
-    GTEST_SKIP() << "no node tests at " << root << ": run scripts/setup.sh and rebuild";
-#endif
-  }
+  NODE_TESTS_OR_SKIP(root);
   std::map<std::string, std::string> baseline =
       ReadBaseline(std::string(QUILT_SOURCE_DIR) + "/tests/conformance/run_baseline.txt");
-  int run = 0, with_copies = 0, with_dispatches = 0;
+  int run = 0, with_copies = 0, with_dispatches = 0, split = 0;
   std::vector<std::string> failures;
   for (const auto& [name, status] : baseline) {
     if (status != "pass" || !fs::exists(root / name / "model.onnx")) continue;
@@ -312,23 +353,53 @@ void RunSplit(Mode mode, const std::string& what) {
     ++run;
     with_copies += r.copies > 0;
     with_dispatches += r.dispatches > 0;
+    split += r.dispatches > 0 && r.kernels > 0;
     if (r.kind != Result::kPass) failures.push_back(name + ": " + r.reason);
   }
-  std::printf("node tests split %s: %d run, %zu fail, %d with copies, %d running generated code\n",
-              what.c_str(), run, failures.size(), with_copies, with_dispatches);
+  std::printf(
+      "node tests split %s: %d run, %zu fail, %d with copies, %d running generated code, %d of "
+      "them library kernels too\n",
+      what.c_str(), run, failures.size(), with_copies, with_dispatches, split);
   std::string list;
   for (size_t i = 0; i < failures.size() && i < 40; ++i) list += "  " + failures[i] + "\n";
   EXPECT_TRUE(failures.empty()) << failures.size() << " tests fail when split " << what << ":\n"
                                 << list;
   EXPECT_GT(run, 1000);
-  if (mode != Mode::kOpenClAndCpu) {
+  if (mode == Mode::kSplitCpus || mode == Mode::kSplitTestDevice) {
     EXPECT_GT(with_copies, run / 2) << "the split should put most models on both devices";
     return;
   }
   // OpenCL takes only the ops it has code for: at least as many tests as when this was written
-  // (a floor that only moves up as kernels land).
-  constexpr int kOpenClFloor = 406;
-  EXPECT_GE(with_dispatches, kOpenClFloor) << "fewer node tests run OpenCL code than before";
+  // (floors that only move up as kernels land).
+  if (mode == Mode::kOpenClAndCpu) {
+    constexpr int kOpenClFloor = 406;
+    EXPECT_GE(with_dispatches, kOpenClFloor) << "fewer node tests run OpenCL code than before";
+  }
+  if (mode == Mode::kOpenClPlaced) {
+    constexpr int kPlacedSplitFloor = 123;
+    EXPECT_GE(split, kPlacedSplitFloor)
+        << "fewer node tests run split between OpenCL and the CPU by rule than before";
+  }
+}
+
+// Whether every input (not an initializer) and output of the test's model is a float32 tensor.
+bool AllFloat32(const fs::path& model) {
+  onnx::ModelProto m;
+  std::ifstream in(model, std::ios::binary);
+  if (!m.ParseFromIstream(&in)) return false;
+  std::set<std::string> initializers;
+  for (const auto& t : m.graph().initializer()) initializers.insert(t.name());
+  auto f32 = [](const onnx::ValueInfoProto& v) {
+    return v.type().has_tensor_type() &&
+           v.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT;
+  };
+  for (const auto& v : m.graph().input()) {
+    if (!initializers.count(v.name()) && !f32(v)) return false;
+  }
+  for (const auto& v : m.graph().output()) {
+    if (!f32(v)) return false;
+  }
+  return m.graph().output_size() > 0;
 }
 
 // Every test that passes on the CPU passes too when its ops are split across the CPU seen as two
@@ -346,11 +417,74 @@ TEST(OnnxNodeTests, SplitBetweenCpuAndOpaqueTestDeviceMatchesToo) {
 // Compiled for OpenCL and the CPU, as `quiltc --device opencl --device llvm` does: every test
 // that passes on the CPU passes with OpenCL computing the ops it has code for (on PoCL in CI).
 // Runs alone (ctest RUN_SERIAL): PoCL's threads would fight ctest's for the cores.
+#define OPENCL_OR_SKIP(cl)                                                                        \
+  std::unique_ptr<quilt::rt::Device> cl;                                                          \
+  if (quilt::rt::Status st = quilt::rt::CreateDevice(quilt::rt::DeviceKind::kOpenCl, 0, {}, &cl); \
+      !st.ok())                                                                                   \
+  GTEST_SKIP() << "no OpenCL device here: " << st.message()
+
 TEST(OnnxNodeTests, OnOpenClAndCpuMatchToo) {
-  std::unique_ptr<quilt::rt::Device> cl;
-  quilt::rt::Status st = quilt::rt::CreateDevice(quilt::rt::DeviceKind::kOpenCl, 0, {}, &cl);
-  if (!st.ok()) GTEST_SKIP() << "no OpenCL device here: " << st.message();
+  OPENCL_OR_SKIP(cl);
   RunSplit(Mode::kOpenClAndCpu, "between OpenCL (" + cl->info().name + ") and the CPU");
+}
+
+// The same with `--place node:NAME=llvm` rules that send every second node to the CPU, the second
+// device: models of several nodes run cut by rule, with copies at each cut.
+TEST(OnnxNodeTests, OnOpenClAndCpuSplitByPlacementRulesMatchToo) {
+  OPENCL_OR_SKIP(cl);
+  RunSplit(Mode::kOpenClPlaced, "between OpenCL and the CPU by --place rules");
+}
+
+// `--device opencl --strict`: every op of a float32 node test on OpenCL, or the compile fails.
+// tests/conformance/opencl_strict_baseline.txt lists each float32 test that passes on the CPU:
+// "pass", or why not yet. A test listed as passing must keep passing; the baseline only improves
+// (regenerate it from build/opencl_strict_baseline.txt, written by each run).
+TEST(OnnxNodeTests, OnOpenClAloneStrictHoldItsBaseline) {
+  OPENCL_OR_SKIP(cl);
+  NODE_TESTS_OR_SKIP(root);
+  std::string src = QUILT_SOURCE_DIR;
+  std::map<std::string, std::string> cpu =
+      ReadBaseline(src + "/tests/conformance/run_baseline.txt");
+  std::map<std::string, std::string> baseline =
+      ReadBaseline(src + "/tests/conformance/opencl_strict_baseline.txt");
+  int run = 0, pass = 0;
+  std::vector<std::string> regressions, wrong;
+  std::ostringstream new_baseline;
+  for (const auto& [name, status] : cpu) {
+    fs::path model = root / name / "model.onnx";
+    if (status != "pass" || !fs::exists(model) || !AllFloat32(model)) continue;
+    Result r = RunOne(root / name, false, Mode::kOpenClStrict);
+    ++run;
+    pass += r.kind == Result::kPass;
+    // The reason on one line, without the build folder's path.
+    std::string reason = r.reason;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    std::string where = (root / name).string() + "/model.onnx: ";
+    for (size_t at; (at = reason.find(where)) != std::string::npos;) reason.erase(at, where.size());
+    if (r.kind == Result::kFail) wrong.push_back(name + ": " + reason);
+    new_baseline << name << "\t" << (r.kind == Result::kPass ? "pass" : reason) << "\n";
+    auto listed = baseline.find(name);
+    if (r.kind != Result::kPass && listed != baseline.end() && listed->second == "pass") {
+      regressions.push_back(name + ": " + reason);
+    }
+  }
+  std::ofstream(std::string(QUILT_BINARY_DIR) + "/opencl_strict_baseline.txt")
+      << "# Each float32 ONNX node test that passes on the CPU, compiled with `--device opencl "
+         "--strict`:\n# pass, or why not (tab-separated). Generated from "
+         "build/opencl_strict_baseline.txt; a test\n# listed as pass must keep passing.\n"
+      << new_baseline.str();
+  std::printf("node tests on OpenCL alone (--strict, %s): %d of %d float32 tests pass (%.1f%%)\n",
+              cl->info().name.c_str(), pass, run, 100.0 * pass / std::max(1, run));
+  std::string list;
+  for (size_t i = 0; i < regressions.size() && i < 40; ++i) list += "  " + regressions[i] + "\n";
+  EXPECT_TRUE(regressions.empty())
+      << regressions.size() << " tests of opencl_strict_baseline.txt do not pass:\n"
+      << list;
+  // A compile that OpenCL refuses is "not yet"; a wrong value or a failed run is a defect.
+  list.clear();
+  for (size_t i = 0; i < wrong.size() && i < 40; ++i) list += "  " + wrong[i] + "\n";
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " tests fail on OpenCL alone:\n" << list;
+  EXPECT_GT(run, 500);
 }
 
 }  // namespace

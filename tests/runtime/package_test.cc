@@ -117,6 +117,7 @@ TEST(Package, NewerMajorVersionIsRefusedNamingBothVersions) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   pkg::Package* root = pkg::GetMutablePackage(bytes.data());
   root->mutable_version()->mutate_major(rt::kFormatMajor + 1);
+  root->mutable_version()->mutate_minor(0);
   std::string e = LoadError(bytes);
   EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor + 1) + ".0"), std::string::npos)
       << e;
@@ -127,6 +128,7 @@ TEST(Package, NewerMajorVersionIsRefusedNamingBothVersions) {
 TEST(Package, OlderMajorVersionIsRefusedWithAdvice) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   pkg::GetMutablePackage(bytes.data())->mutable_version()->mutate_major(rt::kFormatMajor - 1);
+  pkg::GetMutablePackage(bytes.data())->mutable_version()->mutate_minor(0);
   std::string e = LoadError(bytes);
   EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor - 1) + ".0"), std::string::npos)
       << e;
