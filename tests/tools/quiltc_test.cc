@@ -375,6 +375,27 @@ TEST_F(QuiltcTest, PlacementRulesAreCheckedAndBadOnesNamed) {
   EXPECT_NE(c.out.find("\"opencl\" names no entry"), std::string::npos) << c.out;
 }
 
+// Exporters often leave nodes unnamed: rules by op type find them, and rules by node name find
+// them by the name the importer gives them ("OpType#index").
+TEST_F(QuiltcTest, PlacementRulesFindUnnamedNodes) {
+  quilt::testing::OnnxGraph g;
+  g.Input("a", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{3}})
+      .Output("y", onnx::TensorProto::FLOAT);
+  g.Node("Sqrt", {"a"}, {"u"}).clear_name();
+  g.Node("Neg", {"u"}, {"y"}).clear_name();
+  std::string model = Write("unnamed.onnx", g.Bytes());
+  std::string out = " -o " + Path("m.quilt") + " --device llvm --device llvm ";
+  Result c = Tool("quiltc", model + out + "--place op:Sqrt=llvm:1 --report " + Path("r.txt"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  std::string report = ReadAll(Path("r.txt"));
+  EXPECT_NE(report.find("u  Sqrt#0  R.sqrt  llvm:1  placement rule"), std::string::npos) << report;
+  c = Tool("quiltc", model + out + "--place 'node:Neg#1=llvm:1' --report " + Path("r.txt"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  report = ReadAll(Path("r.txt"));
+  EXPECT_NE(report.find("y  Neg#1  R.negative  llvm:1  placement rule"), std::string::npos)
+      << report;
+}
+
 TEST_F(QuiltcTest, PrintIrAfterAllShowsEachStep) {
   Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --print-ir-after-all");
   ASSERT_EQ(c.code, 0) << c.out;
