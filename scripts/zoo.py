@@ -54,8 +54,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #   split:   the CPU seen as two devices: every other op type of the model goes to the second
 #            (--place op:TYPE=llvm:1), so values are copied between the two; the report must
 #            show ops on both, or the configuration fails
-#   resources: Ray custom resources for the task; locally, a configuration that needs one is
-#              skipped (the local machine offers no accelerator to the runtime yet)
+#   resources: Ray custom resources for the task; locally, "opencl" is there when an OpenCL
+#              driver is registered with the ICD loader (PoCL runs OpenCL on the CPU), and a
+#              configuration that needs a device the machine lacks is skipped, saying why
 CONFIGS = {
     "llvm": {"devices": ["llvm"], "resources": {}},
     "split": {"devices": ["llvm", "llvm"], "split": True, "resources": {}},
@@ -719,6 +720,17 @@ def _quote(a):
 # Executors: local processes or a Ray cluster, the same tasks.
 
 
+def opencl_drivers():
+    """The OpenCL drivers registered with the ICD loader, as it finds them."""
+    folder = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+    if os.path.isfile(folder):
+        return [folder]
+    try:
+        return sorted(f for f in os.listdir(folder) if f.endswith(".icd"))
+    except OSError:
+        return []
+
+
 class LocalExecutor:
     """Runs tasks in this process (jobs 1, the quietest for timing) or a process pool."""
 
@@ -730,10 +742,15 @@ class LocalExecutor:
                 max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
 
     def available(self, config):
-        need = CONFIGS[config]["resources"]
-        if need:
-            return (f"needs a '{'/'.join(need)}' device, which local runs do not offer: run it "
-                    "with --ray on a cluster that has one")
+        for kind in CONFIGS[config]["resources"]:
+            if kind == "opencl" and opencl_drivers():
+                continue
+            if kind == "opencl":
+                return ("needs an OpenCL device, and no OpenCL driver is registered here (no .icd "
+                        "file under OCL_ICD_VENDORS or /etc/OpenCL/vendors): install one (PoCL: "
+                        "pocl-opencl-icd) or run it with --ray on a cluster that has one")
+            return (f"needs a '{kind}' device, which local runs do not offer: run it with --ray "
+                    "on a cluster that has one")
         return None
 
     def put_model(self, path):

@@ -33,7 +33,8 @@ MANIFEST = ROOT / "models" / "zoo.toml"
 
 TASKS = {"vision", "ocr", "audio", "text", "files"}
 DTYPES = {"float32", "float16", "int64", "int32", "bool", "uint8"}
-CONFIGS = {"llvm", "split"}
+# The device configurations a model may list: those scripts/zoo.py knows (its CONFIGS table).
+CONFIGS = {"llvm", "split", "opencl", "cuda", "opencl+llvm", "cuda+llvm"}
 
 
 class ManifestError(ValueError):

@@ -109,9 +109,14 @@ class Ray(unittest.TestCase):
             self.assertEqual(comparable(rrec[(model, c)]), comparable(lrec[(model, c)]), c)
             self.assertIsNotNone(rrec[(model, c)]["quilt_ms"], c)
             self.assertIsNotNone(rrec[(model, c)]["ort_ms"], c)
-        self.assertEqual(lrec[(model, "opencl")]["status"], "skipped")
-        self.assertIn("--ray", lrec[(model, "opencl")]["message"])
-        # On the cluster the opencl configuration ran (today every op falls back to the CPU).
+        # Locally, opencl runs where an OpenCL driver is registered (PoCL in CI), and then as it
+        # does on the cluster; elsewhere it is skipped with the advice to use --ray.
+        if lrec[(model, "opencl")]["status"] == "skipped":
+            self.assertIn("--ray", lrec[(model, "opencl")]["message"])
+        else:
+            self.assertEqual(comparable(rrec[(model, "opencl")]),
+                             comparable(lrec[(model, "opencl")]), "opencl")
+        # On the cluster the opencl configuration ran, on the node that offers the resource.
         ocl = rrec[(model, "opencl")]
         self.assertEqual(ocl["status"], "pass", ocl)
         self.assertIn("opencl", ocl["placement"])

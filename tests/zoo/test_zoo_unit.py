@@ -288,6 +288,29 @@ class Helpers(unittest.TestCase):
         self.assertEqual(zoo.CONFIGS["cuda+llvm"]["resources"], {"cuda": 1})
         self.assertEqual(zoo.CONFIGS["llvm"]["resources"], {})
 
+    def test_the_manifest_accepts_the_configs_zoo_runs(self):
+        import zoo_fetch
+        self.assertEqual(zoo_fetch.CONFIGS, set(zoo.CONFIGS))
+
+    def test_local_opencl_needs_a_registered_driver(self):
+        saved = os.environ.get("OCL_ICD_VENDORS")
+        empty = tempfile.mkdtemp()
+        try:
+            os.environ["OCL_ICD_VENDORS"] = empty
+            why = zoo.LocalExecutor(1).available("opencl+llvm")
+            self.assertIn("no OpenCL driver is registered here", why)
+            self.assertIn("--ray", why)
+            with open(os.path.join(empty, "pocl.icd"), "w") as f:
+                f.write("libpocl.so.2\n")
+            self.assertIsNone(zoo.LocalExecutor(1).available("opencl+llvm"))
+            self.assertIn("'cuda' device", zoo.LocalExecutor(1).available("cuda+llvm"))
+        finally:
+            if saved is None:
+                os.environ.pop("OCL_ICD_VENDORS", None)
+            else:
+                os.environ["OCL_ICD_VENDORS"] = saved
+            shutil.rmtree(empty, ignore_errors=True)
+
     def test_json_report_has_no_nan(self):
         self.assertEqual(zoo._jsonable({"a": math.inf, "b": [np.float32(1.5), np.nan]}),
                          {"a": "inf", "b": [1.5, "nan"]})
