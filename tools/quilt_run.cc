@@ -1,7 +1,7 @@
 // quilt-run: run a quilt package.
 //
 //   quilt-run OUT.quilt [--input NAME=FILE.npy]... [--inputs FILE.npz] [--output-dir DIR]
-//             [--warmup W --iterations N] [--threads T]
+//             [--warmup W --iterations N] [--threads T] [--strict] [--code-cache DIR]
 //
 // Inputs come from .npy, .npz or ONNX .pb files; an input not given gets seeded random values
 // when its shape is static (as trtexec does), else it is an error naming the symbolic dims.
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <random>
 
@@ -80,7 +81,7 @@ std::string Preview(const OwnedTensor& t) {
 
 int main(int argc, char** argv) {
   CLI::App app{"quilt-run: run a quilt package"};
-  std::string package, npz, output_dir;
+  std::string package, npz, output_dir, code_cache;
   std::vector<std::string> input_args;
   int warmup = 0, iterations = 0, threads = 1;
   bool strict = false;
@@ -92,7 +93,12 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", iterations, "timed runs")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "threads per run")->check(CLI::PositiveNumber);
   app.add_flag("--strict", strict,
-               "fail when a device's code does not load, instead of running its steps on the CPU");
+               "fail when a device's code does not load (or a portable package's accelerator is "
+               "absent), instead of running its steps on the CPU");
+  app.add_option("--code-cache", code_cache,
+                 "keep the binaries of the device code built at session creation (OpenCL "
+                 "programs) in this folder, keyed by device, driver and source, so the next "
+                 "session skips the build");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
@@ -103,13 +109,20 @@ int main(int argc, char** argv) {
   quilt::rt::SessionOptions options;
   options.threads = threads;
   options.strict = strict;
+  options.code_cache_dir = code_cache;
   std::unique_ptr<quilt::rt::Session> session;
+  auto created = std::chrono::steady_clock::now();
   st = quilt::rt::Session::Create(std::move(loaded), options, &session);
   if (!st.ok()) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";
     return 1;
   }
   for (const std::string& note : session->notes()) std::cerr << "quilt-run: note: " << note << "\n";
+  if (iterations > 0) {
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - created;
+    std::cerr << "quilt-run: session created in " << std::fixed << std::setprecision(1)
+              << ms.count() << " ms (devices, code builds, constants)\n";
+  }
   std::vector<OwnedTensor> given;
   if (!npz.empty()) {
     auto all = quilt::tools::ReadNpz(npz);

@@ -216,6 +216,7 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
+  device_options.code_cache_dir = options.code_cache_dir;
   // Devices of a portable package that are absent here: they run on the CPU, their code unloaded.
   std::vector<bool> absent(p.devices()->size(), false);
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {

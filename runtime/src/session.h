@@ -16,6 +16,8 @@ namespace quilt::rt {
 
 struct SessionOptions {
   int threads = 1;
+  // Where devices cache the binaries of the code they build (DeviceOptions::code_cache_dir).
+  std::string code_cache_dir;
   // Device kinds the session may use ("cpu", "cuda", "opencl"); empty: every kind.
   std::vector<std::string> devices;
   // Devices of the package (by index) run by the opaque test device instead of their own kind:

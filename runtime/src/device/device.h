@@ -176,6 +176,10 @@ class Queue {
 
 struct DeviceOptions {
   int threads = 1;
+  // A folder where a device keeps the binaries of the code it builds (OpenCL programs), keyed by
+  // device, driver and source, so a later session skips the build; empty: no cache. A damaged or
+  // stale entry is rebuilt from source; a folder that cannot be written is not an error.
+  std::string code_cache_dir;
 };
 
 class Device {

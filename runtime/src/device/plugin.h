@@ -20,7 +20,7 @@
 namespace quilt::rt {
 
 // Bumped whenever device.h, kernel.h's tensor types or this struct change shape.
-inline constexpr int kDevicePluginAbi = 1;
+inline constexpr int kDevicePluginAbi = 2;
 
 struct DevicePlugin {
   int abi = kDevicePluginAbi;

@@ -6,8 +6,13 @@
 // dispatch steps run its kernels under the convention of dispatch.h.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,6 +93,78 @@ std::string PlatformString(cl_platform_id p, cl_platform_info what) {
   return InfoString(
       [&](size_t n, void* v, size_t* r) { return clGetPlatformInfo(p, what, n, v, r); });
 }
+
+// FNV-1a, 64 bits: names a cache entry. The entry also holds its whole key, checked on reading,
+// so a collision costs a rebuild, never a wrong program.
+uint64_t Fnv64(std::string_view bytes, uint64_t h = 1469598103934665603ull) {
+  for (char c : bytes) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The program binary cache: one file per (device, driver, build options, source), holding the
+// key, a NUL, then the driver's binary. Written to a temporary name and renamed, so concurrent
+// sessions never read half a file.
+class ProgramCache {
+ public:
+  ProgramCache(const std::string& dir, const std::string& device, std::string_view source) {
+    if (dir.empty()) return;
+    key_ = "quilt opencl program 1\n" + device + "\n" + kBuildOptions + "\n" + Hex(Fnv64(source)) +
+           " " + std::to_string(source.size());
+    path_ = (std::filesystem::path(dir) / (Hex(Fnv64(key_)) + ".clbin")).string();
+  }
+
+  // The cached binary, or empty when there is none (or another key's).
+  std::string Read() const {
+    if (path_.empty()) return "";
+    std::ifstream in(path_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() <= key_.size() + 1 || bytes.compare(0, key_.size(), key_) != 0 ||
+        bytes[key_.size()] != '\0') {
+      return "";
+    }
+    return bytes.substr(key_.size() + 1);
+  }
+
+  void Write(cl_program program) const {
+    if (path_.empty()) return;
+    size_t size = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) !=
+            CL_SUCCESS ||
+        size == 0) {
+      return;
+    }
+    std::string binary(size, '\0');
+    unsigned char* ptr = reinterpret_cast<unsigned char*>(binary.data());
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) {
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+    std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(key_.data(), static_cast<std::streamsize>(key_.size()));
+      out.put('\0');
+      out.write(binary.data(), static_cast<std::streamsize>(binary.size()));
+      if (!out) {
+        out.close();
+        std::filesystem::remove(tmp, ec);
+        return;
+      }
+    }
+    std::filesystem::rename(tmp, path_, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
+  }
+
+ private:
+  std::string key_, path_;
+};
 
 // Every OpenCL device of the machine, in platform order: what `opencl:N` numbers.
 struct ClDeviceEntry {
@@ -292,8 +369,8 @@ class ClQueue final : public Queue {
 
 class ClDevice final : public Device {
  public:
-  ClDevice(int id, const ClDeviceEntry& entry, cl_context context)
-      : device_(entry.device), context_(context) {
+  ClDevice(int id, const ClDeviceEntry& entry, cl_context context, std::string cache_dir)
+      : device_(entry.device), context_(context), cache_dir_(std::move(cache_dir)) {
     info_.kind = DeviceKind::kOpenCl;
     info_.id = id;
     info_.name = entry.name;
@@ -338,6 +415,11 @@ class ClDevice final : public Device {
     }
     const char* source = reinterpret_cast<const char*>(code.bytes);
     size_t length = code.size;
+    ProgramCache cache(cache_dir_, info_.name, std::string_view(source, length));
+    if (cl_program cached = FromBinary(cache.Read())) {
+      *out = std::make_unique<ClProgram>(cached);
+      return Status::Ok();
+    }
     cl_int e = CL_SUCCESS;
     cl_program program = clCreateProgramWithSource(context_, 1, &source, &length, &e);
     if (e != CL_SUCCESS) return ClError("clCreateProgramWithSource", e);
@@ -351,8 +433,29 @@ class ClDevice final : public Device {
       return Status::Error(ClError("building the OpenCL program on " + info_.name, e).message() +
                            "; the build log:\n" + log);
     }
+    cache.Write(program);
     *out = std::move(holder);
     return Status::Ok();
+  }
+
+  // A program built from a cached binary; null when there is none or the driver refuses it (a
+  // damaged or stale entry), and then the source is built again.
+  cl_program FromBinary(const std::string& binary) const {
+    if (binary.empty()) return nullptr;
+    size_t size = binary.size();
+    const unsigned char* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+    cl_int status = CL_SUCCESS, e = CL_SUCCESS;
+    cl_program program =
+        clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &e);
+    if (e != CL_SUCCESS || status != CL_SUCCESS) {
+      if (program) clReleaseProgram(program);
+      return nullptr;
+    }
+    if (clBuildProgram(program, 1, &device_, kBuildOptions, nullptr, nullptr) != CL_SUCCESS) {
+      clReleaseProgram(program);
+      return nullptr;
+    }
+    return program;
   }
 
   Status Prepare(const pkg::Step& step, const Executable* code,
@@ -407,9 +510,10 @@ class ClDevice final : public Device {
   DeviceInfo info_;
   cl_device_id device_;
   cl_context context_;
+  std::string cache_dir_;  // program binaries (DeviceOptions::code_cache_dir); empty: none
 };
 
-Status CreateClDevice(int id, const DeviceOptions&, std::unique_ptr<Device>* out) {
+Status CreateClDevice(int id, const DeviceOptions& options, std::unique_ptr<Device>* out) {
   std::vector<ClDeviceEntry> devices;
   QUILT_RETURN_IF_ERROR(ListDevices(&devices));
   if (id < 0 || id >= static_cast<int>(devices.size())) {
@@ -425,7 +529,7 @@ Status CreateClDevice(int id, const DeviceOptions&, std::unique_ptr<Device>* out
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(devices[id].platform), 0};
   cl_context context = clCreateContext(props, 1, &devices[id].device, nullptr, nullptr, &e);
   if (e != CL_SUCCESS) return ClError("creating a context on " + devices[id].name, e);
-  *out = std::make_unique<ClDevice>(id, devices[id], context);
+  *out = std::make_unique<ClDevice>(id, devices[id], context, options.code_cache_dir);
   return Status::Ok();
 }
 
