@@ -2,6 +2,7 @@
 //
 //   quilt-run OUT.quilt [--input NAME=FILE.npy]... [--inputs FILE.npz] [--output-dir DIR]
 //             [--warmup W --iterations N] [--threads T] [--strict] [--code-cache DIR]
+//             [--profile TRACE.json]
 //
 // Inputs come from .npy, .npz or ONNX .pb files; an input not given gets seeded random values
 // when its shape is static (as trtexec does), else it is an error naming the symbolic dims.
@@ -13,8 +14,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "runtime/src/session.h"
@@ -77,11 +80,110 @@ std::string Preview(const OwnedTensor& t) {
   return "[" + s + (n > 8 ? ", ..." : "") + "]";
 }
 
+// A string as a JSON string literal.
+std::string Json(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// `profile` as a Chrome trace (chrome://tracing, Perfetto): one track per device.
+std::string ChromeTrace(const quilt::rt::RunProfile& profile) {
+  std::string out = "{\"traceEvents\": [\n";
+  std::vector<std::string> tracks;
+  for (size_t i = 0; i < profile.steps.size(); ++i) {
+    const quilt::rt::StepProfile& p = profile.steps[i];
+    size_t tid = std::find(tracks.begin(), tracks.end(), p.device) - tracks.begin();
+    if (tid == tracks.size()) tracks.push_back(p.device);
+    char times[96];
+    std::snprintf(times, sizeof(times), "\"ts\": %.3f, \"dur\": %.3f", p.start_us, p.duration_us);
+    out += "  {\"name\": " + Json(p.op) + ", \"cat\": " + Json(p.kind) +
+           ", \"ph\": \"X\", \"pid\": 0, \"tid\": " + std::to_string(tid) + ", " + times +
+           ", \"args\": {\"node\": " + Json(p.node) + ", \"graph\": " + std::to_string(p.graph) +
+           ", \"step\": " + std::to_string(p.step) + "}},\n";
+  }
+  for (size_t t = 0; t < tracks.size(); ++t) {
+    out +=
+        "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " + std::to_string(t) +
+        ", \"args\": {\"name\": " + Json(tracks[t]) + "}}" + (t + 1 < tracks.size() ? ",\n" : "\n");
+  }
+  return out + "]}\n";
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The median of each step over `runs`, then the time by op and device and the costliest steps.
+void PrintProfile(const std::vector<quilt::rt::RunProfile>& runs, std::ostream& os) {
+  std::map<std::pair<int, int>, std::vector<double>> by_step;
+  std::vector<double> totals;
+  for (const quilt::rt::RunProfile& r : runs) {
+    totals.push_back(r.total_us);
+    for (const quilt::rt::StepProfile& p : r.steps) {
+      by_step[{p.graph, p.step}].push_back(p.duration_us);
+    }
+  }
+  const quilt::rt::RunProfile& last = runs.back();
+  struct Row {
+    double us;
+    const quilt::rt::StepProfile* step;
+  };
+  std::vector<Row> rows;
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> by_op;
+  double sum = 0;
+  for (const quilt::rt::StepProfile& p : last.steps) {
+    double us = Median(by_step[{p.graph, p.step}]);
+    rows.push_back({us, &p});
+    auto& o = by_op[{p.op, p.device}];
+    o.first += us;
+    o.second += 1;
+    sum += us;
+  }
+  double total = Median(totals);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "profile: median of %zu runs, each step waited for: %.3f ms a run, %.3f ms in "
+                "its steps\n",
+                runs.size(), total / 1000, sum / 1000);
+  os << line << "  time by op (ms, % of the steps, steps):\n";
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto& [key, v] : by_op) {
+    std::snprintf(line, sizeof(line), "%10.3f %5.1f%% %5d  %s on %s", v.first / 1000,
+                  sum > 0 ? 100 * v.first / sum : 0.0, v.second, key.first.c_str(),
+                  key.second.c_str());
+    ops.push_back({v.first, line});
+  }
+  std::sort(ops.rbegin(), ops.rend());
+  for (size_t i = 0; i < ops.size() && i < 15; ++i) os << "  " << ops[i].second << "\n";
+  os << "  costliest steps (ms):\n";
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.us > b.us; });
+  for (size_t i = 0; i < rows.size() && i < 10; ++i) {
+    const quilt::rt::StepProfile& p = *rows[i].step;
+    std::snprintf(line, sizeof(line), "%10.3f  graph %d step %d: %s on %s", rows[i].us / 1000,
+                  p.graph, p.step, p.op.c_str(), p.device.c_str());
+    os << "  " << line << (p.node.empty() ? "" : ", node '" + p.node + "'") << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"quilt-run: run a quilt package"};
-  std::string package, npz, output_dir, code_cache;
+  std::string package, npz, output_dir, code_cache, profile_file;
   std::vector<std::string> input_args;
   int warmup = 0, iterations = 0, threads = 1;
   bool strict = false;
@@ -99,6 +201,11 @@ int main(int argc, char** argv) {
                  "keep the binaries of the device code built at session creation (OpenCL "
                  "programs) in this folder, keyed by device, driver and source, so the next "
                  "session skips the build");
+  app.add_option("--profile", profile_file,
+                 "after the timed runs, time every step of 10 more runs (each step waited for "
+                 "on its device, so slower than a plain run): the median time by op and the "
+                 "costliest steps to stderr, the last run as a Chrome trace (chrome://tracing, "
+                 "Perfetto) to this .json file");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
@@ -195,6 +302,24 @@ int main(int argc, char** argv) {
       std::cerr << "quilt-run: error: " << w.error().ToString() << "\n";
       return 1;
     }
+  }
+  if (!profile_file.empty()) {
+    std::vector<quilt::rt::RunProfile> profiles(10);
+    for (quilt::rt::RunProfile& p : profiles) {
+      st = session->Run(inputs, &outputs, &p);
+      if (!st.ok()) {
+        std::cerr << "quilt-run: error: " << st.message() << "\n";
+        return 1;
+      }
+    }
+    std::ofstream trace(profile_file);
+    trace << ChromeTrace(profiles.back());
+    if (!trace) {
+      std::cerr << "quilt-run: error: cannot write the profile to '" << profile_file << "'\n";
+      return 1;
+    }
+    PrintProfile(profiles, std::cerr);
+    std::cerr << "quilt-run: wrote the profile of the last run to " << profile_file << "\n";
   }
   if (iterations > 0) {
     std::sort(times.begin(), times.end());

@@ -1,6 +1,7 @@
 #include "runtime/src/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -53,6 +54,7 @@ struct Session::Plans {
   // Per code section of the package: as its device loaded it (null where its device is unused).
   std::vector<std::unique_ptr<Executable>> executables;
   std::vector<GraphPlan> graphs;  // per graph of the package
+  const pkg::Package* package = nullptr;
 };
 
 Session::~Session() = default;
@@ -213,6 +215,7 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   s->options_ = options;
   s->plans_ = std::make_unique<Plans>();
   Plans& plans = *s->plans_;
+  plans.package = &p;
   plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
@@ -415,13 +418,17 @@ class Run final : public OutputAllocator {
   // `queues`: the run's queue on each device of the session, shared with the runs of its
   // subgraphs.
   Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
-      int depth = 0)
+      int depth = 0, RunProfile* profile = nullptr,
+      std::chrono::steady_clock::time_point start = {})
       : plans_(plans),
         queues_(queues),
         plan_(plans.graphs[graph]),
         g_(*plan_.graph),
         env_(g_),
-        depth_(depth) {
+        depth_(depth),
+        graph_(graph),
+        profile_(profile),
+        start_(start) {
     size_t n = g_.values()->size();
     values_.resize(n);
     owned_.resize(n);
@@ -443,10 +450,36 @@ class Run final : public OutputAllocator {
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
+      auto begin = std::chrono::steady_clock::now();
       Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
+      if (st.ok() && profile_) st = Profile(s, begin);
       if (!st.ok()) return st.WithContext(StepName(g_, s));
       for (int v : plan_.frees[s]) Free(v);
     }
+    return Status::Ok();
+  }
+
+  // Waits for every queue, then records step s as started at `begin`.
+  Status Profile(int s, std::chrono::steady_clock::time_point begin) {
+    for (const std::unique_ptr<Queue>& q : queues_) QUILT_RETURN_IF_ERROR(WaitOnHost(*q));
+    auto end = std::chrono::steady_clock::now();
+    const pkg::Step* step = g_.steps()->Get(s);
+    StepProfile p;
+    p.graph = graph_;
+    p.step = s;
+    static const char* kKinds[] = {"kernel", "dispatch", "copy", "control"};
+    auto kind = static_cast<size_t>(step->kind());
+    p.kind = kind < 4 ? kKinds[kind] : "?";
+    p.op = step->op() && step->op()->size() ? step->op()->str() : step->kernel()->str();
+    p.node = step->source() ? step->source()->str() : "";
+    const auto* devices = plans_.package->devices();
+    if (devices && static_cast<uint32_t>(step->device()) < devices->size()) {
+      const pkg::Device* d = devices->Get(static_cast<uint32_t>(step->device()));
+      p.device = d->target() ? d->target()->str() : "";
+    }
+    p.start_us = std::chrono::duration<double, std::micro>(begin - start_).count();
+    p.duration_us = std::chrono::duration<double, std::micro>(end - begin).count();
+    profile_->steps.push_back(std::move(p));
     return Status::Ok();
   }
 
@@ -761,7 +794,7 @@ class Run final : public OutputAllocator {
                            std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(plans_, queues_, graph, depth_ + 1);
+    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     return sub.TakeOutputs(outputs);
   }
@@ -1092,6 +1125,9 @@ class Run final : public OutputAllocator {
   const pkg::Graph& g_;
   DimEnv env_;
   int depth_;
+  int graph_;
+  RunProfile* profile_;  // null: not profiled
+  std::chrono::steady_clock::time_point start_;
   std::vector<DeviceTensor> values_;
   std::vector<BufferPtr> owned_;   // per value: the buffer it owns (none: in an arena or absent)
   std::vector<BufferPtr> arenas_;  // per device of the package
@@ -1104,6 +1140,13 @@ class Run final : public OutputAllocator {
 
 Status Session::Run(const std::vector<NamedTensor>& inputs,
                     std::vector<OwnedTensor>* outputs) const {
+  return Run(inputs, outputs, nullptr);
+}
+
+Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs,
+                    RunProfile* profile) const {
+  auto start = std::chrono::steady_clock::now();
+  if (profile) *profile = {};
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
   // One in-order queue per device for this run (the CPU's holds this run's threads).
@@ -1111,10 +1154,14 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
   for (size_t d = 0; d < queues.size(); ++d) {
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
-  class Run run(*plans_, queues, 0);
+  class Run run(*plans_, queues, 0, 0, profile, start);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
   QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));
+  if (profile) {
+    profile->total_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  }
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].name = outputs_[i].name;
   return Status::Ok();
 }

@@ -54,6 +54,26 @@ struct OwnedTensor {
   std::vector<uint8_t> data;
 };
 
+// Where a profiled run spent its time, step by step (Session::Run with a profile). Each step is
+// timed from when the executor starts it until its device has finished it: the run waits for
+// every queue after each step, so a profiled run is slower than a plain one, and its steps do not
+// overlap.
+struct StepProfile {
+  int graph = 0;        // 0: the entry graph; others: subgraphs (If branches, loop bodies)
+  int step = 0;         // index in its graph
+  std::string kind;     // "kernel", "dispatch", "copy", "control"
+  std::string op;       // the op ("nn.conv2d"), or the builtin ("copy", "if", "shape_expr")
+  std::string node;     // the ONNX node it came from; may be empty
+  std::string device;   // the target of the device that ran it ("opencl", "llvm")
+  double start_us = 0;  // from the start of the run
+  double duration_us = 0;
+};
+
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  double total_us = 0;
+};
+
 class Session {
  public:
   ~Session();
@@ -62,6 +82,9 @@ class Session {
   const std::vector<TensorSignature>& inputs() const { return inputs_; }
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
+  // The same, timing each step into `profile` (see StepProfile).
+  Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs,
+             RunProfile* profile) const;
   // What creation decided that the package did not say: a device whose steps run on the CPU
   // instead, and why. Empty when everything runs where the package placed it.
   const std::vector<std::string>& notes() const { return notes_; }

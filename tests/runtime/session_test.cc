@@ -46,6 +46,37 @@ std::string RunError(const rt::Session& s, const std::vector<rt::NamedTensor>& i
   return st.ok() ? "" : st.message();
 }
 
+// A profiled run times each step in order and computes what a plain run does.
+TEST(Session, AProfiledRunTimesEachStep) {
+  compiler::PackageSpec spec = TwoInputPackage();
+  spec.graphs[0].steps[0].source = "add0";
+  std::unique_ptr<rt::Session> s = Open(spec);
+  std::vector<float> a(3000, 2.0f), b(3000, 0.5f);
+  std::vector<rt::NamedTensor> in = {test::Input("a", a, {1000, 3}),
+                                     test::Input("b", b, {1000, 3})};
+  std::vector<rt::OwnedTensor> plain, profiled;
+  ASSERT_TRUE(s->Run(in, &plain).ok());
+  rt::RunProfile profile;
+  profile.steps.resize(7);  // a profile is filled afresh
+  rt::Status st = s->Run(in, &profiled, &profile);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(profiled[0]), test::Floats(plain[0]));
+  EXPECT_EQ(test::Floats(profiled[0])[2999], 5.0f);  // (2 + 0.5) * 2
+  ASSERT_EQ(profile.steps.size(), 2u);
+  const rt::StepProfile& add = profile.steps[0];
+  const rt::StepProfile& mul = profile.steps[1];
+  EXPECT_EQ(add.op, "add");
+  EXPECT_EQ(add.kind, "kernel");
+  EXPECT_EQ(add.node, "add0");
+  EXPECT_EQ(add.device, "llvm");
+  EXPECT_EQ(add.step, 0);
+  EXPECT_EQ(mul.op, "multiply");
+  EXPECT_EQ(mul.step, 1);
+  EXPECT_GT(add.duration_us, 0);
+  EXPECT_GE(mul.start_us, add.start_us + add.duration_us);  // in order, not overlapping
+  EXPECT_GE(profile.total_us, mul.start_us + mul.duration_us);
+}
+
 TEST(Session, ReportsItsSignature) {
   auto s = Open(TwoInputPackage());
   ASSERT_EQ(s->inputs().size(), 2u);

@@ -90,6 +90,32 @@ TEST_F(QuiltcTest, CompilesAndRunsWithNpyInputs) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], i + 1.0f, 1e-5) << i;
 }
 
+TEST_F(QuiltcTest, ProfileTimesEveryStepAndWritesAChromeTrace) {
+  ASSERT_EQ(Tool("quiltc", Model() + " -o " + Path("m.quilt")).code, 0);
+  std::string a = Npy("a.npy", {0, 1, 2, 3, 4, 5}, {2, 3});
+  std::string b = Npy("b.npy", {1, 1, 1}, {1, 3});
+  Result r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b +
+                                   " --profile " + Path("trace.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile: median of 10 runs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("time by op"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sqrt on llvm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node 'sqrt0'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("y/out: float32 (2, 3)"), std::string::npos) << r.out;
+  std::string trace = ReadAll(Path("trace.json"));
+  EXPECT_EQ(trace.find("{\"traceEvents\": ["), 0u) << trace;
+  EXPECT_NE(trace.find("{\"name\": \"sqrt\", \"cat\": \"kernel\", \"ph\": \"X\""),
+            std::string::npos)
+      << trace;
+  EXPECT_NE(trace.find("\"node\": \"sqrt0\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("\"thread_name\""), std::string::npos) << trace;
+  // A file that cannot be written is an error, named.
+  r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b + " --profile " +
+                            Path("no/such/dir/trace.json"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write the profile to"), std::string::npos) << r.out;
+}
+
 // A zip archive of stored members, as numpy's savez writes them (CRCs left 0: not checked).
 std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& members) {
   auto le = [](std::string& s, uint64_t v, int bytes) {
