@@ -17,9 +17,30 @@ bool FloatTensor(const ir::StructInfo& s) {
   return s && s->IsTensor() && s->dtype == ir::DataType::kFloat32 && s->shape.has_value();
 }
 
+bool IndexTensor(const ir::StructInfo& s) {
+  return s && s->IsTensor() && s->shape.has_value() &&
+         (s->dtype == ir::DataType::kInt32 || s->dtype == ir::DataType::kInt64);
+}
+
+// A value's tensors: itself, or a tuple's fields.
+std::vector<ir::StructInfo> Tensors(const ir::StructInfo& s) {
+  if (s && s->kind == ir::StructInfoKind::kTuple) return s->fields;
+  return {s};
+}
+
 bool IsInt(const ir::PrimExpr& e, int64_t v) {
   std::optional<int64_t> i = ir::AsInt(e);
   return i && *i == v;
+}
+
+// Whether `in` broadcasts (numpy, from the right) to `out` as the compiler can tell.
+bool Broadcasts(const std::vector<ir::PrimExpr>& in, const std::vector<ir::PrimExpr>& out) {
+  if (in.size() > out.size()) return false;
+  size_t lead = out.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j) {
+    if (!IsInt(in[j], 1) && !ir::PrimEqual(in[j], out[lead + j])) return false;
+  }
+  return true;
 }
 
 class OpenCl : public Capability {
@@ -31,16 +52,31 @@ class OpenCl : public Capability {
     std::optional<Family> family = opencl::FamilyOf(op->name);
     if (!family) return Support::No("no OpenCL kernel for " + name + " yet");
     std::string float_only = "OpenCL runs " + name + " on float32 tensors of known shape only";
-    if (!FloatTensor(call.struct_info)) return Support::No(float_only);
-    const std::vector<ir::PrimExpr>& out = *call.struct_info->shape;
-    // The tensors a family's kernel reads (reshape's shape and the like are not data).
-    size_t data_args = *family == Family::kIdentity || *family == Family::kSoftmax ||
-                               *family == Family::kPool2d || *family == Family::kGlobalPool
-                           ? 1
-                           : call.args.size();
-    if (call.args.size() < data_args) return Support::No(name + ": too few arguments");
-    for (size_t i = 0; i < data_args; ++i) {
-      if (!FloatTensor(call.args[i]->struct_info)) return Support::No(float_only);
+    std::vector<ir::StructInfo> outs = Tensors(call.struct_info);
+    for (const ir::StructInfo& o : outs) {
+      if (!FloatTensor(o)) return Support::No(float_only);
+    }
+    if (outs.empty()) return Support::No(float_only);
+    const std::vector<ir::PrimExpr>& out = *outs[0]->shape;
+    // The tensors a family's kernel reads, as lowering flattens them (reshape's shape and the
+    // like are not data).
+    std::vector<ir::StructInfo> ins;
+    for (const ir::Expr& arg : call.args) {
+      for (const ir::StructInfo& t : Tensors(arg->struct_info)) ins.push_back(t);
+    }
+    for (size_t i = 0; i < ins.size(); ++i) {
+      switch (opencl::InputUseOf(*family, i)) {
+        case opencl::InputUse::kFloat:
+          if (!FloatTensor(ins[i])) return Support::No(float_only);
+          break;
+        case opencl::InputUse::kIndex:
+          if (!IndexTensor(ins[i])) {
+            return Support::No("OpenCL runs " + name + " with int32 or int64 indices only");
+          }
+          break;
+        case opencl::InputUse::kUnread:
+          break;
+      }
     }
     auto shape = [&](size_t i) -> const std::vector<ir::PrimExpr>& {
       return *call.args[i]->struct_info->shape;
@@ -53,13 +89,8 @@ class OpenCl : public Capability {
                              std::to_string(call.args.size()) + " arguments");
         }
         for (size_t i = 0; i < call.args.size(); ++i) {
-          const std::vector<ir::PrimExpr>& in = shape(i);
-          if (in.size() > out.size()) return Support::No(name + ": an argument of higher rank");
-          size_t lead = out.size() - in.size();
-          for (size_t j = 0; j < in.size(); ++j) {
-            if (IsInt(in[j], 1) || ir::PrimEqual(in[j], out[lead + j])) continue;
-            return Support::No("OpenCL: " + name + " broadcasts dim " + std::to_string(j) +
-                               " of argument " + std::to_string(i) +
+          if (!Broadcasts(shape(i), out)) {
+            return Support::No("OpenCL: " + name + " broadcasts argument " + std::to_string(i) +
                                " in a way only the run decides");
           }
         }
@@ -67,7 +98,59 @@ class OpenCl : public Capability {
       }
       case Family::kIdentity:
       case Family::kBatchNorm:
+      case Family::kPRelu:
+      case Family::kReduce:
+      case Family::kPermute:
+      case Family::kConcat:
+      case Family::kSplit:
         return Support::Yes();
+      case Family::kNorm: {
+        // Parameters broadcast to the data as the compiler can tell; group norm's channels known.
+        const std::vector<ir::PrimExpr>& x = shape(0);
+        if (op->name == "nn.layer_norm" || op->name == "nn.rms_norm") {
+          for (size_t i = 1; i < call.args.size(); ++i) {
+            if (!Broadcasts(shape(i), x)) {
+              return Support::No("OpenCL: " + name + " broadcasts a parameter in a way only the " +
+                                 "run decides");
+            }
+          }
+        }
+        if (op->name == "nn.group_norm") {
+          const int64_t* axis = call.attrs.Get<int64_t>("channel_axis");
+          int64_t c = axis ? *axis : 1;
+          if (c < 0) c += static_cast<int64_t>(x.size());
+          if (c < 0 || c >= static_cast<int64_t>(x.size()) || !ir::AsInt(x[c])) {
+            return Support::No("OpenCL runs " + name + " with a static channel count only");
+          }
+          const int64_t* groups = call.attrs.Get<int64_t>("num_groups");
+          if (!groups || *groups < 1 || *ir::AsInt(x[c]) % *groups != 0) {
+            return Support::No("OpenCL: " + name + ": num_groups does not divide the channels");
+          }
+        }
+        return Support::Yes();
+      }
+      case Family::kSlice: {
+        const std::vector<ir::PrimExpr>& x = shape(0);
+        const auto* axes = call.attrs.Get<std::vector<int64_t>>("axes");
+        for (int64_t a : axes ? *axes : std::vector<int64_t>{}) {
+          if (a < 0) a += static_cast<int64_t>(x.size());
+          if (a < 0 || a >= static_cast<int64_t>(x.size()) || !ir::AsInt(x[a])) {
+            return Support::No("OpenCL runs " + name + " over axes of static size only");
+          }
+        }
+        return Support::Yes();
+      }
+      case Family::kTake:
+        if (shape(0).empty()) return Support::No(name + " from a scalar");
+        return Support::Yes();
+      case Family::kPad: {
+        const std::string* mode = call.attrs.Get<std::string>("pad_mode");
+        if (mode && *mode != "constant" && *mode != "edge" && *mode != "reflect" &&
+            *mode != "wrap") {
+          return Support::No("OpenCL: " + name + " in mode '" + *mode + "'");
+        }
+        return Support::Yes();
+      }
       case Family::kSoftmax:
         if (out.empty()) return Support::No(name + " of a scalar");
         return Support::Yes();

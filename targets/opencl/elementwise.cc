@@ -40,6 +40,9 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
     if (op == "power") return "pow(" + a + ", " + b + ")";
     if (op == "maximum") return "q_max(" + a + ", " + b + ")";
     if (op == "minimum") return "q_min(" + a + ", " + b + ")";
+    if (op == "nn.swiglu") {
+      return "q_swiglu(" + a + ", " + b + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+    }
     return std::nullopt;
   }
   if (args.size() != 1) return std::nullopt;
@@ -71,6 +74,37 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
     return "q_hard_sigmoid(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 0.2)) + ", " +
            Literal(FloatAttr(attrs, "beta", 0.5)) + ")";
   }
+  if (op == "asin") return "asin(" + x + ")";
+  if (op == "acos") return "acos(" + x + ")";
+  if (op == "atan") return "atan(" + x + ")";
+  if (op == "sinh") return "sinh(" + x + ")";
+  if (op == "cosh") return "cosh(" + x + ")";
+  if (op == "asinh") return "asinh(" + x + ")";
+  if (op == "acosh") return "acosh(" + x + ")";
+  if (op == "atanh") return "atanh(" + x + ")";
+  if (op == "nn.softsign") return "(" + x + " / (1.0f + fabs(" + x + ")))";
+  if (op == "nn.gelu_tanh") return "q_gelu_tanh(" + x + ")";
+  if (op == "nn.mish") return "q_mish(" + x + ")";
+  if (op == "nn.silu") return "q_silu(" + x + ")";
+  if (op == "nn.elu") return "q_elu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+  if (op == "nn.celu") return "q_celu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+  if (op == "nn.selu") {
+    return "q_selu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.6732632)) + ", " +
+           Literal(FloatAttr(attrs, "gamma", 1.050701)) + ")";
+  }
+  if (op == "nn.thresholded_relu") {
+    return "q_thresholded_relu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+  }
+  if (op == "nn.shrink") {
+    return "q_shrink(" + x + ", " + Literal(FloatAttr(attrs, "bias", 0.0)) + ", " +
+           Literal(FloatAttr(attrs, "lambd", 0.5)) + ")";
+  }
+  if (op == "nn.softplus") {
+    // Without a threshold every element takes the log1p form (a threshold of +inf).
+    double threshold = FloatAttr(attrs, "threshold", std::numeric_limits<double>::infinity());
+    return "q_softplus(" + x + ", " + Literal(FloatAttr(attrs, "beta", 1.0)) + ", " +
+           Literal(threshold) + ")";
+  }
   if (op == "clip") {
     // min > max makes every element max (ONNX): min first, then max.
     double lo = FloatAttr(attrs, "min", -std::numeric_limits<double>::infinity());
@@ -82,6 +116,22 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
 
 std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "reshape" || op == "squeeze" || op == "expand_dims") return Family::kIdentity;
+  if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod" ||
+      op == "reduce_l1" || op == "reduce_l2" || op == "reduce_log_sum" ||
+      op == "reduce_log_sum_exp" || op == "reduce_sum_square") {
+    return Family::kReduce;
+  }
+  if (op == "nn.layer_norm" || op == "nn.layer_norm_stats" || op == "nn.rms_norm" ||
+      op == "nn.instance_norm" || op == "nn.group_norm" || op == "nn.mean_variance_norm") {
+    return Family::kNorm;
+  }
+  if (op == "nn.prelu") return Family::kPRelu;
+  if (op == "permute_dims") return Family::kPermute;
+  if (op == "concat") return Family::kConcat;
+  if (op == "split") return Family::kSplit;
+  if (op == "strided_slice") return Family::kSlice;
+  if (op == "take") return Family::kTake;
+  if (op == "nn.pad") return Family::kPad;
   if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
   if (op == "matmul") return Family::kMatmul;
   if (op == "nn.conv2d") return Family::kConv2d;
@@ -91,6 +141,32 @@ std::optional<Family> FamilyOf(std::string_view op) {
   ir::Attrs none;
   if (FloatExpr(op, none, {"a"}) || FloatExpr(op, none, {"a", "b"})) return Family::kElementwise;
   return std::nullopt;
+}
+
+InputUse InputUseOf(Family family, size_t k) {
+  switch (family) {
+    case Family::kIdentity:
+    case Family::kSoftmax:
+    case Family::kPool2d:
+    case Family::kGlobalPool:
+    case Family::kReduce:
+    case Family::kPermute:
+    case Family::kSplit:
+    case Family::kSlice:
+      return k == 0 ? InputUse::kFloat : InputUse::kUnread;
+    case Family::kTake:
+      return k == 0 ? InputUse::kFloat : k == 1 ? InputUse::kIndex : InputUse::kUnread;
+    case Family::kElementwise:
+    case Family::kMatmul:
+    case Family::kConv2d:
+    case Family::kBatchNorm:
+    case Family::kPRelu:
+    case Family::kNorm:
+    case Family::kConcat:
+    case Family::kPad:
+      return InputUse::kFloat;
+  }
+  return InputUse::kFloat;
 }
 
 }  // namespace quilt::targets::opencl

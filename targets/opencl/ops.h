@@ -1,8 +1,9 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
-// cannot write. Every kernel takes float32 tensors.
+// cannot write. Kernels compute in float32; an index input (take) is int32 or int64.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string_view>
 
@@ -18,10 +19,29 @@ enum class Family {
   kPool2d,       // nn.max_pool2d, nn.avg_pool2d
   kGlobalPool,   // nn.adaptive_avg_pool2d to 1 x 1
   kBatchNorm,    // nn.batch_norm in inference form, along any axis
+  kPRelu,        // nn.prelu: a slope per channel of `axis` (or one for all)
+  kReduce,       // sum, mean, max, min, prod, reduce_l1 / l2 / log_sum / log_sum_exp /
+                 // sum_square over any axes (none: all), keepdims or not
+  kNorm,         // nn.layer_norm, nn.layer_norm_stats, nn.rms_norm, nn.instance_norm,
+                 // nn.group_norm, nn.mean_variance_norm: moments over axes, per group
+  kPermute,      // permute_dims, any rank
+  kConcat,       // concat along any axis
+  kSplit,        // split along any axis, one output per part
+  kSlice,        // strided_slice over axes whose size the compiler knows
+  kTake,         // take (gather) along any axis, int32 or int64 indices
+  kPad,          // nn.pad: constant, edge, reflect, wrap
 };
 
 // The family of op `op` (Relax name without "R."), or nullopt when OpenCL has no kernel for it.
 // Elementwise ops are those elementwise.h has an expression for.
 std::optional<Family> FamilyOf(std::string_view op);
+
+// How a family's kernel reads its input k.
+enum class InputUse {
+  kFloat,   // float32 data
+  kIndex,   // int32 or int64 indices
+  kUnread,  // not read (reshape's shape and the like)
+};
+InputUse InputUseOf(Family family, size_t k);
 
 }  // namespace quilt::targets::opencl

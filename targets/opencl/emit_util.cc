@@ -1,0 +1,165 @@
+#include "targets/opencl/emit_util.h"
+
+#include <cstdio>
+#include <limits>
+
+namespace quilt::compiler::opencl {
+
+bool SameDim(const GraphSpec& g, int a, int b) {
+  if (a == b) return true;
+  const DimSpec& x = g.dims[static_cast<size_t>(a)];
+  const DimSpec& y = g.dims[static_cast<size_t>(b)];
+  if (x.kind != y.kind) return false;
+  switch (x.kind) {
+    case pkg::DimKind::Int:
+      return x.value == y.value;
+    case pkg::DimKind::Sym:
+      return x.a == y.a;
+    default:
+      return SameDim(g, x.a, y.a) && SameDim(g, x.b, y.b);
+  }
+}
+
+bool IsOne(const GraphSpec& g, int d) {
+  const DimSpec& x = g.dims[static_cast<size_t>(d)];
+  return x.kind == pkg::DimKind::Int && x.value == 1;
+}
+
+int IntDim(GraphSpec& g, int64_t v) {
+  g.dims.push_back({pkg::DimKind::Int, 0, 0, v});
+  return static_cast<int>(g.dims.size()) - 1;
+}
+
+int AddDim(GraphSpec& g, int a, int b) {
+  g.dims.push_back({pkg::DimKind::Add, a, b, 0});
+  return static_cast<int>(g.dims.size()) - 1;
+}
+
+int MulDim(GraphSpec& g, int a, int b) {
+  if (IsOne(g, a)) return b;
+  if (IsOne(g, b)) return a;
+  g.dims.push_back({pkg::DimKind::Mul, a, b, 0});
+  return static_cast<int>(g.dims.size()) - 1;
+}
+
+int CeilDiv(GraphSpec& g, int d, int64_t q) {
+  int sum = AddDim(g, d, IntDim(g, q - 1));
+  g.dims.push_back({pkg::DimKind::FloorDiv, sum, IntDim(g, q), 0});
+  return static_cast<int>(g.dims.size()) - 1;
+}
+
+int Product(GraphSpec& g, const std::vector<int>& dims, size_t begin) {
+  int p = -1;
+  for (size_t i = begin; i < dims.size(); ++i) p = p < 0 ? dims[i] : MulDim(g, p, dims[i]);
+  return p < 0 ? IntDim(g, 1) : p;
+}
+
+std::optional<int64_t> StaticDim(const GraphSpec& g, int d) {
+  const DimSpec& x = g.dims[static_cast<size_t>(d)];
+  if (x.kind != pkg::DimKind::Int) return std::nullopt;
+  return x.value;
+}
+
+std::string NodeName(const StepSpec& step) {
+  return "node '" + (step.source.empty() ? std::string("?") : step.source) + "'";
+}
+
+std::string Where(const StepSpec& step) { return "R." + step.kernel + " (" + NodeName(step) + ")"; }
+
+std::string Int(int64_t v) {
+  // The most negative long has no literal of its own.
+  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807L - 1L)";
+  return std::to_string(v) + "L";
+}
+
+std::string FloatLiteral(double v) {
+  if (v != v) return "NAN";
+  if (v == std::numeric_limits<double>::infinity()) return "INFINITY";
+  if (v == -std::numeric_limits<double>::infinity()) return "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9gf", static_cast<float>(v));
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return "(" + s + ")";
+}
+
+std::vector<int64_t> Ints(const ir::Attrs& attrs, const char* name, size_t n, int64_t fill) {
+  const auto* v = attrs.Get<std::vector<int64_t>>(name);
+  if (v && v->size() == n) return *v;
+  return std::vector<int64_t>(n, fill);
+}
+
+Status NormalizeAxis(const StepSpec& step, int64_t rank, int64_t* axis) {
+  if (*axis < 0) *axis += rank;
+  if (*axis < 0 || *axis >= rank) return Error(Where(step) + ": axis out of range");
+  return {};
+}
+
+std::optional<std::string> ElementType(int32_t dtype) {
+  switch (dtype) {
+    case 1:  // FLOAT
+      return "float";
+    case 6:  // INT32
+      return "int";
+    case 7:  // INT64
+      return "long";
+    default:
+      return std::nullopt;
+  }
+}
+
+void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,
+                        std::string* code) {
+  std::string params, locals;
+  auto type = [&](int v) {
+    return v < 0 ? std::string("float")
+                 : ElementType(g_.values[static_cast<size_t>(v)].dtype).value_or("float");
+  };
+  for (size_t k = 0; k < step_.inputs.size(); ++k) {
+    std::string s = std::to_string(k), t = type(step_.inputs[k]);
+    params += "__global const " + t + "* p" + s + ", ulong o" + s + ", ";
+    locals += "  __global const " + t + "* x" + s + " = (__global const " + t +
+              "*)((__global const char*)p" + s + " + o" + s + ");\n";
+  }
+  for (size_t k = 0; k < step_.outputs.size(); ++k) {
+    std::string s = k == 0 ? "" : std::to_string(k), t = type(step_.outputs[k]);
+    params += std::string(k == 0 ? "" : ", ") + "__global " + t + "* py" + s + ", ulong oy" + s;
+    locals += "  __global " + t + "* y" + s + " = (__global " + t + "*)((__global char*)py" + s +
+              " + oy" + s + ");\n";
+  }
+  *code += "\n// " + Where(step_) + "\n__kernel void " + name + "(" + params + longs_ + ") {\n" +
+           locals + body + "}\n";
+  step_.kind = pkg::StepKind::Dispatch;
+  step_.dims = dims_;
+  step_.attrs.Set("local", std::vector<int64_t>{local});
+}
+
+std::string Unravel(const std::string& index, const std::string& prefix, size_t rank) {
+  if (rank == 0) return "";
+  std::string r = "r" + prefix;
+  std::string s = "  long " + r + " = " + index + ";\n";
+  for (size_t j = rank; j-- > 1;) {
+    std::string js = prefix + std::to_string(j);
+    s += "  long c" + js + " = " + r + " % d" + js + ";\n  " + r + " /= d" + js + ";\n";
+  }
+  return s + "  long c" + prefix + "0 = " + r + ";\n";
+}
+
+std::string Strides(const std::string& prefix, size_t rank) {
+  std::string s;
+  for (size_t j = rank; j-- > 0;) {
+    std::string js = prefix + std::to_string(j);
+    s += "  long s" + js + " = " +
+         (j + 1 == rank
+              ? std::string("1")
+              : "s" + prefix + std::to_string(j + 1) + " * d" + prefix + std::to_string(j + 1)) +
+         ";\n";
+  }
+  return s;
+}
+
+void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims) {
+  for (size_t j = 0; j < dims.size(); ++j) k.Long("d" + prefix + std::to_string(j), dims[j]);
+}
+
+}  // namespace quilt::compiler::opencl

@@ -1,0 +1,95 @@
+// What the OpenCL emitters share (emit.cc, emit_reduce.cc, emit_manip.cc): dim-node arithmetic on
+// a graph's dim pool, and KernelText, the kernel being written for one step under the dispatch
+// convention (targets/opencl/device/dispatch.h). Internal to the OpenCL back end.
+//
+//   KernelText k(g, step);
+//   k.Long("n", Product(g, k.Out().dims, 0));  // the grid first
+//   k.Finish(name, "  long i = get_global_id(0);\n  if (i < n) y[i] = x0[i];\n", kLocalSize, code);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/diagnostic.h"
+#include "targets/package_spec.h"
+
+namespace quilt::compiler::opencl {
+
+// The work-group size of every kernel (fixed: each distinct size costs PoCL a compile).
+inline constexpr int64_t kLocalSize = 64;
+
+bool SameDim(const GraphSpec& g, int a, int b);
+bool IsOne(const GraphSpec& g, int d);
+int IntDim(GraphSpec& g, int64_t v);
+int AddDim(GraphSpec& g, int a, int b);
+int MulDim(GraphSpec& g, int a, int b);
+// ceil(d / q) as a dim node.
+int CeilDiv(GraphSpec& g, int d, int64_t q);
+// The product of dims [begin, end) of `dims` (1 when empty).
+int Product(GraphSpec& g, const std::vector<int>& dims, size_t begin);
+std::optional<int64_t> StaticDim(const GraphSpec& g, int d);
+
+std::string NodeName(const StepSpec& step);
+// "R.op (node 'name')", for messages.
+std::string Where(const StepSpec& step);
+// A long literal.
+std::string Int(int64_t v);
+// A float literal that reads back as the same float.
+std::string FloatLiteral(double v);
+// An int list attribute, or `n` copies of `fill` when absent.
+std::vector<int64_t> Ints(const ir::Attrs& attrs, const char* name, size_t n, int64_t fill);
+// `axis` (negative counts from the end) within [0, rank), or an error naming the step.
+Status NormalizeAxis(const StepSpec& step, int64_t rank, int64_t* axis);
+
+// The OpenCL C type of a value's elements (ONNX dtype), or nullopt for one kernels do not take.
+std::optional<std::string> ElementType(int32_t dtype);
+
+// A kernel being written: its parameters follow the dispatch convention (a buffer and byte offset
+// per input, then per output, then a long per step dim, the grid first). Input k is `x<k>` in the
+// body, output 0 is `y` and output k > 0 `y<k>`, each a pointer to its element type.
+class KernelText {
+ public:
+  KernelText(GraphSpec& g, StepSpec& step) : g_(g), step_(step) {}
+  // A long parameter `name` holding dim node `dim` when the step runs.
+  void Long(const std::string& name, int dim) {
+    longs_ += ", long " + name;
+    dims_.push_back(dim);
+  }
+  const ValueSpec& In(size_t k) const { return g_.values[static_cast<size_t>(step_.inputs[k])]; }
+  const ValueSpec& Out(size_t k = 0) const {
+    return g_.values[static_cast<size_t>(step_.outputs[k])];
+  }
+  // Finishes the step: its kernel `name` with `body`, launched over the first `grid` longs.
+  void Finish(const std::string& name, const std::string& body, int64_t local, std::string* code);
+
+ private:
+  GraphSpec& g_;
+  StepSpec& step_;
+  std::string longs_;
+  std::vector<int> dims_;
+};
+
+// The coordinates of flat index `index` in a row-major tensor of dims `d<prefix><j>` (longs the
+// kernel has), as longs `c<prefix><j>`, j in [0, rank). Declares them.
+std::string Unravel(const std::string& index, const std::string& prefix, size_t rank);
+// Declares the row-major strides `s<prefix><j>` of a tensor of dims `d<prefix><j>`.
+std::string Strides(const std::string& prefix, size_t rank);
+// Passes each dim of `dims` as long `d<prefix><j>`.
+void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims);
+
+using Emitter = Status (*)(GraphSpec&, StepSpec&, const std::string&, std::string*);
+
+// emit_reduce.cc
+Status EmitReduce(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitNorm(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+// emit_manip.cc
+Status EmitPermute(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitConcat(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitSplit(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+
+}  // namespace quilt::compiler::opencl

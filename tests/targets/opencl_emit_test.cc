@@ -1,0 +1,279 @@
+// The OpenCL back end's kernel families (targets/opencl/emit*.cc) on cases the ONNX node tests
+// miss: reductions over inner axes of symbolic dims, transposes of rank 5, gathers with negative
+// indices, splits into parts of symbolic size, norms over several axes, every pad mode. Each model
+// is compiled twice, for OpenCL alone with --strict (every op runs generated OpenCL C) and for the
+// CPU, and both run on the same inputs; the CPU's reference kernels are the expected values.
+// Skips, saying why, where no OpenCL device opens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/src/device/device.h"
+#include "runtime/src/package.h"
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/test_util.h"
+
+namespace quilt {
+namespace {
+
+#define OPENCL_OR_SKIP()                                                                        \
+  std::unique_ptr<rt::Device> device_;                                                          \
+  if (rt::Status st_ = rt::CreateDevice(rt::DeviceKind::kOpenCl, 0, {}, &device_); !st_.ok()) { \
+    GTEST_SKIP() << "no OpenCL device here: " << st_.message();                                 \
+  }
+
+// An input tensor that owns its bytes.
+struct Input {
+  std::string name;
+  rt::DType dtype;
+  rt::Shape shape;
+  std::vector<uint8_t> bytes;
+};
+
+Input Floats(const std::string& name, rt::Shape shape, float scale = 0.37f, float shift = 1.3f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  // Distinct values of both signs, not in order.
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = scale * static_cast<float>((i * 7919) % 23) - shift + 0.01f * static_cast<float>(i);
+  }
+  Input in{name, rt::DType::kFloat32, std::move(shape), std::vector<uint8_t>(v.size() * 4)};
+  if (!v.empty()) std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
+  return in;
+}
+
+Input Int64s(const std::string& name, const std::vector<int64_t>& v) {
+  Input in{name,
+           rt::DType::kInt64,
+           {static_cast<int64_t>(v.size())},
+           std::vector<uint8_t>(v.size() * 8)};
+  std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
+  return in;
+}
+
+// Compiles `model` for `devices` and runs it on `inputs`; counts its dispatch steps.
+void CompileAndRun(const char* model, std::vector<std::string> devices, bool strict,
+                   const std::vector<Input>& inputs, std::vector<rt::OwnedTensor>* out,
+                   int* dispatches) {
+  compiler::CompileOptions options;
+  options.devices = std::move(devices);
+  options.strict = strict;
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), options);
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  *dispatches = 0;
+  for (const pkg::Step* step : *p->root().graphs()->Get(0)->steps()) {
+    *dispatches += step->kind() == pkg::StepKind::Dispatch;
+  }
+  rt::SessionOptions so;
+  so.strict = true;  // a kernel the driver does not build is an error, not a quiet CPU run
+  std::unique_ptr<rt::Session> s;
+  st = rt::Session::Create(std::move(p), so, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<rt::NamedTensor> named;
+  for (const Input& in : inputs) {
+    rt::NamedTensor t;
+    t.name = in.name;
+    t.tensor.dtype = in.dtype;
+    t.tensor.shape = in.shape;
+    t.tensor.data = const_cast<uint8_t*>(in.bytes.data());
+    named.push_back(t);
+  }
+  st = s->Run(named, out);
+  ASSERT_TRUE(st.ok()) << st.message();
+}
+
+// Runs `model` on OpenCL alone and on the CPU: at least `min_dispatches` steps of generated code,
+// and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN where the CPU has NaN).
+void ExpectOpenClMatchesCpu(const char* model, const std::vector<Input>& inputs,
+                            int min_dispatches) {
+  std::vector<rt::OwnedTensor> cl, cpu;
+  int cl_dispatches = 0, cpu_dispatches = 0;
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(model, {"opencl"}, true, inputs, &cl, &cl_dispatches));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(model, {"llvm"}, false, inputs, &cpu, &cpu_dispatches));
+  EXPECT_GE(cl_dispatches, min_dispatches);
+  EXPECT_EQ(cpu_dispatches, 0);
+  ASSERT_EQ(cl.size(), cpu.size());
+  for (size_t o = 0; o < cl.size(); ++o) {
+    ASSERT_EQ(cl[o].shape, cpu[o].shape) << "output " << o;
+    ASSERT_EQ(cl[o].dtype, rt::DType::kFloat32) << "output " << o;
+    ASSERT_EQ(cl[o].data.size(), cpu[o].data.size()) << "output " << o;
+    size_t n = cl[o].data.size() / 4;
+    std::vector<float> a(n), b(n);
+    if (n) std::memcpy(a.data(), cl[o].data.data(), n * 4);
+    if (n) std::memcpy(b.data(), cpu[o].data.data(), n * 4);
+    int bad = 0;
+    for (size_t i = 0; i < n && bad < 5; ++i) {
+      bool same = std::isnan(b[i])
+                      ? std::isnan(a[i])
+                      : (a[i] == b[i] || std::fabs(a[i] - b[i]) <= 1e-5f + 1e-4f * std::fabs(b[i]));
+      if (!same) ++bad;
+      EXPECT_TRUE(same) << "output " << o << " element " << i << ": OpenCL " << a[i] << ", CPU "
+                        << b[i];
+    }
+  }
+}
+
+TEST(OpenClEmit, ReductionsOverInnerAxesOfSymbolicDims) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3, "m", 4), "float32")):
+        a = R.sum(x, axis=[0, 2])
+        b = R.max(x, axis=[1], keepdims=True)
+        c = R.reduce_log_sum_exp(x, axis=[3, 0])
+        d = R.mean(x, axis=[2], keepdims=True)
+        e = R.prod(x)
+        f = R.min(x, axis=[-3, -1])
+        g = R.reduce_l2(x, axis=[1, 2])
+        h = R.reduce_l1(x, axis=[])
+        return (a, b, c, d, e, f, g, h)
+)";
+  for (rt::Shape shape : {rt::Shape{2, 3, 5, 4}, rt::Shape{1, 3, 1, 4}, rt::Shape{3, 3, 7, 4}}) {
+    SCOPED_TRACE(shape[0]);
+    ExpectOpenClMatchesCpu(kModel, {Floats("x", shape, 0.05f, 0.5f)}, 8);
+  }
+}
+
+TEST(OpenClEmit, MaxAndMinKeepNaN) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        a = R.max(x, axis=[1])
+        b = R.min(x, axis=[0])
+        c = R.reduce_log_sum_exp(x, axis=[1])
+        return (a, b, c)
+)";
+  Input x = Floats("x", {2, 3});
+  float nan = std::nanf("");
+  std::memcpy(x.bytes.data() + 4, &nan, 4);  // x[0][1]
+  ExpectOpenClMatchesCpu(kModel, {x}, 3);
+}
+
+TEST(OpenClEmit, TransposeOfRankFive) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("a", 2, 3, "b", 5), "float32")):
+        y = R.permute_dims(x, axes=[4, 0, 2, 1, 3])
+        z = R.permute_dims(x)
+        return (y, z)
+)";
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {3, 2, 3, 4, 5})}, 2);
+}
+
+TEST(OpenClEmit, GatherWithNegativeIndices) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, "n", 3), "float32"), i: R.Tensor((5,), "int64")):
+        y = R.take(x, i, axis=1, mode="wrap")
+        z = R.take(x, R.const([-1, 0, -4], "int64"), axis=0, mode="wrap")
+        w = R.take(x, i, axis=-1, mode="clip")
+        return (y, z, w)
+)";
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 6, 3}), Int64s("i", {-1, 0, 5, -6, 2})}, 3);
+}
+
+TEST(OpenClEmit, SplitConcatAndSliceAlongSymbolicDims) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 7, 2), "float32")):
+        parts = R.split(x, indices_or_sections=[2, 5], axis=1)
+        a = parts[0]
+        b = parts[1]
+        c = parts[2]
+        j = R.concat((c, a, b), axis=1)
+        s = R.strided_slice(x, axes=[1, 2], begin=[-1, 0], end=[-100, 2], strides=[-2, 1])
+        t = R.strided_slice(x, axes=[1], begin=[1], end=[1000], strides=[3])
+        return (a, b, c, j, s, t)
+)";
+  for (int64_t n : {1, 4}) ExpectOpenClMatchesCpu(kModel, {Floats("x", {n, 7, 2})}, 4);
+}
+
+TEST(OpenClEmit, NormsOverSeveralAxes) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 6, "h", 3), "float32"), gamma: R.Tensor(("h", 3), "float32"), c: R.Tensor((6,), "float32")):
+        a = R.nn.layer_norm(x, gamma, R.const(0.25, "float32"), [2, 3], epsilon=0.001)
+        b = R.nn.rms_norm(x, gamma, [-2, -1], epsilon=0.01)
+        d = R.nn.instance_norm(x, c, c, channel_axis=1, epsilon=0.001)
+        e = R.nn.group_norm(x, c, c, num_groups=3, channel_axis=1, epsilon=0.001)
+        f = R.nn.layer_norm_stats(x, [1, 3], epsilon=0.001)
+        m = f[0]
+        s = f[1]
+        return (a, b, d, e, m, s)
+)";
+  ExpectOpenClMatchesCpu(
+      kModel, {Floats("x", {2, 6, 5, 3}), Floats("gamma", {5, 3}, 0.1f, 0.2f), Floats("c", {6})},
+      5);
+}
+
+TEST(OpenClEmit, EveryPadMode) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, "n", 3), "float32")):
+        a = R.nn.pad(x, R.const(1.5, "float32"), pad_width=[0, 1, 2, 3, 0, -1], pad_mode="constant")
+        b = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[1, 0, 3, 4, 2, 2], pad_mode="reflect")
+        c = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[1, 1, 0, 5, 2, 0], pad_mode="edge")
+        d = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[0, 3, 7, 1, 1, 4], pad_mode="wrap")
+        return (a, b, c, d)
+)";
+  for (int64_t n : {1, 4}) ExpectOpenClMatchesCpu(kModel, {Floats("x", {2, n, 3})}, 4);
+}
+
+TEST(OpenClEmit, ActivationsAsTheCpuComputesThem) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 23), "float32"), slope: R.Tensor((23,), "float32")):
+        u = R.multiply(x, R.const(0.1, "float32"))
+        a1 = R.asin(u)
+        a2 = R.acos(u)
+        a3 = R.atanh(u)
+        v = R.abs(x)
+        w = R.add(v, R.const(1.0, "float32"))
+        a4 = R.acosh(w)
+        a5 = R.nn.selu(x, alpha=1.5, gamma=2.0)
+        a6 = R.nn.celu(x, alpha=0.5)
+        a7 = R.nn.softplus(x, beta=2.0, threshold=1.0)
+        a8 = R.nn.thresholded_relu(x, alpha=0.3)
+        a9 = R.nn.shrink(x, bias=0.5, lambd=1.0)
+        b1 = R.nn.mish(x)
+        b2 = R.nn.gelu_tanh(x)
+        b3 = R.nn.prelu(x, slope, axis=1)
+        b4 = R.nn.swiglu(x, u, alpha=1.5)
+        return (a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4)
+)";
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 23}), Floats("slope", {23}, 0.1f, 1.0f)}, 15);
+}
+
+}  // namespace
+}  // namespace quilt
