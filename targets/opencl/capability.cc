@@ -140,6 +140,22 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kAttention: {
+        size_t rank = shape(0).size();
+        if ((rank != 3 && rank != 4) || shape(1).size() != rank || shape(2).size() != rank) {
+          return Support::No("OpenCL runs " + name + " on query, key and value of rank 3 or 4");
+        }
+        if (rank == 3 &&
+            (!call.attrs.Get<int64_t>("q_num_heads") || !call.attrs.Get<int64_t>("kv_num_heads"))) {
+          return Support::No("OpenCL runs 3-D " + name + " with q_num_heads and kv_num_heads");
+        }
+        if (shape(3).size() > 4) return Support::No("OpenCL: " + name + " masks of rank 5");
+        const ir::DataType* sp = call.attrs.Get<ir::DataType>("softmax_precision");
+        if (sp && *sp != ir::DataType::kFloat32) {
+          return Support::No("OpenCL runs " + name + "'s softmax in float32 only");
+        }
+        return Support::Yes();
+      }
       case Family::kTake:
         if (shape(0).empty()) return Support::No(name + " from a scalar");
         return Support::Yes();

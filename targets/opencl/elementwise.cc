@@ -132,6 +132,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "strided_slice") return Family::kSlice;
   if (op == "take") return Family::kTake;
   if (op == "nn.pad") return Family::kPad;
+  if (op == "nn.attention") return Family::kAttention;
   if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
   if (op == "matmul") return Family::kMatmul;
   if (op == "nn.conv2d") return Family::kConv2d;
@@ -156,6 +157,8 @@ InputUse InputUseOf(Family family, size_t k) {
       return k == 0 ? InputUse::kFloat : InputUse::kUnread;
     case Family::kTake:
       return k == 0 ? InputUse::kFloat : k == 1 ? InputUse::kIndex : InputUse::kUnread;
+    case Family::kAttention:  // nonpad_kv_seqlen (input 6) is int64
+      return k == 6 ? InputUse::kIndex : InputUse::kFloat;
     case Family::kElementwise:
     case Family::kMatmul:
     case Family::kConv2d:

@@ -460,6 +460,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitTake;
     case Family::kPad:
       return EmitPad;
+    case Family::kAttention:
+      return EmitAttention;
   }
   return EmitElementwise;
 }

@@ -1,6 +1,7 @@
-// What the OpenCL emitters share (emit.cc, emit_reduce.cc, emit_manip.cc): dim-node arithmetic on
-// a graph's dim pool, and KernelText, the kernel being written for one step under the dispatch
-// convention (targets/opencl/device/dispatch.h). Internal to the OpenCL back end.
+// What the OpenCL emitters share (emit.cc, emit_reduce.cc, emit_manip.cc, emit_attention.cc):
+// dim-node arithmetic on a graph's dim pool, and KernelText, the kernel being written for one step
+// under the dispatch convention (targets/opencl/device/dispatch.h). Internal to the OpenCL back
+// end.
 //
 //   KernelText k(g, step);
 //   k.Long("n", Product(g, k.Out().dims, 0));  // the grid first
@@ -91,5 +92,7 @@ Status EmitSplit(GraphSpec& g, StepSpec& step, const std::string& name, std::str
 Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+// emit_attention.cc
+Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 
 }  // namespace quilt::compiler::opencl

@@ -30,6 +30,8 @@ enum class Family {
   kSlice,        // strided_slice over axes whose size the compiler knows
   kTake,         // take (gather) along any axis, int32 or int64 indices
   kPad,          // nn.pad: constant, edge, reflect, wrap
+  kAttention,    // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
+                 // values, causal and window limits, softcap, every qk_matmul_output mode
 };
 
 // The family of op `op` (Relax name without "R."), or nullopt when OpenCL has no kernel for it.

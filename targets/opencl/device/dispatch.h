@@ -16,7 +16,12 @@ namespace quilt::rt {
 
 inline constexpr const char* kDispatchLocalAttr = "local";
 
-// Options every OpenCL program is built with.
+// Options every OpenCL program is built with. Where the device can, division and sqrt are also
+// correctly rounded (-cl-fp32-correctly-rounded-divide-sqrt), as on the CPU: OpenCL allows them
+// 2.5 and 3 ulp otherwise, which GPU drivers use, and a quantization scale one ulp off moves
+// values across a rounding step.
 inline constexpr const char* kBuildOptions = "-cl-std=CL1.2 -cl-mad-enable";
+inline constexpr const char* kCorrectlyRoundedDivideSqrt =
+    " -cl-fp32-correctly-rounded-divide-sqrt";
 
 }  // namespace quilt::rt

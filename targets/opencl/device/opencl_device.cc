@@ -112,10 +112,11 @@ std::string Hex(uint64_t v) {
 // sessions never read half a file.
 class ProgramCache {
  public:
-  ProgramCache(const std::string& dir, const std::string& device, std::string_view source) {
+  ProgramCache(const std::string& dir, const std::string& device, const std::string& options,
+               std::string_view source) {
     if (dir.empty()) return;
-    key_ = "quilt opencl program 1\n" + device + "\n" + kBuildOptions + "\n" + Hex(Fnv64(source)) +
-           " " + std::to_string(source.size());
+    key_ = "quilt opencl program 1\n" + device + "\n" + options + "\n" + Hex(Fnv64(source)) + " " +
+           std::to_string(source.size());
     path_ = (std::filesystem::path(dir) / (Hex(Fnv64(key_)) + ".clbin")).string();
   }
 
@@ -379,6 +380,10 @@ class ClDevice final : public Device {
     clGetDeviceInfo(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align_bits), &align_bits,
                     nullptr);
     info_.buffer_alignment = std::max<uint64_t>(64, align_bits / 8);
+    cl_device_fp_config fp = 0;
+    clGetDeviceInfo(device_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, nullptr);
+    options_ = kBuildOptions;
+    if (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) options_ += kCorrectlyRoundedDivideSqrt;
   }
   ~ClDevice() override { clReleaseContext(context_); }
 
@@ -415,7 +420,7 @@ class ClDevice final : public Device {
     }
     const char* source = reinterpret_cast<const char*>(code.bytes);
     size_t length = code.size;
-    ProgramCache cache(cache_dir_, info_.name, std::string_view(source, length));
+    ProgramCache cache(cache_dir_, info_.name, options_, std::string_view(source, length));
     if (cl_program cached = FromBinary(cache.Read())) {
       *out = std::make_unique<ClProgram>(cached);
       return Status::Ok();
@@ -424,7 +429,7 @@ class ClDevice final : public Device {
     cl_program program = clCreateProgramWithSource(context_, 1, &source, &length, &e);
     if (e != CL_SUCCESS) return ClError("clCreateProgramWithSource", e);
     auto holder = std::make_unique<ClProgram>(program);
-    e = clBuildProgram(program, 1, &device_, kBuildOptions, nullptr, nullptr);
+    e = clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
     if (e != CL_SUCCESS) {
       std::string log = InfoString([&](size_t n, void* v, size_t* r) {
         return clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, v, r);
@@ -451,7 +456,7 @@ class ClDevice final : public Device {
       if (program) clReleaseProgram(program);
       return nullptr;
     }
-    if (clBuildProgram(program, 1, &device_, kBuildOptions, nullptr, nullptr) != CL_SUCCESS) {
+    if (clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr) != CL_SUCCESS) {
       clReleaseProgram(program);
       return nullptr;
     }
@@ -511,6 +516,7 @@ class ClDevice final : public Device {
   cl_device_id device_;
   cl_context context_;
   std::string cache_dir_;  // program binaries (DeviceOptions::code_cache_dir); empty: none
+  std::string options_;    // the build options for this device
 };
 
 Status CreateClDevice(int id, const DeviceOptions& options, std::unique_ptr<Device>* out) {
