@@ -17,9 +17,16 @@ bool FloatTensor(const ir::StructInfo& s) {
   return s && s->IsTensor() && s->dtype == ir::DataType::kFloat32 && s->shape.has_value();
 }
 
+// int32 or int64 indices: a tensor, or a prim value (arange's bounds).
 bool IndexTensor(const ir::StructInfo& s) {
-  return s && s->IsTensor() && s->shape.has_value() &&
-         (s->dtype == ir::DataType::kInt32 || s->dtype == ir::DataType::kInt64);
+  bool tensor = s && s->IsTensor() && s->shape.has_value();
+  bool prim = s && s->kind == ir::StructInfoKind::kPrim;
+  return (tensor || prim) && (s->dtype == ir::DataType::kInt32 || s->dtype == ir::DataType::kInt64);
+}
+
+// A tensor of a type the kernels take (elementwise.h's ClType) whose shape the compiler knows.
+bool TypedTensor(const ir::StructInfo& s) {
+  return s && s->IsTensor() && s->shape.has_value() && opencl::ClType(s->dtype).has_value();
 }
 
 // A value's tensors: itself, or a tuple's fields.
@@ -53,8 +60,13 @@ class OpenCl : public Capability {
     if (!family) return Support::No("no OpenCL kernel for " + name + " yet");
     std::string float_only = "OpenCL runs " + name + " on float32 tensors of known shape only";
     std::vector<ir::StructInfo> outs = Tensors(call.struct_info);
+    bool any_type = opencl::AnyTypeOut(*family);
+    std::string typed_only =
+        "OpenCL runs " + name + " on float32, int32, int64 and bool tensors of known shape only";
     for (const ir::StructInfo& o : outs) {
-      if (!FloatTensor(o)) return Support::No(float_only);
+      if (!(any_type ? TypedTensor(o) : FloatTensor(o))) {
+        return Support::No(any_type ? typed_only : float_only);
+      }
     }
     if (outs.empty()) return Support::No(float_only);
     const std::vector<ir::PrimExpr>& out = *outs[0]->shape;
@@ -68,6 +80,9 @@ class OpenCl : public Capability {
       switch (opencl::InputUseOf(*family, i)) {
         case opencl::InputUse::kFloat:
           if (!FloatTensor(ins[i])) return Support::No(float_only);
+          break;
+        case opencl::InputUse::kAny:
+          if (!TypedTensor(ins[i])) return Support::No(typed_only);
           break;
         case opencl::InputUse::kIndex:
           if (!IndexTensor(ins[i])) {
@@ -84,9 +99,14 @@ class OpenCl : public Capability {
     switch (*family) {
       case Family::kElementwise: {
         std::vector<std::string> operands(call.args.size(), "x");
-        if (!opencl::FloatExpr(op->name, call.attrs, operands)) {
-          return Support::No("no OpenCL kernel for " + name + " with " +
-                             std::to_string(call.args.size()) + " arguments");
+        std::vector<ir::DataType> types;
+        for (const ir::StructInfo& t : ins) types.push_back(t->dtype);
+        if (!opencl::TypedExpr(op->name, call.attrs, operands, types, outs[0]->dtype)) {
+          std::string list;
+          for (ir::DataType t : types) {
+            list += (list.empty() ? "" : ", ") + std::string(ir::DataTypeName(t));
+          }
+          return Support::No("no OpenCL kernel for " + name + " on (" + list + ")");
         }
         for (size_t i = 0; i < call.args.size(); ++i) {
           if (!Broadcasts(shape(i), out)) {
@@ -156,6 +176,21 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kBroadcastTo:
+        if (ins[0]->dtype != outs[0]->dtype || !Broadcasts(shape(0), out)) {
+          return Support::No("OpenCL: " + name + " broadcasts in a way only the run decides");
+        }
+        return Support::Yes();
+      case Family::kFull:
+        if (ins.size() < 2 || ins[1]->dtype != outs[0]->dtype) {
+          return Support::No("OpenCL runs " + name + " with a value of the result's type only");
+        }
+        return Support::Yes();
+      case Family::kArange:
+        if (outs[0]->dtype != ir::DataType::kInt64 && outs[0]->dtype != ir::DataType::kInt32) {
+          return Support::No("OpenCL runs " + name + " of int32 or int64 only");
+        }
+        return Support::Yes();
       case Family::kTake:
         if (shape(0).empty()) return Support::No(name + " from a scalar");
         return Support::Yes();

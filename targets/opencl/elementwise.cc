@@ -114,6 +114,100 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
   return std::nullopt;
 }
 
+std::optional<std::string> ClType(ir::DataType t) {
+  switch (t) {
+    case ir::DataType::kFloat32:
+      return "float";
+    case ir::DataType::kInt32:
+      return "int";
+    case ir::DataType::kInt64:
+      return "long";
+    case ir::DataType::kBool:
+      return "uchar";
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs,
+                                     const std::vector<std::string>& args,
+                                     const std::vector<ir::DataType>& types, ir::DataType out) {
+  using ir::DataType;
+  if (args.size() != types.size() || args.empty() || !ClType(out)) return std::nullopt;
+  for (DataType t : types) {
+    if (!ClType(t)) return std::nullopt;
+  }
+  bool same = true;
+  for (DataType t : types) same &= t == types[0];
+  DataType t0 = types[0];
+  const std::string& a = args[0];
+  if (op == "astype") {
+    if (args.size() != 1) return std::nullopt;
+    std::string to = *ClType(out);
+    if (t0 == out) return a;
+    if (out == DataType::kBool) return "(uchar)(" + a + " != 0)";
+    if (t0 == DataType::kFloat32) return "(" + to + ")convert_long_sat_rtz(" + a + ")";
+    return "(" + to + ")(" + a + ")";
+  }
+  if (op == "broadcast_to") return args.size() == 1 && t0 == out ? std::optional(a) : std::nullopt;
+  if (op == "where") {
+    if (args.size() != 3 || t0 != DataType::kBool || types[1] != out || types[2] != out) {
+      return std::nullopt;
+    }
+    return "(" + a + " ? " + args[1] + " : " + args[2] + ")";
+  }
+  if (!same) return std::nullopt;
+  if (args.size() == 2) {
+    const std::string& b = args[1];
+    const char* cmp = op == "equal"           ? "=="
+                      : op == "not_equal"     ? "!="
+                      : op == "less"          ? "<"
+                      : op == "less_equal"    ? "<="
+                      : op == "greater"       ? ">"
+                      : op == "greater_equal" ? ">="
+                                              : nullptr;
+    if (cmp) {
+      if (out != DataType::kBool) return std::nullopt;
+      return "(uchar)(" + a + " " + cmp + " " + b + ")";
+    }
+    if (t0 == DataType::kBool && out == DataType::kBool) {
+      if (op == "logical_and") return "(uchar)(" + a + " && " + b + ")";
+      if (op == "logical_or") return "(uchar)(" + a + " || " + b + ")";
+      if (op == "logical_xor") return "(uchar)((" + a + " != 0) != (" + b + " != 0))";
+      return std::nullopt;
+    }
+  }
+  if (op == "logical_not") {
+    if (t0 != DataType::kBool || out != DataType::kBool) return std::nullopt;
+    return "(uchar)(!" + a + ")";
+  }
+  if (t0 != out || t0 == DataType::kBool) return std::nullopt;
+  if (t0 == DataType::kFloat32) {
+    if (args.size() == 2 && op == "floor_mod")
+      return "q_floor_mod_float(" + a + ", " + args[1] + ")";
+    if (args.size() == 2 && op == "mod") return "fmod(" + a + ", " + args[1] + ")";
+    return FloatExpr(op, attrs, args);
+  }
+  // int32 / int64: wrapping arithmetic through the unsigned type.
+  std::string t = *ClType(t0), u = "u" + t;
+  if (args.size() == 1) {
+    if (op == "negative") return "(" + t + ")(0 - (" + u + ")" + a + ")";
+    if (op == "abs") return "(" + a + " < 0 ? (" + t + ")(0 - (" + u + ")" + a + ") : " + a + ")";
+    return std::nullopt;
+  }
+  if (args.size() != 2) return std::nullopt;
+  const std::string& b = args[1];
+  if (op == "add") return "(" + t + ")((" + u + ")" + a + " + (" + u + ")" + b + ")";
+  if (op == "subtract") return "(" + t + ")((" + u + ")" + a + " - (" + u + ")" + b + ")";
+  if (op == "multiply") return "(" + t + ")((" + u + ")" + a + " * (" + u + ")" + b + ")";
+  if (op == "divide") return "q_div_" + t + "(" + a + ", " + b + ")";
+  if (op == "floor_mod") return "q_floor_mod_" + t + "(" + a + ", " + b + ")";
+  if (op == "mod") return "q_mod_" + t + "(" + a + ", " + b + ")";
+  if (op == "maximum") return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+  if (op == "minimum") return "(" + b + " < " + a + " ? " + b + " : " + a + ")";
+  return std::nullopt;
+}
+
 std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "reshape" || op == "squeeze" || op == "expand_dims") return Family::kIdentity;
   if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod" ||
@@ -139,37 +233,85 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return Family::kPool2d;
   if (op == "nn.adaptive_avg_pool2d") return Family::kGlobalPool;
   if (op == "nn.batch_norm") return Family::kBatchNorm;
+  if (op == "broadcast_to") return Family::kBroadcastTo;
+  if (op == "full") return Family::kFull;
+  if (op == "arange") return Family::kArange;
   ir::Attrs none;
   if (FloatExpr(op, none, {"a"}) || FloatExpr(op, none, {"a", "b"})) return Family::kElementwise;
+  using ir::DataType;
+  const DataType i64 = DataType::kInt64, b8 = DataType::kBool;
+  if (TypedExpr(op, none, {"a"}, {i64}, i64) || TypedExpr(op, none, {"a", "b"}, {i64, i64}, i64) ||
+      TypedExpr(op, none, {"a", "b"}, {i64, i64}, b8) ||
+      TypedExpr(op, none, {"a", "b"}, {b8, b8}, b8) || TypedExpr(op, none, {"a"}, {b8}, b8) ||
+      TypedExpr(op, none, {"a", "b", "c"}, {b8, i64, i64}, i64) ||
+      TypedExpr(op, none, {"a"}, {i64}, DataType::kFloat32)) {
+    return Family::kElementwise;
+  }
   return std::nullopt;
 }
 
 InputUse InputUseOf(Family family, size_t k) {
   switch (family) {
-    case Family::kIdentity:
     case Family::kSoftmax:
     case Family::kPool2d:
     case Family::kGlobalPool:
     case Family::kReduce:
+      return k == 0 ? InputUse::kFloat : InputUse::kUnread;
+    case Family::kIdentity:
     case Family::kPermute:
     case Family::kSplit:
     case Family::kSlice:
-      return k == 0 ? InputUse::kFloat : InputUse::kUnread;
+    case Family::kBroadcastTo:
+      return k == 0 ? InputUse::kAny : InputUse::kUnread;
+    case Family::kFull:  // the shape, then the value
+      return k == 1 ? InputUse::kAny : InputUse::kUnread;
+    case Family::kArange:  // start, end, step as int64 scalars
+      return InputUse::kIndex;
     case Family::kTake:
-      return k == 0 ? InputUse::kFloat : k == 1 ? InputUse::kIndex : InputUse::kUnread;
+      return k == 0 ? InputUse::kAny : k == 1 ? InputUse::kIndex : InputUse::kUnread;
+    case Family::kElementwise:
+    case Family::kConcat:
+      return InputUse::kAny;
     case Family::kAttention:  // nonpad_kv_seqlen (input 6) is int64
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
-    case Family::kElementwise:
     case Family::kMatmul:
     case Family::kConv2d:
     case Family::kBatchNorm:
     case Family::kPRelu:
     case Family::kNorm:
-    case Family::kConcat:
     case Family::kPad:
       return InputUse::kFloat;
   }
   return InputUse::kFloat;
+}
+
+bool AnyTypeOut(Family family) {
+  switch (family) {
+    case Family::kElementwise:
+    case Family::kIdentity:
+    case Family::kPermute:
+    case Family::kConcat:
+    case Family::kSplit:
+    case Family::kSlice:
+    case Family::kTake:
+    case Family::kBroadcastTo:
+    case Family::kFull:
+    case Family::kArange:
+      return true;
+    case Family::kSoftmax:
+    case Family::kMatmul:
+    case Family::kConv2d:
+    case Family::kPool2d:
+    case Family::kGlobalPool:
+    case Family::kBatchNorm:
+    case Family::kPRelu:
+    case Family::kReduce:
+    case Family::kNorm:
+    case Family::kPad:
+    case Family::kAttention:
+      return false;
+  }
+  return false;
 }
 
 }  // namespace quilt::targets::opencl

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/dtype.h"
 
 namespace quilt::targets::opencl {
 
@@ -20,5 +21,17 @@ namespace quilt::targets::opencl {
 // that many arguments.
 std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs,
                                      const std::vector<std::string>& args);
+
+// The OpenCL C expression of op `op` on `args` whose element types are `types` (float32, int32,
+// int64 or bool, as uchar 0 / 1), giving an `out` element; float32 ops are FloatExpr's. Integers
+// wrap around and divide as the CPU kernels do (by 0: 0); comparisons give bool; astype converts
+// as targets/cpu/kernels/cast.cc (float to integer truncates, NaN 0, saturating at int64). nullopt
+// where the back end has no code for those types.
+std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs,
+                                     const std::vector<std::string>& args,
+                                     const std::vector<ir::DataType>& types, ir::DataType out);
+
+// The OpenCL C type of elements of type `t`, or nullopt for one the kernels do not take.
+std::optional<std::string> ClType(ir::DataType t);
 
 }  // namespace quilt::targets::opencl

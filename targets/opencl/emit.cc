@@ -42,6 +42,23 @@ inline float q_gelu_tanh(float x) {
 inline float q_mish(float x) { return x * tanh(log1p(exp(x))); }
 inline float q_silu(float x) { return x / (1.0f + exp(-x)); }
 inline float q_swiglu(float a, float b, float alpha) { return a / (1.0f + exp(-alpha * a)) * b; }
+// Integer division truncates toward zero; by 0 it gives 0, by -1 it wraps (the CPU kernels).
+#define Q_INT_OPS(T, U)                                                              \
+  inline T q_div_##T(T a, T b) {                                                     \
+    return b == 0 ? (T)0 : (b == -1 ? (T)((U)0 - (U)a) : a / b);                     \
+  }                                                                                  \
+  inline T q_mod_##T(T a, T b) { return (b == 0 || b == -1) ? (T)0 : a % b; }       \
+  inline T q_floor_mod_##T(T a, T b) {                                               \
+    if (b == 0 || b == -1) return (T)0;                                              \
+    T r = a % b;                                                                     \
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                             \
+  }
+Q_INT_OPS(int, uint)
+Q_INT_OPS(long, ulong)
+inline float q_floor_mod_float(float a, float b) {
+  float r = fmod(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
 inline float q_clip(float x, float lo, float hi) {
   float v = x;
   if (v < lo) v = lo;
@@ -53,17 +70,20 @@ inline float q_clip(float x, float lo, float hi) {
 // One elementwise or broadcasting step as a kernel named `name`; rewrites the step to dispatch
 // it. Inputs of the output's shape are read at the element's own index; a broadcast input
 // through strides (0 along its broadcast axes), from the element's coordinates.
-Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+// The first `data` inputs are the op's operands (broadcast_to's shape is not).
+Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, size_t data,
+                        std::string* code) {
   std::string where = "R." + step.kernel + " (" + NodeName(step) + ")";
   if (step.outputs.size() != 1) return Error(where + ": one output expected");
+  if (step.inputs.size() < data) return Error(where + ": too few inputs");
   KernelText k(g, step);
   std::vector<int> dims = k.Out().dims;
   size_t rank = dims.size();
   // Strides of each broadcast input, per output axis (-1: 0, baked in); none for an input of the
   // output's shape.
-  std::vector<std::vector<int>> strides(step.inputs.size());
+  std::vector<std::vector<int>> strides(data);
   bool unravel = false;
-  for (size_t i = 0; i < step.inputs.size(); ++i) {
+  for (size_t i = 0; i < data; ++i) {
     if (step.inputs[i] < 0) return Error(where + ": an absent input");
     const ValueSpec& in = k.In(i);
     if (in.rank < 0 || in.dims.size() > rank) return Error(where + ": input rank above output's");
@@ -99,7 +119,10 @@ Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, st
     if (strides[i].empty()) index = "i";
     operands.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
   }
-  std::optional<std::string> expr = targets::opencl::FloatExpr(step.kernel, step.attrs, operands);
+  std::vector<ir::DataType> types;
+  for (size_t i = 0; i < data; ++i) types.push_back(static_cast<ir::DataType>(k.In(i).dtype));
+  std::optional<std::string> expr = targets::opencl::TypedExpr(
+      step.kernel, step.attrs, operands, types, static_cast<ir::DataType>(k.Out().dtype));
   if (!expr) return Error(where + ": the OpenCL back end has no code for this op");
   std::string body = "  long i = get_global_id(0);\n  if (i >= n) return;\n";
   if (unravel) {
@@ -112,6 +135,34 @@ Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, st
   }
   body += "  y[i] = " + *expr + ";\n";
   k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  return EmitBroadcasting(g, step, name, step.inputs.size(), code);
+}
+
+Status EmitBroadcastTo(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  return EmitBroadcasting(g, step, name, 1, code);
+}
+
+// full: the value (input 1, of the result's type) everywhere.
+Status EmitFull(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  k.Long("n", Product(g, k.Out().dims, 0));
+  k.Finish(name, "  long i = get_global_id(0);\n  if (i < n) y[i] = x1[0];\n", kLocalSize, code);
+  return {};
+}
+
+// arange of an integer type: start + i * step, wrapping as the CPU kernel computes it (int64
+// scalars; the length is the compiler's).
+Status EmitArange(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  k.Long("n", Product(g, k.Out().dims, 0));
+  k.Finish(name,
+           "  long i = get_global_id(0);\n  if (i < n) y[i] = (ulong)x0[0] + (ulong)i * "
+           "(ulong)x2[0];\n",
+           kLocalSize, code);
   return {};
 }
 
@@ -462,6 +513,12 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitPad;
     case Family::kAttention:
       return EmitAttention;
+    case Family::kBroadcastTo:
+      return EmitBroadcastTo;
+    case Family::kFull:
+      return EmitFull;
+    case Family::kArange:
+      return EmitArange;
   }
   return EmitElementwise;
 }
@@ -487,15 +544,23 @@ Status EmitOpenClCode(PackageSpec& spec) {
               "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
               spec.devices[static_cast<size_t>(d)].target + "', which has no kernel for it");
         }
-        // Every output float32; each input as the family reads it (reshape's shape is not data).
+        // Every output float32 (or of any type the kernels take, for the families that move
+        // elements); each input as the family reads it (reshape's shape is not data).
+        bool any_out = targets::opencl::AnyTypeOut(*family);
         bool typed = !step.outputs.empty();
-        for (int v : step.outputs) typed &= v >= 0 && g.values[static_cast<size_t>(v)].dtype == 1;
+        for (int v : step.outputs) {
+          int32_t dtype = v < 0 ? 0 : g.values[static_cast<size_t>(v)].dtype;
+          typed &= any_out ? ElementType(dtype).has_value() : dtype == 1;  // ONNX FLOAT
+        }
         for (size_t k = 0; k < step.inputs.size(); ++k) {
           int v = step.inputs[k];
           int32_t dtype = v < 0 ? 0 : g.values[static_cast<size_t>(v)].dtype;
           switch (targets::opencl::InputUseOf(*family, k)) {
             case targets::opencl::InputUse::kFloat:
-              typed &= dtype == 1;  // ONNX FLOAT
+              typed &= dtype == 1;
+              break;
+            case targets::opencl::InputUse::kAny:
+              typed &= ElementType(dtype).has_value();
               break;
             case targets::opencl::InputUse::kIndex:
               typed &= dtype == 6 || dtype == 7;  // INT32, INT64
@@ -505,10 +570,11 @@ Status EmitOpenClCode(PackageSpec& spec) {
           }
         }
         if (!typed) {
-          return Error("R." + step.kernel + " (" + NodeName(step) +
-                       ") is placed on OpenCL device '" +
-                       spec.devices[static_cast<size_t>(d)].target +
-                       "', whose kernels take float32 tensors (and int indices) only");
+          return Error(
+              "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
+              spec.devices[static_cast<size_t>(d)].target +
+              "', whose kernels take float32 tensors (and int32, int64, bool ones where they "
+              "move elements) only");
         }
         QUILT_TRY(EmitterOf(*family)(g, step, name, &code));
         step.op = step.kernel;

@@ -167,7 +167,7 @@ Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
     if (!clip) body += "  if (j < 0) j += N;\n";
     body += "  j = clamp(j, 0L, N > 0 ? N - 1 : 0L);\n";
   }
-  body += "  y[t] = N > 0 ? x0[(o * N + j) * inner + w] : 0.0f;\n";
+  body += "  y[t] = N > 0 ? x0[(o * N + j) * inner + w] : 0;\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

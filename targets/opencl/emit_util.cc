@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "targets/opencl/elementwise.h"
+
 namespace quilt::compiler::opencl {
 
 bool SameDim(const GraphSpec& g, int a, int b) {
@@ -96,16 +98,7 @@ Status NormalizeAxis(const StepSpec& step, int64_t rank, int64_t* axis) {
 }
 
 std::optional<std::string> ElementType(int32_t dtype) {
-  switch (dtype) {
-    case 1:  // FLOAT
-      return "float";
-    case 6:  // INT32
-      return "int";
-    case 7:  // INT64
-      return "long";
-    default:
-      return std::nullopt;
-  }
+  return targets::opencl::ClType(static_cast<ir::DataType>(dtype));
 }
 
 void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,

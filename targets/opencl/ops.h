@@ -1,6 +1,7 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
-// cannot write. Kernels compute in float32; an index input (take) is int32 or int64.
+// cannot write. Kernels compute in float32; elementwise ops and those that move elements also
+// take int32, int64 and bool tensors; an index input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,9 @@ enum class Family {
   kSlice,        // strided_slice over axes whose size the compiler knows
   kTake,         // take (gather) along any axis, int32 or int64 indices
   kPad,          // nn.pad: constant, edge, reflect, wrap
+  kBroadcastTo,  // broadcast_to, any element type
+  kFull,         // full: the value, converted, everywhere
+  kArange,       // arange of an integer type from int64 start and step
   kAttention,    // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
                  // values, causal and window limits, softcap, every qk_matmul_output mode
 };
@@ -41,9 +45,14 @@ std::optional<Family> FamilyOf(std::string_view op);
 // How a family's kernel reads its input k.
 enum class InputUse {
   kFloat,   // float32 data
-  kIndex,   // int32 or int64 indices
+  kAny,     // data of any type the kernels take: float32, int32, int64, bool (see elementwise.h)
+  kIndex,   // int32 or int64 indices or scalars
   kUnread,  // not read (reshape's shape and the like)
 };
 InputUse InputUseOf(Family family, size_t k);
+
+// Whether a family's outputs may be of any type the kernels take (else float32). Elementwise
+// ops say which types they take in elementwise.h (TypedExpr).
+bool AnyTypeOut(Family family);
 
 }  // namespace quilt::targets::opencl

@@ -47,11 +47,9 @@ Input Floats(const std::string& name, rt::Shape shape, float scale = 0.37f, floa
   return in;
 }
 
-Input Int64s(const std::string& name, const std::vector<int64_t>& v) {
-  Input in{name,
-           rt::DType::kInt64,
-           {static_cast<int64_t>(v.size())},
-           std::vector<uint8_t>(v.size() * 8)};
+Input Int64s(const std::string& name, const std::vector<int64_t>& v, rt::Shape shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  Input in{name, rt::DType::kInt64, std::move(shape), std::vector<uint8_t>(v.size() * 8)};
   std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
   return in;
 }
@@ -91,7 +89,8 @@ void CompileAndRun(const char* model, std::vector<std::string> devices, bool str
 }
 
 // Runs `model` on OpenCL alone and on the CPU: at least `min_dispatches` steps of generated code,
-// and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN where the CPU has NaN).
+// and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN where the CPU has NaN; other
+// types exact).
 void ExpectOpenClMatchesCpu(const char* model, const std::vector<Input>& inputs,
                             int min_dispatches) {
   std::vector<rt::OwnedTensor> cl, cpu;
@@ -103,8 +102,12 @@ void ExpectOpenClMatchesCpu(const char* model, const std::vector<Input>& inputs,
   ASSERT_EQ(cl.size(), cpu.size());
   for (size_t o = 0; o < cl.size(); ++o) {
     ASSERT_EQ(cl[o].shape, cpu[o].shape) << "output " << o;
-    ASSERT_EQ(cl[o].dtype, rt::DType::kFloat32) << "output " << o;
+    ASSERT_EQ(cl[o].dtype, cpu[o].dtype) << "output " << o;
     ASSERT_EQ(cl[o].data.size(), cpu[o].data.size()) << "output " << o;
+    if (cl[o].dtype != rt::DType::kFloat32) {
+      EXPECT_EQ(cl[o].data, cpu[o].data) << "output " << o;  // integers and bools: exact
+      continue;
+    }
     size_t n = cl[o].data.size() / 4;
     std::vector<float> a(n), b(n);
     if (n) std::memcpy(a.data(), cl[o].data.data(), n * 4);
@@ -273,6 +276,45 @@ class Module:
         return (a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4)
 )";
   ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 23}), Floats("slope", {23}, 0.1f, 1.0f)}, 15);
+}
+
+TEST(OpenClEmit, IntegerAndBoolOpsAsTheCpuComputesThem) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((2, 4), "int64"), b: R.Tensor((4,), "int64"), x: R.Tensor((2, 4), "float32")):
+        q = R.divide(a, b)
+        m = R.floor_mod(a, b)
+        r = R.mod(a, b)
+        s = R.subtract(a, b)
+        p = R.multiply(a, b)
+        n = R.negative(a)
+        lt = R.less(a, b)
+        eq = R.equal(a, b)
+        both = R.logical_and(lt, eq)
+        either = R.logical_or(lt, eq)
+        no = R.logical_not(lt)
+        w = R.where(lt, x, R.const([0.5], "float32"))
+        i = R.astype(x, "int64")
+        j = R.astype(x, "int32")
+        f = R.astype(a, "float32")
+        t = R.astype(x, "bool")
+        fm = R.floor_mod(x, R.const(-1.5, "float32"))
+        k = R.take(a, R.const([3, -1, 0], "int64"), axis=1, mode="wrap")
+        c = R.concat((a, q, m), axis=0)
+        e = R.broadcast_to(b, R.shape([3, 4]))
+        g = R.full(R.shape([2, 3]), R.const(7, "int64"), dtype="int64")
+        h = R.arange(R.prim_value(-3), R.prim_value(9), R.prim_value(2), "int64")
+        return (q, m, r, s, p, n, both, either, no, w, i, j, f, t, fm, k, c, e, g, h)
+)";
+  Input x = Floats("x", {2, 4}, 3.7f, 20.0f);
+  float special[3] = {std::nanf(""), 3e19f, -2.5f};
+  std::memcpy(x.bytes.data(), special, sizeof(special));
+  ExpectOpenClMatchesCpu(
+      kModel, {Int64s("a", {7, -7, 9, -9, 5, 0, -8, 6}, {2, 4}), Int64s("b", {2, 2, -4, 0}), x},
+      15);
 }
 
 }  // namespace
