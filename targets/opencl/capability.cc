@@ -3,6 +3,7 @@
 // with the reason in the placement report.
 #include "targets/capability.h"
 
+#include "ir/expr.h"
 #include "ir/op.h"
 #include "ir/prim_expr.h"
 #include "targets/opencl/elementwise.h"
@@ -157,6 +158,31 @@ class OpenCl : public Capability {
           if (a < 0 || a >= static_cast<int64_t>(x.size()) || !ir::AsInt(x[a])) {
             return Support::No("OpenCL runs " + name + " over axes of static size only");
           }
+        }
+        return Support::Yes();
+      }
+      case Family::kResize: {
+        // Static shapes and constant roi / scales / sizes: the emitter computes the taps; their
+        // tables (about 8 bytes a tap) stay well within OpenCL's 64 KiB of constant memory.
+        const std::vector<ir::PrimExpr>& x = shape(0);
+        if (x.size() != out.size()) return Support::No(name + ": ranks differ");
+        for (size_t i = 1; i < call.args.size() && i < 4; ++i) {
+          if (call.args[i]->kind != ir::ExprKind::kConstant) {
+            return Support::No("OpenCL runs " + name + " with constant roi, scales and sizes only");
+          }
+        }
+        const std::string* mode = call.attrs.Get<std::string>("mode");
+        const bool* antialias = call.attrs.Get<bool>("antialias");
+        int64_t taps = mode && *mode == "cubic" ? 4 : 2, entries = 0;
+        for (size_t a = 0; a < x.size(); ++a) {
+          std::optional<int64_t> i = ir::AsInt(x[a]), o = ir::AsInt(out[a]);
+          if (!i || !o) return Support::No("OpenCL runs " + name + " on static shapes only");
+          // Antialiased downscaling widens the filter by the ratio.
+          int64_t widen = antialias && *antialias && *o > 0 && *o < *i ? (*i + *o - 1) / *o : 1;
+          entries += *o * taps * widen;
+        }
+        if (entries > 4096) {
+          return Support::No("OpenCL: " + name + "'s tables would not fit constant memory");
         }
         return Support::Yes();
       }

@@ -227,6 +227,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "take") return Family::kTake;
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
+  if (op == "image.resize") return Family::kResize;
   if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
   if (op == "matmul") return Family::kMatmul;
   if (op == "nn.conv2d") return Family::kConv2d;
@@ -256,6 +257,7 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kPool2d:
     case Family::kGlobalPool:
     case Family::kReduce:
+    case Family::kResize:  // roi, scales and sizes: constants, read when compiling
       return k == 0 ? InputUse::kFloat : InputUse::kUnread;
     case Family::kIdentity:
     case Family::kPermute:
@@ -309,6 +311,7 @@ bool AnyTypeOut(Family family) {
     case Family::kNorm:
     case Family::kPad:
     case Family::kAttention:
+    case Family::kResize:
       return false;
   }
   return false;

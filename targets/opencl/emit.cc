@@ -519,6 +519,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitFull;
     case Family::kArange:
       return EmitArange;
+    case Family::kResize:  // EmitOpenClCode calls EmitResize with the package
+      return nullptr;
   }
   return EmitElementwise;
 }
@@ -576,7 +578,11 @@ Status EmitOpenClCode(PackageSpec& spec) {
               "', whose kernels take float32 tensors (and int32, int64, bool ones where they "
               "move elements) only");
         }
-        QUILT_TRY(EmitterOf(*family)(g, step, name, &code));
+        if (*family == targets::opencl::Family::kResize) {
+          QUILT_TRY(EmitResize(spec, g, step, name, &code));
+        } else {
+          QUILT_TRY(EmitterOf(*family)(g, step, name, &code));
+        }
         step.op = step.kernel;
         step.kernel = name;
         step.code = section;

@@ -1,4 +1,4 @@
-// What the OpenCL emitters share (emit.cc, emit_reduce.cc, emit_manip.cc, emit_attention.cc):
+// What the OpenCL emitters share (emit*.cc):
 // dim-node arithmetic on a graph's dim pool, and KernelText, the kernel being written for one step
 // under the dispatch convention (targets/opencl/device/dispatch.h). Internal to the OpenCL back
 // end.
@@ -92,6 +92,9 @@ Status EmitSplit(GraphSpec& g, StepSpec& step, const std::string& name, std::str
 Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+// emit_image.cc: resize reads its constant scales, sizes and roi from the package's buffers.
+Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
+                  std::string* code);
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 

@@ -317,5 +317,26 @@ class Module:
       15);
 }
 
+TEST(OpenClEmit, ResizeInEveryModeWithConstantScales) {
+  OPENCL_OR_SKIP();
+  // Constants inline, as the importer leaves an initializer.
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 4, 5), "float32")):
+        a = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric")
+        b = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="round_prefer_ceil", coordinate_transformation_mode="half_pixel")
+        c = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="linear", coordinate_transformation_mode="align_corners")
+        d = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 0.6, 0.45], "float32"), R.const([], "int64"), mode="linear", antialias=True)
+        e = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="cubic", cubic_coeff_a=-0.5, exclude_outside=True)
+        f = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 0.6, 0.45], "float32"), R.const([], "int64"), mode="cubic", antialias=True, coordinate_transformation_mode="pytorch_half_pixel")
+        g = R.image.resize(x, R.const([0.0, 0.0, -0.2, 0.3, 1.0, 1.0, 0.9, 1.4], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="linear", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0)
+        h = R.image.resize(x, R.const([], "float32"), R.const([1.7, 2.5], "float32"), R.const([], "int64"), mode="linear", axes=[3, 2], coordinate_transformation_mode="half_pixel_symmetric")
+        return (a, b, c, d, e, f, g, h)
+)";
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {1, 2, 4, 5})}, 8);
+}
+
 }  // namespace
 }  // namespace quilt

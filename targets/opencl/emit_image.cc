@@ -1,0 +1,345 @@
+// The OpenCL kernel of image.resize, for shapes and scales the compiler knows: every mode of
+// targets/cpu/kernels/image.cc (nearest with each rounding, linear, cubic, antialiasing,
+// exclude_outside, every coordinate transformation, tf_crop_and_resize's extrapolation).
+//  1. At compile time, per axis and output position, the taps (input index and weight) are
+//     computed exactly as the CPU kernel computes them (the same code, in double), and baked into
+//     the kernel as constant tables; a position that extrapolates has index -1.
+//  2. One work-item per output element sums over every combination of its axes' taps the product
+//     of their weights times the input element, as the CPU does (in float).
+// Scales, sizes and roi must be constants; a resize whose sizes only the run knows stays on
+// another device.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "targets/opencl/emit_util.h"
+
+namespace quilt::compiler::opencl {
+namespace {
+
+struct ResizeParams {
+  std::string mode, ctm, nearest_mode;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  bool antialias = false;
+};
+
+// One output position of one axis: input indices and weights, or the extrapolation value.
+struct AxisTaps {
+  bool extrapolate = false;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+};
+
+// targets/cpu/kernels/image.cc's Coefficients.
+std::vector<double> Coefficients(const ResizeParams& p, double ratio, double scale) {
+  if (p.mode == "nearest") {
+    if (ratio == 1.0) return {0, 1};
+    const std::string& m = p.nearest_mode;
+    if (m == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    if (m == "floor") return {1, 0};
+    if (m == "ceil") return {0, 1};
+    return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
+  }
+  double a = p.cubic_a;
+  if (p.mode == "linear") {
+    if (!p.antialias) return {1 - ratio, ratio};
+    double s = std::min(scale, 1.0);
+    int64_t start = static_cast<int64_t>(std::floor(-1 / s) + 1);
+    int64_t footprint = 2 - 2 * start;
+    std::vector<double> c;
+    double sum = 0;
+    for (int64_t i = start; i < start + footprint; ++i) {
+      double v = std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * s), 0.0, 1.0);
+      c.push_back(v);
+      sum += v;
+    }
+    for (double& v : c) v /= sum;
+    return c;
+  }
+  if (!p.antialias) {
+    double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a,
+            ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1, ((a + 2) * q - (a + 3)) * q * q + 1,
+            ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
+  }
+  double s = std::min(scale, 1.0);
+  int64_t start = static_cast<int64_t>(std::floor(-2 / s) + 1);
+  int64_t end = 2 - start;
+  std::vector<double> c;
+  double sum = 0;
+  for (int64_t i = start; i < end; ++i) {
+    double x = std::abs(s * (static_cast<double>(i) - ratio));
+    double v = x <= 1  ? ((a + 2) * x - (a + 3)) * x * x + 1
+               : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+                       : 0.0;
+    c.push_back(v);
+    sum += v;
+  }
+  for (double& v : c) v /= sum;
+  return c;
+}
+
+// targets/cpu/kernels/image.cc's ResizeTaps: the taps of output position x of an axis of `in`
+// elements resized to `out` with `scale`; false (with `why`) where the CPU kernel fails.
+bool ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_start,
+                double roi_end, int64_t x, AxisTaps* taps, std::string* why) {
+  double xd = static_cast<double>(x), ind = static_cast<double>(in);
+  double out_w = scale * ind;
+  double xo;
+  const std::string& m = p.ctm;
+  if (m == "align_corners") {
+    xo = out_w == 1 ? 0.0 : xd * (ind - 1) / (out_w - 1);
+  } else if (m == "asymmetric") {
+    xo = xd / scale;
+  } else if (m == "tf_crop_and_resize") {
+    xo = out_w == 1 ? (roi_end - roi_start) * (ind - 1) / 2
+                    : xd * (roi_end - roi_start) * (ind - 1) / (out_w - 1);
+    xo += roi_start * (ind - 1);
+    if (xo < 0 || xo > ind - 1) {
+      taps->extrapolate = true;
+      return true;
+    }
+  } else if (m == "pytorch_half_pixel") {
+    xo = out_w == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
+  } else if (m == "half_pixel") {
+    xo = (xd + 0.5) / scale - 0.5;
+  } else if (m == "half_pixel_symmetric") {
+    double adjustment = static_cast<double>(out) / out_w;
+    double offset = ind / 2 * (1 - adjustment);
+    xo = offset + (xd + 0.5) / scale - 0.5;
+  } else {
+    *why = "coordinate_transformation_mode '" + m + "'";
+    return false;
+  }
+  if (!std::isfinite(xo)) {
+    *why = "a coordinate that is not finite";
+    return false;
+  }
+  double ratio = xo == std::floor(xo) ? 1.0 : xo - std::floor(xo);
+  if (p.antialias && p.mode != "nearest" && scale < 1e-4) {
+    *why = "an antialiasing filter too wide";
+    return false;
+  }
+  std::vector<double> coeffs = Coefficients(p, ratio, scale);
+  int64_t n = static_cast<int64_t>(coeffs.size());
+  int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
+  double xp = std::clamp(xo + static_cast<double>(pad), -1.0, static_cast<double>(limit));
+  int64_t c = std::clamp<int64_t>(static_cast<int64_t>(std::floor(xp)), 0, limit - 1);
+  std::vector<int64_t> cand;
+  for (int64_t i = std::max<int64_t>(0, c - n); i <= std::min(limit - 1, c + n); ++i) {
+    cand.push_back(i);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
+    return std::abs(xp - static_cast<double>(a)) < std::abs(xp - static_cast<double>(b));
+  });
+  if (static_cast<int64_t>(cand.size()) < n) {
+    *why = "too few neighbours";
+    return false;
+  }
+  cand.resize(static_cast<size_t>(n));
+  std::sort(cand.begin(), cand.end());
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t orig = cand[static_cast<size_t>(i)] - pad;
+    if (p.exclude_outside && (orig < 0 || orig >= in)) coeffs[static_cast<size_t>(i)] = 0;
+    sum += coeffs[static_cast<size_t>(i)];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double w = coeffs[static_cast<size_t>(i)];
+    if (p.exclude_outside && sum != 0) w /= sum;
+    if (w == 0) continue;
+    taps->index.push_back(std::clamp<int64_t>(cand[static_cast<size_t>(i)] - pad, 0, in - 1));
+    taps->weight.push_back(w);
+  }
+  if (taps->index.empty()) {
+    taps->index.push_back(std::clamp<int64_t>(cand[0] - pad, 0, in - 1));
+    taps->weight.push_back(0);
+  }
+  return true;
+}
+
+// The elements of a constant value as doubles (float32, float64, int32 or int64), or false.
+bool ConstantDoubles(const PackageSpec& spec, const GraphSpec& g, int v, std::vector<double>* out) {
+  if (v < 0) return false;
+  const ValueSpec& value = g.values[static_cast<size_t>(v)];
+  if (value.kind != pkg::ValueKind::Constant || value.buffer < 0) return false;
+  const std::vector<uint8_t>& bytes = *spec.buffers[static_cast<size_t>(value.buffer)];
+  int64_t n = 1;
+  for (int d : value.dims) {
+    std::optional<int64_t> s = StaticDim(g, d);
+    if (!s) return false;
+    n *= *s;
+  }
+  size_t width = value.dtype == 1 || value.dtype == 6    ? 4
+                 : value.dtype == 7 || value.dtype == 11 ? 8
+                                                         : 0;
+  if (width == 0 || bytes.size() < static_cast<size_t>(n) * width) return false;
+  out->resize(static_cast<size_t>(n));
+  for (size_t i = 0; i < out->size(); ++i) {
+    const uint8_t* p = bytes.data() + i * width;
+    if (value.dtype == 1) {
+      float f;
+      std::memcpy(&f, p, 4);
+      (*out)[i] = f;
+    } else if (value.dtype == 11) {
+      std::memcpy(&(*out)[i], p, 8);
+    } else if (value.dtype == 6) {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      (*out)[i] = x;
+    } else {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      (*out)[i] = static_cast<double>(x);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
+                  std::string* code) {
+  KernelText k(g, step);
+  std::string where = Where(step);
+  if (step.inputs.size() < 4) return Error(where + ": x, roi, scales and sizes expected");
+  const std::vector<int>& xd = k.In(0).dims;
+  const std::vector<int>& od = k.Out().dims;
+  size_t rank = xd.size();
+  std::vector<int64_t> in(rank), out(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    std::optional<int64_t> i = StaticDim(g, xd[a]), o = StaticDim(g, od[a]);
+    if (!i || !o) return Error(where + ": OpenCL resizes tensors of static shape only");
+    in[a] = *i;
+    out[a] = *o;
+  }
+  auto str = [&](const char* attr, const char* fallback) {
+    const std::string* s = step.attrs.Get<std::string>(attr);
+    return s ? *s : std::string(fallback);
+  };
+  ResizeParams p;
+  p.mode = str("mode", "nearest");
+  p.ctm = str("coordinate_transformation_mode", "half_pixel");
+  p.nearest_mode = str("nearest_mode", "round_prefer_floor");
+  if (const double* a = step.attrs.Get<double>("cubic_coeff_a")) p.cubic_a = *a;
+  if (const bool* e = step.attrs.Get<bool>("exclude_outside")) p.exclude_outside = *e;
+  if (const bool* a = step.attrs.Get<bool>("antialias")) p.antialias = *a;
+  const double* extrapolation_attr = step.attrs.Get<double>("extrapolation_value");
+  double extrapolation = extrapolation_attr ? *extrapolation_attr : 0.0;
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
+    return Error(where + ": resize mode '" + p.mode + "'");
+  }
+  std::vector<int64_t> axes;
+  if (const auto* list = step.attrs.Get<std::vector<int64_t>>("axes")) {
+    for (int64_t a : *list) {
+      QUILT_TRY(NormalizeAxis(step, static_cast<int64_t>(rank), &a));
+      axes.push_back(a);
+    }
+  } else {
+    for (size_t a = 0; a < rank; ++a) axes.push_back(static_cast<int64_t>(a));
+  }
+  std::vector<double> roi, scales, sizes;
+  if (!ConstantDoubles(spec, g, step.inputs[1], &roi) ||
+      !ConstantDoubles(spec, g, step.inputs[2], &scales) ||
+      !ConstantDoubles(spec, g, step.inputs[3], &sizes)) {
+    return Error(where + ": OpenCL resizes with constant roi, scales and sizes only");
+  }
+  // The scale of each axis, as the CPU kernel derives it (the output shape is the compiler's).
+  std::vector<double> scale(rank, 1.0);
+  std::string policy = str("keep_aspect_ratio_policy", "stretch");
+  if (!sizes.empty()) {
+    if (sizes.size() != axes.size()) return Error(where + ": sizes must hold one value per axis");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(axes[i]);
+      if (in[a] == 0) return Error(where + ": cannot resize an empty axis");
+      scale[a] = sizes[i] / static_cast<double>(in[a]);
+    }
+    if (policy != "stretch") {
+      double s = policy == "not_larger" ? INFINITY : 0;
+      for (int64_t a : axes) {
+        double v = scale[static_cast<size_t>(a)];
+        s = policy == "not_larger" ? std::min(s, v) : std::max(s, v);
+      }
+      for (int64_t a : axes) scale[static_cast<size_t>(a)] = s;
+    }
+  } else {
+    if (scales.size() != axes.size()) return Error(where + ": scales must hold one value per axis");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      // The CPU reads float32 scales as float: the same double here.
+      scale[static_cast<size_t>(axes[i])] = scales[i];
+    }
+  }
+  std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+  if (p.ctm == "tf_crop_and_resize") {
+    if (roi.size() != 2 * axes.size()) return Error(where + ": roi must hold 2 values per axis");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      roi_start[static_cast<size_t>(axes[i])] = roi[i];
+      roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
+    }
+  }
+  // Per axis: the taps of each output position, padded to the axis's most taps (weight 0).
+  std::string tables, body = "  long t = get_global_id(0);\n  if (t >= n) return;\n";
+  k.Long("n", Product(g, od, 0));
+  PassDims(k, "", od);
+  body += Unravel("t", "", rank);
+  std::vector<size_t> width(rank, 1);
+  std::string sum_index, weight;
+  for (size_t a = 0; a < rank; ++a) {
+    if (in[a] == 0 && out[a] > 0) return Error(where + ": cannot resize an empty axis");
+    std::vector<AxisTaps> taps(static_cast<size_t>(out[a]));
+    for (int64_t o = 0; o < out[a]; ++o) {
+      std::string why;
+      if (!ResizeTaps(p, in[a], out[a], scale[a], roi_start[a], roi_end[a], o,
+                      &taps[static_cast<size_t>(o)], &why)) {
+        return Error(where + ": " + why);
+      }
+      width[a] = std::max(width[a], taps[static_cast<size_t>(o)].index.size());
+    }
+    std::string as = std::to_string(a), idx, wts;
+    for (const AxisTaps& tp : taps) {
+      for (size_t j = 0; j < width[a]; ++j) {
+        bool have = !tp.extrapolate && j < tp.index.size();
+        idx += (idx.empty() ? "" : ", ") + Int(tp.extrapolate ? -1 : have ? tp.index[j] : 0);
+        wts += (wts.empty() ? "" : ", ") + FloatLiteral(have ? tp.weight[j] : 0.0);
+      }
+    }
+    if (taps.empty()) idx = "0L", wts = "0.0f";
+    tables += "__constant long " + name + "_i" + as + "[] = {" + idx + "};\n";
+    tables += "__constant float " + name + "_w" + as + "[] = {" + wts + "};\n";
+  }
+  // Strides of the input (static), the extrapolation check, then the odometer as nested loops.
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t a = rank; a-- > 1;) stride[a - 1] = stride[a] * in[a];
+  for (size_t a = 0; a < rank; ++a) {
+    std::string as = std::to_string(a);
+    body += "  long b" + as + " = c" + as + " * " + Int(static_cast<int64_t>(width[a])) + ";\n";
+    body += "  if (" + name + "_i" + as + "[b" + as +
+            "] < 0) {\n    y[t] = " + FloatLiteral(extrapolation) + ";\n    return;\n  }\n";
+  }
+  body += "  float acc = 0.0f;\n";
+  std::string indent = "  ", offset, product;
+  for (size_t a = 0; a < rank; ++a) {
+    std::string as = std::to_string(a);
+    body += indent + "for (long k" + as + " = 0; k" + as + " < " +
+            Int(static_cast<int64_t>(width[a])) + "; ++k" + as + ") {\n";
+    indent += "  ";
+    offset +=
+        (a ? " + " : "") + name + "_i" + as + "[b" + as + " + k" + as + "] * " + Int(stride[a]);
+    product += (a ? " * " : "") + name + "_w" + as + "[b" + as + " + k" + as + "]";
+  }
+  body +=
+      indent + "acc += " + (rank ? product : "1.0f") + " * x0[" + (rank ? offset : "0") + "];\n";
+  for (size_t a = rank; a-- > 0;) {
+    indent.resize(indent.size() - 2);
+    body += indent + "}\n";
+  }
+  body += "  y[t] = acc;\n";
+  *code += "\n" + tables;
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+}  // namespace quilt::compiler::opencl
