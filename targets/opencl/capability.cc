@@ -247,6 +247,26 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kConv:
+      case Family::kConvTranspose: {
+        const std::vector<ir::PrimExpr>& x = shape(0);
+        const std::vector<ir::PrimExpr>& w = shape(1);
+        if (x.size() < 3 || x.size() > 5 || w.size() != x.size() || out.size() != x.size()) {
+          return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");
+        }
+        for (size_t i = 1; i < w.size(); ++i) {
+          if (!ir::AsInt(w[i])) return Support::No("OpenCL runs " + name + " with a static weight");
+        }
+        const std::string* pad = call.attrs.Get<std::string>("auto_pad");
+        if (pad && (*pad == "SAME_UPPER" || *pad == "SAME_LOWER")) {
+          for (size_t i = 2; i < x.size(); ++i) {
+            if (!ir::AsInt(x[i])) {
+              return Support::No("OpenCL: " + name + " pads SAME over dims only the run knows");
+            }
+          }
+        }
+        return Support::Yes();
+      }
       case Family::kConv2d:
       case Family::kPool2d:
       case Family::kGlobalPool: {

@@ -231,6 +231,10 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
   if (op == "matmul") return Family::kMatmul;
   if (op == "nn.conv2d") return Family::kConv2d;
+  if (op == "nn.conv1d" || op == "nn.conv3d") return Family::kConv;
+  if (op == "nn.conv1d_transpose" || op == "nn.conv2d_transpose" || op == "nn.conv3d_transpose") {
+    return Family::kConvTranspose;
+  }
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return Family::kPool2d;
   if (op == "nn.adaptive_avg_pool2d") return Family::kGlobalPool;
   if (op == "nn.batch_norm") return Family::kBatchNorm;
@@ -278,6 +282,8 @@ InputUse InputUseOf(Family family, size_t k) {
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
     case Family::kMatmul:
     case Family::kConv2d:
+    case Family::kConv:
+    case Family::kConvTranspose:
     case Family::kBatchNorm:
     case Family::kPRelu:
     case Family::kNorm:
@@ -303,6 +309,8 @@ bool AnyTypeOut(Family family) {
     case Family::kSoftmax:
     case Family::kMatmul:
     case Family::kConv2d:
+    case Family::kConv:
+    case Family::kConvTranspose:
     case Family::kPool2d:
     case Family::kGlobalPool:
     case Family::kBatchNorm:

@@ -301,17 +301,7 @@ Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   k.Long("OH", out.dims[2]);
   k.Long("OW", out.dims[3]);
   k.Long("OWQ", owq);
-  std::string epilogue;
-  if (step.inputs.size() > 2) epilogue += "    v += x2[o];\n";
-  const std::string* act = step.attrs.Get<std::string>("activation");
-  if (act && *act == "relu") epilogue += "    v = q_relu(v);\n";
-  if (act && *act == "clip") {
-    const double* lo = step.attrs.Get<double>("activation_min");
-    const double* hi = step.attrs.Get<double>("activation_max");
-    epilogue += "    v = q_clip(v, " + (lo ? std::to_string(*lo) + "f" : std::string("-INFINITY")) +
-                ", " + (hi ? std::to_string(*hi) + "f" : std::string("INFINITY")) + ");\n";
-  }
-  if (act && *act == "hardswish") epilogue += "    v = v * q_clip(v + 3.0f, 0.0f, 6.0f);\n";
+  std::string epilogue = ConvEpilogue(step);
   std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
   body += "  const long KH = " + Int(*kh) + ", KW = " + Int(*kw) + ", CG = " + Int(*cg) +
           ", G = " + Int(groups) + ";\n";
@@ -521,6 +511,10 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitArange;
     case Family::kResize:  // EmitOpenClCode calls EmitResize with the package
       return nullptr;
+    case Family::kConv:
+      return EmitConv;
+    case Family::kConvTranspose:
+      return EmitConvTranspose;
   }
   return EmitElementwise;
 }

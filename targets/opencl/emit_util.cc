@@ -108,17 +108,18 @@ void KernelText::Finish(const std::string& name, const std::string& body, int64_
     return v < 0 ? std::string("float")
                  : ElementType(g_.values[static_cast<size_t>(v)].dtype).value_or("float");
   };
+  // Parameters named q_p* / q_o*, so that no name a body uses collides with them.
   for (size_t k = 0; k < step_.inputs.size(); ++k) {
     std::string s = std::to_string(k), t = type(step_.inputs[k]);
-    params += "__global const " + t + "* p" + s + ", ulong o" + s + ", ";
+    params += "__global const " + t + "* q_p" + s + ", ulong q_o" + s + ", ";
     locals += "  __global const " + t + "* x" + s + " = (__global const " + t +
-              "*)((__global const char*)p" + s + " + o" + s + ");\n";
+              "*)((__global const char*)q_p" + s + " + q_o" + s + ");\n";
   }
   for (size_t k = 0; k < step_.outputs.size(); ++k) {
     std::string s = k == 0 ? "" : std::to_string(k), t = type(step_.outputs[k]);
-    params += std::string(k == 0 ? "" : ", ") + "__global " + t + "* py" + s + ", ulong oy" + s;
-    locals += "  __global " + t + "* y" + s + " = (__global " + t + "*)((__global char*)py" + s +
-              " + oy" + s + ");\n";
+    params += std::string(k == 0 ? "" : ", ") + "__global " + t + "* q_py" + s + ", ulong q_oy" + s;
+    locals += "  __global " + t + "* y" + s + " = (__global " + t + "*)((__global char*)q_py" + s +
+              " + q_oy" + s + ");\n";
   }
   *code += "\n// " + Where(step_) + "\n__kernel void " + name + "(" + params + longs_ + ") {\n" +
            locals + body + "}\n";
@@ -149,6 +150,21 @@ std::string Strides(const std::string& prefix, size_t rank) {
          ";\n";
   }
   return s;
+}
+
+std::string ConvEpilogue(const StepSpec& step) {
+  std::string epilogue;
+  if (step.inputs.size() > 2) epilogue += "    v += x2[o];\n";
+  const std::string* act = step.attrs.Get<std::string>("activation");
+  if (act && *act == "relu") epilogue += "    v = q_relu(v);\n";
+  if (act && *act == "clip") {
+    const double* lo = step.attrs.Get<double>("activation_min");
+    const double* hi = step.attrs.Get<double>("activation_max");
+    epilogue += "    v = q_clip(v, " + (lo ? FloatLiteral(*lo) : std::string("-INFINITY")) + ", " +
+                (hi ? FloatLiteral(*hi) : std::string("INFINITY")) + ");\n";
+  }
+  if (act && *act == "hardswish") epilogue += "    v = v * q_clip(v + 3.0f, 0.0f, 6.0f);\n";
+  return epilogue;
 }
 
 void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims) {

@@ -80,6 +80,10 @@ std::string Strides(const std::string& prefix, size_t rank);
 // Passes each dim of `dims` as long `d<prefix><j>`.
 void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims);
 
+// A conv step's fused bias (input 2) and activation (targets/fuse_epilogue.h) on float `v` of
+// output channel `o`.
+std::string ConvEpilogue(const StepSpec& step);
+
 using Emitter = Status (*)(GraphSpec&, StepSpec&, const std::string&, std::string*);
 
 // emit_reduce.cc
@@ -95,6 +99,9 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
 // emit_image.cc: resize reads its constant scales, sizes and roi from the package's buffers.
 Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
                   std::string* code);
+// emit_conv.cc: 1-D and 3-D convolutions, transposed convolutions of 1 to 3 spatial dims.
+Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 

@@ -11,32 +11,35 @@
 namespace quilt::targets::opencl {
 
 enum class Family {
-  kElementwise,  // elementwise.h's expressions, with broadcasting
-  kIdentity,     // reshape, squeeze, expand_dims: the bytes of the data, copied
-  kSoftmax,      // nn.softmax, nn.log_softmax along one axis
-  kMatmul,       // matmul, rank >= 2, the second operand 2-D or of the first's batch dims
-  kConv2d,       // nn.conv2d, NCHW, any groups, strides, dilation, padding; a fused bias and
-                 // activation (targets/fuse_epilogue.h)
-  kPool2d,       // nn.max_pool2d, nn.avg_pool2d
-  kGlobalPool,   // nn.adaptive_avg_pool2d to 1 x 1
-  kBatchNorm,    // nn.batch_norm in inference form, along any axis
-  kPRelu,        // nn.prelu: a slope per channel of `axis` (or one for all)
-  kReduce,       // sum, mean, max, min, prod, reduce_l1 / l2 / log_sum / log_sum_exp /
-                 // sum_square over any axes (none: all), keepdims or not
-  kNorm,         // nn.layer_norm, nn.layer_norm_stats, nn.rms_norm, nn.instance_norm,
-                 // nn.group_norm, nn.mean_variance_norm: moments over axes, per group
-  kPermute,      // permute_dims, any rank
-  kConcat,       // concat along any axis
-  kSplit,        // split along any axis, one output per part
-  kSlice,        // strided_slice over axes whose size the compiler knows
-  kTake,         // take (gather) along any axis, int32 or int64 indices
-  kPad,          // nn.pad: constant, edge, reflect, wrap
-  kBroadcastTo,  // broadcast_to, any element type
-  kFull,         // full: the value, converted, everywhere
-  kArange,       // arange of an integer type from int64 start and step
-  kResize,       // image.resize of static shapes with constant scales / sizes / roi: every mode
-  kAttention,    // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
-                 // values, causal and window limits, softcap, every qk_matmul_output mode
+  kElementwise,    // elementwise.h's expressions, with broadcasting
+  kIdentity,       // reshape, squeeze, expand_dims: the bytes of the data, copied
+  kSoftmax,        // nn.softmax, nn.log_softmax along one axis
+  kMatmul,         // matmul, rank >= 2, the second operand 2-D or of the first's batch dims
+  kConv2d,         // nn.conv2d, NCHW, any groups, strides, dilation, padding; a fused bias and
+                   // activation (targets/fuse_epilogue.h)
+  kConv,           // nn.conv1d, nn.conv3d (NC + spatial dims): groups, strides, dilation, padding,
+                   // a fused bias and activation
+  kConvTranspose,  // nn.conv1d_transpose, nn.conv2d_transpose, nn.conv3d_transpose
+  kPool2d,         // nn.max_pool2d, nn.avg_pool2d
+  kGlobalPool,     // nn.adaptive_avg_pool2d to 1 x 1
+  kBatchNorm,      // nn.batch_norm in inference form, along any axis
+  kPRelu,          // nn.prelu: a slope per channel of `axis` (or one for all)
+  kReduce,         // sum, mean, max, min, prod, reduce_l1 / l2 / log_sum / log_sum_exp /
+                   // sum_square over any axes (none: all), keepdims or not
+  kNorm,           // nn.layer_norm, nn.layer_norm_stats, nn.rms_norm, nn.instance_norm,
+                   // nn.group_norm, nn.mean_variance_norm: moments over axes, per group
+  kPermute,        // permute_dims, any rank
+  kConcat,         // concat along any axis
+  kSplit,          // split along any axis, one output per part
+  kSlice,          // strided_slice over axes whose size the compiler knows
+  kTake,           // take (gather) along any axis, int32 or int64 indices
+  kPad,            // nn.pad: constant, edge, reflect, wrap
+  kBroadcastTo,    // broadcast_to, any element type
+  kFull,           // full: the value, converted, everywhere
+  kArange,         // arange of an integer type from int64 start and step
+  kResize,         // image.resize of static shapes with constant scales / sizes / roi: every mode
+  kAttention,      // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
+                   // values, causal and window limits, softcap, every qk_matmul_output mode
 };
 
 // The family of op `op` (Relax name without "R."), or nullopt when OpenCL has no kernel for it.

@@ -1,0 +1,174 @@
+// OpenCL kernels of the convolutions conv2d's blocked kernel (emit.cc) does not cover: nn.conv1d
+// and nn.conv3d, and the transposed convolutions of 1 to 3 spatial dims. One work-item per output
+// element; the spatial dims are padded to three (size 1, kernel 1), the window's constants baked
+// in, the sizes passed as step dims.
+//  - conv: the window over the input, as targets/cpu/kernels/conv.cc's reference; a fused bias
+//    and activation (targets/fuse_epilogue.h) at the end.
+//  - transposed: each output element gathers the inputs whose scatter reaches it, i.e. the k with
+//    (o + pad_begin - k * dilation) a multiple of the stride, inside the input: the same sum the
+//    CPU's scatter makes.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "targets/opencl/emit_util.h"
+
+namespace quilt::compiler::opencl {
+namespace {
+
+struct Window {
+  size_t rank = 0;
+  std::vector<int64_t> kernel, stride, dilation, pad;  // 3 each (spatial dims padded with 1)
+};
+
+// Kernel sizes from the weight's static dims, the rest from the attributes; `same` padding needs
+// the input's spatial dims static.
+Status MakeWindow(const GraphSpec& g, const StepSpec& step, const std::vector<int>& x,
+                  const std::vector<int>& w, bool transposed, Window* win) {
+  std::string where = Where(step);
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
+    return Error(where + ": data and weight of 1 to 3 spatial dims expected");
+  }
+  size_t r = x.size() - 2;
+  win->rank = r;
+  win->kernel.assign(3, 1);
+  for (size_t i = 0; i < r; ++i) {
+    std::optional<int64_t> k = StaticDim(g, w[2 + i]);
+    if (!k) return Error(where + ": the weight's dims must be static");
+    win->kernel[i] = *k;
+  }
+  std::vector<int64_t> stride = Ints(step.attrs, "strides", r, 1);
+  std::vector<int64_t> dilation = Ints(step.attrs, "dilation", r, 1);
+  std::vector<int64_t> padding = Ints(step.attrs, "padding", 2 * r, 0);
+  win->stride.assign(3, 1);
+  win->dilation.assign(3, 1);
+  win->pad.assign(3, 0);
+  const std::string* auto_pad = step.attrs.Get<std::string>("auto_pad");
+  std::string mode = auto_pad && !transposed ? *auto_pad : "NOTSET";
+  for (size_t i = 0; i < r; ++i) {
+    if (stride[i] < 1 || dilation[i] < 1) return Error(where + ": strides and dilation below 1");
+    win->stride[i] = stride[i];
+    win->dilation[i] = dilation[i];
+    if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      std::optional<int64_t> in = StaticDim(g, x[2 + i]);
+      if (!in) return Error(where + ": SAME padding needs static spatial dims");
+      int64_t out = (*in + stride[i] - 1) / stride[i];
+      int64_t dk = (win->kernel[i] - 1) * dilation[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + dk - *in);
+      win->pad[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+    } else if (mode != "VALID") {
+      win->pad[i] = padding[i];
+    }
+  }
+  return {};
+}
+
+// Passes the sizes: the grid, then N, C, O and the input and output spatial dims (3 each).
+void PassSizes(GraphSpec& g, KernelText& k, const std::vector<int>& x, const std::vector<int>& y) {
+  k.Long("total", Product(g, y, 0));
+  k.Long("C", x[1]);
+  k.Long("O", y[1]);
+  for (size_t i = 0; i < 3; ++i) {
+    std::string is = std::to_string(i);
+    k.Long("I" + is, i + 2 < x.size() ? x[i + 2] : IntDim(g, 1));
+    k.Long("Y" + is, i + 2 < y.size() ? y[i + 2] : IntDim(g, 1));
+  }
+}
+
+// The window's constants and the output element's coordinates (b, o, o0, o1, o2).
+std::string Prologue(const Window& w, int64_t groups) {
+  std::string s = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  s += "  const long G = " + Int(groups) + ";\n";
+  for (size_t i = 0; i < 3; ++i) {
+    std::string is = std::to_string(i);
+    s += "  const long K" + is + " = " + Int(w.kernel[i]) + ", S" + is + " = " + Int(w.stride[i]) +
+         ", D" + is + " = " + Int(w.dilation[i]) + ", P" + is + " = " + Int(w.pad[i]) + ";\n";
+  }
+  s += R"(  long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;
+  long o = t / (Y2 * Y1 * Y0) % O, b = t / (Y2 * Y1 * Y0 * O);
+  float acc = 0.0f;
+)";
+  return s;
+}
+
+int64_t Groups(const StepSpec& step) {
+  const int64_t* groups = step.attrs.Get<int64_t>("groups");
+  return groups ? *groups : 1;
+}
+
+}  // namespace
+
+Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& w = k.In(1).dims;
+  Window win;
+  QUILT_TRY(MakeWindow(g, step, x, w, false, &win));
+  std::optional<int64_t> cg = StaticDim(g, w[1]);
+  if (!cg) return Error(Where(step) + ": the weight's dims must be static");
+  PassSizes(g, k, x, k.Out().dims);
+  std::string body = Prologue(win, Groups(step));
+  body += "  const long CG = " + Int(*cg) + ";\n";
+  body += R"(  long c0 = o / (O / G) * CG;
+  for (long c = 0; c < CG; ++c) {
+    __global const float* xc = x0 + (b * C + c0 + c) * I0 * I1 * I2;
+    __global const float* wc = x1 + (o * CG + c) * K0 * K1 * K2;
+    for (long k0 = 0; k0 < K0; ++k0) {
+      long i0 = o0 * S0 - P0 + k0 * D0;
+      if (i0 < 0 || i0 >= I0) continue;
+      for (long k1 = 0; k1 < K1; ++k1) {
+        long i1 = o1 * S1 - P1 + k1 * D1;
+        if (i1 < 0 || i1 >= I1) continue;
+        for (long k2 = 0; k2 < K2; ++k2) {
+          long i2 = o2 * S2 - P2 + k2 * D2;
+          if (i2 < 0 || i2 >= I2) continue;
+          acc = fma(xc[(i0 * I1 + i1) * I2 + i2], wc[(k0 * K1 + k1) * K2 + k2], acc);
+        }
+      }
+    }
+  }
+  {
+    float v = acc;
+)";
+  body += ConvEpilogue(step) + "    y[t] = v;\n  }\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& w = k.In(1).dims;
+  Window win;
+  QUILT_TRY(MakeWindow(g, step, x, w, true, &win));
+  std::optional<int64_t> og = StaticDim(g, w[1]);
+  if (!og) return Error(Where(step) + ": the weight's dims must be static");
+  PassSizes(g, k, x, k.Out().dims);
+  std::string body = Prologue(win, Groups(step));
+  body += "  const long OG = " + Int(*og) + ";\n";
+  body += R"(  long CG = C / G, grp = o / OG, oc = o % OG;
+  for (long c = grp * CG; c < (grp + 1) * CG; ++c) {
+    __global const float* xc = x0 + (b * C + c) * I0 * I1 * I2;
+    __global const float* wc = x1 + (c * OG + oc) * K0 * K1 * K2;
+    for (long k0 = 0; k0 < K0; ++k0) {
+      long n0 = o0 + P0 - k0 * D0;
+      if (n0 < 0 || n0 % S0 != 0 || n0 / S0 >= I0) continue;
+      for (long k1 = 0; k1 < K1; ++k1) {
+        long n1 = o1 + P1 - k1 * D1;
+        if (n1 < 0 || n1 % S1 != 0 || n1 / S1 >= I1) continue;
+        for (long k2 = 0; k2 < K2; ++k2) {
+          long n2 = o2 + P2 - k2 * D2;
+          if (n2 < 0 || n2 % S2 != 0 || n2 / S2 >= I2) continue;
+          acc = fma(xc[(n0 / S0 * I1 + n1 / S1) * I2 + n2 / S2], wc[(k0 * K1 + k1) * K2 + k2],
+                    acc);
+        }
+      }
+    }
+  }
+  y[t] = acc;
+)";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+}  // namespace quilt::compiler::opencl
