@@ -228,8 +228,16 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
-      case Family::kSoftmax:
+      case Family::kSoftmax: {
         if (out.empty()) return Support::No(name + " of a scalar");
+        const int64_t* p = call.attrs.Get<int64_t>("p");
+        if (op->name == "nn.lp_normalize" && p && *p != 1 && *p != 2) {
+          return Support::No("OpenCL runs " + name + " with p 1 or 2 only");
+        }
+        return Support::Yes();
+      }
+      case Family::kSpaceDepth:
+        if (shape(0).size() != 4) return Support::No("OpenCL runs " + name + " on 4-D NCHW only");
         return Support::Yes();
       case Family::kMatmul: {
         const std::vector<ir::PrimExpr>& a = shape(0);
@@ -242,6 +250,21 @@ class OpenCl : public Capability {
           for (size_t j = 0; j + 2 < a.size(); ++j) {
             if (!ir::PrimEqual(a[j], b[j])) {
               return Support::No("OpenCL: " + name + " broadcasts a batch");
+            }
+          }
+        }
+        return Support::Yes();
+      }
+      case Family::kPool: {
+        const std::vector<ir::PrimExpr>& x = shape(0);
+        if (x.size() < 3 || x.size() > 5) {
+          return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");
+        }
+        const std::string* pad = call.attrs.Get<std::string>("auto_pad");
+        if (pad && (*pad == "SAME_UPPER" || *pad == "SAME_LOWER")) {
+          for (size_t i = 2; i < x.size(); ++i) {
+            if (!ir::AsInt(x[i])) {
+              return Support::No("OpenCL: " + name + " pads SAME over dims only the run knows");
             }
           }
         }

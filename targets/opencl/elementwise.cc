@@ -228,7 +228,11 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
   if (op == "image.resize") return Family::kResize;
-  if (op == "nn.softmax" || op == "nn.log_softmax") return Family::kSoftmax;
+  if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.hardmax" ||
+      op == "nn.lp_normalize") {
+    return Family::kSoftmax;
+  }
+  if (op == "nn.depth_to_space" || op == "nn.space_to_depth") return Family::kSpaceDepth;
   if (op == "matmul") return Family::kMatmul;
   if (op == "nn.conv2d") return Family::kConv2d;
   if (op == "nn.conv1d" || op == "nn.conv3d") return Family::kConv;
@@ -236,6 +240,11 @@ std::optional<Family> FamilyOf(std::string_view op) {
     return Family::kConvTranspose;
   }
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return Family::kPool2d;
+  if (op == "nn.max_pool1d" || op == "nn.max_pool3d" || op == "nn.avg_pool1d" ||
+      op == "nn.avg_pool3d" || op == "nn.lp_pool1d" || op == "nn.lp_pool2d" ||
+      op == "nn.lp_pool3d") {
+    return Family::kPool;
+  }
   if (op == "nn.adaptive_avg_pool2d") return Family::kGlobalPool;
   if (op == "nn.batch_norm") return Family::kBatchNorm;
   if (op == "broadcast_to") return Family::kBroadcastTo;
@@ -259,6 +268,7 @@ InputUse InputUseOf(Family family, size_t k) {
   switch (family) {
     case Family::kSoftmax:
     case Family::kPool2d:
+    case Family::kPool:
     case Family::kGlobalPool:
     case Family::kReduce:
     case Family::kResize:  // roi, scales and sizes: constants, read when compiling
@@ -268,6 +278,7 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kSplit:
     case Family::kSlice:
     case Family::kBroadcastTo:
+    case Family::kSpaceDepth:
       return k == 0 ? InputUse::kAny : InputUse::kUnread;
     case Family::kFull:  // the shape, then the value
       return k == 1 ? InputUse::kAny : InputUse::kUnread;
@@ -305,6 +316,7 @@ bool AnyTypeOut(Family family) {
     case Family::kBroadcastTo:
     case Family::kFull:
     case Family::kArange:
+    case Family::kSpaceDepth:
       return true;
     case Family::kSoftmax:
     case Family::kMatmul:
@@ -312,6 +324,7 @@ bool AnyTypeOut(Family family) {
     case Family::kConv:
     case Family::kConvTranspose:
     case Family::kPool2d:
+    case Family::kPool:
     case Family::kGlobalPool:
     case Family::kBatchNorm:
     case Family::kPRelu:

@@ -193,7 +193,35 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   std::string body = R"(  long r = get_global_id(0);
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;
-  float m = -INFINITY;
+)";
+  if (step.kernel == "nn.hardmax") {
+    // 1 at the first maximum (NaN never wins), 0 elsewhere.
+    body += R"(  long best = 0;
+  for (long j = 1; j < len; ++j) {
+    if (x0[base + j * inner] > x0[base + best * inner]) best = j;
+  }
+  for (long j = 0; j < len; ++j) y[base + j * inner] = j == best ? 1.0f : 0.0f;
+)";
+    k.Finish(name, body, kLocalSize, code);
+    return {};
+  }
+  if (step.kernel == "nn.lp_normalize") {
+    const int64_t* p_attr = step.attrs.Get<int64_t>("p");
+    int64_t p = p_attr ? *p_attr : 2;
+    if (p != 1 && p != 2) return Error("R.nn.lp_normalize: p must be 1 or 2");
+    // A zero norm gives zeros, not 0 / 0.
+    body +=
+        "  float norm = 0.0f;\n  for (long j = 0; j < len; ++j) {\n    float v = x0[base + j * "
+        "inner];\n    norm += " +
+        std::string(p == 1 ? "fabs(v)" : "v * v") + ";\n  }\n";
+    if (p == 2) body += "  norm = sqrt(norm);\n";
+    body +=
+        "  for (long j = 0; j < len; ++j) y[base + j * inner] = norm == 0.0f ? 0.0f : x0[base + "
+        "j * inner] / norm;\n";
+    k.Finish(name, body, kLocalSize, code);
+    return {};
+  }
+  body += R"(  float m = -INFINITY;
   for (long j = 0; j < len; ++j) m = fmax(m, x0[base + j * inner]);
   float sum = 0.0f;
   for (long j = 0; j < len; ++j) sum += exp(x0[base + j * inner] - m);
@@ -428,6 +456,42 @@ Status EmitBatchNorm(GraphSpec& g, StepSpec& step, const std::string& name, std:
   return {};
 }
 
+// nn.depth_to_space, nn.space_to_depth (NCHW, DCR or CRD): each output element reads its source.
+Status EmitSpaceDepth(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& out = k.Out().dims;
+  if (x.size() != 4 || out.size() != 4) return Error(Where(step) + ": 4-D NCHW data expected");
+  const int64_t* bs_attr = step.attrs.Get<int64_t>("block_size");
+  int64_t bs = bs_attr ? *bs_attr : 1;
+  if (bs < 1) return Error(Where(step) + ": block_size must be positive");
+  const std::string* mode_attr = step.attrs.Get<std::string>("mode");
+  bool dcr = !mode_attr || *mode_attr == "DCR";
+  k.Long("total", Product(g, out, 0));
+  k.Long("C", x[1]);
+  k.Long("H", x[2]);
+  k.Long("W", x[3]);
+  k.Long("CO", out[1]);
+  k.Long("HO", out[2]);
+  k.Long("WO", out[3]);
+  std::string body =
+      "  long t = get_global_id(0);\n  if (t >= total) return;\n  const long BS = " + Int(bs) +
+      ";\n";
+  body +=
+      "  long ow = t % WO, oh = t / WO % HO, oc = t / (WO * HO) % CO, b = t / (WO * HO * CO);\n";
+  if (step.kernel == "nn.depth_to_space") {
+    body += "  long bh = oh % BS, bw = ow % BS;\n  long ic = " +
+            std::string(dcr ? "(bh * BS + bw) * CO + oc" : "(oc * BS + bh) * BS + bw") + ";\n";
+    body += "  y[t] = x0[((b * C + ic) * H + oh / BS) * W + ow / BS];\n";
+  } else {
+    body += "  long ic = " + std::string(dcr ? "oc % C" : "oc / (BS * BS)") +
+            ", blk = " + std::string(dcr ? "oc / C" : "oc % (BS * BS)") + ";\n";
+    body += "  y[t] = x0[((b * C + ic) * H + oh * BS + blk / BS) * W + ow * BS + blk % BS];\n";
+  }
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
 // nn.adaptive_avg_pool2d to 1 x 1: the mean of each channel, one work-item per channel.
 Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
@@ -513,6 +577,10 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return nullptr;
     case Family::kConv:
       return EmitConv;
+    case Family::kSpaceDepth:
+      return EmitSpaceDepth;
+    case Family::kPool:
+      return EmitPool;
     case Family::kConvTranspose:
       return EmitConvTranspose;
   }

@@ -171,4 +171,102 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
   return {};
 }
 
+// Max, average and Lp pooling over 1 to 3 spatial dims (nn.max_pool1d / 3d, nn.avg_pool1d / 3d,
+// nn.lp_pool1d / 2d / 3d), as targets/cpu/kernels/pool.cc computes them: padded cells never take
+// part; a max starts from the first cell inside; an average divides by the cells inside, or
+// (count_include_pad) by those inside the input or its explicit padding.
+Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  std::string where = Where(step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& y = k.Out().dims;
+  if (x.size() < 3 || x.size() > 5 || y.size() != x.size()) {
+    return Error(where + ": data of 1 to 3 spatial dims expected");
+  }
+  size_t r = x.size() - 2;
+  std::vector<int64_t> size = Ints(step.attrs, "pool_size", r, 1);
+  std::vector<int64_t> stride = Ints(step.attrs, "strides", r, 1);
+  std::vector<int64_t> dilation = Ints(step.attrs, "dilation", r, 1);
+  std::vector<int64_t> padding = Ints(step.attrs, "padding", 2 * r, 0);
+  const std::string* auto_pad = step.attrs.Get<std::string>("auto_pad");
+  std::string mode = auto_pad ? *auto_pad : "NOTSET";
+  std::vector<int64_t> kernel(3, 1), st(3, 1), dil(3, 1), pb(3, 0), pe(3, 0);
+  for (size_t i = 0; i < r; ++i) {
+    kernel[i] = size[i], st[i] = stride[i], dil[i] = dilation[i];
+    if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      std::optional<int64_t> in = StaticDim(g, x[2 + i]);
+      if (!in) return Error(where + ": SAME padding needs static spatial dims");
+      int64_t out = (*in + st[i] - 1) / st[i];
+      int64_t dk = (kernel[i] - 1) * dil[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * st[i] + dk - *in);
+      pb[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[i] = total - pb[i];
+    } else if (mode != "VALID") {
+      pb[i] = padding[i];
+      pe[i] = padding[r + i];
+    }
+  }
+  PassSizes(g, k, x, y);
+  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  for (size_t i = 0; i < 3; ++i) {
+    std::string is = std::to_string(i);
+    body += "  const long K" + is + " = " + Int(kernel[i]) + ", S" + is + " = " + Int(st[i]) +
+            ", D" + is + " = " + Int(dil[i]) + ", P" + is + " = " + Int(pb[i]) + ", E" + is +
+            " = " + Int(pe[i]) + ";\n";
+  }
+  body += R"(  long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;
+  long plane = t / (Y2 * Y1 * Y0);
+  __global const float* xp = x0 + plane * I0 * I1 * I2;
+  float acc = 0.0f;
+  long cells = 0;
+)";
+  std::string op = step.kernel;
+  bool max = op.find("max_pool") != std::string::npos;
+  bool lp = op.find("lp_pool") != std::string::npos;
+  const double* p_attr = step.attrs.Get<double>("p");
+  double p = p_attr ? *p_attr : 2.0;
+  if (lp && !(p > 0)) return Error(where + ": p must be positive");
+  if (max) body += "  acc = -INFINITY;\n";
+  body += R"(  for (long k0 = 0; k0 < K0; ++k0) {
+    long i0 = o0 * S0 - P0 + k0 * D0;
+    if (i0 < 0 || i0 >= I0) continue;
+    for (long k1 = 0; k1 < K1; ++k1) {
+      long i1 = o1 * S1 - P1 + k1 * D1;
+      if (i1 < 0 || i1 >= I1) continue;
+      for (long k2 = 0; k2 < K2; ++k2) {
+        long i2 = o2 * S2 - P2 + k2 * D2;
+        if (i2 < 0 || i2 >= I2) continue;
+        float v = xp[(i0 * I1 + i1) * I2 + i2];
+)";
+  if (max) {
+    body += "        if (cells == 0 || v > acc) acc = v;\n";
+  } else if (lp) {
+    body += "        acc += pow(fabs(v), " + FloatLiteral(p) + ");\n";
+  } else {
+    body += "        acc += v;\n";
+  }
+  body += "        ++cells;\n      }\n    }\n  }\n";
+  if (max) {
+    body += "  y[t] = acc;\n";
+  } else if (lp) {
+    body += "  y[t] = pow(acc, " + FloatLiteral(1.0 / p) + ");\n";
+  } else {
+    const bool* include = step.attrs.Get<bool>("count_include_pad");
+    if (include && *include) {
+      // The window's cells inside the input or its explicit padding, per dim.
+      body += "  cells = 1;\n";
+      for (size_t i = 0; i < 3; ++i) {
+        std::string is = std::to_string(i);
+        body += "  {\n    long n = 0;\n    for (long k = 0; k < K" + is +
+                "; ++k) {\n      long i = o" + is + " * S" + is + " - P" + is + " + k * D" + is +
+                ";\n      if (i >= -P" + is + " && i < I" + is + " + E" + is +
+                ") ++n;\n    }\n    cells *= n;\n  }\n";
+      }
+    }
+    body += "  y[t] = cells > 0 ? acc / (float)cells : 0.0f;\n";
+  }
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
 }  // namespace quilt::compiler::opencl

@@ -102,6 +102,7 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
 // emit_conv.cc: 1-D and 3-D convolutions, transposed convolutions of 1 to 3 spatial dims.
 Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 

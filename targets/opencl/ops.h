@@ -13,7 +13,7 @@ namespace quilt::targets::opencl {
 enum class Family {
   kElementwise,    // elementwise.h's expressions, with broadcasting
   kIdentity,       // reshape, squeeze, expand_dims: the bytes of the data, copied
-  kSoftmax,        // nn.softmax, nn.log_softmax along one axis
+  kSoftmax,        // nn.softmax, nn.log_softmax, nn.hardmax, nn.lp_normalize along one axis
   kMatmul,         // matmul, rank >= 2, the second operand 2-D or of the first's batch dims
   kConv2d,         // nn.conv2d, NCHW, any groups, strides, dilation, padding; a fused bias and
                    // activation (targets/fuse_epilogue.h)
@@ -21,6 +21,7 @@ enum class Family {
                    // a fused bias and activation
   kConvTranspose,  // nn.conv1d_transpose, nn.conv2d_transpose, nn.conv3d_transpose
   kPool2d,         // nn.max_pool2d, nn.avg_pool2d
+  kPool,           // max / average / Lp pooling over 1 to 3 spatial dims (not kPool2d's)
   kGlobalPool,     // nn.adaptive_avg_pool2d to 1 x 1
   kBatchNorm,      // nn.batch_norm in inference form, along any axis
   kPRelu,          // nn.prelu: a slope per channel of `axis` (or one for all)
@@ -34,6 +35,7 @@ enum class Family {
   kSlice,          // strided_slice over axes whose size the compiler knows
   kTake,           // take (gather) along any axis, int32 or int64 indices
   kPad,            // nn.pad: constant, edge, reflect, wrap
+  kSpaceDepth,     // nn.depth_to_space, nn.space_to_depth (NCHW, DCR or CRD), any element type
   kBroadcastTo,    // broadcast_to, any element type
   kFull,           // full: the value, converted, everywhere
   kArange,         // arange of an integer type from int64 start and step

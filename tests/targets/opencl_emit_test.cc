@@ -365,5 +365,30 @@ class Module:
   }
 }
 
+TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x1: R.Tensor((2, 3, 9), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32"), x2: R.Tensor((2, 8, 4, 6), "float32")):
+        a = R.nn.max_pool1d(x1, pool_size=[3], strides=[2], padding=[1, 1], ceil_mode=True)
+        b = R.nn.avg_pool3d(x3, pool_size=[2, 3, 2], strides=[2, 1, 2], padding=[1, 1, 0, 0, 1, 1], count_include_pad=True)
+        c = R.nn.avg_pool1d(x1, pool_size=[4], strides=[3], padding=[2, 2], dilation=[2])
+        d = R.nn.lp_pool2d(x2, pool_size=[2, 3], p=3.0, strides=[2, 2], padding=[0, 1, 1, 0])
+        e = R.nn.max_pool3d(x3, pool_size=[2, 2, 2], dilation=[2, 1, 2], auto_pad="SAME_UPPER")
+        f = R.nn.hardmax(x2, axis=1)
+        g = R.nn.lp_normalize(x2, axis=2, p=1)
+        h = R.nn.depth_to_space(x2, block_size=2, mode="CRD")
+        i = R.nn.depth_to_space(x2, block_size=2, mode="DCR")
+        j = R.nn.space_to_depth(x2, block_size=2)
+        return (a, b, c, d, e, f, g, h, i, j)
+)";
+  Input x2 = Floats("x2", {2, 8, 4, 6});
+  // A zero row for lp_normalize (over axis 2 at n 0, c 0, w 1) and ties for hardmax.
+  for (int64_t h = 0; h < 4; ++h) std::memset(x2.bytes.data() + (h * 6 + 1) * 4, 0, 4);
+  ExpectOpenClMatchesCpu(kModel, {Floats("x1", {2, 3, 9}), Floats("x3", {1, 2, 5, 4, 6}), x2}, 10);
+}
+
 }  // namespace
 }  // namespace quilt
