@@ -52,7 +52,7 @@ echo "-- quilt next to ONNX Runtime (same input; labels: text angle 0 or 180 deg
 
 step "4/5 the same model on OpenCL and the CPU: one portable package"
 # PoCL (OpenCL on this CPU) builds each program once and keeps it in its cache.
-export POCL_CACHE_DIR="${POCL_CACHE_DIR:-$PWD/build/pocl-cache}"
+export POCL_CACHE_DIR="${POCL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/quilt/pocl}"
 echo "-- compile: quiltc $model -o $out/cls-cl.quilt --device opencl --device llvm --portable --input-shape x:2,3,48,192"
 build/bin/quiltc "$model" -o "$out/cls-cl.quilt" --device opencl --device llvm --portable \
   --input-shape x:2,3,48,192 --report "$out/placement-cl.txt"

@@ -372,11 +372,11 @@ void RunSplit(Mode mode, const std::string& what) {
   // OpenCL takes only the ops it has code for: at least as many tests as when this was written
   // (floors that only move up as kernels land).
   if (mode == Mode::kOpenClAndCpu) {
-    constexpr int kOpenClFloor = 406;
+    constexpr int kOpenClFloor = 911;
     EXPECT_GE(with_dispatches, kOpenClFloor) << "fewer node tests run OpenCL code than before";
   }
   if (mode == Mode::kOpenClPlaced) {
-    constexpr int kPlacedSplitFloor = 123;
+    constexpr int kPlacedSplitFloor = 233;
     EXPECT_GE(split, kPlacedSplitFloor)
         << "fewer node tests run split between OpenCL and the CPU by rule than before";
   }
