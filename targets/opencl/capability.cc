@@ -255,6 +255,13 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kGridSample: {
+        size_t rank = shape(0).size();
+        if (rank < 3 || rank > 5 || shape(1).size() != rank || out.size() != rank) {
+          return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");
+        }
+        return Support::Yes();
+      }
       case Family::kPool: {
         const std::vector<ir::PrimExpr>& x = shape(0);
         if (x.size() < 3 || x.size() > 5) {

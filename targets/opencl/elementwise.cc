@@ -228,6 +228,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
   if (op == "image.resize") return Family::kResize;
+  if (op == "image.grid_sample") return Family::kGridSample;
   if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.hardmax" ||
       op == "nn.lp_normalize") {
     return Family::kSoftmax;
@@ -292,6 +293,7 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kAttention:  // nonpad_kv_seqlen (input 6) is int64
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
     case Family::kMatmul:
+    case Family::kGridSample:
     case Family::kConv2d:
     case Family::kConv:
     case Family::kConvTranspose:
@@ -333,6 +335,7 @@ bool AnyTypeOut(Family family) {
     case Family::kPad:
     case Family::kAttention:
     case Family::kResize:
+    case Family::kGridSample:
       return false;
   }
   return false;

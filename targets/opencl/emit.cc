@@ -59,6 +59,20 @@ inline float q_floor_mod_float(float a, float b) {
   float r = fmod(a, b);
   return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
 }
+// Reflects x into [lo, hi] by the nearer border until it is inside (grid_sample).
+inline float q_reflect(float x, float lo, float hi) {
+  float range = hi - lo;
+  if (range <= 0.0f) return lo;
+  if (x < lo) {
+    float dx = lo - x, n = floor(dx / range), r = dx - n * range;
+    return fmod(n, 2.0f) == 0.0f ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    float dx = x - hi, n = floor(dx / range), r = dx - n * range;
+    return fmod(n, 2.0f) == 0.0f ? hi - r : lo + r;
+  }
+  return x;
+}
 inline float q_clip(float x, float lo, float hi) {
   float v = x;
   if (v < lo) v = lo;
@@ -581,6 +595,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitSpaceDepth;
     case Family::kPool:
       return EmitPool;
+    case Family::kGridSample:
+      return EmitGridSample;
     case Family::kConvTranspose:
       return EmitConvTranspose;
   }

@@ -1,4 +1,5 @@
-// The OpenCL kernel of image.resize, for shapes and scales the compiler knows: every mode of
+// The OpenCL kernels of image.grid_sample (below) and of image.resize, for shapes and scales the
+// compiler knows: every mode of
 // targets/cpu/kernels/image.cc (nearest with each rounding, linear, cubic, antialiasing,
 // exclude_outside, every coordinate transformation, tf_crop_and_resize's extrapolation).
 //  1. At compile time, per axis and output position, the taps (input index and weight) are
@@ -338,6 +339,117 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
   }
   body += "  y[t] = acc;\n";
   *code += "\n" + tables;
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// image.grid_sample (1-D to 3-D), as targets/cpu/kernels/image.cc computes it (in float): one
+// work-item per output element finds, per spatial axis, the taps of its grid coordinate (nearest:
+// rounded half to even; linear: 2; cubic: 4, Keys a = -0.75) after the padding mode, then sums
+// weight times pixel over every combination (a zero-padded tap adds nothing).
+Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  std::string where = Where(step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& y = k.Out().dims;
+  if (x.size() < 3 || x.size() > 5 || y.size() != x.size()) {
+    return Error(where + ": data of 1 to 3 spatial dims expected");
+  }
+  size_t nd = x.size() - 2;
+  auto str = [&](const char* attr, const char* fallback) {
+    const std::string* s = step.attrs.Get<std::string>(attr);
+    return s ? *s : std::string(fallback);
+  };
+  std::string mode = str("mode", "linear"), padding = str("padding_mode", "zeros");
+  const bool* align_attr = step.attrs.Get<bool>("align_corners");
+  bool align = align_attr && *align_attr;
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") {
+    return Error(where + ": mode '" + mode + "'");
+  }
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return Error(where + ": padding_mode '" + padding + "'");
+  }
+  std::vector<int> spatial(y.begin() + 2, y.end()), image(x.begin() + 2, x.end());
+  k.Long("total", Product(g, y, 0));
+  k.Long("points", Product(g, spatial, 0));
+  k.Long("C", x[1]);
+  PassDims(k, "L", image);
+  std::string body = R"(  long t = get_global_id(0);
+  if (t >= total) return;
+  long p = t % points, ch = t / points % C, n = t / points / C;
+)";
+  body += "  __global const float* gp = x1 + (n * points + p) * " + Int(static_cast<int64_t>(nd)) +
+          ";\n";
+  body += "  long ix[3][4];\n  float wx[3][4];\n";
+  int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  for (size_t d = 0; d < nd; ++d) {
+    std::string ds = std::to_string(d), len = "dL" + ds;
+    body +=
+        "  {\n    float v = gp[" + std::to_string(nd - 1 - d) + "], len = (float)" + len + ";\n";
+    body += align ? "    float c = (v + 1.0f) / 2.0f * (len - 1.0f);\n"
+                  : "    float c = ((v + 1.0f) * len - 1.0f) / 2.0f;\n";
+    body += "    c = clamp(c, -1e9f, 1e9f);\n";
+    if (mode == "nearest") body += "    c = rint(c);\n";
+    body += std::string("    float lo = ") + (align ? "0.0f" : "-0.5f") +
+            ", hi = " + (align ? "len - 1.0f" : "len - 0.5f") + ";\n";
+    if (padding == "border") {
+      body += "    if (c < lo || c > hi) c = clamp(c, 0.0f, len - 1.0f);\n";
+    } else if (padding == "reflection") {
+      body += "    if (c < lo || c > hi) c = q_reflect(c, lo, hi);\n";
+    }
+    if (mode == "nearest") {
+      body += "    long i0 = (long)c;\n    wx[" + ds + "][0] = 1.0f;\n";
+    } else if (mode == "linear") {
+      body += "    float f = floor(c);\n    long i0 = (long)f;\n    wx[" + ds +
+              "][0] = 1.0f - (c - f);\n    wx[" + ds + "][1] = c - f;\n";
+    } else {
+      body += R"(    float f = floor(c), r = c - f, r1 = r + 1.0f, q = 1.0f - r, q1 = 2.0f - r;
+    const float a = -0.75f;
+    long i0 = (long)f - 1;
+)";
+      body += "    wx[" + ds + "][0] = ((a * r1 - 5.0f * a) * r1 + 8.0f * a) * r1 - 4.0f * a;\n";
+      body += "    wx[" + ds + "][1] = ((a + 2.0f) * r - (a + 3.0f)) * r * r + 1.0f;\n";
+      body += "    wx[" + ds + "][2] = ((a + 2.0f) * q - (a + 3.0f)) * q * q + 1.0f;\n";
+      body += "    wx[" + ds + "][3] = ((a * q1 - 5.0f * a) * q1 + 8.0f * a) * q1 - 4.0f * a;\n";
+    }
+    // Each tap's index after the padding mode: -1 for a zero.
+    body +=
+        "    for (int j = 0; j < " + std::to_string(taps) + "; ++j) {\n      long i = i0 + j;\n";
+    body += "      if (i < 0 || i >= " + len + ") {\n";
+    if (padding == "zeros") {
+      body += "        i = -1;\n";
+    } else if (padding == "border") {
+      body += "        i = clamp(i, 0L, " + len + " - 1);\n";
+    } else {
+      body += "        i = clamp((long)q_reflect((float)i, lo, hi), 0L, " + len + " - 1);\n";
+    }
+    body += "      }\n      ix[" + ds + "][j] = i;\n    }\n  }\n";
+  }
+  // The image's strides, then every combination of taps.
+  std::string stride = "1";
+  std::vector<std::string> strides(nd);
+  for (size_t d = nd; d-- > 0;) {
+    strides[d] = stride;
+    stride = "(" + stride + " * dL" + std::to_string(d) + ")";
+  }
+  body += "  __global const float* img = x0 + (n * C + ch) * " + stride + ";\n";
+  body += "  float sum = 0.0f;\n";
+  std::string indent = "  ", offset, weight, valid;
+  for (size_t d = 0; d < nd; ++d) {
+    std::string ds = std::to_string(d), j = "j" + ds;
+    body += indent + "for (int " + j + " = 0; " + j + " < " + std::to_string(taps) + "; ++" + j +
+            ") {\n";
+    indent += "  ";
+    offset += (d ? " + " : "") + ("ix[" + ds + "][" + j + "] * " + strides[d]);
+    weight += (d ? " * " : "") + ("wx[" + ds + "][" + j + "]");
+    valid += (d ? " && " : "") + ("ix[" + ds + "][" + j + "] >= 0");
+  }
+  body += indent + "if (" + valid + ") sum += " + weight + " * img[" + offset + "];\n";
+  for (size_t d = nd; d-- > 0;) {
+    indent.resize(indent.size() - 2);
+    body += indent + "}\n";
+  }
+  body += "  y[t] = sum;\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

@@ -40,6 +40,7 @@ enum class Family {
   kFull,           // full: the value, converted, everywhere
   kArange,         // arange of an integer type from int64 start and step
   kResize,         // image.resize of static shapes with constant scales / sizes / roi: every mode
+  kGridSample,     // image.grid_sample of 1 to 3 spatial dims, every mode and padding mode
   kAttention,      // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
                    // values, causal and window limits, softcap, every qk_matmul_output mode
 };
