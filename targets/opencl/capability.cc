@@ -1,7 +1,10 @@
-// What the OpenCL back end can run: the op families of ops.h on float32 tensors whose shapes the
-// compiler knows, within each family's limits (below). Everything else stays on another device,
-// with the reason in the placement report.
+// What the OpenCL back end can run: the op families of ops.h on tensors whose shapes the compiler
+// knows, of the types each family takes (float32; int32, int64 and bool where elements only move
+// or an elementwise op has integer code), within each family's limits (below). Everything else
+// stays on another device, with the reason in the placement report.
 #include "targets/capability.h"
+
+#include <algorithm>
 
 #include "ir/expr.h"
 #include "ir/op.h"
@@ -240,18 +243,19 @@ class OpenCl : public Capability {
         if (shape(0).size() != 4) return Support::No("OpenCL runs " + name + " on 4-D NCHW only");
         return Support::Yes();
       case Family::kMatmul: {
+        // numpy's matmul: 1-D operands a row / column; batch dims broadcast where the compiler
+        // can tell which side does.
         const std::vector<ir::PrimExpr>& a = shape(0);
         const std::vector<ir::PrimExpr>& b = shape(1);
-        if (a.size() < 2 || b.size() < 2 || out.size() != a.size()) {
-          return Support::No("OpenCL runs " + name + " on operands of rank 2 or more only");
-        }
-        if (b.size() != 2) {
-          if (b.size() != a.size()) return Support::No("OpenCL: " + name + " broadcasts a batch");
-          for (size_t j = 0; j + 2 < a.size(); ++j) {
-            if (!ir::PrimEqual(a[j], b[j])) {
-              return Support::No("OpenCL: " + name + " broadcasts a batch");
-            }
-          }
+        if (a.empty() || b.empty()) return Support::No("OpenCL runs " + name + " on tensors only");
+        std::vector<ir::PrimExpr> ab(a.begin(), a.end() - std::min<size_t>(a.size(), 2));
+        std::vector<ir::PrimExpr> bb(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+        size_t matrix = (a.size() > 1) + (b.size() > 1);
+        if (out.size() < matrix) return Support::No(name + ": the result's rank");
+        std::vector<ir::PrimExpr> batch(out.begin(), out.end() - static_cast<long>(matrix));
+        if (!Broadcasts(ab, batch) || !Broadcasts(bb, batch)) {
+          return Support::No("OpenCL: " + name +
+                             " broadcasts a batch in a way only the run decides");
         }
         return Support::Yes();
       }

@@ -248,14 +248,40 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   return {};
 }
 
-// matmul: each work-item computes a 4 x 4 tile of one batch's M x N result, in registers.
+// matmul (numpy semantics: a 1-D operand is a row / column, batch dims broadcast): each
+// work-item computes a 4 x 4 tile of one batch's M x N result, in registers; each operand's
+// batch offset from the output batch's coordinates through strides (0 where it broadcasts).
 Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const std::vector<int>& a = k.In(0).dims;
   const std::vector<int>& b = k.In(1).dims;
-  size_t r = a.size();
-  std::vector<int> batch(a.begin(), a.end() - 2);
-  int m = a[r - 2], kk = a[r - 1], n = b[b.size() - 1];
+  const std::vector<int>& out = k.Out().dims;
+  if (a.empty() || b.empty()) return Error(Where(step) + ": operands of rank 1 or more expected");
+  int one = IntDim(g, 1);
+  int m = a.size() > 1 ? a[a.size() - 2] : one, kk = a.back();
+  int n = b.size() > 1 ? b.back() : one;
+  std::vector<int> a_batch(a.begin(), a.end() - std::min<size_t>(a.size(), 2));
+  std::vector<int> b_batch(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
+  size_t matrix = (a.size() > 1) + (b.size() > 1);
+  if (out.size() < matrix) return Error(Where(step) + ": the result's rank");
+  std::vector<int> batch(out.begin(), out.end() - static_cast<long>(matrix));
+  // Per output batch axis, each operand's stride (-1: it broadcasts or lacks the axis).
+  auto strides = [&](const std::vector<int>& own, int matrix_size, std::vector<int>* s) {
+    s->assign(batch.size(), -1);
+    if (own.size() > batch.size()) return false;
+    size_t lead = batch.size() - own.size();
+    for (size_t j = 0; j < own.size(); ++j) {
+      int d = own[j];
+      if (IsOne(g, d) && !IsOne(g, batch[lead + j])) continue;
+      if (!SameDim(g, d, batch[lead + j]) && !IsOne(g, d)) return false;
+      (*s)[lead + j] = MulDim(g, Product(g, own, j + 1), matrix_size);
+    }
+    return true;
+  };
+  std::vector<int> sa, sb;
+  if (!strides(a_batch, MulDim(g, m, kk), &sa) || !strides(b_batch, MulDim(g, kk, n), &sb)) {
+    return Error(Where(step) + ": a batch broadcast only the run decides");
+  }
   int tiles_m = CeilDiv(g, m, 4), tiles_n = CeilDiv(g, n, 4);
   int batches = Product(g, batch, 0);
   k.Long("tiles", MulDim(g, batches, MulDim(g, tiles_m, tiles_n)));
@@ -264,14 +290,26 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   k.Long("N", n);
   k.Long("tn", tiles_n);
   k.Long("tm", tiles_m);
-  bool shared_b = b.size() == 2;
+  PassDims(k, "b", batch);
+  std::string a_off, b_off;
+  for (size_t j = 0; j < batch.size(); ++j) {
+    std::string js = std::to_string(j);
+    if (sa[j] >= 0) {
+      k.Long("sa" + js, sa[j]);
+      a_off += " + cb" + js + " * sa" + js;
+    }
+    if (sb[j] >= 0) {
+      k.Long("sb" + js, sb[j]);
+      b_off += " + cb" + js + " * sb" + js;
+    }
+  }
   std::string body = R"(  long t = get_global_id(0);
   if (t >= tiles) return;
   long bt = t / (tm * tn);
   long m0 = (t / tn) % tm * 4, n0 = t % tn * 4;
-  __global const float* A = x0 + bt * M * K;
-  __global const float* B = x1 + )" +
-                     std::string(shared_b ? "0" : "bt * K * N") + R"(;
+)" + Unravel("bt", "b", batch.size()) +
+                     "  __global const float* A = x0 + 0" + a_off + ";\n" +
+                     "  __global const float* B = x1 + 0" + b_off + ";\n" + R"(
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;

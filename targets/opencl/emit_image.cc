@@ -1,7 +1,7 @@
-// The OpenCL kernels of image.grid_sample (below) and of image.resize, for shapes and scales the
-// compiler knows: every mode of
-// targets/cpu/kernels/image.cc (nearest with each rounding, linear, cubic, antialiasing,
-// exclude_outside, every coordinate transformation, tf_crop_and_resize's extrapolation).
+// The OpenCL kernels of image.grid_sample (last) and of image.resize, for shapes and scales the
+// compiler knows: every mode of targets/cpu/kernels/image.cc (nearest with each rounding, linear,
+// cubic, antialiasing, exclude_outside, every coordinate transformation, tf_crop_and_resize's
+// extrapolation).
 //  1. At compile time, per axis and output position, the taps (input index and weight) are
 //     computed exactly as the CPU kernel computes them (the same code, in double), and baked into
 //     the kernel as constant tables; a position that extrapolates has index -1.

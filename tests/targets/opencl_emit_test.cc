@@ -390,5 +390,26 @@ class Module:
   ExpectOpenClMatchesCpu(kModel, {Floats("x1", {2, 3, 9}), Floats("x3", {1, 2, 5, 4, 6}), x2}, 10);
 }
 
+TEST(OpenClEmit, MatmulOfVectorsAndBroadcastBatches) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor(("n", 1, 5, 6), "float32"), b: R.Tensor((3, 6, 7), "float32"), v: R.Tensor((6,), "float32"), w: R.Tensor((7,), "float32")):
+        ab = R.matmul(a, b)
+        av = R.matmul(a, v)
+        vb = R.matmul(v, b)
+        abw = R.matmul(ab, w)
+        vv = R.matmul(v, v)
+        return (ab, av, vb, abw, vv)
+)";
+  for (int64_t n : {1, 2}) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("a", {n, 1, 5, 6}), Floats("b", {3, 6, 7}), Floats("v", {6}), Floats("w", {7})}, 5);
+  }
+}
+
 }  // namespace
 }  // namespace quilt
