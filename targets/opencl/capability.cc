@@ -266,6 +266,11 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kAdaptivePool:
+        if (shape(0).size() < 3 || shape(0).size() > 5) {
+          return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");
+        }
+        return Support::Yes();
       case Family::kPool: {
         const std::vector<ir::PrimExpr>& x = shape(0);
         if (x.size() < 3 || x.size() > 5) {
@@ -308,12 +313,7 @@ class OpenCl : public Capability {
         if (x.size() != 4 || out.size() != 4) {
           return Support::No("OpenCL runs " + name + " on 4-D NCHW tensors only");
         }
-        if (*family == Family::kGlobalPool) {
-          if (!IsInt(out[2], 1) || !IsInt(out[3], 1)) {
-            return Support::No("OpenCL runs " + name + " to a 1 x 1 output only");
-          }
-          return Support::Yes();
-        }
+        if (*family == Family::kGlobalPool) return Support::Yes();  // any output size
         if (*family == Family::kConv2d) {
           const std::vector<ir::PrimExpr>& w = shape(1);
           if (w.size() != 4 || !ir::AsInt(w[2]) || !ir::AsInt(w[3]) || !ir::AsInt(w[1])) {

@@ -247,6 +247,11 @@ std::optional<Family> FamilyOf(std::string_view op) {
     return Family::kPool;
   }
   if (op == "nn.adaptive_avg_pool2d") return Family::kGlobalPool;
+  if (op == "nn.adaptive_avg_pool1d" || op == "nn.adaptive_avg_pool3d" ||
+      op == "nn.adaptive_max_pool1d" || op == "nn.adaptive_max_pool2d" ||
+      op == "nn.adaptive_max_pool3d") {
+    return Family::kAdaptivePool;
+  }
   if (op == "nn.batch_norm") return Family::kBatchNorm;
   if (op == "broadcast_to") return Family::kBroadcastTo;
   if (op == "full") return Family::kFull;
@@ -270,6 +275,7 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kSoftmax:
     case Family::kPool2d:
     case Family::kPool:
+    case Family::kAdaptivePool:
     case Family::kGlobalPool:
     case Family::kReduce:
     case Family::kResize:  // roi, scales and sizes: constants, read when compiling
@@ -327,6 +333,7 @@ bool AnyTypeOut(Family family) {
     case Family::kConvTranspose:
     case Family::kPool2d:
     case Family::kPool:
+    case Family::kAdaptivePool:
     case Family::kGlobalPool:
     case Family::kBatchNorm:
     case Family::kPRelu:

@@ -544,10 +544,15 @@ Status EmitSpaceDepth(GraphSpec& g, StepSpec& step, const std::string& name, std
   return {};
 }
 
-// nn.adaptive_avg_pool2d to 1 x 1: the mean of each channel, one work-item per channel.
+// nn.adaptive_avg_pool2d to 1 x 1: the mean of each channel, one work-item per channel (to
+// other sizes: EmitAdaptivePool).
 Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const ValueSpec& x = k.In(0);
+  const std::vector<int>& out = k.Out().dims;
+  if (out.size() != 4 || !IsOne(g, out[2]) || !IsOne(g, out[3])) {
+    return EmitAdaptivePool(g, step, name, code);  // to another size than 1 x 1
+  }
   k.Long("planes", MulDim(g, x.dims[0], x.dims[1]));
   k.Long("hw", MulDim(g, x.dims[2], x.dims[3]));
   k.Finish(name, R"(  long t = get_global_id(0);
@@ -633,6 +638,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitSpaceDepth;
     case Family::kPool:
       return EmitPool;
+    case Family::kAdaptivePool:
+      return EmitAdaptivePool;
     case Family::kGridSample:
       return EmitGridSample;
     case Family::kConvTranspose:

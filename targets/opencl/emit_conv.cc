@@ -269,4 +269,35 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   return {};
 }
 
+// Adaptive average and max pooling over 1 to 3 spatial dims: output cell i of n over an input of
+// m covers [floor(i * m / n), ceil((i + 1) * m / n)), as targets/cpu/kernels/pool.cc computes it
+// (a max starts from the first cell).
+Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& y = k.Out().dims;
+  if (x.size() < 3 || x.size() > 5 || y.size() != x.size()) {
+    return Error(Where(step) + ": data of 1 to 3 spatial dims expected");
+  }
+  PassSizes(g, k, x, y);
+  bool max = step.kernel.find("max") != std::string::npos;
+  std::string body = R"(  long t = get_global_id(0);
+  if (t >= total) return;
+  long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;
+  __global const float* xp = x0 + t / (Y2 * Y1 * Y0) * I0 * I1 * I2;
+  float acc = 0.0f;
+  long cells = 0;
+  for (long i0 = o0 * I0 / Y0; i0 < ((o0 + 1) * I0 + Y0 - 1) / Y0; ++i0) {
+    for (long i1 = o1 * I1 / Y1; i1 < ((o1 + 1) * I1 + Y1 - 1) / Y1; ++i1) {
+      for (long i2 = o2 * I2 / Y2; i2 < ((o2 + 1) * I2 + Y2 - 1) / Y2; ++i2) {
+        float v = xp[(i0 * I1 + i1) * I2 + i2];
+)";
+  body += max ? "        if (cells == 0 || v > acc) acc = v;\n" : "        acc += v;\n";
+  body += "        ++cells;\n      }\n    }\n  }\n";
+  body += max ? "  y[t] = cells > 0 ? acc : -INFINITY;\n"
+              : "  y[t] = cells > 0 ? acc / (float)cells : 0.0f;\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
 }  // namespace quilt::compiler::opencl

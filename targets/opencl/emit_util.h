@@ -103,6 +103,7 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
 Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);

@@ -22,7 +22,8 @@ enum class Family {
   kConvTranspose,  // nn.conv1d_transpose, nn.conv2d_transpose, nn.conv3d_transpose
   kPool2d,         // nn.max_pool2d, nn.avg_pool2d
   kPool,           // max / average / Lp pooling over 1 to 3 spatial dims (not kPool2d's)
-  kGlobalPool,     // nn.adaptive_avg_pool2d to 1 x 1
+  kAdaptivePool,   // adaptive average / max pooling of 1 to 3 spatial dims to any size
+  kGlobalPool,     // nn.adaptive_avg_pool2d (1 x 1: a mean per channel; else as kAdaptivePool)
   kBatchNorm,      // nn.batch_norm in inference form, along any axis
   kPRelu,          // nn.prelu: a slope per channel of `axis` (or one for all)
   kReduce,         // sum, mean, max, min, prod, reduce_l1 / l2 / log_sum / log_sum_exp /

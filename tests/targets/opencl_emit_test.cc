@@ -411,5 +411,24 @@ class Module:
   }
 }
 
+TEST(OpenClEmit, AdaptivePoolsToAnySize) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x1: R.Tensor((2, 3, 9), "float32"), x2: R.Tensor((2, 3, 7, 5), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32")):
+        a = R.nn.adaptive_max_pool1d(x1, output_size=[4])
+        b = R.nn.adaptive_avg_pool2d(x2, output_size=[3, 2])
+        c = R.nn.adaptive_max_pool2d(x2, output_size=[1, 1])
+        d = R.nn.adaptive_avg_pool3d(x3, output_size=[2, 3, 4])
+        e = R.nn.adaptive_avg_pool2d(x2, output_size=[1, 1])
+        return (a, b, c, d, e)
+)";
+  ExpectOpenClMatchesCpu(
+      kModel, {Floats("x1", {2, 3, 9}), Floats("x2", {2, 3, 7, 5}), Floats("x3", {1, 2, 5, 4, 6})},
+      5);
+}
+
 }  // namespace
 }  // namespace quilt
