@@ -266,6 +266,11 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kCausalConv:
+        if (shape(0).size() != 3 || shape(1).size() != 3) {
+          return Support::No("OpenCL runs " + name + " on 3-D data and weight only");
+        }
+        return Support::Yes();
       case Family::kAdaptivePool:
         if (shape(0).size() < 3 || shape(0).size() > 5) {
           return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");

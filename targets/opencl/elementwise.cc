@@ -227,6 +227,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "take") return Family::kTake;
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
+  if (op == "nn.causal_conv_with_state") return Family::kCausalConv;
   if (op == "image.resize") return Family::kResize;
   if (op == "image.grid_sample") return Family::kGridSample;
   if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.hardmax" ||
@@ -300,6 +301,7 @@ InputUse InputUseOf(Family family, size_t k) {
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
     case Family::kMatmul:
     case Family::kGridSample:
+    case Family::kCausalConv:
     case Family::kConv2d:
     case Family::kConv:
     case Family::kConvTranspose:
@@ -343,6 +345,7 @@ bool AnyTypeOut(Family family) {
     case Family::kAttention:
     case Family::kResize:
     case Family::kGridSample:
+    case Family::kCausalConv:
       return false;
   }
   return false;

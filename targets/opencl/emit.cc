@@ -624,6 +624,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitPad;
     case Family::kAttention:
       return EmitAttention;
+    case Family::kCausalConv:
+      return EmitCausalConv;
     case Family::kBroadcastTo:
       return EmitBroadcastTo;
     case Family::kFull:

@@ -1,6 +1,7 @@
-// The OpenCL kernel of nn.attention (ONNX Attention, targets/cpu/kernels/transformer.cc's
-// semantics, float32): one work-item per query row (batch, head, position), and one per element
-// of present_key / present_value (the past and the new keys / values, concatenated).
+// The OpenCL kernels of nn.attention and (last) nn.causal_conv_with_state. nn.attention (ONNX
+// Attention, targets/cpu/kernels/transformer.cc's semantics, float32): one work-item per query row
+// (batch, head, position), and one per element of present_key / present_value (the past and the new
+// keys / values, concatenated).
 //  1. A row computes its scores against all T = P + Skv keys: the scaled dot product (query and
 //     key each scaled by sqrt(scale) first, as the CPU does), softcap, then the bias (the mask
 //     broadcast to (B, Hq, Sq, T), its missing keys -inf; causal, window and non-pad limits).
@@ -192,6 +193,55 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
     body += "  for (long j = 0; j < T; ++j) {\n" + score +
             "    qk[j] = " + (mode == 0 ? "s0" : "s1") + ";\n  }\n";
   }
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// nn.causal_conv_with_state (ONNX CausalConvWithState): a depthwise causal conv1d over the past
+// state followed by the data, then silu when asked, and the last K - 1 positions as the present
+// state; one work-item per element of either output, as targets/cpu/kernels/transformer.cc
+// computes them (an absent bias or past state is none / zeros).
+Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  if (step.inputs.size() != 4 || step.outputs.size() != 2) {
+    return Error(Where(step) + ": 4 inputs and 2 outputs expected");
+  }
+  for (int v : step.inputs) {
+    if (v < 0) return Error(Where(step) + ": an absent input");
+  }
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& w = k.In(1).dims;
+  if (x.size() != 3 || w.size() != 3) return Error(Where(step) + ": 3-D data and weight expected");
+  auto absent = [&](const std::vector<int>& d) {
+    std::optional<int64_t> n = d.size() == 1 ? StaticDim(g, d[0]) : std::nullopt;
+    return n && *n == 0;
+  };
+  bool bias = !absent(k.In(2).dims), past = !absent(k.In(3).dims);
+  const std::string* act = step.attrs.Get<std::string>("activation");
+  bool silu = act && *act == "silu";
+  int ny = Product(g, x, 0);
+  k.Long("total", AddDim(g, ny, Product(g, k.Out(1).dims, 0)));
+  k.Long("ny", ny);
+  k.Long("C", x[1]);
+  k.Long("L", x[2]);
+  k.Long("K", w[2]);
+  std::string body = R"(  long t = get_global_id(0);
+  if (t >= total) return;
+  bool state = t >= ny;
+  long e = state ? t - ny : t;
+  long len = state ? K - 1 : L;
+  long i = e % len, bc = e / len, c = bc % C;
+)";
+  // The padded sequence's position p: the past state's, then the data's.
+  std::string past_at = past ? "x3[bc * (K - 1) + p]" : "0.0f";
+  body += "#define Q_PADDED(p) ((p) < K - 1 ? " + past_at + " : x0[bc * L + (p) - (K - 1)])\n";
+  body += "  if (state) {\n    long p = L + i;\n    y1[e] = Q_PADDED(p);\n    return;\n  }\n";
+  body += std::string("  float acc = ") + (bias ? "x2[c]" : "0.0f") + ";\n";
+  body +=
+      "  for (long j = 0; j < K; ++j) {\n    long p = i + j;\n    acc += Q_PADDED(p) * x1[c * K "
+      "+ j];\n  }\n#undef Q_PADDED\n";
+  if (silu) body += "  acc = acc / (1.0f + exp(-acc));\n";
+  body += "  y[e] = acc;\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

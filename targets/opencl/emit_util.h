@@ -107,5 +107,6 @@ Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, s
 Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 
 }  // namespace quilt::compiler::opencl
