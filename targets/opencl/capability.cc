@@ -266,6 +266,12 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
+      case Family::kRotary:
+        if (shape(0).size() != 4 &&
+            !(shape(0).size() == 3 && call.attrs.Get<int64_t>("num_heads"))) {
+          return Support::No("OpenCL runs " + name + " on 4-D data, or 3-D with num_heads");
+        }
+        return Support::Yes();
       case Family::kCausalConv:
         if (shape(0).size() != 3 || shape(1).size() != 3) {
           return Support::No("OpenCL runs " + name + " on 3-D data and weight only");

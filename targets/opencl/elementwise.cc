@@ -228,6 +228,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
   if (op == "nn.causal_conv_with_state") return Family::kCausalConv;
+  if (op == "nn.rotary_embedding") return Family::kRotary;
   if (op == "image.resize") return Family::kResize;
   if (op == "image.grid_sample") return Family::kGridSample;
   if (op == "nn.softmax" || op == "nn.log_softmax" || op == "nn.hardmax" ||
@@ -299,6 +300,8 @@ InputUse InputUseOf(Family family, size_t k) {
       return InputUse::kAny;
     case Family::kAttention:  // nonpad_kv_seqlen (input 6) is int64
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
+    case Family::kRotary:  // position_ids (input 3) are int64
+      return k == 3 ? InputUse::kIndex : InputUse::kFloat;
     case Family::kMatmul:
     case Family::kGridSample:
     case Family::kCausalConv:
@@ -346,6 +349,7 @@ bool AnyTypeOut(Family family) {
     case Family::kResize:
     case Family::kGridSample:
     case Family::kCausalConv:
+    case Family::kRotary:
       return false;
   }
   return false;

@@ -626,6 +626,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitAttention;
     case Family::kCausalConv:
       return EmitCausalConv;
+    case Family::kRotary:
+      return EmitRotaryEmbedding;
     case Family::kBroadcastTo:
       return EmitBroadcastTo;
     case Family::kFull:

@@ -1,7 +1,7 @@
-// The OpenCL kernels of nn.attention and (last) nn.causal_conv_with_state. nn.attention (ONNX
-// Attention, targets/cpu/kernels/transformer.cc's semantics, float32): one work-item per query row
-// (batch, head, position), and one per element of present_key / present_value (the past and the new
-// keys / values, concatenated).
+// The OpenCL kernels of nn.attention, and (after it) nn.causal_conv_with_state and
+// nn.rotary_embedding. nn.attention (ONNX Attention, targets/cpu/kernels/transformer.cc's
+// semantics, float32): one work-item per query row (batch, head, position), and one per element
+// of present_key / present_value (the past and the new keys / values, concatenated).
 //  1. A row computes its scores against all T = P + Skv keys: the scaled dot product (query and
 //     key each scaled by sqrt(scale) first, as the CPU does), softcap, then the bias (the mask
 //     broadcast to (B, Hq, Sq, T), its missing keys -inf; causal, window and non-pad limits).
@@ -242,6 +242,63 @@ Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std
       "+ j];\n  }\n#undef Q_PADDED\n";
   if (silu) body += "  acc = acc / (1.0f + exp(-acc));\n";
   body += "  y[e] = acc;\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// nn.rotary_embedding (ONNX RotaryEmbedding), as targets/cpu/kernels/transformer.cc computes it:
+// one work-item per element; the first R features of each head rotate in pairs (x[i],
+// x[i + R/2]) (interleaved: (x[2i], x[2i + 1])) by the cache row of the position (position_ids
+// when given, clamped to the cache, else the (batch, position) row); the rest pass through.
+Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name,
+                           std::string* code) {
+  KernelText k(g, step);
+  if (step.inputs.size() != 4) return Error(Where(step) + ": 4 inputs expected");
+  for (int v : step.inputs) {
+    if (v < 0) return Error(Where(step) + ": an absent input");
+  }
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& pos = k.In(3).dims;
+  std::optional<int64_t> npos = pos.size() == 1 ? StaticDim(g, pos[0]) : std::nullopt;
+  bool has_pos = !(npos && *npos == 0);
+  const int64_t* heads = step.attrs.Get<int64_t>("num_heads");
+  int B = x[0], H, S, D;
+  if (x.size() == 4) {
+    H = x[1], S = x[2], D = x[3];
+  } else if (x.size() == 3 && heads && *heads > 0) {
+    H = IntDim(g, *heads), S = x[1];
+    g.dims.push_back({pkg::DimKind::FloorDiv, x[2], IntDim(g, *heads), 0});
+    D = static_cast<int>(g.dims.size()) - 1;
+  } else {
+    return Error(Where(step) + ": 4-D data, or 3-D with num_heads, expected");
+  }
+  const int64_t* r_attr = step.attrs.Get<int64_t>("rotary_embedding_dim");
+  const bool* inter_attr = step.attrs.Get<bool>("interleaved");
+  bool interleaved = inter_attr && *inter_attr;
+  k.Long("n", Product(g, x, 0));
+  k.Long("B", B);
+  k.Long("H", H);
+  k.Long("S", S);
+  k.Long("D", D);
+  k.Long("rows", k.In(1).dims.empty() ? IntDim(g, 1) : k.In(1).dims[0]);
+  std::string body = "  long t = get_global_id(0);\n  if (t >= n) return;\n";
+  body += x.size() == 4
+              ? "  long d = t % D, s = t / D % S, h = t / (D * S) % H, b = t / (D * S * H);\n"
+              : "  long d = t % D, h = t / D % H, s = t / (D * H) % S, b = t / (D * H * S);\n";
+  body += "  long R = " + Int(r_attr ? *r_attr : 0) + ";\n  if (R == 0) R = D;\n";
+  body +=
+      "  if (d >= R) {\n    y[t] = x0[t];\n    return;\n  }\n  long hr = R / 2;  // (half is an "
+      "OpenCL type)\n";
+  body += interleaved
+              ? "  bool first = d % 2 == 0;\n  long i = d / 2, other = first ? d + 1 : d - 1;\n"
+              : "  bool first = d < hr;\n  long i = first ? d : d - hr, other = first ? "
+                "d + hr : d - hr;\n";
+  body += has_pos ? "  long row = clamp((long)x3[b * S + s], 0L, rows - 1) * hr;\n"
+                  : "  long row = (b * S + s) * hr;\n";
+  body += R"(  float c = x1[row + i], sn = x2[row + i];
+  float mine = x0[t], theirs = x0[t + other - d];
+  y[t] = first ? c * mine - sn * theirs : sn * theirs + c * mine;
+)";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

@@ -108,5 +108,7 @@ Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std
 // emit_attention.cc
 Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name,
+                           std::string* code);
 
 }  // namespace quilt::compiler::opencl

@@ -43,6 +43,7 @@ enum class Family {
   kResize,         // image.resize of static shapes with constant scales / sizes / roi: every mode
   kGridSample,     // image.grid_sample of 1 to 3 spatial dims, every mode and padding mode
   kCausalConv,     // nn.causal_conv_with_state: depthwise causal conv1d with past state, silu
+  kRotary,         // nn.rotary_embedding: 3-D or 4-D, with or without position ids, interleaved
   kAttention,      // nn.attention (ONNX Attention): 3-D or 4-D, GQA, float masks, past keys and
                    // values, causal and window limits, softcap, every qk_matmul_output mode
 };
