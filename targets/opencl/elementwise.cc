@@ -177,6 +177,16 @@ std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs
       return std::nullopt;
     }
   }
+  if (op == "isnan" || op == "isinf") {
+    if (args.size() != 1 || t0 != DataType::kFloat32 || out != DataType::kBool) return std::nullopt;
+    if (op == "isnan") return "(uchar)isnan(" + a + ")";
+    const bool* neg_attr = attrs.Get<bool>("detect_negative");
+    const bool* pos_attr = attrs.Get<bool>("detect_positive");
+    bool neg = !neg_attr || *neg_attr, pos = !pos_attr || *pos_attr;
+    if (neg && pos) return "(uchar)isinf(" + a + ")";
+    if (!neg && !pos) return std::string("(uchar)0");
+    return "(uchar)(isinf(" + a + ") && " + a + (neg ? " < " : " > ") + "0.0f)";
+  }
   if (op == "logical_not") {
     if (t0 != DataType::kBool || out != DataType::kBool) return std::nullopt;
     return "(uchar)(!" + a + ")";
@@ -266,7 +276,8 @@ std::optional<Family> FamilyOf(std::string_view op) {
       TypedExpr(op, none, {"a", "b"}, {i64, i64}, b8) ||
       TypedExpr(op, none, {"a", "b"}, {b8, b8}, b8) || TypedExpr(op, none, {"a"}, {b8}, b8) ||
       TypedExpr(op, none, {"a", "b", "c"}, {b8, i64, i64}, i64) ||
-      TypedExpr(op, none, {"a"}, {i64}, DataType::kFloat32)) {
+      TypedExpr(op, none, {"a"}, {i64}, DataType::kFloat32) ||
+      TypedExpr(op, none, {"a"}, {DataType::kFloat32}, b8)) {
     return Family::kElementwise;
   }
   return std::nullopt;

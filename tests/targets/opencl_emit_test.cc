@@ -307,10 +307,13 @@ class Module:
         e = R.broadcast_to(b, R.shape([3, 4]))
         g = R.full(R.shape([2, 3]), R.const(7, "int64"), dtype="int64")
         h = R.arange(R.prim_value(-3), R.prim_value(9), R.prim_value(2), "int64")
-        return (q, m, r, s, p, n, both, either, no, w, i, j, f, t, fm, k, c, e, g, h)
+        nan = R.isnan(x)
+        inf = R.isinf(x)
+        pinf = R.isinf(x, detect_negative=False)
+        return (q, m, r, s, p, n, both, either, no, w, i, j, f, t, fm, k, c, e, g, h, nan, inf, pinf)
 )";
   Input x = Floats("x", {2, 4}, 3.7f, 20.0f);
-  float special[3] = {std::nanf(""), 3e19f, -2.5f};
+  float special[5] = {std::nanf(""), 3e19f, -2.5f, -INFINITY, INFINITY};
   std::memcpy(x.bytes.data(), special, sizeof(special));
   ExpectOpenClMatchesCpu(
       kModel, {Int64s("a", {7, -7, 9, -9, 5, 0, -8, 6}, {2, 4}), Int64s("b", {2, 2, -4, 0}), x},
