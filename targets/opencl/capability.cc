@@ -220,6 +220,13 @@ class OpenCl : public Capability {
           return Support::No("OpenCL runs " + name + " of int32 or int64 only");
         }
         return Support::Yes();
+      case Family::kGatherNd: {
+        const std::vector<ir::PrimExpr>& ind = shape(1);
+        if (ind.empty() || !ir::AsInt(ind.back())) {
+          return Support::No("OpenCL runs " + name + " with index tuples of static length only");
+        }
+        return Support::Yes();
+      }
       case Family::kTake:
         if (shape(0).empty()) return Support::No(name + " from a scalar");
         return Support::Yes();

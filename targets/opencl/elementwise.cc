@@ -235,6 +235,7 @@ std::optional<Family> FamilyOf(std::string_view op) {
   if (op == "split") return Family::kSplit;
   if (op == "strided_slice") return Family::kSlice;
   if (op == "take") return Family::kTake;
+  if (op == "gather_nd") return Family::kGatherNd;
   if (op == "nn.pad") return Family::kPad;
   if (op == "nn.attention") return Family::kAttention;
   if (op == "nn.causal_conv_with_state") return Family::kCausalConv;
@@ -305,6 +306,7 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kArange:  // start, end, step as int64 scalars
       return InputUse::kIndex;
     case Family::kTake:
+    case Family::kGatherNd:
       return k == 0 ? InputUse::kAny : k == 1 ? InputUse::kIndex : InputUse::kUnread;
     case Family::kElementwise:
     case Family::kConcat:
@@ -337,6 +339,7 @@ bool AnyTypeOut(Family family) {
     case Family::kSplit:
     case Family::kSlice:
     case Family::kTake:
+    case Family::kGatherNd:
     case Family::kBroadcastTo:
     case Family::kFull:
     case Family::kArange:

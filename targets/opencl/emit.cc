@@ -622,6 +622,8 @@ Emitter EmitterOf(targets::opencl::Family family) {
       return EmitTake;
     case Family::kPad:
       return EmitPad;
+    case Family::kGatherNd:
+      return EmitGatherNd;
     case Family::kAttention:
       return EmitAttention;
     case Family::kCausalConv:

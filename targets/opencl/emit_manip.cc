@@ -1,7 +1,7 @@
 // OpenCL kernels that move elements without arithmetic: permute_dims, concat, split,
-// strided_slice, take and pad. One work-item per output element (split: per input element, each
-// written to its part), coordinates from the flat index through dims passed as longs, so
-// symbolic shapes work; the semantics are targets/cpu/kernels/manip.cc's and index.cc's.
+// strided_slice, take, pad and gather_nd. One work-item per output element (split: per input
+// element, each written to its part), coordinates from the flat index through dims passed as longs,
+// so symbolic shapes work; the semantics are targets/cpu/kernels/manip.cc's and index.cc's.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -211,6 +211,44 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
               ";\n  }\n";
     }
     body += "  at += " + p + " * si" + js + ";\n";
+  }
+  body += "  y[t] = x0[at];\n";
+  k.Finish(name, body, kLocalSize, code);
+  return {};
+}
+
+// gather_nd: each output element reads the data's slice that its index tuple (the indices' last
+// dim, k of them, static) selects within its batch; indices count from the end when negative and
+// are clamped to the data, so that none reads past it (the CPU refuses them).
+Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  KernelText k(g, step);
+  const std::vector<int>& x = k.In(0).dims;
+  const std::vector<int>& ind = k.In(1).dims;
+  const int64_t* b_attr = step.attrs.Get<int64_t>("batch_dims");
+  int64_t b = b_attr ? *b_attr : 0;
+  std::optional<int64_t> kk = ind.empty() ? std::nullopt : StaticDim(g, ind.back());
+  if (!kk || *kk < 1 || b < 0 || b + *kk > static_cast<int64_t>(x.size()) ||
+      b >= static_cast<int64_t>(ind.size())) {
+    return Error(Where(step) + ": the index tuples must have a static length that fits the data");
+  }
+  size_t bs = static_cast<size_t>(b), ks = static_cast<size_t>(*kk);
+  std::vector<int> x_batch(x.begin(), x.begin() + static_cast<long>(bs));
+  std::vector<int> tuples(ind.begin() + static_cast<long>(bs), ind.end() - 1);
+  k.Long("total", Product(g, k.Out().dims, 0));
+  k.Long("slice", Product(g, x, bs + ks));
+  k.Long("per_batch", Product(g, tuples, 0));
+  k.Long("batch_size", Product(g, x, bs));
+  std::string body = R"(  long t = get_global_id(0);
+  if (t >= total) return;
+  long w = t % slice, tt = t / slice, at = tt / per_batch * batch_size + w;
+)";
+  for (size_t j = 0; j < ks; ++j) {
+    std::string js = std::to_string(j);
+    k.Long("n" + js, x[bs + j]);
+    k.Long("s" + js, Product(g, x, bs + j + 1));
+    body += "  {\n    long v = (long)x1[tt * " + Int(*kk) + " + " + js +
+            "];\n    if (v < 0) v += n" + js + ";\n    at += clamp(v, 0L, n" + js + " > 0 ? n" +
+            js + " - 1 : 0L) * s" + js + ";\n  }\n";
   }
   body += "  y[t] = x0[at];\n";
   k.Finish(name, body, kLocalSize, code);

@@ -96,6 +96,7 @@ Status EmitSplit(GraphSpec& g, StepSpec& step, const std::string& name, std::str
 Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_image.cc: resize reads its constant scales, sizes and roi from the package's buffers.
 Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
                   std::string* code);

@@ -35,6 +35,7 @@ enum class Family {
   kSplit,          // split along any axis, one output per part
   kSlice,          // strided_slice over axes whose size the compiler knows
   kTake,           // take (gather) along any axis, int32 or int64 indices
+  kGatherNd,       // gather_nd with static index tuples, any batch_dims, int32 / int64 indices
   kPad,            // nn.pad: constant, edge, reflect, wrap
   kSpaceDepth,     // nn.depth_to_space, nn.space_to_depth (NCHW, DCR or CRD), any element type
   kBroadcastTo,    // broadcast_to, any element type

@@ -179,7 +179,7 @@ class Module:
   ExpectOpenClMatchesCpu(kModel, {Floats("x", {3, 2, 3, 4, 5})}, 2);
 }
 
-TEST(OpenClEmit, GatherWithNegativeIndices) {
+TEST(OpenClEmit, GathersWithNegativeIndices) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
 @I.ir_module
@@ -189,9 +189,11 @@ class Module:
         y = R.take(x, i, axis=1, mode="wrap")
         z = R.take(x, R.const([-1, 0, -4], "int64"), axis=0, mode="wrap")
         w = R.take(x, i, axis=-1, mode="clip")
-        return (y, z, w)
+        u = R.gather_nd(x, R.const([[1, -1], [-4, 2], [3, 0]], "int64"))
+        v = R.gather_nd(x, R.const([[[2], [-1]], [[0], [1]], [[5], [-6]], [[3], [3]]], "int64"), batch_dims=1)
+        return (y, z, w, u, v)
 )";
-  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 6, 3}), Int64s("i", {-1, 0, 5, -6, 2})}, 3);
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 6, 3}), Int64s("i", {-1, 0, 5, -6, 2})}, 5);
 }
 
 TEST(OpenClEmit, SplitConcatAndSliceAlongSymbolicDims) {
