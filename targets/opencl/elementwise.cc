@@ -146,7 +146,11 @@ std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs
     std::string to = *ClType(out);
     if (t0 == out) return a;
     if (out == DataType::kBool) return "(uchar)(" + a + " != 0)";
-    if (t0 == DataType::kFloat32) return "(" + to + ")convert_long_sat_rtz(" + a + ")";
+    // NaN becomes 0 as on the CPU. OpenCL's saturating conversion says so too, but NVIDIA's
+    // driver gives INT64_MIN, so it is not left to the driver.
+    if (t0 == DataType::kFloat32) {
+      return "(" + to + ")(isnan(" + a + ") ? 0L : convert_long_sat_rtz(" + a + "))";
+    }
     return "(" + to + ")(" + a + ")";
   }
   if (op == "broadcast_to") return args.size() == 1 && t0 == out ? std::optional(a) : std::nullopt;
