@@ -3,7 +3,7 @@
 // cubic, antialiasing, exclude_outside, every coordinate transformation, tf_crop_and_resize's
 // extrapolation).
 //  1. At compile time, per axis and output position, the taps (input index and weight) are
-//     computed exactly as the CPU kernel computes them (the same code, in double), and baked into
+//     computed by the CPU kernel's own code (targets/cpu/kernels/resize_taps.h), and baked into
 //     the kernel as constant tables; a position that extrapolates has index -1.
 //  2. One work-item per output element sums over every combination of its axes' taps the product
 //     of their weights times the input element, as the CPU does (in float).
@@ -15,152 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/resize_taps.h"
 #include "targets/opencl/emit_util.h"
 
 namespace quilt::compiler::opencl {
 namespace {
 
-struct ResizeParams {
-  std::string mode, ctm, nearest_mode;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  bool antialias = false;
-};
-
-// One output position of one axis: input indices and weights, or the extrapolation value.
-struct AxisTaps {
-  bool extrapolate = false;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-};
-
-// targets/cpu/kernels/image.cc's Coefficients.
-std::vector<double> Coefficients(const ResizeParams& p, double ratio, double scale) {
-  if (p.mode == "nearest") {
-    if (ratio == 1.0) return {0, 1};
-    const std::string& m = p.nearest_mode;
-    if (m == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-    if (m == "floor") return {1, 0};
-    if (m == "ceil") return {0, 1};
-    return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
-  }
-  double a = p.cubic_a;
-  if (p.mode == "linear") {
-    if (!p.antialias) return {1 - ratio, ratio};
-    double s = std::min(scale, 1.0);
-    int64_t start = static_cast<int64_t>(std::floor(-1 / s) + 1);
-    int64_t footprint = 2 - 2 * start;
-    std::vector<double> c;
-    double sum = 0;
-    for (int64_t i = start; i < start + footprint; ++i) {
-      double v = std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * s), 0.0, 1.0);
-      c.push_back(v);
-      sum += v;
-    }
-    for (double& v : c) v /= sum;
-    return c;
-  }
-  if (!p.antialias) {
-    double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
-    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a,
-            ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1, ((a + 2) * q - (a + 3)) * q * q + 1,
-            ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
-  }
-  double s = std::min(scale, 1.0);
-  int64_t start = static_cast<int64_t>(std::floor(-2 / s) + 1);
-  int64_t end = 2 - start;
-  std::vector<double> c;
-  double sum = 0;
-  for (int64_t i = start; i < end; ++i) {
-    double x = std::abs(s * (static_cast<double>(i) - ratio));
-    double v = x <= 1  ? ((a + 2) * x - (a + 3)) * x * x + 1
-               : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-                       : 0.0;
-    c.push_back(v);
-    sum += v;
-  }
-  for (double& v : c) v /= sum;
-  return c;
-}
-
-// targets/cpu/kernels/image.cc's ResizeTaps: the taps of output position x of an axis of `in`
-// elements resized to `out` with `scale`; false (with `why`) where the CPU kernel fails.
-bool ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_start,
-                double roi_end, int64_t x, AxisTaps* taps, std::string* why) {
-  double xd = static_cast<double>(x), ind = static_cast<double>(in);
-  double out_w = scale * ind;
-  double xo;
-  const std::string& m = p.ctm;
-  if (m == "align_corners") {
-    xo = out_w == 1 ? 0.0 : xd * (ind - 1) / (out_w - 1);
-  } else if (m == "asymmetric") {
-    xo = xd / scale;
-  } else if (m == "tf_crop_and_resize") {
-    xo = out_w == 1 ? (roi_end - roi_start) * (ind - 1) / 2
-                    : xd * (roi_end - roi_start) * (ind - 1) / (out_w - 1);
-    xo += roi_start * (ind - 1);
-    if (xo < 0 || xo > ind - 1) {
-      taps->extrapolate = true;
-      return true;
-    }
-  } else if (m == "pytorch_half_pixel") {
-    xo = out_w == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
-  } else if (m == "half_pixel") {
-    xo = (xd + 0.5) / scale - 0.5;
-  } else if (m == "half_pixel_symmetric") {
-    double adjustment = static_cast<double>(out) / out_w;
-    double offset = ind / 2 * (1 - adjustment);
-    xo = offset + (xd + 0.5) / scale - 0.5;
-  } else {
-    *why = "coordinate_transformation_mode '" + m + "'";
-    return false;
-  }
-  if (!std::isfinite(xo)) {
-    *why = "a coordinate that is not finite";
-    return false;
-  }
-  double ratio = xo == std::floor(xo) ? 1.0 : xo - std::floor(xo);
-  if (p.antialias && p.mode != "nearest" && scale < 1e-4) {
-    *why = "an antialiasing filter too wide";
-    return false;
-  }
-  std::vector<double> coeffs = Coefficients(p, ratio, scale);
-  int64_t n = static_cast<int64_t>(coeffs.size());
-  int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
-  double xp = std::clamp(xo + static_cast<double>(pad), -1.0, static_cast<double>(limit));
-  int64_t c = std::clamp<int64_t>(static_cast<int64_t>(std::floor(xp)), 0, limit - 1);
-  std::vector<int64_t> cand;
-  for (int64_t i = std::max<int64_t>(0, c - n); i <= std::min(limit - 1, c + n); ++i) {
-    cand.push_back(i);
-  }
-  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
-    return std::abs(xp - static_cast<double>(a)) < std::abs(xp - static_cast<double>(b));
-  });
-  if (static_cast<int64_t>(cand.size()) < n) {
-    *why = "too few neighbours";
-    return false;
-  }
-  cand.resize(static_cast<size_t>(n));
-  std::sort(cand.begin(), cand.end());
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t orig = cand[static_cast<size_t>(i)] - pad;
-    if (p.exclude_outside && (orig < 0 || orig >= in)) coeffs[static_cast<size_t>(i)] = 0;
-    sum += coeffs[static_cast<size_t>(i)];
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    double w = coeffs[static_cast<size_t>(i)];
-    if (p.exclude_outside && sum != 0) w /= sum;
-    if (w == 0) continue;
-    taps->index.push_back(std::clamp<int64_t>(cand[static_cast<size_t>(i)] - pad, 0, in - 1));
-    taps->weight.push_back(w);
-  }
-  if (taps->index.empty()) {
-    taps->index.push_back(std::clamp<int64_t>(cand[0] - pad, 0, in - 1));
-    taps->weight.push_back(0);
-  }
-  return true;
-}
+using cpu::AxisTaps;
+using cpu::ResizeParams;
 
 // The elements of a constant value as doubles (float32, float64, int32 or int64), or false.
 bool ConstantDoubles(const PackageSpec& spec, const GraphSpec& g, int v, std::vector<double>* out) {
@@ -292,11 +154,9 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
     if (in[a] == 0 && out[a] > 0) return Error(where + ": cannot resize an empty axis");
     std::vector<AxisTaps> taps(static_cast<size_t>(out[a]));
     for (int64_t o = 0; o < out[a]; ++o) {
-      std::string why;
-      if (!ResizeTaps(p, in[a], out[a], scale[a], roi_start[a], roi_end[a], o,
-                      &taps[static_cast<size_t>(o)], &why)) {
-        return Error(where + ": " + why);
-      }
+      rt::Status st = cpu::ResizeTaps(p, in[a], out[a], scale[a], roi_start[a], roi_end[a], o,
+                                      &taps[static_cast<size_t>(o)]);
+      if (!st.ok()) return Error(where + ": " + st.message());
       width[a] = std::max(width[a], taps[static_cast<size_t>(o)].index.size());
     }
     std::string as = std::to_string(a), idx, wts;

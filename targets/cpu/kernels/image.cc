@@ -14,6 +14,7 @@
 
 #include "targets/cpu/kernels/manip_util.h"
 #include "targets/cpu/kernels/registry.h"
+#include "targets/cpu/kernels/resize_taps.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
@@ -22,20 +23,6 @@ namespace {
 using namespace manip;  // NOLINT
 
 // ---- resize ----------------------------------------------------------------------------------
-
-struct ResizeParams {
-  std::string mode, ctm, nearest_mode;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  bool antialias = false;
-};
-
-// One output position of one axis: input indices and weights, or the extrapolation value.
-struct AxisTaps {
-  bool extrapolate = false;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-};
 
 std::vector<double> Coefficients(const ResizeParams& p, double ratio, double scale) {
   if (p.mode == "nearest") {
@@ -86,7 +73,8 @@ std::vector<double> Coefficients(const ResizeParams& p, double ratio, double sca
   return c;
 }
 
-// The taps of output position x of an axis of `in` elements resized to `out` with `scale`.
+}  // namespace
+
 Status ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_start,
                   double roi_end, int64_t x, AxisTaps* taps) {
   double xd = static_cast<double>(x), ind = static_cast<double>(in);
@@ -156,6 +144,8 @@ Status ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, 
   }
   return Status::Ok();
 }
+
+namespace {
 
 Status Resize(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
