@@ -370,6 +370,28 @@ class Module:
   }
 }
 
+// 1 x 1 convs run as 4 x 4 register tiles of output channels by pixels: channel and pixel
+// counts that are and are not multiples of 4, a symbolic batch, a fused relu.
+TEST(OpenClEmit, PointwiseConvTilesMatchTheCpu) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 5, 3, 7), "float32"), w: R.Tensor((6, 5, 1, 1), "float32"), x2: R.Tensor((1, 3, 4, 4), "float32"), w2: R.Tensor((4, 3, 1, 1), "float32")):
+        a = R.nn.conv2d(x, w)
+        r = R.nn.relu(a)
+        b = R.nn.conv2d(x2, w2)
+        return (r, b)
+)";
+  for (int64_t n : {1, 2}) {
+    ExpectOpenClMatchesCpu(kModel,
+                           {Floats("x", {n, 5, 3, 7}), Floats("w", {6, 5, 1, 1}, 0.1f, 0.5f),
+                            Floats("x2", {1, 3, 4, 4}), Floats("w2", {4, 3, 1, 1}, 0.1f, 0.5f)},
+                           2);
+  }
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
