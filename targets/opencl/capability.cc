@@ -54,6 +54,20 @@ bool Broadcasts(const std::vector<ir::PrimExpr>& in, const std::vector<ir::PrimE
   return true;
 }
 
+// SAME padding (auto_pad SAME_UPPER / SAME_LOWER) is worked out when compiling, from the spatial
+// dims of `x` (dim 2 on): OpenCL takes it only where they are static.
+Support SamePaddingOverStaticDims(const ir::CallNode& call, const std::vector<ir::PrimExpr>& x,
+                                  const std::string& name) {
+  const std::string* pad = call.attrs.Get<std::string>("auto_pad");
+  if (!pad || (*pad != "SAME_UPPER" && *pad != "SAME_LOWER")) return Support::Yes();
+  for (size_t i = 2; i < x.size(); ++i) {
+    if (!ir::AsInt(x[i])) {
+      return Support::No("OpenCL: " + name + " pads SAME over spatial dims only the run knows");
+    }
+  }
+  return Support::Yes();
+}
+
 class OpenCl : public Capability {
  public:
   Support Supports(const ir::CallNode& call) const override {
@@ -294,15 +308,7 @@ class OpenCl : public Capability {
         if (x.size() < 3 || x.size() > 5) {
           return Support::No("OpenCL runs " + name + " on 1 to 3 spatial dims only");
         }
-        const std::string* pad = call.attrs.Get<std::string>("auto_pad");
-        if (pad && (*pad == "SAME_UPPER" || *pad == "SAME_LOWER")) {
-          for (size_t i = 2; i < x.size(); ++i) {
-            if (!ir::AsInt(x[i])) {
-              return Support::No("OpenCL: " + name + " pads SAME over dims only the run knows");
-            }
-          }
-        }
-        return Support::Yes();
+        return SamePaddingOverStaticDims(call, x, name);
       }
       case Family::kConv:
       case Family::kConvTranspose: {
@@ -314,15 +320,7 @@ class OpenCl : public Capability {
         for (size_t i = 1; i < w.size(); ++i) {
           if (!ir::AsInt(w[i])) return Support::No("OpenCL runs " + name + " with a static weight");
         }
-        const std::string* pad = call.attrs.Get<std::string>("auto_pad");
-        if (pad && (*pad == "SAME_UPPER" || *pad == "SAME_LOWER")) {
-          for (size_t i = 2; i < x.size(); ++i) {
-            if (!ir::AsInt(x[i])) {
-              return Support::No("OpenCL: " + name + " pads SAME over dims only the run knows");
-            }
-          }
-        }
-        return Support::Yes();
+        return SamePaddingOverStaticDims(call, x, name);
       }
       case Family::kConv2d:
       case Family::kPool2d:
@@ -338,12 +336,7 @@ class OpenCl : public Capability {
             return Support::No("OpenCL runs " + name + " with a static 4-D weight only");
           }
         }
-        const std::string* pad = call.attrs.Get<std::string>("auto_pad");
-        bool same = pad && (*pad == "SAME_UPPER" || *pad == "SAME_LOWER");
-        if (same && (!ir::AsInt(x[2]) || !ir::AsInt(x[3]))) {
-          return Support::No("OpenCL: " + name + " pads SAME over spatial dims only the run knows");
-        }
-        return Support::Yes();
+        return SamePaddingOverStaticDims(call, x, name);
       }
     }
     return Support::No("no OpenCL kernel for " + name);

@@ -8,8 +8,15 @@
 namespace quilt::targets::opencl {
 namespace {
 
-// A float literal that reads back as the same float.
-std::string Literal(double v) {
+double FloatAttr(const ir::Attrs& attrs, std::string_view name, double fallback) {
+  if (const double* d = attrs.Get<double>(name)) return *d;
+  if (const int64_t* i = attrs.Get<int64_t>(name)) return static_cast<double>(*i);
+  return fallback;
+}
+
+}  // namespace
+
+std::string FloatLiteral(double v) {
   if (v != v) return "NAN";
   if (v == std::numeric_limits<double>::infinity()) return "INFINITY";
   if (v == -std::numeric_limits<double>::infinity()) return "(-INFINITY)";
@@ -19,14 +26,6 @@ std::string Literal(double v) {
   if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - 1, ".0");
   return "(" + s + ")";
 }
-
-double FloatAttr(const ir::Attrs& attrs, std::string_view name, double fallback) {
-  if (const double* d = attrs.Get<double>(name)) return *d;
-  if (const int64_t* i = attrs.Get<int64_t>(name)) return static_cast<double>(*i);
-  return fallback;
-}
-
-}  // namespace
 
 std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs,
                                      const std::vector<std::string>& args) {
@@ -41,7 +40,7 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
     if (op == "maximum") return "q_max(" + a + ", " + b + ")";
     if (op == "minimum") return "q_min(" + a + ", " + b + ")";
     if (op == "nn.swiglu") {
-      return "q_swiglu(" + a + ", " + b + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+      return "q_swiglu(" + a + ", " + b + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 1.0)) + ")";
     }
     return std::nullopt;
   }
@@ -68,11 +67,11 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
   if (op == "nn.gelu") return "q_gelu(" + x + ")";
   if (op == "nn.hard_swish") return "q_hard_swish(" + x + ")";
   if (op == "nn.leakyrelu") {
-    return "q_leaky_relu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 0.01)) + ")";
+    return "q_leaky_relu(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 0.01)) + ")";
   }
   if (op == "nn.hard_sigmoid") {
-    return "q_hard_sigmoid(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 0.2)) + ", " +
-           Literal(FloatAttr(attrs, "beta", 0.5)) + ")";
+    return "q_hard_sigmoid(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 0.2)) + ", " +
+           FloatLiteral(FloatAttr(attrs, "beta", 0.5)) + ")";
   }
   if (op == "asin") return "asin(" + x + ")";
   if (op == "acos") return "acos(" + x + ")";
@@ -86,30 +85,32 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
   if (op == "nn.gelu_tanh") return "q_gelu_tanh(" + x + ")";
   if (op == "nn.mish") return "q_mish(" + x + ")";
   if (op == "nn.silu") return "q_silu(" + x + ")";
-  if (op == "nn.elu") return "q_elu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
-  if (op == "nn.celu") return "q_celu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+  if (op == "nn.elu")
+    return "q_elu(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 1.0)) + ")";
+  if (op == "nn.celu")
+    return "q_celu(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 1.0)) + ")";
   if (op == "nn.selu") {
-    return "q_selu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.6732632)) + ", " +
-           Literal(FloatAttr(attrs, "gamma", 1.050701)) + ")";
+    return "q_selu(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 1.6732632)) + ", " +
+           FloatLiteral(FloatAttr(attrs, "gamma", 1.050701)) + ")";
   }
   if (op == "nn.thresholded_relu") {
-    return "q_thresholded_relu(" + x + ", " + Literal(FloatAttr(attrs, "alpha", 1.0)) + ")";
+    return "q_thresholded_relu(" + x + ", " + FloatLiteral(FloatAttr(attrs, "alpha", 1.0)) + ")";
   }
   if (op == "nn.shrink") {
-    return "q_shrink(" + x + ", " + Literal(FloatAttr(attrs, "bias", 0.0)) + ", " +
-           Literal(FloatAttr(attrs, "lambd", 0.5)) + ")";
+    return "q_shrink(" + x + ", " + FloatLiteral(FloatAttr(attrs, "bias", 0.0)) + ", " +
+           FloatLiteral(FloatAttr(attrs, "lambd", 0.5)) + ")";
   }
   if (op == "nn.softplus") {
     // Without a threshold every element takes the log1p form (a threshold of +inf).
     double threshold = FloatAttr(attrs, "threshold", std::numeric_limits<double>::infinity());
-    return "q_softplus(" + x + ", " + Literal(FloatAttr(attrs, "beta", 1.0)) + ", " +
-           Literal(threshold) + ")";
+    return "q_softplus(" + x + ", " + FloatLiteral(FloatAttr(attrs, "beta", 1.0)) + ", " +
+           FloatLiteral(threshold) + ")";
   }
   if (op == "clip") {
     // min > max makes every element max (ONNX): min first, then max.
     double lo = FloatAttr(attrs, "min", -std::numeric_limits<double>::infinity());
     double hi = FloatAttr(attrs, "max", std::numeric_limits<double>::infinity());
-    return "q_clip(" + x + ", " + Literal(lo) + ", " + Literal(hi) + ")";
+    return "q_clip(" + x + ", " + FloatLiteral(lo) + ", " + FloatLiteral(hi) + ")";
   }
   return std::nullopt;
 }

@@ -16,6 +16,9 @@
 
 namespace quilt::targets::opencl {
 
+// A float literal of OpenCL C that reads back as the same float (NAN and INFINITY by name).
+std::string FloatLiteral(double v);
+
 // The OpenCL C expression of op `op` (Relax name without "R.") on `args` (C expressions of type
 // float, one per tensor argument), or nullopt when the back end has no code for that op with
 // that many arguments.

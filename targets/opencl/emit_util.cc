@@ -74,17 +74,6 @@ std::string Int(int64_t v) {
   return std::to_string(v) + "L";
 }
 
-std::string FloatLiteral(double v) {
-  if (v != v) return "NAN";
-  if (v == std::numeric_limits<double>::infinity()) return "INFINITY";
-  if (v == -std::numeric_limits<double>::infinity()) return "(-INFINITY)";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9gf", static_cast<float>(v));
-  std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - 1, ".0");
-  return "(" + s + ")";
-}
-
 std::vector<int64_t> Ints(const ir::Attrs& attrs, const char* name, size_t n, int64_t fill) {
   const auto* v = attrs.Get<std::vector<int64_t>>(name);
   if (v && v->size() == n) return *v;

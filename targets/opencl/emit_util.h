@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/diagnostic.h"
+#include "targets/opencl/elementwise.h"
 #include "targets/package_spec.h"
 
 namespace quilt::compiler::opencl {
@@ -37,8 +38,7 @@ std::string NodeName(const StepSpec& step);
 std::string Where(const StepSpec& step);
 // A long literal.
 std::string Int(int64_t v);
-// A float literal that reads back as the same float.
-std::string FloatLiteral(double v);
+using targets::opencl::FloatLiteral;  // a float literal that reads back as the same float
 // An int list attribute, or `n` copies of `fill` when absent.
 std::vector<int64_t> Ints(const ir::Attrs& attrs, const char* name, size_t n, int64_t fill);
 // `axis` (negative counts from the end) within [0, rank), or an error naming the step.
