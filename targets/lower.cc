@@ -8,7 +8,9 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "passes/vdevice_util.h"
+#include "targets/cpu/kernels/fused.h"
 #include "targets/cpu/kernels/registry.h"
+#include "targets/fuse_elementwise.h"
 #include "targets/fuse_epilogue.h"
 #include "targets/memory_plan.h"
 #include "targets/opencl/emit.h"
@@ -132,11 +134,10 @@ class GraphLowering {
       for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
         const StepSpec& step = g_.steps[s];
         const ir::OpInfo* op = ir::FindOp(step.kernel);
-        if (!op || step.outputs.size() != 1) continue;
-        if (op->pattern != ir::OpPattern::kElementwise &&
-            op->pattern != ir::OpPattern::kBroadcast) {
-          continue;
-        }
+        bool elementwise = step.kernel == cpu::kFusedElementwise ||
+                           (op && (op->pattern == ir::OpPattern::kElementwise ||
+                                   op->pattern == ir::OpPattern::kBroadcast));
+        if (!elementwise || step.outputs.size() != 1) continue;
         int out = step.outputs[0];
         if (!plannable(out)) continue;
         for (int in : step.inputs) {
@@ -497,6 +498,7 @@ class GraphLowering {
  public:
   void Finish() {
     if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, spec_.buffers, g_);
+    if (pl_.options.fuse_elementwise) FuseElementwise(spec_.devices, g_);
     if (pl_.options.plan_memory) {
       PlanMemory();
     } else {

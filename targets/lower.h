@@ -6,7 +6,8 @@
 //     entries as `shape_expr` / `prim_value` builtin steps evaluated at run time, tuples
 //     flattened (with the arity of each argument kept on the step).
 //  3. Dims become an expression pool; symbols are numbered in order of first appearance.
-//  4. A float32 conv's bias add and activation join the conv step (fuse_epilogue.h).
+//  4. A float32 conv's bias add and activation join the conv step (fuse_epilogue.h); on OpenCL,
+//     chains of elementwise steps become one step each (fuse_elementwise.h).
 //  5. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
 //     never placed in the arena; elementwise steps write in place where their input dies.
 // Ops without a kernel on the chosen device are reported all at once, with node names.
@@ -27,6 +28,8 @@ struct LowerOptions {
   bool in_place = true;
   // Fold a conv's bias add and relu / clip into the conv step (fuse_epilogue.h).
   bool fuse_epilogues = true;
+  // Join chains of elementwise steps on OpenCL devices into one step each (fuse_elementwise.h).
+  bool fuse_elementwise = true;
 };
 
 Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});

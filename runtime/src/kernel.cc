@@ -13,7 +13,12 @@ std::string ShapeString(const Shape& shape) {
 const pkg::Attr* AttrView::Find(std::string_view name) const {
   if (!attrs_) return nullptr;
   for (const pkg::Attr* a : *attrs_) {
-    if (a->name() && a->name()->string_view() == name) return a;
+    if (!a->name()) continue;
+    std::string_view n = a->name()->string_view();
+    if (n.size() == prefix_.size() + name.size() && n.starts_with(prefix_) &&
+        n.substr(prefix_.size()) == name) {
+      return a;
+    }
   }
   return nullptr;
 }

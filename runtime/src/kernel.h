@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/src/status.h"
@@ -38,11 +39,14 @@ struct Offset;
 
 namespace quilt::rt {
 
-// The attributes of a step, by name. Absent attributes and None read as the fallback.
+// The attributes of a step, by name. Absent attributes and None read as the fallback. A view with
+// a prefix sees only the attributes named `prefix` + name, by name (a fused step's member's:
+// targets/cpu/kernels/fused.h).
 class AttrView {
  public:
   using List = flatbuffers::Vector<flatbuffers::Offset<pkg::Attr>>;
-  explicit AttrView(const List* attrs) : attrs_(attrs) {}
+  explicit AttrView(const List* attrs, std::string prefix = {})
+      : attrs_(attrs), prefix_(std::move(prefix)) {}
   bool Has(std::string_view name) const;  // present and not None
   int64_t Int(std::string_view name, int64_t fallback = 0) const;
   double Float(std::string_view name, double fallback = 0) const;
@@ -52,10 +56,13 @@ class AttrView {
   std::vector<int64_t> Ints(std::string_view name) const;
   std::vector<double> Floats(std::string_view name) const;
   std::vector<std::string_view> Strs(std::string_view name) const;
+  // Every attribute of the step, whatever the prefix.
+  const List* list() const { return attrs_; }
 
  private:
   const pkg::Attr* Find(std::string_view name) const;
   const List* attrs_;
+  std::string prefix_;
 };
 
 class KernelContext {

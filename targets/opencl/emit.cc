@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/fused.h"
 #include "targets/opencl/elementwise.h"
 #include "targets/opencl/emit_util.h"
 #include "targets/opencl/ops.h"
@@ -81,15 +82,27 @@ inline float q_clip(float x, float lo, float hi) {
 }
 )";
 
-// One elementwise or broadcasting step as a kernel named `name`; rewrites the step to dispatch
-// it. Inputs of the output's shape are read at the element's own index; a broadcast input
-// through strides (0 along its broadcast axes), from the element's coordinates.
-// The first `data` inputs are the op's operands (broadcast_to's shape is not).
-Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, size_t data,
-                        std::string* code) {
+// One op of an elementwise program: `args` are the kernel's inputs (k >= 0) or the results of
+// earlier ops (k < 0: op -k - 1), `dtype` its result's element type (ONNX).
+struct ProgramOp {
+  std::string op;
+  ir::Attrs attrs;
+  std::vector<int64_t> args;
+  int32_t dtype = 0;
+};
+
+// A program of elementwise and broadcasting ops as one kernel named `name` computing every op per
+// element in registers, the last one's result written; rewrites the step to dispatch it. Every
+// op's result has the output's shape; the first `data` inputs are the program's (broadcast_to's
+// shape is not): those of the output's shape are read at the element's own index, broadcast ones
+// through strides (0 along their broadcast axes) from the element's coordinates.
+Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& name,
+                              const std::vector<ProgramOp>& program, size_t data,
+                              std::string* code) {
   std::string where = "R." + step.kernel + " (" + NodeName(step) + ")";
   if (step.outputs.size() != 1) return Error(where + ": one output expected");
   if (step.inputs.size() < data) return Error(where + ": too few inputs");
+  if (program.empty()) return Error(where + ": no ops to compute");
   KernelText k(g, step);
   std::vector<int> dims = k.Out().dims;
   size_t rank = dims.size();
@@ -121,7 +134,7 @@ Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, s
   if (unravel) {
     for (size_t j = 1; j < rank; ++j) k.Long("d" + std::to_string(j), dims[j]);
   }
-  std::vector<std::string> operands;
+  std::vector<std::string> loads;
   for (size_t i = 0; i < strides.size(); ++i) {
     std::string index;
     for (size_t j = 0; j < strides[i].size(); ++j) {
@@ -131,13 +144,8 @@ Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, s
       index += (index.empty() ? "" : " + ") + ("c" + std::to_string(j) + " * " + s);
     }
     if (strides[i].empty()) index = "i";
-    operands.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
+    loads.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
   }
-  std::vector<ir::DataType> types;
-  for (size_t i = 0; i < data; ++i) types.push_back(static_cast<ir::DataType>(k.In(i).dtype));
-  std::optional<std::string> expr = targets::opencl::TypedExpr(
-      step.kernel, step.attrs, operands, types, static_cast<ir::DataType>(k.Out().dtype));
-  if (!expr) return Error(where + ": the OpenCL back end has no code for this op");
   std::string body = "  long i = get_global_id(0);\n  if (i >= n) return;\n";
   if (unravel) {
     body += "  long r = i;\n";
@@ -147,9 +155,84 @@ Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, s
     }
     body += "  long c0 = r;\n";
   }
-  body += "  y[i] = " + *expr + ";\n";
+  for (size_t m = 0; m < program.size(); ++m) {
+    const ProgramOp& op = program[m];
+    std::vector<std::string> operands;
+    std::vector<ir::DataType> types;
+    for (int64_t a : op.args) {
+      if (a >= 0 && static_cast<size_t>(a) < data) {
+        operands.push_back(loads[static_cast<size_t>(a)]);
+        types.push_back(static_cast<ir::DataType>(k.In(static_cast<size_t>(a)).dtype));
+      } else if (a < 0 && static_cast<size_t>(-a - 1) < m) {
+        operands.push_back("t" + std::to_string(-a - 1));
+        types.push_back(static_cast<ir::DataType>(program[static_cast<size_t>(-a - 1)].dtype));
+      } else {
+        return Error(where + ": op " + std::to_string(m) + " (" + op.op +
+                     ") reads an operand the program does not have");
+      }
+    }
+    bool last = m + 1 == program.size();
+    auto out_type = static_cast<ir::DataType>(last ? k.Out().dtype : op.dtype);
+    std::optional<std::string> expr =
+        targets::opencl::TypedExpr(op.op, op.attrs, operands, types, out_type);
+    std::optional<std::string> type = targets::opencl::ClType(out_type);
+    if (!expr || !type) {
+      return Error(
+          where + ": the OpenCL back end has no code for " + op.op +
+          (program.size() > 1 ? " (op " + std::to_string(m) + " of the fused chain)" : ""));
+    }
+    body += last ? "  y[i] = " + *expr + ";\n"
+                 : "  " + *type + " t" + std::to_string(m) + " = " + *expr + ";\n";
+  }
   k.Finish(name, body, kLocalSize, code);
   return {};
+}
+
+// One elementwise or broadcasting step: a program of one op on the first `data` inputs.
+Status EmitBroadcasting(GraphSpec& g, StepSpec& step, const std::string& name, size_t data,
+                        std::string* code) {
+  ProgramOp op{step.kernel, step.attrs, {}, 0};
+  for (size_t i = 0; i < data; ++i) op.args.push_back(static_cast<int64_t>(i));
+  if (!step.outputs.empty() && step.outputs[0] >= 0) {
+    op.dtype = g.values[static_cast<size_t>(step.outputs[0])].dtype;
+  }
+  return EmitElementwiseProgram(g, step, name, {op}, data, code);
+}
+
+// A fused_elementwise step (targets/cpu/kernels/fused.h): its members as one program.
+Status EmitFused(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
+  std::string where = "R." + step.kernel + " (" + NodeName(step) + ")";
+  const auto* ops = step.attrs.Get<std::vector<std::string>>("ops");
+  const auto* arity = step.attrs.Get<std::vector<int64_t>>("arity");
+  const auto* args = step.attrs.Get<std::vector<int64_t>>("args");
+  const auto* dtypes = step.attrs.Get<std::vector<int64_t>>("dtypes");
+  if (!ops || !arity || !args || !dtypes || arity->size() != ops->size() ||
+      dtypes->size() != ops->size()) {
+    return Error(where + ": the step's ops, arity, args and dtypes disagree");
+  }
+  std::vector<ProgramOp> program(ops->size());
+  size_t next = 0;
+  for (size_t m = 0; m < ops->size(); ++m) {
+    ProgramOp& op = program[m];
+    op.op = (*ops)[m];
+    op.dtype = static_cast<int32_t>((*dtypes)[m]);
+    if ((*arity)[m] < 0 || next + static_cast<size_t>((*arity)[m]) > args->size()) {
+      return Error(where + ": op " + std::to_string(m) + "'s operands run past the args");
+    }
+    op.args.assign(args->begin() + static_cast<std::ptrdiff_t>(next),
+                   args->begin() + static_cast<std::ptrdiff_t>(next + (*arity)[m]));
+    next += static_cast<size_t>((*arity)[m]);
+    std::string prefix = std::to_string(m) + ":";
+    for (const auto& [key, value] : step.attrs.items) {
+      if (key.starts_with(prefix)) op.attrs.Set(key.substr(prefix.size()), value);
+    }
+  }
+  for (int v : step.inputs) {
+    if (v < 0 || !ElementType(g.values[static_cast<size_t>(v)].dtype)) {
+      return Error(where + ": an input of a type the OpenCL kernels do not take");
+    }
+  }
+  return EmitElementwiseProgram(g, step, name, program, step.inputs.size(), code);
 }
 
 Status EmitElementwise(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
@@ -719,6 +802,14 @@ Status EmitOpenClCode(PackageSpec& spec) {
         if (step.device != d || step.kind != pkg::StepKind::Kernel) continue;
         std::string name = "g" + std::to_string(gi) + "_s" + std::to_string(si) + "_" + step.kernel;
         std::replace(name.begin(), name.end(), '.', '_');
+        if (step.kernel == cpu::kFusedElementwise) {
+          QUILT_TRY(EmitFused(g, step, name, &code));
+          step.op = step.kernel;
+          step.kernel = name;
+          step.code = section;
+          entries.push_back(name);
+          continue;
+        }
         std::optional<targets::opencl::Family> family = targets::opencl::FamilyOf(step.kernel);
         if (!family) {
           return Error(

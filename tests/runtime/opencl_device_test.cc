@@ -206,19 +206,25 @@ TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
   std::unique_ptr<rt::LoadedPackage> p;
   rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &p);
   ASSERT_TRUE(st.ok()) << st.message();
-  // One OpenCL C section with an entry per OpenCL step; those steps dispatch it.
+  // One OpenCL C section with an entry per OpenCL step; those steps dispatch it. The chain of
+  // four elementwise ops is one fused step (one kernel), the softmax another.
   const pkg::Package& root = p->root();
   ASSERT_TRUE(root.code());
   ASSERT_EQ(root.code()->size(), 1u);
   EXPECT_EQ(root.code()->Get(0)->format()->str(), "opencl-c");
-  EXPECT_EQ(root.code()->Get(0)->entry_points()->size(), 5u);
-  int dispatches = 0;
+  EXPECT_EQ(root.code()->Get(0)->entry_points()->size(), 2u);
+  std::vector<std::string> ops;
   for (const pkg::Step* step : *root.graphs()->Get(0)->steps()) {
     if (step->kind() != pkg::StepKind::Dispatch) continue;
-    ++dispatches;
+    ops.push_back(step->op()->str());
     EXPECT_EQ(root.devices()->Get(step->device())->kind()->str(), "opencl");
+    if (ops.back() == "fused_elementwise") {
+      rt::AttrView attrs(step->attrs());
+      std::vector<std::string_view> members = attrs.Strs("ops");
+      EXPECT_EQ(members, (std::vector<std::string_view>{"add", "nn.relu", "multiply", "sigmoid"}));
+    }
   }
-  EXPECT_EQ(dispatches, 5);
+  EXPECT_EQ(ops, (std::vector<std::string>{"fused_elementwise", "nn.softmax"}));
   std::unique_ptr<rt::Session> s;
   st = rt::Session::Create(std::move(p), {}, &s);
   ASSERT_TRUE(st.ok()) << st.message();
@@ -251,7 +257,7 @@ TEST(OpenCl, AFailingBuildHandsTheDevicesStepsToTheCpu) {
       << st.message();
   EXPECT_NE(st.message().find("retrun"), std::string::npos) << "the build log: " << st.message();
   // Not strict: the session opens, says why the OpenCL steps run on the CPU, and computes the
-  // same values.
+  // same values (the fused chain with the CPU's fused_elementwise kernel).
   st = open(false, &s);
   ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_EQ(s->notes().size(), 1u);

@@ -277,7 +277,8 @@ class Module:
         b4 = R.nn.swiglu(x, u, alpha=1.5)
         return (a1, a2, a3, a4, a5, a6, a7, a8, a9, b1, b2, b3, b4)
 )";
-  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 23}), Floats("slope", {23}, 0.1f, 1.0f)}, 15);
+  // 16 ops; abs, add and acosh are one fused step.
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {4, 23}), Floats("slope", {23}, 0.1f, 1.0f)}, 14);
 }
 
 TEST(OpenClEmit, IntegerAndBoolOpsAsTheCpuComputesThem) {
@@ -389,6 +390,40 @@ class Module:
                            {Floats("x", {n, 5, 3, 7}), Floats("w", {6, 5, 1, 1}, 0.1f, 0.5f),
                             Floats("x2", {1, 3, 4, 4}), Floats("w2", {4, 3, 1, 1}, 0.1f, 0.5f)},
                            2);
+  }
+}
+
+// Chains and trees of elementwise ops fused into one kernel each (targets/fuse_elementwise.h):
+// an input read twice, broadcast inputs of a symbolic batch, a bool and an int32 value between
+// members, a value read twice by one member, members with attributes.
+TEST(OpenClEmit, FusedElementwiseChainsMatchTheCpu) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4, 6), "float32"), mean: R.Tensor(("n", 4, 1), "float32"), gamma: R.Tensor((6,), "float32")):
+        s = R.sigmoid(x)
+        swish = R.multiply(x, s)
+        d = R.subtract(x, mean)
+        dg = R.multiply(d, gamma)
+        norm = R.add(dg, R.const(0.25, "float32"))
+        c = R.greater(x, R.const(0.0, "float32"))
+        xs = R.multiply(x, R.const(0.1, "float32"))
+        w = R.where(c, x, xs)
+        i = R.astype(w, dtype="int32")
+        i2 = R.add(i, R.const(3, "int32"))
+        f = R.astype(i2, dtype="float32")
+        t = R.add(x, R.const(1.0, "float32"))
+        sq = R.multiply(t, t)
+        cl = R.clip(sq, min=0.5, max=4.0)
+        lr = R.nn.leakyrelu(cl, alpha=0.2)
+        return (swish, norm, f, lr)
+)";
+  for (int64_t n : {1, 3}) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {n, 4, 6}, 0.37f, 4.0f), Floats("mean", {n, 4, 1}), Floats("gamma", {6})}, 4);
   }
 }
 

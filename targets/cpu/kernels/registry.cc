@@ -11,7 +11,7 @@ std::vector<rt::KernelEntry> Collect() {
   for (auto family :
        {ElementwiseKernels(), CastKernels(), ReduceKernels(), NnKernels(), ConvKernels(),
         ManipKernels(), IndexKernels(), ImageKernels(), LinalgKernels(), QuantizeKernels(),
-        TransformerKernels(), RecurrentKernels(), SignalKernels(), TextKernels()})
+        TransformerKernels(), RecurrentKernels(), SignalKernels(), TextKernels(), FusedKernels()})
     all.insert(all.end(), family.begin(), family.end());
   std::sort(all.begin(), all.end(),
             [](const rt::KernelEntry& a, const rt::KernelEntry& b) { return a.name < b.name; });

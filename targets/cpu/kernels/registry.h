@@ -24,6 +24,7 @@ std::span<const rt::KernelEntry> TransformerKernels();
 std::span<const rt::KernelEntry> RecurrentKernels();
 std::span<const rt::KernelEntry> SignalKernels();
 std::span<const rt::KernelEntry> TextKernels();
+std::span<const rt::KernelEntry> FusedKernels();  // fused.h: steps lowering makes
 
 // Every CPU kernel; null when `op` has none.
 rt::KernelFn FindKernel(std::string_view op);

@@ -23,6 +23,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/recurrent.cc
   ${QUILT_ROOT}/targets/cpu/kernels/signal.cc
   ${QUILT_ROOT}/targets/cpu/kernels/text.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/fused.cc
 )
 # The hot loops of the fast paths are written for the vectorizer: -O3 in every build type but
 # Debug, and multiply-adds contracted into FMA where the target has it.
