@@ -13,6 +13,9 @@ namespace {
 
 // The most members one kernel computes (its source stays small to build).
 constexpr size_t kMaxMembers = 32;
+// The most members a producer of a smaller shape (broadcast by its reader) may have: the fused
+// kernel computes them again for every element of the reader's result.
+constexpr size_t kMaxBroadcastMembers = 3;
 
 bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const StepSpec& s) {
   if (s.kind != pkg::StepKind::Kernel || s.outputs.size() != 1 || s.outputs[0] < 0) return false;
@@ -26,6 +29,21 @@ bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const S
     if (v < 0) return false;
   }
   return g.values[static_cast<size_t>(s.outputs[0])].rank >= 0;
+}
+
+// Whether value `a` broadcasts to value `b`'s shape with what the compiler knows: aligned from
+// the last axis, each dim of `a` is 1 or `b`'s.
+bool BroadcastsTo(const GraphSpec& g, int a, int b) {
+  const ValueSpec& x = g.values[static_cast<size_t>(a)];
+  const ValueSpec& y = g.values[static_cast<size_t>(b)];
+  if (x.rank < 0 || y.rank < 0 || x.dims.size() > y.dims.size()) return false;
+  size_t lead = y.dims.size() - x.dims.size();
+  for (size_t j = 0; j < x.dims.size(); ++j) {
+    if (!opencl::IsOne(g, x.dims[j]) && !opencl::SameDim(g, x.dims[j], y.dims[lead + j])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool SameShape(const GraphSpec& g, int a, int b) {
@@ -113,7 +131,11 @@ int FuseElementwise(const std::vector<DeviceSpec>& devices, GraphSpec& g) {
       const StepSpec& producer = g.steps[static_cast<size_t>(p)];
       std::vector<int>& group = members[static_cast<size_t>(p)];
       if (group.empty() || producer.device != step.device || producer.region != step.region ||
-          !SameShape(g, v, step.outputs[0]) || members[s].size() + group.size() > kMaxMembers) {
+          members[s].size() + group.size() > kMaxMembers) {
+        continue;
+      }
+      bool same = SameShape(g, v, step.outputs[0]);
+      if (!same && (group.size() > kMaxBroadcastMembers || !BroadcastsTo(g, v, step.outputs[0]))) {
         continue;
       }
       std::vector<int> merged;

@@ -2,14 +2,16 @@
 // planning), for devices that generate a kernel per step (OpenCL).
 //
 // An elementwise or broadcasting step (an op of OpenCL's elementwise family) whose result is
-// read by exactly one other such step, on the same device and in the same region, with the same
-// shape as that step's result (dim by dim, symbolic dims by name), and that is no graph output,
-// joins that step: the two become one `fused_elementwise` step (targets/cpu/kernels/fused.h) at
-// the reader's place, which the OpenCL back end writes as one kernel computing every member per
-// element in registers. Joining repeats, so a chain or a tree of such steps (x * sigmoid(x),
-// (a - mean) * rstd * gamma + beta) becomes one step; its inputs are the values the members read
-// from outside it, its output the last member's. The values between are left unwritten and
-// unread (neither planned nor allocated).
+// read by exactly one other such step, on the same device and in the same region, and that is no
+// graph output, joins that step when its result has the shape of that step's result (dim by dim,
+// symbolic dims by name), or broadcasts to it and it has at most 3 members so far (they are then
+// computed again for every element: the hard sigmoid of a squeeze-excite block's channel scales
+// joins the multiply that scales the feature map): the two become one `fused_elementwise` step
+// (targets/cpu/kernels/fused.h) at the reader's place, which the OpenCL back end writes as one
+// kernel computing every member per element in registers. Joining repeats, so a chain or a tree of
+// such steps (x * sigmoid(x), (a - mean) * rstd * gamma + beta) becomes one step; its inputs are
+// the values the members read from outside it, its output the last member's. The values between are
+// left unwritten and unread (neither planned nor allocated).
 #pragma once
 
 #include <vector>

@@ -93,9 +93,10 @@ struct ProgramOp {
 
 // A program of elementwise and broadcasting ops as one kernel named `name` computing every op per
 // element in registers, the last one's result written; rewrites the step to dispatch it. Every
-// op's result has the output's shape; the first `data` inputs are the program's (broadcast_to's
-// shape is not): those of the output's shape are read at the element's own index, broadcast ones
-// through strides (0 along their broadcast axes) from the element's coordinates.
+// op's result broadcasts to the output's shape (so every input does); the first `data` inputs are
+// the program's (broadcast_to's shape is not): those of the output's shape are read at the
+// element's own index, broadcast ones through strides (0 along their broadcast axes) from the
+// element's coordinates.
 Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& name,
                               const std::vector<ProgramOp>& program, size_t data,
                               std::string* code) {

@@ -24,13 +24,14 @@ namespace {
 // swish x * sigmoid(x) (x read twice, from outside); a normalization tail with broadcast inputs;
 // a bool between (where of a comparison) and an integer one (astype there and back); a value
 // read twice by one step; a value that is also a graph output (m: not fused); a value read by two
-// steps (e: not fused); a producer of another shape (p, broadcast: not fused); attributes of
-// members (clip's bounds, leakyrelu's alpha).
+// steps (e: not fused); producers of a smaller shape that their reader broadcasts (p, and a
+// squeeze-excite scale hs: fused; q, of 4 members: not); attributes of members (clip's bounds,
+// leakyrelu's alpha, hard_sigmoid's).
 constexpr const char* kModel = R"(
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(("n", 4, 6), "float32"), mean: R.Tensor(("n", 4, 1), "float32"), rstd: R.Tensor(("n", 4, 1), "float32"), gamma: R.Tensor((6,), "float32"), g: R.Tensor((6,), "float32")):
+    def main(x: R.Tensor(("n", 4, 6), "float32"), mean: R.Tensor(("n", 4, 1), "float32"), rstd: R.Tensor(("n", 4, 1), "float32"), gamma: R.Tensor((6,), "float32"), g: R.Tensor((6,), "float32"), se: R.Tensor((1, 4, 1), "float32")):
         s = R.sigmoid(x)
         swish = R.multiply(x, s)
         d = R.subtract(x, mean)
@@ -54,7 +55,14 @@ class Module:
         e2 = R.sqrt(e)
         p = R.sigmoid(g)
         xp = R.add(x, p)
-        return (swish, norm, f, lr, m, ml, e1, e2, xp)
+        hs = R.nn.hard_sigmoid(se, alpha=0.25, beta=0.4)
+        xh = R.multiply(x, hs)
+        q1 = R.exp(g)
+        q2 = R.negative(q1)
+        q3 = R.abs(q2)
+        q4 = R.sqrt(q3)
+        xq = R.add(x, q4)
+        return (swish, norm, f, lr, m, ml, e1, e2, xp, xh, xq)
 )";
 
 // The package's dispatch steps as "op" or "fused_elementwise[a,b,...]", in order.
@@ -101,12 +109,14 @@ TEST(FuseElementwise, JoinsChainsAndTreesOfOneShape) {
       "abs",
       "negative",
       "sqrt",
-      "sigmoid",
+      "fused_elementwise[sigmoid,add]",
+      "fused_elementwise[nn.hard_sigmoid,multiply]",
+      "fused_elementwise[exp,negative,abs,sqrt]",
       "add",
   };
   EXPECT_EQ(got, want);
   // Not fused: one dispatch per op.
-  EXPECT_EQ(Dispatches(Build(kModel, {"opencl"}, false)).size(), 23u);
+  EXPECT_EQ(Dispatches(Build(kModel, {"opencl"}, false)).size(), 30u);
 }
 
 TEST(FuseElementwise, NoFusionOnTheCpu) {
@@ -141,6 +151,7 @@ std::vector<rt::OwnedTensor> RunModel(const std::vector<uint8_t>& package, int64
   std::vector<float> mean = values(static_cast<size_t>(n * 4), 0.1f, 1.0f);
   std::vector<float> rstd = values(static_cast<size_t>(n * 4), 0.2f, 0.5f);
   std::vector<float> gamma = values(6, 0.3f, 1.0f), g = values(6, 0.5f, 2.0f);
+  std::vector<float> se = values(4, 1.5f, 3.0f);
   auto in = [](const char* name, std::vector<float>& v, rt::Shape shape) {
     rt::NamedTensor t;
     t.name = name;
@@ -150,7 +161,7 @@ std::vector<rt::OwnedTensor> RunModel(const std::vector<uint8_t>& package, int64
     return t;
   };
   st = s->Run({in("x", x, {n, 4, 6}), in("mean", mean, {n, 4, 1}), in("rstd", rstd, {n, 4, 1}),
-               in("gamma", gamma, {6}), in("g", g, {6})},
+               in("gamma", gamma, {6}), in("g", g, {6}), in("se", se, {1, 4, 1})},
               &out);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
@@ -164,7 +175,7 @@ TEST(FuseElementwise, TheCpuKernelRunsTheMembersAsTheUnfusedStepsDo) {
   for (int64_t n : {1, 3}) {
     std::vector<rt::OwnedTensor> got = RunModel(fused, n, {0});
     std::vector<rt::OwnedTensor> want = RunModel(cpu, n, {});
-    ASSERT_EQ(got.size(), 9u);
+    ASSERT_EQ(got.size(), 11u);
     ASSERT_EQ(got.size(), want.size());
     for (size_t o = 0; o < got.size(); ++o) {
       EXPECT_EQ(got[o].dtype, want[o].dtype) << "output " << o;

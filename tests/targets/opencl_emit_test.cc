@@ -395,14 +395,14 @@ class Module:
 
 // Chains and trees of elementwise ops fused into one kernel each (targets/fuse_elementwise.h):
 // an input read twice, broadcast inputs of a symbolic batch, a bool and an int32 value between
-// members, a value read twice by one member, members with attributes.
+// members, a value read twice by one member, members with attributes, a broadcast producer.
 TEST(OpenClEmit, FusedElementwiseChainsMatchTheCpu) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(("n", 4, 6), "float32"), mean: R.Tensor(("n", 4, 1), "float32"), gamma: R.Tensor((6,), "float32")):
+    def main(x: R.Tensor(("n", 4, 6), "float32"), mean: R.Tensor(("n", 4, 1), "float32"), gamma: R.Tensor((6,), "float32"), se: R.Tensor((1, 4, 1), "float32")):
         s = R.sigmoid(x)
         swish = R.multiply(x, s)
         d = R.subtract(x, mean)
@@ -418,12 +418,15 @@ class Module:
         sq = R.multiply(t, t)
         cl = R.clip(sq, min=0.5, max=4.0)
         lr = R.nn.leakyrelu(cl, alpha=0.2)
-        return (swish, norm, f, lr)
+        hs = R.nn.hard_sigmoid(se, alpha=0.25, beta=0.4)
+        xh = R.multiply(x, hs)
+        return (swish, norm, f, lr, xh)
 )";
   for (int64_t n : {1, 3}) {
-    ExpectOpenClMatchesCpu(
-        kModel,
-        {Floats("x", {n, 4, 6}, 0.37f, 4.0f), Floats("mean", {n, 4, 1}), Floats("gamma", {6})}, 4);
+    ExpectOpenClMatchesCpu(kModel,
+                           {Floats("x", {n, 4, 6}, 0.37f, 4.0f), Floats("mean", {n, 4, 1}),
+                            Floats("gamma", {6}), Floats("se", {1, 4, 1}, 1.5f, 3.0f)},
+                           5);
   }
 }
 

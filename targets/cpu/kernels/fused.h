@@ -9,9 +9,11 @@
 //   dtypes  ints  each member's result element type (the last is the step's output)
 //   M:NAME        member M's attribute NAME ("2:alpha")
 //
-// Every member's result has the step output's shape; inputs broadcast to it as the member's op
-// broadcasts them. The CPU kernel (fused.cc) runs the members' own kernels one after another,
-// so a package whose accelerator is absent or whose code did not load still runs the step.
+// Every member's result broadcasts to the step output's shape; each member broadcasts its
+// operands as its op does, so a generated kernel may read every input broadcast straight to the
+// output's shape and compute each member per output element. The CPU kernel (fused.cc) runs the
+// members' own kernels one after another, so a package whose accelerator is absent or whose code
+// did not load still runs the step.
 #pragma once
 
 #include <string_view>
