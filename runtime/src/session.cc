@@ -40,6 +40,12 @@ struct GraphPlan {
   std::vector<Builtin> builtins;
   std::vector<std::vector<int>> frees;  // per step: values whose last use it is
   std::vector<bool> is_output;
+  // Steps that read constants alone (or what such steps make), run once when the session is
+  // created (main graph only); `held`: what they make that other steps read, in buffers of the
+  // session's own, bound in every run as constants are.
+  std::vector<bool> hoisted;
+  std::vector<std::pair<int, DeviceTensor>> held;
+  std::vector<BufferPtr> held_buffers;
 };
 }  // namespace
 
@@ -88,6 +94,44 @@ std::string StepName(const pkg::Graph& g, int s) {
   if (step->source() && step->source()->size()) name += ", node '" + step->source()->str() + "'";
   return name + ")";
 }
+
+// Marks the steps of `plan` whose inputs are all constants or values such steps make, whose
+// outputs have static shapes and are no graph output: library kernels, generated code and copies
+// (control steps and shape builtins stay in the run). Returns how many there are.
+int MarkHoisted(GraphPlan& plan) {
+  const pkg::Graph& g = *plan.graph;
+  size_t num_values = g.values()->size(), num_steps = g.steps()->size();
+  std::vector<bool> constant(num_values, false);
+  for (uint32_t v = 0; v < num_values; ++v) {
+    constant[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
+  }
+  plan.hoisted.assign(num_steps, false);
+  int count = 0;
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    const pkg::Step* step = g.steps()->Get(s);
+    Builtin b = plan.builtins[s];
+    if ((b != Builtin::kNone && b != Builtin::kCopy) || !step->inputs() || !step->outputs()) {
+      continue;
+    }
+    bool ok = step->inputs()->size() > 0;
+    for (int32_t v : *step->inputs()) ok &= v < 0 || constant[static_cast<size_t>(v)];
+    for (int32_t v : *step->outputs()) {
+      const pkg::Value* value = g.values()->Get(static_cast<uint32_t>(v));
+      ok &= !plan.is_output[static_cast<size_t>(v)] && value->dtype() != 0 && value->rank() >= 0 &&
+            value->dims();
+      if (!ok) break;
+      for (int32_t d : *value->dims()) ok &= g.dims()->Get(d)->kind() == pkg::DimKind::Int;
+    }
+    if (!ok) continue;
+    plan.hoisted[s] = true;
+    ++count;
+    for (int32_t v : *step->outputs()) constant[static_cast<size_t>(v)] = true;
+  }
+  return count;
+}
+
+// Runs the main graph's hoisted steps (MarkHoisted) and keeps what they make in `plans`.
+Status HoistConstantSteps(Session::Plans& plans);
 
 // How many steps of the package's graphs run on its device `d`.
 int StepsOn(const pkg::Package& p, uint32_t d) {
@@ -360,6 +404,9 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     }
     return Status::Error(message);
   }
+  // Steps that read constants alone run now, once, and their results stay with the session
+  // (dequantized weights, constants moved to another device): runs start after them.
+  QUILT_RETURN_IF_ERROR(HoistConstantSteps(plans));
   const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));
@@ -437,6 +484,55 @@ class Run final : public OutputAllocator {
   // Binds the inputs (host tensors, by position; null: the input's default), runs every step,
   // frees each intermediate after its last reader.
   Status Execute(const std::vector<const Tensor*>& given) {
+    QUILT_RETURN_IF_ERROR(AllocateArenas());
+    QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
+    for (const auto& [v, t] : plan_.held) values_[static_cast<size_t>(v)] = t;
+    int num_steps = static_cast<int>(g_.steps()->size());
+    for (int s = 0; s < num_steps; ++s) {
+      if (!plan_.hoisted.empty() && plan_.hoisted[static_cast<size_t>(s)]) continue;
+      auto begin = std::chrono::steady_clock::now();
+      Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
+      if (st.ok() && profile_) st = Profile(s, begin);
+      if (!st.ok()) return st.WithContext(StepName(g_, s));
+      for (int v : plan_.frees[s]) Free(v);
+    }
+    return Status::Ok();
+  }
+
+  // Runs the hoisted steps once (at session creation), and copies each value they make that a
+  // step left in the run reads into a buffer of its own: `held` and `buffers`, for the session.
+  Status Hoist(std::vector<std::pair<int, DeviceTensor>>* held, std::vector<BufferPtr>* buffers) {
+    QUILT_RETURN_IF_ERROR(AllocateArenas());
+    BindConstants();
+    size_t num_steps = g_.steps()->size();
+    std::vector<bool> read_later(g_.values()->size(), false);
+    for (size_t s = 0; s < num_steps; ++s) {
+      if (plan_.hoisted[s]) continue;
+      for (int32_t v : *g_.steps()->Get(static_cast<uint32_t>(s))->inputs()) {
+        if (v >= 0) read_later[static_cast<size_t>(v)] = true;
+      }
+    }
+    for (size_t s = 0; s < num_steps; ++s) {
+      if (!plan_.hoisted[s]) continue;
+      int step = static_cast<int>(s);
+      Status st = RunStep(step, plan_.prepared[s].get(), plan_.builtins[s]);
+      if (!st.ok()) return st.WithContext(StepName(g_, step));
+      for (int32_t v : *step_->outputs()) {
+        if (!read_later[static_cast<size_t>(v)]) continue;
+        const DeviceTensor& t = values_[static_cast<size_t>(v)];
+        int device = ValueDevice(v);
+        BufferPtr b;
+        QUILT_RETURN_IF_ERROR(DeviceOf(device).Allocate(t.data.size, &b));
+        BufferRef ref{b.get(), 0, t.data.size};
+        if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, ref));
+        held->push_back({v, DeviceTensor{t.dtype, t.shape, ref}});
+        buffers->push_back(std::move(b));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AllocateArenas() {
     const auto* arenas = g_.arena_bytes();
     arenas_.resize(arenas ? arenas->size() : 0);
     for (uint32_t d = 0; d < arenas_.size(); ++d) {
@@ -446,15 +542,6 @@ class Run final : public OutputAllocator {
         return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
                              " bytes for device " + std::to_string(d) + ": " + st.message());
       }
-    }
-    QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
-    int num_steps = static_cast<int>(g_.steps()->size());
-    for (int s = 0; s < num_steps; ++s) {
-      auto begin = std::chrono::steady_clock::now();
-      Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
-      if (st.ok() && profile_) st = Profile(s, begin);
-      if (!st.ok()) return st.WithContext(StepName(g_, s));
-      for (int v : plan_.frees[s]) Free(v);
     }
     return Status::Ok();
   }
@@ -560,11 +647,15 @@ class Run final : public OutputAllocator {
   }
   int ValueDevice(int v) const { return g_.values()->Get(v)->device(); }
 
-  Status BindConstantsAndInputs(const std::vector<const Tensor*>& given) {
+  void BindConstants() {
     for (uint32_t v = 0; v < g_.values()->size(); ++v) {
       const pkg::Value* value = g_.values()->Get(v);
       if (value->kind() == pkg::ValueKind::Constant) SetConstant(v, value->buffer());
     }
+  }
+
+  Status BindConstantsAndInputs(const std::vector<const Tensor*>& given) {
+    BindConstants();
     for (uint32_t i = 0; i < g_.inputs()->size(); ++i) {
       int v = g_.inputs()->Get(i);
       const pkg::Value* value = g_.values()->Get(v);
@@ -1135,6 +1226,32 @@ class Run final : public OutputAllocator {
   AttrView attrs_{nullptr};
   StepArgs args_;  // of the current kernel step, reused
 };
+
+}  // namespace
+
+namespace {
+
+Status HoistConstantSteps(Session::Plans& plans) {
+  if (MarkHoisted(plans.graphs[0]) == 0) return Status::Ok();
+  std::vector<std::unique_ptr<Queue>> queues(plans.devices.size());
+  for (size_t d = 0; d < queues.size(); ++d) {
+    QUILT_RETURN_IF_ERROR(plans.devices[d]->CreateQueue(&queues[d]));
+  }
+  std::vector<std::pair<int, DeviceTensor>> held;
+  std::vector<BufferPtr> buffers;
+  {
+    class Run run(plans, queues, 0);
+    Status st = run.Hoist(&held, &buffers);
+    for (const std::unique_ptr<Queue>& q : queues) {
+      Status done = q->Finish();
+      if (st.ok()) st = done;
+    }
+    if (!st.ok()) return st.WithContext("computing the package's constant steps");
+  }
+  plans.graphs[0].held = std::move(held);
+  plans.graphs[0].held_buffers = std::move(buffers);
+  return Status::Ok();
+}
 
 }  // namespace
 

@@ -1,0 +1,70 @@
+// Steps that read constants alone run once, when the session is created: the runs skip them (a
+// profile lists no such step) and compute what the package says, run after run.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/src/package.h"
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
+
+namespace quilt {
+namespace {
+
+// A weight stored as int8 and scaled (dequantized) before a matmul; a constant-only sum that is
+// a graph output (stays in the run: outputs are made by every run); and an input-dependent add.
+constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3), "float32")):
+        w = R.astype(R.const([[1, -2], [3, 4], [-5, 6]], "int8"), dtype="float32")
+        ws = R.multiply(w, R.const(0.5, "float32"))
+        y = R.matmul(x, ws)
+        k = R.add(R.const([1.0, 2.0], "float32"), R.const([3.0, 4.5], "float32"))
+        z = R.add(y, k)
+        return (z, k)
+)";
+
+TEST(Hoist, ConstantStepsRunOnceAtCreation) {
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kModel), {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::LoadedPackage> p;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(p), {}, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const double w[3][2] = {{0.5, -1}, {1.5, 2}, {-2.5, 3}};
+  const double k[2] = {4, 6.5};
+  for (int64_t n : {2, 5, 1}) {
+    std::vector<float> x(static_cast<size_t>(n * 3));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+    std::vector<rt::OwnedTensor> out;
+    rt::RunProfile profile;
+    st = s->Run({test::Input("x", x, {n, 3})}, &out, &profile);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 2u);
+    std::vector<float> z = test::Floats(out[0]), kk = test::Floats(out[1]);
+    ASSERT_EQ(z.size(), static_cast<size_t>(n * 2));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        double want = k[j];
+        for (int c3 = 0; c3 < 3; ++c3) want += x[static_cast<size_t>(i * 3 + c3)] * w[c3][j];
+        EXPECT_NEAR(z[static_cast<size_t>(i * 2 + j)], want, 1e-5) << i << ", " << j;
+      }
+    }
+    EXPECT_EQ(kk, (std::vector<float>{4.0f, 6.5f}));
+    // The run: the matmul, the add of k, and k itself (a graph output); not the astype or the
+    // multiply of the weight.
+    std::vector<std::string> ops;
+    for (const rt::StepProfile& step : profile.steps) ops.push_back(step.op);
+    EXPECT_EQ(ops, (std::vector<std::string>{"matmul", "add", "add"}));
+  }
+}
+
+}  // namespace
+}  // namespace quilt
