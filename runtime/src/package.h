@@ -18,11 +18,15 @@ namespace quilt::rt {
 
 // The format version this runtime reads and writes. A package of another major version is
 // refused (an older one with the advice to compile the model again); a newer minor version adds
-// only fields this runtime may ignore.
+// fields and steps an older runtime of the same major version reads, or refuses by name when it
+// prepares the step (a kernel it lacks, a dispatch convention its device does not pass).
 //   1.0  values, steps by kernel name, per-device arenas, constants in a data section
 //   2.0  step kinds (kernel, dispatch, copy, control), regions, code sections with their target
+//   2.1  Device.cpu_fallback (quiltc --portable)
+//   2.2  fused_elementwise steps (targets/cpu/kernels/fused.h); dispatch steps that check their
+//        indices (attribute "checked", targets/opencl/device/dispatch.h)
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 1;
+inline constexpr uint16_t kFormatMinor = 2;
 
 // The step kind a builtin name belongs to: Copy for "copy", Control for the executor's control
 // steps, nullopt for any other name (an op's kernel or an entry point).

@@ -293,8 +293,14 @@ Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name
               ? "  bool first = d % 2 == 0;\n  long i = d / 2, other = first ? d + 1 : d - 1;\n"
               : "  bool first = d < hr;\n  long i = first ? d : d - hr, other = first ? "
                 "d + hr : d - hr;\n";
-  body += has_pos ? "  long row = clamp((long)x3[b * S + s], 0L, rows - 1) * hr;\n"
-                  : "  long row = (b * S + s) * hr;\n";
+  if (has_pos) {
+    // A position id outside the cache fails the run, as on the CPU.
+    k.Checked();
+    body += "  long pos = (long)x3[b * S + s];\n" + BadIndex("pos", "rows", "y[t]", false) +
+            "  long row = pos * hr;\n";
+  } else {
+    body += "  long row = (b * S + s) * hr;\n";
+  }
   body += R"(  float c = x1[row + i], sn = x2[row + i];
   float mine = x0[t], theirs = x0[t + other - d];
   y[t] = first ? c * mine - sn * theirs : sn * theirs + c * mine;

@@ -143,9 +143,9 @@ Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::str
   return {};
 }
 
-// take: indices are read as longs; "wrap" and "clip" as the CPU kernel computes them; "fast"
-// (the importer proved every index in range) counts a negative one from the end and clamps too,
-// so that no index reads past the data.
+// take: indices are read as longs; "wrap" and "clip" as the CPU kernel computes them; otherwise
+// ("fast": the importer made every index count from the start) an index outside [0, N) fails the
+// run as the CPU kernel fails (the kernel checks: KernelText::Checked).
 Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const std::vector<int>& x = k.In(0).dims;
@@ -163,9 +163,11 @@ Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   body += "  long j = (long)x1[ca];\n";
   if (wrap) {
     body += "  j = N > 0 ? ((j % N) + N) % N : 0;\n";
-  } else {
-    if (!clip) body += "  if (j < 0) j += N;\n";
+  } else if (clip) {
     body += "  j = clamp(j, 0L, N > 0 ? N - 1 : 0L);\n";
+  } else {
+    k.Checked();
+    body += BadIndex("j", "N", "y[t]", false);
   }
   body += "  y[t] = N > 0 ? x0[(o * N + j) * inner + w] : 0;\n";
   k.Finish(name, body, kLocalSize, code);
@@ -218,8 +220,8 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
 }
 
 // gather_nd: each output element reads the data's slice that its index tuple (the indices' last
-// dim, k of them, static) selects within its batch; indices count from the end when negative and
-// are clamped to the data, so that none reads past it (the CPU refuses them).
+// dim, k of them, static) selects within its batch; indices count from the end when negative, and
+// one outside [-n, n) fails the run as the CPU kernel fails (the kernel checks).
 Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const std::vector<int>& x = k.In(0).dims;
@@ -242,13 +244,14 @@ Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::
   if (t >= total) return;
   long w = t % slice, tt = t / slice, at = tt / per_batch * batch_size + w;
 )";
+  k.Checked();
   for (size_t j = 0; j < ks; ++j) {
-    std::string js = std::to_string(j);
+    std::string js = std::to_string(j), v = "v" + js;
     k.Long("n" + js, x[bs + j]);
     k.Long("s" + js, Product(g, x, bs + j + 1));
-    body += "  {\n    long v = (long)x1[tt * " + Int(*kk) + " + " + js +
-            "];\n    if (v < 0) v += n" + js + ";\n    at += clamp(v, 0L, n" + js + " > 0 ? n" +
-            js + " - 1 : 0L) * s" + js + ";\n  }\n";
+    body += "  long " + v + " = (long)x1[tt * " + Int(*kk) + " + " + js + "];\n" +
+            BadIndex(v, "n" + js, "y[t]") + "  if (" + v + " < 0) " + v + " += n" + js +
+            ";\n  at += " + v + " * s" + js + ";\n";
   }
   body += "  y[t] = x0[at];\n";
   k.Finish(name, body, kLocalSize, code);

@@ -110,11 +110,23 @@ void KernelText::Finish(const std::string& name, const std::string& body, int64_
     locals += "  __global " + t + "* y" + s + " = (__global " + t + "*)((__global char*)q_py" + s +
               " + q_oy" + s + ");\n";
   }
-  *code += "\n// " + Where(step_) + "\n__kernel void " + name + "(" + params + longs_ + ") {\n" +
-           locals + body + "}\n";
+  std::string error = checked_ ? ", __global int* q_err, int q_seq" : "";
+  *code += "\n// " + Where(step_) + "\n__kernel void " + name + "(" + params + longs_ + error +
+           ") {\n" + locals + body + "}\n";
   step_.kind = pkg::StepKind::Dispatch;
   step_.dims = dims_;
   step_.attrs.Set("local", std::vector<int64_t>{local});
+  if (checked_) step_.attrs.Set("checked", true);
+}
+
+std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
+                     bool negative) {
+  std::string low = negative ? index + " < -" + size : index + " < 0";
+  return "  if (" + low + " || " + index + " >= " + size + ") {\n" +
+         "    if (atomic_cmpxchg(q_err, 0, q_seq) == 0) {\n" +
+         "      *(__global long*)(q_err + 2) = " + index + ";\n" +
+         "      *(__global long*)(q_err + 4) = " + size + ";\n    }\n    " + out +
+         " = 0;\n    return;\n  }\n";
 }
 
 std::string Unravel(const std::string& index, const std::string& prefix, size_t rank) {

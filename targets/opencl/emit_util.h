@@ -62,6 +62,9 @@ class KernelText {
   const ValueSpec& Out(size_t k = 0) const {
     return g_.values[static_cast<size_t>(step_.outputs[k])];
   }
+  // The kernel checks its indices: it takes the run's error word (targets/opencl/device/
+  // dispatch.h), and reports a bad one with BadIndex.
+  void Checked() { checked_ = true; }
   // Finishes the step: its kernel `name` with `body`, launched over the first `grid` longs.
   void Finish(const std::string& name, const std::string& body, int64_t local, std::string* code);
 
@@ -70,7 +73,14 @@ class KernelText {
   StepSpec& step_;
   std::string longs_;
   std::vector<int> dims_;
+  bool checked_ = false;
 };
+
+// Statements of a checked kernel (KernelText::Checked) for an index `index` (a long) outside
+// [-size, size) or, with `negative` false, [0, size): the run's error word takes it (when it is
+// the first) and the element is 0 (`out`, the output element's lvalue); the work-item is done.
+std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
+                     bool negative = true);
 
 // The coordinates of flat index `index` in a row-major tensor of dims `d<prefix><j>` (longs the
 // kernel has), as longs `c<prefix><j>`, j in [0, rank). Declares them.

@@ -430,6 +430,81 @@ class Module:
   }
 }
 
+// The message of a failed run of `model` on `inputs` (compiled for `devices`), or "" when it
+// runs; the same session then runs `good` (inputs of the same signature) without error.
+std::string RunFailure(const char* model, std::vector<std::string> devices,
+                       const std::vector<Input>& inputs, const std::vector<Input>& good) {
+  compiler::CompileOptions options;
+  options.devices = std::move(devices);
+  options.strict = true;
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), options);
+  EXPECT_TRUE(c) << c.error().ToString();
+  if (!c) return "no package";
+  std::unique_ptr<rt::LoadedPackage> p;
+  EXPECT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
+  rt::SessionOptions so;
+  so.strict = true;
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(p), so, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!s) return "no session";
+  auto named = [](const std::vector<Input>& list) {
+    std::vector<rt::NamedTensor> out;
+    for (const Input& in : list) {
+      rt::NamedTensor t;
+      t.name = in.name;
+      t.tensor.dtype = in.dtype;
+      t.tensor.shape = in.shape;
+      t.tensor.data = const_cast<uint8_t*>(in.bytes.data());
+      out.push_back(t);
+    }
+    return out;
+  };
+  std::vector<rt::OwnedTensor> out;
+  st = s->Run(named(inputs), &out);
+  std::string message = st.ok() ? "" : st.message();
+  st = s->Run(named(good), &out);
+  EXPECT_TRUE(st.ok()) << "the run after: " << st.message();
+  return message;
+}
+
+// An index outside its axis (take's from the start, gather_nd's from either end) fails the run on
+// OpenCL as it does on the CPU, naming the step and the index, instead of reading some other
+// element; the next run of the session is not affected.
+TEST(OpenClEmit, AnIndexOutOfRangeFailsTheRun) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, "n", 3), "float32"), i: R.Tensor((5,), "int64"), g: R.Tensor((2, 2), "int64")):
+        y = R.take(x, i, axis=1)
+        u = R.gather_nd(x, g)
+        return (y, u)
+)";
+  Input x = Floats("x", {4, 6, 3});
+  Input i = Int64s("i", {3, 0, 5, 1, 2});
+  Input g = Int64s("g", {1, -1, -4, 2}, {2, 2});
+  ExpectOpenClMatchesCpu(kModel, {x, i, g}, 2);
+  struct Case {
+    Input i, g;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {Int64s("i", {0, 6, 1, 1, 1}), g, "index 6 is out of bounds for an axis of size 6"},
+      {Int64s("i", {0, -1, 1, 1, 1}), g, "index -1 is out of bounds for an axis of size 6"},
+      {i, Int64s("g", {1, 1, -5, 0}, {2, 2}), "index -5 is out of bounds for an axis of size 4"},
+      {i, Int64s("g", {1, 6, 0, 0}, {2, 2}), "index 6 is out of bounds for an axis of size 6"},
+  };
+  for (const Case& c : cases) {
+    std::string cl = RunFailure(kModel, {"opencl"}, {x, c.i, c.g}, {x, i, g});
+    EXPECT_NE(cl.find(c.message), std::string::npos) << cl;
+    EXPECT_NE(cl.find(c.i.bytes == i.bytes ? "gather_nd" : "take"), std::string::npos) << cl;
+    std::string cpu = RunFailure(kModel, {"llvm"}, {x, c.i, c.g}, {x, i, g});
+    EXPECT_NE(cpu, "") << "the CPU refuses the index too";
+  }
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(

@@ -239,18 +239,21 @@ class ClProgram final : public Executable {
 // since runs of one session may share it), and its launch shape.
 class ClStep final : public PreparedStep {
  public:
-  ClStep(cl_kernel k, std::vector<size_t> local, std::string what)
-      : kernel_(k), local_(std::move(local)), what_(std::move(what)) {}
+  ClStep(cl_kernel k, std::vector<size_t> local, std::string what, bool checked)
+      : kernel_(k), local_(std::move(local)), what_(std::move(what)), checked_(checked) {}
   ~ClStep() override { clReleaseKernel(kernel_); }
   cl_kernel kernel() const { return kernel_; }
   const std::vector<size_t>& local() const { return local_; }
   const std::string& what() const { return what_; }
+  // Whether the kernel checks its indices and reports through the run's error word.
+  bool checked() const { return checked_; }
   std::mutex& mutex() const { return mutex_; }
 
  private:
   cl_kernel kernel_;
   std::vector<size_t> local_;
   std::string what_;
+  bool checked_;
   mutable std::mutex mutex_;
 };
 
@@ -259,6 +262,7 @@ class ClQueue final : public Queue {
   explicit ClQueue(cl_command_queue q) : queue_(q) {}
   ~ClQueue() override {
     clFinish(queue_);
+    if (error_) clReleaseMemObject(error_);
     clReleaseCommandQueue(queue_);
   }
 
@@ -294,6 +298,26 @@ class ClQueue final : public Queue {
     for (int64_t d : args.dims) {
       cl_long v = d;
       QUILT_CL(clSetKernelArg(k, arg++, sizeof(cl_long), &v),
+               step.what() + ": setting argument " + std::to_string(arg - 1));
+    }
+    if (step.checked()) {
+      // The run's error word (made zero on first use) and this launch's number in it.
+      if (!error_) {
+        cl_context context = nullptr;
+        QUILT_CL(
+            clGetCommandQueueInfo(queue_, CL_QUEUE_CONTEXT, sizeof(context), &context, nullptr),
+            "finding the OpenCL queue's context");
+        uint8_t zeros[kDispatchErrorBytes] = {};
+        cl_int e = CL_SUCCESS;
+        error_ = clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                kDispatchErrorBytes, zeros, &e);
+        if (e != CL_SUCCESS) return ClError("allocating the run's OpenCL error word", e);
+      }
+      checked_.push_back(step.what());
+      cl_int seq = static_cast<cl_int>(checked_.size());
+      QUILT_CL(clSetKernelArg(k, arg++, sizeof(cl_mem), &error_),
+               step.what() + ": setting argument " + std::to_string(arg - 1));
+      QUILT_CL(clSetKernelArg(k, arg++, sizeof(cl_int), &seq),
                step.what() + ": setting argument " + std::to_string(arg - 1));
     }
     QUILT_CL(
@@ -361,11 +385,28 @@ class ClQueue final : public Queue {
 
   Status Finish() override {
     QUILT_CL(clFinish(queue_), "finishing the OpenCL queue");
-    return Status::Ok();
+    if (!error_) return Status::Ok();
+    uint8_t word[kDispatchErrorBytes] = {};
+    QUILT_CL(
+        clEnqueueReadBuffer(queue_, error_, CL_TRUE, 0, sizeof(word), word, 0, nullptr, nullptr),
+        "reading the run's OpenCL error word");
+    int32_t seq = 0;
+    int64_t index = 0, size = 0;
+    std::memcpy(&seq, word, 4);
+    std::memcpy(&index, word + 8, 8);
+    std::memcpy(&size, word + 16, 8);
+    if (seq <= 0) return Status::Ok();
+    std::string what = static_cast<size_t>(seq) <= checked_.size()
+                           ? checked_[static_cast<size_t>(seq) - 1]
+                           : "a checked kernel (launch " + std::to_string(seq) + ")";
+    return Status::Error(what + ": index " + std::to_string(index) +
+                         " is out of bounds for an axis of size " + std::to_string(size));
   }
 
  private:
   cl_command_queue queue_;
+  cl_mem error_ = nullptr;            // the run's error word, once a checked kernel runs
+  std::vector<std::string> checked_;  // the checked launches, by q_seq - 1
 };
 
 class ClDevice final : public Device {
@@ -475,24 +516,32 @@ class ClDevice final : public Device {
     cl_kernel k = clCreateKernel(static_cast<const ClProgram*>(code)->program(), name.c_str(), &e);
     if (e != CL_SUCCESS) return ClError("finding kernel '" + name + "' in its program", e);
     std::vector<size_t> local;
+    bool checked = false;
     if (step.attrs()) {
       for (const pkg::Attr* a : *step.attrs()) {
-        if (a->name() && a->name()->string_view() == kDispatchLocalAttr && a->ints()) {
+        if (!a->name()) continue;
+        if (a->name()->string_view() == kDispatchLocalAttr && a->ints()) {
           for (int64_t l : *a->ints()) local.push_back(static_cast<size_t>(l));
+        }
+        if (a->name()->string_view() == kDispatchCheckedAttr) {
+          checked =
+              (a->type() == pkg::AttrType::Bool || a->type() == pkg::AttrType::Int) && a->i() != 0;
         }
       }
     }
-    auto prepared = std::make_unique<ClStep>(k, local, what);
+    auto prepared = std::make_unique<ClStep>(k, local, what, checked);
     // The kernel's parameters must be what the convention passes: (buffer, offset) per input and
-    // output, then one long per dim of the step.
+    // output, then one long per dim of the step (and the error word and launch number when it
+    // checks).
     cl_uint num_args = 0;
     clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(num_args), &num_args, nullptr);
     size_t want = 2 * (step.inputs()->size() + step.outputs()->size()) +
-                  (step.dims() ? step.dims()->size() : 0);
+                  (step.dims() ? step.dims()->size() : 0) + (checked ? 2 : 0);
     if (num_args != want) {
       return Status::Error("kernel '" + name + "' takes " + std::to_string(num_args) +
                            " arguments; the step passes " + std::to_string(want) +
-                           " (a buffer and an offset per tensor, a long per dim)");
+                           " (a buffer and an offset per tensor, a long per dim" +
+                           (checked ? ", the error word and the launch number" : "") + ")");
     }
     if (!local.empty() &&
         (local.size() > 3 || (step.dims() && step.dims()->size() < local.size()))) {
