@@ -186,6 +186,7 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
     return Error(Where(step) + ": pad mode '" + mode + "'");
   }
   const std::vector<int>& out = k.Out().dims;
+  if (mode != "constant") k.Checked();
   k.Long("n", Product(g, out, 0));
   PassDims(k, "", out);
   PassDims(k, "i", in);
@@ -197,16 +198,15 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
       body += "  if (" + p + " < 0 || " + p + " >= " + d + ") {\n    y[t] = x1[0];\n    return;\n" +
               "  }\n";
     } else if (mode == "edge") {
-      // An empty axis (the CPU refuses it): 0 rather than a read outside the data.
-      body += "  if (" + d + " == 0) {\n    y[t] = 0.0f;\n    return;\n  }\n";
+      // An empty axis fails the run, as on the CPU (the kernel checks).
+      body += EmptyAxis(d, "y[t]");
       body += "  " + p + " = clamp(" + p + ", 0L, " + d + " - 1);\n";
     } else if (mode == "wrap") {
-      body += "  if (" + d + " == 0) {\n    y[t] = 0.0f;\n    return;\n  }\n";
+      body += EmptyAxis(d, "y[t]");
       body += "  " + p + " = ((" + p + " % " + d + ") + " + d + ") % " + d + ";\n";
     } else {
-      // reflect: mirror without repeating the edge, period 2 (n - 1). An empty axis (the CPU
-      // refuses it) gives 0 rather than a read outside the data.
-      body += "  if (" + d + " == 0) {\n    y[t] = 0.0f;\n    return;\n  }\n";
+      // reflect: mirror without repeating the edge, period 2 (n - 1).
+      body += EmptyAxis(d, "y[t]");
       body += "  if (" + d + " == 1) " + p + " = 0;\n  else if (" + p + " < 0 || " + p +
               " >= " + d + ") {\n    long per = 2 * (" + d + " - 1);\n    " + p + " = ((" + p +
               " % per) + per) % per;\n    if (" + p + " >= " + d + ") " + p + " = per - " + p +

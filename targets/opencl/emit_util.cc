@@ -119,14 +119,28 @@ void KernelText::Finish(const std::string& name, const std::string& body, int64_
   if (checked_) step_.attrs.Set("checked", true);
 }
 
-std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
-                     bool negative) {
-  std::string low = negative ? index + " < -" + size : index + " < 0";
-  return "  if (" + low + " || " + index + " >= " + size + ") {\n" +
-         "    if (atomic_cmpxchg(q_err, 0, q_seq) == 0) {\n" +
+namespace {
+
+// The error word's statements (targets/opencl/device/dispatch.h) when `condition` holds.
+std::string Report(const std::string& condition, int kind, const std::string& index,
+                   const std::string& size, const std::string& out) {
+  return "  if (" + condition + ") {\n    if (atomic_cmpxchg(q_err, 0, q_seq) == 0) {\n" +
+         "      q_err[1] = " + std::to_string(kind) + ";\n" +
          "      *(__global long*)(q_err + 2) = " + index + ";\n" +
          "      *(__global long*)(q_err + 4) = " + size + ";\n    }\n    " + out +
          " = 0;\n    return;\n  }\n";
+}
+
+}  // namespace
+
+std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
+                     bool negative) {
+  std::string low = negative ? index + " < -" + size : index + " < 0";
+  return Report(low + " || " + index + " >= " + size, 0, index, size, out);
+}
+
+std::string EmptyAxis(const std::string& size, const std::string& out) {
+  return Report(size + " == 0", 1, "0L", size, out);
 }
 
 std::string Unravel(const std::string& index, const std::string& prefix, size_t rank) {

@@ -81,6 +81,9 @@ class KernelText {
 // the first) and the element is 0 (`out`, the output element's lvalue); the work-item is done.
 std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
                      bool negative = true);
+// The same for an axis `size` (a long) that is empty where the op cannot be (edge, reflect and
+// wrap padding read from it).
+std::string EmptyAxis(const std::string& size, const std::string& out);
 
 // The coordinates of flat index `index` in a row-major tensor of dims `d<prefix><j>` (longs the
 // kernel has), as longs `c<prefix><j>`, j in [0, rank). Declares them.

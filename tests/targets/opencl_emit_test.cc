@@ -505,6 +505,29 @@ class Module:
   }
 }
 
+// Edge, reflect and wrap padding of an axis that is empty fails the run on OpenCL as on the CPU.
+TEST(OpenClEmit, PaddingAnEmptyAxisFailsTheRun) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, "n"), "float32")):
+        a = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[0, 0, 1, 2], pad_mode="edge")
+        b = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[0, 0, 2, 1], pad_mode="reflect")
+        c = R.nn.pad(x, R.const(0.0, "float32"), pad_width=[1, 0, 3, 1], pad_mode="wrap")
+        return (a, b, c)
+)";
+  Input good = Floats("x", {2, 3});
+  ExpectOpenClMatchesCpu(kModel, {good}, 3);
+  Input empty = Floats("x", {2, 0});
+  std::string cl = RunFailure(kModel, {"opencl"}, {empty}, {good});
+  EXPECT_NE(cl.find("cannot pad an empty axis"), std::string::npos) << cl;
+  EXPECT_NE(cl.find("nn_pad"), std::string::npos) << cl;
+  std::string cpu = RunFailure(kModel, {"llvm"}, {empty}, {good});
+  EXPECT_NE(cpu.find("cannot pad an empty axis"), std::string::npos) << cpu;
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(

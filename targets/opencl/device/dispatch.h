@@ -14,7 +14,9 @@
 // A step with the attribute "checked" (true) checks its data (indices against the dims they
 // index) and takes two more parameters after its dims: `__global int* q_err, int q_seq`. The
 // first work-item of the run to meet a bad index claims the word (atomic_cmpxchg(q_err, 0,
-// q_seq) == 0) and writes the index and the size it indexes as longs at byte offsets 8 and 16;
+// q_seq) == 0) and writes what is wrong as an int at byte offset 4 (0: an index out of bounds,
+// 1: an empty axis that padding reads from), the index and the size it indexes as longs at byte
+// offsets 8 and 16;
 // the device gives every checked launch of a run its own q_seq (from 1) and one such word per
 // run, and when the run's queue finishes it fails the run naming the step that claimed it. So a
 // bad index is an error, as on the CPU, never a quiet read of some other element.
@@ -24,7 +26,7 @@ namespace quilt::rt {
 
 inline constexpr const char* kDispatchLocalAttr = "local";
 inline constexpr const char* kDispatchCheckedAttr = "checked";
-// The error word's bytes: q_seq (int), unused, the index (long), the size (long).
+// The error word's bytes: q_seq (int), what is wrong (int), the index (long), the size (long).
 inline constexpr size_t kDispatchErrorBytes = 24;
 
 // Options every OpenCL program is built with. Where the device can, division and sqrt are also

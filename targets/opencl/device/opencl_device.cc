@@ -390,15 +390,17 @@ class ClQueue final : public Queue {
     QUILT_CL(
         clEnqueueReadBuffer(queue_, error_, CL_TRUE, 0, sizeof(word), word, 0, nullptr, nullptr),
         "reading the run's OpenCL error word");
-    int32_t seq = 0;
+    int32_t seq = 0, kind = 0;
     int64_t index = 0, size = 0;
     std::memcpy(&seq, word, 4);
+    std::memcpy(&kind, word + 4, 4);
     std::memcpy(&index, word + 8, 8);
     std::memcpy(&size, word + 16, 8);
     if (seq <= 0) return Status::Ok();
     std::string what = static_cast<size_t>(seq) <= checked_.size()
                            ? checked_[static_cast<size_t>(seq) - 1]
                            : "a checked kernel (launch " + std::to_string(seq) + ")";
+    if (kind == 1) return Status::Error(what + ": cannot pad an empty axis in this mode");
     return Status::Error(what + ": index " + std::to_string(index) +
                          " is out of bounds for an axis of size " + std::to_string(size));
   }
