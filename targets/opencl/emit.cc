@@ -366,13 +366,21 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   if (!strides(a_batch, MulDim(g, m, kk), &sa) || !strides(b_batch, MulDim(g, kk, n), &sb)) {
     return Error(Where(step) + ": a batch broadcast only the run decides");
   }
-  int tiles_m = CeilDiv(g, m, 4), tiles_n = CeilDiv(g, n, 4);
+  // A work-item computes R rows by W neighbouring columns in vector registers (floatW): each step
+  // of K loads a run of W values of B's row and multiplies it by each row's value of A. Drivers
+  // that run work-items in SIMD lanes (GPUs) and those that run one work-item per core's vector
+  // unit (PoCL on CPUs, whose work-item loops do not vectorize around an inner loop) both get
+  // vector arithmetic.
+  const int W = 16;
+  std::optional<int64_t> m_static = StaticDim(g, m);
+  int64_t rows = m_static && *m_static > 0 && *m_static < 8 ? *m_static : 8;
+  int tiles_m = CeilDiv(g, m, rows);
   int batches = Product(g, batch, 0);
-  k.Long("tiles", MulDim(g, batches, MulDim(g, tiles_m, tiles_n)));
+  k.Long("cw", CeilDiv(g, n, W));  // the grid: column runs by (batch, row tile)
+  k.Long("rt", MulDim(g, batches, tiles_m));
   k.Long("M", m);
   k.Long("K", kk);
   k.Long("N", n);
-  k.Long("tn", tiles_n);
   k.Long("tm", tiles_m);
   PassDims(k, "b", batch);
   std::string a_off, b_off;
@@ -387,34 +395,45 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
       b_off += " + cb" + js + " * sb" + js;
     }
   }
-  std::string body = R"(  long t = get_global_id(0);
-  if (t >= tiles) return;
-  long bt = t / (tm * tn);
-  long m0 = (t / tn) % tm * 4, n0 = t % tn * 4;
-)" + Unravel("bt", "b", batch.size()) +
-                     "  __global const float* A = x0 + 0" + a_off + ";\n" +
-                     "  __global const float* B = x1 + 0" + b_off + ";\n" + R"(
-  float acc[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  long mr[4], nc[4];
-  for (int i = 0; i < 4; ++i) {
-    mr[i] = min(m0 + i, M - 1);
-    nc[i] = min(n0 + i, N - 1);
-  }
-  for (long p = 0; p < K; ++p) {
-    float av[4], bv[4];
-    for (int i = 0; i < 4; ++i) av[i] = A[mr[i] * K + p];
-    for (int j = 0; j < 4; ++j) bv[j] = B[p * N + nc[j]];
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  std::string body = R"(  long cr = get_global_id(0), r = get_global_id(1);
+  if (cr >= cw || r >= rt) return;
+  long bt = r / tm, c0 = cr * 16;
+)" + std::string("  const int R = ") +
+                     std::to_string(rows) + ";\n" + "  long m0 = r % tm * R;\n" +
+                     Unravel("bt", "b", batch.size()) + "  __global const float* A = x0 + 0" +
+                     a_off + ";\n" + "  __global const float* B = x1 + 0" + b_off + ";\n" + R"(
+  float16 acc[R];
+  __global const float* ar[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i] = (float16)(0.0f);
+    ar[i] = A + min(m0 + i, M - 1) * K;
   }
   __global float* Y = y + bt * M * N;
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
-      if (m0 + i < M && n0 + j < N) Y[(m0 + i) * N + n0 + j] = acc[i][j];
+  if (c0 + 16 <= N) {
+    __global const float* bc = B + c0;
+    for (long p = 0; p < K; ++p) {
+      float16 bv = vload16(0, bc + p * N);
+      for (int i = 0; i < R; ++i) acc[i] = fma((float16)(ar[i][p]), bv, acc[i]);
+    }
+    for (int i = 0; i < R; ++i)
+      if (m0 + i < M) vstore16(acc[i], 0, Y + (m0 + i) * N + c0);
+    return;
+  }
+  // The last run of columns, fewer than 16.
+  float part[16];
+  for (long p = 0; p < K; ++p) {
+    for (int j = 0; j < 16; ++j) part[j] = c0 + j < N ? B[p * N + c0 + j] : 0.0f;
+    float16 bv = vload16(0, part);
+    for (int i = 0; i < R; ++i) acc[i] = fma((float16)(ar[i][p]), bv, acc[i]);
+  }
+  for (int i = 0; i < R; ++i) {
+    if (m0 + i >= M) break;
+    vstore16(acc[i], 0, part);
+    for (int j = 0; j < 16; ++j)
+      if (c0 + j < N) Y[(m0 + i) * N + c0 + j] = part[j];
+  }
 )";
-  k.Finish(name, body, kLocalSize, code);
+  k.Finish(name, body, std::vector<int64_t>{kLocalSize, 1}, code);
   return {};
 }
 

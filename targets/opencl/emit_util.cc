@@ -92,6 +92,11 @@ std::optional<std::string> ElementType(int32_t dtype) {
 
 void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,
                         std::string* code) {
+  Finish(name, body, std::vector<int64_t>{local}, code);
+}
+
+void KernelText::Finish(const std::string& name, const std::string& body,
+                        const std::vector<int64_t>& local, std::string* code) {
   std::string params, locals;
   auto type = [&](int v) {
     return v < 0 ? std::string("float")
@@ -115,7 +120,7 @@ void KernelText::Finish(const std::string& name, const std::string& body, int64_
            ") {\n" + locals + body + "}\n";
   step_.kind = pkg::StepKind::Dispatch;
   step_.dims = dims_;
-  step_.attrs.Set("local", std::vector<int64_t>{local});
+  step_.attrs.Set("local", local);
   if (checked_) step_.attrs.Set("checked", true);
 }
 

@@ -67,6 +67,9 @@ class KernelText {
   void Checked() { checked_ = true; }
   // Finishes the step: its kernel `name` with `body`, launched over the first `grid` longs.
   void Finish(const std::string& name, const std::string& body, int64_t local, std::string* code);
+  // The same over a grid of the first local.size() longs, work-groups of `local`.
+  void Finish(const std::string& name, const std::string& body, const std::vector<int64_t>& local,
+              std::string* code);
 
  private:
   GraphSpec& g_;

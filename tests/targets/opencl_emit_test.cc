@@ -574,6 +574,29 @@ class Module:
   }
 }
 
+// Matmul tiles of 8 rows by 16 columns in vector registers: columns that fill whole runs of 16
+// and a last partial run, rows that are not a multiple of 8, fewer rows than 8, a symbolic batch,
+// a broadcast weight.
+TEST(OpenClEmit, MatmulTilesOfRowsByColumnRuns) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor(("n", 13, 19), "float32"), b: R.Tensor((19, 37), "float32"), c: R.Tensor((3, 19), "float32"), d: R.Tensor(("n", 19, 32), "float32")):
+        ab = R.matmul(a, b)
+        cb = R.matmul(c, b)
+        ad = R.matmul(a, d)
+        return (ab, cb, ad)
+)";
+  for (int64_t n : {1, 2}) {
+    ExpectOpenClMatchesCpu(kModel,
+                           {Floats("a", {n, 13, 19}), Floats("b", {19, 37}, 0.1f, 0.6f),
+                            Floats("c", {3, 19}), Floats("d", {n, 19, 32}, 0.2f, 1.1f)},
+                           3);
+  }
+}
+
 TEST(OpenClEmit, AdaptivePoolsToAnySize) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
