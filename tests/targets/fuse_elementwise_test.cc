@@ -16,6 +16,7 @@
 #include "runtime/src/package.h"
 #include "runtime/src/session.h"
 #include "targets/compile.h"
+#include "tests/runtime/runtime_test_util.h"
 #include "tests/test_util.h"
 
 namespace quilt::compiler {
@@ -152,16 +153,9 @@ std::vector<rt::OwnedTensor> RunModel(const std::vector<uint8_t>& package, int64
   std::vector<float> rstd = values(static_cast<size_t>(n * 4), 0.2f, 0.5f);
   std::vector<float> gamma = values(6, 0.3f, 1.0f), g = values(6, 0.5f, 2.0f);
   std::vector<float> se = values(4, 1.5f, 3.0f);
-  auto in = [](const char* name, std::vector<float>& v, rt::Shape shape) {
-    rt::NamedTensor t;
-    t.name = name;
-    t.tensor.dtype = rt::DType::kFloat32;
-    t.tensor.shape = std::move(shape);
-    t.tensor.data = v.data();
-    return t;
-  };
-  st = s->Run({in("x", x, {n, 4, 6}), in("mean", mean, {n, 4, 1}), in("rstd", rstd, {n, 4, 1}),
-               in("gamma", gamma, {6}), in("g", g, {6}), in("se", se, {1, 4, 1})},
+  st = s->Run({test::Input("x", x, {n, 4, 6}), test::Input("mean", mean, {n, 4, 1}),
+               test::Input("rstd", rstd, {n, 4, 1}), test::Input("gamma", gamma, {6}),
+               test::Input("g", g, {6}), test::Input("se", se, {1, 4, 1})},
               &out);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
