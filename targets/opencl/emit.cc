@@ -360,10 +360,10 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
 // OT fmas, each with one weight broadcast; the accumulators and the channel and tap loops are
 // written out, so that they stay in registers. The window's constants are baked in; the sum over
 // (c, i, j) is in the CPU reference's order.
-//  - Tiles: OT is the group's OG channels in ceil(OG / 16) near-equal parts (a depthwise conv: 1);
-//    PV 16 pixels (8 or 4 for a narrower output). A group's or a row's last tile is moved back to
-//    end where they end, overlapping the tile before it, whose channels and pixels it leaves to
-//    it: every tile loads whole vectors.
+//  - Tiles: OT = ConvChannelTile(OG) (1 for a depthwise conv), PV = ConvPixelTile(OW)
+//  (emit_util.h).
+//    A group's or a row's last tile is moved back to end where they end, overlapping the tile
+//    before it, whose channels and pixels it leaves to it: every tile loads whole vectors.
 //  - Edges: a tile whose window stays inside the input row takes vector loads (stride 1: one
 //    load; stride 2: the even lanes of 2 * PV; others: PV scalars); a tile that overlaps the
 //    padding takes each lane with a bounds check (a second copy of the loops, chosen once per
@@ -374,12 +374,6 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
 struct Conv2dWindow {
   int64_t kh, kw, sh, sw, dh, dw, ph, pw;
 };
-
-// The most output channels per work-item: 16 accumulators of 16 floats take half of AVX-512's
-// registers.
-constexpr int64_t kConvChannelTile = 16;
-// Window widths up to this are written out tap by tap; wider ones loop over the taps.
-constexpr int64_t kConvUnrolledTaps = 8;
 
 // PV lanes at xp[off], xp[off + s], ..., read as one vector (xp: a pointer into an input row).
 std::string TapVector(int64_t pv, int64_t s, const std::string& off) {
@@ -404,10 +398,8 @@ int64_t TapReach(int64_t pv, int64_t s) { return s == 2 ? 2 * pv : (pv - 1) * s 
 void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWindow& win,
                      int64_t groups, int64_t cg, int64_t og, const std::vector<int>& in,
                      const std::vector<int>& out, const std::string& name, std::string* code) {
-  int64_t parts = (og + kConvChannelTile - 1) / kConvChannelTile;
-  int64_t ot = (og + parts - 1) / parts, oq = (og + ot - 1) / ot;
-  std::optional<int64_t> ow_static = StaticDim(g, out[3]);
-  int64_t pv = !ow_static || *ow_static >= 16 ? 16 : (*ow_static >= 8 ? 8 : 4);
+  int64_t ot = ConvChannelTile(og), oq = (og + ot - 1) / ot;
+  int64_t pv = ConvPixelTile(StaticDim(g, out[3]));
   std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
   int owq = CeilDiv(g, out[3], pv);
   k.Long("total", MulDim(g, MulDim(g, out[0], IntDim(g, groups * oq)), MulDim(g, out[2], owq)));

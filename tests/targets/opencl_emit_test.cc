@@ -482,6 +482,39 @@ class Module:
   }
 }
 
+// Transposed convs' register tiles (output channels by outputs of one phase along the last dim)
+// against the CPU: 1 to 3 spatial dims, strides 1 to 3, outputs that are and are not multiples
+// of the tile, tiles whose inputs end at the row's end and one past it, padding, output padding,
+// dilation, groups, 17 channels a group (tiles that overlap), a window wider than the taps
+// written out, a symbolic batch and width.
+TEST(OpenClEmit, ConvTransposeRegisterTilesMatchTheCpu) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4, 5, "w"), "float32"), wa: R.Tensor((4, 17, 2, 2), "float32"), wb: R.Tensor((4, 3, 3, 3), "float32"), wc: R.Tensor((4, 2, 3, 5), "float32"), wd: R.Tensor((4, 1, 1, 11), "float32"), x1: R.Tensor(("n", 6, 30), "float32"), we: R.Tensor((6, 5, 4), "float32"), x3: R.Tensor((1, 2, 3, 4, 20), "float32"), wf: R.Tensor((2, 3, 2, 2, 3), "float32")):
+        a = R.nn.conv2d_transpose(x, wa, strides=[2, 2])
+        b = R.nn.conv2d_transpose(x, wb, padding=[1, 1, 1, 1])
+        c = R.nn.conv2d_transpose(x, wc, strides=[2, 3], padding=[1, 2, 0, 1], output_padding=[1, 2], dilation=[1, 2], groups=2)
+        d = R.nn.conv2d_transpose(x, wd, strides=[1, 2], padding=[0, 3, 0, 4])
+        e = R.nn.conv1d_transpose(x1, we, strides=[2], padding=[1, 1], groups=2)
+        f = R.nn.conv3d_transpose(x3, wf, strides=[1, 2, 2], padding=[0, 1, 0, 1, 1, 1])
+        return (a, b, c, d, e, f)
+)";
+  const int64_t sizes[2][2] = {{1, 32}, {2, 40}};  // n, w
+  for (const auto& [n, w] : sizes) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {n, 4, 5, w}), Floats("wa", {4, 17, 2, 2}, 0.1f, 0.5f),
+         Floats("wb", {4, 3, 3, 3}, 0.1f, 0.5f), Floats("wc", {4, 2, 3, 5}, 0.1f, 0.5f),
+         Floats("wd", {4, 1, 1, 11}, 0.1f, 0.5f), Floats("x1", {n, 6, 30}),
+         Floats("we", {6, 5, 4}, 0.1f, 0.5f), Floats("x3", {1, 2, 3, 4, 20}),
+         Floats("wf", {2, 3, 2, 2, 3}, 0.1f, 0.5f)},
+        6, 6);
+  }
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
