@@ -365,9 +365,11 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
 //    A group's or a row's last tile is moved back to end where they end, overlapping the tile
 //    before it, whose channels and pixels it leaves to it: every tile loads whole vectors.
 //  - Edges: a tile whose window stays inside the input row takes vector loads (stride 1: one
-//    load; stride 2: the even lanes of 2 * PV; others: PV scalars); a tile that overlaps the
-//    padding takes each lane with a bounds check (a second copy of the loops, chosen once per
-//    work-item). Window rows outside the input are skipped.
+//    load; stride 2: the even lanes of 2 * PV; others: PV scalars). A tile that overlaps the
+//    padding (a second copy of the loops, chosen once per work-item) loads the same vectors, which
+//    reach into the neighbouring rows, and zeroes the lanes outside the row (a select); where
+//    those vectors would leave the input tensor (its first and last rows), it loads lane by lane.
+//    Window rows outside the input are skipped.
 //  - A 1 x 1 conv of stride 1 without padding runs as the same kernel over each image taken as
 //    one row of H * W pixels.
 // A fused bias and activation (ConvEpilogue) on each stored element.
@@ -410,6 +412,7 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   k.Long("OH", out[2]);
   k.Long("OW", out[3]);
   k.Long("OWQ", owq);
+  k.Long("XN", Product(g, in, 0));
   std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
   body += "  const long KH = " + Int(win.kh) + ", KW = " + Int(win.kw) + ", SH = " + Int(win.sh) +
           ", SW = " + Int(win.sw) + ", DH = " + Int(win.dh) + ", DW = " + Int(win.dw) +
@@ -429,32 +432,53 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
   // The loops over the window: taps as vector loads (`inside`: the tile's window lies in the row)
   // or lane by lane.
+  int64_t reach = (win.kw - 1) * win.dw + TapReach(pv, win.sw);  // of a row, from iw0
+  // The lanes' offsets in the row (edge tiles' masks).
+  body += "  const int" + vn + " lanes = (int" + vn + ")(";
+  for (int64_t q = 0; q < pv; ++q) body += (q ? ", " : "") + std::to_string(q * win.sw);
+  body += ");\n";
+  // Whether every row the tile reads, from iw0 on, lies in the input tensor (XN elements): its
+  // edge tiles then load whole vectors too, reading into the neighbouring rows.
+  body += "  bool safe = (b * C + grp * CG) * H * W + max(ih0, 0L) * W + iw0 >= 0 &&\n";
+  body +=
+      "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + (KH - 1) * DH, H - 1) * W"
+      " + iw0 + " +
+      Int(reach) + " <= XN;\n";
+  // The loops over the window. `inside`: the tile's window lies in the row; else the taps' lanes
+  // outside the row are zeros (the padding), the vectors loaded whole and masked where `safe`,
+  // else lane by lane.
   auto loops = [&](bool inside) {
     std::string s = "    for (long c = 0; c < CG; ++c) {\n";
     s += "      __global const float* xc = xb + c * H * W;\n";
     s += "      for (long i = 0; i < KH; ++i) {\n";
     s += "        long ih = ih0 + i * DH;\n        if (ih < 0 || ih >= H) continue;\n";
-    s += inside ? "        __global const float* xp = xc + ih * W + iw0;\n"
-                : "        __global const float* xr = xc + ih * W;\n";
+    if (!inside) s += "        __global const float* xr = xc + ih * W;\n";
+    s += "        __global const float* xp = xc + ih * W + iw0;\n";
     s += "        __global const float* wr = wb + (c * KH + i) * KW;\n";
     s += "        " + vt + " v;\n";
-    // Tap j (at offset `off` in the row): its PV inputs times each channel's weight.
+    // Tap j (at offset `off` from iw0): its PV inputs times each channel's weight.
     auto tap = [&](const std::string& off, const std::string& j, const std::string& indent) {
-      std::string t;
+      std::string t, in = indent;
       if (inside) {
-        t += indent + "v = " + TapVector(pv, win.sw, off) + ";\n";
+        t += in + "v = " + TapVector(pv, win.sw, off) + ";\n";
       } else {
-        t += indent + "{\n" + indent + "  float e[" + vn + "];\n";
-        t += indent + "  for (int q = 0; q < PV; ++q) {\n";
-        t += indent + "    long iw = iw0 + " + off + " + q * SW;\n";
-        t += indent + "    e[q] = iw >= 0 && iw < W ? xr[iw] : 0.0f;\n" + indent + "  }\n";
-        t += indent + "  v = vload" + vn + "(0, e);\n" + indent + "}\n";
+        t += in + "{\n";
+        in += "  ";
+        t += in + "long iw = iw0 + " + off + ";\n";
+        t += in + "if (safe) {\n";
+        t += in + "  int" + vn + " ok = (lanes >= (int)-iw) & (lanes < (int)(W - iw));\n";
+        t += in + "  v = select((" + vt + ")(0.0f), " + TapVector(pv, win.sw, off) + ", ok);\n";
+        t += in + "} else {\n" + in + "  float e[" + vn + "];\n";
+        t += in + "  for (int q = 0; q < PV; ++q) {\n";
+        t += in + "    long k = iw + q * SW;\n";
+        t += in + "    e[q] = k >= 0 && k < W ? xr[k] : 0.0f;\n" + in + "  }\n";
+        t += in + "  v = vload" + vn + "(0, e);\n" + in + "}\n";
       }
       for (int64_t r = 0; r < ot; ++r) {
         std::string a = "a" + std::to_string(r), w = Int(r * cg * win.kh * win.kw) + " + " + j;
-        t += indent + a + " = fma(v, (" + vt + ")(wr[" + w + "]), " + a + ");\n";
+        t += in + a + " = fma(v, (" + vt + ")(wr[" + w + "]), " + a + ");\n";
       }
-      return t;
+      return inside ? t : t + indent + "}\n";
     };
     if (win.kw <= kConvUnrolledTaps) {
       for (int64_t j = 0; j < win.kw; ++j) s += tap(Int(j * win.dw), Int(j), "        ");
@@ -464,7 +488,7 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
     }
     return s + "      }\n    }\n";
   };
-  body += "  if (iw0 >= 0 && iw0 + (KW - 1) * DW + " + Int(TapReach(pv, win.sw)) + " <= W) {\n";
+  body += "  if (iw0 >= 0 && iw0 + " + Int(reach) + " <= W) {\n";
   body += loops(true) + "  } else {\n" + loops(false) + "  }\n";
   // The results through the epilogue, each channel's PV as one store where the tile is whole (not
   // a row's moved-back last tile nor a tile wider than its row), else lane by lane.
