@@ -457,52 +457,168 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
   return {};
 }
 
-// nn.conv2d, NCHW: each work-item computes 4 neighbouring output pixels of one output channel,
-// the window's constants baked in; a fused bias and activation at the end.
-// A 1 x 1 conv2d of stride 1 without padding or groups is a matmul of the weight (O x C) by each
-// image (C x H*W): each work-item computes a 4 x 4 tile (4 output channels x 4 pixels) in
-// registers, 8 loads for 16 fmas where the general kernel makes 5 loads for 4; neighbouring
-// work-items read neighbouring pixels. The sum over channels is in the general kernel's order.
-Status EmitPointwiseConv(GraphSpec& g, StepSpec& step, KernelText& k, const std::string& name,
-                         std::string* code) {
-  const ValueSpec& x = k.In(0);
-  const ValueSpec& out = k.Out();
-  int pixels = MulDim(g, out.dims[2], out.dims[3]);
-  int pq = CeilDiv(g, pixels, 4), oq = CeilDiv(g, out.dims[1], 4);
-  k.Long("total", MulDim(g, out.dims[0], MulDim(g, oq, pq)));
-  k.Long("C", x.dims[1]);
-  k.Long("O", out.dims[1]);
-  k.Long("P", pixels);
-  k.Long("PQ", pq);
-  k.Long("OQ", oq);
-  std::string body = R"(  long t = get_global_id(0);
-  if (t >= total) return;
-  long p0 = t % PQ * 4, o0 = t / PQ % OQ * 4, b = t / (PQ * OQ);
-  long pr[4], orow[4];
-  for (int j = 0; j < 4; ++j) pr[j] = min(p0 + j, P - 1);
-  for (int i = 0; i < 4; ++i) orow[i] = min(o0 + i, O - 1) * C;
-  float acc[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  __global const float* xb = x0 + b * C * P;
-  for (long c = 0; c < C; ++c) {
-    float xv[4], wv[4];
-    for (int j = 0; j < 4; ++j) xv[j] = xb[c * P + pr[j]];
-    for (int i = 0; i < 4; ++i) wv[i] = x1[orow[i] + c];
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) acc[i][j] = fma(xv[j], wv[i], acc[i][j]);
+// nn.conv2d, NCHW, in register tiles: each work-item computes OT output channels (of one group)
+// by PV neighbouring output pixels of one row, each channel's PV pixels one OpenCL vector (PoCL
+// compiles a float16 to one AVX-512 register). Each tap's PV inputs are one vector load that feeds
+// OT fmas, each with one weight broadcast; the accumulators and the channel and tap loops are
+// written out, so that they stay in registers. The window's constants are baked in; the sum over
+// (c, i, j) is in the CPU reference's order.
+//  - Tiles: OT = ConvChannelTile(OG) (1 for a depthwise conv), PV = ConvPixelTile(OW)
+//  (emit_util.h).
+//    A group's or a row's last tile is moved back to end where they end, overlapping the tile
+//    before it, whose channels and pixels it leaves to it: every tile loads whole vectors.
+//  - Edges: a tile whose window stays inside the input row takes vector loads (stride 1: one
+//    load; stride 2: the even lanes of 2 * PV; others: PV scalars). A tile that overlaps the
+//    padding (a second copy of the loops, chosen once per work-item) loads the same vectors, which
+//    reach into the neighbouring rows, and zeroes the lanes outside the row (a select); where
+//    those vectors would leave the input tensor (its first and last rows), it loads lane by lane.
+//    Window rows outside the input are skipped.
+//  - A 1 x 1 conv of stride 1 without padding runs as the same kernel over each image taken as
+//    one row of H * W pixels.
+// A fused bias and activation (ConvEpilogue) on each stored element.
+struct Conv2dWindow {
+  int64_t kh, kw, sh, sw, dh, dw, ph, pw;
+};
+
+// PV lanes at xp[off], xp[off + s], ..., read as one vector (xp: a pointer into an input row).
+std::string TapVector(int64_t pv, int64_t s, const std::string& off) {
+  std::string n = std::to_string(pv), at = "xp + " + off;
+  if (s == 1) return "vload" + n + "(0, " + at + ")";
+  if (s == 2 && pv == 16) {
+    return "(float16)(vload16(0, " + at + ").even, vload16(0, " + at + " + 16).even)";
   }
-  for (int i = 0; i < 4; ++i) {
-    long o = o0 + i;
-    if (o >= O) break;
-    __global float* yr = y + (b * O + o) * P;
-    for (int j = 0; j < 4; ++j) {
-      if (p0 + j >= P) break;
-      float v = acc[i][j];
+  if (s == 2) return "vload" + std::to_string(2 * pv) + "(0, " + at + ").even";
+  std::string v = "(float" + n + ")(";
+  for (int64_t q = 0; q < pv; ++q) {
+    v += (q ? ", " : "") + std::string("xp[") + off + " + " + Int(q * s) + "]";
+  }
+  return v + ")";
+}
+
+// How many elements past a tap's first TapVector reads.
+int64_t TapReach(int64_t pv, int64_t s) { return s == 2 ? 2 * pv : (pv - 1) * s + 1; }
+
+// Emits the tiled kernel over input dims (C, H, W), output dims (O, OH, OW); `cg` input channels
+// and `og` output channels per group.
+void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWindow& win,
+                     int64_t groups, int64_t cg, int64_t og, const std::vector<int>& in,
+                     const std::vector<int>& out, const std::string& name, std::string* code) {
+  int64_t ot = ConvChannelTile(og), oq = (og + ot - 1) / ot;
+  int64_t pv = ConvPixelTile(StaticDim(g, out[3]));
+  std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
+  int owq = CeilDiv(g, out[3], pv);
+  k.Long("total", MulDim(g, MulDim(g, out[0], IntDim(g, groups * oq)), MulDim(g, out[2], owq)));
+  k.Long("C", in[1]);
+  k.Long("H", in[2]);
+  k.Long("W", in[3]);
+  k.Long("O", out[1]);
+  k.Long("OH", out[2]);
+  k.Long("OW", out[3]);
+  k.Long("OWQ", owq);
+  k.Long("XN", Product(g, in, 0));
+  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  body += "  const long KH = " + Int(win.kh) + ", KW = " + Int(win.kw) + ", SH = " + Int(win.sh) +
+          ", SW = " + Int(win.sw) + ", DH = " + Int(win.dh) + ", DW = " + Int(win.dw) +
+          ", PH = " + Int(win.ph) + ", PW = " + Int(win.pw) + ";\n";
+  body += "  const long G = " + Int(groups) + ", CG = " + Int(cg) + ", OG = " + Int(og) +
+          ", OT = " + Int(ot) + ", OQ = " + Int(oq) + ", PV = " + Int(pv) + ";\n";
+  body += R"(  long ows = t % OWQ * PV;
+  long oh = t / OWQ % OH;
+  long grp = t / (OWQ * OH) % (G * OQ) / OQ;
+  long ogs = t / (OWQ * OH) % OQ * OT;
+  long b = t / (OWQ * OH * G * OQ);
+  long og0 = min(ogs, OG - OT), ow0 = max(min(ows, OW - PV), 0L);
+  long ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
+  __global const float* xb = x0 + (b * C + grp * CG) * H * W;
+  __global const float* wb = x1 + (grp * OG + og0) * CG * KH * KW;
 )";
-  body += ConvEpilogue(step) + "      yr[p0 + j] = v;\n    }\n  }\n";
+  for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
+  // The loops over the window: taps as vector loads (`inside`: the tile's window lies in the row)
+  // or lane by lane.
+  int64_t reach = (win.kw - 1) * win.dw + TapReach(pv, win.sw);  // of a row, from iw0
+  // The lanes' offsets in the row (edge tiles' masks).
+  body += "  const int" + vn + " lanes = (int" + vn + ")(";
+  for (int64_t q = 0; q < pv; ++q) body += (q ? ", " : "") + std::to_string(q * win.sw);
+  body += ");\n";
+  // Whether every row the tile reads, from iw0 on, lies in the input tensor (XN elements): its
+  // edge tiles then load whole vectors too, reading into the neighbouring rows.
+  body += "  bool safe = (b * C + grp * CG) * H * W + max(ih0, 0L) * W + iw0 >= 0 &&\n";
+  body +=
+      "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + (KH - 1) * DH, H - 1) * W"
+      " + iw0 + " +
+      Int(reach) + " <= XN;\n";
+  // The loops over the window. `inside`: the tile's window lies in the row; else the taps' lanes
+  // outside the row are zeros (the padding), the vectors loaded whole and masked where `safe`,
+  // else lane by lane.
+  auto loops = [&](bool inside) {
+    std::string s = "    for (long c = 0; c < CG; ++c) {\n";
+    s += "      __global const float* xc = xb + c * H * W;\n";
+    s += "      for (long i = 0; i < KH; ++i) {\n";
+    s += "        long ih = ih0 + i * DH;\n        if (ih < 0 || ih >= H) continue;\n";
+    if (!inside) s += "        __global const float* xr = xc + ih * W;\n";
+    s += "        __global const float* xp = xc + ih * W + iw0;\n";
+    s += "        __global const float* wr = wb + (c * KH + i) * KW;\n";
+    s += "        " + vt + " v;\n";
+    // Tap j (at offset `off` from iw0): its PV inputs times each channel's weight.
+    auto tap = [&](const std::string& off, const std::string& j, const std::string& indent) {
+      std::string t, in = indent;
+      if (inside) {
+        t += in + "v = " + TapVector(pv, win.sw, off) + ";\n";
+      } else {
+        t += in + "{\n";
+        in += "  ";
+        t += in + "long iw = iw0 + " + off + ";\n";
+        t += in + "if (safe) {\n";
+        t += in + "  int" + vn + " ok = (lanes >= (int)-iw) & (lanes < (int)(W - iw));\n";
+        t += in + "  v = select((" + vt + ")(0.0f), " + TapVector(pv, win.sw, off) + ", ok);\n";
+        t += in + "} else {\n" + in + "  float e[" + vn + "];\n";
+        t += in + "  for (int q = 0; q < PV; ++q) {\n";
+        t += in + "    long k = iw + q * SW;\n";
+        t += in + "    e[q] = k >= 0 && k < W ? xr[k] : 0.0f;\n" + in + "  }\n";
+        t += in + "  v = vload" + vn + "(0, e);\n" + in + "}\n";
+      }
+      for (int64_t r = 0; r < ot; ++r) {
+        std::string a = "a" + std::to_string(r), w = Int(r * cg * win.kh * win.kw) + " + " + j;
+        t += in + a + " = fma(v, (" + vt + ")(wr[" + w + "]), " + a + ");\n";
+      }
+      return inside ? t : t + indent + "}\n";
+    };
+    if (win.kw <= kConvUnrolledTaps) {
+      for (int64_t j = 0; j < win.kw; ++j) s += tap(Int(j * win.dw), Int(j), "        ");
+    } else {
+      s += "        for (long j = 0; j < KW; ++j) {\n";
+      s += tap("j * DW", "j", "          ") + "        }\n";
+    }
+    return s + "      }\n    }\n";
+  };
+  body += "  if (iw0 >= 0 && iw0 + " + Int(reach) + " <= W) {\n";
+  body += loops(true) + "  } else {\n" + loops(false) + "  }\n";
+  // The results through the epilogue, each channel's PV as one store where the tile is whole (not
+  // a row's moved-back last tile nor a tile wider than its row), else lane by lane.
+  body += "  float res[" + std::to_string(ot * pv) + "];\n";
+  for (int64_t r = 0; r < ot; ++r) {
+    body += "  vstore" + vn + "(a" + std::to_string(r) + ", " + std::to_string(r) + ", res);\n";
+  }
+  std::string epilogue = ConvEpilogue(step);
+  body += R"(  bool whole = ow0 == ows && ow0 + PV <= OW;
+  for (long r = 0; r < OT; ++r) {
+    if (og0 + r < ogs) continue;  // the tile before this one stores it
+    long o = grp * OG + og0 + r;
+    __global float* yr = y + ((b * O + o) * OH + oh) * OW + ow0;
+    float* er = res + r * PV;
+    if (whole) {
+      for (int q = 0; q < PV; ++q) {
+        float v = er[q];
+)";
+  body += epilogue + "        er[q] = v;\n      }\n";
+  body += "      vstore" + vn + "(vload" + vn + "(0, er), 0, yr);\n";
+  body += R"(    } else {
+      for (int q = 0; q < PV; ++q) {
+        if (ow0 + q < ows || ow0 + q >= OW) continue;
+        float v = er[q];
+)";
+  body += epilogue + "        yr[q] = v;\n      }\n    }\n  }\n";
   k.Finish(name, body, kLocalSize, code);
-  return {};
 }
 
 Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
@@ -510,66 +626,31 @@ Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   const ValueSpec& x = k.In(0);
   const ValueSpec& w = k.In(1);
   const ValueSpec& out = k.Out();
-  std::optional<int64_t> cg = StaticDim(g, w.dims[1]), kh = StaticDim(g, w.dims[2]),
-                         kw = StaticDim(g, w.dims[3]);
-  if (!cg || !kh || !kw) return Error("R.nn.conv2d: the weight's dims must be static");
+  std::optional<int64_t> o = StaticDim(g, w.dims[0]), cg = StaticDim(g, w.dims[1]),
+                         kh = StaticDim(g, w.dims[2]), kw = StaticDim(g, w.dims[3]);
+  if (!o || !cg || !kh || !kw) return Error("R.nn.conv2d: the weight's dims must be static");
   std::vector<int64_t> stride = Ints(step.attrs, "strides", 2, 1);
   std::vector<int64_t> dil = Ints(step.attrs, "dilation", 2, 1);
   const int64_t* groups_attr = step.attrs.Get<int64_t>("groups");
   int64_t groups = groups_attr ? *groups_attr : 1;
-  int64_t ph = 0, pw = 0;
-  QUILT_TRY(PadBegin(g, step, x, *kh, stride[0], dil[0], 0, &ph));
-  QUILT_TRY(PadBegin(g, step, x, *kw, stride[1], dil[1], 1, &pw));
-  bool pointwise = *kh == 1 && *kw == 1 && groups == 1 && stride[0] == 1 && stride[1] == 1 &&
-                   ph == 0 && pw == 0 && SameDim(g, x.dims[2], out.dims[2]) &&
-                   SameDim(g, x.dims[3], out.dims[3]);
-  if (pointwise) return EmitPointwiseConv(g, step, k, name, code);
-  int owq = CeilDiv(g, out.dims[3], 4);
-  std::vector<int> grid = {out.dims[0], out.dims[1], out.dims[2], owq};
-  k.Long("total", Product(g, grid, 0));
-  k.Long("C", x.dims[1]);
-  k.Long("H", x.dims[2]);
-  k.Long("W", x.dims[3]);
-  k.Long("O", out.dims[1]);
-  k.Long("OH", out.dims[2]);
-  k.Long("OW", out.dims[3]);
-  k.Long("OWQ", owq);
-  std::string epilogue = ConvEpilogue(step);
-  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
-  body += "  const long KH = " + Int(*kh) + ", KW = " + Int(*kw) + ", CG = " + Int(*cg) +
-          ", G = " + Int(groups) + ";\n";
-  body += "  const long SH = " + Int(stride[0]) + ", SW = " + Int(stride[1]) +
-          ", DH = " + Int(dil[0]) + ", DW = " + Int(dil[1]) + ", PH = " + Int(ph) +
-          ", PW = " + Int(pw) + ";\n";
-  body += R"(  long ow0 = t % OWQ * 4;
-  long oh = t / OWQ % OH;
-  long o = t / (OWQ * OH) % O;
-  long b = t / (OWQ * OH * O);
-  long og = O / G, c0 = o / og * CG;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  __global const float* wo = x1 + o * CG * KH * KW;
-  for (long c = 0; c < CG; ++c) {
-    __global const float* xc = x0 + ((b * C + c0 + c) * H) * W;
-    for (long i = 0; i < KH; ++i) {
-      long ih = oh * SH - PH + i * DH;
-      if (ih < 0 || ih >= H) continue;
-      __global const float* xr = xc + ih * W;
-      for (long j = 0; j < KW; ++j) {
-        float wv = wo[(c * KH + i) * KW + j];
-        for (int q = 0; q < 4; ++q) {
-          long iw = (ow0 + q) * SW - PW + j * DW;
-          if (iw >= 0 && iw < W) acc[q] = fma(xr[iw], wv, acc[q]);
-        }
-      }
-    }
+  if (groups < 1 || *o % groups != 0) {
+    return Error(Where(step) + ": groups must divide the output channels");
   }
-  __global float* yr = y + ((b * O + o) * OH + oh) * OW;
-  for (int q = 0; q < 4; ++q) {
-    if (ow0 + q >= OW) break;
-    float v = acc[q];
-)";
-  body += epilogue + "    yr[ow0 + q] = v;\n  }\n";
-  k.Finish(name, body, kLocalSize, code);
+  Conv2dWindow win{*kh, *kw, stride[0], stride[1], dil[0], dil[1], 0, 0};
+  QUILT_TRY(PadBegin(g, step, x, *kh, stride[0], dil[0], 0, &win.ph));
+  QUILT_TRY(PadBegin(g, step, x, *kw, stride[1], dil[1], 1, &win.pw));
+  bool pointwise = *kh == 1 && *kw == 1 && stride[0] == 1 && stride[1] == 1 && win.ph == 0 &&
+                   win.pw == 0 && SameDim(g, x.dims[2], out.dims[2]) &&
+                   SameDim(g, x.dims[3], out.dims[3]);
+  if (pointwise) {
+    // Each image as one row of H * W pixels.
+    int one = IntDim(g, 1);
+    int pixels = MulDim(g, out.dims[2], out.dims[3]);
+    EmitConv2dTiles(g, step, k, win, groups, *cg, *o / groups, {x.dims[0], x.dims[1], one, pixels},
+                    {out.dims[0], out.dims[1], one, pixels}, name, code);
+  } else {
+    EmitConv2dTiles(g, step, k, win, groups, *cg, *o / groups, x.dims, out.dims, name, code);
+  }
   return {};
 }
 

@@ -1,12 +1,19 @@
-// OpenCL kernels of the convolutions conv2d's blocked kernel (emit.cc) does not cover: nn.conv1d
-// and nn.conv3d, and the transposed convolutions of 1 to 3 spatial dims. One work-item per output
-// element; the spatial dims are padded to three (size 1, kernel 1), the window's constants baked
-// in, the sizes passed as step dims.
-//  - conv: the window over the input, as targets/cpu/kernels/conv.cc's reference; a fused bias
-//    and activation (targets/fuse_epilogue.h) at the end.
+// OpenCL kernels of the convolutions conv2d's tiled kernel (emit.cc) does not cover: nn.conv1d
+// and nn.conv3d, and the transposed convolutions of 1 to 3 spatial dims. The window's constants
+// are baked in, the sizes passed as step dims.
+//  - conv: one work-item per output element, the spatial dims padded to three (size 1, kernel
+//    1); the window over the input, as targets/cpu/kernels/conv.cc's reference; a fused bias and
+//    activation (targets/fuse_epilogue.h) at the end.
 //  - transposed: each output element gathers the inputs whose scatter reaches it, i.e. the k with
 //    (o + pad_begin - k * dilation) a multiple of the stride, inside the input: the same sum the
-//    CPU's scatter makes.
+//    CPU's scatter makes. In register tiles (emit_util.h's ConvChannelTile, ConvPixelTile): a
+//    work-item computes OT output channels of a group by PV outputs along the last spatial dim
+//    that share their phase, o2 = f + m * S2 for m < PV (the spatial dims padded to three in
+//    front). The taps k2 that reach them are the same for all PV and each reads PV neighbouring
+//    inputs: one vector load (lane by lane where it would leave the row) feeding OT fmas. The
+//    work-items f, f + 1, ..., f + S2 - 1 cover a block of S2 * PV outputs; the taps along the
+//    outer dims are the same for the whole tile. A group's last channel tile is moved back to end
+//    where the group ends, overlapping the one before, whose channels it leaves to it.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -139,33 +146,117 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
   KernelText k(g, step);
   const std::vector<int>& x = k.In(0).dims;
   const std::vector<int>& w = k.In(1).dims;
+  const std::vector<int>& y = k.Out().dims;
   Window win;
   QUILT_TRY(MakeWindow(g, step, x, w, true, &win));
-  std::optional<int64_t> og = StaticDim(g, w[1]);
-  if (!og) return Error(Where(step) + ": the weight's dims must be static");
-  PassSizes(g, k, x, k.Out().dims);
-  std::string body = Prologue(win, Groups(step));
-  body += "  const long OG = " + Int(*og) + ";\n";
-  body += R"(  long CG = C / G, grp = o / OG, oc = o % OG;
-  for (long c = grp * CG; c < (grp + 1) * CG; ++c) {
-    __global const float* xc = x0 + (b * C + c) * I0 * I1 * I2;
-    __global const float* wc = x1 + (c * OG + oc) * K0 * K1 * K2;
+  std::optional<int64_t> c = StaticDim(g, w[0]), og = StaticDim(g, w[1]);
+  if (!c || !og) return Error(Where(step) + ": the weight's dims must be static");
+  int64_t groups = Groups(step);
+  if (groups < 1 || *c % groups != 0) {
+    return Error(Where(step) + ": groups must divide the input channels");
+  }
+  int64_t ot = ConvChannelTile(*og), oq = (*og + ot - 1) / ot;
+  // The spatial dims padded to three in front (size 1, kernel 1), so that dim 2 is the last.
+  size_t lead = 3 - win.rank;
+  Window pad3 = win;
+  int one = IntDim(g, 1);
+  std::vector<int> in(3, one), out(3, one);
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    pad3.kernel[i] = real ? win.kernel[i - lead] : 1;
+    pad3.stride[i] = real ? win.stride[i - lead] : 1;
+    pad3.dilation[i] = real ? win.dilation[i - lead] : 1;
+    pad3.pad[i] = real ? win.pad[i - lead] : 0;
+    if (real) in[i] = x[2 + i - lead], out[i] = y[2 + i - lead];
+  }
+  int64_t s2 = pad3.stride[2];
+  // PV outputs of one phase along the last dim, of ceil(Y2 / S2).
+  std::optional<int64_t> last = StaticDim(g, out[2]);
+  int64_t pv = ConvPixelTile(last ? std::optional<int64_t>((*last + s2 - 1) / s2) : std::nullopt);
+  std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
+  int bq = CeilDiv(g, out[2], s2 * pv);  // blocks of S2 * PV outputs along the last dim
+  std::vector<int> grid = {y[0], IntDim(g, groups * oq), out[0], out[1], IntDim(g, s2), bq};
+  k.Long("total", Product(g, grid, 0));
+  k.Long("C", x[1]);
+  k.Long("O", y[1]);
+  for (size_t i = 0; i < 3; ++i) {
+    std::string is = std::to_string(i);
+    k.Long("I" + is, in[i]);
+    k.Long("Y" + is, out[i]);
+  }
+  k.Long("BQ", bq);
+  std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
+  for (size_t i = 0; i < 3; ++i) {
+    std::string is = std::to_string(i);
+    body += "  const long K" + is + " = " + Int(pad3.kernel[i]) + ", S" + is + " = " +
+            Int(pad3.stride[i]) + ", D" + is + " = " + Int(pad3.dilation[i]) + ", P" + is + " = " +
+            Int(pad3.pad[i]) + ";\n";
+  }
+  body += "  const long G = " + Int(groups) + ", CG = " + Int(*c / groups) + ", OG = " + Int(*og) +
+          ", OT = " + Int(ot) + ", OQ = " + Int(oq) + ", PV = " + Int(pv) + ";\n";
+  body += R"(  long tq = t % (S2 * BQ), r = t / (S2 * BQ);
+  long o2f = tq / S2 * S2 * PV + tq % S2;
+  long o1 = r % Y1, o0 = r / Y1 % Y0;
+  long grp = r / (Y1 * Y0) % (G * OQ) / OQ, ogs = r / (Y1 * Y0) % OQ * OT;
+  long b = r / (Y1 * Y0 * G * OQ);
+  long og0 = min(ogs, OG - OT);
+  __global const float* xb = x0 + (b * C + grp * CG) * I0 * I1 * I2;
+  __global const float* wb = x1 + (grp * CG * OG + og0) * K0 * K1 * K2;
+)";
+  for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
+  body += R"(  for (long c = 0; c < CG; ++c) {
+    __global const float* xc = xb + c * I0 * I1 * I2;
+    __global const float* wc = wb + c * OG * K0 * K1 * K2;
     for (long k0 = 0; k0 < K0; ++k0) {
       long n0 = o0 + P0 - k0 * D0;
       if (n0 < 0 || n0 % S0 != 0 || n0 / S0 >= I0) continue;
       for (long k1 = 0; k1 < K1; ++k1) {
         long n1 = o1 + P1 - k1 * D1;
         if (n1 < 0 || n1 % S1 != 0 || n1 / S1 >= I1) continue;
-        for (long k2 = 0; k2 < K2; ++k2) {
-          long n2 = o2 + P2 - k2 * D2;
-          if (n2 < 0 || n2 % S2 != 0 || n2 / S2 >= I2) continue;
-          acc = fma(xc[(n0 / S0 * I1 + n1 / S1) * I2 + n2 / S2], wc[(k0 * K1 + k1) * K2 + k2],
-                    acc);
-        }
-      }
+        __global const float* xr = xc + (n0 / S0 * I1 + n1 / S1) * I2;
+        __global const float* wr = wc + (k0 * K1 + k1) * K2;
+)";
+  body += "        " + vt + " v;\n";
+  // Tap k2: the PV inputs from (o2f + P2 - k2 * D2) / S2 on, where that divides (for all PV
+  // outputs alike), times each channel's weight.
+  auto tap = [&](const std::string& k2, const std::string& indent) {
+    std::string s = indent + "{\n" + indent + "  long n2 = o2f + P2 - " + k2 + " * D2;\n";
+    s += indent + "  if (n2 % S2 == 0) {\n";
+    s += indent + "    long i2 = n2 / S2;\n";
+    s += indent + "    if (i2 >= 0 && i2 + PV <= I2) {\n";
+    s += indent + "      v = vload" + vn + "(0, xr + i2);\n";
+    s += indent + "    } else {\n";
+    s += indent + "      float e[" + vn + "];\n";
+    s += indent + "      for (int q = 0; q < PV; ++q) {\n";
+    s += indent + "        e[q] = i2 + q >= 0 && i2 + q < I2 ? xr[i2 + q] : 0.0f;\n";
+    s += indent + "      }\n";
+    s += indent + "      v = vload" + vn + "(0, e);\n" + indent + "    }\n";
+    for (int64_t r = 0; r < ot; ++r) {
+      std::string a = "a" + std::to_string(r);
+      std::string wi = Int(r * pad3.kernel[0] * pad3.kernel[1] * pad3.kernel[2]) + " + " + k2;
+      s += indent + "    " + a + " = fma(v, (" + vt + ")(wr[" + wi + "]), " + a + ");\n";
+    }
+    return s + indent + "  }\n" + indent + "}\n";
+  };
+  if (pad3.kernel[2] <= kConvUnrolledTaps) {
+    for (int64_t j = 0; j < pad3.kernel[2]; ++j) body += tap(Int(j), "        ");
+  } else {
+    body +=
+        "        for (long k2 = 0; k2 < K2; ++k2) {\n" + tap("k2", "          ") + "        }\n";
+  }
+  body += "      }\n    }\n  }\n";
+  body += "  float res[" + std::to_string(ot * pv) + "];\n";
+  for (int64_t r = 0; r < ot; ++r) {
+    body += "  vstore" + vn + "(a" + std::to_string(r) + ", " + std::to_string(r) + ", res);\n";
+  }
+  body += R"(  for (long r = 0; r < OT; ++r) {
+    if (og0 + r < ogs) continue;  // the tile before this one stores it
+    __global float* yr = y + (((b * O + grp * OG + og0 + r) * Y0 + o0) * Y1 + o1) * Y2;
+    for (int q = 0; q < PV; ++q) {
+      long o2 = o2f + q * S2;
+      if (o2 < Y2) yr[o2] = res[r * PV + q];
     }
   }
-  y[t] = acc;
 )";
   k.Finish(name, body, kLocalSize, code);
   return {};

@@ -187,6 +187,16 @@ std::string ConvEpilogue(const StepSpec& step) {
   return epilogue;
 }
 
+int64_t ConvChannelTile(int64_t og) {
+  int64_t parts = (og + 15) / 16;
+  return (og + parts - 1) / parts;
+}
+
+int64_t ConvPixelTile(std::optional<int64_t> n) {
+  if (!n || *n >= 16) return 16;
+  return *n >= 8 ? 8 : 4;
+}
+
 void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims) {
   for (size_t j = 0; j < dims.size(); ++j) k.Long("d" + prefix + std::to_string(j), dims[j]);
 }

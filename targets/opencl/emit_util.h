@@ -100,6 +100,16 @@ void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& 
 // output channel `o`.
 std::string ConvEpilogue(const StepSpec& step);
 
+// The register tiles of the conv kernels (conv2d in emit.cc, transposed convs in emit_conv.cc):
+// a work-item computes ConvChannelTile(og) of a group's `og` output channels (og split in
+// ceil(og / 16) near-equal parts: 16 accumulators of 16 floats take half of AVX-512's registers)
+// by ConvPixelTile(n) outputs of a row of `n` (16, 8 or 4: the widest OpenCL vector the row
+// fills; 16 when only the run knows n), each channel's outputs one OpenCL vector.
+int64_t ConvChannelTile(int64_t og);
+int64_t ConvPixelTile(std::optional<int64_t> n);
+// Window widths up to this are written out tap by tap in the conv kernels; wider ones loop.
+inline constexpr int64_t kConvUnrolledTaps = 8;
+
 using Emitter = Status (*)(GraphSpec&, StepSpec&, const std::string&, std::string*);
 
 // emit_reduce.cc

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/src/device/device.h"
@@ -54,8 +57,33 @@ Input Int64s(const std::string& name, const std::vector<int64_t>& v, rt::Shape s
   return in;
 }
 
+// A float32 constant of `shape` as IR text, holding the values Floats gives.
+std::string ConstFloats(const std::vector<int64_t>& shape, float scale = 0.37f,
+                        float shift = 1.3f) {
+  size_t i = 0;
+  std::string text;
+  auto list = [&](auto&& self, size_t axis) -> void {
+    text += "[";
+    for (int64_t k = 0; k < shape[axis]; ++k) {
+      if (k) text += ", ";
+      if (axis + 1 < shape.size()) {
+        self(self, axis + 1);
+        continue;
+      }
+      float v = scale * static_cast<float>((i * 7919) % 23) - shift + 0.01f * static_cast<float>(i);
+      ++i;
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
+      text += buf;
+    }
+    text += "]";
+  };
+  list(list, 0);
+  return "R.const(" + text + ", \"float32\")";
+}
+
 // Compiles `model` for `devices` and runs it on `inputs`; counts its dispatch steps.
-void CompileAndRun(const char* model, std::vector<std::string> devices, bool strict,
+void CompileAndRun(const std::string& model, std::vector<std::string> devices, bool strict,
                    const std::vector<Input>& inputs, std::vector<rt::OwnedTensor>* out,
                    int* dispatches) {
   compiler::CompileOptions options;
@@ -88,16 +116,18 @@ void CompileAndRun(const char* model, std::vector<std::string> devices, bool str
   ASSERT_TRUE(st.ok()) << st.message();
 }
 
-// Runs `model` on OpenCL alone and on the CPU: at least `min_dispatches` steps of generated code,
-// and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN where the CPU has NaN; other
-// types exact).
-void ExpectOpenClMatchesCpu(const char* model, const std::vector<Input>& inputs,
-                            int min_dispatches) {
+// Runs `model` on OpenCL alone and on the CPU: at least `min_dispatches` steps of generated code
+// (and at most `max_dispatches`), and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN
+// where the CPU has NaN; other types exact).
+void ExpectOpenClMatchesCpu(const std::string& model, const std::vector<Input>& inputs,
+                            int min_dispatches,
+                            int max_dispatches = std::numeric_limits<int>::max()) {
   std::vector<rt::OwnedTensor> cl, cpu;
   int cl_dispatches = 0, cpu_dispatches = 0;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(model, {"opencl"}, true, inputs, &cl, &cl_dispatches));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(model, {"llvm"}, false, inputs, &cpu, &cpu_dispatches));
   EXPECT_GE(cl_dispatches, min_dispatches);
+  EXPECT_LE(cl_dispatches, max_dispatches);
   EXPECT_EQ(cpu_dispatches, 0);
   ASSERT_EQ(cl.size(), cpu.size());
   for (size_t o = 0; o < cl.size(); ++o) {
@@ -371,8 +401,9 @@ class Module:
   }
 }
 
-// 1 x 1 convs run as 4 x 4 register tiles of output channels by pixels: channel and pixel
-// counts that are and are not multiples of 4, a symbolic batch, a fused relu.
+// 1 x 1 convs run as register tiles of output channels by pixels, each image one row of pixels:
+// channel and pixel counts that are and are not multiples of the tile, a symbolic batch, a fused
+// relu.
 TEST(OpenClEmit, PointwiseConvTilesMatchTheCpu) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
@@ -390,6 +421,98 @@ class Module:
                            {Floats("x", {n, 5, 3, 7}), Floats("w", {6, 5, 1, 1}, 0.1f, 0.5f),
                             Floats("x2", {1, 3, 4, 4}), Floats("w2", {4, 3, 1, 1}, 0.1f, 0.5f)},
                            2);
+  }
+}
+
+// conv2d's register tiles (output channels by pixels of a row) against the CPU: widths that are
+// and are not multiples of the tile (16, and 4 for narrow outputs, some narrower than a tile),
+// strides 1, 2 and 3, dilation, asymmetric padding, a window wider than the taps written out,
+// depthwise and grouped convs (17 channels a group: tiles that overlap), 1 x 1 convs with groups,
+// symbolic batch and spatial dims, and fused epilogues (a bias with relu, clip or hardswish; a
+// clip alone): one dispatch per conv.
+TEST(OpenClEmit, Conv2dRegisterTilesMatchTheCpu) {
+  OPENCL_OR_SKIP();
+  std::string model = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 6, 13, 37), "float32"), wa: R.Tensor((20, 6, 3, 3), "float32"), wb: R.Tensor((12, 6, 3, 3), "float32"), wc: R.Tensor((6, 1, 3, 3), "float32"), wd: R.Tensor((6, 1, 5, 5), "float32"), we: R.Tensor((34, 3, 1, 3), "float32"), wf: R.Tensor((9, 2, 1, 1), "float32"), x2: R.Tensor((1, 4, 5, 6), "float32"), wg: R.Tensor((5, 4, 3, 3), "float32"), wh: R.Tensor((3, 4, 2, 2), "float32"), x3: R.Tensor((1, 4, 9, 70), "float32"), wk: R.Tensor((8, 4, 3, 3), "float32"), xs: R.Tensor((1, 3, "h", "w"), "float32"), ws: R.Tensor((4, 3, 3, 3), "float32"), wp: R.Tensor((5, 3, 1, 1), "float32"), wq: R.Tensor((4, 6, 1, 11), "float32")):
+        a = R.nn.conv2d(x, wa, padding=[1, 1, 1, 1])
+        ab = R.add(a, $ba)
+        ar = R.nn.relu(ab)
+        b = R.nn.conv2d(x, wb, strides=[2, 2], padding=[0, 1, 2, 1], dilation=[2, 1])
+        bb = R.add($bb, b)
+        bk = R.clip(bb, min=-0.5, max=0.75)
+        c = R.nn.conv2d(x, wc, padding=[1, 1, 1, 1], groups=6)
+        cb = R.add(c, $bc)
+        ch = R.add(cb, R.const(3.0, "float32"))
+        ck = R.clip(ch, min=0.0, max=6.0)
+        cm = R.multiply(cb, ck)
+        d = R.nn.conv2d(x, wd, strides=[2, 2], padding=[2, 2, 2, 2], groups=6)
+        e = R.nn.conv2d(x, we, strides=[1, 3], padding=[0, 2, 0, 1], dilation=[1, 2], groups=2)
+        ek = R.clip(e, max=0.1)
+        f = R.nn.conv2d(x, wf, groups=3)
+        g = R.nn.conv2d(x2, wg)
+        h = R.nn.conv2d(x2, wh, strides=[2, 2])
+        k = R.nn.conv2d(x3, wk, strides=[2, 2], padding=[1, 1, 1, 1])
+        s = R.nn.conv2d(xs, ws, padding=[1, 1, 1, 1])
+        p = R.nn.conv2d(xs, wp)
+        q = R.nn.conv2d(x, wq, padding=[0, 6, 0, 4])
+        return (ar, bk, cm, d, ek, f, g, h, k, s, p, q)
+)";
+  // The biases: constants, which the epilogues take.
+  const std::pair<const char*, std::string> biases[] = {
+      {"$ba", ConstFloats({1, 20, 1, 1}, 0.1f, 0.5f)},
+      {"$bb", ConstFloats({12, 1, 1}, 0.1f, 0.5f)},
+      {"$bc", ConstFloats({1, 6, 1, 1}, 0.1f, 0.5f)}};
+  for (const auto& [name, value] : biases) model.replace(model.find(name), 3, value);
+  const int64_t spatial[2][3] = {{1, 5, 9}, {2, 7, 40}};  // n, h, w
+  for (const auto& nhw : spatial) {
+    int64_t n = nhw[0], h = nhw[1], w = nhw[2];
+    ExpectOpenClMatchesCpu(
+        model,
+        {Floats("x", {n, 6, 13, 37}), Floats("wa", {20, 6, 3, 3}, 0.1f, 0.5f),
+         Floats("wb", {12, 6, 3, 3}, 0.1f, 0.5f), Floats("wc", {6, 1, 3, 3}, 0.1f, 0.5f),
+         Floats("wd", {6, 1, 5, 5}, 0.1f, 0.5f), Floats("we", {34, 3, 1, 3}, 0.1f, 0.5f),
+         Floats("wf", {9, 2, 1, 1}, 0.1f, 0.5f), Floats("x2", {1, 4, 5, 6}),
+         Floats("wg", {5, 4, 3, 3}, 0.1f, 0.5f), Floats("wh", {3, 4, 2, 2}, 0.1f, 0.5f),
+         Floats("x3", {1, 4, 9, 70}), Floats("wk", {8, 4, 3, 3}, 0.1f, 0.5f),
+         Floats("xs", {1, 3, h, w}), Floats("ws", {4, 3, 3, 3}, 0.1f, 0.5f),
+         Floats("wp", {5, 3, 1, 1}, 0.1f, 0.5f), Floats("wq", {4, 6, 1, 11}, 0.1f, 0.5f)},
+        12, 12);
+  }
+}
+
+// Transposed convs' register tiles (output channels by outputs of one phase along the last dim)
+// against the CPU: 1 to 3 spatial dims, strides 1 to 3, outputs that are and are not multiples
+// of the tile, tiles whose inputs end at the row's end and one past it, padding, output padding,
+// dilation, groups, 17 channels a group (tiles that overlap), a window wider than the taps
+// written out, a symbolic batch and width.
+TEST(OpenClEmit, ConvTransposeRegisterTilesMatchTheCpu) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4, 5, "w"), "float32"), wa: R.Tensor((4, 17, 2, 2), "float32"), wb: R.Tensor((4, 3, 3, 3), "float32"), wc: R.Tensor((4, 2, 3, 5), "float32"), wd: R.Tensor((4, 1, 1, 11), "float32"), x1: R.Tensor(("n", 6, 30), "float32"), we: R.Tensor((6, 5, 4), "float32"), x3: R.Tensor((1, 2, 3, 4, 20), "float32"), wf: R.Tensor((2, 3, 2, 2, 3), "float32")):
+        a = R.nn.conv2d_transpose(x, wa, strides=[2, 2])
+        b = R.nn.conv2d_transpose(x, wb, padding=[1, 1, 1, 1])
+        c = R.nn.conv2d_transpose(x, wc, strides=[2, 3], padding=[1, 2, 0, 1], output_padding=[1, 2], dilation=[1, 2], groups=2)
+        d = R.nn.conv2d_transpose(x, wd, strides=[1, 2], padding=[0, 3, 0, 4])
+        e = R.nn.conv1d_transpose(x1, we, strides=[2], padding=[1, 1], groups=2)
+        f = R.nn.conv3d_transpose(x3, wf, strides=[1, 2, 2], padding=[0, 1, 0, 1, 1, 1])
+        return (a, b, c, d, e, f)
+)";
+  const int64_t sizes[2][2] = {{1, 32}, {2, 40}};  // n, w
+  for (const auto& [n, w] : sizes) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {n, 4, 5, w}), Floats("wa", {4, 17, 2, 2}, 0.1f, 0.5f),
+         Floats("wb", {4, 3, 3, 3}, 0.1f, 0.5f), Floats("wc", {4, 2, 3, 5}, 0.1f, 0.5f),
+         Floats("wd", {4, 1, 1, 11}, 0.1f, 0.5f), Floats("x1", {n, 6, 30}),
+         Floats("we", {6, 5, 4}, 0.1f, 0.5f), Floats("x3", {1, 2, 3, 4, 20}),
+         Floats("wf", {2, 3, 2, 2, 3}, 0.1f, 0.5f)},
+        6, 6);
   }
 }
 
