@@ -110,7 +110,6 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
   // Strides of each broadcast input, per output axis (-1: 0, baked in); none for an input of the
   // output's shape.
   std::vector<std::vector<int>> strides(data);
-  bool unravel = false;
   for (size_t i = 0; i < data; ++i) {
     if (step.inputs[i] < 0) return Error(where + ": an absent input");
     const ValueSpec& in = k.In(i);
@@ -118,7 +117,6 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
     bool same = in.dims.size() == rank;
     for (size_t j = 0; same && j < rank; ++j) same = SameDim(g, in.dims[j], dims[j]);
     if (same) continue;
-    unravel = true;
     size_t lead = rank - in.dims.size();
     strides[i].assign(rank, -1);
     for (size_t j = lead; j < rank; ++j) {
@@ -131,30 +129,90 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       strides[i][j] = Product(g, in.dims, j - lead + 1);
     }
   }
-  k.Long("n", Product(g, dims, 0));  // the grid: one work-item per element
-  if (unravel) {
-    for (size_t j = 1; j < rank; ++j) k.Long("d" + std::to_string(j), dims[j]);
+  // The output's axes (those not of size 1) in groups of neighbours along which every input
+  // either broadcasts or not: within a group, an input that does not broadcast is read
+  // contiguously, so the group is one axis of the launch. The innermost groups are the grid's
+  // dims (up to 3): no work-item divides to find its coordinates, except across the groups the
+  // third dim holds when there are more than 3.
+  std::vector<std::vector<size_t>> groups;  // innermost first; axes outermost first within
+  auto pattern_equal = [&](size_t x, size_t y) {
+    for (size_t i = 0; i < data; ++i) {
+      bool bx = !strides[i].empty() && strides[i][x] < 0;
+      bool by = !strides[i].empty() && strides[i][y] < 0;
+      if (bx != by) return false;
+    }
+    return true;
+  };
+  for (size_t j = rank; j-- > 0;) {
+    if (IsOne(g, dims[j])) continue;
+    if (!groups.empty() && pattern_equal(j, groups.back().front())) {
+      groups.back().insert(groups.back().begin(), j);
+    } else {
+      groups.push_back({j});
+    }
+  }
+  std::vector<int> sizes;
+  for (const std::vector<size_t>& group : groups) {
+    std::vector<int> gd;
+    for (size_t j : group) gd.push_back(dims[j]);
+    sizes.push_back(Product(g, gd, 0));
+  }
+  if (sizes.empty()) sizes.push_back(IntDim(g, 1));  // a scalar (or all 1s): one work-item
+  size_t grid = std::min<size_t>(sizes.size(), 3);
+  for (size_t d = 0; d < grid; ++d) {
+    std::vector<int> held(sizes.begin() + static_cast<long>(d),
+                          d + 1 == grid ? sizes.end() : sizes.begin() + static_cast<long>(d) + 1);
+    k.Long("g" + std::to_string(d), Product(g, held, 0));
+  }
+  std::string body;
+  for (size_t d = 0; d < grid; ++d) {
+    std::string ds = std::to_string(d);
+    body += "  long q" + ds + " = get_global_id(" + ds + ");\n";
+  }
+  body += "  if (q0 >= g0";
+  for (size_t d = 1; d < grid; ++d)
+    body += " || q" + std::to_string(d) + " >= g" + std::to_string(d);
+  body += ") return;\n";
+  // The output's index, and each group's coordinate e<k> (the third grid dim unravelled when it
+  // holds several groups).
+  body += "  long i = q" + std::to_string(grid - 1) + ";\n";
+  for (size_t d = grid - 1; d-- > 0;) {
+    body += "  i = i * g" + std::to_string(d) + " + q" + std::to_string(d) + ";\n";
+  }
+  for (size_t d = 0; d + 1 < grid; ++d) {
+    body += "  long e" + std::to_string(d) + " = q" + std::to_string(d) + ";\n";
+  }
+  if (!groups.empty()) {
+    if (groups.size() <= 3) {
+      body += "  long e" + std::to_string(grid - 1) + " = q" + std::to_string(grid - 1) + ";\n";
+    } else {
+      body += "  long r = q2;\n";
+      for (size_t c = 2; c < groups.size(); ++c) {
+        std::string cs = std::to_string(c);
+        if (c + 1 == groups.size()) {
+          body += "  long e" + cs + " = r;\n";
+          break;
+        }
+        k.Long("h" + cs, sizes[c]);
+        body += "  long e" + cs + " = r % h" + cs + ";\n  r /= h" + cs + ";\n";
+      }
+    }
   }
   std::vector<std::string> loads;
   for (size_t i = 0; i < strides.size(); ++i) {
+    if (strides[i].empty()) {
+      loads.push_back("x" + std::to_string(i) + "[i]");
+      continue;
+    }
     std::string index;
-    for (size_t j = 0; j < strides[i].size(); ++j) {
-      if (strides[i][j] < 0) continue;
-      std::string s = "s" + std::to_string(i) + "_" + std::to_string(j);
-      k.Long(s, strides[i][j]);
-      index += (index.empty() ? "" : " + ") + ("c" + std::to_string(j) + " * " + s);
+    for (size_t c = 0; c < groups.size(); ++c) {
+      size_t inner = groups[c].back();  // the group's innermost axis
+      if (strides[i][inner] < 0) continue;
+      std::string st = "s" + std::to_string(i) + "_" + std::to_string(c);
+      k.Long(st, strides[i][inner]);
+      index += (index.empty() ? "" : " + ") + ("e" + std::to_string(c) + " * " + st);
     }
-    if (strides[i].empty()) index = "i";
     loads.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
-  }
-  std::string body = "  long i = get_global_id(0);\n  if (i >= n) return;\n";
-  if (unravel) {
-    body += "  long r = i;\n";
-    for (size_t j = rank; j-- > 1;) {
-      body += "  long c" + std::to_string(j) + " = r % d" + std::to_string(j) + ";\n  r /= d" +
-              std::to_string(j) + ";\n";
-    }
-    body += "  long c0 = r;\n";
   }
   for (size_t m = 0; m < program.size(); ++m) {
     const ProgramOp& op = program[m];
@@ -185,7 +243,9 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
     body += last ? "  y[i] = " + *expr + ";\n"
                  : "  " + *type + " t" + std::to_string(m) + " = " + *expr + ";\n";
   }
-  k.Finish(name, body, kLocalSize, code);
+  std::vector<int64_t> local(grid, 1);
+  local[0] = kLocalSize;
+  k.Finish(name, body, local, code);
   return {};
 }
 
@@ -731,14 +791,17 @@ Status EmitBatchNorm(GraphSpec& g, StepSpec& step, const std::string& name, std:
   const double* eps_attr = step.attrs.Get<double>("epsilon");
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%.9gf", eps_attr ? *eps_attr : 1e-5);
-  k.Long("n", Product(g, dims, 0));
-  k.Long("C", dims[static_cast<size_t>(axis)]);
+  // A 2-D grid: the elements after the axis by (the axes up to it), so that the channel is one
+  // division a row of work-items shares, not a division per element.
   k.Long("inner", Product(g, dims, static_cast<size_t>(axis) + 1));
+  k.Long("rows", Product(g, std::vector<int>(dims.begin(), dims.begin() + axis + 1), 0));
+  k.Long("C", dims[static_cast<size_t>(axis)]);
   k.Finish(name,
-           "  long i = get_global_id(0);\n  if (i >= n) return;\n  long c = i / inner % C;\n"
+           "  long w = get_global_id(0), r = get_global_id(1);\n"
+           "  if (w >= inner || r >= rows) return;\n  long c = r % C, i = r * inner + w;\n"
            "  float s = x1[c] / sqrt(x4[c] + " +
                std::string(eps) + ");\n  y[i] = (x0[i] - x3[c]) * s + x2[c];\n",
-           kLocalSize, code);
+           std::vector<int64_t>{kLocalSize, 1}, code);
   return {};
 }
 

@@ -61,17 +61,21 @@ Status EmitConcat(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   int64_t axis = axis_attr ? *axis_attr : 0;
   QUILT_TRY(NormalizeAxis(step, static_cast<int64_t>(out.size()), &axis));
   size_t a = static_cast<size_t>(axis);
-  k.Long("n", Product(g, out, 0));
+  // A 2-D grid: the elements after the axis by (the axes up to it).
   k.Long("inner", Product(g, out, a + 1));
+  k.Long("rows", Product(g, std::vector<int>(out.begin(), out.begin() + axis + 1), 0));
   k.Long("L", out[a]);
-  std::string body = Grid("n") + AxisView("L");
+  std::string body = R"(  long w = get_global_id(0), r = get_global_id(1);
+  if (w >= inner || r >= rows) return;
+  long ca = r % L, o = r / L, t = r * inner + w;
+)";
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     std::string is = std::to_string(i);
     k.Long("a" + is, k.In(i).dims[a]);
     body += "  if (ca < a" + is + ") {\n    y[t] = x" + is + "[(o * a" + is +
             " + ca) * inner + w];\n    return;\n  }\n  ca -= a" + is + ";\n";
   }
-  k.Finish(name, body, kLocalSize, code);
+  k.Finish(name, body, std::vector<int64_t>{kLocalSize, 1}, code);
   return {};
 }
 

@@ -651,6 +651,59 @@ class Module:
   EXPECT_NE(cpu.find("cannot pad an empty axis"), std::string::npos) << cpu;
 }
 
+// Elementwise kernels launch over groups of the output's axes along which every input broadcasts
+// or not (up to 3 grid dims, more groups unravelled in the third): alternating broadcast axes
+// (5 groups), axes of size 1 between, a symbolic dim, a scalar result and one of all 1s.
+TEST(OpenClEmit, BroadcastsOverGroupsOfAxes) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4, 5, "n"), "float32"), u: R.Tensor((1, 3, 1, 5, 1), "float32"), v: R.Tensor((2, 1, 4, 1, "n"), "float32"), w: R.Tensor((3, 1, 1, 1), "float32"), p: R.Tensor((), "float32"), o: R.Tensor((1, 1), "float32")):
+        a = R.add(x, u)
+        b = R.multiply(a, v)
+        c = R.subtract(u, v)
+        d = R.add(w, R.const(2.0, "float32"))
+        e = R.multiply(p, R.const(3.0, "float32"))
+        f = R.maximum(o, p)
+        g = R.add(x, w)
+        return (b, c, d, e, f, g)
+)";
+  for (int64_t n : {1, 6}) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {2, 3, 4, 5, n}), Floats("u", {1, 3, 1, 5, 1}), Floats("v", {2, 1, 4, 1, n}),
+         Floats("w", {3, 1, 1, 1}), Floats("p", {}), Floats("o", {1, 1})},
+        6);
+  }
+}
+
+// batch_norm and concat launch on 2-D grids (the elements after the axis by the rows up to it):
+// the axis first, in the middle and last, a symbolic batch.
+TEST(OpenClEmit, BatchNormAndConcatAlongAnyAxis) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3, 5, 7), "float32"), s3: R.Tensor((3,), "float32"), v3: R.Tensor((3,), "float32"), s7: R.Tensor((7,), "float32"), v7: R.Tensor((7,), "float32"), z: R.Tensor(("n", 2, 5, 7), "float32")):
+        a = R.nn.batch_norm(x, s3, v3, s3, v3, axis=1, epsilon=0.001)
+        b = R.nn.batch_norm(x, s7, v7, v7, v7, axis=3)
+        c = R.concat((x, z, x), axis=1)
+        d = R.concat((x, x), axis=3)
+        e = R.concat((x, x), axis=0)
+        return (a, b, c, d, e)
+)";
+  for (int64_t n : {1, 2}) {
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {n, 3, 5, 7}), Floats("s3", {3}), Floats("v3", {3}, 0.2f, -0.5f),
+         Floats("s7", {7}), Floats("v7", {7}, 0.2f, -0.5f), Floats("z", {n, 2, 5, 7})},
+        5);
+  }
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
