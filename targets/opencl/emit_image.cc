@@ -143,22 +143,29 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
       roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
     }
   }
-  // Per axis: the taps of each output position, padded to the axis's most taps (weight 0).
+  // Per axis: the taps of each output position, padded to the axis's most taps (weight 0); an
+  // axis whose taps are the output position itself with weight 1 (the batch and channels, say)
+  // needs no table. Every size is static: coordinates come from divisions by constants, and the
+  // taps are written out, with no loop, so that drivers that vectorize across work-items (PoCL)
+  // can.
   std::string tables, body = "  long t = get_global_id(0);\n  if (t >= n) return;\n";
   k.Long("n", Product(g, od, 0));
-  PassDims(k, "", od);
-  body += Unravel("t", "", rank);
   std::vector<size_t> width(rank, 1);
-  std::string sum_index, weight;
+  std::vector<bool> identity(rank, false);
   for (size_t a = 0; a < rank; ++a) {
     if (in[a] == 0 && out[a] > 0) return Error(where + ": cannot resize an empty axis");
     std::vector<AxisTaps> taps(static_cast<size_t>(out[a]));
+    bool same = in[a] == out[a];
     for (int64_t o = 0; o < out[a]; ++o) {
-      rt::Status st = cpu::ResizeTaps(p, in[a], out[a], scale[a], roi_start[a], roi_end[a], o,
-                                      &taps[static_cast<size_t>(o)]);
+      AxisTaps& tp = taps[static_cast<size_t>(o)];
+      rt::Status st = cpu::ResizeTaps(p, in[a], out[a], scale[a], roi_start[a], roi_end[a], o, &tp);
       if (!st.ok()) return Error(where + ": " + st.message());
-      width[a] = std::max(width[a], taps[static_cast<size_t>(o)].index.size());
+      width[a] = std::max(width[a], tp.index.size());
+      same = same && !tp.extrapolate && tp.index.size() == 1 && tp.index[0] == o &&
+             tp.weight[0] == 1.0;
     }
+    identity[a] = same;
+    if (same) continue;
     std::string as = std::to_string(a), idx, wts;
     for (const AxisTaps& tp : taps) {
       for (size_t j = 0; j < width[a]; ++j) {
@@ -171,31 +178,72 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
     tables += "__constant long " + name + "_i" + as + "[] = {" + idx + "};\n";
     tables += "__constant float " + name + "_w" + as + "[] = {" + wts + "};\n";
   }
-  // Strides of the input (static), the extrapolation check, then the odometer as nested loops.
+  // The output coordinates, by constants.
+  if (rank) body += "  long r = t;\n";
+  for (size_t a = rank; a-- > 0;) {
+    std::string as = std::to_string(a);
+    if (a == 0) {
+      body += "  long c0 = r;\n";
+    } else {
+      body += "  long c" + as + " = r % " + Int(out[a]) + ";\n  r /= " + Int(out[a]) + ";\n";
+    }
+  }
+  // Strides of the input, the extrapolation check, then every combination of taps.
   std::vector<int64_t> stride(rank, 1);
   for (size_t a = rank; a-- > 1;) stride[a - 1] = stride[a] * in[a];
+  std::string base = "0";
+  std::vector<size_t> tapped;
   for (size_t a = 0; a < rank; ++a) {
     std::string as = std::to_string(a);
+    if (identity[a]) {
+      base += " + c" + as + " * " + Int(stride[a]);
+      continue;
+    }
+    tapped.push_back(a);
     body += "  long b" + as + " = c" + as + " * " + Int(static_cast<int64_t>(width[a])) + ";\n";
     body += "  if (" + name + "_i" + as + "[b" + as +
             "] < 0) {\n    y[t] = " + FloatLiteral(extrapolation) + ";\n    return;\n  }\n";
   }
-  body += "  float acc = 0.0f;\n";
-  std::string indent = "  ", offset, product;
-  for (size_t a = 0; a < rank; ++a) {
-    std::string as = std::to_string(a);
-    body += indent + "for (long k" + as + " = 0; k" + as + " < " +
-            Int(static_cast<int64_t>(width[a])) + "; ++k" + as + ") {\n";
-    indent += "  ";
-    offset +=
-        (a ? " + " : "") + name + "_i" + as + "[b" + as + " + k" + as + "] * " + Int(stride[a]);
-    product += (a ? " * " : "") + name + "_w" + as + "[b" + as + " + k" + as + "]";
+  body += "  __global const float* xb = x0 + (" + base + ");\n  float acc = 0.0f;\n";
+  size_t terms = 1;
+  for (size_t a : tapped) terms *= width[a];
+  if (terms > 64) {
+    // Wide windows (antialiased downscales): loops, not thousands of lines.
+    std::string indent = "  ", offset = "0", product = "1.0f";
+    for (size_t a : tapped) {
+      std::string as = std::to_string(a);
+      body += indent + "for (long k" + as + " = 0; k" + as + " < " +
+              Int(static_cast<int64_t>(width[a])) + "; ++k" + as + ") {\n";
+      indent += "  ";
+      offset += " + " + name + "_i" + as + "[b" + as + " + k" + as + "] * " + Int(stride[a]);
+      product += " * " + name + "_w" + as + "[b" + as + " + k" + as + "]";
+    }
+    body += indent + "acc += " + product + " * xb[" + offset + "];\n";
+    for (size_t i = 0; i < tapped.size(); ++i) {
+      indent.resize(indent.size() - 2);
+      body += indent + "}\n";
+    }
+    body += "  y[t] = acc;\n";
+    *code += "\n" + tables;
+    k.Finish(name, body, kLocalSize, code);
+    return {};
   }
-  body +=
-      indent + "acc += " + (rank ? product : "1.0f") + " * x0[" + (rank ? offset : "0") + "];\n";
-  for (size_t a = rank; a-- > 0;) {
-    indent.resize(indent.size() - 2);
-    body += indent + "}\n";
+  std::vector<size_t> k_of(tapped.size(), 0);
+  while (true) {
+    std::string offset = "0", product = "1.0f";
+    for (size_t i = 0; i < tapped.size(); ++i) {
+      std::string as = std::to_string(tapped[i]);
+      std::string at = "b" + as + " + " + std::to_string(k_of[i]);
+      offset += " + " + name + "_i" + as + "[" + at + "] * " + Int(stride[tapped[i]]);
+      product += " * " + name + "_w" + as + "[" + at + "]";
+    }
+    body += "  acc += " + product + " * xb[" + offset + "];\n";
+    size_t i = 0;
+    for (; i < tapped.size(); ++i) {
+      if (++k_of[i] < width[tapped[i]]) break;
+      k_of[i] = 0;
+    }
+    if (i == tapped.size()) break;
   }
   body += "  y[t] = acc;\n";
   *code += "\n" + tables;

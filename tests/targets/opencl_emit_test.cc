@@ -369,9 +369,11 @@ class Module:
         f = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 0.6, 0.45], "float32"), R.const([], "int64"), mode="cubic", antialias=True, coordinate_transformation_mode="pytorch_half_pixel")
         g = R.image.resize(x, R.const([0.0, 0.0, -0.2, 0.3, 1.0, 1.0, 0.9, 1.4], "float32"), R.const([1.0, 1.0, 1.7, 2.5], "float32"), R.const([], "int64"), mode="linear", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0)
         h = R.image.resize(x, R.const([], "float32"), R.const([1.7, 2.5], "float32"), R.const([], "int64"), mode="linear", axes=[3, 2], coordinate_transformation_mode="half_pixel_symmetric")
-        return (a, b, c, d, e, f, g, h)
+        i = R.image.resize(x, R.const([], "float32"), R.const([1.0, 1.0, 0.25, 0.2], "float32"), R.const([], "int64"), mode="cubic", antialias=True)
+        return (a, b, c, d, e, f, g, h, i)
 )";
-  ExpectOpenClMatchesCpu(kModel, {Floats("x", {1, 2, 4, 5})}, 8);
+  // i: a window of more taps than are written out (16 x 20): the kernel loops over them.
+  ExpectOpenClMatchesCpu(kModel, {Floats("x", {1, 2, 4, 5})}, 9);
 }
 
 TEST(OpenClEmit, ConvolutionsOfOneToThreeSpatialDimsAndTransposed) {
