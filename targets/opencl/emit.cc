@@ -523,26 +523,27 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
 // OT fmas, each with one weight broadcast; the accumulators and the channel and tap loops are
 // written out, so that they stay in registers. The window's constants are baked in; the sum over
 // (c, i, j) is in the CPU reference's order.
-//  - Tiles: OT = ConvChannelTile(OG) (1 for a depthwise conv), PV = ConvPixelTile(OW)
-//  (emit_util.h).
-//    A group's or a row's last tile is moved back to end where they end, overlapping the tile
-//    before it, whose channels and pixels it leaves to it: every tile loads whole vectors.
+//  - Tiles: OT = ConvChannelTile(OG), 1 for a depthwise conv, and PV = ConvPixelTile(OW)
+//    (emit_util.h). A group's or a row's last tile is moved back to end where they end,
+//    overlapping the tile before it, whose channels and pixels it leaves to it: every tile loads
+//    whole vectors.
 //  - Edges: a tile whose window stays inside the input row takes vector loads (stride 1: one
 //    load; stride 2: the even lanes of 2 * PV; others: PV scalars). A tile that overlaps the
 //    padding (a second copy of the loops, chosen once per work-item) loads the same vectors, which
 //    reach into the neighbouring rows, and zeroes the lanes outside the row (a select); where
-//    those vectors would leave the input tensor (its first and last rows), it loads lane by lane.
-//    Window rows outside the input are skipped.
+//    those vectors would leave the input tensor (its first and last rows), it reads them from a
+//    copy of the row's span, zero outside the row. Window rows outside the input are skipped.
+//    Where the dims are static and no tile leaves its row, the kernel has no edge code.
 //  - A 1 x 1 conv of stride 1 without padding runs as the same kernel over each image taken as
 //    one row of H * W pixels.
-// A fused bias and activation (ConvEpilogue) on each stored element.
+// A fused bias and activation (ConvEpilogue) on each channel's vector.
 struct Conv2dWindow {
   int64_t kh, kw, sh, sw, dh, dw, ph, pw;
 };
 
-// PV lanes at xp[off], xp[off + s], ..., read as one vector (xp: a pointer into an input row).
-std::string TapVector(int64_t pv, int64_t s, const std::string& off) {
-  std::string n = std::to_string(pv), at = "xp + " + off;
+// PV lanes at p[off], p[off + s], ..., read as one vector (p: a pointer into an input row).
+std::string TapVector(int64_t pv, int64_t s, const std::string& p, const std::string& off) {
+  std::string n = std::to_string(pv), at = p + " + " + off;
   if (s == 1) return "vload" + n + "(0, " + at + ")";
   if (s == 2 && pv == 16) {
     return "(float16)(vload16(0, " + at + ").even, vload16(0, " + at + " + 16).even)";
@@ -550,7 +551,7 @@ std::string TapVector(int64_t pv, int64_t s, const std::string& off) {
   if (s == 2) return "vload" + std::to_string(2 * pv) + "(0, " + at + ").even";
   std::string v = "(float" + n + ")(";
   for (int64_t q = 0; q < pv; ++q) {
-    v += (q ? ", " : "") + std::string("xp[") + off + " + " + Int(q * s) + "]";
+    v += (q ? ", " : "") + p + "[" + off + " + " + Int(q * s) + "]";
   }
   return v + ")";
 }
@@ -593,55 +594,60 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   __global const float* wb = x1 + (grp * OG + og0) * CG * KH * KW;
 )";
   for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
-  // The loops over the window: taps as vector loads (`inside`: the tile's window lies in the row)
-  // or lane by lane.
   int64_t reach = (win.kw - 1) * win.dw + TapReach(pv, win.sw);  // of a row, from iw0
-  // The lanes' offsets in the row (edge tiles' masks).
-  body += "  const int" + vn + " lanes = (int" + vn + ")(";
-  for (int64_t q = 0; q < pv; ++q) body += (q ? ", " : "") + std::to_string(q * win.sw);
-  body += ");\n";
-  // Whether every row the tile reads, from iw0 on, lies in the input tensor (XN elements): its
-  // edge tiles then load whole vectors too, reading into the neighbouring rows.
-  body += "  bool safe = (b * C + grp * CG) * H * W + max(ih0, 0L) * W + iw0 >= 0 &&\n";
-  body +=
-      "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + (KH - 1) * DH, H - 1) * W"
-      " + iw0 + " +
-      Int(reach) + " <= XN;\n";
+  // Whether some tile's window may leave its row: unless the dims are static and the first and
+  // the last tile of a row stay inside (iw0 grows with the tile).
+  std::optional<int64_t> w_static = StaticDim(g, in[3]), ow_static = StaticDim(g, out[3]);
+  bool edges = true;
+  if (w_static && ow_static) {
+    int64_t last = std::max<int64_t>(*ow_static - pv, 0) * win.sw - win.pw;
+    edges = win.pw > 0 || last + reach > *w_static;
+  }
+  if (edges) {
+    // The lanes' offsets in the row (edge tiles' masks).
+    body += "  const int" + vn + " lanes = (int" + vn + ")(";
+    for (int64_t q = 0; q < pv; ++q) body += (q ? ", " : "") + std::to_string(q * win.sw);
+    body += ");\n";
+    // Whether every row the tile reads, from iw0 on, lies in the input tensor (XN elements): its
+    // edge tiles then load whole vectors too, reading into the neighbouring rows.
+    body += "  bool safe = (b * C + grp * CG) * H * W + max(ih0, 0L) * W + iw0 >= 0 &&\n";
+    body += "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + (KH - 1) * DH, H - 1) *";
+    body += " W + iw0 + " + Int(reach) + " <= XN;\n";
+  }
   // The loops over the window. `inside`: the tile's window lies in the row; else the taps' lanes
-  // outside the row are zeros (the padding), the vectors loaded whole and masked where `safe`,
-  // else lane by lane.
+  // outside the row are zeros (the padding): the vectors loaded whole and masked where `safe`,
+  // else from a copy of the row's span, zero outside the row.
   auto loops = [&](bool inside) {
     std::string s = "    for (long c = 0; c < CG; ++c) {\n";
     s += "      __global const float* xc = xb + c * H * W;\n";
     s += "      for (long i = 0; i < KH; ++i) {\n";
     s += "        long ih = ih0 + i * DH;\n        if (ih < 0 || ih >= H) continue;\n";
-    if (!inside) s += "        __global const float* xr = xc + ih * W;\n";
     s += "        __global const float* xp = xc + ih * W + iw0;\n";
     s += "        __global const float* wr = wb + (c * KH + i) * KW;\n";
+    if (!inside) {
+      s += "        float span[" + std::to_string(reach) + "];\n";
+      s += "        if (!safe) {\n";
+      s += "          for (long q = 0; q < " + Int(reach) + "; ++q) {\n";
+      s += "            span[q] = iw0 + q >= 0 && iw0 + q < W ? xp[q] : 0.0f;\n";
+      s += "          }\n        }\n";
+    }
     s += "        " + vt + " v;\n";
     // Tap j (at offset `off` from iw0): its PV inputs times each channel's weight.
-    auto tap = [&](const std::string& off, const std::string& j, const std::string& indent) {
-      std::string t, in = indent;
+    auto tap = [&](const std::string& off, const std::string& j, const std::string& in) {
+      std::string t;
       if (inside) {
-        t += in + "v = " + TapVector(pv, win.sw, off) + ";\n";
+        t += in + "v = " + TapVector(pv, win.sw, "xp", off) + ";\n";
       } else {
-        t += in + "{\n";
-        in += "  ";
-        t += in + "long iw = iw0 + " + off + ";\n";
-        t += in + "if (safe) {\n";
-        t += in + "  int" + vn + " ok = (lanes >= (int)-iw) & (lanes < (int)(W - iw));\n";
-        t += in + "  v = select((" + vt + ")(0.0f), " + TapVector(pv, win.sw, off) + ", ok);\n";
-        t += in + "} else {\n" + in + "  float e[" + vn + "];\n";
-        t += in + "  for (int q = 0; q < PV; ++q) {\n";
-        t += in + "    long k = iw + q * SW;\n";
-        t += in + "    e[q] = k >= 0 && k < W ? xr[k] : 0.0f;\n" + in + "  }\n";
-        t += in + "  v = vload" + vn + "(0, e);\n" + in + "}\n";
+        t += in + "v = safe ? select((" + vt + ")(0.0f), " + TapVector(pv, win.sw, "xp", off) +
+             ",\n" + in + "                  (lanes >= (int)-(iw0 + " + off +
+             ")) & (lanes < (int)(W - iw0 - " + off + ")))\n" + in + "         : " +
+             TapVector(pv, win.sw, "span", off) + ";\n";
       }
       for (int64_t r = 0; r < ot; ++r) {
         std::string a = "a" + std::to_string(r), w = Int(r * cg * win.kh * win.kw) + " + " + j;
         t += in + a + " = fma(v, (" + vt + ")(wr[" + w + "]), " + a + ");\n";
       }
-      return inside ? t : t + indent + "}\n";
+      return t;
     };
     if (win.kw <= kConvUnrolledTaps) {
       for (int64_t j = 0; j < win.kw; ++j) s += tap(Int(j * win.dw), Int(j), "        ");
@@ -651,33 +657,39 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
     }
     return s + "      }\n    }\n";
   };
-  body += "  if (iw0 >= 0 && iw0 + " + Int(reach) + " <= W) {\n";
-  body += loops(true) + "  } else {\n" + loops(false) + "  }\n";
-  // The results through the epilogue, each channel's PV as one store where the tile is whole (not
-  // a row's moved-back last tile nor a tile wider than its row), else lane by lane.
-  body += "  float res[" + std::to_string(ot * pv) + "];\n";
-  for (int64_t r = 0; r < ot; ++r) {
-    body += "  vstore" + vn + "(a" + std::to_string(r) + ", " + std::to_string(r) + ", res);\n";
+  if (edges) {
+    body += "  if (iw0 >= 0 && iw0 + " + Int(reach) + " <= W) {\n";
+    body += loops(true) + "  } else {\n" + loops(false) + "  }\n";
+  } else {
+    body += "  {\n" + loops(true) + "  }\n";
   }
-  std::string epilogue = ConvEpilogue(step);
+  // The results through the epilogue (on each channel's vector), then stored: each channel's PV
+  // as one vector where the tile is whole (not a row's moved-back last tile nor a tile wider than
+  // its row), else lane by lane.
+  body += "  float res[" + std::to_string(ot * pv) + "];\n";
+  std::string epilogue = ConvEpilogue(step, vt);
+  for (int64_t r = 0; r < ot; ++r) {
+    std::string rs = std::to_string(r);
+    if (epilogue.empty()) {
+      body += "  vstore" + vn + "(a" + rs + ", " + rs + ", res);\n";
+      continue;
+    }
+    body += "  {\n    long o = grp * OG + og0 + " + rs + ";\n    " + vt + " v = a" + rs + ";\n";
+    body += epilogue + "    vstore" + vn + "(v, " + rs + ", res);\n  }\n";
+  }
   body += R"(  bool whole = ow0 == ows && ow0 + PV <= OW;
   for (long r = 0; r < OT; ++r) {
     if (og0 + r < ogs) continue;  // the tile before this one stores it
-    long o = grp * OG + og0 + r;
-    __global float* yr = y + ((b * O + o) * OH + oh) * OW + ow0;
-    float* er = res + r * PV;
-    if (whole) {
-      for (int q = 0; q < PV; ++q) {
-        float v = er[q];
+    __global float* yr = y + ((b * O + grp * OG + og0 + r) * OH + oh) * OW + ow0;
 )";
-  body += epilogue + "        er[q] = v;\n      }\n";
-  body += "      vstore" + vn + "(vload" + vn + "(0, er), 0, yr);\n";
+  body += "    if (whole) {\n      vstore" + vn + "(vload" + vn + "(r, res), 0, yr);\n";
   body += R"(    } else {
       for (int q = 0; q < PV; ++q) {
-        if (ow0 + q < ows || ow0 + q >= OW) continue;
-        float v = er[q];
+        if (ow0 + q >= ows && ow0 + q < OW) yr[q] = res[r * PV + q];
+      }
+    }
+  }
 )";
-  body += epilogue + "        yr[q] = v;\n      }\n    }\n  }\n";
   k.Finish(name, body, kLocalSize, code);
 }
 
@@ -703,9 +715,11 @@ Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
                    win.pw == 0 && SameDim(g, x.dims[2], out.dims[2]) &&
                    SameDim(g, x.dims[3], out.dims[3]);
   if (pointwise) {
-    // Each image as one row of H * W pixels.
+    // Each image as one row of H * W pixels (a static count where H and W are: the tile sizes
+    // follow it).
     int one = IntDim(g, 1);
-    int pixels = MulDim(g, out.dims[2], out.dims[3]);
+    std::optional<int64_t> h = StaticDim(g, out.dims[2]), w = StaticDim(g, out.dims[3]);
+    int pixels = h && w ? IntDim(g, *h * *w) : MulDim(g, out.dims[2], out.dims[3]);
     EmitConv2dTiles(g, step, k, win, groups, *cg, *o / groups, {x.dims[0], x.dims[1], one, pixels},
                     {out.dims[0], out.dims[1], one, pixels}, name, code);
   } else {

@@ -172,18 +172,34 @@ std::string Strides(const std::string& prefix, size_t rank) {
   return s;
 }
 
-std::string ConvEpilogue(const StepSpec& step) {
+std::string ConvEpilogue(const StepSpec& step, const std::string& vector_type) {
+  bool vec = !vector_type.empty();
+  // x = min(max(x, lo), hi) as q_clip computes it (NaN stays NaN).
+  auto clip = [&](const std::string& x, const std::string& lo, const std::string& hi) {
+    if (!vec) return "q_clip(" + x + ", " + lo + ", " + hi + ")";
+    return "    " + x + " = select(" + x + ", (" + vector_type + ")(" + lo + "), " + x + " < " +
+           lo + ");\n    " + x + " = select(" + x + ", (" + vector_type + ")(" + hi + "), " + x +
+           " > " + hi + ");\n";
+  };
   std::string epilogue;
   if (step.inputs.size() > 2) epilogue += "    v += x2[o];\n";
   const std::string* act = step.attrs.Get<std::string>("activation");
-  if (act && *act == "relu") epilogue += "    v = q_relu(v);\n";
+  if (act && *act == "relu") {
+    epilogue += vec ? "    v = select(v, (" + vector_type + ")(0.0f), v < 0.0f);\n"
+                    : "    v = q_relu(v);\n";
+  }
   if (act && *act == "clip") {
     const double* lo = step.attrs.Get<double>("activation_min");
     const double* hi = step.attrs.Get<double>("activation_max");
-    epilogue += "    v = q_clip(v, " + (lo ? FloatLiteral(*lo) : std::string("-INFINITY")) + ", " +
-                (hi ? FloatLiteral(*hi) : std::string("INFINITY")) + ");\n";
+    std::string l = lo ? FloatLiteral(*lo) : std::string("-INFINITY");
+    std::string h = hi ? FloatLiteral(*hi) : std::string("INFINITY");
+    epilogue += vec ? clip("v", l, h) : "    v = " + clip("v", l, h) + ";\n";
   }
-  if (act && *act == "hardswish") epilogue += "    v = v * q_clip(v + 3.0f, 0.0f, 6.0f);\n";
+  if (act && *act == "hardswish") {
+    epilogue += vec ? "    " + vector_type + " h = v + 3.0f;\n" + clip("h", "0.0f", "6.0f") +
+                          "    v = v * h;\n"
+                    : "    v = v * " + clip("v + 3.0f", "0.0f", "6.0f") + ";\n";
+  }
   return epilogue;
 }
 

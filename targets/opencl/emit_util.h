@@ -97,8 +97,9 @@ std::string Strides(const std::string& prefix, size_t rank);
 void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims);
 
 // A conv step's fused bias (input 2) and activation (targets/fuse_epilogue.h) on float `v` of
-// output channel `o`.
-std::string ConvEpilogue(const StepSpec& step);
+// output channel `o`; or, given `vector_type` (float16, ...), on a vector `v` of that type, each
+// lane as the float code computes it.
+std::string ConvEpilogue(const StepSpec& step, const std::string& vector_type = "");
 
 // The register tiles of the conv kernels (conv2d in emit.cc, transposed convs in emit_conv.cc):
 // a work-item computes ConvChannelTile(og) of a group's `og` output channels (og split in

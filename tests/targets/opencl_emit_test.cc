@@ -37,13 +37,15 @@ struct Input {
   std::vector<uint8_t> bytes;
 };
 
-Input Floats(const std::string& name, rt::Shape shape, float scale = 0.37f, float shift = 1.3f) {
+// Distinct values of both signs, not in order; `drift` times the index added (0: as many of each
+// sign when shift is 11 * scale).
+Input Floats(const std::string& name, rt::Shape shape, float scale = 0.37f, float shift = 1.3f,
+             float drift = 0.01f) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
-  // Distinct values of both signs, not in order.
   for (size_t i = 0; i < v.size(); ++i) {
-    v[i] = scale * static_cast<float>((i * 7919) % 23) - shift + 0.01f * static_cast<float>(i);
+    v[i] = scale * static_cast<float>((i * 7919) % 23) - shift + drift * static_cast<float>(i);
   }
   Input in{name, rt::DType::kFloat32, std::move(shape), std::vector<uint8_t>(v.size() * 4)};
   if (!v.empty()) std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
@@ -419,10 +421,11 @@ class Module:
         return (r, b)
 )";
   for (int64_t n : {1, 2}) {
-    ExpectOpenClMatchesCpu(kModel,
-                           {Floats("x", {n, 5, 3, 7}), Floats("w", {6, 5, 1, 1}, 0.1f, 0.5f),
-                            Floats("x2", {1, 3, 4, 4}), Floats("w2", {4, 3, 1, 1}, 0.1f, 0.5f)},
-                           2);
+    ExpectOpenClMatchesCpu(
+        kModel,
+        {Floats("x", {n, 5, 3, 7}), Floats("w", {6, 5, 1, 1}, 0.05f, 0.55f, 0.0f),
+         Floats("x2", {1, 3, 4, 4}), Floats("w2", {4, 3, 1, 1}, 0.05f, 0.55f, 0.0f)},
+        2);
   }
 }
 
@@ -473,14 +476,18 @@ class Module:
     int64_t n = nhw[0], h = nhw[1], w = nhw[2];
     ExpectOpenClMatchesCpu(
         model,
-        {Floats("x", {n, 6, 13, 37}), Floats("wa", {20, 6, 3, 3}, 0.1f, 0.5f),
-         Floats("wb", {12, 6, 3, 3}, 0.1f, 0.5f), Floats("wc", {6, 1, 3, 3}, 0.1f, 0.5f),
-         Floats("wd", {6, 1, 5, 5}, 0.1f, 0.5f), Floats("we", {34, 3, 1, 3}, 0.1f, 0.5f),
-         Floats("wf", {9, 2, 1, 1}, 0.1f, 0.5f), Floats("x2", {1, 4, 5, 6}),
-         Floats("wg", {5, 4, 3, 3}, 0.1f, 0.5f), Floats("wh", {3, 4, 2, 2}, 0.1f, 0.5f),
-         Floats("x3", {1, 4, 9, 70}), Floats("wk", {8, 4, 3, 3}, 0.1f, 0.5f),
-         Floats("xs", {1, 3, h, w}), Floats("ws", {4, 3, 3, 3}, 0.1f, 0.5f),
-         Floats("wp", {5, 3, 1, 1}, 0.1f, 0.5f), Floats("wq", {4, 6, 1, 11}, 0.1f, 0.5f)},
+        {Floats("x", {n, 6, 13, 37}), Floats("wa", {20, 6, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wb", {12, 6, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wc", {6, 1, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wd", {6, 1, 5, 5}, 0.05f, 0.55f, 0.0f),
+         Floats("we", {34, 3, 1, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wf", {9, 2, 1, 1}, 0.05f, 0.55f, 0.0f), Floats("x2", {1, 4, 5, 6}),
+         Floats("wg", {5, 4, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wh", {3, 4, 2, 2}, 0.05f, 0.55f, 0.0f), Floats("x3", {1, 4, 9, 70}),
+         Floats("wk", {8, 4, 3, 3}, 0.05f, 0.55f, 0.0f), Floats("xs", {1, 3, h, w}),
+         Floats("ws", {4, 3, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wp", {5, 3, 1, 1}, 0.05f, 0.55f, 0.0f),
+         Floats("wq", {4, 6, 1, 11}, 0.05f, 0.55f, 0.0f)},
         12, 12);
   }
 }
@@ -509,11 +516,12 @@ class Module:
   for (const auto& [n, w] : sizes) {
     ExpectOpenClMatchesCpu(
         kModel,
-        {Floats("x", {n, 4, 5, w}), Floats("wa", {4, 17, 2, 2}, 0.1f, 0.5f),
-         Floats("wb", {4, 3, 3, 3}, 0.1f, 0.5f), Floats("wc", {4, 2, 3, 5}, 0.1f, 0.5f),
-         Floats("wd", {4, 1, 1, 11}, 0.1f, 0.5f), Floats("x1", {n, 6, 30}),
-         Floats("we", {6, 5, 4}, 0.1f, 0.5f), Floats("x3", {1, 2, 3, 4, 20}),
-         Floats("wf", {2, 3, 2, 2, 3}, 0.1f, 0.5f)},
+        {Floats("x", {n, 4, 5, w}), Floats("wa", {4, 17, 2, 2}, 0.05f, 0.55f, 0.0f),
+         Floats("wb", {4, 3, 3, 3}, 0.05f, 0.55f, 0.0f),
+         Floats("wc", {4, 2, 3, 5}, 0.05f, 0.55f, 0.0f),
+         Floats("wd", {4, 1, 1, 11}, 0.05f, 0.55f, 0.0f), Floats("x1", {n, 6, 30}),
+         Floats("we", {6, 5, 4}, 0.05f, 0.55f, 0.0f), Floats("x3", {1, 2, 3, 4, 20}),
+         Floats("wf", {2, 3, 2, 2, 3}, 0.05f, 0.55f, 0.0f)},
         6, 6);
   }
 }
