@@ -523,10 +523,11 @@ Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, in
 // OT fmas, each with one weight broadcast; the accumulators and the channel and tap loops are
 // written out, so that they stay in registers. The window's constants are baked in; the sum over
 // (c, i, j) is in the CPU reference's order.
-//  - Tiles: OT = ConvChannelTile(OG), 1 for a depthwise conv, and PV = ConvPixelTile(OW)
-//    (emit_util.h). A group's or a row's last tile is moved back to end where they end,
-//    overlapping the tile before it, whose channels and pixels it leaves to it: every tile loads
-//    whole vectors.
+//  - Tiles: OT = ConvChannelTile(OG) and PV = ConvPixelTile(OW) (emit_util.h). A tile of one
+//    channel (a depthwise conv) spans kConvRows output rows instead of one: each input row's tap
+//    vectors then feed every output row whose window reads that row. A group's, a row's or a
+//    column's last tile is moved back to end where they end, overlapping the tile before it,
+//    whose channels, rows and pixels it leaves to it: every tile loads whole vectors.
 //  - Edges: a tile whose window stays inside the input row takes vector loads (stride 1: one
 //    load; stride 2: the even lanes of 2 * PV; others: PV scalars). A tile that overlaps the
 //    padding (a second copy of the loops, chosen once per work-item) loads the same vectors, which
@@ -566,9 +567,11 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
                      const std::vector<int>& out, const std::string& name, std::string* code) {
   int64_t ot = ConvChannelTile(og), oq = (og + ot - 1) / ot;
   int64_t pv = ConvPixelTile(StaticDim(g, out[3]));
+  std::optional<int64_t> oh_static = StaticDim(g, out[2]);
+  int64_t rh = ot == 1 && oh_static && *oh_static >= kConvRows ? kConvRows : 1;
   std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
-  int owq = CeilDiv(g, out[3], pv);
-  k.Long("total", MulDim(g, MulDim(g, out[0], IntDim(g, groups * oq)), MulDim(g, out[2], owq)));
+  int owq = CeilDiv(g, out[3], pv), ohq = CeilDiv(g, out[2], rh);
+  k.Long("total", MulDim(g, MulDim(g, out[0], IntDim(g, groups * oq)), MulDim(g, ohq, owq)));
   k.Long("C", in[1]);
   k.Long("H", in[2]);
   k.Long("W", in[3]);
@@ -576,25 +579,30 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   k.Long("OH", out[2]);
   k.Long("OW", out[3]);
   k.Long("OWQ", owq);
+  k.Long("OHQ", ohq);
   k.Long("XN", Product(g, in, 0));
   std::string body = "  long t = get_global_id(0);\n  if (t >= total) return;\n";
   body += "  const long KH = " + Int(win.kh) + ", KW = " + Int(win.kw) + ", SH = " + Int(win.sh) +
           ", SW = " + Int(win.sw) + ", DH = " + Int(win.dh) + ", DW = " + Int(win.dw) +
           ", PH = " + Int(win.ph) + ", PW = " + Int(win.pw) + ";\n";
   body += "  const long G = " + Int(groups) + ", CG = " + Int(cg) + ", OG = " + Int(og) +
-          ", OT = " + Int(ot) + ", OQ = " + Int(oq) + ", PV = " + Int(pv) + ";\n";
+          ", OT = " + Int(ot) + ", OQ = " + Int(oq) + ", PV = " + Int(pv) + ", RH = " + Int(rh) +
+          ";\n";
   body += R"(  long ows = t % OWQ * PV;
-  long oh = t / OWQ % OH;
-  long grp = t / (OWQ * OH) % (G * OQ) / OQ;
-  long ogs = t / (OWQ * OH) % OQ * OT;
-  long b = t / (OWQ * OH * G * OQ);
-  long og0 = min(ogs, OG - OT), ow0 = max(min(ows, OW - PV), 0L);
-  long ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
+  long ohs = t / OWQ % OHQ * RH;
+  long grp = t / (OWQ * OHQ) % (G * OQ) / OQ;
+  long ogs = t / (OWQ * OHQ) % OQ * OT;
+  long b = t / (OWQ * OHQ * G * OQ);
+  long og0 = min(ogs, OG - OT), ow0 = max(min(ows, OW - PV), 0L), oh0 = max(min(ohs, OH - RH), 0L);
+  long ih0 = oh0 * SH - PH, iw0 = ow0 * SW - PW;
   __global const float* xb = x0 + (b * C + grp * CG) * H * W;
   __global const float* wb = x1 + (grp * OG + og0) * CG * KH * KW;
 )";
-  for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
+  // Accumulator k * OT + r: output row oh0 + k, channel og0 + r.
+  for (int64_t a = 0; a < ot * rh; ++a) body += "  " + vt + " a" + std::to_string(a) + " = 0.0f;\n";
   int64_t reach = (win.kw - 1) * win.dw + TapReach(pv, win.sw);  // of a row, from iw0
+  // The input rows the tile reads, from ih0 on: with one output row, every DH-th.
+  int64_t rows = (win.kh - 1) * win.dh + 1 + (rh - 1) * win.sh, row_step = rh == 1 ? win.dh : 1;
   // Whether some tile's window may leave its row: unless the dims are static and the first and
   // the last tile of a row stay inside (iw0 grows with the tile).
   std::optional<int64_t> w_static = StaticDim(g, in[3]), ow_static = StaticDim(g, out[3]);
@@ -611,19 +619,28 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
     // Whether every row the tile reads, from iw0 on, lies in the input tensor (XN elements): its
     // edge tiles then load whole vectors too, reading into the neighbouring rows.
     body += "  bool safe = (b * C + grp * CG) * H * W + max(ih0, 0L) * W + iw0 >= 0 &&\n";
-    body += "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + (KH - 1) * DH, H - 1) *";
-    body += " W + iw0 + " + Int(reach) + " <= XN;\n";
+    body += "              (b * C + grp * CG + CG - 1) * H * W + min(ih0 + " + Int(rows - 1) +
+            ", H - 1) * W + iw0 + " + Int(reach) + " <= XN;\n";
   }
-  // The loops over the window. `inside`: the tile's window lies in the row; else the taps' lanes
-  // outside the row are zeros (the padding): the vectors loaded whole and masked where `safe`,
-  // else from a copy of the row's span, zero outside the row.
+  // The loops over the channels and input rows, then the taps along the row. `inside`: the tile's
+  // window lies in the row; else the taps' lanes outside the row are zeros (the padding): the
+  // vectors loaded whole and masked where `safe`, else from a copy of the row's span, zero
+  // outside the row.
   auto loops = [&](bool inside) {
     std::string s = "    for (long c = 0; c < CG; ++c) {\n";
     s += "      __global const float* xc = xb + c * H * W;\n";
-    s += "      for (long i = 0; i < KH; ++i) {\n";
-    s += "        long ih = ih0 + i * DH;\n        if (ih < 0 || ih >= H) continue;\n";
+    s += "      __global const float* wc = wb + c * KH * KW;\n";
+    s += "      for (long ii = 0; ii < " + Int(rows) + "; ii += " + Int(row_step) + ") {\n";
+    s += "        long ih = ih0 + ii;\n        if (ih < 0 || ih >= H) continue;\n";
     s += "        __global const float* xp = xc + ih * W + iw0;\n";
-    s += "        __global const float* wr = wb + (c * KH + i) * KW;\n";
+    if (rh > 1) {
+      // The window row of each output row that reads input row ii, or -1.
+      for (int64_t kr = 0; kr < rh; ++kr) {
+        std::string n = Int(kr * win.sh), ks = std::to_string(kr);
+        s += "        long i" + ks + " = ii >= " + n + " && (ii - " + n + ") % DH == 0 && (ii - " +
+             n + ") / DH < KH ? (ii - " + n + ") / DH : -1;\n";
+      }
+    }
     if (!inside) {
       s += "        float span[" + std::to_string(reach) + "];\n";
       s += "        if (!safe) {\n";
@@ -632,7 +649,8 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
       s += "          }\n        }\n";
     }
     s += "        " + vt + " v;\n";
-    // Tap j (at offset `off` from iw0): its PV inputs times each channel's weight.
+    // Tap j (at offset `off` from iw0): its PV inputs times each channel's weight, for each
+    // output row whose window reads this input row.
     auto tap = [&](const std::string& off, const std::string& j, const std::string& in) {
       std::string t;
       if (inside) {
@@ -643,9 +661,14 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
              ")) & (lanes < (int)(W - iw0 - " + off + ")))\n" + in + "         : " +
              TapVector(pv, win.sw, "span", off) + ";\n";
       }
-      for (int64_t r = 0; r < ot; ++r) {
-        std::string a = "a" + std::to_string(r), w = Int(r * cg * win.kh * win.kw) + " + " + j;
-        t += in + a + " = fma(v, (" + vt + ")(wr[" + w + "]), " + a + ");\n";
+      for (int64_t kr = 0; kr < rh; ++kr) {
+        std::string ks = std::to_string(kr), row = rh > 1 ? "i" + ks : "ii / DH";
+        std::string guard = rh > 1 ? "if (i" + ks + " >= 0) " : "";
+        for (int64_t r = 0; r < ot; ++r) {
+          std::string a = "a" + std::to_string(kr * ot + r);
+          std::string w = Int(r * cg * win.kh * win.kw) + " + " + row + " * KW + " + j;
+          t += in + guard + a + " = fma(v, (" + vt + ")(wc[" + w + "]), " + a + ");\n";
+        }
       }
       return t;
     };
@@ -665,27 +688,30 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   }
   // The results through the epilogue (on each channel's vector), then stored: each channel's PV
   // as one vector where the tile is whole (not a row's moved-back last tile nor a tile wider than
-  // its row), else lane by lane.
-  body += "  float res[" + std::to_string(ot * pv) + "];\n";
+  // its row), else lane by lane; rows and channels that the tile before this one stores, or past
+  // the output, are left.
+  body += "  float res[" + std::to_string(rh * ot * pv) + "];\n";
   std::string epilogue = ConvEpilogue(step, vt);
-  for (int64_t r = 0; r < ot; ++r) {
-    std::string rs = std::to_string(r);
+  for (int64_t a = 0; a < rh * ot; ++a) {
+    std::string as = std::to_string(a);
     if (epilogue.empty()) {
-      body += "  vstore" + vn + "(a" + rs + ", " + rs + ", res);\n";
+      body += "  vstore" + vn + "(a" + as + ", " + as + ", res);\n";
       continue;
     }
-    body += "  {\n    long o = grp * OG + og0 + " + rs + ";\n    " + vt + " v = a" + rs + ";\n";
-    body += epilogue + "    vstore" + vn + "(v, " + rs + ", res);\n  }\n";
+    body += "  {\n    long o = grp * OG + og0 + " + std::to_string(a % ot) + ";\n    " + vt +
+            " v = a" + as + ";\n";
+    body += epilogue + "    vstore" + vn + "(v, " + as + ", res);\n  }\n";
   }
   body += R"(  bool whole = ow0 == ows && ow0 + PV <= OW;
-  for (long r = 0; r < OT; ++r) {
-    if (og0 + r < ogs) continue;  // the tile before this one stores it
-    __global float* yr = y + ((b * O + grp * OG + og0 + r) * OH + oh) * OW + ow0;
+  for (long a = 0; a < RH * OT; ++a) {
+    long oh = oh0 + a / OT, og = og0 + a % OT;
+    if (og < ogs || oh < ohs || oh >= OH) continue;
+    __global float* yr = y + ((b * O + grp * OG + og) * OH + oh) * OW + ow0;
 )";
-  body += "    if (whole) {\n      vstore" + vn + "(vload" + vn + "(r, res), 0, yr);\n";
+  body += "    if (whole) {\n      vstore" + vn + "(vload" + vn + "(a, res), 0, yr);\n";
   body += R"(    } else {
       for (int q = 0; q < PV; ++q) {
-        if (ow0 + q >= ows && ow0 + q < OW) yr[q] = res[r * PV + q];
+        if (ow0 + q >= ows && ow0 + q < OW) yr[q] = res[a * PV + q];
       }
     }
   }

@@ -110,6 +110,9 @@ int64_t ConvChannelTile(int64_t og);
 int64_t ConvPixelTile(std::optional<int64_t> n);
 // Window widths up to this are written out tap by tap in the conv kernels; wider ones loop.
 inline constexpr int64_t kConvUnrolledTaps = 8;
+// The output rows a conv2d work-item of one channel (a depthwise conv) computes: each input row's
+// tap vectors feed the outputs of every row whose window reads it.
+inline constexpr int64_t kConvRows = 4;
 
 using Emitter = Status (*)(GraphSpec&, StepSpec&, const std::string&, std::string*);
 

@@ -432,16 +432,17 @@ class Module:
 // conv2d's register tiles (output channels by pixels of a row) against the CPU: widths that are
 // and are not multiples of the tile (16, and 4 for narrow outputs, some narrower than a tile),
 // strides 1, 2 and 3, dilation, asymmetric padding, a window wider than the taps written out,
-// depthwise and grouped convs (17 channels a group: tiles that overlap), 1 x 1 convs with groups,
-// symbolic batch and spatial dims, and fused epilogues (a bias with relu, clip or hardswish; a
-// clip alone): one dispatch per conv.
+// depthwise convs (several output rows a work-item: heights on and off that count, strides 1
+// and 2, dilation), grouped convs (17 channels a group: tiles that overlap), 1 x 1 convs with
+// groups, symbolic batch and spatial dims, and fused epilogues (a bias with relu, clip or
+// hardswish; a clip alone): one dispatch per conv.
 TEST(OpenClEmit, Conv2dRegisterTilesMatchTheCpu) {
   OPENCL_OR_SKIP();
   std::string model = R"(
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(("n", 6, 13, 37), "float32"), wa: R.Tensor((20, 6, 3, 3), "float32"), wb: R.Tensor((12, 6, 3, 3), "float32"), wc: R.Tensor((6, 1, 3, 3), "float32"), wd: R.Tensor((6, 1, 5, 5), "float32"), we: R.Tensor((34, 3, 1, 3), "float32"), wf: R.Tensor((9, 2, 1, 1), "float32"), x2: R.Tensor((1, 4, 5, 6), "float32"), wg: R.Tensor((5, 4, 3, 3), "float32"), wh: R.Tensor((3, 4, 2, 2), "float32"), x3: R.Tensor((1, 4, 9, 70), "float32"), wk: R.Tensor((8, 4, 3, 3), "float32"), xs: R.Tensor((1, 3, "h", "w"), "float32"), ws: R.Tensor((4, 3, 3, 3), "float32"), wp: R.Tensor((5, 3, 1, 1), "float32"), wq: R.Tensor((4, 6, 1, 11), "float32")):
+    def main(x: R.Tensor(("n", 6, 13, 37), "float32"), wa: R.Tensor((20, 6, 3, 3), "float32"), wb: R.Tensor((12, 6, 3, 3), "float32"), wc: R.Tensor((6, 1, 3, 3), "float32"), wd: R.Tensor((6, 1, 5, 5), "float32"), we: R.Tensor((34, 3, 1, 3), "float32"), wf: R.Tensor((9, 2, 1, 1), "float32"), x2: R.Tensor((1, 4, 5, 6), "float32"), wg: R.Tensor((5, 4, 3, 3), "float32"), wh: R.Tensor((3, 4, 2, 2), "float32"), x3: R.Tensor((1, 4, 9, 70), "float32"), wk: R.Tensor((8, 4, 3, 3), "float32"), xs: R.Tensor((1, 3, "h", "w"), "float32"), ws: R.Tensor((4, 3, 3, 3), "float32"), wp: R.Tensor((5, 3, 1, 1), "float32"), wq: R.Tensor((4, 6, 1, 11), "float32"), wr: R.Tensor((4, 1, 3, 3), "float32")):
         a = R.nn.conv2d(x, wa, padding=[1, 1, 1, 1])
         ab = R.add(a, $ba)
         ar = R.nn.relu(ab)
@@ -463,7 +464,8 @@ class Module:
         s = R.nn.conv2d(xs, ws, padding=[1, 1, 1, 1])
         p = R.nn.conv2d(xs, wp)
         q = R.nn.conv2d(x, wq, padding=[0, 6, 0, 4])
-        return (ar, bk, cm, d, ek, f, g, h, k, s, p, q)
+        r = R.nn.conv2d(x3, wr, padding=[1, 2, 2, 1], dilation=[2, 2], groups=4)
+        return (ar, bk, cm, d, ek, f, g, h, k, s, p, q, r)
 )";
   // The biases: constants, which the epilogues take.
   const std::pair<const char*, std::string> biases[] = {
@@ -487,8 +489,9 @@ class Module:
          Floats("wk", {8, 4, 3, 3}, 0.05f, 0.55f, 0.0f), Floats("xs", {1, 3, h, w}),
          Floats("ws", {4, 3, 3, 3}, 0.05f, 0.55f, 0.0f),
          Floats("wp", {5, 3, 1, 1}, 0.05f, 0.55f, 0.0f),
-         Floats("wq", {4, 6, 1, 11}, 0.05f, 0.55f, 0.0f)},
-        12, 12);
+         Floats("wq", {4, 6, 1, 11}, 0.05f, 0.55f, 0.0f),
+         Floats("wr", {4, 1, 3, 3}, 0.05f, 0.55f, 0.0f)},
+        13, 13);
   }
 }
 
