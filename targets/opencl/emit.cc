@@ -740,6 +740,8 @@ Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   bool pointwise = *kh == 1 && *kw == 1 && stride[0] == 1 && stride[1] == 1 && win.ph == 0 &&
                    win.pw == 0 && SameDim(g, x.dims[2], out.dims[2]) &&
                    SameDim(g, x.dims[3], out.dims[3]);
+  bool column = !pointwise && *kw == 1 && win.pw == 0 && StaticDim(g, x.dims[3]) == 1 &&
+                StaticDim(g, out.dims[3]) == 1;
   if (pointwise) {
     // Each image as one row of H * W pixels (a static count where H and W are: the tile sizes
     // follow it).
@@ -748,6 +750,14 @@ Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
     int pixels = h && w ? IntDim(g, *h * *w) : MulDim(g, out.dims[2], out.dims[3]);
     EmitConv2dTiles(g, step, k, win, groups, *cg, *o / groups, {x.dims[0], x.dims[1], one, pixels},
                     {out.dims[0], out.dims[1], one, pixels}, name, code);
+  } else if (column) {
+    // Rows one pixel wide (a 1-D signal stored as (N, C, L, 1)): the same bytes as one row of L
+    // pixels with the window along it, so that the tiles' pixel vectors run along L.
+    int one = IntDim(g, 1);
+    Conv2dWindow row{1, *kh, 1, stride[0], 1, dil[0], 0, win.ph};
+    EmitConv2dTiles(g, step, k, row, groups, *cg, *o / groups,
+                    {x.dims[0], x.dims[1], one, x.dims[2]},
+                    {out.dims[0], out.dims[1], one, out.dims[2]}, name, code);
   } else {
     EmitConv2dTiles(g, step, k, win, groups, *cg, *o / groups, x.dims, out.dims, name, code);
   }

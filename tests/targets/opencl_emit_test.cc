@@ -717,6 +717,32 @@ class Module:
   }
 }
 
+// A conv over rows one pixel wide (a 1-D signal stored as (N, C, L, 1), kernel (K, 1)) runs its
+// tiles along L: strides, dilation, padding at both ends, groups, a depthwise conv, a fused bias
+// and relu, a symbolic batch.
+TEST(OpenClEmit, ConvOverRowsOnePixelWide) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 6, 37, 1), "float32"), wa: R.Tensor((20, 6, 5, 1), "float32"), ba: R.Tensor((1, 20, 1, 1), "float32"), wb: R.Tensor((6, 1, 3, 1), "float32"), wc: R.Tensor((4, 3, 2, 1), "float32")):
+        a = R.nn.conv2d(x, wa, strides=[2, 1], padding=[2, 0, 1, 0])
+        ab = R.add(a, ba)
+        ar = R.nn.relu(ab)
+        b = R.nn.conv2d(x, wb, padding=[2, 0, 2, 0], dilation=[2, 1], groups=6)
+        c = R.nn.conv2d(x, wc, strides=[3, 1], groups=2)
+        return (ar, b, c)
+)";
+  for (int64_t n : {1, 2}) {
+    ExpectOpenClMatchesCpu(kModel,
+                           {Floats("x", {n, 6, 37, 1}), Floats("wa", {20, 6, 5, 1}, 0.1f, 0.5f),
+                            Floats("ba", {1, 20, 1, 1}), Floats("wb", {6, 1, 3, 1}, 0.1f, 0.5f),
+                            Floats("wc", {4, 3, 2, 1}, 0.1f, 0.5f)},
+                           3);
+  }
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
