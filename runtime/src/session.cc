@@ -34,6 +34,13 @@ std::string TensorSignature::ToString() const {
 }
 
 namespace {
+// A value a hoisted step made, in a buffer the session owns.
+struct HeldValue {
+  int value = -1;
+  DeviceTensor tensor;  // its data: the whole of `buffer`
+  BufferPtr buffer;
+};
+
 struct GraphPlan {
   const pkg::Graph* graph = nullptr;
   std::vector<std::unique_ptr<PreparedStep>> prepared;  // per step (null for builtins)
@@ -41,11 +48,10 @@ struct GraphPlan {
   std::vector<std::vector<int>> frees;  // per step: values whose last use it is
   std::vector<bool> is_output;
   // Steps that read constants alone (or what such steps make), run once when the session is
-  // created (main graph only); `held`: what they make that other steps read, in buffers of the
-  // session's own, bound in every run as constants are.
+  // created (main graph only); `held`: what they make that other steps read, bound in every run
+  // as constants are.
   std::vector<bool> hoisted;
-  std::vector<std::pair<int, DeviceTensor>> held;
-  std::vector<BufferPtr> held_buffers;
+  std::vector<HeldValue> held;
 };
 }  // namespace
 
@@ -486,7 +492,7 @@ class Run final : public OutputAllocator {
   Status Execute(const std::vector<const Tensor*>& given) {
     QUILT_RETURN_IF_ERROR(AllocateArenas());
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
-    for (const auto& [v, t] : plan_.held) values_[static_cast<size_t>(v)] = t;
+    for (const HeldValue& h : plan_.held) values_[static_cast<size_t>(h.value)] = h.tensor;
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
       if (!plan_.hoisted.empty() && plan_.hoisted[static_cast<size_t>(s)]) continue;
@@ -500,8 +506,8 @@ class Run final : public OutputAllocator {
   }
 
   // Runs the hoisted steps once (at session creation), and copies each value they make that a
-  // step left in the run reads into a buffer of its own: `held` and `buffers`, for the session.
-  Status Hoist(std::vector<std::pair<int, DeviceTensor>>* held, std::vector<BufferPtr>* buffers) {
+  // step left in the run reads into a buffer of its own: `held`, for the session.
+  Status Hoist(std::vector<HeldValue>* held) {
     QUILT_RETURN_IF_ERROR(AllocateArenas());
     BindConstants();
     size_t num_steps = g_.steps()->size();
@@ -521,12 +527,12 @@ class Run final : public OutputAllocator {
         if (!read_later[static_cast<size_t>(v)]) continue;
         const DeviceTensor& t = values_[static_cast<size_t>(v)];
         int device = ValueDevice(v);
-        BufferPtr b;
-        QUILT_RETURN_IF_ERROR(DeviceOf(device).Allocate(t.data.size, &b));
-        BufferRef ref{b.get(), 0, t.data.size};
-        if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, ref));
-        held->push_back({v, DeviceTensor{t.dtype, t.shape, ref}});
-        buffers->push_back(std::move(b));
+        HeldValue h;
+        h.value = v;
+        QUILT_RETURN_IF_ERROR(DeviceOf(device).Allocate(t.data.size, &h.buffer));
+        h.tensor = {t.dtype, t.shape, {h.buffer.get(), 0, t.data.size}};
+        if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, h.tensor.data));
+        held->push_back(std::move(h));
       }
     }
     return Status::Ok();
@@ -1237,11 +1243,10 @@ Status HoistConstantSteps(Session::Plans& plans) {
   for (size_t d = 0; d < queues.size(); ++d) {
     QUILT_RETURN_IF_ERROR(plans.devices[d]->CreateQueue(&queues[d]));
   }
-  std::vector<std::pair<int, DeviceTensor>> held;
-  std::vector<BufferPtr> buffers;
+  std::vector<HeldValue> held;
   {
     class Run run(plans, queues, 0);
-    Status st = run.Hoist(&held, &buffers);
+    Status st = run.Hoist(&held);
     for (const std::unique_ptr<Queue>& q : queues) {
       Status done = q->Finish();
       if (st.ok()) st = done;
@@ -1249,7 +1254,6 @@ Status HoistConstantSteps(Session::Plans& plans) {
     if (!st.ok()) return st.WithContext("computing the package's constant steps");
   }
   plans.graphs[0].held = std::move(held);
-  plans.graphs[0].held_buffers = std::move(buffers);
   return Status::Ok();
 }
 

@@ -313,7 +313,7 @@ class ClQueue final : public Queue {
                                 kDispatchErrorBytes, zeros, &e);
         if (e != CL_SUCCESS) return ClError("allocating the run's OpenCL error word", e);
       }
-      checked_.push_back(step.what());
+      checked_.push_back(&step);
       cl_int seq = static_cast<cl_int>(checked_.size());
       QUILT_CL(clSetKernelArg(k, arg++, sizeof(cl_mem), &error_),
                step.what() + ": setting argument " + std::to_string(arg - 1));
@@ -398,7 +398,7 @@ class ClQueue final : public Queue {
     std::memcpy(&size, word + 16, 8);
     if (seq <= 0) return Status::Ok();
     std::string what = static_cast<size_t>(seq) <= checked_.size()
-                           ? checked_[static_cast<size_t>(seq) - 1]
+                           ? checked_[static_cast<size_t>(seq) - 1]->what()
                            : "a checked kernel (launch " + std::to_string(seq) + ")";
     if (kind == 1) return Status::Error(what + ": cannot pad an empty axis in this mode");
     return Status::Error(what + ": index " + std::to_string(index) +
@@ -407,8 +407,9 @@ class ClQueue final : public Queue {
 
  private:
   cl_command_queue queue_;
-  cl_mem error_ = nullptr;            // the run's error word, once a checked kernel runs
-  std::vector<std::string> checked_;  // the checked launches, by q_seq - 1
+  cl_mem error_ = nullptr;  // the run's error word, once a checked kernel runs
+  // The checked launches, by q_seq - 1 (the session's prepared steps outlive its runs' queues).
+  std::vector<const ClStep*> checked_;
 };
 
 class ClDevice final : public Device {
