@@ -14,7 +14,7 @@ packages=(
   build-essential cmake ninja-build ccache clang-format git python3-venv
   libgtest-dev libgmock-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libflatbuffers-dev flatbuffers-compiler libssl-dev zlib1g-dev nlohmann-json3-dev
+  libflatbuffers-dev flatbuffers-compiler libxxhash-dev libssl-dev zlib1g-dev nlohmann-json3-dev
   espeak-ng fonts-dejavu-core time
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clang-15
 )

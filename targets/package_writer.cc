@@ -3,6 +3,7 @@
 #include <cstring>
 #include <variant>
 
+#include "runtime/src/checksum.h"
 #include "runtime/src/package.h"
 
 namespace quilt::compiler {
@@ -184,6 +185,9 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
     std::memcpy(out.data() + data_offset + root->buffers()->Get(i)->offset(),
                 spec.buffers[i]->data(), spec.buffers[i]->size());
   }
+  size_t body = out.size();
+  out.resize(body + rt::kChecksumBytes);
+  rt::WriteChecksumFooter(out.data(), body, out.data() + body);
   return out;
 }
 

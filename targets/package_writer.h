@@ -1,6 +1,6 @@
 // Writes a package: the FlatBuffer, then the data section with every constant at a 64-byte
-// aligned offset. The bytes depend only on the spec: compiling one model twice gives identical
-// files.
+// aligned offset, then the checksum footer (runtime/src/checksum.h). The bytes depend only on the
+// spec: compiling one model twice gives identical files.
 #pragma once
 
 #include <cstdint>

@@ -123,6 +123,51 @@ Expected<Outputs> Shape(NodeContext& ctx) {
   return NodeContext::Single(ctx.Emit(OpKind::kShapeToTensor, {*shape}));
 }
 
+// A shape tensor `t` known only at run time with each 0 among its first rank(x) entries replaced by
+// x's dim there (Reshape with allowzero = 0): where(t[:m] == 0, shape(x)[:m], t[:m]) ++ t[m:], m =
+// min(len(t), rank(x)). A 0 past x's rank stays, and the reshape then fails on the element count.
+Expected<ir::Expr> CopyZeroDims(NodeContext& ctx, const ir::Expr& x, const ir::Expr& t) {
+  const ir::StructInfo& xs = x->struct_info;
+  const ir::StructInfo& ts = t->struct_info;
+  std::optional<int64_t> k;
+  if (ts->shape && ts->shape->size() == 1) k = ir::AsInt((*ts->shape)[0]);
+  if (xs->ndim < 0 || !k) {
+    return ctx.Error(std::string("Reshape with allowzero = 0 to a shape known only at run time "
+                                 "needs ") +
+                     (xs->ndim < 0 ? "the data's rank" : "the shape's length") +
+                     " at compile time (a 0 in the shape copies the data's dim there)");
+  }
+  int64_t m = std::min<int64_t>(*k, xs->ndim);
+  if (m == 0) return t;
+  auto slice = [&](const ir::Expr& v, int64_t begin, int64_t end) -> Expected<ir::Expr> {
+    ir::Attrs a;
+    a.Set("axes", std::vector<int64_t>{0});
+    a.Set("begin", std::vector<int64_t>{begin});
+    a.Set("end", std::vector<int64_t>{end});
+    a.Set("strides", std::vector<int64_t>{1});
+    return ctx.Emit(OpKind::kStridedSlice, {v}, a);
+  };
+  Expected<ir::Expr> shape = ctx.Emit(OpKind::kShapeOf, {x});
+  if (!shape) return shape.error();
+  Expected<ir::Expr> dims = ctx.Emit(OpKind::kShapeToTensor, {*shape});
+  if (!dims) return dims.error();
+  if (m < xs->ndim) dims = slice(*dims, 0, m);
+  if (!dims) return dims.error();
+  Expected<ir::Expr> head = m < *k ? slice(t, 0, m) : Expected<ir::Expr>(t);
+  if (!head) return head.error();
+  Expected<ir::Expr> zero = ctx.ScalarConst(ir::DataType::kInt64, 0);
+  if (!zero) return zero.error();
+  Expected<ir::Expr> is_zero = ctx.Emit(OpKind::kEqual, {*head, *zero});
+  if (!is_zero) return is_zero.error();
+  Expected<ir::Expr> fixed = ctx.Emit(OpKind::kWhere, {*is_zero, *dims, *head});
+  if (!fixed || m == *k) return fixed;
+  Expected<ir::Expr> tail = slice(t, m, *k);
+  if (!tail) return tail.error();
+  ir::Attrs a;
+  a.Set("axis", int64_t{0});
+  return ctx.Emit(OpKind::kConcat, {ir::MakeTuple({*fixed, *tail})}, a);
+}
+
 Expected<Outputs> Reshape(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0);
   if (!x || !ctx.HasInput(1)) return ctx.Error("Reshape needs data and shape");
@@ -130,7 +175,9 @@ Expected<Outputs> Reshape(NodeContext& ctx) {
   if (!allowzero) return ctx.Error(allowzero.error().message);
   std::optional<KnownValues> target = ctx.Known(1);
   if (!target) {
-    Expected<ir::Expr> s = ctx.Emit(OpKind::kTensorToShape, {ctx.Input(1)});
+    Expected<ir::Expr> t = *allowzero ? ctx.Input(1) : CopyZeroDims(ctx, x, ctx.Input(1));
+    if (!t) return t.error();
+    Expected<ir::Expr> s = ctx.Emit(OpKind::kTensorToShape, {*t});
     if (!s) return s.error();
     return NodeContext::Single(ctx.Emit(OpKind::kReshape, {x, *s}));
   }
@@ -829,7 +876,8 @@ Expected<Outputs> Gather(NodeContext& ctx) {
     return ctx.Error("axis " + std::to_string(*axis) + " is out of range for rank " +
                      std::to_string(rank));
   }
-  std::string mode = "wrap";
+  // take's "fast" mode counts negative indices from the end and fails the run on an index
+  // outside [-n, n), as ONNX defines Gather; known indices are checked here instead.
   std::optional<std::vector<int64_t>> idx = ctx.KnownInts(1);
   const auto* ci = ctx.ConstantInput(1);
   if (idx && ci && s->shape) {
@@ -848,12 +896,11 @@ Expected<Outputs> Gather(NodeContext& ctx) {
         if (!c) return ctx.Error(c.error().message);
         ind = *c;
       }
-      mode = "fast";
     }
   }
   ir::Attrs a;
   a.Set("axis", *axis);
-  a.Set("mode", mode);
+  a.Set("mode", std::string("fast"));
   Expected<ir::Expr> e = ctx.Emit(OpKind::kTake, {x, ind}, a);
   if (!e) return e.error();
   return Outputs{*e};

@@ -82,14 +82,31 @@ const char* quilt_status_message(const quilt_status_t* status) {
 void quilt_status_free(quilt_status_t* status) { delete status; }
 
 const char* quilt_version(void) { return "0.1.0"; }
-const char* quilt_package_format_version(void) { return "1.0"; }
+const char* quilt_package_format_version(void) {
+  static const std::string version =
+      std::to_string(quilt::rt::kFormatMajor) + "." + std::to_string(quilt::rt::kFormatMinor);
+  return version.c_str();
+}
 
 quilt_status_t* quilt_package_load_file(const char* path, quilt_package_t** out_package) {
+  return quilt_package_load_file_flags(path, 0, out_package);
+}
+
+quilt_status_t* quilt_package_load_file_flags(const char* path, unsigned flags,
+                                              quilt_package_t** out_package) {
   if (!path || !out_package) return Error("quilt_package_load_file: null argument");
   *out_package = nullptr;
+  constexpr unsigned kKnown = QUILT_LOAD_SKIP_CHECKSUM | QUILT_LOAD_MAP_FILE;
+  if (flags & ~kKnown) {
+    return Error(("quilt_package_load_file_flags: unknown flags " + std::to_string(flags & ~kKnown))
+                     .c_str());
+  }
   return Guard([&]() -> quilt_status_t* {
     std::unique_ptr<quilt::rt::LoadedPackage> p;
-    Status st = quilt::rt::LoadedPackage::FromFile(path, &p);
+    quilt::rt::LoadOptions options;
+    options.verify_checksum = !(flags & QUILT_LOAD_SKIP_CHECKSUM);
+    options.map_file = (flags & QUILT_LOAD_MAP_FILE) != 0;
+    Status st = quilt::rt::LoadedPackage::FromFile(path, &p, options);
     if (!st.ok()) return ToC(st);
     *out_package = new quilt_package{std::move(p)};
     return nullptr;

@@ -5,38 +5,62 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <vector>
 
+#include "runtime/src/checksum.h"
 #include "runtime/src/dtype.h"
+#include "runtime/src/op_attrs.h"
 
 namespace quilt::rt {
 
-// The bytes of a package: an mmap'ed file or an owned copy.
+// The bytes of a package: memory it owns (64-byte aligned, as the data section's offsets are), or
+// a mapped file.
 class PackageBytes {
  public:
   PackageBytes(void* map, size_t size)
       : map_(map), data_(static_cast<uint8_t*>(map)), size_(size) {}
-  explicit PackageBytes(std::vector<uint8_t> copy)
-      : copy_(std::move(copy)), data_(copy_.data()), size_(copy_.size()) {}
+  // Owned memory of `size` bytes; null data() when it cannot be had.
+  explicit PackageBytes(size_t size)
+      : data_(static_cast<uint8_t*>(::operator new(size, kAlign, std::nothrow))), size_(size) {}
+  PackageBytes(const PackageBytes&) = delete;
+  PackageBytes& operator=(const PackageBytes&) = delete;
   ~PackageBytes() {
-    if (map_) munmap(map_, size_);
+    if (map_) {
+      munmap(map_, size_);
+    } else {
+      ::operator delete(data_, kAlign);
+    }
   }
   const uint8_t* data() const { return data_; }
+  uint8_t* mutable_data() { return map_ ? nullptr : data_; }
   size_t size() const { return size_; }
 
  private:
+  static constexpr std::align_val_t kAlign{64};
   void* map_ = nullptr;
-  std::vector<uint8_t> copy_;
-  const uint8_t* data_;
+  uint8_t* data_;
   size_t size_;
 };
 
+namespace {
+
+std::string OutOfMemory(const std::string& origin, size_t size) {
+  return "cannot hold " + origin + " in memory: " + std::to_string(size) +
+         " bytes could not be allocated";
+}
+
+}  // namespace
+
 LoadedPackage::~LoadedPackage() = default;
 
-Status LoadedPackage::FromFile(const std::string& path, std::unique_ptr<LoadedPackage>* out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Status LoadedPackage::FromFile(const std::string& path, std::unique_ptr<LoadedPackage>* out,
+                               const LoadOptions& options) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not a file.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Status::Error("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -48,23 +72,49 @@ Status LoadedPackage::FromFile(const std::string& path, std::unique_ptr<LoadedPa
     close(fd);
     return Status::Error("'" + path + "' is empty, not a quilt package");
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) return Status::Error("cannot map '" + path + "': " + std::strerror(errno));
+  std::unique_ptr<PackageBytes> bytes;
+  if (options.map_file) {
+    void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+      return Status::Error("cannot map '" + path + "': " + std::strerror(errno));
+    }
+    bytes = std::make_unique<PackageBytes>(map, size);
+  } else {
+    bytes = std::make_unique<PackageBytes>(size);
+    if (!bytes->data()) {
+      close(fd);
+      return Status::Error(OutOfMemory("'" + path + "'", size));
+    }
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = pread(fd, bytes->mutable_data() + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        std::string why = n < 0 ? std::strerror(errno) : "the file became shorter while read";
+        close(fd);
+        return Status::Error("cannot read '" + path + "': " + why);
+      }
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+  }
   std::unique_ptr<LoadedPackage> p(new LoadedPackage());
-  p->bytes_ = std::make_unique<PackageBytes>(map, size);
-  QUILT_RETURN_IF_ERROR(p->Check("'" + path + "'"));
+  p->bytes_ = std::move(bytes);
+  QUILT_RETURN_IF_ERROR(p->Check("'" + path + "'", options));
   *out = std::move(p);
   return Status::Ok();
 }
 
-Status LoadedPackage::FromMemory(const void* data, size_t size,
-                                 std::unique_ptr<LoadedPackage>* out) {
+Status LoadedPackage::FromMemory(const void* data, size_t size, std::unique_ptr<LoadedPackage>* out,
+                                 const LoadOptions& options) {
   if (data == nullptr || size == 0) return Status::Error("package in memory: no bytes given");
-  const auto* b = static_cast<const uint8_t*>(data);
+  auto bytes = std::make_unique<PackageBytes>(size);
+  if (!bytes->data()) return Status::Error(OutOfMemory("the package", size));
+  std::memcpy(bytes->mutable_data(), data, size);
   std::unique_ptr<LoadedPackage> p(new LoadedPackage());
-  p->bytes_ = std::make_unique<PackageBytes>(std::vector<uint8_t>(b, b + size));
-  QUILT_RETURN_IF_ERROR(p->Check("package in memory"));
+  p->bytes_ = std::move(bytes);
+  QUILT_RETURN_IF_ERROR(p->Check("package in memory", options));
   *out = std::move(p);
   return Status::Ok();
 }
@@ -267,6 +317,7 @@ class GraphChecker {
     int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
     if (step->device() < 0 || step->device() >= num_devices) return Fail(what + ": no such device");
     QUILT_RETURN_IF_ERROR(CheckKind(*step, what));
+    QUILT_RETURN_IF_ERROR(CheckAttributes(*step, what));
     int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
     if (step->inputs()) {
       for (int32_t v : *step->inputs()) {
@@ -353,6 +404,55 @@ class GraphChecker {
                 step.kernel()->str() + "'");
   }
 
+  // A kernel step carries only attributes its op takes (op_attrs.h): a kernel ignores any other,
+  // so a damaged name would silently change what runs. A fused elementwise step's member
+  // attributes ("<member>:<name>") are checked against the member's op.
+  Status CheckAttributes(const pkg::Step& step, const std::string& what) const {
+    if (step.kind() != pkg::StepKind::Kernel || !step.attrs()) return Status::Ok();
+    std::string_view op = step.kernel()->string_view();
+    bool known = false;
+    std::span<const std::string_view> names = KernelAttributes(op, &known);
+    if (!known) return Status::Ok();  // refused by name when the session looks the kernel up
+    std::vector<std::string_view> members;
+    if (op == "fused_elementwise") {
+      for (const pkg::Attr* a : *step.attrs()) {
+        if (a->name() && a->name()->string_view() == "ops" && a->strs()) {
+          for (const flatbuffers::String* m : *a->strs()) members.push_back(m->string_view());
+        }
+      }
+    }
+    for (const pkg::Attr* a : *step.attrs()) {
+      if (!a->name()) return Fail(what + ": an attribute without a name");
+      std::string_view name = a->name()->string_view();
+      std::string_view of = op;
+      std::span<const std::string_view> allowed = names;
+      size_t colon = name.find(':');
+      if (!members.empty() && colon != std::string_view::npos) {
+        size_t m = 0;
+        bool digits = colon > 0 && colon <= 9;
+        for (size_t i = 0; digits && i < colon; ++i) {
+          digits = name[i] >= '0' && name[i] <= '9';
+          m = m * 10 + static_cast<size_t>(name[i] - '0');
+        }
+        if (!digits || m >= members.size()) {
+          return Fail(what + ": attribute '" + std::string(name) + "' names no member of its " +
+                      std::to_string(members.size()) + " ops");
+        }
+        of = members[m];
+        allowed = KernelAttributes(of, &known);
+        if (!known) continue;  // the member's kernel is looked up by name too
+        name = name.substr(colon + 1);
+      }
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::string list;
+        for (std::string_view n : allowed) list += (list.empty() ? "" : ", ") + std::string(n);
+        return Fail(what + ": unknown attribute '" + std::string(name) + "' of " + std::string(of) +
+                    " (it takes " + (list.empty() ? "none" : list) + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
   // Regions in step order, apart, inside the graph. A region holds kernel and dispatch steps of
   // its device, and between them only its host feed: shape_expr and prim_value steps (they read
   // no tensor) and copies of their results onto the region's device. Every kernel and dispatch
@@ -429,17 +529,35 @@ class GraphChecker {
 
 }  // namespace
 
-Status LoadedPackage::Check(const std::string& origin) {
+Status LoadedPackage::Check(const std::string& origin, const LoadOptions& options) {
   const uint8_t* data = bytes_->data();
   size_t size = bytes_->size();
   if (size < 8 || !pkg::PackageBufferHasIdentifier(data)) {
     return Status::Error(origin + " is not a quilt package (no \"QUIL\" identifier)");
   }
+  // The footer first: a damaged byte anywhere is named as damage, before any field is read.
+  bool footer = size >= 8 + kChecksumBytes &&
+                std::memcmp(data + size - kChecksumBytes, kChecksumMagic, 4) == 0;
+  if (footer && options.verify_checksum) {
+    uint32_t algorithm;
+    uint64_t stored;
+    std::memcpy(&algorithm, data + size - kChecksumBytes + 4, 4);
+    std::memcpy(&stored, data + size - kChecksumBytes + 8, 8);
+    if (algorithm != kChecksumXxh3) {
+      return Status::Error(origin + ": unknown checksum algorithm " + std::to_string(algorithm) +
+                           " (this runtime knows 1, XXH3-64)");
+    }
+    if (PackageChecksum(data, size - kChecksumBytes) != stored) {
+      return Status::Error(origin +
+                           " is damaged: its checksum does not match its bytes (a truncated "
+                           "copy, a failing disk, or bytes changed after it was written)");
+    }
+  }
   // The FlatBuffer ends where the data section begins; verify only that part.
   const pkg::Package* peek = pkg::GetPackage(data);
-  flatbuffers::Verifier::Options options;
-  options.max_tables = 100'000'000;
-  flatbuffers::Verifier verifier(data, size, options);
+  flatbuffers::Verifier::Options limits;
+  limits.max_tables = 100'000'000;
+  flatbuffers::Verifier verifier(data, size, limits);
   if (!pkg::VerifyPackageBuffer(verifier)) {
     return Status::Error(origin + " is damaged: the package structure does not verify");
   }
@@ -457,9 +575,24 @@ Status LoadedPackage::Check(const std::string& origin) {
     }
     return Status::Error(message);
   }
+  if (version->minor() >= kFormatMinorChecksum) {
+    if (!footer) return Status::Error(origin + " is damaged: its checksum footer is missing");
+    size -= kChecksumBytes;
+  } else if (options.verify_checksum) {
+    return Status::Error(origin + " has package format " + std::to_string(version->major()) + "." +
+                         std::to_string(version->minor()) +
+                         ", which carries no checksum to verify: compile the model again with a "
+                         "quiltc of this release, or load it unverified");
+  }
   if (root_->data_offset() % 64 != 0 || root_->data_offset() > size ||
       root_->data_size() > size - root_->data_offset()) {
     return Status::Error(origin + ": the data section lies outside the file");
+  }
+  if (footer && version->minor() >= kFormatMinorChecksum &&
+      root_->data_offset() + root_->data_size() != size) {
+    return Status::Error(origin + " is damaged: " +
+                         std::to_string(size - root_->data_offset() - root_->data_size()) +
+                         " bytes lie between its data section and its checksum");
   }
   if (root_->buffers()) {
     for (uint32_t i = 0; i < root_->buffers()->size(); ++i) {

@@ -148,8 +148,8 @@ Status EmitSlice(GraphSpec& g, StepSpec& step, const std::string& name, std::str
 }
 
 // take: indices are read as longs; "wrap" and "clip" as the CPU kernel computes them; otherwise
-// ("fast": the importer made every index count from the start) an index outside [0, N) fails the
-// run as the CPU kernel fails (the kernel checks: KernelText::Checked).
+// ("fast") a negative index counts from the end and one outside [-N, N) fails the run as the CPU
+// kernel fails (the kernel checks: KernelText::Checked).
 Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const std::vector<int>& x = k.In(0).dims;
@@ -171,7 +171,7 @@ Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
     body += "  j = clamp(j, 0L, N > 0 ? N - 1 : 0L);\n";
   } else {
     k.Checked();
-    body += BadIndex("j", "N", "y[t]", false);
+    body += BadIndex("j", "N", "y[t]") + "  if (j < 0) j += N;\n";
   }
   body += "  y[t] = N > 0 ? x0[(o * N + j) * inner + w] : 0;\n";
   k.Finish(name, body, kLocalSize, code);

@@ -2,6 +2,7 @@
 // outputs owned by the caller.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "quilt/quilt.h"
@@ -101,6 +102,36 @@ TEST(CApi, ErrorsAreStatusesWithMessages) {
   EXPECT_EQ(pkg, nullptr);
   st = quilt_session_create(nullptr, nullptr, nullptr);
   ASSERT_NE(st, nullptr);
+  quilt_status_free(st);
+}
+
+// quilt_package_load_file_flags: a damaged package is refused by its checksum unless the caller
+// skips it; a mapped file loads as a read one does; unknown flags are refused. The format version
+// is the one packages carry.
+TEST(CApi, LoadFlags) {
+  EXPECT_STREQ(quilt_package_format_version(), "2.3");
+  std::vector<uint8_t> bytes = AddPackage();
+  bytes[bytes.size() - 20] ^= 1;  // a byte of the data section's padding: damage, nothing else
+  std::string path = ::testing::TempDir() + "/capi_flags.quilt";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  quilt_package_t* pkg = nullptr;
+  quilt_status_t* st = quilt_package_load_file(path.c_str(), &pkg);
+  ASSERT_NE(st, nullptr);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("its checksum does not match"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  EXPECT_EQ(pkg, nullptr);
+  for (unsigned flags : {unsigned{QUILT_LOAD_SKIP_CHECKSUM},
+                         unsigned{QUILT_LOAD_SKIP_CHECKSUM | QUILT_LOAD_MAP_FILE}}) {
+    ASSERT_EQ(quilt_package_load_file_flags(path.c_str(), flags, &pkg), nullptr) << flags;
+    quilt_package_free(pkg);
+  }
+  st = quilt_package_load_file_flags(path.c_str(), 8, &pkg);
+  ASSERT_NE(st, nullptr);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("unknown flags 8"), std::string::npos);
   quilt_status_free(st);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "runtime/src/checksum.h"
 #include "runtime/src/session.h"
 #include "targets/package_writer.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -16,10 +17,18 @@ namespace {
 
 using rt::LoadedPackage;
 
-std::string LoadError(const std::vector<uint8_t>& bytes) {
+std::string LoadError(const std::vector<uint8_t>& bytes, const rt::LoadOptions& options = {}) {
   std::unique_ptr<LoadedPackage> p;
-  rt::Status st = LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  rt::Status st = LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p, options);
   return st.ok() ? "" : st.message();
+}
+
+// The load error of a package whose fields a test changed in place, its checksum written again
+// (so that the check under test, not the checksum, refuses it).
+std::string ResealedLoadError(std::vector<uint8_t> bytes) {
+  size_t body = bytes.size() - rt::kChecksumBytes;
+  rt::WriteChecksumFooter(bytes.data(), body, bytes.data() + body);
+  return LoadError(bytes);
 }
 
 TEST(Package, WrittenPackageLoadsAndRuns) {
@@ -38,18 +47,23 @@ TEST(Package, WrittenPackageLoadsAndRuns) {
   EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2, 3, 2, 3, 4}));
 }
 
-TEST(Package, LoadsFromAMappedFile) {
+// From a file, read (the default) or mapped.
+TEST(Package, LoadsFromAFile) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   std::string path = ::testing::TempDir() + "/add.quilt";
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  std::unique_ptr<LoadedPackage> p;
-  rt::Status st = LoadedPackage::FromFile(path, &p);
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(p->BufferSize(0), 12u);
-  float first;
-  std::memcpy(&first, p->BufferData(0), 4);
-  EXPECT_EQ(first, 1.0f);
+  for (bool map : {false, true}) {
+    rt::LoadOptions options;
+    options.map_file = map;
+    std::unique_ptr<LoadedPackage> p;
+    rt::Status st = LoadedPackage::FromFile(path, &p, options);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(p->BufferSize(0), 12u);
+    float first;
+    std::memcpy(&first, p->BufferData(0), 4);
+    EXPECT_EQ(first, 1.0f);
+  }
 }
 
 TEST(Package, WritingTwiceGivesIdenticalBytes) {
@@ -76,13 +90,18 @@ TEST(Package, EveryTruncationIsRefusedWithoutACrash) {
   }
 }
 
+// Every changed byte is refused by the checksum; unverified, the checks behind it still never let
+// a damaged package crash the loader, a session or a run.
 TEST(Package, FlippedBytesNeverCrashTheLoader) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  rt::LoadOptions unverified;
+  unverified.verify_checksum = false;
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::vector<uint8_t> damaged = bytes;
     damaged[i] ^= 0xff;
+    EXPECT_NE(LoadError(damaged), "") << "byte " << i << " flipped, and the package loaded";
     std::unique_ptr<LoadedPackage> p;
-    if (!LoadedPackage::FromMemory(damaged.data(), damaged.size(), &p).ok()) continue;
+    if (!LoadedPackage::FromMemory(damaged.data(), damaged.size(), &p, unverified).ok()) continue;
     // What loads must be safe to open and run (or refuse to run).
     std::unique_ptr<rt::Session> s;
     if (!rt::Session::Create(std::move(p), {}, &s).ok()) continue;
@@ -118,7 +137,7 @@ TEST(Package, NewerMajorVersionIsRefusedNamingBothVersions) {
   pkg::Package* root = pkg::GetMutablePackage(bytes.data());
   root->mutable_version()->mutate_major(rt::kFormatMajor + 1);
   root->mutable_version()->mutate_minor(0);
-  std::string e = LoadError(bytes);
+  std::string e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor + 1) + ".0"), std::string::npos)
       << e;
   EXPECT_NE(e.find("reads format " + std::to_string(rt::kFormatMajor) + "."), std::string::npos)
@@ -129,7 +148,7 @@ TEST(Package, OlderMajorVersionIsRefusedWithAdvice) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   pkg::GetMutablePackage(bytes.data())->mutable_version()->mutate_major(rt::kFormatMajor - 1);
   pkg::GetMutablePackage(bytes.data())->mutable_version()->mutate_minor(0);
-  std::string e = LoadError(bytes);
+  std::string e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("format " + std::to_string(rt::kFormatMajor - 1) + ".0"), std::string::npos)
       << e;
   EXPECT_NE(e.find("compile the model again"), std::string::npos) << e;
@@ -160,7 +179,7 @@ TEST(Package, StepKindMustAgreeWithItsName) {
                    ->mutable_steps()
                    ->GetMutableObject(1);
   ASSERT_TRUE(step->mutate_kind(static_cast<pkg::StepKind>(9)));
-  e = LoadError(bytes);
+  e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("step 1 (copy): unknown step kind 9"), std::string::npos) << e;
 }
 
@@ -206,13 +225,13 @@ TEST(Package, RegionsOutOfOrderOrHoldingAnotherDevicesStepsAreRefused) {
         ->mutable_regions();
   };
   ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_first_step(0));
-  std::string e = LoadError(bytes);
+  std::string e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("region 1 'main_region1': steps 0 + 1 are out of order, overlap"),
             std::string::npos)
       << e;
   bytes = compiler::WritePackage(TwoRegionPackage());
   ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_num_steps(2));  // past the last step
-  e = LoadError(bytes);
+  e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("region 1 'main_region1': steps 1 + 2 are out of order, overlap another region "
                    "or lie outside the graph"),
             std::string::npos)
@@ -225,7 +244,7 @@ TEST(Package, RegionsOutOfOrderOrHoldingAnotherDevicesStepsAreRefused) {
   bytes = compiler::WritePackage(spec);
   ASSERT_EQ(LoadError(bytes), "");
   ASSERT_TRUE(regions()->GetMutableObject(1)->mutate_device(0));
-  e = LoadError(bytes);
+  e = ResealedLoadError(bytes);
   EXPECT_NE(e.find("region 1 'main_region1' on device 0 holds step 1 (multiply, a Kernel step on "
                    "device 1), which does not belong in it"),
             std::string::npos)
@@ -321,6 +340,117 @@ TEST(Package, StaticSizeThatDisagreesWithTheDimsIsRefused) {
   spec.graphs[0].values[2].byte_size = 4096;
   std::string e = LoadError(compiler::WritePackage(spec));
   EXPECT_NE(e.find("its size does not match its dtype and dims"), std::string::npos) << e;
+}
+
+// A changed constant (one weight) is named as damage; the same bytes load when the caller skips
+// the checksum, and then compute with the changed weight.
+TEST(Package, AChangedWeightIsNamedAsDamage) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  const pkg::Package* root = pkg::GetPackage(bytes.data());
+  float two = 2.0f;  // the constant is (1, 2, 3): its first element becomes 2
+  std::memcpy(bytes.data() + root->data_offset() + root->buffers()->Get(0)->offset(), &two, 4);
+  std::string e = LoadError(bytes);
+  EXPECT_NE(e.find("package in memory is damaged: its checksum does not match its bytes"),
+            std::string::npos)
+      << e;
+  rt::LoadOptions unverified;
+  unverified.verify_checksum = false;
+  std::unique_ptr<LoadedPackage> p;
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p, unverified).ok());
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(std::move(p), {}, &s).ok());
+  std::vector<float> x = {0, 0, 0};
+  std::vector<rt::OwnedTensor> out;
+  ASSERT_TRUE(s->Run({test::Input("x", x, {1, 3})}, &out).ok());
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{2, 2, 3}));
+}
+
+// A package of format 2.2 (no checksum footer) loads only when the caller skips the checksum; a
+// footer cut off a 2.3 package is damage either way.
+TEST(Package, AnOlderMinorVersionLoadsOnlyUnverified) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  std::vector<uint8_t> cut(bytes.begin(), bytes.end() - rt::kChecksumBytes);
+  rt::LoadOptions unverified;
+  unverified.verify_checksum = false;
+  EXPECT_NE(LoadError(cut).find("its checksum footer is missing"), std::string::npos)
+      << LoadError(cut);
+  EXPECT_NE(LoadError(cut, unverified).find("its checksum footer is missing"), std::string::npos);
+  pkg::GetMutablePackage(cut.data())->mutable_version()->mutate_minor(rt::kFormatMinorChecksum - 1);
+  std::string e = LoadError(cut);
+  EXPECT_NE(e.find("has package format 2.2, which carries no checksum to verify: compile the model "
+                   "again"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(LoadError(cut, unverified), "");
+}
+
+// A file read at load is the package's own copy: the file truncated, then rewritten with other
+// bytes, under a live session changes none of its results.
+TEST(Package, AFileChangedUnderALiveSessionChangesNothing) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
+  std::string path = ::testing::TempDir() + "/changing.quilt";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  std::unique_ptr<LoadedPackage> p;
+  ASSERT_TRUE(LoadedPackage::FromFile(path, &p).ok());
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(std::move(p), {}, &s).ok());
+  std::vector<float> x = {0, 0, 0};
+  std::vector<rt::OwnedTensor> out;
+  { std::ofstream truncate(path, std::ios::binary | std::ios::trunc); }
+  ASSERT_TRUE(s->Run({test::Input("x", x, {1, 3})}, &out).ok());
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2, 3}));
+  std::vector<uint8_t> other(bytes.size(), 0x7f);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(other.data()),
+             static_cast<std::streamsize>(other.size()));
+  ASSERT_TRUE(s->Run({test::Input("x", x, {1, 3})}, &out).ok());
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1, 2, 3}));
+}
+
+// A kernel step carries only attributes its op takes (and those lowering adds): a kernel would
+// ignore any other, so a damaged name ("mode" read as "mdoe") would silently change what runs.
+TEST(Package, AnUnknownAttributeOfAKnownOpIsRefused) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  compiler::StepSpec& step = spec.graphs[0].steps[0];
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  step.attrs.Set("axis", int64_t{1});
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (add): unknown attribute 'axis' of add (it takes none)"),
+            std::string::npos)
+      << e;
+  step.attrs = {};
+  step.kernel = "take";
+  step.attrs.Set("axis", int64_t{0});
+  step.attrs.Set("mode", std::string("fast"));
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  step.attrs = {};
+  step.attrs.Set("axis", int64_t{0});
+  step.attrs.Set("mdoe", std::string("fast"));
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (take): unknown attribute 'mdoe' of take (it takes axis, mode)"),
+            std::string::npos)
+      << e;
+  // Lowering's own: a conv's fused activation; a fused chain's members, each against its op.
+  step.kernel = "nn.conv2d";
+  step.attrs = {};
+  step.attrs.Set("strides", std::vector<int64_t>{1, 1});
+  step.attrs.Set("activation", std::string("relu"));
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  step.kernel = "fused_elementwise";
+  step.attrs = {};
+  step.attrs.Set("ops", std::vector<std::string>{"add", "clip"});
+  step.attrs.Set("1:min", 0.0);
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  step.attrs.Set("0:min", 0.0);
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("unknown attribute 'min' of add"), std::string::npos) << e;
+  step.attrs = {};
+  step.attrs.Set("ops", std::vector<std::string>{"add", "clip"});
+  step.attrs.Set("2:min", 0.0);
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("attribute '2:min' names no member of its 2 ops"), std::string::npos) << e;
 }
 
 }  // namespace

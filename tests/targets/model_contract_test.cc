@@ -253,6 +253,84 @@ TEST(ModelContract, TileRepeatsKnownOnlyAtRunTime) {
   EXPECT_NE(st.message().find("non-negative"), std::string::npos) << st.message();
 }
 
+// Gather indices known only at run time: a negative one counts from the end (as ONNX defines),
+// one outside [-n, n) fails the run naming the index, never read as some other element.
+TEST(ModelContract, GatherIndicesKnownOnlyAtRunTimeAreChecked) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {2, 3}).Input("i", TensorProto::INT64, {2});
+  SetInt(g.Node("Gather", {"x", "i"}, {"y"}, "gather"), "axis", 1);
+  g.Output("y", TensorProto::FLOAT);
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::Session> s = OpenSession(c->package);
+  ASSERT_TRUE(s);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  auto run = [&](std::vector<int64_t> i, std::vector<rt::OwnedTensor>* out) {
+    rt::NamedTensor rt_i;
+    rt_i.name = "i";
+    rt_i.tensor.dtype = rt::DType::kInt64;
+    rt_i.tensor.shape = {2};
+    rt_i.tensor.data = i.data();
+    return s->Run({test::Input("x", x, {2, 3}), rt_i}, out);
+  };
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = run({2, -3}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{3, 1, 6, 4}));
+  st = run({-1, 0}, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{3, 1, 6, 4}));
+  for (int64_t bad : {3, -4, 1000}) {
+    st = run({0, bad}, &out);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("index " + std::to_string(bad) + " is out of bounds"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("gather"), std::string::npos) << st.message();
+  }
+}
+
+// Reshape to a shape known only at run time (allowzero = 0): a 0 copies the data's dim at that
+// position, as when the shape is known at compile time; with allowzero = 1 it is a 0.
+TEST(ModelContract, ReshapeToAShapeKnownOnlyAtRunTimeCopiesZeros) {
+  for (int64_t allowzero : {0, 1}) {
+    OnnxGraph g(14);
+    g.Input("x", TensorProto::FLOAT, {2, 3, 4}).Input("s", TensorProto::INT64, {3});
+    SetInt(g.Node("Reshape", {"x", "s"}, {"y"}, "reshape"), "allowzero", allowzero);
+    g.Output("y", TensorProto::FLOAT);
+    Expected<Compiled> c = CompileGraph(g, {});
+    ASSERT_TRUE(c) << c.error().ToString();
+    std::unique_ptr<rt::Session> s = OpenSession(c->package);
+    ASSERT_TRUE(s);
+    std::vector<float> x(24);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+    auto run = [&](std::vector<int64_t> shape, std::vector<rt::OwnedTensor>* out) {
+      rt::NamedTensor rt_s;
+      rt_s.name = "s";
+      rt_s.tensor.dtype = rt::DType::kInt64;
+      rt_s.tensor.shape = {3};
+      rt_s.tensor.data = shape.data();
+      return s->Run({test::Input("x", x, {2, 3, 4}), rt_s}, out);
+    };
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = run({0, 4, -1}, &out);
+    if (allowzero) {
+      ASSERT_FALSE(st.ok()) << "24 elements do not fit (0, 4, -1)";
+      st = run({0, 4, 0}, &out);
+      EXPECT_FALSE(st.ok()) << "24 elements do not fit (0, 4, 0)";
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(out[0].shape, (rt::Shape{2, 4, 3}));
+    EXPECT_EQ(test::Floats(out[0]), x);
+    st = run({0, 0, -1}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(out[0].shape, (rt::Shape{2, 3, 4}));
+    st = run({1, 0, 0}, &out);
+    EXPECT_FALSE(st.ok()) << "(1, 3, 4) holds 12 elements, not 24";
+  }
+}
+
 TEST(ModelContract, AFrozenValueMustFitTheInput) {
   CompileOptions options;
   options.import.input_values["c"].numbers = {1, 0};

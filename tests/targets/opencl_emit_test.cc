@@ -604,7 +604,7 @@ std::string RunFailure(const char* model, std::vector<std::string> devices,
   return message;
 }
 
-// An index outside its axis (take's from the start, gather_nd's from either end) fails the run on
+// An index outside its axis (counted from either end) fails the run on
 // OpenCL as it does on the CPU, naming the step and the index, instead of reading some other
 // element; the next run of the session is not affected.
 TEST(OpenClEmit, AnIndexOutOfRangeFailsTheRun) {
@@ -619,7 +619,7 @@ class Module:
         return (y, u)
 )";
   Input x = Floats("x", {4, 6, 3});
-  Input i = Int64s("i", {3, 0, 5, 1, 2});
+  Input i = Int64s("i", {3, 0, 5, -6, -1});
   Input g = Int64s("g", {1, -1, -4, 2}, {2, 2});
   ExpectOpenClMatchesCpu(kModel, {x, i, g}, 2);
   struct Case {
@@ -628,7 +628,7 @@ class Module:
   };
   std::vector<Case> cases = {
       {Int64s("i", {0, 6, 1, 1, 1}), g, "index 6 is out of bounds for an axis of size 6"},
-      {Int64s("i", {0, -1, 1, 1, 1}), g, "index -1 is out of bounds for an axis of size 6"},
+      {Int64s("i", {0, -7, 1, 1, 1}), g, "index -7 is out of bounds for an axis of size 6"},
       {i, Int64s("g", {1, 1, -5, 0}, {2, 2}), "index -5 is out of bounds for an axis of size 4"},
       {i, Int64s("g", {1, 6, 0, 0}, {2, 2}), "index 6 is out of bounds for an axis of size 6"},
   };

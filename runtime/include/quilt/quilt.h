@@ -87,15 +87,30 @@ typedef struct quilt_session_options {
 QUILT_API const char* quilt_status_message(const quilt_status_t* status);
 QUILT_API void quilt_status_free(quilt_status_t* status);
 
-/* The runtime's version ("0.1.0") and the package format it reads ("1.0"). */
+/* The runtime's version ("0.1.0") and the package format it reads ("2.3"). */
 QUILT_API const char* quilt_version(void);
 QUILT_API const char* quilt_package_format_version(void);
 
-/* Maps the file (read-only); |out_package| is owned by the caller. */
+/* Reads the file into memory the package owns and verifies its checksum; |out_package| is owned
+ * by the caller. The file may change or go once this returns. */
 QUILT_API quilt_status_t* quilt_package_load_file(const char* path, quilt_package_t** out_package);
-/* Copies |size| bytes from |data|; the caller may free them afterwards. */
+/* Copies |size| bytes from |data| and verifies their checksum; the caller may free them
+ * afterwards. */
 QUILT_API quilt_status_t* quilt_package_load_memory(const void* data, size_t size,
                                                     quilt_package_t** out_package);
+
+/* Flags of quilt_package_load_file_flags (0: what quilt_package_load_file does). */
+enum {
+  /* Skip the checksum (one pass over the bytes): for packages verified before, on storage
+   * nothing else writes. */
+  QUILT_LOAD_SKIP_CHECKSUM = 1,
+  /* Map the file instead of reading it: its pages are shared with the OS's file cache, but the
+   * file must not change while the package lives (a write shows through; a truncation ends the
+   * process with SIGBUS). */
+  QUILT_LOAD_MAP_FILE = 2
+};
+QUILT_API quilt_status_t* quilt_package_load_file_flags(const char* path, unsigned flags,
+                                                        quilt_package_t** out_package);
 QUILT_API void quilt_package_free(quilt_package_t* package);
 
 /* |options| may be NULL. The session keeps |package| alive internally. */

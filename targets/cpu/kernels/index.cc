@@ -44,9 +44,11 @@ Status Take(KernelContext& ctx) {
     } else if (mode == "wrap") {
       if (n == 0) return Status::Error("cannot take from an empty axis");
       i = ((i % n) + n) % n;
-    } else if (i < 0 || i >= n) {
+    } else if (i < -n || i >= n) {
       return Status::Error("index " + std::to_string(i) + " is out of bounds for axis " +
                            std::to_string(axis) + " of size " + std::to_string(n));
+    } else if (i < 0) {
+      i += n;
     }
   }
   Shape out(x.shape.begin(), x.shape.begin() + axis);

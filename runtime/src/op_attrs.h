@@ -1,0 +1,17 @@
+// The attributes a kernel step may carry: its op's attributes (ir/ops.def, the one list of ops,
+// read here as data: the runtime links nothing from the compiler) and those lowering adds
+// (targets/fuse_epilogue.h, targets/cpu/kernels/fused.h). The package checker refuses any other,
+// since a kernel would silently ignore it: a damaged attribute name must not change what runs.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace quilt::rt {
+
+// The attribute names a kernel step running `op` may carry, or an empty span for an op this list
+// does not know (the kernel table then refuses the step by name when the session prepares it).
+// `known` is set to whether the op is on the list.
+std::span<const std::string_view> KernelAttributes(std::string_view op, bool* known);
+
+}  // namespace quilt::rt
