@@ -217,10 +217,16 @@ quilt_status_t* quilt_session_run(const quilt_session_t* session, const quilt_te
       for (int64_t d : t.tensor.shape) {
         if (d < 0) return ToC(Status::Error("input '" + t.name + "' has a negative dim"));
       }
-      if (t.tensor.ByteSize() != in.byte_size) {
+      std::optional<size_t> need = quilt::rt::CheckedByteSize(t.tensor.dtype, t.tensor.shape);
+      if (!need) {
+        return ToC(Status::Error("input '" + t.name + "': its shape " +
+                                 quilt::rt::ShapeString(t.tensor.shape) +
+                                 " holds more bytes than 64 bits count"));
+      }
+      if (*need != in.byte_size) {
         return ToC(Status::Error("input '" + t.name + "': " + std::to_string(in.byte_size) +
                                  " bytes given, its dtype and shape need " +
-                                 std::to_string(t.tensor.ByteSize())));
+                                 std::to_string(*need)));
       }
       named.push_back(std::move(t));
     }

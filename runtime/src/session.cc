@@ -679,11 +679,24 @@ class Run final : public OutputAllocator {
         return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
                              std::string(DTypeName(static_cast<DType>(value->dtype()))));
       }
+      std::optional<size_t> size = CheckedByteSize(t.dtype, t.shape);
+      if (!size) {
+        return Status::Error(where + " has shape " + ShapeString(t.shape) +
+                             (std::find_if(t.shape.begin(), t.shape.end(),
+                                           [](int64_t d) { return d < 0; }) != t.shape.end()
+                                  ? ": a dim is negative"
+                                  : ": its size overflows 64 bits"));
+      }
+      if (*size > 0 && (!t.data || reinterpret_cast<uintptr_t>(t.data) % DTypeAlignment(t.dtype))) {
+        return Status::Error(where + (t.data ? " is not aligned to " : " has no data; it needs ") +
+                             std::to_string(DTypeAlignment(t.dtype)) + " bytes" +
+                             (t.data ? " (its element's size)" : ""));
+      }
       for (int d = 0; d < value->rank(); ++d) {
         QUILT_RETURN_IF_ERROR(
             env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
       }
-      uint64_t bytes = t.ByteSize();
+      uint64_t bytes = *size;
       QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
       values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};
     }

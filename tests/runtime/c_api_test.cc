@@ -149,6 +149,26 @@ TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
   ASSERT_NE(st, nullptr);
   EXPECT_STREQ(quilt_status_message(st), "input 'x': 20 bytes given, its dtype and shape need 24");
   quilt_status_free(st);
+  // 2^62 x 4 elements: a count that wraps to 0 in 64 bits must not pass for 0 bytes.
+  int64_t huge[2] = {int64_t{1} << 62, 4};
+  in = {"x", QUILT_DTYPE_F32, 2, huge, nullptr, 0};
+  st = quilt_session_run(session, &in, 1, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("holds more bytes than 64 bits count"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  // float32 elements at an address that is not a multiple of 4.
+  alignas(8) unsigned char raw[32] = {};
+  in = {"x", QUILT_DTYPE_F32, 2, shape, raw + 1, 24};
+  st = quilt_session_run(session, &in, 1, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_STREQ(quilt_status_message(st),
+               "input 'x' is not aligned to 4 bytes (its element's size)");
+  quilt_status_free(st);
+  in = {"x", QUILT_DTYPE_F32, 2, shape, raw + 4, 24};
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_outputs_free(outs);
   quilt_session_free(session);
   quilt_package_free(pkg);
 }

@@ -331,6 +331,21 @@ TEST(ModelContract, ReshapeToAShapeKnownOnlyAtRunTimeCopiesZeros) {
   }
 }
 
+// A static shape past what the runtime takes (2^50 elements) is refused when compiling, naming
+// the value, not in a package the runtime then refuses; a product past 64 bits never wraps.
+TEST(ModelContract, AShapeTooLargeForTheRuntimeIsRefusedAtCompileTime) {
+  for (int64_t side : {int64_t{1} << 26, int64_t{1} << 40}) {
+    OnnxGraph g(13);
+    g.Input("x", TensorProto::FLOAT, {side, side});
+    g.Node("Relu", {"x"}, {"y"}, "relu");
+    g.Output("y", TensorProto::FLOAT);
+    Expected<Compiled> c = CompileGraph(g, {});
+    ASSERT_FALSE(c) << side;
+    EXPECT_NE(c.error().ToString().find("holds more than 2^50 elements"), std::string::npos)
+        << c.error().ToString();
+  }
+}
+
 TEST(ModelContract, AFrozenValueMustFitTheInput) {
   CompileOptions options;
   options.import.input_values["c"].numbers = {1, 0};

@@ -63,7 +63,8 @@ typedef struct quilt_tensor {
   int32_t dtype; /* a quilt_dtype_t value */
   int32_t rank;
   const int64_t* shape; /* rank entries */
-  const void* data;     /* row-major elements */
+  const void* data;     /* row-major elements, aligned to the element's size (at most 8): a
+                           float32 input at a multiple of 4 bytes, an int64 one of 8 */
   size_t byte_size;
 } quilt_tensor_t;
 
