@@ -67,6 +67,7 @@ struct Session::Plans {
   std::vector<std::unique_ptr<Executable>> executables;
   std::vector<GraphPlan> graphs;  // per graph of the package
   const pkg::Package* package = nullptr;
+  SessionLimits limits;
 };
 
 Session::~Session() = default;
@@ -237,7 +238,29 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
                        std::unique_ptr<Session>* out) {
   if (!package) return Status::Error("session: no package");
   if (options.threads < 1) return Status::Error("session: threads must be at least 1");
+  const SessionLimits& limits = options.limits;
+  if (options.threads > limits.max_threads) {
+    return Status::Error("session: " + std::to_string(options.threads) +
+                             " threads per run, past the limit of " +
+                             std::to_string(limits.max_threads) +
+                             " (SessionLimits::max_threads; quilt-run --max-threads)",
+                         StatusCode::kLimit);
+  }
   const pkg::Package& p = package->root();
+  for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
+    const auto* arenas = p.graphs()->Get(gi)->arena_bytes();
+    if (!arenas) continue;
+    for (uint32_t d = 0; d < arenas->size(); ++d) {
+      if (static_cast<uint64_t>(arenas->Get(d)) > limits.max_arena_bytes) {
+        return Status::Error("graph " + std::to_string(gi) + " plans an arena of " +
+                                 std::to_string(arenas->Get(d)) + " bytes on device " +
+                                 std::to_string(d) + ", past the limit of " +
+                                 std::to_string(limits.max_arena_bytes) +
+                                 " (SessionLimits::max_arena_bytes; quilt-run --max-arena-bytes)",
+                             StatusCode::kLimit);
+      }
+    }
+  }
   // The devices that hold a value or run a step (a package may list a device that the
   // placement left empty).
   std::vector<bool> used(p.devices()->size(), false);
@@ -266,9 +289,11 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   s->plans_ = std::make_unique<Plans>();
   Plans& plans = *s->plans_;
   plans.package = &p;
+  plans.limits = limits;
   plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
+  device_options.max_workers = limits.max_workers;
   device_options.code_cache_dir = options.code_cache_dir;
   // Devices of a portable package that are absent here: they run on the CPU, their code unloaded.
   std::vector<bool> absent(p.devices()->size(), false);
@@ -472,8 +497,9 @@ class Run final : public OutputAllocator {
   // subgraphs.
   Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
       int depth = 0, RunProfile* profile = nullptr,
-      std::chrono::steady_clock::time_point start = {})
-      : plans_(plans),
+      std::chrono::steady_clock::time_point start = {}, const RunControl* control = nullptr)
+      : control_(control),
+        plans_(plans),
         queues_(queues),
         plan_(plans.graphs[graph]),
         g_(*plan_.graph),
@@ -496,6 +522,7 @@ class Run final : public OutputAllocator {
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
       if (!plan_.hoisted.empty() && plan_.hoisted[static_cast<size_t>(s)]) continue;
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       auto begin = std::chrono::steady_clock::now();
       Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
       if (st.ok() && profile_) st = Profile(s, begin);
@@ -534,6 +561,14 @@ class Run final : public OutputAllocator {
         if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, h.tensor.data));
         held->push_back(std::move(h));
       }
+    }
+    return Status::Ok();
+  }
+
+  // A cancelled run stops here (before a step, or a loop's iteration).
+  Status CheckCancelled() const {
+    if (control_ && control_->cancelled()) {
+      return Status::Error("the run was cancelled", StatusCode::kCancelled);
     }
     return Status::Ok();
   }
@@ -904,7 +939,7 @@ class Run final : public OutputAllocator {
                            std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_);
+    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     return sub.TakeOutputs(outputs);
   }
@@ -1038,6 +1073,13 @@ class Run final : public OutputAllocator {
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
     for (int64_t it = 0; it < max && cond; ++it) {
+      if (it >= plans_.limits.max_loop_iterations) {
+        return Status::Error("the loop reached " + std::to_string(it) +
+                                 " iterations, its limit (SessionLimits::max_loop_iterations; "
+                                 "quilt-run --max-loop-iterations)",
+                             StatusCode::kLimit);
+      }
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       int64_t iter_value = it;
       uint8_t cond_value = 1;
       Tensor iter_t{DType::kInt64, {}, &iter_value};
@@ -1102,6 +1144,7 @@ class Run final : public OutputAllocator {
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
     for (int64_t t = 0; t < len; ++t) {
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       std::vector<OwnedTensor> slices;
       for (size_t j = 0; j < xs.size(); ++j) {
         bool reverse = j < in_dirs.size() && in_dirs[j] == 1;
@@ -1229,6 +1272,7 @@ class Run final : public OutputAllocator {
     return Status::Ok();
   }
 
+  const RunControl* control_;
   const Session::Plans& plans_;
   const std::vector<std::unique_ptr<Queue>>& queues_;
   const GraphPlan& plan_;
@@ -1278,7 +1322,7 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
 }
 
 Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs,
-                    RunProfile* profile) const {
+                    RunProfile* profile, const RunControl* control) const {
   auto start = std::chrono::steady_clock::now();
   if (profile) *profile = {};
   std::vector<const Tensor*> given;
@@ -1288,7 +1332,7 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
   for (size_t d = 0; d < queues.size(); ++d) {
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
-  class Run run(*plans_, queues, 0, 0, profile, start);
+  class Run run(*plans_, queues, 0, 0, profile, start, control);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
   QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));

@@ -135,6 +135,50 @@ TEST(CApi, LoadFlags) {
   quilt_status_free(st);
 }
 
+// Statuses say their kind: a run whose control was cancelled, a limit of the options, any other
+// error; a cancelled control stops every run given it, and runs without it go on.
+TEST(CApi, StatusCodesCancellationAndLimits) {
+  std::vector<uint8_t> bytes = AddPackage();
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_options_t options{};
+  options.threads = 8;
+  options.max_threads = 4;
+  quilt_session_t* session = nullptr;
+  quilt_status_t* st = quilt_session_create(pkg, &options, &session);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_LIMIT);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("8 threads per run, past the limit of 4"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  options.max_threads = 8;
+  ASSERT_EQ(quilt_session_create(pkg, &options, &session), nullptr);
+  float x[3] = {1, 1, 1};
+  int64_t shape[2] = {1, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
+  quilt_run_control_t* control = quilt_run_control_create();
+  quilt_outputs_t* outs = nullptr;
+  ASSERT_EQ(quilt_session_run_with(session, &in, 1, control, &outs), nullptr);
+  quilt_outputs_free(outs);
+  quilt_run_control_cancel(control);
+  st = quilt_session_run_with(session, &in, 1, control, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_CANCELLED);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("the run was cancelled"), std::string::npos);
+  quilt_status_free(st);
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_outputs_free(outs);
+  in.name = "nope";
+  st = quilt_session_run(session, &in, 1, &outs);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_ERROR);
+  quilt_status_free(st);
+  EXPECT_EQ(quilt_status_code(nullptr), QUILT_STATUS_OK);
+  quilt_run_control_free(control);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+}
+
 TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
   std::vector<uint8_t> bytes = AddPackage();
   quilt_package_t* pkg = nullptr;
