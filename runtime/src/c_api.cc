@@ -152,6 +152,9 @@ quilt_status_t* quilt_session_create(const quilt_package_t* package,
         opts.limits.max_arena_bytes = static_cast<uint64_t>(options->max_arena_bytes);
       }
       if (options->max_workers > 0) opts.limits.max_workers = options->max_workers;
+      if (options->max_run_bytes > 0) {
+        opts.limits.max_run_bytes = static_cast<uint64_t>(options->max_run_bytes);
+      }
       if (options->devices) {
         std::stringstream ss(options->devices);
         std::string kind;
@@ -215,6 +218,9 @@ quilt_run_control_t* quilt_run_control_create(void) {
 }
 void quilt_run_control_cancel(quilt_run_control_t* control) {
   if (control) control->control.Cancel();
+}
+void quilt_run_control_cancel_after(quilt_run_control_t* control, int64_t milliseconds) {
+  if (control) control->control.CancelAfter(std::chrono::milliseconds(milliseconds));
 }
 void quilt_run_control_free(quilt_run_control_t* control) { delete control; }
 

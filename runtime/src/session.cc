@@ -495,10 +495,14 @@ class Run final : public OutputAllocator {
  public:
   // `queues`: the run's queue on each device of the session, shared with the runs of its
   // subgraphs.
+  // `memory`: the bytes the run holds so far, shared with its subgraphs' runs (null: not
+  // counted, as at creation).
   Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
       int depth = 0, RunProfile* profile = nullptr,
-      std::chrono::steady_clock::time_point start = {}, const RunControl* control = nullptr)
+      std::chrono::steady_clock::time_point start = {}, const RunControl* control = nullptr,
+      uint64_t* memory = nullptr)
       : control_(control),
+        memory_(memory),
         plans_(plans),
         queues_(queues),
         plan_(plans.graphs[graph]),
@@ -511,6 +515,14 @@ class Run final : public OutputAllocator {
     size_t n = g_.values()->size();
     values_.resize(n);
     owned_.resize(n);
+    counted_.assign(n, 0);
+  }
+
+  ~Run() {
+    for (size_t v = 0; v < counted_.size(); ++v) Uncount(counted_[v]);
+    for (const BufferPtr& a : arenas_) {
+      if (a) Uncount(a->size());
+    }
   }
 
   // Binds the inputs (host tensors, by position; null: the input's default), runs every step,
@@ -578,7 +590,10 @@ class Run final : public OutputAllocator {
     arenas_.resize(arenas ? arenas->size() : 0);
     for (uint32_t d = 0; d < arenas_.size(); ++d) {
       if (arenas->Get(d) == 0) continue;
+      QUILT_RETURN_IF_ERROR(
+          Count(static_cast<uint64_t>(arenas->Get(d)), "the arena of device " + std::to_string(d)));
       Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
+      if (!st.ok()) Uncount(static_cast<uint64_t>(arenas->Get(d)));
       if (!st.ok()) {
         return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
                              " bytes for device " + std::to_string(d) + ": " + st.message());
@@ -651,12 +666,19 @@ class Run final : public OutputAllocator {
     t.dtype = dtype;
     t.shape = std::move(shape);
     auto device = static_cast<size_t>(value->device());
-    owned_[v].reset();
+    Release(v);
     if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device] &&
         static_cast<int64_t>(bytes) == value->byte_size()) {
       t.data = {arenas_[device].get(), static_cast<uint64_t>(value->arena_offset()), bytes};
     } else {
-      QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Allocate(bytes, &owned_[v]));
+      QUILT_RETURN_IF_ERROR(
+          Count(bytes, "output " + std::to_string(i) + " of shape " + ShapeString(t.shape)));
+      Status st = DeviceOf(value->device()).Allocate(bytes, &owned_[v]);
+      if (!st.ok()) {
+        Uncount(bytes);
+        return st;
+      }
+      counted_[static_cast<size_t>(v)] = bytes;
       t.data = {owned_[v].get(), 0, bytes};
     }
     *out = &t;
@@ -871,8 +893,32 @@ class Run final : public OutputAllocator {
   }
 
   void Free(int v) {
-    owned_[v].reset();
+    Release(v);
     values_[v].data = {};
+  }
+
+  // Adds `bytes` to what the run holds, within SessionLimits::max_run_bytes; `what` names them.
+  Status Count(uint64_t bytes, const std::string& what) {
+    if (!memory_) return Status::Ok();
+    uint64_t limit = plans_.limits.max_run_bytes;
+    if (bytes > limit || *memory_ > limit - bytes) {
+      return Status::Error(what + " needs " + std::to_string(bytes) + " bytes, and the run holds " +
+                               std::to_string(*memory_) + ": past its limit of " +
+                               std::to_string(limit) +
+                               " (SessionLimits::max_run_bytes; quilt-run --max-run-bytes)",
+                           StatusCode::kLimit);
+    }
+    *memory_ += bytes;
+    return Status::Ok();
+  }
+  void Uncount(uint64_t bytes) {
+    if (memory_) *memory_ -= bytes;
+  }
+  // Drops the run's own buffer of value v (an input's import or an output's memory).
+  void Release(int v) {
+    owned_[v].reset();
+    Uncount(counted_[static_cast<size_t>(v)]);
+    counted_[static_cast<size_t>(v)] = 0;
   }
 
   // The bytes of value v, read back to the host once the work that makes them is done.
@@ -939,7 +985,7 @@ class Run final : public OutputAllocator {
                            std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_);
+    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_, memory_);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     return sub.TakeOutputs(outputs);
   }
@@ -1273,6 +1319,8 @@ class Run final : public OutputAllocator {
   }
 
   const RunControl* control_;
+  uint64_t* memory_;
+  std::vector<uint64_t> counted_;  // per value: the bytes of owned_ counted in *memory_
   const Session::Plans& plans_;
   const std::vector<std::unique_ptr<Queue>>& queues_;
   const GraphPlan& plan_;
@@ -1332,7 +1380,8 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
   for (size_t d = 0; d < queues.size(); ++d) {
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
-  class Run run(*plans_, queues, 0, 0, profile, start, control);
+  uint64_t memory = 0;
+  class Run run(*plans_, queues, 0, 0, profile, start, control, &memory);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
   QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));

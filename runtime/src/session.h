@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,9 @@ struct SessionLimits {
   // Bytes of a device's arena (the memory plan's working memory of one run), as the package
   // states it: a damaged or hostile package is refused at creation, not at its first run.
   uint64_t max_arena_bytes = uint64_t{64} << 30;
+  // Bytes one run holds at once on all its devices: its arenas and the values outside them
+  // (data-dependent shapes, loop bodies), subgraphs included.
+  uint64_t max_run_bytes = uint64_t{1} << 40;
 };
 
 // A caller's handle on runs in flight (Session::Run with a control): Cancel, from any thread,
@@ -36,10 +40,22 @@ struct SessionLimits {
 class RunControl {
  public:
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  // Cancels runs still going `timeout` after this call (a run's own time budget).
+  void CancelAfter(std::chrono::nanoseconds timeout) {
+    deadline_.store((std::chrono::steady_clock::now() + timeout).time_since_epoch().count(),
+                    std::memory_order_relaxed);
+  }
+  bool cancelled() const {
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    int64_t deadline = deadline_.load(std::memory_order_relaxed);
+    return deadline != kNone &&
+           std::chrono::steady_clock::now().time_since_epoch().count() >= deadline;
+  }
 
  private:
+  static constexpr int64_t kNone = INT64_MAX;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> deadline_{kNone};
 };
 
 struct SessionOptions {

@@ -175,6 +175,13 @@ TEST(CApi, StatusCodesCancellationAndLimits) {
   quilt_status_free(st);
   EXPECT_EQ(quilt_status_code(nullptr), QUILT_STATUS_OK);
   quilt_run_control_free(control);
+  in.name = "x";
+  control = quilt_run_control_create();
+  quilt_run_control_cancel_after(control, 0);
+  st = quilt_session_run_with(session, &in, 1, control, &outs);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_CANCELLED);
+  quilt_status_free(st);
+  quilt_run_control_free(control);
   quilt_session_free(session);
   quilt_package_free(pkg);
 }

@@ -89,6 +89,7 @@ typedef struct quilt_session_options {
   int64_t max_arena_bytes;     /* a device arena the package plans: 0 means 64 GiB */
   int32_t max_workers;         /* worker threads of all concurrent runs: 0 means 1024; a run past it
                                   computes on its calling thread */
+  int64_t max_run_bytes;       /* bytes one run holds at once (arenas and values): 0 means 1 TiB */
 } quilt_session_options_t;
 
 /* What kind of failure a status is (NULL, success: QUILT_STATUS_OK). */
@@ -163,6 +164,8 @@ QUILT_API quilt_status_t* quilt_session_run_with(const quilt_session_t* session,
                                                  quilt_outputs_t** out_outputs);
 QUILT_API quilt_run_control_t* quilt_run_control_create(void);
 QUILT_API void quilt_run_control_cancel(quilt_run_control_t* control);
+/* A time budget: cancels the runs given |control| that are still going |milliseconds| from now. */
+QUILT_API void quilt_run_control_cancel_after(quilt_run_control_t* control, int64_t milliseconds);
 QUILT_API void quilt_run_control_free(quilt_run_control_t* control);
 
 QUILT_API size_t quilt_outputs_count(const quilt_outputs_t* outputs);
