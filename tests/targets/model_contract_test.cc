@@ -231,12 +231,7 @@ TEST(ModelContract, TileRepeatsKnownOnlyAtRunTime) {
   ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   auto run = [&](std::vector<int64_t> r, std::vector<rt::OwnedTensor>* out) {
-    rt::NamedTensor rt_r;
-    rt_r.name = "r";
-    rt_r.tensor.dtype = rt::DType::kInt64;
-    rt_r.tensor.shape = {2};
-    rt_r.tensor.data = r.data();
-    return s->Run({test::Input("x", x, {2, 3}), rt_r}, out);
+    return s->Run({test::Input("x", x, {2, 3}), test::Input("r", r, {2})}, out);
   };
   std::vector<rt::OwnedTensor> out;
   rt::Status st = run({2, 1}, &out);
@@ -268,12 +263,7 @@ TEST(ModelContract, GatherIndicesKnownOnlyAtRunTimeAreChecked) {
   ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   auto run = [&](std::vector<int64_t> i, std::vector<rt::OwnedTensor>* out) {
-    rt::NamedTensor rt_i;
-    rt_i.name = "i";
-    rt_i.tensor.dtype = rt::DType::kInt64;
-    rt_i.tensor.shape = {2};
-    rt_i.tensor.data = i.data();
-    return s->Run({test::Input("x", x, {2, 3}), rt_i}, out);
+    return s->Run({test::Input("x", x, {2, 3}), test::Input("i", i, {2})}, out);
   };
   std::vector<rt::OwnedTensor> out;
   rt::Status st = run({2, -3}, &out);
@@ -307,12 +297,7 @@ TEST(ModelContract, ReshapeToAShapeKnownOnlyAtRunTimeCopiesZeros) {
     std::vector<float> x(24);
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
     auto run = [&](std::vector<int64_t> shape, std::vector<rt::OwnedTensor>* out) {
-      rt::NamedTensor rt_s;
-      rt_s.name = "s";
-      rt_s.tensor.dtype = rt::DType::kInt64;
-      rt_s.tensor.shape = {3};
-      rt_s.tensor.data = shape.data();
-      return s->Run({test::Input("x", x, {2, 3, 4}), rt_s}, out);
+      return s->Run({test::Input("x", x, {2, 3, 4}), test::Input("s", shape, {3})}, out);
     };
     std::vector<rt::OwnedTensor> out;
     rt::Status st = run({0, 4, -1}, &out);
