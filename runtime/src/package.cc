@@ -321,14 +321,12 @@ class GraphChecker {
     if (!step->inputs() || !step->outputs()) return Fail(what + ": no list of inputs or outputs");
     QUILT_RETURN_IF_ERROR(CheckAttributes(*step, what));
     QUILT_RETURN_IF_ERROR(CheckArguments(*step, what));
-    int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
-    if (step->inputs()) {
-      for (int32_t v : *step->inputs()) {
-        if (v == -1) continue;
-        QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
-        if (!defined_[v]) {
-          return Fail(what + " reads value " + std::to_string(v) + " before it is defined");
-        }
+    int64_t num_inputs = step->inputs()->size();
+    for (int32_t v : *step->inputs()) {
+      if (v == -1) continue;
+      QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
+      if (!defined_[v]) {
+        return Fail(what + " reads value " + std::to_string(v) + " before it is defined");
       }
     }
     if (step->input_arity()) {
@@ -357,16 +355,13 @@ class GraphChecker {
         return Fail(what + ": a copy's result must live on the copy's device");
       }
     }
-    if (step->outputs()) {
-      for (int32_t v : *step->outputs()) {
-        QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
-        if (defined_[v]) return Fail(what + " redefines value " + std::to_string(v));
-        if (g_.values()->Get(v)->kind() != pkg::ValueKind::Intermediate) {
-          return Fail(what + " writes value " + std::to_string(v) +
-                      ", which is not an intermediate");
-        }
-        defined_[v] = true;
+    for (int32_t v : *step->outputs()) {
+      QUILT_RETURN_IF_ERROR(CheckIndex(v, what.c_str()));
+      if (defined_[v]) return Fail(what + " redefines value " + std::to_string(v));
+      if (g_.values()->Get(v)->kind() != pkg::ValueKind::Intermediate) {
+        return Fail(what + " writes value " + std::to_string(v) + ", which is not an intermediate");
       }
+      defined_[v] = true;
     }
     return Status::Ok();
   }

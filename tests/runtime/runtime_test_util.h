@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/src/session.h"
@@ -44,20 +45,13 @@ inline compiler::PackageSpec AddConstantPackage() {
   return spec;
 }
 
-inline rt::NamedTensor Input(const std::string& name, std::vector<float>& data, rt::Shape shape) {
+// A named input over `data` (borrowed: it must outlive the run), float32 or int64.
+template <typename T>
+inline rt::NamedTensor Input(const std::string& name, std::vector<T>& data, rt::Shape shape) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, int64_t>);
   rt::NamedTensor t;
   t.name = name;
-  t.tensor.dtype = rt::DType::kFloat32;
-  t.tensor.shape = std::move(shape);
-  t.tensor.data = data.data();
-  return t;
-}
-
-// The same for int64 values.
-inline rt::NamedTensor Input(const std::string& name, std::vector<int64_t>& data, rt::Shape shape) {
-  rt::NamedTensor t;
-  t.name = name;
-  t.tensor.dtype = rt::DType::kInt64;
+  t.tensor.dtype = std::is_same_v<T, float> ? rt::DType::kFloat32 : rt::DType::kInt64;
   t.tensor.shape = std::move(shape);
   t.tensor.data = data.data();
   return t;
