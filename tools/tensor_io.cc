@@ -3,21 +3,17 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "importers/onnx/tensor.h"
+#include "tools/files.h"
 
 namespace quilt::tools {
 namespace {
 
 using rt::DType;
 
-Expected<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("cannot open '" + path + "'");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+// The bytes of a regular file; a FIFO or a directory is an error, not a read that blocks.
+Expected<std::string> ReadFile(const std::string& path) { return ReadRegularFile(path, ""); }
 
 struct NpyType {
   const char* descr;
@@ -254,11 +250,7 @@ Status WriteNpy(const std::string& path, const OwnedTensor& t) {
     return Error("cannot write " + std::string(rt::DTypeName(t.dtype)) + " output '" + t.name +
                  "' as .npy");
   }
-  std::ofstream out(path, std::ios::binary);
-  std::string bytes = NpyBytes(t);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Error("cannot write '" + path + "'");
-  return {};
+  return WriteFileAtomically(path, NpyBytes(t), "");
 }
 
 }  // namespace quilt::tools

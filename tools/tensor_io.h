@@ -22,6 +22,7 @@ Expected<OwnedTensor> ReadTensorPb(const std::string& path);
 Expected<std::vector<OwnedTensor>> ReadTensors(const std::string& path);
 
 std::string NpyBytes(const OwnedTensor& t);
+// Writes through a temporary file renamed over `path` (see tools/files.h).
 Status WriteNpy(const std::string& path, const OwnedTensor& t);
 
 }  // namespace quilt::tools
