@@ -4,8 +4,9 @@
 //             [--warmup W --iterations N] [--threads T] [--strict] [--code-cache DIR]
 //             [--profile TRACE.json]
 //
-// Inputs come from .npy, .npz or ONNX .pb files; an input not given gets seeded random values
-// when its shape is static (as trtexec does), else it is an error naming the symbolic dims.
+// Inputs come from .npy, .npz or ONNX .pb files (--input NAME=FILE.npz takes the member NAME,
+// or the archive's only member); an input not given gets seeded random values when its shape
+// is static (as trtexec does), else it is an error naming the symbolic dims.
 // Prints each output's shape and first values, writes them as DIR/NAME.npy, and with
 // --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run or a
 // file that cannot be read or written, 2 for bad usage.
@@ -199,7 +200,8 @@ int Main(int argc, char** argv) {
   int warmup = 0, iterations = 0, threads = 1;
   bool strict = false;
   app.add_option("package", package, "compiled package (.quilt)")->required();
-  app.add_option("--input", input_args, "NAME=FILE (.npy or .pb)");
+  app.add_option("--input", input_args,
+                 "NAME=FILE: .npy, .pb, or .npz (its member NAME, or its only member)");
   app.add_option("--inputs", npz, "every input from one .npz (member name = input name)");
   app.add_option("--output-dir", output_dir, "write each output as DIR/NAME.npy");
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, kMaxRuns));
@@ -275,10 +277,9 @@ int Main(int argc, char** argv) {
     given = std::move(*all);
   }
   for (const auto& [name, file] : input_files) {
-    auto t = quilt::tools::ReadTensors(file);
+    auto t = quilt::tools::ReadInputTensor(file, name);
     if (!t) return Fail("--input " + name + ": " + t.error().ToString());
-    (*t)[0].name = name;
-    given.push_back(std::move((*t)[0]));
+    given.push_back(std::move(*t));
   }
   for (const auto& sig : session->inputs()) {
     bool have = std::any_of(given.begin(), given.end(),
