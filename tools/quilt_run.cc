@@ -5,11 +5,12 @@
 //             [--profile TRACE.json]
 //
 // Inputs come from .npy, .npz or ONNX .pb files (--input NAME=FILE.npz takes the member NAME,
-// or the archive's only member); an input not given gets seeded random values when its shape
-// is static (as trtexec does), else it is an error naming the symbolic dims.
-// Prints each output's shape and first values, writes them as DIR/NAME.npy, and with
-// --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run or a
-// file that cannot be read or written, 2 for bad usage.
+// or the archive's only member); an input not given gets seeded random values when its shape is
+// static (as trtexec does), else it is an error naming the symbolic dims. Prints each output's
+// shape and first values, writes them into DIR as NAME.npy (NAME with every character but
+// letters, digits and '-' replaced by '_', made unique; the file of each output is printed), and
+// with --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run
+// or a file that cannot be read or written, 2 for bad usage.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "runtime/src/session.h"
 #include "tools/cli.h"
@@ -35,11 +37,28 @@ using quilt::rt::OwnedTensor;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxRuns = 1000000;
 
-std::string FileName(const std::string& name) {
-  std::string s;
-  for (char c : name)
-    s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
-  return s.empty() ? "output" : s;
+// File names in --output-dir for the outputs `names`, in order: each name with every character
+// but letters, digits and '-' replaced by '_' (so none leaves the folder or hides as a dot
+// file), cut to a length every file system takes, and numbered where two would meet (compared
+// without case, for file systems that ignore it).
+std::vector<std::string> OutputFileNames(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> used;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (const std::string& name : names) {
+    std::string base;
+    for (char c : name.substr(0, 200))
+      base.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
+    if (base.empty()) base = "output";
+    std::string file = base;
+    for (int k = 2; used.count(lower(file)); ++k) file = base + "_" + std::to_string(k);
+    used.insert(lower(file));
+    out.push_back(file + ".npy");
+  }
+  return out;
 }
 
 bool RandomFill(const quilt::rt::TensorSignature& sig, OwnedTensor* t) {
@@ -203,7 +222,8 @@ int Main(int argc, char** argv) {
   app.add_option("--input", input_args,
                  "NAME=FILE: .npy, .pb, or .npz (its member NAME, or its only member)");
   app.add_option("--inputs", npz, "every input from one .npz (member name = input name)");
-  app.add_option("--output-dir", output_dir, "write each output as DIR/NAME.npy");
+  app.add_option("--output-dir", output_dir,
+                 "write each output as DIR/NAME.npy (NAME made a safe, unique file name)");
   app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, kMaxRuns));
   app.add_option("--iterations", iterations, "timed runs")->check(CLI::Range(0, kMaxRuns));
   app.add_option("--threads", threads, "threads per run")->check(CLI::Range(1, kMaxThreads));
@@ -320,12 +340,18 @@ int Main(int argc, char** argv) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";
     return 1;
   }
-  for (const OwnedTensor& o : outputs) {
+  std::vector<std::string> names;
+  for (const OwnedTensor& o : outputs) names.push_back(o.name);
+  std::vector<std::string> files = OutputFileNames(names);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OwnedTensor& o = outputs[i];
     std::cout << o.name << ": " << quilt::rt::DTypeName(o.dtype) << " "
               << quilt::rt::ShapeString(o.shape) << " " << Preview(o) << "\n";
     if (output_dir.empty()) continue;
-    quilt::Status w = quilt::tools::WriteNpy(output_dir + "/" + FileName(o.name) + ".npy", o);
+    std::string path = output_dir + "/" + files[i];
+    quilt::Status w = quilt::tools::WriteNpy(path, o);
     if (!w) return Fail("output '" + o.name + "': " + w.error().ToString());
+    std::cerr << "quilt-run: output '" << o.name << "' written to " << path << "\n";
   }
   if (!profile_file.empty()) {
     std::vector<quilt::rt::RunProfile> profiles(10);

@@ -1,4 +1,5 @@
-// quilt-run's inputs by name: the .npz member an --input takes.
+// quilt-run's inputs and outputs by name: the .npz member an --input takes, the file each output
+// is written to, and --input-shape names checked against the model.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -67,6 +68,65 @@ TEST_F(QuiltRun, AnInputFromAnNpzWithoutItsMemberListsTheMembers) {
                        ": no member named 'a' (the members: x, z)"),
             std::string::npos)
       << r.out;
+}
+
+// Output names that meet as file names ('/' and '.' become '_'; case aside, for file systems
+// that ignore it): each output gets its own file, none outside the folder, and the tool says
+// which file holds which output.
+TEST_F(QuiltRun, OutputsWhoseFileNamesMeetAreWrittenToFilesOfTheirOwn) {
+  quilt::testing::OnnxGraph g;
+  g.Input("x", onnx::TensorProto::FLOAT, {int64_t{3}})
+      .Output("a/b", onnx::TensorProto::FLOAT)
+      .Output("a_b", onnx::TensorProto::FLOAT)
+      .Output("A.b", onnx::TensorProto::FLOAT)
+      .Output("../up", onnx::TensorProto::FLOAT);
+  g.Node("Neg", {"x"}, {"a/b"}, "neg");
+  g.Node("Sqrt", {"x"}, {"a_b"}, "sqrt");
+  g.Node("Add", {"x", "x"}, {"A.b"}, "twice");
+  g.Node("Mul", {"x", "x"}, {"../up"}, "square");
+  ASSERT_EQ(RunTool("quiltc", Write("m.onnx", g.Bytes()) + " -o " + Path("m.quilt")).code, 0);
+  std::string x = Npy("x.npy", {1, 4, 9}, {3});
+  ToolResult r =
+      RunTool("quilt-run", Path("m.quilt") + " --input x=" + x + " --output-dir " + Path("out"));
+  ASSERT_EQ(r.code, 0) << r.Describe();
+  struct Want {
+    const char* output;
+    const char* file;
+    std::vector<float> values;
+  };
+  for (const Want& w :
+       {Want{"a/b", "a_b.npy", {-1, -4, -9}}, Want{"a_b", "a_b_2.npy", {1, 2, 3}},
+        Want{"A.b", "A_b_3.npy", {2, 8, 18}}, Want{"../up", "___up.npy", {1, 16, 81}}}) {
+    std::string path = Path("out/") + w.file;
+    EXPECT_NE(r.out.find("quilt-run: output '" + std::string(w.output) + "' written to " + path),
+              std::string::npos)
+        << w.output << ": " << r.out;
+    quilt::Expected<quilt::rt::OwnedTensor> t = quilt::tools::ReadNpy(path);
+    ASSERT_TRUE(t) << t.error().ToString();
+    EXPECT_EQ(Values(*t), w.values) << w.output;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(Path("out"))) {
+    files.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(files.size(), 4u);
+  EXPECT_FALSE(fs::exists(Path("up.npy")));
+}
+
+// quiltc and quilt-inspect take --input-shape; a name the model has no input of is refused,
+// naming the inputs it has.
+TEST_F(QuiltRun, InputShapeForANameThatIsNoInputIsRefused) {
+  std::string model = Model();
+  for (const char* tool : {"quiltc", "quilt-inspect"}) {
+    std::string args = model + " --input-shape c:2,3";
+    if (std::string(tool) == "quiltc") args += " -o " + Path("m.quilt");
+    ToolResult r = RunTool(tool, args);
+    EXPECT_EQ(r.code, 1) << tool << ": " << r.Describe();
+    EXPECT_NE(r.out.find("an input shape names 'c', which is not a graph input (the inputs: a, b)"),
+              std::string::npos)
+        << tool << ": " << r.out;
+  }
+  EXPECT_FALSE(fs::exists(Path("m.quilt")));
 }
 
 }  // namespace
