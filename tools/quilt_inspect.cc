@@ -8,7 +8,8 @@
 // placement, lowering) and the verdict is quiltc's: the placement summary, or the error that
 // names the node, op type and reason. With --ir, the imported IR too. For a package: devices,
 // signature, steps by kernel and device, arena sizes and constant bytes; with --steps, every
-// step. Exit status 0; 1 when the file cannot be read, or a model would not compile.
+// step. Exit status 0; 1 when the file cannot be read (missing, not a regular file, damaged), or
+// a model would not compile; 2 for bad usage.
 #include <iostream>
 
 #include "importers/onnx/importer.h"
@@ -16,10 +17,13 @@
 #include "ir/printer.h"
 #include "targets/compile.h"
 #include "tools/cli.h"
+#include "tools/files.h"
 #include "tools/import_flags.h"
 #include "tools/package_summary.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"quilt-inspect: summarize a model"};
   std::string input;
   bool ir = false, steps = false, placement = false;
@@ -33,7 +37,15 @@ int main(int argc, char** argv) {
   quilt::tools::ImportFlags import_flags;
   import_flags.Add(app);
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
-  if (input.ends_with(".quilt")) {
+  bool is_package = input.ends_with(".quilt");
+  // Before any reader opens it: a FIFO would block the reader forever.
+  if (quilt::Status s =
+          quilt::tools::CheckInputFile(input, is_package ? "the package" : "the model");
+      !s) {
+    std::cerr << "quilt-inspect: error: " << s.error().ToString() << "\n";
+    return 1;
+  }
+  if (is_package) {
     std::unique_ptr<quilt::rt::LoadedPackage> package;
     quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(input, &package);
     if (!st.ok()) {
@@ -73,4 +85,10 @@ int main(int argc, char** argv) {
   }
   std::cout << "\n" << quilt::ir::PrintModule(*mod);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quilt::tools::RunMain("quilt-inspect", [&] { return Main(argc, argv); });
 }

@@ -3,12 +3,11 @@
 //   quilt-opt FILE.{qir,onnx} [--pass NAME[{key=value ...}]]... [--print-ir-after-all]
 //             [--check-equal EXPECTED.qir] [-o OUT.qir]
 //
-// Exit status: 0 success (or structurally equal), 1 an error in the input (parse, verification,
-// a pass's diagnostic) or not equal, 2 bad usage (unknown pass or option).
+// Exit status: 0 success (or structurally equal), 1 an error in the input (a file that is missing
+// or not a regular file, parse, verification, a pass's diagnostic) or not equal, 2 bad usage
+// (unknown pass or option). -o writes through a temporary file renamed over OUT.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "importers/onnx/importer.h"
 #include "ir/parser.h"
@@ -17,21 +16,16 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "tools/cli.h"
+#include "tools/files.h"
 
 namespace {
 
 using quilt::Expected;
 
-Expected<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return quilt::Error("cannot read '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Expected<quilt::ir::IRModule> Load(const std::string& path) {
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    // Checked before the importer opens it: a FIFO would block the open forever.
+    if (quilt::Status s = quilt::tools::CheckInputFile(path, ""); !s) return s.error();
     Expected<quilt::ir::IRModule> mod = quilt::importers::onnx::ImportOnnxFile(path);
     if (!mod) return mod;
     if (quilt::Status s = quilt::ir::Verify(*mod); !s) {
@@ -39,7 +33,7 @@ Expected<quilt::ir::IRModule> Load(const std::string& path) {
     }
     return mod;
   }
-  Expected<std::string> text = ReadFile(path);
+  Expected<std::string> text = quilt::tools::ReadRegularFile(path, "");
   if (!text) return text.error();
   Expected<quilt::ir::IRModule> mod = quilt::ir::ParseModule(*text, path);
   if (!mod) return mod;
@@ -54,9 +48,7 @@ int Fail(const quilt::Diagnostic& d, int code) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"quilt-opt: run quilt passes on IR text and print the result"};
   std::string input, output, expected;
   std::vector<std::string> pass_specs;
@@ -81,9 +73,14 @@ int main(int argc, char** argv) {
     if (!p) return Fail(p.error(), 2);
     passes.push_back(*p);
   }
-  if (!output.empty() && std::filesystem::exists(output) && std::filesystem::exists(input) &&
-      std::filesystem::equivalent(output, input)) {
+  std::error_code ec;
+  if (!output.empty() && (output == input || (std::filesystem::exists(output, ec) &&
+                                              std::filesystem::exists(input, ec) &&
+                                              std::filesystem::equivalent(output, input, ec)))) {
     return Fail(quilt::Error("refusing to overwrite the input file '" + input + "'"), 2);
+  }
+  if (!output.empty()) {
+    if (quilt::Status s = quilt::tools::CheckOutputFile(output, ""); !s) return Fail(s.error(), 1);
   }
 
   Expected<quilt::ir::IRModule> mod = Load(input);
@@ -119,7 +116,14 @@ int main(int argc, char** argv) {
     std::cout << text;
     return 0;
   }
-  std::ofstream out(output, std::ios::binary);
-  if (!(out << text)) return Fail(quilt::Error("cannot write '" + output + "'"), 1);
+  if (quilt::Status s = quilt::tools::WriteFileAtomically(output, text, ""); !s) {
+    return Fail(s.error(), 1);
+  }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quilt::tools::RunMain("quilt-opt", [&] { return Main(argc, argv); });
 }

@@ -4,24 +4,28 @@
 //             [--warmup W --iterations N] [--threads T] [--strict] [--code-cache DIR]
 //             [--profile TRACE.json]
 //
-// Inputs come from .npy, .npz or ONNX .pb files; an input not given gets seeded random values
-// when its shape is static (as trtexec does), else it is an error naming the symbolic dims.
-// Prints each output's shape and first values, writes them as DIR/NAME.npy, and with
-// --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run, 2 for
-// bad usage.
+// Inputs come from .npy, .npz or ONNX .pb files (--input NAME=FILE.npz takes the member NAME,
+// or the archive's only member); an input not given gets seeded random values when its shape is
+// static (as trtexec does), else it is an error naming the symbolic dims. Prints each output's
+// shape and first values, writes them into DIR as NAME.npy (NAME with every character but
+// letters, digits and '-' replaced by '_', made unique; the file of each output is printed), and
+// with --iterations prints min, median, mean and p90 latency. Exit 0, 1 on a failed load or run
+// or a file that cannot be read or written, 2 for bad usage.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "runtime/src/session.h"
 #include "tools/cli.h"
+#include "tools/files.h"
 #include "tools/tensor_io.h"
 
 namespace {
@@ -29,11 +33,32 @@ namespace {
 using quilt::rt::DType;
 using quilt::rt::OwnedTensor;
 
-std::string FileName(const std::string& name) {
-  std::string s;
-  for (char c : name)
-    s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
-  return s.empty() ? "output" : s;
+// The most threads, warmup and timed runs quilt-run takes: beyond, a typo rather than a plan.
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxRuns = 1000000;
+
+// File names in --output-dir for the outputs `names`, in order: each name with every character
+// but letters, digits and '-' replaced by '_' (so none leaves the folder or hides as a dot
+// file), cut to a length every file system takes, and numbered where two would meet (compared
+// without case, for file systems that ignore it).
+std::vector<std::string> OutputFileNames(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> used;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (const std::string& name : names) {
+    std::string base;
+    for (char c : name.substr(0, 200))
+      base.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
+    if (base.empty()) base = "output";
+    std::string file = base;
+    for (int k = 2; used.count(lower(file)); ++k) file = base + "_" + std::to_string(k);
+    used.insert(lower(file));
+    out.push_back(file + ".npy");
+  }
+  return out;
 }
 
 bool RandomFill(const quilt::rt::TensorSignature& sig, OwnedTensor* t) {
@@ -45,7 +70,10 @@ bool RandomFill(const quilt::rt::TensorSignature& sig, OwnedTensor* t) {
   t->dtype = sig.dtype;
   t->shape = sig.dims;
   int64_t n = 1;
-  for (int64_t d : sig.dims) n *= d;
+  for (int64_t d : sig.dims) {
+    // More elements than an int64 counts cannot be held in memory either.
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) throw std::bad_alloc();
+  }
   t->data.assign(quilt::rt::DTypeBytes(sig.dtype, n), 0);
   std::mt19937 rng(1234);
   if (sig.dtype == DType::kFloat32) {
@@ -179,21 +207,26 @@ void PrintProfile(const std::vector<quilt::rt::RunProfile>& runs, std::ostream& 
   }
 }
 
-}  // namespace
+int Fail(const std::string& message) {
+  std::cerr << "quilt-run: error: " << message << "\n";
+  return 1;
+}
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"quilt-run: run a quilt package"};
   std::string package, npz, output_dir, code_cache, profile_file;
   std::vector<std::string> input_args;
   int warmup = 0, iterations = 0, threads = 1;
   bool strict = false;
   app.add_option("package", package, "compiled package (.quilt)")->required();
-  app.add_option("--input", input_args, "NAME=FILE (.npy or .pb)");
+  app.add_option("--input", input_args,
+                 "NAME=FILE: .npy, .pb, or .npz (its member NAME, or its only member)");
   app.add_option("--inputs", npz, "every input from one .npz (member name = input name)");
-  app.add_option("--output-dir", output_dir, "write each output as DIR/NAME.npy");
-  app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
-  app.add_option("--iterations", iterations, "timed runs")->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads, "threads per run")->check(CLI::PositiveNumber);
+  app.add_option("--output-dir", output_dir,
+                 "write each output as DIR/NAME.npy (NAME made a safe, unique file name)");
+  app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::Range(0, kMaxRuns));
+  app.add_option("--iterations", iterations, "timed runs")->check(CLI::Range(0, kMaxRuns));
+  app.add_option("--threads", threads, "threads per run")->check(CLI::Range(1, kMaxThreads));
   app.add_flag("--strict", strict,
                "fail when a device's code does not load (or a portable package's accelerator is "
                "absent), instead of running its steps on the CPU");
@@ -207,6 +240,33 @@ int main(int argc, char** argv) {
                  "costliest steps to stderr, the last run as a Chrome trace (chrome://tracing, "
                  "Perfetto) to this .json file");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
+  std::vector<std::pair<std::string, std::string>> input_files;  // name, file
+  for (const std::string& arg : input_args) {
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
+      std::cerr << "quilt-run: error: --input '" << arg << "': expected NAME=FILE\n";
+      return 2;
+    }
+    input_files.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
+  }
+  // Every path before the package loads: a FIFO would block its reader forever, and an output
+  // that cannot be written is better said before the runs than after.
+  if (quilt::Status s = quilt::tools::CheckInputFile(package, "the package"); !s) {
+    return Fail(s.error().ToString());
+  }
+  if (!profile_file.empty()) {
+    if (quilt::Status s = quilt::tools::CheckOutputFile(profile_file, "the profile"); !s) {
+      return Fail(s.error().ToString());
+    }
+  }
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec || !std::filesystem::is_directory(output_dir, ec)) {
+      return Fail("--output-dir '" + output_dir +
+                  "': " + (ec ? ec.message() : "exists and is not a directory"));
+    }
+  }
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
   quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
   if (!st.ok()) {
@@ -233,25 +293,13 @@ int main(int argc, char** argv) {
   std::vector<OwnedTensor> given;
   if (!npz.empty()) {
     auto all = quilt::tools::ReadNpz(npz);
-    if (!all) {
-      std::cerr << "quilt-run: error: " << all.error().ToString() << "\n";
-      return 1;
-    }
+    if (!all) return Fail("--inputs: " + all.error().ToString());
     given = std::move(*all);
   }
-  for (const std::string& arg : input_args) {
-    size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::cerr << "quilt-run: error: --input '" << arg << "': expected NAME=FILE\n";
-      return 2;
-    }
-    auto t = quilt::tools::ReadTensors(arg.substr(eq + 1));
-    if (!t) {
-      std::cerr << "quilt-run: error: " << t.error().ToString() << "\n";
-      return 1;
-    }
-    (*t)[0].name = arg.substr(0, eq);
-    given.push_back(std::move((*t)[0]));
+  for (const auto& [name, file] : input_files) {
+    auto t = quilt::tools::ReadInputTensor(file, name);
+    if (!t) return Fail("--input " + name + ": " + t.error().ToString());
+    given.push_back(std::move(*t));
   }
   for (const auto& sig : session->inputs()) {
     bool have = std::any_of(given.begin(), given.end(),
@@ -292,16 +340,18 @@ int main(int argc, char** argv) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";
     return 1;
   }
-  for (const OwnedTensor& o : outputs) {
+  std::vector<std::string> names;
+  for (const OwnedTensor& o : outputs) names.push_back(o.name);
+  std::vector<std::string> files = OutputFileNames(names);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OwnedTensor& o = outputs[i];
     std::cout << o.name << ": " << quilt::rt::DTypeName(o.dtype) << " "
               << quilt::rt::ShapeString(o.shape) << " " << Preview(o) << "\n";
     if (output_dir.empty()) continue;
-    std::filesystem::create_directories(output_dir);
-    quilt::Status w = quilt::tools::WriteNpy(output_dir + "/" + FileName(o.name) + ".npy", o);
-    if (!w) {
-      std::cerr << "quilt-run: error: " << w.error().ToString() << "\n";
-      return 1;
-    }
+    std::string path = output_dir + "/" + files[i];
+    quilt::Status w = quilt::tools::WriteNpy(path, o);
+    if (!w) return Fail("output '" + o.name + "': " + w.error().ToString());
+    std::cerr << "quilt-run: output '" << o.name << "' written to " << path << "\n";
   }
   if (!profile_file.empty()) {
     std::vector<quilt::rt::RunProfile> profiles(10);
@@ -312,12 +362,9 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    std::ofstream trace(profile_file);
-    trace << ChromeTrace(profiles.back());
-    if (!trace) {
-      std::cerr << "quilt-run: error: cannot write the profile to '" << profile_file << "'\n";
-      return 1;
-    }
+    quilt::Status w = quilt::tools::WriteFileAtomically(profile_file, ChromeTrace(profiles.back()),
+                                                        "the profile");
+    if (!w) return Fail(w.error().ToString());
     PrintProfile(profiles, std::cerr);
     std::cerr << "quilt-run: wrote the profile of the last run to " << profile_file << "\n";
   }
@@ -333,4 +380,10 @@ int main(int argc, char** argv) {
                 times.size(), times.front(), pct(0.5), mean, pct(0.9));
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quilt::tools::RunMain("quilt-run", [&] { return Main(argc, argv); });
 }

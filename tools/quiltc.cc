@@ -7,17 +7,34 @@
 //
 // The placement summary always goes to stderr; --report writes the full report.
 // Exit status 0 on success, 1 when the model cannot be compiled (the message names the file,
-// node, op type and why), 2 for bad usage. Never overwrites the model it reads.
+// node, op type and why) or a file cannot be read or written, 2 for bad usage. Never overwrites
+// the model it reads. The package (and each report) is written to a unique temporary file in
+// its folder and renamed over the output: a failed compile or write leaves the output as it was.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "ir/printer.h"
 #include "targets/compile.h"
 #include "tools/cli.h"
+#include "tools/files.h"
 #include "tools/import_flags.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `a` and `b` name the same existing file.
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return a == b || (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec));
+}
+
+int Fail(const quilt::Diagnostic& d) {
+  std::cerr << "quiltc: error: " << d.ToString() << "\n";
+  return 1;
+}
+
+int Main(int argc, char** argv) {
   CLI::App app{"quiltc: compile an ONNX model into a quilt package"};
   std::string model, output;
   std::vector<std::string> devices, place, reports;
@@ -52,59 +69,61 @@ int main(int argc, char** argv) {
     };
   }
   for (const std::string& r : reports) {
-    std::string ext = std::filesystem::path(r).extension().string();
+    std::string ext = fs::path(r).extension().string();
     if (ext != ".txt" && ext != ".dot" && ext != ".json") {
       std::cerr << "quiltc: error: --report " << r
                 << ": the name must end in .txt, .dot or .json\n";
       return 2;
     }
-    std::error_code ec;
-    if (std::filesystem::exists(r, ec) && std::filesystem::equivalent(model, r, ec)) {
+    if (SameFile(model, r)) {
       std::cerr << "quiltc: error: --report " << r << " is the model itself\n";
+      return 2;
+    }
+    if (SameFile(output, r)) {
+      std::cerr << "quiltc: error: --report " << r << " is the output package itself\n";
       return 2;
     }
   }
   if (std::optional<int> code = import_flags.Apply("quiltc", &options.import)) return *code;
-  std::error_code ec;
-  if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(model, output, ec)) {
+  if (SameFile(model, output)) {
     std::cerr << "quiltc: error: the output '" << output << "' is the model itself\n";
     return 2;
   }
+  // Paths before the compile: a directory or a FIFO as the model would hang or mislead the
+  // reader, and an output that cannot be written is better said before the work than after.
+  if (quilt::Status s = quilt::tools::CheckInputFile(model, "the model"); !s)
+    return Fail(s.error());
+  if (quilt::Status s = quilt::tools::CheckOutputFile(output, "the package"); !s) {
+    return Fail(s.error());
+  }
+  for (const std::string& r : reports) {
+    if (quilt::Status s = quilt::tools::CheckOutputFile(r, "the report"); !s)
+      return Fail(s.error());
+  }
   quilt::Expected<quilt::compiler::Compiled> compiled =
       quilt::compiler::CompileOnnx(model, options);
-  if (!compiled) {
-    std::cerr << "quiltc: error: " << compiled.error().ToString() << "\n";
-    return 1;
-  }
+  if (!compiled) return Fail(compiled.error());
   const std::vector<uint8_t>* bytes = &compiled->package;
   std::cerr << quilt::compiler::ReportSummary(compiled->report);
   for (const std::string& r : reports) {
-    std::string ext = std::filesystem::path(r).extension().string();
+    std::string ext = fs::path(r).extension().string();
     std::string text = ext == ".dot"    ? quilt::compiler::ReportDot(compiled->report)
                        : ext == ".json" ? quilt::compiler::ReportJson(compiled->report)
                                         : quilt::compiler::ReportText(compiled->report);
-    std::ofstream out(r, std::ios::binary | std::ios::trunc);
-    if (!(out << text)) {
-      std::cerr << "quiltc: error: cannot write the report '" << r << "'\n";
-      return 1;
+    if (quilt::Status s = quilt::tools::WriteFileAtomically(r, text, "the report"); !s) {
+      return Fail(s.error());
     }
   }
-  // Write next to the target and rename, so a failed write never leaves half a package.
-  std::string tmp = output + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes->data()),
-              static_cast<std::streamsize>(bytes->size()));
-    if (!out) {
-      std::cerr << "quiltc: error: cannot write '" << tmp << "'\n";
-      return 1;
-    }
-  }
-  std::filesystem::rename(tmp, output, ec);
-  if (ec) {
-    std::cerr << "quiltc: error: cannot write '" << output << "': " << ec.message() << "\n";
-    return 1;
+  std::string_view package(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  if (quilt::Status s = quilt::tools::WriteFileAtomically(output, package, "the package"); !s) {
+    return Fail(s.error());
   }
   std::cerr << "quiltc: wrote " << output << " (" << bytes->size() << " bytes)\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quilt::tools::RunMain("quiltc", [&] { return Main(argc, argv); });
 }

@@ -13,6 +13,7 @@
 
 #include "tests/importers/onnx_test_util.h"
 #include "tests/tools/tool_runner.h"
+#include "tests/tools/tool_test_util.h"
 #include "tools/tensor_io.h"
 
 namespace {
@@ -25,52 +26,10 @@ Result Tool(const std::string& name, const std::string& args, const std::string&
   return quilt::testing::RunTool(name, args, env);
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using quilt::testing::ReadAll;
+using quilt::testing::StoredZip;
 
-class QuiltcTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("quiltc_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // y = sqrt(a + b) * sqrt(a + b), a: float32 (n, 3), b: float32 (1, 3).
-  std::string Model() {
-    quilt::testing::OnnxGraph g;
-    g.Input("a", onnx::TensorProto::FLOAT, {std::string("n"), int64_t{3}})
-        .Input("b", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{3}})
-        .Output("y/out", onnx::TensorProto::FLOAT);
-    g.Node("Add", {"a", "b"}, {"t"}, "add0");
-    g.Node("Sqrt", {"t"}, {"u"}, "sqrt0");
-    g.Node("Mul", {"u", "u"}, {"y/out"}, "mul0");
-    return Write("model.onnx", g.Bytes());
-  }
-
-  std::string Write(const std::string& name, const std::string& bytes) {
-    std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-
-  std::string Npy(const std::string& name, const std::vector<float>& v, quilt::rt::Shape shape) {
-    quilt::rt::OwnedTensor t;
-    t.dtype = quilt::rt::DType::kFloat32;
-    t.shape = std::move(shape);
-    t.data.resize(v.size() * 4);
-    std::memcpy(t.data.data(), v.data(), t.data.size());
-    return Write(name, quilt::tools::NpyBytes(t));
-  }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+class QuiltcTest : public quilt::testing::ToolTest {};
 
 TEST_F(QuiltcTest, CompilesAndRunsWithNpyInputs) {
   std::string model = Model();
@@ -113,32 +72,10 @@ TEST_F(QuiltcTest, ProfileTimesEveryStepAndWritesAChromeTrace) {
   r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b + " --profile " +
                             Path("no/such/dir/trace.json"));
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("cannot write the profile to"), std::string::npos) << r.out;
-}
-
-// A zip archive of stored members, as numpy's savez writes them (CRCs left 0: not checked).
-std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& members) {
-  auto le = [](std::string& s, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  };
-  std::string zip, dir;
-  for (const auto& [name, data] : members) {
-    uint64_t offset = zip.size();
-    le(zip, 0x04034b50, 4);
-    le(zip, 20, 2), le(zip, 0, 2), le(zip, 0, 2), le(zip, 0, 4), le(zip, 0, 4);
-    le(zip, data.size(), 4), le(zip, data.size(), 4), le(zip, name.size(), 2), le(zip, 0, 2);
-    zip += name + data;
-    le(dir, 0x02014b50, 4);
-    le(dir, 20, 2), le(dir, 20, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 4), le(dir, 0, 4);
-    le(dir, data.size(), 4), le(dir, data.size(), 4), le(dir, name.size(), 2);
-    le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 2), le(dir, 0, 4), le(dir, offset, 4);
-    dir += name;
-  }
-  uint64_t dir_offset = zip.size();
-  zip += dir;
-  le(zip, 0x06054b50, 4), le(zip, 0, 2), le(zip, 0, 2), le(zip, members.size(), 2);
-  le(zip, members.size(), 2), le(zip, dir.size(), 4), le(zip, dir_offset, 4), le(zip, 0, 2);
-  return zip;
+  EXPECT_NE(
+      r.out.find("cannot write the profile '" + Path("no/such/dir/trace.json") + "': its folder"),
+      std::string::npos)
+      << r.out;
 }
 
 TEST_F(QuiltcTest, RunsOnAnNpzOfAllInputs) {
