@@ -42,6 +42,13 @@ struct V8 {
 #ifndef QUILT_CLONES
 #define QUILT_CLONES
 #endif
+// The same for a function template: clang does not clone templates ("multiversioned functions do
+// not yet support function templates"), so with clang they are compiled for the baseline only.
+#if defined(__clang__)
+#define QUILT_TEMPLATE_CLONES
+#else
+#define QUILT_TEMPLATE_CLONES QUILT_CLONES
+#endif
 
 // Loads and stores at any alignment. (By pointer: a vector return value would change the ABI
 // between the clones.)
