@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -126,6 +127,9 @@ Expected<std::vector<OwnedTensor>> ReadNpz(const std::string& path) {
   };
   auto u32 = [&](size_t o) -> uint64_t { return u16(o) | (u16(o + 2) << 16); };
   auto u64 = [&](size_t o) -> uint64_t { return u32(o) | (u32(o + 4) << 32); };
+  // Whether bytes [o, o + n) lie in the archive; o and n are read from it (64-bit for ZIP64), so
+  // o + n may wrap around.
+  auto fits = [&](uint64_t o, uint64_t n) { return o <= z.size() && n <= z.size() - o; };
   // The central directory (found through the end record) has every member's sizes and offset;
   // numpy writes ZIP64 members, whose real sizes are in the ZIP64 extra field.
   if (z.size() < 22) return Error(path + ": not an .npz archive (too short)");
@@ -142,37 +146,44 @@ Expected<std::vector<OwnedTensor>> ReadNpz(const std::string& path) {
   uint64_t dir = u32(eocd + 16);
   if (dir == 0xffffffff && eocd >= 20 && u32(eocd - 20) == 0x07064b50) {
     uint64_t rec = u64(eocd - 20 + 8);
-    if (rec + 56 > z.size() || u32(rec) != 0x06064b50) return Error(path + ": bad ZIP64 record");
+    if (!fits(rec, 56) || u32(rec) != 0x06064b50) return Error(path + ": bad ZIP64 record");
     entries = u64(rec + 32);
     dir = u64(rec + 48);
   }
   std::vector<OwnedTensor> out;
   size_t pos = dir;
   for (uint64_t e = 0; e < entries; ++e) {
-    if (pos + 46 > z.size() || u32(pos) != 0x02014b50) return Error(path + ": bad zip directory");
+    if (!fits(pos, 46) || u32(pos) != 0x02014b50) return Error(path + ": bad zip directory");
     uint64_t method = u16(pos + 10), csize = u32(pos + 20), usize = u32(pos + 24);
     uint64_t name_len = u16(pos + 28), extra_len = u16(pos + 30), comment_len = u16(pos + 32);
     uint64_t local = u32(pos + 42);
     if (pos + 46 + name_len + extra_len > z.size()) return Error(path + ": bad zip directory");
     std::string name = z.substr(pos + 46, name_len);
     // ZIP64 extra field: the 64-bit values of the fields that hold 0xffffffff, in order.
-    for (size_t x = pos + 46 + name_len; x + 4 <= pos + 46 + name_len + extra_len;) {
+    size_t extra_end = pos + 46 + name_len + extra_len;
+    for (size_t x = pos + 46 + name_len; x + 4 <= extra_end;) {
       uint64_t id = u16(x), len = u16(x + 2);
-      size_t v = x + 4;
+      size_t v = x + 4, end = std::min<size_t>(x + 4 + len, extra_end);
       if (id == 1) {
-        if (usize == 0xffffffff && v + 8 <= x + 4 + len) usize = u64(v), v += 8;
-        if (csize == 0xffffffff && v + 8 <= x + 4 + len) csize = u64(v), v += 8;
-        if (local == 0xffffffff && v + 8 <= x + 4 + len) local = u64(v);
+        if (usize == 0xffffffff && v + 8 <= end) usize = u64(v), v += 8;
+        if (csize == 0xffffffff && v + 8 <= end) csize = u64(v), v += 8;
+        if (local == 0xffffffff && v + 8 <= end) local = u64(v);
       }
       x += 4 + len;
     }
     pos += 46 + name_len + extra_len + comment_len;
-    if (local + 30 > z.size() || u32(local) != 0x04034b50) {
+    if (!fits(local, 30) || u32(local) != 0x04034b50) {
       return Error(path + ": member '" + name + "' has no local header");
     }
     uint64_t data = local + 30 + u16(local + 26) + u16(local + 28);
-    if (data > z.size() || csize > z.size() - data || usize > (uint64_t{1} << 40)) {
+    if (!fits(data, csize) || usize > (uint64_t{1} << 40)) {
       return Error(path + ": member '" + name + "' lies outside the archive");
+    }
+    // Deflate expands at most 1032-fold: a larger size is not the member's, and would be
+    // allocated before inflating finds out.
+    if (method == 8 && usize / 1032 > csize) {
+      return Error(path + ": member '" + name + "' claims " + std::to_string(usize) +
+                   " bytes from " + std::to_string(csize) + " deflated bytes");
     }
     std::string member;
     if (method == 0) {
