@@ -56,8 +56,7 @@ std::optional<Monomial> AsMonomial(const PrimExpr& e) {
   if (e->kind == PrimKind::kVar) return Monomial{1, {e}};
   if (e->kind != PrimKind::kMul) return std::nullopt;
   std::optional<Monomial> a = AsMonomial(e->a), b = AsMonomial(e->b);
-  if (!a || !b) return std::nullopt;
-  a->coef *= b->coef;
+  if (!a || !b || __builtin_mul_overflow(a->coef, b->coef, &a->coef)) return std::nullopt;
   a->vars.insert(a->vars.end(), b->vars.begin(), b->vars.end());
   return a;
 }
@@ -87,13 +86,17 @@ PrimExpr RawBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
 }
 
 // A sum of terms coef * monomial plus a constant: the normal form of + and -.
+// A coefficient that overflows 64 bits sets `overflow` (the sum then stays as written).
 struct LinearForm {
   int64_t constant = 0;
   std::vector<std::pair<int64_t, PrimExpr>> terms;  // monomials without their coefficient
+  bool overflow = false;
 
   void Add(const PrimExpr& e, int64_t sign) {
     if (e->kind == PrimKind::kInt) {
-      constant += sign * e->value;
+      int64_t v = 0;
+      overflow |= __builtin_mul_overflow(sign, e->value, &v) ||
+                  __builtin_add_overflow(constant, v, &constant);
       return;
     }
     if (e->kind == PrimKind::kAdd || e->kind == PrimKind::kSub) {
@@ -104,12 +107,12 @@ struct LinearForm {
     int64_t coef = sign;
     PrimExpr key = e;
     if (std::optional<Monomial> m = AsMonomial(e)) {
-      coef *= m->coef;
+      overflow |= __builtin_mul_overflow(coef, m->coef, &coef);
       key = FromMonomial(Monomial{1, m->vars});
     }
     for (auto& [c, k] : terms) {
       if (PrimEqual(k, key)) {
-        c += coef;
+        overflow |= __builtin_add_overflow(c, coef, &c);
         return;
       }
     }
@@ -153,19 +156,25 @@ PrimExpr SymVar(std::string name) {
 
 PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
   std::optional<int64_t> x = AsInt(a), y = AsInt(b);
+  // Constants fold where the result fits 64 bits; an overflowing one stays an expression (the
+  // runtime evaluates it as unknown; lowering refuses a static size past its limit).
+  int64_t r = 0;
   if (x && y) {
     switch (kind) {
       case PrimKind::kAdd:
-        return IntImm(*x + *y);
+        if (!__builtin_add_overflow(*x, *y, &r)) return IntImm(r);
+        break;
       case PrimKind::kSub:
-        return IntImm(*x - *y);
+        if (!__builtin_sub_overflow(*x, *y, &r)) return IntImm(r);
+        break;
       case PrimKind::kMul:
-        return IntImm(*x * *y);
+        if (!__builtin_mul_overflow(*x, *y, &r)) return IntImm(r);
+        break;
       case PrimKind::kFloorDiv:
-        if (*y != 0) return IntImm(FloorDiv(*x, *y));
+        if (*y != 0 && !(*x == INT64_MIN && *y == -1)) return IntImm(FloorDiv(*x, *y));
         break;
       case PrimKind::kFloorMod:
-        if (*y != 0) return IntImm(FloorMod(*x, *y));
+        if (*y != 0 && !(*x == INT64_MIN && *y == -1)) return IntImm(FloorMod(*x, *y));
         break;
       case PrimKind::kMin:
         return IntImm(std::min(*x, *y));
@@ -179,8 +188,8 @@ PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
   // one product by another cancels common factors when it is exact.
   if (kind == PrimKind::kMul || kind == PrimKind::kFloorDiv) {
     std::optional<Monomial> ma = AsMonomial(a), mb = AsMonomial(b);
-    if (ma && mb && kind == PrimKind::kMul) {
-      ma->coef *= mb->coef;
+    if (ma && mb && kind == PrimKind::kMul &&
+        !__builtin_mul_overflow(ma->coef, mb->coef, &ma->coef)) {
       ma->vars.insert(ma->vars.end(), mb->vars.begin(), mb->vars.end());
       return FromMonomial(*ma);
     }
@@ -203,7 +212,9 @@ PrimExpr MakeBinary(PrimKind kind, PrimExpr a, PrimExpr b) {
     LinearForm f;
     f.Add(a, 1);
     f.Add(b, kind == PrimKind::kAdd ? 1 : -1);
-    return f.Build();
+    bool negatable = f.constant != INT64_MIN;
+    for (const auto& [c, k] : f.terms) negatable &= c != INT64_MIN;
+    if (!f.overflow && negatable) return f.Build();
   }
   if (kind == PrimKind::kAdd && x == 0) return b;
   if ((kind == PrimKind::kAdd || kind == PrimKind::kSub) && y == 0) return a;

@@ -627,19 +627,37 @@ class GraphLowering {
     if (v.dtype == static_cast<int32_t>(ir::DataType::kString)) {
       return Error("value '" + name + "' is a string tensor (string ops are not supported)");
     }
+    for (int d : v.dims) {
+      if (g_.dims[static_cast<size_t>(d)].kind == pkg::DimKind::Int &&
+          g_.dims[static_cast<size_t>(d)].value < 0) {
+        return Error("value '" + name + "' has a negative dim (" + ir::Describe(s) + ")");
+      }
+    }
     v.byte_size = StaticBytes(v);
+    if (v.byte_size == kTooLarge) {
+      return Error("value '" + name + "' (" + ir::Describe(s) +
+                   ") holds more than 2^50 elements, " + "more than the runtime takes");
+    }
     v.device = s->IsTensor() && s->vdevice ? DeviceOf(s) : current_device_;
     g_.values.push_back(std::move(v));
     return static_cast<int>(g_.values.size()) - 1;
   }
 
+  // The bytes of a value of static shape; -1 for one of symbolic shape, kTooLarge past the
+  // runtime's limit of 2^50 elements (runtime/src/package.cc).
+  static constexpr int64_t kTooLarge = -2;
   int64_t StaticBytes(const ValueSpec& v) const {
     if (v.rank < 0 || v.dtype == 0) return -1;
     int64_t n = 1;
+    bool large = false;
     for (int d : v.dims) {
-      if (g_.dims[d].kind != pkg::DimKind::Int) return -1;
-      n *= g_.dims[d].value;
+      int64_t e = g_.dims[static_cast<size_t>(d)].value;
+      if (g_.dims[static_cast<size_t>(d)].kind != pkg::DimKind::Int) return -1;
+      if (e != 0 && n > (int64_t{1} << 50) / e) large = true;
+      n = large ? 1 : n * e;
+      if (e == 0) return 0;
     }
+    if (large) return kTooLarge;
     return (n * ir::DataTypeBits(static_cast<ir::DataType>(v.dtype)) + 7) / 8;
   }
 

@@ -471,6 +471,14 @@ Status GraphImporter::InlineFunction(const ::onnx::NodeProto& call, const ::onnx
                                      int depth) {
   // Rename the function's values into a fresh namespace, bind its inputs to the call's and
   // substitute attribute references.
+  *model_.inlined_nodes += f.node_size();
+  if (*model_.inlined_nodes > model_.options.max_inlined_nodes) {
+    return Error(
+        "node '" + call.name() + "' (" + call.op_type() +
+        "): inlining model-local functions makes more than " +
+        std::to_string(model_.options.max_inlined_nodes) +
+        " nodes, the limit (ImportOptions::max_inlined_nodes; quiltc --max-inlined-nodes)");
+  }
   std::string prefix = Sanitize(call.name().empty() ? f.name() : call.name()) + "__" +
                        std::to_string(inline_counter_++) + "/";
   std::map<std::string, std::string> rename;

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,7 +24,16 @@ struct ModelContext {
   ImportOptions options;
   // Functions lifted out of the graph (Loop and Scan bodies), added to the module after main.
   std::vector<std::pair<std::string, ir::Function>>* lifted = nullptr;
+  // Nodes inlined from model-local functions so far (ImportOptions::max_inlined_nodes).
+  std::shared_ptr<int64_t> inlined_nodes = std::make_shared<int64_t>(0);
 };
+
+// The model's size against ImportOptions::max_model_bytes (checked before a file is read).
+bool CheckModelSize(uint64_t size, const ImportOptions& options, Diagnostic* error);
+// The protobuf of a model, its messages nested at most as deep as ImportOptions::max_nesting
+// allows (one that parses only with more room is named as too deep).
+bool ParseOnnxModel(const void* data, size_t size, const ImportOptions& options,
+                    ::onnx::ModelProto* model, Diagnostic* error);
 
 struct UnsupportedNode {
   std::string node_name, op_type, domain;

@@ -2,6 +2,9 @@
 // IR version and opsets in range, model-local functions indexed; then GraphImporter.
 #include "importers/onnx/importer.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -66,6 +69,49 @@ Expected<ir::IRModule> Import(const ::onnx::ModelProto& model, ModelContext ctx)
 
 }  // namespace
 
+bool CheckModelSize(uint64_t size, const ImportOptions& options, Diagnostic* d) {
+  uint64_t limit = static_cast<uint64_t>(
+      std::clamp<int64_t>(options.max_model_bytes, 0, std::numeric_limits<int>::max()));
+  if (size <= limit) return true;
+  *d = Error("the model is " + std::to_string(size) + " bytes, past the limit of " +
+             std::to_string(limit) +
+             (limit == static_cast<uint64_t>(std::numeric_limits<int>::max())
+                  ? " (protobuf's 2 GiB); store its weights as external data"
+                  : " (ImportOptions::max_model_bytes)"));
+  return false;
+}
+
+namespace {
+
+// Parses with `depth` levels of nested messages at most (protobuf's default is 100).
+bool Parse(const void* data, size_t size, int depth, ::onnx::ModelProto* model) {
+  ::google::protobuf::io::CodedInputStream in(static_cast<const uint8_t*>(data),
+                                              static_cast<int>(size));
+  in.SetRecursionLimit(depth);
+  return model->ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+}  // namespace
+
+bool ParseOnnxModel(const void* data, size_t size, const ImportOptions& options,
+                    ::onnx::ModelProto* model, Diagnostic* error) {
+  if (!CheckModelSize(size, options, error)) return false;
+  int depth = 8 * std::max(options.max_nesting, 1) + 64;
+  if (Parse(data, size, depth, model)) return true;
+  // A model that parses with room to spare was nested too deep; say so, and how to allow it.
+  ::onnx::ModelProto deeper;
+  if (depth < 1 << 16 && Parse(data, size, depth * 4, &deeper)) {
+    *error = Error("the model's messages nest deeper than " + std::to_string(depth) +
+                   " (subgraphs or functions more than " + std::to_string(options.max_nesting) +
+                   " deep: ImportOptions::max_nesting; quiltc --max-nesting)");
+  } else {
+    *error = Error(
+        "not a valid ONNX model (the protobuf does not parse: truncated, corrupt or not an ONNX "
+        "file)");
+  }
+  return false;
+}
+
 Expected<ir::IRModule> ImportOnnxBytes(const void* data, size_t size, const std::string& model_dir,
                                        const std::string& name, const ImportOptions& options) {
   auto located = [&](Diagnostic d) {
@@ -73,15 +119,8 @@ Expected<ir::IRModule> ImportOnnxBytes(const void* data, size_t size, const std:
     return d;
   };
   if (size == 0) return located(Error("the file is empty"));
-  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return located(Error("the model is larger than 2 GiB; store weights as external data"));
-  }
   ::onnx::ModelProto model;
-  if (!model.ParseFromArray(data, static_cast<int>(size))) {
-    return located(
-        Error("not a valid ONNX model (the protobuf does not parse: truncated, "
-              "corrupt or not an ONNX file)"));
-  }
+  if (Diagnostic d; !ParseOnnxModel(data, size, options, &model, &d)) return located(d);
   ModelContext ctx;
   ctx.name = name;
   ctx.model_dir = model_dir;
@@ -95,6 +134,12 @@ Expected<ir::IRModule> ImportOnnxFile(const std::string& path, const ImportOptio
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Error("cannot read '" + path + "': not a regular file");
+  }
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Error("cannot read '" + path + "': " + ec.message());
+  if (Diagnostic d; !CheckModelSize(size, options, &d)) {
+    d.location = path;
+    return d;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot read '" + path + "'");

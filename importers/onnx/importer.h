@@ -44,8 +44,15 @@ struct ImportOptions {
   // Fixes graph inputs to values: they become constants (as TVM's freeze_params does), so shape
   // computations that read them are resolved at compile time.
   std::map<std::string, InputValue> input_values;
-  // Nesting limit for subgraphs (If/Loop/Scan bodies) and model-local functions.
+  // Nesting limit for subgraphs (If/Loop/Scan bodies) and model-local functions; the protobuf
+  // parser takes messages nested 8 deep per level (and 64 more).
   int max_nesting = 32;
+  // Nodes that inlining model-local functions may add in all (functions that call each other
+  // several times multiply).
+  int64_t max_inlined_nodes = 1'000'000;
+  // The model file's size: at most 2 GiB - 1 (protobuf's limit; weights beyond belong in
+  // external data), checked before the file is read.
+  int64_t max_model_bytes = 2147483647;
   // Told what the importer accepts but the user should know (a graph output whose declared
   // shape disagrees with the shape it computes: the computed one is used, as ONNX Runtime
   // does). Unset: not told.

@@ -1,8 +1,10 @@
 #include "importers/onnx/summary.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "importers/onnx/graph.h"
 #include "importers/onnx/tensor.h"
 
 namespace quilt::importers::onnx {
@@ -35,15 +37,22 @@ std::string Shape(const ValueSummary& v) {
 }  // namespace
 
 Expected<ModelSummary> SummarizeOnnxFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Error("cannot read '" + path + "': not a regular file");
+  }
+  uint64_t size = std::filesystem::file_size(path, ec);
+  Diagnostic d;
+  if (ec) return Error("cannot read '" + path + "': " + ec.message());
+  if (!CheckModelSize(size, {}, &d)) return Error(d.message, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot read '" + path + "'");
   std::stringstream buf;
   buf << in.rdbuf();
   std::string bytes = buf.str();
   ::onnx::ModelProto m;
-  if (bytes.empty() || !m.ParseFromString(bytes)) {
-    return Error("not a valid ONNX model (the protobuf does not parse)", path);
-  }
+  if (bytes.empty()) return Error("the file is empty", path);
+  if (!ParseOnnxModel(bytes.data(), bytes.size(), {}, &m, &d)) return Error(d.message, path);
   ModelSummary s;
   s.ir_version = m.ir_version();
   s.producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());

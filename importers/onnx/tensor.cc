@@ -109,6 +109,12 @@ Expected<int64_t> CheckedElementCount(const std::vector<int64_t>& shape) {
   return n;
 }
 
+static std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
 Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string& model_dir) {
   TensorData out;
   std::string name = t.name().empty() ? "a tensor" : "tensor '" + t.name() + "'";
@@ -147,6 +153,14 @@ Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string&
     }
     return {};
   };
+  // No element takes more than 8 bytes of a typed field's value: a shape that needs more bytes
+  // than that is refused before its memory is allocated (the field's own check names it).
+  uint64_t present = static_cast<uint64_t>(t.float_data_size()) + t.double_data_size() +
+                     t.int32_data_size() + t.int64_data_size() + t.uint64_data_size();
+  if (bytes > 8 * present) {
+    return Error(name + ": holds " + std::to_string(present) + " values, but its shape " +
+                 ShapeText(out.shape) + " needs " + std::to_string(*count));
+  }
   auto data = std::make_shared<std::vector<uint8_t>>(bytes);
   using DT = ir::DataType;
   Status s;

@@ -11,6 +11,10 @@
 
 struct quilt_status {
   std::string message;
+  quilt_status_code_t code = QUILT_STATUS_ERROR;
+};
+struct quilt_run_control {
+  quilt::rt::RunControl control;
 };
 struct quilt_package {
   std::shared_ptr<const quilt::rt::LoadedPackage> package;
@@ -33,7 +37,10 @@ using quilt::rt::Status;
 
 quilt_status_t* ToC(const Status& st) {
   if (st.ok()) return nullptr;
-  return new (std::nothrow) quilt_status{st.message()};
+  quilt_status_code_t code = st.code() == quilt::rt::StatusCode::kCancelled ? QUILT_STATUS_CANCELLED
+                             : st.code() == quilt::rt::StatusCode::kLimit   ? QUILT_STATUS_LIMIT
+                                                                            : QUILT_STATUS_ERROR;
+  return new (std::nothrow) quilt_status{st.message(), code};
 }
 
 quilt_status_t* Error(const char* message) { return new (std::nothrow) quilt_status{message}; }
@@ -137,6 +144,17 @@ quilt_status_t* quilt_session_create(const quilt_package_t* package,
     quilt::rt::SessionOptions opts;
     if (options) {
       opts.threads = options->threads == 0 ? 1 : options->threads;
+      if (options->max_threads > 0) opts.limits.max_threads = options->max_threads;
+      if (options->max_loop_iterations > 0) {
+        opts.limits.max_loop_iterations = options->max_loop_iterations;
+      }
+      if (options->max_arena_bytes > 0) {
+        opts.limits.max_arena_bytes = static_cast<uint64_t>(options->max_arena_bytes);
+      }
+      if (options->max_workers > 0) opts.limits.max_workers = options->max_workers;
+      if (options->max_run_bytes > 0) {
+        opts.limits.max_run_bytes = static_cast<uint64_t>(options->max_run_bytes);
+      }
       if (options->devices) {
         std::stringstream ss(options->devices);
         std::string kind;
@@ -191,8 +209,29 @@ quilt_status_t* quilt_session_output_info(const quilt_session_t* session, size_t
   return nullptr;
 }
 
+quilt_status_code_t quilt_status_code(const quilt_status_t* status) {
+  return status ? status->code : QUILT_STATUS_OK;
+}
+
+quilt_run_control_t* quilt_run_control_create(void) {
+  return new (std::nothrow) quilt_run_control_t;
+}
+void quilt_run_control_cancel(quilt_run_control_t* control) {
+  if (control) control->control.Cancel();
+}
+void quilt_run_control_cancel_after(quilt_run_control_t* control, int64_t milliseconds) {
+  if (control) control->control.CancelAfter(std::chrono::milliseconds(milliseconds));
+}
+void quilt_run_control_free(quilt_run_control_t* control) { delete control; }
+
 quilt_status_t* quilt_session_run(const quilt_session_t* session, const quilt_tensor_t* inputs,
                                   size_t num_inputs, quilt_outputs_t** out_outputs) {
+  return quilt_session_run_with(session, inputs, num_inputs, nullptr, out_outputs);
+}
+
+quilt_status_t* quilt_session_run_with(const quilt_session_t* session, const quilt_tensor_t* inputs,
+                                       size_t num_inputs, const quilt_run_control_t* control,
+                                       quilt_outputs_t** out_outputs) {
   if (!session || !out_outputs || (num_inputs && !inputs)) {
     return Error("quilt_session_run: null argument");
   }
@@ -217,15 +256,22 @@ quilt_status_t* quilt_session_run(const quilt_session_t* session, const quilt_te
       for (int64_t d : t.tensor.shape) {
         if (d < 0) return ToC(Status::Error("input '" + t.name + "' has a negative dim"));
       }
-      if (t.tensor.ByteSize() != in.byte_size) {
+      std::optional<size_t> need = quilt::rt::CheckedByteSize(t.tensor.dtype, t.tensor.shape);
+      if (!need) {
+        return ToC(Status::Error("input '" + t.name + "': its shape " +
+                                 quilt::rt::ShapeString(t.tensor.shape) +
+                                 " holds more bytes than 64 bits count"));
+      }
+      if (*need != in.byte_size) {
         return ToC(Status::Error("input '" + t.name + "': " + std::to_string(in.byte_size) +
                                  " bytes given, its dtype and shape need " +
-                                 std::to_string(t.tensor.ByteSize())));
+                                 std::to_string(*need)));
       }
       named.push_back(std::move(t));
     }
     auto out = std::make_unique<quilt_outputs>();
-    Status st = session->session->Run(named, &out->tensors);
+    Status st =
+        session->session->Run(named, &out->tensors, nullptr, control ? &control->control : nullptr);
     if (!st.ok()) return ToC(st);
     *out_outputs = out.release();
     return nullptr;

@@ -1,6 +1,7 @@
 #include "runtime/src/dims.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace quilt::rt {
 
@@ -17,32 +18,34 @@ DimEnv::DimEnv(const pkg::Graph& g) : g_(g) {
   bound_.assign(n, false);
 }
 
-std::optional<int64_t> DimEnv::Eval(int i) const {
-  const pkg::DimNode* d = g_.dims()->Get(i);
-  switch (d->kind()) {
+std::optional<int64_t> DimEnv::Compute(const pkg::DimNode& d) const {
+  switch (d.kind()) {
     case pkg::DimKind::Int:
-      return d->value();
+      return d.value();
     case pkg::DimKind::Sym:
-      if (!bound_[d->a()]) return std::nullopt;
-      return values_[d->a()];
+      if (!bound_[d.a()]) return std::nullopt;
+      return values_[d.a()];
     default:
       break;
   }
-  std::optional<int64_t> a = Eval(d->a());
-  std::optional<int64_t> b = Eval(d->b());
+  std::optional<int64_t> a = memo_[d.a()], b = memo_[d.b()];
   if (!a || !b) return std::nullopt;
-  switch (d->kind()) {
+  int64_t r = 0;
+  switch (d.kind()) {
     case pkg::DimKind::Add:
-      return *a + *b;
+      if (__builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+      return r;
     case pkg::DimKind::Sub:
-      return *a - *b;
+      if (__builtin_sub_overflow(*a, *b, &r)) return std::nullopt;
+      return r;
     case pkg::DimKind::Mul:
-      return *a * *b;
+      if (__builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+      return r;
     case pkg::DimKind::FloorDiv:
-      if (*b == 0) return std::nullopt;
+      if (*b == 0 || (*a == INT64_MIN && *b == -1)) return std::nullopt;
       return FloorDiv(*a, *b);
     case pkg::DimKind::FloorMod:
-      if (*b == 0) return std::nullopt;
+      if (*b == 0 || (*a == INT64_MIN && *b == -1)) return std::nullopt;
       return *a - FloorDiv(*a, *b) * *b;
     case pkg::DimKind::Min:
       return std::min(*a, *b);
@@ -51,6 +54,14 @@ std::optional<int64_t> DimEnv::Eval(int i) const {
     default:
       return std::nullopt;
   }
+}
+
+std::optional<int64_t> DimEnv::Eval(int i) const {
+  if (memo_.empty()) memo_.resize(g_.dims()->size());
+  for (; done_ < i; ++done_) {
+    memo_[static_cast<size_t>(done_ + 1)] = Compute(*g_.dims()->Get(done_ + 1));
+  }
+  return memo_[static_cast<size_t>(i)];
 }
 
 bool DimEnv::IsUnboundSymbol(int i) const {
@@ -63,6 +74,7 @@ Status DimEnv::Match(int i, int64_t actual, const std::string& what) {
     int sym = g_.dims()->Get(i)->a();
     values_[sym] = actual;
     bound_[sym] = true;
+    done_ = -1;  // nodes that read the symbol change
     return Status::Ok();
   }
   std::optional<int64_t> want = Eval(i);
@@ -76,8 +88,11 @@ Status DimEnv::Match(int i, int64_t actual, const std::string& what) {
 
 std::string DimEnv::SymbolName(int sym) const { return g_.symbols()->Get(sym)->str(); }
 
-std::string DimEnv::DimString(int i) const {
+std::string DimEnv::DimString(int i) const { return DimString(i, 0); }
+
+std::string DimEnv::DimString(int i, int depth) const {
   const pkg::DimNode* d = g_.dims()->Get(i);
+  if (depth > 6 && d->kind() != pkg::DimKind::Int && d->kind() != pkg::DimKind::Sym) return "...";
   const char* op = nullptr;
   switch (d->kind()) {
     case pkg::DimKind::Int:
@@ -100,13 +115,13 @@ std::string DimEnv::DimString(int i) const {
       op = " % ";
       break;
     case pkg::DimKind::Min:
-      return "min(" + DimString(d->a()) + ", " + DimString(d->b()) + ")";
+      return "min(" + DimString(d->a(), depth + 1) + ", " + DimString(d->b(), depth + 1) + ")";
     case pkg::DimKind::Max:
-      return "max(" + DimString(d->a()) + ", " + DimString(d->b()) + ")";
+      return "max(" + DimString(d->a(), depth + 1) + ", " + DimString(d->b(), depth + 1) + ")";
     default:
       return "?";
   }
-  return "(" + DimString(d->a()) + op + DimString(d->b()) + ")";
+  return "(" + DimString(d->a(), depth + 1) + op + DimString(d->b(), depth + 1) + ")";
 }
 
 }  // namespace quilt::rt

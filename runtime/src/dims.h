@@ -15,19 +15,29 @@ namespace quilt::rt {
 class DimEnv {
  public:
   explicit DimEnv(const pkg::Graph& g);
-  // The value of dim node `i`, or nullopt while a symbol it uses is unbound (or it divides by 0).
+  // The value of dim node `i`, or nullopt while a symbol it uses is unbound (or it divides by 0,
+  // or overflows 64 bits). Each node is computed once per symbol binding, without recursion (the
+  // package checker made every operand's index smaller than its node's), so a pool of shared
+  // subexpressions costs its size, not the number of paths through it.
   std::optional<int64_t> Eval(int i) const;
   bool IsUnboundSymbol(int i) const;
   // Matches dim node `i` against an actual extent: binds a lone unbound symbol, else requires
   // equality where the node can be evaluated. `what` names the place for the message.
   Status Match(int i, int64_t actual, const std::string& what);
   std::string SymbolName(int sym) const;
+  // The expression of dim node `i` for messages; nested past a few levels it reads "...".
   std::string DimString(int i) const;
 
  private:
+  std::string DimString(int i, int depth) const;
+  std::optional<int64_t> Compute(const pkg::DimNode& d) const;
+
   const pkg::Graph& g_;
   std::vector<int64_t> values_;
   std::vector<bool> bound_;
+  // Eval's memo: node values, valid for nodes 0..done_ under the current bindings.
+  mutable std::vector<std::optional<int64_t>> memo_;
+  mutable int done_ = -1;
 };
 
 }  // namespace quilt::rt

@@ -21,16 +21,18 @@ constexpr OpSchema kOps[] = {
 // What lowering adds to the steps of some ops: a conv's fused activation (fuse_epilogue.h), the
 // members of a fused elementwise chain (fused.h; each member's own attributes are checked
 // against that member's op).
+// A fused conv also takes its bias as a third argument.
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
+  int extra_args = 0;
 };
 const std::vector<Added>& LoweringAttributes() {
   static const std::vector<Added> added = {
-      {"nn.conv1d", {"activation", "activation_min", "activation_max"}},
-      {"nn.conv2d", {"activation", "activation_min", "activation_max"}},
-      {"nn.conv3d", {"activation", "activation_min", "activation_max"}},
-      {"fused_elementwise", {"ops", "arity", "args", "dtypes"}},
+      {"nn.conv1d", {"activation", "activation_min", "activation_max"}, 1},
+      {"nn.conv2d", {"activation", "activation_min", "activation_max"}, 1},
+      {"nn.conv3d", {"activation", "activation_min", "activation_max"}, 1},
+      {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
   };
   return added;
 }
@@ -41,36 +43,56 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-using Table = std::unordered_map<std::string_view, std::vector<std::string_view>>;
+struct Entry {
+  std::vector<std::string_view> attrs;
+  int args = 0;
+  int extra_args = 0;  // -1: any number of arguments
+};
+using Table = std::unordered_map<std::string_view, Entry>;
 
-Table Build() {
-  Table table;
-  for (const OpSchema& op : kOps) {
-    std::vector<std::string_view>& names = table[op.name];
-    std::string_view rest = op.schema;
-    while (!rest.empty()) {
-      size_t comma = rest.find(',');
-      std::string_view item = Trim(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      size_t colon = item.find(':');
-      if (colon != std::string_view::npos) names.push_back(item.substr(0, colon));
+const Table& TheTable() {
+  static const Table table = [] {
+    Table t;
+    for (const OpSchema& op : kOps) {
+      Entry& e = t[op.name];
+      std::string_view rest = op.schema;
+      while (!rest.empty()) {
+        size_t comma = rest.find(',');
+        std::string_view item = Trim(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        size_t colon = item.find(':');
+        if (colon != std::string_view::npos) {
+          e.attrs.push_back(item.substr(0, colon));
+        } else if (!item.empty()) {
+          ++e.args;
+        }
+      }
     }
-  }
-  for (const Added& a : LoweringAttributes()) {
-    std::vector<std::string_view>& names = table[a.op];
-    names.insert(names.end(), a.attrs.begin(), a.attrs.end());
-  }
+    for (const Added& a : LoweringAttributes()) {
+      Entry& e = t[a.op];
+      e.attrs.insert(e.attrs.end(), a.attrs.begin(), a.attrs.end());
+      e.extra_args = a.extra_args;
+    }
+    return t;
+  }();
   return table;
 }
 
 }  // namespace
 
 std::span<const std::string_view> KernelAttributes(std::string_view op, bool* known) {
-  static const Table table = Build();
-  auto it = table.find(op);
-  *known = it != table.end();
+  auto it = TheTable().find(op);
+  *known = it != TheTable().end();
   if (!*known) return {};
-  return it->second;
+  return it->second.attrs;
+}
+
+bool KernelArguments(std::string_view op, int* count, int* extra) {
+  auto it = TheTable().find(op);
+  if (it == TheTable().end() || it->second.extra_args < 0) return false;
+  *count = it->second.args;
+  *extra = it->second.extra_args;
+  return true;
 }
 
 }  // namespace quilt::rt

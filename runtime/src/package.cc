@@ -317,7 +317,10 @@ class GraphChecker {
     int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
     if (step->device() < 0 || step->device() >= num_devices) return Fail(what + ": no such device");
     QUILT_RETURN_IF_ERROR(CheckKind(*step, what));
+    // Every step has both lists (the writer stores them, empty or not); the executor reads them.
+    if (!step->inputs() || !step->outputs()) return Fail(what + ": no list of inputs or outputs");
     QUILT_RETURN_IF_ERROR(CheckAttributes(*step, what));
+    QUILT_RETURN_IF_ERROR(CheckArguments(*step, what));
     int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
     if (step->inputs()) {
       for (int32_t v : *step->inputs()) {
@@ -449,6 +452,47 @@ class GraphChecker {
         return Fail(what + ": unknown attribute '" + std::string(name) + "' of " + std::string(of) +
                     " (it takes " + (list.empty() ? "none" : list) + ")");
       }
+    }
+    return Status::Ok();
+  }
+
+  // A kernel step gives its op's arguments (op_attrs.h); a control step has the subgraphs and
+  // argument groups its builtin runs (lowering's layout: if(cond, captured) with then and else;
+  // while_loop(body, max_trip, cond, carried, captured); scan(body, states, scan inputs,
+  // captured)), and at least one output per carried value or state.
+  Status CheckArguments(const pkg::Step& step, const std::string& what) const {
+    std::string_view op = step.kernel()->string_view();
+    int args = step.input_arity() ? static_cast<int>(step.input_arity()->size())
+                                  : static_cast<int>(step.inputs()->size());
+    int subgraphs = step.subgraphs() ? static_cast<int>(step.subgraphs()->size()) : 0;
+    if (step.kind() == pkg::StepKind::Kernel) {
+      int count = 0, extra = 0;
+      if (KernelArguments(op, &count, &extra) && (args < count || args > count + extra)) {
+        return Fail(what + ": " + std::string(op) + " takes " + std::to_string(count) +
+                    (extra ? " to " + std::to_string(count + extra) : "") +
+                    " argument(s), the step gives " + std::to_string(args));
+      }
+    }
+    int want_subgraphs = op == "if" ? 2 : (op == "while_loop" || op == "scan") ? 1 : 0;
+    if (step.kind() != pkg::StepKind::Control && step.kind() != pkg::StepKind::Kernel) {
+      want_subgraphs = 0;
+    }
+    if (subgraphs != want_subgraphs) {
+      return Fail(what + " has " + std::to_string(subgraphs) + " subgraph(s), expected " +
+                  std::to_string(want_subgraphs));
+    }
+    if (want_subgraphs == 0) return Status::Ok();
+    int want_args = op == "if" ? 2 : op == "while_loop" ? 5 : 4;
+    if (!step.input_arity() || args != want_args) {
+      return Fail(what + ": expected " + std::to_string(want_args) + " argument groups, got " +
+                  (step.input_arity() ? std::to_string(args) : std::string("none")));
+    }
+    int carried = op == "while_loop" ? step.input_arity()->Get(3)
+                  : op == "scan"     ? step.input_arity()->Get(1)
+                                     : 0;
+    if (static_cast<int64_t>(step.outputs()->size()) < carried) {
+      return Fail(what + " carries " + std::to_string(carried) + " values but has only " +
+                  std::to_string(step.outputs()->size()) + " outputs");
     }
     return Status::Ok();
   }

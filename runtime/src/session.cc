@@ -67,6 +67,7 @@ struct Session::Plans {
   std::vector<std::unique_ptr<Executable>> executables;
   std::vector<GraphPlan> graphs;  // per graph of the package
   const pkg::Package* package = nullptr;
+  SessionLimits limits;
 };
 
 Session::~Session() = default;
@@ -237,7 +238,29 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
                        std::unique_ptr<Session>* out) {
   if (!package) return Status::Error("session: no package");
   if (options.threads < 1) return Status::Error("session: threads must be at least 1");
+  const SessionLimits& limits = options.limits;
+  if (options.threads > limits.max_threads) {
+    return Status::Error("session: " + std::to_string(options.threads) +
+                             " threads per run, past the limit of " +
+                             std::to_string(limits.max_threads) +
+                             " (SessionLimits::max_threads; quilt-run --max-threads)",
+                         StatusCode::kLimit);
+  }
   const pkg::Package& p = package->root();
+  for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
+    const auto* arenas = p.graphs()->Get(gi)->arena_bytes();
+    if (!arenas) continue;
+    for (uint32_t d = 0; d < arenas->size(); ++d) {
+      if (static_cast<uint64_t>(arenas->Get(d)) > limits.max_arena_bytes) {
+        return Status::Error("graph " + std::to_string(gi) + " plans an arena of " +
+                                 std::to_string(arenas->Get(d)) + " bytes on device " +
+                                 std::to_string(d) + ", past the limit of " +
+                                 std::to_string(limits.max_arena_bytes) +
+                                 " (SessionLimits::max_arena_bytes; quilt-run --max-arena-bytes)",
+                             StatusCode::kLimit);
+      }
+    }
+  }
   // The devices that hold a value or run a step (a package may list a device that the
   // placement left empty).
   std::vector<bool> used(p.devices()->size(), false);
@@ -266,9 +289,11 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   s->plans_ = std::make_unique<Plans>();
   Plans& plans = *s->plans_;
   plans.package = &p;
+  plans.limits = limits;
   plans.device_of.assign(p.devices()->size(), -1);
   DeviceOptions device_options;
   device_options.threads = options.threads;
+  device_options.max_workers = limits.max_workers;
   device_options.code_cache_dir = options.code_cache_dir;
   // Devices of a portable package that are absent here: they run on the CPU, their code unloaded.
   std::vector<bool> absent(p.devices()->size(), false);
@@ -470,10 +495,15 @@ class Run final : public OutputAllocator {
  public:
   // `queues`: the run's queue on each device of the session, shared with the runs of its
   // subgraphs.
+  // `memory`: the bytes the run holds so far, shared with its subgraphs' runs (null: not
+  // counted, as at creation).
   Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
       int depth = 0, RunProfile* profile = nullptr,
-      std::chrono::steady_clock::time_point start = {})
-      : plans_(plans),
+      std::chrono::steady_clock::time_point start = {}, const RunControl* control = nullptr,
+      uint64_t* memory = nullptr)
+      : control_(control),
+        memory_(memory),
+        plans_(plans),
         queues_(queues),
         plan_(plans.graphs[graph]),
         g_(*plan_.graph),
@@ -485,6 +515,14 @@ class Run final : public OutputAllocator {
     size_t n = g_.values()->size();
     values_.resize(n);
     owned_.resize(n);
+    counted_.assign(n, 0);
+  }
+
+  ~Run() {
+    for (size_t v = 0; v < counted_.size(); ++v) Uncount(counted_[v]);
+    for (const BufferPtr& a : arenas_) {
+      if (a) Uncount(a->size());
+    }
   }
 
   // Binds the inputs (host tensors, by position; null: the input's default), runs every step,
@@ -496,6 +534,7 @@ class Run final : public OutputAllocator {
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
       if (!plan_.hoisted.empty() && plan_.hoisted[static_cast<size_t>(s)]) continue;
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       auto begin = std::chrono::steady_clock::now();
       Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
       if (st.ok() && profile_) st = Profile(s, begin);
@@ -538,12 +577,23 @@ class Run final : public OutputAllocator {
     return Status::Ok();
   }
 
+  // A cancelled run stops here (before a step, or a loop's iteration).
+  Status CheckCancelled() const {
+    if (control_ && control_->cancelled()) {
+      return Status::Error("the run was cancelled", StatusCode::kCancelled);
+    }
+    return Status::Ok();
+  }
+
   Status AllocateArenas() {
     const auto* arenas = g_.arena_bytes();
     arenas_.resize(arenas ? arenas->size() : 0);
     for (uint32_t d = 0; d < arenas_.size(); ++d) {
       if (arenas->Get(d) == 0) continue;
+      QUILT_RETURN_IF_ERROR(
+          Count(static_cast<uint64_t>(arenas->Get(d)), "the arena of device " + std::to_string(d)));
       Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
+      if (!st.ok()) Uncount(static_cast<uint64_t>(arenas->Get(d)));
       if (!st.ok()) {
         return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
                              " bytes for device " + std::to_string(d) + ": " + st.message());
@@ -616,12 +666,19 @@ class Run final : public OutputAllocator {
     t.dtype = dtype;
     t.shape = std::move(shape);
     auto device = static_cast<size_t>(value->device());
-    owned_[v].reset();
+    Release(v);
     if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device] &&
         static_cast<int64_t>(bytes) == value->byte_size()) {
       t.data = {arenas_[device].get(), static_cast<uint64_t>(value->arena_offset()), bytes};
     } else {
-      QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Allocate(bytes, &owned_[v]));
+      QUILT_RETURN_IF_ERROR(
+          Count(bytes, "output " + std::to_string(i) + " of shape " + ShapeString(t.shape)));
+      Status st = DeviceOf(value->device()).Allocate(bytes, &owned_[v]);
+      if (!st.ok()) {
+        Uncount(bytes);
+        return st;
+      }
+      counted_[static_cast<size_t>(v)] = bytes;
       t.data = {owned_[v].get(), 0, bytes};
     }
     *out = &t;
@@ -679,11 +736,24 @@ class Run final : public OutputAllocator {
         return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
                              std::string(DTypeName(static_cast<DType>(value->dtype()))));
       }
+      std::optional<size_t> size = CheckedByteSize(t.dtype, t.shape);
+      if (!size) {
+        return Status::Error(where + " has shape " + ShapeString(t.shape) +
+                             (std::find_if(t.shape.begin(), t.shape.end(),
+                                           [](int64_t d) { return d < 0; }) != t.shape.end()
+                                  ? ": a dim is negative"
+                                  : ": its size overflows 64 bits"));
+      }
+      if (*size > 0 && (!t.data || reinterpret_cast<uintptr_t>(t.data) % DTypeAlignment(t.dtype))) {
+        return Status::Error(where + (t.data ? " is not aligned to " : " has no data; it needs ") +
+                             std::to_string(DTypeAlignment(t.dtype)) + " bytes" +
+                             (t.data ? " (its element's size)" : ""));
+      }
       for (int d = 0; d < value->rank(); ++d) {
         QUILT_RETURN_IF_ERROR(
             env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
       }
-      uint64_t bytes = t.ByteSize();
+      uint64_t bytes = *size;
       QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
       values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};
     }
@@ -823,8 +893,32 @@ class Run final : public OutputAllocator {
   }
 
   void Free(int v) {
-    owned_[v].reset();
+    Release(v);
     values_[v].data = {};
+  }
+
+  // Adds `bytes` to what the run holds, within SessionLimits::max_run_bytes; `what` names them.
+  Status Count(uint64_t bytes, const std::string& what) {
+    if (!memory_) return Status::Ok();
+    uint64_t limit = plans_.limits.max_run_bytes;
+    if (bytes > limit || *memory_ > limit - bytes) {
+      return Status::Error(what + " needs " + std::to_string(bytes) + " bytes, and the run holds " +
+                               std::to_string(*memory_) + ": past its limit of " +
+                               std::to_string(limit) +
+                               " (SessionLimits::max_run_bytes; quilt-run --max-run-bytes)",
+                           StatusCode::kLimit);
+    }
+    *memory_ += bytes;
+    return Status::Ok();
+  }
+  void Uncount(uint64_t bytes) {
+    if (memory_) *memory_ -= bytes;
+  }
+  // Drops the run's own buffer of value v (an input's import or an output's memory).
+  void Release(int v) {
+    owned_[v].reset();
+    Uncount(counted_[static_cast<size_t>(v)]);
+    counted_[static_cast<size_t>(v)] = 0;
   }
 
   // The bytes of value v, read back to the host once the work that makes them is done.
@@ -891,7 +985,7 @@ class Run final : public OutputAllocator {
                            std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_);
+    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_, memory_);
     QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
     return sub.TakeOutputs(outputs);
   }
@@ -1025,6 +1119,13 @@ class Run final : public OutputAllocator {
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
     for (int64_t it = 0; it < max && cond; ++it) {
+      if (it >= plans_.limits.max_loop_iterations) {
+        return Status::Error("the loop reached " + std::to_string(it) +
+                                 " iterations, its limit (SessionLimits::max_loop_iterations; "
+                                 "quilt-run --max-loop-iterations)",
+                             StatusCode::kLimit);
+      }
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       int64_t iter_value = it;
       uint8_t cond_value = 1;
       Tensor iter_t{DType::kInt64, {}, &iter_value};
@@ -1089,6 +1190,7 @@ class Run final : public OutputAllocator {
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
     for (int64_t t = 0; t < len; ++t) {
+      QUILT_RETURN_IF_ERROR(CheckCancelled());
       std::vector<OwnedTensor> slices;
       for (size_t j = 0; j < xs.size(); ++j) {
         bool reverse = j < in_dirs.size() && in_dirs[j] == 1;
@@ -1216,6 +1318,9 @@ class Run final : public OutputAllocator {
     return Status::Ok();
   }
 
+  const RunControl* control_;
+  uint64_t* memory_;
+  std::vector<uint64_t> counted_;  // per value: the bytes of owned_ counted in *memory_
   const Session::Plans& plans_;
   const std::vector<std::unique_ptr<Queue>>& queues_;
   const GraphPlan& plan_;
@@ -1265,7 +1370,7 @@ Status Session::Run(const std::vector<NamedTensor>& inputs,
 }
 
 Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs,
-                    RunProfile* profile) const {
+                    RunProfile* profile, const RunControl* control) const {
   auto start = std::chrono::steady_clock::now();
   if (profile) *profile = {};
   std::vector<const Tensor*> given;
@@ -1275,7 +1380,8 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
   for (size_t d = 0; d < queues.size(); ++d) {
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
-  class Run run(*plans_, queues, 0, 0, profile, start);
+  uint64_t memory = 0;
+  class Run run(*plans_, queues, 0, 0, profile, start, control, &memory);
   QUILT_RETURN_IF_ERROR(run.Execute(given));
   for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
   QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));

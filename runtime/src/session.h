@@ -4,6 +4,8 @@
 // threads may run one session at once.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,8 +16,51 @@
 
 namespace quilt::rt {
 
+// Limits a session keeps, each with a default safe for any model we know; creation or a run past
+// one fails with a StatusCode::kLimit status that names the limit and how to raise it.
+struct SessionLimits {
+  // SessionOptions::threads at most.
+  int max_threads = 256;
+  // Worker threads of all the session's concurrent runs together (a run of T threads has T - 1):
+  // a run that would start more computes on its calling thread alone (not an error).
+  int max_workers = 1024;
+  // Iterations of one while_loop (ONNX Loop) in one run.
+  int64_t max_loop_iterations = 10'000'000;
+  // Bytes of a device's arena (the memory plan's working memory of one run), as the package
+  // states it: a damaged or hostile package is refused at creation, not at its first run.
+  uint64_t max_arena_bytes = uint64_t{64} << 30;
+  // Bytes one run holds at once on all its devices: its arenas and the values outside them
+  // (data-dependent shapes, loop bodies), subgraphs included.
+  uint64_t max_run_bytes = uint64_t{1} << 40;
+};
+
+// A caller's handle on runs in flight (Session::Run with a control): Cancel, from any thread,
+// makes each run using it stop before its next step (or loop iteration) and return a
+// StatusCode::kCancelled status. A control stays cancelled; use a new one for later runs.
+class RunControl {
+ public:
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  // Cancels runs still going `timeout` after this call (a run's own time budget).
+  void CancelAfter(std::chrono::nanoseconds timeout) {
+    deadline_.store((std::chrono::steady_clock::now() + timeout).time_since_epoch().count(),
+                    std::memory_order_relaxed);
+  }
+  bool cancelled() const {
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    int64_t deadline = deadline_.load(std::memory_order_relaxed);
+    return deadline != kNone &&
+           std::chrono::steady_clock::now().time_since_epoch().count() >= deadline;
+  }
+
+ private:
+  static constexpr int64_t kNone = INT64_MAX;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> deadline_{kNone};
+};
+
 struct SessionOptions {
   int threads = 1;
+  SessionLimits limits;
   // Where devices cache the binaries of the code they build (DeviceOptions::code_cache_dir).
   std::string code_cache_dir;
   // Device kinds the session may use ("cpu", "cuda", "opencl"); empty: every kind.
@@ -84,7 +129,7 @@ class Session {
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs) const;
   // The same, timing each step into `profile` (see StepProfile).
   Status Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTensor>* outputs,
-             RunProfile* profile) const;
+             RunProfile* profile, const RunControl* control = nullptr) const;
   // What creation decided that the package did not say: a device whose steps run on the CPU
   // instead, and why. Empty when everything runs where the package placed it.
   const std::vector<std::string>& notes() const { return notes_; }

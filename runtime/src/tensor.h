@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,27 @@
 namespace quilt::rt {
 
 using Shape = std::vector<int64_t>;
+
+// The bytes of a tensor of `dtype` and `shape`, or nullopt when a dim is negative or the size
+// overflows 64 bits.
+inline std::optional<size_t> CheckedByteSize(DType dtype, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  int64_t bits = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(DTypeBits(dtype)), &bits) ||
+      bits > INT64_MAX - 7) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>((bits + 7) / 8);
+}
+
+// The alignment the kernels need of a tensor's data: its element's size, at most 8 bytes.
+inline size_t DTypeAlignment(DType dtype) {
+  int bytes = DTypeBits(dtype) / 8;
+  return bytes >= 8 ? 8 : bytes >= 4 ? 4 : bytes >= 2 ? 2 : 1;
+}
 
 struct Tensor {
   DType dtype = DType::kVoid;

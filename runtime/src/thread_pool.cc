@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 namespace quilt::rt {
 namespace {
@@ -31,7 +32,12 @@ bool SpinUntil(P&& pred) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  try {
+    workers_.reserve(threads > 1 ? static_cast<size_t>(threads - 1) : 0);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  } catch (const std::exception&) {
+    // std::system_error (no more threads) or bad_alloc: run with the workers already started.
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -111,7 +117,8 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
   busy_.store(false, std::memory_order_release);
 }
 
-SessionPools::SessionPools(int threads) : threads_(threads) {
+SessionPools::SessionPools(int threads, int max_workers)
+    : threads_(threads), max_workers_(max_workers) {
   if (threads_ > 1) Give(Take());
 }
 
@@ -125,7 +132,9 @@ ThreadPool* SessionPools::Take() {
     free_.pop_back();
     return p;
   }
+  if (workers_ + threads_ - 1 > max_workers_) return nullptr;
   all_.push_back(std::make_unique<ThreadPool>(threads_));
+  workers_ += all_.back()->threads() - 1;
   return all_.back().get();
 }
 

@@ -26,6 +26,8 @@ namespace quilt::rt {
 
 class ThreadPool {
  public:
+  // Starts threads - 1 workers; where the system refuses one, the pool keeps those it has (at
+  // least the calling thread): fewer threads, never a half-built pool.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -86,10 +88,12 @@ void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
 
 // The pools of one session: a run takes a pool for its duration and gives it back, so runs on
 // several threads at once each get their own workers. The first pool starts with the session;
-// more start only when runs overlap, and stay for later runs. With threads = 1 there are none.
+// more start only when runs overlap, and stay for later runs, up to `max_workers` workers in
+// all: past that a run gets no pool and computes on its calling thread. With threads = 1 there
+// are none.
 class SessionPools {
  public:
-  explicit SessionPools(int threads);
+  SessionPools(int threads, int max_workers);
   ~SessionPools();
   // Null when the session has one thread.
   ThreadPool* Take();
@@ -97,6 +101,8 @@ class SessionPools {
 
  private:
   int threads_;
+  int max_workers_;
+  int workers_ = 0;
   std::mutex mu_;
   std::vector<std::unique_ptr<ThreadPool>> all_;
   std::vector<ThreadPool*> free_;

@@ -135,6 +135,22 @@ TEST(BadInput, RawDataSizeDisagreesWithShape) {
   ExpectImportError(g, {"tensor 'w': raw_data has 8 bytes, but shape and dtype need 12"});
 }
 
+// A tensor of typed values (float_data) whose shape claims 2^40 elements holds 3: refused by
+// what is present, before 4 TiB are allocated for it.
+TEST(BadInput, TypedValuesShortOfAHugeShapeAreRefusedBeforeAllocating) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {3});
+  TensorProto* w = g.graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::FLOAT);
+  w->add_dims(int64_t{1} << 40);
+  for (float v : {1.0f, 2.0f, 3.0f}) w->add_float_data(v);
+  g.Node("Add", {"x", "w"}, {"y"});
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportError(g, {"tensor 'w': holds 3 values, but its shape (1099511627776,) needs "
+                        "1099511627776"});
+}
+
 TEST(BadInput, NegativeAndOverflowingDims) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {3});
@@ -252,6 +268,129 @@ TEST(BadInput, RecursiveLocalFunctionHitsTheNestingLimit) {
   g.Node("Loopy", {"x"}, {"y"}, "call").set_domain("local");
   g.Output("y", TensorProto::FLOAT);
   ExpectImportError(g, {"model-local functions nest deeper than 32"});
+}
+
+// F0 calls F1 twice, F1 calls F2 twice, ... F24 is one Relu: 2^24 nodes once inlined. Refused by
+// the budget on inlined nodes (naming it) long before memory runs out.
+TEST(BadInput, FunctionsThatMultiplyHitTheInliningBudget) {
+  OnnxGraph g(13);
+  auto* dom = g.model().add_opset_import();
+  dom->set_domain("local");
+  dom->set_version(1);
+  constexpr int kLevels = 25;
+  for (int i = 0; i < kLevels; ++i) {
+    ::onnx::FunctionProto* f = g.model().add_functions();
+    f->set_name("F" + std::to_string(i));
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    for (const char* d : {"", "local"}) {
+      auto* op = f->add_opset_import();
+      op->set_domain(d);
+      op->set_version(d[0] ? 1 : 13);
+    }
+    if (i + 1 == kLevels) {
+      ::onnx::NodeProto* n = f->add_node();
+      n->set_op_type("Relu");
+      n->add_input("a");
+      n->add_output("b");
+      continue;
+    }
+    for (int k = 0; k < 2; ++k) {
+      ::onnx::NodeProto* n = f->add_node();
+      n->set_op_type("F" + std::to_string(i + 1));
+      n->set_domain("local");
+      n->add_input(k == 0 ? "a" : "m");
+      n->add_output(k == 0 ? "m" : "b");
+    }
+  }
+  g.Input("x", TensorProto::FLOAT, {2});
+  g.Node("F0", {"x"}, {"y"}, "call").set_domain("local");
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportError(g, {"inlining model-local functions makes more than 1000000 nodes",
+                        "ImportOptions::max_inlined_nodes"});
+  importers::onnx::ImportOptions small;
+  small.max_inlined_nodes = 100;
+  ExpectImportError(g, {"makes more than 100 nodes"}, small);
+}
+
+// If nested 32 deep: more protobuf message levels than protobuf's default limit of 100 (the
+// generic "does not parse" once refused it), within this importer's. 150 deep passes the
+// parser's limit for a nesting limit of 32, and is named as such.
+::onnx::GraphProto NestedIfs(int depth) {
+  ::onnx::GraphProto g;
+  g.set_name("level" + std::to_string(depth));
+  ::onnx::NodeProto* n = g.add_node();
+  auto* out = g.add_output();
+  out->set_name("y" + std::to_string(depth));
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  if (depth == 0) {
+    n->set_op_type("Identity");
+    n->add_input("x");
+    n->add_output("y0");
+    return g;
+  }
+  n->set_op_type("If");
+  n->set_name("if" + std::to_string(depth));
+  n->add_input("c");
+  n->add_output(out->name());
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = n->add_attribute();
+    a->set_name(branch);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = std::string(branch) == "then_branch" ? NestedIfs(depth - 1) : NestedIfs(0);
+    // Each branch yields its own name.
+    a->mutable_g()->mutable_output(0)->set_name(a->g().output(0).name());
+  }
+  return g;
+}
+
+TEST(BadInput, DeepButValidNestingParsesAndTooDeepSaysSo) {
+  auto model = [](int depth) {
+    OnnxGraph g(13);
+    g.Input("c", TensorProto::BOOL, {}).Input("x", TensorProto::FLOAT, {2});
+    *g.graph()->add_node() = NestedIfs(depth).node(0);
+    g.Output("y" + std::to_string(depth), TensorProto::FLOAT);
+    return g;
+  };
+  OnnxGraph deep = model(32);
+  ASSERT_GT(deep.model().ByteSizeLong(), 0u);
+  Expected<ir::IRModule> mod = deep.Import({});
+  EXPECT_TRUE(mod) << mod.error().ToString();
+  // 40 deep parses; the branch past the nesting limit is kept as a run-time failure (as a branch
+  // that does not import is) that names the limit.
+  Expected<ir::IRModule> forty = model(40).Import({});
+  ASSERT_TRUE(forty) << forty.error().ToString();
+  EXPECT_NE(ir::PrintModule(*forty).find("subgraphs nest deeper than 32"), std::string::npos);
+  std::string bytes = model(150).Bytes();
+  Expected<ir::IRModule> too_deep = ImportOnnxBytes(bytes.data(), bytes.size(), "", "m.onnx");
+  ASSERT_FALSE(too_deep);
+  EXPECT_NE(too_deep.error().ToString().find("the model's messages nest deeper than 320"),
+            std::string::npos)
+      << too_deep.error().ToString();
+}
+
+// The size limit is checked before a byte is read: a sparse file of 2 GiB is refused at once.
+TEST(BadInput, AModelPastTheSizeLimitIsRefusedBeforeItIsRead) {
+  std::string path = ::testing::TempDir() + "/huge.onnx";
+  { std::ofstream(path, std::ios::binary) << "x"; }
+  fs::resize_file(path, uint64_t{1} << 31);
+  Expected<ir::IRModule> mod = ImportOnnxFile(path);
+  ASSERT_FALSE(mod);
+  EXPECT_NE(mod.error().ToString().find("the model is 2147483648 bytes, past the limit of "
+                                        "2147483647 (protobuf's 2 GiB)"),
+            std::string::npos)
+      << mod.error().ToString();
+  fs::remove(path);
+  std::string small = ::testing::TempDir() + "/small.onnx";
+  std::ofstream(small, std::ios::binary) << SmallModel().Bytes();
+  importers::onnx::ImportOptions options;
+  options.max_model_bytes = 100;
+  mod = ImportOnnxFile(small, options);
+  ASSERT_FALSE(mod);
+  EXPECT_NE(mod.error().ToString().find("past the limit of 100 (ImportOptions::max_model_bytes)"),
+            std::string::npos)
+      << mod.error().ToString();
 }
 
 TEST(LocalFunctions, AreInlinedWithAttributeReferences) {

@@ -35,6 +35,25 @@ std::string InferError(OpKind op, std::vector<Expr> args, Attrs attrs = {}) {
   return call ? "" : call.error().message;
 }
 
+// Constant dims fold only where the result fits 64 bits; an overflowing one stays an expression
+// (never undefined behaviour, never a wrapped size).
+TEST(PrimFold, OverflowStaysAnExpression) {
+  PrimExpr big = IntImm(int64_t{1} << 62);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kMul, big, IntImm(2))), std::nullopt);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kMul, big, IntImm(4))), std::nullopt);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kAdd, big, big)), std::nullopt);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kSub, IntImm(INT64_MIN), IntImm(1))), std::nullopt);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kFloorDiv, IntImm(INT64_MIN), IntImm(-1))), std::nullopt);
+  EXPECT_EQ(AsInt(MakeBinary(PrimKind::kMul, IntImm(3), IntImm(5))), 15);
+  // Symbolic products and sums with coefficients that overflow keep their terms.
+  PrimExpr n = SymVar("n");
+  PrimExpr scaled = MakeBinary(PrimKind::kMul, n, big);
+  EXPECT_FALSE(AsInt(MakeBinary(PrimKind::kMul, scaled, IntImm(4))));
+  PrimExpr sum = MakeBinary(PrimKind::kAdd, scaled, scaled);  // n * 2^63: stays a sum
+  EXPECT_EQ(sum->kind, PrimKind::kAdd);
+  EXPECT_EQ(MakeBinary(PrimKind::kAdd, n, n)->kind, PrimKind::kMul) << "n + n is still n * 2";
+}
+
 TEST(Broadcast, StaticShapesAlignFromTheRight) {
   StructInfo s = Infer(OpKind::kAdd, {Tensor("a", Dims({2, 1, 3})), Tensor("b", Dims({4, 3}))});
   EXPECT_EQ(s->StaticShape(), (std::vector<int64_t>{2, 4, 3}));

@@ -135,6 +135,57 @@ TEST(CApi, LoadFlags) {
   quilt_status_free(st);
 }
 
+// Statuses say their kind: a run whose control was cancelled, a limit of the options, any other
+// error; a cancelled control stops every run given it, and runs without it go on.
+TEST(CApi, StatusCodesCancellationAndLimits) {
+  std::vector<uint8_t> bytes = AddPackage();
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_options_t options{};
+  options.threads = 8;
+  options.max_threads = 4;
+  quilt_session_t* session = nullptr;
+  quilt_status_t* st = quilt_session_create(pkg, &options, &session);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_LIMIT);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("8 threads per run, past the limit of 4"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  options.max_threads = 8;
+  ASSERT_EQ(quilt_session_create(pkg, &options, &session), nullptr);
+  float x[3] = {1, 1, 1};
+  int64_t shape[2] = {1, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
+  quilt_run_control_t* control = quilt_run_control_create();
+  quilt_outputs_t* outs = nullptr;
+  ASSERT_EQ(quilt_session_run_with(session, &in, 1, control, &outs), nullptr);
+  quilt_outputs_free(outs);
+  quilt_run_control_cancel(control);
+  st = quilt_session_run_with(session, &in, 1, control, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_CANCELLED);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("the run was cancelled"), std::string::npos);
+  quilt_status_free(st);
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_outputs_free(outs);
+  in.name = "nope";
+  st = quilt_session_run(session, &in, 1, &outs);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_ERROR);
+  quilt_status_free(st);
+  EXPECT_EQ(quilt_status_code(nullptr), QUILT_STATUS_OK);
+  quilt_run_control_free(control);
+  in.name = "x";
+  control = quilt_run_control_create();
+  quilt_run_control_cancel_after(control, 0);
+  st = quilt_session_run_with(session, &in, 1, control, &outs);
+  EXPECT_EQ(quilt_status_code(st), QUILT_STATUS_CANCELLED);
+  quilt_status_free(st);
+  quilt_run_control_free(control);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+}
+
 TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
   std::vector<uint8_t> bytes = AddPackage();
   quilt_package_t* pkg = nullptr;
@@ -149,6 +200,26 @@ TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
   ASSERT_NE(st, nullptr);
   EXPECT_STREQ(quilt_status_message(st), "input 'x': 20 bytes given, its dtype and shape need 24");
   quilt_status_free(st);
+  // 2^62 x 4 elements: a count that wraps to 0 in 64 bits must not pass for 0 bytes.
+  int64_t huge[2] = {int64_t{1} << 62, 4};
+  in = {"x", QUILT_DTYPE_F32, 2, huge, nullptr, 0};
+  st = quilt_session_run(session, &in, 1, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_NE(std::string(quilt_status_message(st)).find("holds more bytes than 64 bits count"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
+  // float32 elements at an address that is not a multiple of 4.
+  alignas(8) unsigned char raw[32] = {};
+  in = {"x", QUILT_DTYPE_F32, 2, shape, raw + 1, 24};
+  st = quilt_session_run(session, &in, 1, &outs);
+  ASSERT_NE(st, nullptr);
+  EXPECT_STREQ(quilt_status_message(st),
+               "input 'x' is not aligned to 4 bytes (its element's size)");
+  quilt_status_free(st);
+  in = {"x", QUILT_DTYPE_F32, 2, shape, raw + 4, 24};
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_outputs_free(outs);
   quilt_session_free(session);
   quilt_package_free(pkg);
 }

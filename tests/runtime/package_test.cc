@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/src/checksum.h"
+#include "runtime/src/dims.h"
 #include "runtime/src/session.h"
 #include "targets/package_writer.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -451,6 +452,74 @@ TEST(Package, AnUnknownAttributeOfAKnownOpIsRefused) {
   step.attrs.Set("2:min", 0.0);
   e = LoadError(compiler::WritePackage(spec));
   EXPECT_NE(e.find("attribute '2:min' names no member of its 2 ops"), std::string::npos) << e;
+}
+
+// A kernel step gives as many arguments as its op takes (a fused conv one more, its bias), and
+// only control steps have subgraphs, as many as their builtin runs: the executor relies on both.
+TEST(Package, ArgumentAndSubgraphCountsMustFitTheStep) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  spec.graphs[0].steps[0].input_arity = {2};  // both inputs as one argument
+  std::string e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (add): add takes 2 argument(s), the step gives 1"), std::string::npos)
+      << e;
+  spec = test::AddConstantPackage();
+  spec.graphs[0].steps[0].kernel = "nn.conv2d";
+  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1};
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("nn.conv2d takes 2 to 3 argument(s), the step gives 4"), std::string::npos) << e;
+  spec.graphs[0].steps[0].inputs = {0, 1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 1, 1};
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  // A kernel step that names a subgraph; an if with one branch.
+  spec = test::AddConstantPackage();
+  spec.graphs.push_back(spec.graphs[0]);
+  spec.graphs[0].steps[0].subgraphs = {1};
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (add) has 1 subgraph(s), expected 0"), std::string::npos) << e;
+  spec.graphs[0].steps[0].kernel = "if";
+  spec.graphs[0].steps[0].kind = pkg::StepKind::Control;
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (if) has 1 subgraph(s), expected 2"), std::string::npos) << e;
+  spec.graphs[0].steps[0].subgraphs = {1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 0, 1};
+  e = LoadError(compiler::WritePackage(spec));
+  EXPECT_NE(e.find("step 0 (if): expected 2 argument groups, got 3"), std::string::npos) << e;
+}
+
+// Dim expressions share subexpressions (a DAG): 400 nodes each reading the one before twice
+// evaluate in their number of steps, not 2^400, and read shortened in messages; arithmetic that
+// overflows 64 bits is unknown, never undefined.
+TEST(Dims, ASharedExpressionDagEvaluatesOnceAndOverflowIsUnknown) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  std::vector<compiler::DimSpec>& dims = spec.graphs[0].dims;
+  int first = static_cast<int>(dims.size());
+  dims.push_back({pkg::DimKind::Max, 0, 0, 0});  // max(n, n)
+  for (int k = 1; k < 400; ++k)
+    dims.push_back({pkg::DimKind::Max, first + k - 1, first + k - 1, 0});
+  int dag = static_cast<int>(dims.size()) - 1;
+  dims.push_back({pkg::DimKind::Int, 0, 0, int64_t{1} << 62});
+  int big = static_cast<int>(dims.size()) - 1;
+  dims.push_back({pkg::DimKind::Mul, big, 0, 0});  // 2^62 * n
+  int product = static_cast<int>(dims.size()) - 1;
+  dims.push_back({pkg::DimKind::Add, big, big, 0});  // 2^63
+  int sum = static_cast<int>(dims.size()) - 1;
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<LoadedPackage> p;
+  ASSERT_TRUE(LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
+  rt::DimEnv env(*p->root().graphs()->Get(0));
+  EXPECT_FALSE(env.Eval(dag).has_value());
+  ASSERT_TRUE(env.Match(0, 3, "x dim 0").ok());
+  EXPECT_EQ(env.Eval(dag), 3);
+  EXPECT_EQ(env.Eval(product), std::nullopt) << "2^62 * 3 overflows";
+  EXPECT_EQ(env.Eval(sum), std::nullopt) << "2^62 + 2^62 overflows";
+  std::string text = env.DimString(dag);
+  EXPECT_LT(text.size(), 2000u);
+  EXPECT_NE(text.find("max(max("), std::string::npos) << text;
+  EXPECT_NE(text.find("..."), std::string::npos) << text;
+  rt::Status st = env.Match(dag, 4, "y dim 0");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("y dim 0 is 4, expected max("), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -53,6 +53,16 @@ inline rt::NamedTensor Input(const std::string& name, std::vector<float>& data, 
   return t;
 }
 
+// The same for int64 values.
+inline rt::NamedTensor Input(const std::string& name, std::vector<int64_t>& data, rt::Shape shape) {
+  rt::NamedTensor t;
+  t.name = name;
+  t.tensor.dtype = rt::DType::kInt64;
+  t.tensor.shape = std::move(shape);
+  t.tensor.data = data.data();
+  return t;
+}
+
 inline std::vector<float> Floats(const rt::OwnedTensor& t) {
   std::vector<float> v(t.data.size() / 4);
   if (!v.empty()) std::memcpy(v.data(), t.data.data(), v.size() * 4);

@@ -193,5 +193,42 @@ TEST(Session, EightThreadsRunOneSessionAtOnceWithIdenticalResults) {
   }
 }
 
+// A run holds at most SessionLimits::max_run_bytes at once (arenas and values outside them),
+// refused with a limit status naming the value and the limit; and a run control's time budget
+// cancels a run still going when it runs out.
+TEST(Session, RunMemoryLimitAndTimeBudget) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(TwoInputPackage());
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &loaded).ok());
+  std::shared_ptr<const rt::LoadedPackage> p(std::move(loaded));
+  std::vector<float> a(12, 1.0f), b(12, 2.0f);
+  std::vector<rt::NamedTensor> in = {test::Input("a", a, {4, 3}), test::Input("b", b, {4, 3})};
+  rt::SessionOptions options;
+  options.limits.max_run_bytes = 96;  // t and z of 48 bytes each fit, not a third value
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, options, &s).ok());
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run(in, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(out[0])[0], 3.0f);
+  options.limits.max_run_bytes = 60;
+  ASSERT_TRUE(rt::Session::Create(p, options, &s).ok());
+  st = s->Run(in, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), rt::StatusCode::kLimit);
+  EXPECT_NE(st.message().find("output 0 of shape (4, 3) needs 48 bytes, and the run holds 48: "
+                              "past its limit of 60 (SessionLimits::max_run_bytes"),
+            std::string::npos)
+      << st.message();
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  rt::RunControl control;
+  control.CancelAfter(std::chrono::nanoseconds(0));
+  st = s->Run(in, &out, nullptr, &control);
+  EXPECT_EQ(st.code(), rt::StatusCode::kCancelled) << st.message();
+  rt::RunControl later;
+  later.CancelAfter(std::chrono::hours(1));
+  EXPECT_TRUE(s->Run(in, &out, nullptr, &later).ok());
+}
+
 }  // namespace
 }  // namespace quilt

@@ -90,7 +90,7 @@ TEST(ThreadPool, UsesTheWorkers) {
 TEST(ThreadPool, OneThreadStartsNoThreads) {
   int before = SettledThreads();
   ThreadPool pool(1);
-  SessionPools pools(1);
+  SessionPools pools(1, 1024);
   EXPECT_EQ(pools.Take(), nullptr);
   EXPECT_EQ(ProcessThreads(), before);
   {
@@ -98,6 +98,22 @@ TEST(ThreadPool, OneThreadStartsNoThreads) {
     EXPECT_EQ(ThreadsSettlingAt(before + 2), before + 2);
   }
   EXPECT_EQ(ThreadsSettlingAt(before), before);
+}
+
+// Concurrent runs of a session of 3 threads each take a pool of 2 workers, up to the session's
+// limit on workers in all: past it a run gets no pool (its loops run on its calling thread).
+TEST(ThreadPool, SessionPoolsStopAtTheirWorkerLimit) {
+  SessionPools pools(3, 5);
+  ThreadPool* a = pools.Take();
+  ThreadPool* b = pools.Take();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(pools.Take(), nullptr) << "6 workers would pass the limit of 5";
+  pools.Give(a);
+  EXPECT_EQ(pools.Take(), a);
+  pools.Give(a);
+  pools.Give(b);
 }
 
 TEST(ThreadPool, NestedLoopsRunInline) {

@@ -4,8 +4,10 @@
 // weight transposed once. Results are checked against values computed by hand.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "runtime/src/session.h"
 #include "targets/compile.h"
@@ -229,12 +231,7 @@ TEST(ModelContract, TileRepeatsKnownOnlyAtRunTime) {
   ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   auto run = [&](std::vector<int64_t> r, std::vector<rt::OwnedTensor>* out) {
-    rt::NamedTensor rt_r;
-    rt_r.name = "r";
-    rt_r.tensor.dtype = rt::DType::kInt64;
-    rt_r.tensor.shape = {2};
-    rt_r.tensor.data = r.data();
-    return s->Run({test::Input("x", x, {2, 3}), rt_r}, out);
+    return s->Run({test::Input("x", x, {2, 3}), test::Input("r", r, {2})}, out);
   };
   std::vector<rt::OwnedTensor> out;
   rt::Status st = run({2, 1}, &out);
@@ -266,12 +263,7 @@ TEST(ModelContract, GatherIndicesKnownOnlyAtRunTimeAreChecked) {
   ASSERT_TRUE(s);
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   auto run = [&](std::vector<int64_t> i, std::vector<rt::OwnedTensor>* out) {
-    rt::NamedTensor rt_i;
-    rt_i.name = "i";
-    rt_i.tensor.dtype = rt::DType::kInt64;
-    rt_i.tensor.shape = {2};
-    rt_i.tensor.data = i.data();
-    return s->Run({test::Input("x", x, {2, 3}), rt_i}, out);
+    return s->Run({test::Input("x", x, {2, 3}), test::Input("i", i, {2})}, out);
   };
   std::vector<rt::OwnedTensor> out;
   rt::Status st = run({2, -3}, &out);
@@ -305,12 +297,7 @@ TEST(ModelContract, ReshapeToAShapeKnownOnlyAtRunTimeCopiesZeros) {
     std::vector<float> x(24);
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
     auto run = [&](std::vector<int64_t> shape, std::vector<rt::OwnedTensor>* out) {
-      rt::NamedTensor rt_s;
-      rt_s.name = "s";
-      rt_s.tensor.dtype = rt::DType::kInt64;
-      rt_s.tensor.shape = {3};
-      rt_s.tensor.data = shape.data();
-      return s->Run({test::Input("x", x, {2, 3, 4}), rt_s}, out);
+      return s->Run({test::Input("x", x, {2, 3, 4}), test::Input("s", shape, {3})}, out);
     };
     std::vector<rt::OwnedTensor> out;
     rt::Status st = run({0, 4, -1}, &out);
@@ -329,6 +316,100 @@ TEST(ModelContract, ReshapeToAShapeKnownOnlyAtRunTimeCopiesZeros) {
     st = run({1, 0, 0}, &out);
     EXPECT_FALSE(st.ok()) << "(1, 3, 4) holds 12 elements, not 24";
   }
+}
+
+// A static shape past what the runtime takes (2^50 elements) is refused when compiling, naming
+// the value, not in a package the runtime then refuses; a product past 64 bits never wraps.
+TEST(ModelContract, AShapeTooLargeForTheRuntimeIsRefusedAtCompileTime) {
+  for (int64_t side : {int64_t{1} << 26, int64_t{1} << 40}) {
+    OnnxGraph g(13);
+    g.Input("x", TensorProto::FLOAT, {side, side});
+    g.Node("Relu", {"x"}, {"y"}, "relu");
+    g.Output("y", TensorProto::FLOAT);
+    Expected<Compiled> c = CompileGraph(g, {});
+    ASSERT_FALSE(c) << side;
+    EXPECT_NE(c.error().ToString().find("holds more than 2^50 elements"), std::string::npos)
+        << c.error().ToString();
+  }
+}
+
+// A Loop y <- y + 1 whose trip count and condition are inputs.
+OnnxGraph CountingLoop() {
+  OnnxGraph body(13);
+  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
+  body.Input("y_in", TensorProto::FLOAT, {1});
+  body.Initializer<float>("one", TensorProto::FLOAT, {1}, {1.0f});
+  body.Node("Identity", {"c"}, {"c_out"}, "keep");
+  body.Node("Add", {"y_in", "one"}, {"y_out"}, "step");
+  body.Output("c_out", TensorProto::BOOL, std::vector<quilt::testing::Dim>{});
+  body.Output("y_out", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{1});
+  OnnxGraph g(13);
+  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
+  g.Input("y", TensorProto::FLOAT, {1});
+  onnx::NodeProto& loop = g.Node("Loop", {"n", "go", "y"}, {"res"}, "count");
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = *body.graph();
+  g.Output("res", TensorProto::FLOAT);
+  return g;
+}
+
+rt::Status RunCountingLoop(const rt::Session& s, int64_t n, std::vector<rt::OwnedTensor>* out,
+                           const rt::RunControl* control = nullptr) {
+  bool go = true;
+  float y = 0;
+  rt::NamedTensor tn{"n", {rt::DType::kInt64, {}, &n}};
+  rt::NamedTensor tg{"go", {rt::DType::kBool, {}, &go}};
+  rt::NamedTensor ty{"y", {rt::DType::kFloat32, {1}, &y}};
+  return s.Run({tn, tg, ty}, out, nullptr, control);
+}
+
+// Limits with safe defaults, each refused with a status of its own kind that names the limit:
+// a loop's iterations, threads per run. A run cancelled from another thread stops with a
+// cancelled status, and the session runs on afterwards.
+TEST(ModelContract, LimitsAndCancellationStopARunWithTheirOwnStatus) {
+  Expected<Compiled> c = CompileGraph(CountingLoop(), {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  rt::SessionOptions options;
+  options.limits.max_loop_iterations = 1000;
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, options, &s).ok());
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = RunCountingLoop(*s, 1000, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{1000}));
+  st = RunCountingLoop(*s, 1001, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), rt::StatusCode::kLimit);
+  EXPECT_NE(st.message().find("the loop reached 1000 iterations, its limit "
+                              "(SessionLimits::max_loop_iterations"),
+            std::string::npos)
+      << st.message();
+  // The default limit (10^7) lets a loop of 2^62 trips run long enough to be cancelled.
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  rt::RunControl control;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    control.Cancel();
+  });
+  st = RunCountingLoop(*s, int64_t{1} << 62, &out, &control);
+  canceller.join();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), rt::StatusCode::kCancelled) << st.message();
+  EXPECT_NE(st.message().find("the run was cancelled"), std::string::npos) << st.message();
+  st = RunCountingLoop(*s, 3, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{3}));
+  options = {};
+  options.threads = 100'000;
+  st = rt::Session::Create(p, options, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), rt::StatusCode::kLimit);
+  EXPECT_NE(st.message().find("100000 threads per run, past the limit of 256"), std::string::npos)
+      << st.message();
 }
 
 TEST(ModelContract, AFrozenValueMustFitTheInput) {

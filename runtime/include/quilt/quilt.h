@@ -63,7 +63,8 @@ typedef struct quilt_tensor {
   int32_t dtype; /* a quilt_dtype_t value */
   int32_t rank;
   const int64_t* shape; /* rank entries */
-  const void* data;     /* row-major elements */
+  const void* data;     /* row-major elements, aligned to the element's size (at most 8): a
+                           float32 input at a multiple of 4 bytes, an int64 one of 8 */
   size_t byte_size;
 } quilt_tensor_t;
 
@@ -79,12 +80,32 @@ typedef struct quilt_tensor_info {
   int has_default; /* an input the caller may omit */
 } quilt_tensor_info_t;
 
+/* Zero-initialize, then set what you need: 0 in a field means its default. */
 typedef struct quilt_session_options {
   int32_t threads;     /* threads per run; 0 means 1 */
   const char* devices; /* comma-separated device kinds the session may use ("cpu"); NULL: all */
+  int32_t max_threads; /* limit on |threads|: 0 means 256 */
+  int64_t max_loop_iterations; /* iterations of one Loop in a run: 0 means 10,000,000 */
+  int64_t max_arena_bytes;     /* a device arena the package plans: 0 means 64 GiB */
+  int32_t max_workers;         /* worker threads of all concurrent runs: 0 means 1024; a run past it
+                                  computes on its calling thread */
+  int64_t max_run_bytes;       /* bytes one run holds at once (arenas and values): 0 means 1 TiB */
 } quilt_session_options_t;
 
+/* What kind of failure a status is (NULL, success: QUILT_STATUS_OK). */
+typedef enum quilt_status_code {
+  QUILT_STATUS_OK = 0,
+  QUILT_STATUS_ERROR = 1,
+  QUILT_STATUS_CANCELLED = 2, /* the run's control was cancelled */
+  QUILT_STATUS_LIMIT = 3      /* a limit of the session options was reached; the message names it */
+} quilt_status_code_t;
+
+/* A handle on runs in flight: quilt_run_control_cancel, from any thread, makes every run given
+ * this control return QUILT_STATUS_CANCELLED before its next step. It stays cancelled. */
+typedef struct quilt_run_control quilt_run_control_t;
+
 QUILT_API const char* quilt_status_message(const quilt_status_t* status);
+QUILT_API quilt_status_code_t quilt_status_code(const quilt_status_t* status);
 QUILT_API void quilt_status_free(quilt_status_t* status);
 
 /* The runtime's version ("0.1.0") and the package format it reads ("2.3"). */
@@ -136,6 +157,16 @@ QUILT_API const char* quilt_session_note(const quilt_session_t* session, size_t 
 QUILT_API quilt_status_t* quilt_session_run(const quilt_session_t* session,
                                             const quilt_tensor_t* inputs, size_t num_inputs,
                                             quilt_outputs_t** out_outputs);
+/* The same, cancellable through |control| (may be NULL). */
+QUILT_API quilt_status_t* quilt_session_run_with(const quilt_session_t* session,
+                                                 const quilt_tensor_t* inputs, size_t num_inputs,
+                                                 const quilt_run_control_t* control,
+                                                 quilt_outputs_t** out_outputs);
+QUILT_API quilt_run_control_t* quilt_run_control_create(void);
+QUILT_API void quilt_run_control_cancel(quilt_run_control_t* control);
+/* A time budget: cancels the runs given |control| that are still going |milliseconds| from now. */
+QUILT_API void quilt_run_control_cancel_after(quilt_run_control_t* control, int64_t milliseconds);
+QUILT_API void quilt_run_control_free(quilt_run_control_t* control);
 
 QUILT_API size_t quilt_outputs_count(const quilt_outputs_t* outputs);
 /* |out_tensor| points into |outputs|: valid until quilt_outputs_free. */

@@ -79,7 +79,9 @@ class Package {
 class Session {
  public:
   explicit Session(const Package& package, int threads = 1, const char* devices = nullptr) {
-    quilt_session_options_t options{threads, devices};
+    quilt_session_options_t options{};
+    options.threads = threads;
+    options.devices = devices;
     quilt_session_t* s = nullptr;
     detail::Check(quilt_session_create(package.get(), &options, &s));
     handle_.reset(s, quilt_session_free);

@@ -86,7 +86,8 @@ class CpuQueue final : public Queue {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(const DeviceOptions& options) : threads_(options.threads), pools_(options.threads) {
+  CpuDevice(const DeviceOptions& options)
+      : threads_(options.threads), pools_(options.threads, options.max_workers) {
     info_.kind = DeviceKind::kCpu;
     info_.id = 0;
     info_.name = "host CPU";

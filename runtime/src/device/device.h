@@ -176,6 +176,8 @@ class Queue {
 
 struct DeviceOptions {
   int threads = 1;
+  // Worker threads of all concurrent runs together (SessionLimits::max_workers).
+  int max_workers = 1024;
   // A folder where a device keeps the binaries of the code it builds (OpenCL programs), keyed by
   // device, driver and source, so a later session skips the build; empty: no cache. A damaged or
   // stale entry is rebuilt from source; a folder that cannot be written is not an error.

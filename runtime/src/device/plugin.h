@@ -20,7 +20,7 @@
 namespace quilt::rt {
 
 // Bumped whenever device.h, kernel.h's tensor types or this struct change shape.
-inline constexpr int kDevicePluginAbi = 2;
+inline constexpr int kDevicePluginAbi = 3;
 
 struct DevicePlugin {
   int abi = kDevicePluginAbi;
