@@ -1,7 +1,10 @@
 // Fuzzes the package loader and what runs a package: LoadedPackage::FromMemory (the checksum is
 // skipped, so that mutated bytes reach the FlatBuffers verifier and the semantic check), then
 // Session::Create on the CPU and one run with small inputs. A package that passes the checks must
-// run or fail with a status, never crash, hang or allocate without bound.
+// run or fail with a status, never crash, hang or allocate without bound: the session's limits
+// (SessionLimits) are set below the fuzzer's memory limit, and the run has a time budget, as an
+// application that runs packages it did not make would set them.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   SessionOptions options;
   options.devices = {"cpu"};
+  options.limits.max_arena_bytes = uint64_t{256} << 20;
+  options.limits.max_run_bytes = uint64_t{512} << 20;
+  options.limits.max_loop_iterations = 10'000;
   std::unique_ptr<Session> session;
   if (!Session::Create(std::move(package), options, &session).ok()) return 0;
 
@@ -102,6 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (size_t i = 0; i < inputs.size(); ++i) inputs[i].tensor.data = storage[i].data();
   std::vector<OwnedTensor> outputs;
-  (void)session->Run(inputs, &outputs);
+  RunControl control;
+  control.CancelAfter(std::chrono::seconds(2));
+  (void)session->Run(inputs, &outputs, nullptr, &control);
   return 0;
 }
