@@ -237,6 +237,10 @@ class GraphChecker {
     QUILT_RETURN_IF_ERROR(CheckDimList(v->dims(), what));
     int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
     if (v->device() < 0 || v->device() >= num_devices) return Fail(what + ": no such device");
+    // Only an input has a default (the session reads it wherever it is set).
+    if (v->kind() != pkg::ValueKind::Input && v->default_buffer() != -1) {
+      return Fail(what + " has a default value but is not an input");
+    }
     switch (v->kind()) {
       case pkg::ValueKind::Input:
         defined_[i] = true;
