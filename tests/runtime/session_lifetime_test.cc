@@ -106,7 +106,9 @@ TEST(SessionLifetime, ManySessionsThroughTheCApi) {
   for (int round = 0; round < kRounds; ++round) {
     quilt_package_t* package = nullptr;
     ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &package), nullptr);
-    quilt_session_options_t options = {1 + round % 2, "cpu"};
+    quilt_session_options_t options{};
+    options.threads = 1 + round % 2;
+    options.devices = "cpu";
     quilt_session_t* session = nullptr;
     ASSERT_EQ(quilt_session_create(package, &options, &session), nullptr);
     // The session keeps the package alive: the caller's handle may go first.
