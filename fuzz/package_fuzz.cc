@@ -82,8 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   SessionOptions options;
   options.devices = {"cpu"};
-  options.limits.max_arena_bytes = uint64_t{256} << 20;
-  options.limits.max_run_bytes = uint64_t{512} << 20;
+  // Kernels may hold temporaries of a few times their output's size beyond these.
+  options.limits.max_arena_bytes = uint64_t{64} << 20;
+  options.limits.max_run_bytes = uint64_t{64} << 20;
   options.limits.max_loop_iterations = 10'000;
   std::unique_ptr<Session> session;
   if (!Session::Create(std::move(package), options, &session).ok()) return 0;
