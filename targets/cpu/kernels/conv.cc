@@ -412,12 +412,18 @@ Status SpaceDepth(KernelContext& ctx) {
   const auto* src = static_cast<const uint8_t*>(x.data);
   Tensor* y;
   if (kToSpace) {
-    if (c % (bs * bs) != 0) {
-      return Status::Error("block_size^2 = " + Str(bs * bs) + " does not divide " + Str(c) +
+    int64_t bs2, oh_size, ow_size;
+    if (__builtin_mul_overflow(bs, bs, &bs2) || __builtin_mul_overflow(h, bs, &oh_size) ||
+        __builtin_mul_overflow(wd, bs, &ow_size)) {
+      return Status::Error("block_size " + Str(bs) + " is too large for " +
+                           rt::ShapeString(x.shape));
+    }
+    if (c % bs2 != 0) {
+      return Status::Error("block_size^2 = " + Str(bs2) + " does not divide " + Str(c) +
                            " channels");
     }
-    int64_t co = c / (bs * bs);
-    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, h * bs, wd * bs}, &y));
+    int64_t co = c / bs2;
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, oh_size, ow_size}, &y));
     auto* dst = static_cast<uint8_t*>(y->data);
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
@@ -438,7 +444,10 @@ Status SpaceDepth(KernelContext& ctx) {
     return Status::Error("block_size " + Str(bs) + " does not divide the spatial dims of " +
                          rt::ShapeString(x.shape));
   }
-  int64_t co = c * bs * bs, ho = h / bs, wo = wd / bs;
+  int64_t co, ho = h / bs, wo = wd / bs;
+  if (__builtin_mul_overflow(c, bs, &co) || __builtin_mul_overflow(co, bs, &co)) {
+    return Status::Error("block_size " + Str(bs) + " is too large for " + rt::ShapeString(x.shape));
+  }
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, ho, wo}, &y));
   auto* dst = static_cast<uint8_t*>(y->data);
   int64_t yi = 0;
