@@ -189,6 +189,12 @@ class GraphChecker {
   }
 
   Status CheckDims() {
+    // The FlatBuffers verifier checks a vector's length field, not that its structs (8-byte
+    // DimNodes) are aligned; the package's bytes are, so an offset decides.
+    if (reinterpret_cast<uintptr_t>(g_.dims()->Data()) % alignof(pkg::DimNode) != 0) {
+      return Fail("the dims are not aligned to their " + std::to_string(alignof(pkg::DimNode)) +
+                  " bytes");
+    }
     int64_t num_symbols = g_.symbols() ? g_.symbols()->size() : 0;
     for (uint32_t i = 0; i < g_.dims()->size(); ++i) {
       const pkg::DimNode* d = g_.dims()->Get(i);
