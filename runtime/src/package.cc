@@ -190,8 +190,10 @@ class GraphChecker {
 
   Status CheckDims() {
     // The FlatBuffers verifier checks a vector's length field, not that its structs (8-byte
-    // DimNodes) are aligned; the package's bytes are, so an offset decides.
-    if (reinterpret_cast<uintptr_t>(g_.dims()->Data()) % alignof(pkg::DimNode) != 0) {
+    // DimNodes) are aligned; the package's bytes are, so an offset decides. (An empty vector's
+    // data may be anywhere: the writer aligns only what it holds.)
+    if (g_.dims()->size() &&
+        reinterpret_cast<uintptr_t>(g_.dims()->Data()) % alignof(pkg::DimNode) != 0) {
       return Fail("the dims are not aligned to their " + std::to_string(alignof(pkg::DimNode)) +
                   " bytes");
     }
@@ -237,7 +239,10 @@ class GraphChecker {
     const pkg::Value* v = g_.values()->Get(i);
     std::string what = "value " + std::to_string(i);
     if (!IsValidDType(v->dtype())) return Fail(what + " has an unknown element type");
-    int64_t rank = v->dims() ? v->dims()->size() : 0;
+    // Every value carries its dims list, empty for a scalar or an unknown rank (the runtime reads
+    // it without asking).
+    if (!v->dims()) return Fail(what + " has no dims list");
+    int64_t rank = v->dims()->size();
     if (v->rank() != -1 && v->rank() != rank) return Fail(what + ": rank and dims disagree");
     if (v->rank() < -1) return Fail(what + " has a negative rank");
     QUILT_RETURN_IF_ERROR(CheckDimList(v->dims(), what));
