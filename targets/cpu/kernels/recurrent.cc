@@ -186,6 +186,11 @@ Status Recurrent(KernelContext& ctx) {
   int64_t I = tx.shape[2];
   int64_t H = at.Has("hidden_size") ? at.Int("hidden_size") : tr.shape[kQuant ? 1 : 2];
   if (H <= 0) return Status::Error("hidden_size must be positive");
+  // R holds H as a dim: a hidden_size that differs is refused before sizes are computed from it.
+  if (H != tr.shape[kQuant ? 1 : 2]) {
+    return Status::Error("hidden_size " + std::to_string(H) + " does not match R " +
+                         rt::ShapeString(tr.shape));
+  }
   std::vector<double> x, w, r;
   QuantWeights wq, rq;
   if constexpr (kQuant) {
