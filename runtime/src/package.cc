@@ -136,6 +136,14 @@ std::optional<pkg::StepKind> BuiltinStepKind(std::string_view name) {
 namespace {
 
 // Semantic checks of one graph; `where` names it in messages.
+// The FlatBuffers verifier checks a vector's length field, not that elements of 8 bytes (longs,
+// doubles, DimNodes) are aligned to 8; the package's bytes are, so an offset decides. An empty
+// vector's data may lie anywhere: the writer aligns only what it holds.
+template <typename V>
+bool Aligned8(const V* v) {
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->Data()) % 8 == 0;
+}
+
 class GraphChecker {
  public:
   GraphChecker(const pkg::Package& p, const pkg::Graph& g, std::string where)
@@ -152,6 +160,7 @@ class GraphChecker {
       QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
     }
     // An arena larger than all its values laid end to end is a damaged size, not a plan.
+    if (!Aligned8(g_.arena_bytes())) return Fail("the arena sizes are not aligned to 8 bytes");
     if (g_.arena_bytes()) {
       for (int64_t a : *g_.arena_bytes()) {
         if (a < 0 || a > arena_need_) {
@@ -189,14 +198,7 @@ class GraphChecker {
   }
 
   Status CheckDims() {
-    // The FlatBuffers verifier checks a vector's length field, not that its structs (8-byte
-    // DimNodes) are aligned; the package's bytes are, so an offset decides. (An empty vector's
-    // data may be anywhere: the writer aligns only what it holds.)
-    if (g_.dims()->size() &&
-        reinterpret_cast<uintptr_t>(g_.dims()->Data()) % alignof(pkg::DimNode) != 0) {
-      return Fail("the dims are not aligned to their " + std::to_string(alignof(pkg::DimNode)) +
-                  " bytes");
-    }
+    if (!Aligned8(g_.dims())) return Fail("the dims are not aligned to 8 bytes");
     int64_t num_symbols = g_.symbols() ? g_.symbols()->size() : 0;
     for (uint32_t i = 0; i < g_.dims()->size(); ++i) {
       const pkg::DimNode* d = g_.dims()->Get(i);
@@ -334,6 +336,13 @@ class GraphChecker {
     QUILT_RETURN_IF_ERROR(CheckKind(*step, what));
     // Every step has both lists (the writer stores them, empty or not); the executor reads them.
     if (!step->inputs() || !step->outputs()) return Fail(what + ": no list of inputs or outputs");
+    if (step->attrs()) {
+      for (const pkg::Attr* a : *step->attrs()) {
+        if (!Aligned8(a->ints()) || !Aligned8(a->floats())) {
+          return Fail(what + ": an attribute's values are not aligned to 8 bytes");
+        }
+      }
+    }
     QUILT_RETURN_IF_ERROR(CheckAttributes(*step, what));
     QUILT_RETURN_IF_ERROR(CheckArguments(*step, what));
     int64_t num_inputs = step->inputs() ? step->inputs()->size() : 0;
