@@ -363,6 +363,7 @@ class GraphChecker {
       }
       if (total != num_inputs) return Fail(what + ": argument arities do not add up to its inputs");
     }
+    QUILT_RETURN_IF_ERROR(CheckTensorArguments(*step, what));
     QUILT_RETURN_IF_ERROR(CheckDimList(step->dims(), what));
     if (step->subgraphs()) {
       for (int32_t gi : *step->subgraphs()) {
@@ -484,6 +485,29 @@ class GraphChecker {
   // argument groups its builtin runs (lowering's layout: if(cond, captured) with then and else;
   // while_loop(body, max_trip, cond, carried, captured); scan(body, states, scan inputs,
   // captured)), and at least one output per carried value or state.
+  // An argument of a kernel step that is not a tuple is one tensor, present: kernels read it as
+  // input(i) without asking. (After the arities are known to add up to the inputs.)
+  Status CheckTensorArguments(const pkg::Step& step, const std::string& what) const {
+    std::string_view op = step.kernel()->string_view();
+    int count = 0, extra = 0;
+    if (step.kind() != pkg::StepKind::Kernel || !KernelArguments(op, &count, &extra)) {
+      return Status::Ok();
+    }
+    const auto* arity = step.input_arity();
+    uint32_t args = arity ? arity->size() : step.inputs()->size();
+    uint32_t begin = 0;
+    for (uint32_t a = 0; a < args; ++a) {
+      int size = arity ? arity->Get(a) : 1;
+      if (!KernelTupleArgument(op, static_cast<int>(a)) &&
+          (size != 1 || step.inputs()->Get(begin) < 0)) {
+        return Fail(what + ": argument " + std::to_string(a) + " of " + std::string(op) +
+                    " is not one tensor");
+      }
+      begin += static_cast<uint32_t>(size);
+    }
+    return Status::Ok();
+  }
+
   Status CheckArguments(const pkg::Step& step, const std::string& what) const {
     std::string_view op = step.kernel()->string_view();
     int args = step.input_arity() ? static_cast<int>(step.input_arity()->size())
