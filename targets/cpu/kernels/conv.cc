@@ -66,11 +66,21 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
     if (d < 1) return Status::Error("dilation must be positive, got " + Str(d));
     if (k < 1) return Status::Error("kernel size must be positive, got " + Str(k));
     if (in[i] < 0) return Status::Error("negative spatial dim " + Str(in[i]));
-    int64_t dk = (k - 1) * d + 1;
+    // Sizes from attributes are checked against overflow; none wraps around.
+    auto overflow = [i] {
+      return Status::Error("the window overflows along spatial dim " +
+                           Str(static_cast<int64_t>(i)));
+    };
+    int64_t dk;
+    if (__builtin_mul_overflow(k - 1, d, &dk) || __builtin_add_overflow(dk, 1, &dk)) {
+      return overflow();
+    }
     int64_t pb = 0, pe = 0, out;
     if (same) {
-      out = (in[i] + s - 1) / s;
-      int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in[i]);
+      out = in[i] / s + (in[i] % s != 0);
+      int64_t total;
+      if (__builtin_add_overflow((out - 1) * s, dk, &total)) return overflow();
+      total = std::max<int64_t>(0, total - in[i]);
       pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pe = total - pb;
     } else {
@@ -81,7 +91,12 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
           return Status::Error("pads must be non-negative, got " + Str(std::min(pb, pe)));
         }
       }
-      int64_t span = in[i] + pb + pe - dk;
+      int64_t padded;
+      if (__builtin_add_overflow(in[i], pb, &padded) ||
+          __builtin_add_overflow(padded, pe, &padded)) {
+        return overflow();
+      }
+      int64_t span = padded - dk;
       if (span < 0) {
         return Status::Error("the window (" + Str(dk) + " with dilation) is larger than the " +
                              "padded input (" + Str(span + dk) + ") along spatial dim " +
@@ -91,7 +106,7 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
         out = span / s + 1;
       } else {
         // Rounded up, but the last window must start inside the input or its begin pad.
-        int64_t up = (span + s - 1) / s + 1;
+        int64_t up = span / s + (span % s != 0) + 1;
         int64_t starts = FloorDiv(in[i] + pb - 1, s) + 1;
         out = std::min(up, starts);
       }
