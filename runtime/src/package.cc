@@ -273,6 +273,11 @@ class GraphChecker {
               v->arena_offset() > arenas->Get(v->device()) - v->byte_size()) {
             return Fail(what + " lies outside its device's arena");
           }
+          // As the memory plan lays values out: kernels read elements at their alignment.
+          if (v->arena_offset() % 64 != 0) {
+            return Fail(what + " lies at arena offset " + std::to_string(v->arena_offset()) +
+                        ", not a multiple of 64");
+          }
         }
         break;
       default:
