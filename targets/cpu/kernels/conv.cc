@@ -183,7 +183,7 @@ Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   if (wt.rank() != x.rank()) return Status::Error("data and weight have different ranks");
   int64_t groups = ctx.attrs().Int("groups", 1);
   int64_t n = x.shape[0], c = x.shape[1], o = wt.shape[0], cg = wt.shape[1];
-  if (groups < 1 || o % groups != 0 || cg * groups != c) {
+  if (groups < 1 || o % groups != 0 || c % groups != 0 || c / groups != cg) {
     return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
                          rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
   }
@@ -281,7 +281,10 @@ Status ConvTranspose(KernelContext& ctx) {
     return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
                          rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
   }
-  int64_t cg = c / groups, o = og * groups;
+  int64_t cg = c / groups, o;
+  if (__builtin_mul_overflow(og, groups, &o)) {
+    return Status::Error(Str(groups) + " groups of " + Str(og) + " output channels overflow");
+  }
   std::vector<int64_t> strides, dilation, padding, out_pad;
   const rt::AttrView& a = ctx.attrs();
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "strides", r, 1, &strides));

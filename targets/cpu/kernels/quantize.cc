@@ -565,7 +565,7 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
     return Status::Error("strides, dilation and padding do not match the spatial rank");
   }
   int64_t nb = x.shape[0], c = x.shape[1], oc = w.shape[0], wc = w.shape[1];
-  if (groups < 1 || c != wc * groups || oc % groups != 0) {
+  if (groups < 1 || c % groups != 0 || c / groups != wc || oc % groups != 0) {
     return Status::Error("channels do not match the groups");
   }
   if (xz.NumElements() != 1) return Status::Error("the data zero point must be a scalar");
