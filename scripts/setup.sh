@@ -3,6 +3,7 @@
 #   - Debian packages: compiler tool chain, GoogleTest, CLI11, ccache, clang-format, ...
 #   - Debian packages for the model zoo's real inputs: espeak-ng (speech), DejaVu fonts
 #     (rendered text), GNU time (peak memory).
+#   - clang-14 and its runtime libraries (libFuzzer, the sanitizers): the fuzz build (fuzz/).
 #   - OpenCL: headers and the ICD loader (to build the OpenCL device plug-in), PoCL (OpenCL on
 #     this CPU, for the tests) and clang-15, which PoCL compiles kernels with at run time.
 #   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only), pillow, and ray
@@ -16,6 +17,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler libxxhash-dev libssl-dev zlib1g-dev nlohmann-json3-dev
   espeak-ng fonts-dejavu-core time
+  clang-14 libclang-rt-14-dev
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clang-15
 )
 

@@ -1,5 +1,6 @@
 // Struct-info rules of the ops in ir/ops/image.def.
 #include <cmath>
+#include <optional>
 
 #include "ir/op_infer.h"
 
@@ -12,6 +13,17 @@ int64_t ElementCount(const Expr& e) {
   int64_t n = 1;
   for (int64_t d : *s) n *= d;
   return n;
+}
+
+// A resized dim computed in double, truncated; nullopt unless it is a count of at most 2^50 (the
+// runtime's element limit): NaN, infinite and huge scales or sizes are refused, never cast.
+std::optional<int64_t> ResizedDim(double v) {
+  if (!(v >= 0 && v <= 0x1p50)) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+Diagnostic DimOutOfRange(int64_t axis) {
+  return Error("the resized dim of axis " + std::to_string(axis) + " is out of range");
 }
 
 }  // namespace
@@ -58,8 +70,10 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
       scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
     }
     for (int64_t a : axes) {
-      out[a] =
-          IntImm(static_cast<int64_t>(std::llround(scale * static_cast<double>(*AsInt(out[a])))));
+      std::optional<int64_t> d =
+          ResizedDim(std::round(scale * static_cast<double>(*AsInt(out[a]))));
+      if (!d) return DimOutOfRange(a);
+      out[a] = IntImm(*d);
     }
     return TensorSInfo(out, dtype);
   }
@@ -67,7 +81,9 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
     double v = (*given)[i];
     if (v < 0) return Error("negative " + std::string(has_sizes ? "size" : "scale"));
     if (has_sizes) {
-      out[axes[i]] = IntImm(static_cast<int64_t>(v));
+      std::optional<int64_t> d = ResizedDim(v);
+      if (!d) return DimOutOfRange(axes[i]);
+      out[axes[i]] = IntImm(*d);
       continue;
     }
     std::optional<int64_t> in = AsInt(out[axes[i]]);
@@ -75,7 +91,9 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
       if (v != 1.0) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
       continue;
     }
-    out[axes[i]] = IntImm(static_cast<int64_t>(std::floor(static_cast<double>(*in) * v)));
+    std::optional<int64_t> d = ResizedDim(std::floor(static_cast<double>(*in) * v));
+    if (!d) return DimOutOfRange(axes[i]);
+    out[axes[i]] = IntImm(*d);
   }
   return TensorSInfo(out, dtype);
 }

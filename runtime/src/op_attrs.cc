@@ -87,6 +87,10 @@ std::span<const std::string_view> KernelAttributes(std::string_view op, bool* kn
   return it->second.attrs;
 }
 
+bool KernelTupleArgument(std::string_view op, int arg) {
+  return arg == 0 && (op == "concat" || op == "einsum");
+}
+
 bool KernelArguments(std::string_view op, int* count, int* extra) {
   auto it = TheTable().find(op);
   if (it == TheTable().end() || it->second.extra_args < 0) return false;

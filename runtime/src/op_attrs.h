@@ -20,4 +20,9 @@ std::span<const std::string_view> KernelAttributes(std::string_view op, bool* kn
 // for an op this list does not know, or one whose steps take any number (a fused chain's).
 bool KernelArguments(std::string_view op, int* count, int* extra);
 
+// Whether argument `arg` of a kernel step running `op` is a tuple of any number of tensors
+// (concat's and einsum's operands, read with KernelContext::ArgBegin/ArgSize). Every other
+// argument is one tensor, which kernels read as input(i) without asking.
+bool KernelTupleArgument(std::string_view op, int arg);
+
 }  // namespace quilt::rt

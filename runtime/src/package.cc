@@ -136,6 +136,14 @@ std::optional<pkg::StepKind> BuiltinStepKind(std::string_view name) {
 namespace {
 
 // Semantic checks of one graph; `where` names it in messages.
+// The FlatBuffers verifier checks a vector's length field, not that elements of 8 bytes (longs,
+// doubles, DimNodes) are aligned to 8; the package's bytes are, so an offset decides. An empty
+// vector's data may lie anywhere: the writer aligns only what it holds.
+template <typename V>
+bool Aligned8(const V* v) {
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->Data()) % 8 == 0;
+}
+
 class GraphChecker {
  public:
   GraphChecker(const pkg::Package& p, const pkg::Graph& g, std::string where)
@@ -152,6 +160,7 @@ class GraphChecker {
       QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
     }
     // An arena larger than all its values laid end to end is a damaged size, not a plan.
+    if (!Aligned8(g_.arena_bytes())) return Fail("the arena sizes are not aligned to 8 bytes");
     if (g_.arena_bytes()) {
       for (int64_t a : *g_.arena_bytes()) {
         if (a < 0 || a > arena_need_) {
@@ -189,6 +198,7 @@ class GraphChecker {
   }
 
   Status CheckDims() {
+    if (!Aligned8(g_.dims())) return Fail("the dims are not aligned to 8 bytes");
     int64_t num_symbols = g_.symbols() ? g_.symbols()->size() : 0;
     for (uint32_t i = 0; i < g_.dims()->size(); ++i) {
       const pkg::DimNode* d = g_.dims()->Get(i);
@@ -231,12 +241,19 @@ class GraphChecker {
     const pkg::Value* v = g_.values()->Get(i);
     std::string what = "value " + std::to_string(i);
     if (!IsValidDType(v->dtype())) return Fail(what + " has an unknown element type");
-    int64_t rank = v->dims() ? v->dims()->size() : 0;
+    // Every value carries its dims list, empty for a scalar or an unknown rank (the runtime reads
+    // it without asking).
+    if (!v->dims()) return Fail(what + " has no dims list");
+    int64_t rank = v->dims()->size();
     if (v->rank() != -1 && v->rank() != rank) return Fail(what + ": rank and dims disagree");
     if (v->rank() < -1) return Fail(what + " has a negative rank");
     QUILT_RETURN_IF_ERROR(CheckDimList(v->dims(), what));
     int num_devices = p_.devices() ? static_cast<int>(p_.devices()->size()) : 0;
     if (v->device() < 0 || v->device() >= num_devices) return Fail(what + ": no such device");
+    // Only an input has a default (the session reads it wherever it is set).
+    if (v->kind() != pkg::ValueKind::Input && v->default_buffer() != -1) {
+      return Fail(what + " has a default value but is not an input");
+    }
     switch (v->kind()) {
       case pkg::ValueKind::Input:
         defined_[i] = true;
@@ -255,6 +272,11 @@ class GraphChecker {
           if (!arenas || v->device() >= static_cast<int>(arenas->size()) || v->byte_size() < 0 ||
               v->arena_offset() > arenas->Get(v->device()) - v->byte_size()) {
             return Fail(what + " lies outside its device's arena");
+          }
+          // As the memory plan lays values out: kernels read elements at their alignment.
+          if (v->arena_offset() % 64 != 0) {
+            return Fail(what + " lies at arena offset " + std::to_string(v->arena_offset()) +
+                        ", not a multiple of 64");
           }
         }
         break;
@@ -319,6 +341,13 @@ class GraphChecker {
     QUILT_RETURN_IF_ERROR(CheckKind(*step, what));
     // Every step has both lists (the writer stores them, empty or not); the executor reads them.
     if (!step->inputs() || !step->outputs()) return Fail(what + ": no list of inputs or outputs");
+    if (step->attrs()) {
+      for (const pkg::Attr* a : *step->attrs()) {
+        if (!Aligned8(a->ints()) || !Aligned8(a->floats())) {
+          return Fail(what + ": an attribute's values are not aligned to 8 bytes");
+        }
+      }
+    }
     QUILT_RETURN_IF_ERROR(CheckAttributes(*step, what));
     QUILT_RETURN_IF_ERROR(CheckArguments(*step, what));
     int64_t num_inputs = step->inputs()->size();
@@ -337,6 +366,7 @@ class GraphChecker {
       }
       if (total != num_inputs) return Fail(what + ": argument arities do not add up to its inputs");
     }
+    QUILT_RETURN_IF_ERROR(CheckTensorArguments(*step, what));
     QUILT_RETURN_IF_ERROR(CheckDimList(step->dims(), what));
     if (step->subgraphs()) {
       for (int32_t gi : *step->subgraphs()) {
@@ -455,6 +485,29 @@ class GraphChecker {
   // argument groups its builtin runs (lowering's layout: if(cond, captured) with then and else;
   // while_loop(body, max_trip, cond, carried, captured); scan(body, states, scan inputs,
   // captured)), and at least one output per carried value or state.
+  // An argument of a kernel step that is not a tuple is one tensor, present: kernels read it as
+  // input(i) without asking. (After the arities are known to add up to the inputs.)
+  Status CheckTensorArguments(const pkg::Step& step, const std::string& what) const {
+    std::string_view op = step.kernel()->string_view();
+    int count = 0, extra = 0;
+    if (step.kind() != pkg::StepKind::Kernel || !KernelArguments(op, &count, &extra)) {
+      return Status::Ok();
+    }
+    const auto* arity = step.input_arity();
+    uint32_t args = arity ? arity->size() : step.inputs()->size();
+    uint32_t begin = 0;
+    for (uint32_t a = 0; a < args; ++a) {
+      int size = arity ? arity->Get(a) : 1;
+      if (!KernelTupleArgument(op, static_cast<int>(a)) &&
+          (size != 1 || step.inputs()->Get(begin) < 0)) {
+        return Fail(what + ": argument " + std::to_string(a) + " of " + std::string(op) +
+                    " is not one tensor");
+      }
+      begin += static_cast<uint32_t>(size);
+    }
+    return Status::Ok();
+  }
+
   Status CheckArguments(const pkg::Step& step, const std::string& what) const {
     std::string_view op = step.kernel()->string_view();
     int args = step.input_arity() ? static_cast<int>(step.input_arity()->size())

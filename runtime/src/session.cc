@@ -727,7 +727,9 @@ class Run final : public OutputAllocator {
         continue;
       }
       const Tensor& t = *given[i];
-      std::string where = "input '" + value->name()->str() + "'";
+      // A package's values need no names (the signature then has "").
+      std::string where =
+          "input " + (value->name() ? "'" + value->name()->str() + "'" : std::to_string(i));
       if (value->rank() >= 0 && t.rank() != value->rank()) {
         return Status::Error(where + " has rank " + std::to_string(t.rank()) + ", expected " +
                              std::to_string(value->rank()));

@@ -66,11 +66,21 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
     if (d < 1) return Status::Error("dilation must be positive, got " + Str(d));
     if (k < 1) return Status::Error("kernel size must be positive, got " + Str(k));
     if (in[i] < 0) return Status::Error("negative spatial dim " + Str(in[i]));
-    int64_t dk = (k - 1) * d + 1;
+    // Sizes from attributes are checked against overflow; none wraps around.
+    auto overflow = [i] {
+      return Status::Error("the window overflows along spatial dim " +
+                           Str(static_cast<int64_t>(i)));
+    };
+    int64_t dk;
+    if (__builtin_mul_overflow(k - 1, d, &dk) || __builtin_add_overflow(dk, 1, &dk)) {
+      return overflow();
+    }
     int64_t pb = 0, pe = 0, out;
     if (same) {
-      out = (in[i] + s - 1) / s;
-      int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in[i]);
+      out = in[i] / s + (in[i] % s != 0);
+      int64_t total;
+      if (__builtin_add_overflow((out - 1) * s, dk, &total)) return overflow();
+      total = std::max<int64_t>(0, total - in[i]);
       pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pe = total - pb;
     } else {
@@ -81,7 +91,12 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
           return Status::Error("pads must be non-negative, got " + Str(std::min(pb, pe)));
         }
       }
-      int64_t span = in[i] + pb + pe - dk;
+      int64_t padded;
+      if (__builtin_add_overflow(in[i], pb, &padded) ||
+          __builtin_add_overflow(padded, pe, &padded)) {
+        return overflow();
+      }
+      int64_t span = padded - dk;
       if (span < 0) {
         return Status::Error("the window (" + Str(dk) + " with dilation) is larger than the " +
                              "padded input (" + Str(span + dk) + ") along spatial dim " +
@@ -91,7 +106,7 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
         out = span / s + 1;
       } else {
         // Rounded up, but the last window must start inside the input or its begin pad.
-        int64_t up = (span + s - 1) / s + 1;
+        int64_t up = span / s + (span % s != 0) + 1;
         int64_t starts = FloorDiv(in[i] + pb - 1, s) + 1;
         out = std::min(up, starts);
       }
@@ -168,7 +183,7 @@ Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   if (wt.rank() != x.rank()) return Status::Error("data and weight have different ranks");
   int64_t groups = ctx.attrs().Int("groups", 1);
   int64_t n = x.shape[0], c = x.shape[1], o = wt.shape[0], cg = wt.shape[1];
-  if (groups < 1 || o % groups != 0 || cg * groups != c) {
+  if (groups < 1 || o % groups != 0 || c % groups != 0 || c / groups != cg) {
     return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
                          rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
   }
@@ -266,7 +281,10 @@ Status ConvTranspose(KernelContext& ctx) {
     return Status::Error("weight " + rt::ShapeString(wt.shape) + " does not fit data " +
                          rt::ShapeString(x.shape) + " in " + Str(groups) + " group(s)");
   }
-  int64_t cg = c / groups, o = og * groups;
+  int64_t cg = c / groups, o;
+  if (__builtin_mul_overflow(og, groups, &o)) {
+    return Status::Error(Str(groups) + " groups of " + Str(og) + " output channels overflow");
+  }
   std::vector<int64_t> strides, dilation, padding, out_pad;
   const rt::AttrView& a = ctx.attrs();
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "strides", r, 1, &strides));
@@ -412,12 +430,18 @@ Status SpaceDepth(KernelContext& ctx) {
   const auto* src = static_cast<const uint8_t*>(x.data);
   Tensor* y;
   if (kToSpace) {
-    if (c % (bs * bs) != 0) {
-      return Status::Error("block_size^2 = " + Str(bs * bs) + " does not divide " + Str(c) +
+    int64_t bs2, oh_size, ow_size;
+    if (__builtin_mul_overflow(bs, bs, &bs2) || __builtin_mul_overflow(h, bs, &oh_size) ||
+        __builtin_mul_overflow(wd, bs, &ow_size)) {
+      return Status::Error("block_size " + Str(bs) + " is too large for " +
+                           rt::ShapeString(x.shape));
+    }
+    if (c % bs2 != 0) {
+      return Status::Error("block_size^2 = " + Str(bs2) + " does not divide " + Str(c) +
                            " channels");
     }
-    int64_t co = c / (bs * bs);
-    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, h * bs, wd * bs}, &y));
+    int64_t co = c / bs2;
+    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, oh_size, ow_size}, &y));
     auto* dst = static_cast<uint8_t*>(y->data);
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
@@ -438,7 +462,10 @@ Status SpaceDepth(KernelContext& ctx) {
     return Status::Error("block_size " + Str(bs) + " does not divide the spatial dims of " +
                          rt::ShapeString(x.shape));
   }
-  int64_t co = c * bs * bs, ho = h / bs, wo = wd / bs;
+  int64_t co, ho = h / bs, wo = wd / bs;
+  if (__builtin_mul_overflow(c, bs, &co) || __builtin_mul_overflow(co, bs, &co)) {
+    return Status::Error("block_size " + Str(bs) + " is too large for " + rt::ShapeString(x.shape));
+  }
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, {n, co, ho, wo}, &y));
   auto* dst = static_cast<uint8_t*>(y->data);
   int64_t yi = 0;

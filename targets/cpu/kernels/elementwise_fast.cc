@@ -64,8 +64,8 @@ struct Div {
 
 // y[i] = op(a[i * sa], b[i * sb]), i < n.
 template <typename Op>
-QUILT_CLONES void Row(const float* __restrict a, int64_t sa, const float* __restrict b, int64_t sb,
-                      float* __restrict y, int64_t n) {
+QUILT_TEMPLATE_CLONES void Row(const float* __restrict a, int64_t sa, const float* __restrict b,
+                               int64_t sb, float* __restrict y, int64_t n) {
   Op op;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
@@ -126,7 +126,7 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
 }
 
 template <typename F>
-QUILT_CLONES void Map(const float* __restrict x, float* __restrict y, int64_t n, F f) {
+QUILT_TEMPLATE_CLONES void Map(const float* __restrict x, float* __restrict y, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 

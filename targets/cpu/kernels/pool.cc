@@ -305,8 +305,13 @@ Status MaxUnpool(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "padding", 2 * r, 0, &padding));
   Shape inferred = {x.shape[0], x.shape[1]};
   for (size_t i = 0; i < r; ++i) {
-    int64_t pads = padding[i] + padding[r + i];
-    int64_t d = (x.shape[2 + i] - 1) * strides[i] + kernel[i] - pads;
+    int64_t d;
+    if (__builtin_mul_overflow(x.shape[2 + i] - 1, strides[i], &d) ||
+        __builtin_add_overflow(d, kernel[i], &d) || __builtin_sub_overflow(d, padding[i], &d) ||
+        __builtin_sub_overflow(d, padding[r + i], &d)) {
+      return Status::Error("the unpooled size of spatial dim " + Str(static_cast<int64_t>(i)) +
+                           " overflows");
+    }
     if (d < 0) return Status::Error("the unpooled size " + Str(d) + " is negative");
     inferred.push_back(d);
   }
@@ -325,6 +330,10 @@ Status MaxUnpool(KernelContext& ctx) {
       }
     }
   }
+  // The output first: its size passes the run's limits, and the unpooled result, no larger in
+  // any dim, is no larger than it.
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
   int64_t total = 1;
   for (int64_t d : inferred) total *= d;
   std::vector<uint8_t> flat(static_cast<size_t>(total) * es, 0);
@@ -338,8 +347,6 @@ Status MaxUnpool(KernelContext& ctx) {
     }
     std::memcpy(flat.data() + es * pi[i], src + es * i, es);
   }
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
   auto* dst = static_cast<uint8_t*>(y->data);
   if (y->ByteSize()) std::memset(dst, 0, y->ByteSize());
   // Copy the inferred-shape result into the corner of the output, element by element.

@@ -553,7 +553,7 @@ Status QLinearMatmul(KernelContext& ctx) {
 
 // Integer convolution of (x - x_zp) by (w - w_zp[oc]): the int32 sums, one per output element.
 Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, const Tensor& w,
-                       const Tensor& wz, Shape* out_shape, std::vector<int64_t>* sums) {
+                       const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums) {
   const rt::AttrView& at = ctx.attrs();
   std::vector<int64_t> strides = at.Ints("strides"), pads = at.Ints("padding"),
                        dil = at.Ints("dilation");
@@ -565,7 +565,7 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
     return Status::Error("strides, dilation and padding do not match the spatial rank");
   }
   int64_t nb = x.shape[0], c = x.shape[1], oc = w.shape[0], wc = w.shape[1];
-  if (groups < 1 || c != wc * groups || oc % groups != 0) {
+  if (groups < 1 || c % groups != 0 || c / groups != wc || oc % groups != 0) {
     return Status::Error("channels do not match the groups");
   }
   if (xz.NumElements() != 1) return Status::Error("the data zero point must be a scalar");
@@ -574,12 +574,19 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   Shape out = {nb, oc};
   for (size_t i = 0; i < k; ++i) {
     if (strides[i] < 1 || dil[i] < 1) return Status::Error("strides and dilation must be >= 1");
-    int64_t span = (w.shape[2 + i] - 1) * dil[i] + 1;
-    int64_t padded = x.shape[2 + i] + pads[i] + pads[k + i];
+    int64_t span, padded;
+    if (__builtin_mul_overflow(w.shape[2 + i] - 1, dil[i], &span) ||
+        __builtin_add_overflow(span, 1, &span) ||
+        __builtin_add_overflow(x.shape[2 + i], pads[i], &padded) ||
+        __builtin_add_overflow(padded, pads[k + i], &padded)) {
+      return Status::Error("the dilated kernel or the padded input overflows");
+    }
     if (padded < span) return Status::Error("the kernel is larger than the padded input");
     out.push_back((padded - span) / strides[i] + 1);
   }
-  *out_shape = out;
+  // The output first: its size passes the run's limits before the sums (one per output element)
+  // are allocated.
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out, y));
   int64_t total = 1;
   for (int64_t d : out) total *= d;
   sums->assign(total, 0);
@@ -642,11 +649,10 @@ Status ConvInteger(KernelContext& ctx) {
   const Tensor& w = *ctx.input(1);
   QUILT_RETURN_IF_ERROR(CheckIntQuant(x, "data"));
   QUILT_RETURN_IF_ERROR(CheckIntQuant(w, "weight"));
-  Shape shape;
-  std::vector<int64_t> sums;
-  QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), &shape, &sums));
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt32, shape, &y));
+  std::vector<int64_t> sums;
+  QUILT_RETURN_IF_ERROR(
+      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums));
   for (size_t i = 0; i < sums.size(); ++i) {
     y->MutableData<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(sums[i]));
   }
@@ -668,17 +674,17 @@ Status QLinearConv(KernelContext& ctx) {
     if (!IsFloatType(t->dtype)) return Status::Error("qlinear_conv scales must be float");
   }
   if (bias.dtype != DType::kInt32) return Status::Error("the bias must be int32");
-  Shape shape;
+  Tensor* y;
   std::vector<int64_t> sums;
-  QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), &shape, &sums));
+  QUILT_RETURN_IF_ERROR(
+      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y, &sums));
+  const Shape& shape = y->shape;
   int64_t oc = shape[1];
   bool ws1, b1, ys1, yz1;
   QUILT_RETURN_IF_ERROR(PerIndex(ws, oc, "weight scale", &ws1));
   QUILT_RETURN_IF_ERROR(PerIndex(bias, oc, "bias", &b1));
   QUILT_RETURN_IF_ERROR(PerIndex(ys, 1, "y_scale", &ys1));
   QUILT_RETURN_IF_ERROR(PerIndex(yz, 1, "y_zero_point", &yz1));
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, yz.dtype, shape, &y));
   if (y->ByteSize()) std::memset(y->data, 0, y->ByteSize());
   int64_t inner = 1;
   for (size_t i = 2; i < shape.size(); ++i) inner *= shape[i];

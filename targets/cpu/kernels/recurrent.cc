@@ -186,6 +186,11 @@ Status Recurrent(KernelContext& ctx) {
   int64_t I = tx.shape[2];
   int64_t H = at.Has("hidden_size") ? at.Int("hidden_size") : tr.shape[kQuant ? 1 : 2];
   if (H <= 0) return Status::Error("hidden_size must be positive");
+  // R holds H as a dim: a hidden_size that differs is refused before sizes are computed from it.
+  if (H != tr.shape[kQuant ? 1 : 2]) {
+    return Status::Error("hidden_size " + std::to_string(H) + " does not match R " +
+                         rt::ShapeString(tr.shape));
+  }
   std::vector<double> x, w, r;
   QuantWeights wq, rq;
   if constexpr (kQuant) {
@@ -432,7 +437,9 @@ Status DeformConv(KernelContext& ctx) {
     return Status::Error("x, w and offset must have one element type");
   }
   int64_t N = tx.shape[0], C = tx.shape[1], OC = tw.shape[0], CG = tw.shape[1];
-  if (group < 1 || ogroup < 1 || C != CG * group || OC % group != 0 || C % ogroup != 0) {
+  int64_t grouped;
+  if (group < 1 || ogroup < 1 || __builtin_mul_overflow(CG, group, &grouped) || C != grouped ||
+      OC % group != 0 || C % ogroup != 0) {
     return Status::Error("channels do not match group / offset_group");
   }
   int64_t ksize = 1;
@@ -445,13 +452,20 @@ Status DeformConv(KernelContext& ctx) {
   }
   Shape out = {N, OC};
   for (size_t i = 0; i < k; ++i) {
-    int64_t span = (kernel[i] - 1) * dil[i] + 1;
-    int64_t padded = tx.shape[2 + i] + pads[i] + pads[k + i];
+    int64_t span, padded;
+    if (__builtin_mul_overflow(kernel[i] - 1, dil[i], &span) ||
+        __builtin_add_overflow(span, 1, &span) ||
+        __builtin_add_overflow(tx.shape[2 + i], pads[i], &padded) ||
+        __builtin_add_overflow(padded, pads[k + i], &padded)) {
+      return Status::Error("the dilated kernel or the padded input overflows");
+    }
     if (padded < span) return Status::Error("the kernel is larger than the padded input");
     out.push_back((padded - span) / strides[i] + 1);
   }
   Shape off_shape = out;
-  off_shape[1] = ogroup * ksize * static_cast<int64_t>(k);
+  if (__builtin_mul_overflow(ogroup, ksize * static_cast<int64_t>(k), &off_shape[1])) {
+    return Status::Error("offset_group " + std::to_string(ogroup) + " is too large");
+  }
   if (toff.shape != off_shape) {
     return Status::Error("offset has shape " + rt::ShapeString(toff.shape) + ", expected " +
                          rt::ShapeString(off_shape));

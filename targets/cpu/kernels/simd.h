@@ -34,13 +34,29 @@ struct V8 {
 #define QUILT_ALWAYS_INLINE inline
 #endif
 
-#if defined(__x86_64__) && defined(__has_attribute)
+// Not under ThreadSanitizer: the clones' resolver runs while the dynamic loader relocates the
+// program, before TSan's runtime is set up, and TSan's hook at its entry then crashes it.
+#if defined(__SANITIZE_THREAD__)
+#define QUILT_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QUILT_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES)
 #if __has_attribute(target_clones)
 #define QUILT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 #endif
 #ifndef QUILT_CLONES
 #define QUILT_CLONES
+#endif
+// The same for a function template: clang does not clone templates ("multiversioned functions do
+// not yet support function templates"), so with clang they are compiled for the baseline only.
+#if defined(__clang__)
+#define QUILT_TEMPLATE_CLONES
+#else
+#define QUILT_TEMPLATE_CLONES QUILT_CLONES
 #endif
 
 // Loads and stores at any alignment. (By pointer: a vector return value would change the ABI
