@@ -241,8 +241,7 @@ Expected<StructInfo> InferReshape(const OpInfo& op, const std::vector<Expr>& arg
   }
   std::optional<std::vector<int64_t>> in = (*x)->StaticShape();
   if (in) {
-    int64_t total = 1;
-    for (int64_t d : *in) total *= d;
+    int64_t total = ElementCount(*in).value_or(0);  // InferCall checked the argument's size
     std::optional<int64_t> k = AsInt(known);
     if (k && infer_at >= 0) {
       if (*k == 0 || total % *k != 0) {

@@ -227,8 +227,19 @@ Expected<StructInfo> InferCall(const OpInfo& op, const std::vector<Expr>& args,
     return Error("R." + op.name + " takes " + std::to_string(op.arg_names.size()) +
                  " argument(s), got " + std::to_string(args.size()));
   }
+  // Inference computes with static sizes: each must be a count the runtime can hold.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!StaticSizesFit(args[i]->struct_info)) {
+      return Error("R." + op.name + ": argument '" + op.arg_names[i] + "' (" + ArgName(args[i]) +
+                   ") is " + Describe(args[i]->struct_info) + ", more than 2^50 elements");
+    }
+  }
   Expected<StructInfo> result = op.infer(op, args, attrs);
   if (!result) return Error("R." + op.name + ": " + result.error().message);
+  if (!StaticSizesFit(*result)) {
+    return Error("R." + op.name + ": the result would be " + Describe(*result) +
+                 ", more than 2^50 elements");
+  }
   if (op.kind == OpKind::kToVDevice || op.kind == OpKind::kHintOnDevice) return result;
   // Co-location: the tensor arguments share one vdevice, which the result takes.
   std::vector<std::pair<VDevice, Expr>> placed;

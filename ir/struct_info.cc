@@ -13,6 +13,29 @@ std::optional<std::vector<int64_t>> StructInfoNode::StaticShape() const {
   return dims;
 }
 
+std::optional<int64_t> ElementCount(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxElements || (d != 0 && n > kMaxElements / d)) return std::nullopt;
+    n *= d;
+  }
+  if (n > kMaxElements) return std::nullopt;
+  return n;
+}
+
+bool StaticSizesFit(const StructInfo& s) {
+  if (!s) return true;
+  if (s->kind == StructInfoKind::kTuple) {
+    for (const StructInfo& f : s->fields) {
+      if (!StaticSizesFit(f)) return false;
+    }
+    return true;
+  }
+  if (!s->IsTensor()) return true;
+  std::optional<std::vector<int64_t>> shape = s->StaticShape();
+  return !shape || ElementCount(*shape);
+}
+
 StructInfo ObjectSInfo() { return std::make_shared<StructInfoNode>(); }
 
 StructInfo TensorSInfo(std::optional<std::vector<PrimExpr>> shape, DataType dtype,

@@ -43,6 +43,17 @@ struct StructInfoNode {
   std::optional<std::vector<int64_t>> StaticShape() const;
 };
 
+// The most elements a tensor may have: the runtime's limit (a byte size of any dtype then fits in
+// 64 bits, and so does a product of a count with a dim).
+inline constexpr int64_t kMaxElements = int64_t{1} << 50;
+
+// The element count of `shape`, or nullopt when a dim is negative or exceeds kMaxElements, or
+// the count does (computed without overflow).
+std::optional<int64_t> ElementCount(const std::vector<int64_t>& shape);
+
+// Whether every tensor with static dims in `s` (tuple fields included) has at most kMaxElements.
+bool StaticSizesFit(const StructInfo& s);
+
 StructInfo ObjectSInfo();
 StructInfo TensorSInfo(std::optional<std::vector<PrimExpr>> shape, DataType dtype,
                        std::optional<VDevice> vdevice = std::nullopt, int ndim = -1);

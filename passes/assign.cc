@@ -190,9 +190,8 @@ class Assigner {
     if (!out || !out->IsTensor() || !ir::IsInteger(out->dtype)) return false;
     std::optional<std::vector<int64_t>> dims = out->StaticShape();
     if (!dims) return false;
-    int64_t n = 1;
-    for (int64_t d : *dims) n *= d;
-    if (n > options_.small_shape_elements) return false;
+    std::optional<int64_t> n = ir::ElementCount(*dims);
+    if (!n || *n > options_.small_shape_elements) return false;
     bool any = false;
     for (const Expr& a : call.args) {
       for (const ir::VarNode* v : ir::UsedVars(a)) {

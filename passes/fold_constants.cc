@@ -160,9 +160,7 @@ Expected<Rewrites> FoldReshape(const FunctionView& v, const ir::Binding& binding
   if (!s || s->kind != ir::StructInfoKind::kTensor) return Rewrites();
   std::optional<std::vector<int64_t>> shape = StaticShape(s);
   if (!c || !c->data || !shape || s->dtype != c->dtype) return Rewrites();
-  int64_t n = 1;
-  for (int64_t d : *shape) n *= d;
-  if (n != c->NumElements()) return Rewrites();
+  if (ir::ElementCount(*shape) != c->NumElements()) return Rewrites();
   Expected<ir::Expr> k = ir::MakeConstant(c->dtype, *shape, c->data, VDeviceOf(binding.var));
   if (!k) return k.error();
   return Rewrites{{binding.var.get(), *k}};

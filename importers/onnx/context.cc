@@ -126,9 +126,9 @@ ir::Expr NodeContext::Bind(ir::Expr value, int output) {
 
 Expected<ir::Expr> NodeContext::Const(ir::DataType dtype, std::vector<int64_t> shape,
                                       const void* data) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  size_t bytes = static_cast<size_t>((n * ir::DataTypeBits(dtype) + 7) / 8);
+  std::optional<int64_t> n = ir::ElementCount(shape);
+  if (!n) return Error("a constant of more than 2^50 elements");
+  size_t bytes = static_cast<size_t>((*n * ir::DataTypeBits(dtype) + 7) / 8);
   auto buf = std::make_shared<std::vector<uint8_t>>(bytes);
   if (bytes) std::memcpy(buf->data(), data, bytes);
   return ir::MakeConstant(dtype, std::move(shape), buf);

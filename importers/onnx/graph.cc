@@ -87,11 +87,10 @@ Expected<InputValue> NumbersAsDeclared(const InputValue& v, const ir::StructInfo
   out.dtype = declared.dtype;
   int64_t n = static_cast<int64_t>(v.numbers.size());
   if (std::optional<std::vector<int64_t>> st = declared.StaticShape()) {
-    int64_t want = 1;
-    for (int64_t d : *st) want *= d;
+    std::optional<int64_t> want = ir::ElementCount(*st);
     if (want != n) {
-      return Error("the input has " + std::to_string(want) + " elements, " + std::to_string(n) +
-                   " value" + (n == 1 ? "" : "s") + " given");
+      return Error("the input has " + (want ? std::to_string(*want) : std::string("too many")) +
+                   " elements, " + std::to_string(n) + " value" + (n == 1 ? "" : "s") + " given");
     }
     out.shape = *st;
   } else if (n != 1 || declared.ndim > 0) {
@@ -216,10 +215,15 @@ Expected<ir::StructInfo> GraphImporter::ValueInfoSInfo(const ::onnx::ValueInfoPr
     for (int64_t d : fixed->second) {
       if (d < 0) return Error("--input-shape gives " + v.name() + " a negative dimension");
     }
+    if (!ir::ElementCount(fixed->second)) {
+      return Error("--input-shape gives " + v.name() + " more than 2^50 elements (" +
+                   ShapeText(fixed->second) + "), the most a tensor may hold");
+    }
     return ir::TensorSInfo(fixed->second, *dtype);
   }
   if (!tt.has_shape()) return ir::TensorSInfo(std::nullopt, *dtype);
   std::vector<ir::PrimExpr> dims;
+  std::vector<int64_t> known;  // the static dims
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
     // Some exporters write -1 for a dynamic dim (ONNX Runtime reads it so): a fresh symbolic dim.
@@ -231,6 +235,7 @@ Expected<ir::StructInfo> GraphImporter::ValueInfoSInfo(const ::onnx::ValueInfoPr
                      std::to_string(d.dim_value()));
       }
       dims.push_back(ir::IntImm(d.dim_value()));
+      known.push_back(d.dim_value());
     } else if (d.has_dim_param() &&
                std::any_of(d.dim_param().begin(), d.dim_param().end(),
                            [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
@@ -242,6 +247,12 @@ Expected<ir::StructInfo> GraphImporter::ValueInfoSInfo(const ::onnx::ValueInfoPr
     } else {
       dims.push_back(ir::SymVar(Sanitize(v.name()) + "_d" + std::to_string(i)));
     }
+  }
+  // Shape arithmetic downstream multiplies dims: their static part must be a count the runtime
+  // can hold.
+  if (!ir::ElementCount(known)) {
+    return Error(what + " '" + v.name() + "' has static dims of more than 2^50 elements (" +
+                 ShapeText(known) + "), the most a tensor may hold");
   }
   return ir::TensorSInfo(std::move(dims), *dtype);
 }
@@ -402,7 +413,8 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     }
     if (depth >= model_.options.max_nesting) {
       return Error("node '" + name + "': model-local functions nest deeper than " +
-                   std::to_string(model_.options.max_nesting));
+                   std::to_string(model_.options.max_nesting) +
+                   " (ImportOptions::max_nesting; quiltc --max-nesting)");
     }
     return InlineFunction(node, *fn->second, depth + 1);
   }
@@ -570,7 +582,8 @@ Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(
     std::vector<std::optional<KnownValues>>* known) const {
   if (depth_ + 1 > model_.options.max_nesting) {
     return Error(what + ": subgraphs nest deeper than " +
-                 std::to_string(model_.options.max_nesting));
+                 std::to_string(model_.options.max_nesting) +
+                 " (ImportOptions::max_nesting; quiltc --max-nesting)");
   }
   if (graph.input_size() != static_cast<int>(inputs.size())) {
     return Error(what + " takes " + std::to_string(graph.input_size()) + " inputs, given " +

@@ -77,7 +77,7 @@ bool CheckModelSize(uint64_t size, const ImportOptions& options, Diagnostic* d) 
              std::to_string(limit) +
              (limit == static_cast<uint64_t>(std::numeric_limits<int>::max())
                   ? " (protobuf's 2 GiB); store its weights as external data"
-                  : " (ImportOptions::max_model_bytes)"));
+                  : " (ImportOptions::max_model_bytes; quiltc --max-model-bytes)"));
   return false;
 }
 

@@ -100,9 +100,7 @@ Expected<Outputs> If(NodeContext& ctx) {
   if (cs->ndim != 0) {
     // A one-element tensor of any rank: reshape it to a scalar.
     if (std::optional<std::vector<int64_t>> shape = cs->StaticShape()) {
-      int64_t n = 1;
-      for (int64_t d : *shape) n *= d;
-      if (n != 1) return ctx.Error("the condition must have one element");
+      if (ir::ElementCount(*shape) != 1) return ctx.Error("the condition must have one element");
     }
     Expected<ir::Expr> scalar = ctx.Emit(ir::OpKind::kReshape, {cond, ir::MakeShapeExpr({})});
     if (!scalar) return scalar.error();

@@ -389,8 +389,9 @@ Expected<Outputs> Size(NodeContext& ctx) {
   if (!x) return ctx.Error("Size needs an input");
   const ir::StructInfo& s = x->struct_info;
   if (std::optional<std::vector<int64_t>> st = s->StaticShape()) {
-    int64_t n = 1;
-    for (int64_t d : *st) n *= d;
+    std::optional<int64_t> count = ir::ElementCount(*st);
+    if (!count) return ctx.Error("the input has more than 2^50 elements");
+    int64_t n = *count;
     return NodeContext::Single(ctx.Const(ir::DataType::kInt64, {}, &n));
   }
   Expected<ir::Expr> e = ctx.Emit(OpKind::kSize, {x});

@@ -103,13 +103,14 @@ Expected<int64_t> CheckedElementCount(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) return Error("negative dimension " + std::to_string(d));
-    if (d != 0 && n > (int64_t{1} << 62) / d) return Error("the element count overflows");
+    // At most the runtime's element count, so that the byte count of any dtype fits.
+    if (d != 0 && n > ir::kMaxElements / d) return Error("more than 2^50 elements");
     n *= d;
   }
   return n;
 }
 
-static std::string ShapeText(const std::vector<int64_t>& shape) {
+std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");

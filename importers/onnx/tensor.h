@@ -19,8 +19,12 @@ struct TensorData {
   std::shared_ptr<const std::vector<uint8_t>> bytes;
 };
 
-// Element count of `shape`, or a diagnostic for negative dims or overflow past 2^62.
+// Element count of `shape`, or a diagnostic for negative dims or more than 2^50 elements (the
+// runtime's limit: a byte count of any dtype then fits in 64 bits).
 Expected<int64_t> CheckedElementCount(const std::vector<int64_t>& shape);
+
+// "(2, 3)", "(4,)", "()": a shape as numpy prints it, for messages.
+std::string ShapeText(const std::vector<int64_t>& shape);
 
 // `model_dir` empty: external data is refused.
 Expected<TensorData> ReadTensor(const ::onnx::TensorProto& t, const std::string& model_dir);

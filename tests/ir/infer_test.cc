@@ -307,6 +307,29 @@ TEST(Shapes, TfIdfVectorizerOutputSizeIsTheLargestIndexPlusOne) {
             std::string::npos);
 }
 
+// Inference multiplies static dims: an argument or a result of more than 2^50 elements (the
+// runtime's limit) is refused before any rule computes with it; 2^44 x 2^40 would overflow 64
+// bits in reshape's element count.
+TEST(InferCall, StaticSizesPastTheLimitAreRefused) {
+  Var big = Tensor("x", Dims({int64_t{1} << 44, int64_t{1} << 40}));
+  std::string e = InferError(OpKind::kReshape, {big, MakeShapeExpr(Dims({-1}))});
+  EXPECT_NE(e.find("R.reshape: argument 'x' (`x`) is R.Tensor((17592186044416, 1099511627776), "
+                   "\"float32\"), more than 2^50 elements"),
+            std::string::npos)
+      << e;
+  // A result: broadcasting two tensors of 2^30 elements each to 2^60.
+  Var a = Tensor("a", Dims({int64_t{1} << 30, 1}));
+  Var b = Tensor("b", Dims({1, int64_t{1} << 30}));
+  e = InferError(OpKind::kAdd, {a, b});
+  EXPECT_NE(e.find("R.add: the result would be R.Tensor((1073741824, 1073741824), \"float32\"), "
+                   "more than 2^50 elements"),
+            std::string::npos)
+      << e;
+  // At the limit, both are fine.
+  Var edge = Tensor("e", Dims({int64_t{1} << 25, int64_t{1} << 25}));
+  EXPECT_TRUE(Infer(OpKind::kReshape, {edge, MakeShapeExpr(Dims({-1}))}));
+}
+
 TEST(Attrs, DefaultsAreFilledAndUnknownsRefused) {
   Expected<Expr> call = MakeOpCall(OpKind::kSoftmax, {Tensor("x", Dims({2}))});
   ASSERT_TRUE(call);
