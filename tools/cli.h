@@ -7,11 +7,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <csignal>
+#include <cstdint>
 #include <exception>
 #include <iostream>
 #include <new>
 #include <optional>
+#include <string>
 
 namespace quilt::tools {
 
@@ -27,6 +30,45 @@ inline std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv) {
     return 2;
   }
   return std::nullopt;
+}
+
+// A size in bytes as a flag gives it: a count, or a count with the binary suffix K, M, G or T
+// ("512M" = 512 x 2^20), at least 1 and at most 2^62; nullopt for anything else.
+inline std::optional<uint64_t> ParseByteSize(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 18 || text.size() - digits > 1) return std::nullopt;
+  uint64_t n = std::stoull(text.substr(0, digits));
+  int shift = 0;
+  if (digits < text.size()) {
+    switch (std::toupper(static_cast<unsigned char>(text[digits]))) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (n == 0 || n > (uint64_t{1} << (62 - shift))) return std::nullopt;
+  return n << shift;
+}
+
+// A CLI11 validator for ParseByteSize.
+inline CLI::Validator ByteSize() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return ParseByteSize(text) ? "" : "'" + text + "' is not a size (N, NK, NM, NG or NT)";
+      },
+      "SIZE");
 }
 
 // Runs a tool's main body: an exception that escapes it (memory ran out, a thread could not be

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "importers/onnx/importer.h"
+#include "tools/cli.h"
 
 namespace quilt::tools {
 
@@ -62,17 +63,43 @@ inline bool ParseInputValue(const std::string& text, std::string* name,
 // --input-shape and --input-value, as quiltc and quilt-inspect take them.
 struct ImportFlags {
   std::vector<std::string> shapes, values;
+  importers::onnx::ImportOptions limits;  // its max_* fields only
+  std::string max_model_bytes;
 
   void Add(CLI::App& app) {
     app.add_option("--input-shape", shapes, "fix an input's shape: NAME:D,D,...");
     app.add_option("--input-value", values,
                    "freeze an input to a value at compile time: NAME=V,V,... (in the input's "
                    "declared dtype and shape); the input leaves the package's signature");
+    app.add_option("--max-nesting", limits.max_nesting,
+                   "the deepest nesting of subgraphs and functions a model may have (default " +
+                       std::to_string(limits.max_nesting) + ")")
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--max-inlined-nodes", limits.max_inlined_nodes,
+                   "the most nodes that inlining model-local functions may make (default " +
+                       std::to_string(limits.max_inlined_nodes) + ")")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+    app.add_option("--max-model-bytes", max_model_bytes,
+                   "the largest model file (default 2G - 1: protobuf's limit, which is also the "
+                   "most this option takes)")
+        ->check(ByteSize());
   }
 
   // Fills `options`; the exit code for a malformed flag (2), or nullopt.
   // Warnings go to stderr.
   std::optional<int> Apply(const char* tool, importers::onnx::ImportOptions* options) const {
+    options->max_nesting = limits.max_nesting;
+    options->max_inlined_nodes = limits.max_inlined_nodes;
+    if (!max_model_bytes.empty()) {
+      uint64_t bytes = *ParseByteSize(max_model_bytes);
+      if (bytes > uint64_t{2147483647}) {
+        std::cerr << tool << ": error: --max-model-bytes " << max_model_bytes
+                  << ": an ONNX model file holds at most 2147483647 bytes (2G - 1); larger "
+                     "weights go in external data files\n";
+        return 2;
+      }
+      options->max_model_bytes = static_cast<int64_t>(bytes);
+    }
     options->warn = [tool](const Diagnostic& d) {
       std::cerr << tool << ": warning: " << d.ToString() << "\n";
     };

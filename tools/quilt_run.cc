@@ -217,7 +217,10 @@ int Main(int argc, char** argv) {
   std::string package, npz, output_dir, code_cache, profile_file;
   std::vector<std::string> input_args;
   int warmup = 0, iterations = 0, threads = 1;
-  bool strict = false;
+  bool strict = false, skip_checksum = false, map_file = false;
+  quilt::rt::SessionLimits limits;
+  std::string max_arena_bytes, max_run_bytes;
+  double run_timeout = 0;
   app.add_option("package", package, "compiled package (.quilt)")->required();
   app.add_option("--input", input_args,
                  "NAME=FILE: .npy, .pb, or .npz (its member NAME, or its only member)");
@@ -230,6 +233,33 @@ int Main(int argc, char** argv) {
   app.add_flag("--strict", strict,
                "fail when a device's code does not load (or a portable package's accelerator is "
                "absent), instead of running its steps on the CPU");
+  app.add_flag("--skip-checksum", skip_checksum,
+               "load without verifying the package's checksum (for a package verified before, "
+               "on storage nothing else writes)");
+  app.add_flag("--map-file", map_file,
+               "map the package file instead of reading it into memory (the file must then not "
+               "change while the tool runs)");
+  app.add_option("--max-threads", limits.max_threads,
+                 "the most --threads a session accepts (default " +
+                     std::to_string(limits.max_threads) + ")")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--max-workers", limits.max_workers,
+                 "the most worker threads of all concurrent runs together (default " +
+                     std::to_string(limits.max_workers) + ")")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--max-loop-iterations", limits.max_loop_iterations,
+                 "the most iterations of one Loop in a run (default " +
+                     std::to_string(limits.max_loop_iterations) + ")")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 62));
+  app.add_option("--max-arena-bytes", max_arena_bytes,
+                 "the largest working memory a package may plan on a device (default 64G)")
+      ->check(quilt::tools::ByteSize());
+  app.add_option("--max-run-bytes", max_run_bytes,
+                 "the most memory one run may hold on all devices (default 1T)")
+      ->check(quilt::tools::ByteSize());
+  app.add_option("--run-timeout", run_timeout,
+                 "cancel a run still going after this many seconds (it then fails)")
+      ->check(CLI::Range(0.001, 1e6));
   app.add_option("--code-cache", code_cache,
                  "keep the binaries of the device code built at session creation (OpenCL "
                  "programs) in this folder, keyed by device, driver and source, so the next "
@@ -267,8 +297,15 @@ int Main(int argc, char** argv) {
                   "': " + (ec ? ec.message() : "exists and is not a directory"));
     }
   }
+  if (!max_arena_bytes.empty()) {
+    limits.max_arena_bytes = *quilt::tools::ParseByteSize(max_arena_bytes);
+  }
+  if (!max_run_bytes.empty()) limits.max_run_bytes = *quilt::tools::ParseByteSize(max_run_bytes);
+  quilt::rt::LoadOptions load_options;
+  load_options.verify_checksum = !skip_checksum;
+  load_options.map_file = map_file;
   std::unique_ptr<quilt::rt::LoadedPackage> loaded;
-  quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded);
+  quilt::rt::Status st = quilt::rt::LoadedPackage::FromFile(package, &loaded, load_options);
   if (!st.ok()) {
     std::cerr << "quilt-run: error: " << st.message() << "\n";
     return 1;
@@ -277,6 +314,7 @@ int Main(int argc, char** argv) {
   options.threads = threads;
   options.strict = strict;
   options.code_cache_dir = code_cache;
+  options.limits = limits;
   std::unique_ptr<quilt::rt::Session> session;
   auto created = std::chrono::steady_clock::now();
   st = quilt::rt::Session::Create(std::move(loaded), options, &session);
@@ -324,15 +362,29 @@ int Main(int argc, char** argv) {
     inputs.push_back(std::move(n));
   }
   std::vector<OwnedTensor> outputs;
+  // One run, cancelled past --run-timeout.
+  auto run = [&](quilt::rt::RunProfile* profile) {
+    if (run_timeout <= 0) return session->Run(inputs, &outputs, profile);
+    quilt::rt::RunControl control;
+    control.CancelAfter(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(run_timeout)));
+    quilt::rt::Status s = session->Run(inputs, &outputs, profile, &control);
+    if (s.code() == quilt::rt::StatusCode::kCancelled) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", run_timeout);
+      return quilt::rt::Status::Error(s.message() + " (--run-timeout " + seconds + " s)", s.code());
+    }
+    return s;
+  };
   for (int i = 0; i < warmup; ++i) {
-    st = session->Run(inputs, &outputs);
+    st = run(nullptr);
     if (!st.ok()) break;
   }
   std::vector<double> times;
   int runs = std::max(1, iterations);
   for (int i = 0; i < runs && st.ok(); ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    st = session->Run(inputs, &outputs);
+    st = run(nullptr);
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -356,7 +408,7 @@ int Main(int argc, char** argv) {
   if (!profile_file.empty()) {
     std::vector<quilt::rt::RunProfile> profiles(10);
     for (quilt::rt::RunProfile& p : profiles) {
-      st = session->Run(inputs, &outputs, &p);
+      st = run(&p);
       if (!st.ok()) {
         std::cerr << "quilt-run: error: " << st.message() << "\n";
         return 1;

@@ -118,9 +118,9 @@ TEST_F(InputFiles, QuiltRunSaysWhenTheOutputDirIsAFile) {
       << r.out;
 }
 
-// An allocation that fails (random values for an input of 3e12 floats) is a message, not an
-// abort. AddressSanitizer's allocator reports a failed allocation and stops the process itself,
-// before any handler: there the test cannot run.
+// An allocation that fails (random values for an input of 3e12 floats, past the default arena
+// limit, which is raised) is a message, not an abort. AddressSanitizer's allocator reports a failed
+// allocation and stops the process itself, before any handler: there the test cannot run.
 TEST_F(InputFiles, QuiltRunSaysWhenMemoryRunsOut) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer ends the process on a failed allocation itself";
@@ -128,7 +128,8 @@ TEST_F(InputFiles, QuiltRunSaysWhenMemoryRunsOut) {
   ToolResult c =
       RunTool("quiltc", Model() + " -o " + Path("m.quilt") + " --input-shape a:1000000000000,3");
   ASSERT_EQ(c.code, 0) << c.Describe();
-  ToolResult r = RunTool("quilt-run", Path("m.quilt"));
+  ToolResult r =
+      RunTool("quilt-run", Path("m.quilt") + " --max-arena-bytes 16T --max-run-bytes 16T");
   EXPECT_TRUE(r.FailedCleanly()) << r.Describe();
   EXPECT_EQ(r.code, 1) << r.Describe();
   EXPECT_NE(r.out.find("quilt-run: error: out of memory"), std::string::npos) << r.out;
