@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "targets/package_writer.h"
@@ -228,6 +229,67 @@ TEST(Session, RunMemoryLimitAndTimeBudget) {
   rt::RunControl later;
   later.CancelAfter(std::chrono::hours(1));
   EXPECT_TRUE(s->Run(in, &out, nullptr, &later).ok());
+}
+
+// One run control shared by runs on four threads (each run on a pool of 3 threads), cancelled
+// from the main thread while they go: every run ends either right, with the values computed, or
+// with the cancelled status, and every run after the cancel is cancelled. (ThreadSanitizer runs
+// this in scripts/test.sh.)
+TEST(Session, ACancelFromAnotherThreadStopsEveryRunSharingTheControl) {
+  rt::SessionOptions options;
+  options.threads = 3;
+  std::vector<uint8_t> bytes = compiler::WritePackage(TwoInputPackage());
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &loaded).ok());
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(std::move(loaded), options, &s).ok());
+  constexpr int kThreads = 4;
+  rt::RunControl control;
+  std::atomic<int> runs{0};
+  std::atomic<bool> cancelled{false};
+  std::vector<std::string> errors(kThreads);
+  std::vector<int> after_cancel(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> a(3 * 64), b(3 * 64, static_cast<float>(t));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7);
+      for (int r = 0; r < 100000 && after_cancel[t] < 3; ++r) {
+        bool was_cancelled = cancelled.load();
+        std::vector<rt::OwnedTensor> out;
+        rt::Status st = s->Run({test::Input("a", a, {64, 3}), test::Input("b", b, {64, 3})}, &out,
+                               nullptr, &control);
+        runs.fetch_add(1);
+        if (st.code() == rt::StatusCode::kCancelled) {
+          ++after_cancel[t];
+          continue;
+        }
+        if (!st.ok()) {
+          errors[t] = st.message();
+          return;
+        }
+        if (was_cancelled) {
+          errors[t] = "a run begun after the cancel completed";
+          return;
+        }
+        std::vector<float> z = test::Floats(out[0]);
+        for (size_t i = 0; i < z.size(); ++i) {
+          if (z[i] != (a[i] + static_cast<float>(t)) * a[i]) {
+            errors[t] = "element " + std::to_string(i) + " is " + std::to_string(z[i]);
+            return;
+          }
+        }
+      }
+    });
+  }
+  while (runs.load() < 40) std::this_thread::yield();
+  control.Cancel();
+  cancelled.store(true);
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    EXPECT_EQ(after_cancel[t], 3) << "thread " << t;
+  }
 }
 
 }  // namespace
