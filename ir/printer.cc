@@ -126,8 +126,12 @@ bool HasLiteralForm(DataType t) {
 std::string ConstantText(const ConstantNode& c) {
   std::string dtype = Quote(std::string(DataTypeName(c.dtype)));
   const std::vector<uint8_t>& data = *c.data;
-  if (!HasLiteralForm(c.dtype)) {
-    // No Python literal for these element types: raw bytes in hex.
+  // Raw bytes in hex where nested lists do not serve: element types without a Python literal, an
+  // empty constant of several dims (its lists would number the product of the dims before the
+  // zero, 2^40 and more for a damaged model), and ranks past 8 (one level of nesting each).
+  bool nested = HasLiteralForm(c.dtype) && c.shape.size() <= 8 &&
+                (c.shape.size() <= 1 || c.NumElements() > 0);
+  if (!nested) {
     std::string hex;
     char buf[3];
     for (uint8_t b : data) {

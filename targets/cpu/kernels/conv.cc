@@ -303,8 +303,21 @@ Status ConvTranspose(KernelContext& ctx) {
     w.dilation[i] = dilation[i];
     w.pad_begin[i] = padding[i];
     w.pad_end[i] = padding[r + i];
-    int64_t dk = (w.kernel[i] - 1) * w.dilation[i] + 1;
-    w.out[i] = (w.in[i] - 1) * w.stride[i] + dk + out_pad[i] - w.pad_begin[i] - w.pad_end[i];
+    // out = (in - 1) * stride + (kernel - 1) * dilation + 1 + output_padding - pads, each step
+    // checked: the attributes come from the package.
+    int64_t dk, out;
+    bool wraps = __builtin_mul_overflow(w.kernel[i] - 1, w.dilation[i], &dk) ||
+                 __builtin_add_overflow(dk, 1, &dk) ||
+                 __builtin_mul_overflow(w.in[i] - 1, w.stride[i], &out) ||
+                 __builtin_add_overflow(out, dk, &out) ||
+                 __builtin_add_overflow(out, out_pad[i], &out) ||
+                 __builtin_sub_overflow(out, w.pad_begin[i], &out) ||
+                 __builtin_sub_overflow(out, w.pad_end[i], &out);
+    if (wraps) {
+      return Status::Error("the output size along spatial dim " + Str(static_cast<int64_t>(i)) +
+                           " overflows (strides, dilation, padding or output_padding)");
+    }
+    w.out[i] = out;
     if (w.out[i] < 0) {
       return Status::Error("output size " + Str(w.out[i]) + " along spatial dim " +
                            Str(static_cast<int64_t>(i)) + " is negative");
