@@ -27,7 +27,7 @@ usage() {
 
 build() {
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DQUILT_FUZZ=ON \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DQUILT_FUZZ=ON \
     -DQUILT_BUILD_TESTS=OFF >/dev/null
   cmake --build build-fuzz -j"$(nproc)"
 }

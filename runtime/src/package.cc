@@ -155,12 +155,13 @@ class GraphChecker {
     }
     num_values_ = static_cast<int64_t>(g_.values()->size());
     QUILT_RETURN_IF_ERROR(CheckDims());
+    // Before CheckValue reads the arena sizes.
+    if (!Aligned8(g_.arena_bytes())) return Fail("the arena sizes are not aligned to 8 bytes");
     defined_.assign(num_values_, false);
     for (uint32_t i = 0; i < g_.values()->size(); ++i) {
       QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
     }
     // An arena larger than all its values laid end to end is a damaged size, not a plan.
-    if (!Aligned8(g_.arena_bytes())) return Fail("the arena sizes are not aligned to 8 bytes");
     if (g_.arena_bytes()) {
       for (int64_t a : *g_.arena_bytes()) {
         if (a < 0 || a > arena_need_) {

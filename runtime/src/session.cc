@@ -1081,7 +1081,8 @@ class Run final : public OutputAllocator {
     for (size_t d = axis; d < elem.size(); ++d) inner *= elem[d];
     y.data.resize(static_cast<size_t>(outer * n * inner) * eb);
     uint8_t* dst = y.data.data();
-    for (int64_t t = 0; t < n; ++t) {
+    // Elements of zero elements have no data (null pointers, which memcpy may not be given).
+    for (int64_t t = 0; t < n && inner > 0; ++t) {
       int64_t pos = reverse ? n - 1 - t : t;
       for (int64_t o = 0; o < outer; ++o) {
         std::memcpy(dst + ((o * n + pos) * inner) * eb, items[t].data.data() + o * inner * eb,
@@ -1236,7 +1237,7 @@ class Run final : public OutputAllocator {
     int64_t n = x.shape[axis];
     o.data.resize(outer * inner * eb);
     const auto* src = static_cast<const uint8_t*>(x.data);
-    for (int64_t k = 0; k < outer; ++k) {
+    for (int64_t k = 0; k < outer && inner > 0; ++k) {
       std::memcpy(o.data.data() + k * inner * eb, src + ((k * n + index) * inner) * eb, inner * eb);
     }
     return o;

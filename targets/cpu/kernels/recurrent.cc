@@ -292,12 +292,14 @@ Status Recurrent(KernelContext& ctx) {
     int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
     QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
   }
+  // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
+  // the vectors are empty.
   std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
   for (int64_t d = 0; d < dirs; ++d) {
     bool reverse = direction == "reverse" || d == 1;
-    const double* Wb = &b[d * 2 * kGates * H];
+    const double* Wb = b.data() + d * 2 * kGates * H;
     const double* Rb = Wb + kGates * H;
-    const double* P = &p[d * 3 * H];
+    const double* P = p.data() + d * 3 * H;
     const Activation& f = acts[d * kActs];
     const Activation& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const Activation& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
@@ -307,15 +309,15 @@ Status Recurrent(KernelContext& ctx) {
     // Row j of the input and recurrent projections for time t and batch n.
     auto project_x = [&](int64_t t, int64_t n, int64_t j) {
       if constexpr (kQuant) {
-        const int32_t* a = &qx.q[xoff(t, n)];
-        const int32_t* wj = &wq.w[(d * kGates * H + j) * I];
+        const int32_t* a = qx.q.data() + xoff(t, n);
+        const int32_t* wj = wq.w.data() + (d * kGates * H + j) * I;
         int64_t acc = 0;
         for (int64_t i = 0; i < I; ++i) acc += static_cast<int64_t>(a[i]) * wj[i];
         return static_cast<double>(acc) *
                static_cast<double>(qx.scale * wq.scale[d * kGates * H + j]);
       } else {
-        const double* a = &x[xoff(t, n)];
-        const double* wj = &w[(d * kGates * H + j) * I];
+        const double* a = x.data() + xoff(t, n);
+        const double* wj = w.data() + (d * kGates * H + j) * I;
         double acc = 0;
         for (int64_t i = 0; i < I; ++i) acc += a[i] * wj[i];
         return acc;
@@ -323,15 +325,15 @@ Status Recurrent(KernelContext& ctx) {
     };
     auto project_h = [&](int64_t n, int64_t j) {
       if constexpr (kQuant) {
-        const int32_t* a = &qh.q[n * H];
-        const int32_t* rj = &rq.w[(d * kGates * H + j) * H];
+        const int32_t* a = qh.q.data() + n * H;
+        const int32_t* rj = rq.w.data() + (d * kGates * H + j) * H;
         int64_t acc = 0;
         for (int64_t k = 0; k < H; ++k) acc += static_cast<int64_t>(a[k]) * rj[k];
         return static_cast<double>(acc) *
                static_cast<double>(qh.scale * rq.scale[d * kGates * H + j]);
       } else {
-        const double* a = &hs[n * H];
-        const double* rj = &r[(d * kGates * H + j) * H];
+        const double* a = hs.data() + n * H;
+        const double* rj = r.data() + (d * kGates * H + j) * H;
         double acc = 0;
         for (int64_t k = 0; k < H; ++k) acc += a[k] * rj[k];
         return acc;
@@ -348,8 +350,8 @@ Status Recurrent(KernelContext& ctx) {
       for (int64_t n = 0; n < N; ++n) {
         if (step >= lens[n]) continue;
         int64_t t = reverse ? lens[n] - 1 - step : step;
-        double* h_n = &hs[n * H];
-        double* c_n = &cs[n * H];
+        double* h_n = hs.data() + n * H;
+        double* c_n = cs.data() + n * H;
         // Input and recurrent projections of every gate, each with its bias.
         for (int64_t j = 0; j < kGates * H; ++j) {
           gx[j] = Wb[j] + project_x(t, n, j);

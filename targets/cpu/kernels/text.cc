@@ -1,5 +1,7 @@
 // Text features over integer tokens: TfIdfVectorizer (n-gram counts with skips).
+#include <algorithm>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "targets/cpu/kernels/registry.h"
@@ -24,8 +26,18 @@ Status TfIdfVectorizer(KernelContext& ctx) {
   std::vector<int64_t> indexes = a.Ints("ngram_indexes");
   std::vector<int64_t> pool = a.Ints("pool_int64s");
   std::vector<double> weights = a.Floats("weights");
+  if (lo < 0 || hi < 0 || max_skip < 0) {
+    return Status::Error("n-gram lengths [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "] or max_skip_count " + std::to_string(max_skip) + " out of range");
+  }
   int64_t width = 0;
-  for (int64_t i : indexes) width = std::max(width, i + 1);
+  for (int64_t i : indexes) {
+    if (i < 0 || i >= (int64_t{1} << 40)) {
+      return Status::Error("ngram_indexes holds " + std::to_string(i) +
+                           ", not an output slot (0 to 2^40 - 1)");
+    }
+    width = std::max(width, i + 1);
+  }
   // The pool's n-grams by length: gram -> its position in ngram_indexes.
   std::map<std::vector<int64_t>, size_t> grams;
   size_t gram_id = 0;
@@ -43,6 +55,10 @@ Status TfIdfVectorizer(KernelContext& ctx) {
   if (gram_id > indexes.size()) return Status::Error("more n-grams in the pool than ngram_indexes");
   int64_t rows = x.rank() == 2 ? x.shape[0] : 1;
   int64_t cols = x.shape[x.rank() - 1];
+  // The pool has no n-gram longer than its counts, and no skip past a row's tokens fits one: the
+  // loops below go no further, whatever the attributes say.
+  hi = std::min<int64_t>(hi, static_cast<int64_t>(counts.size()));
+  max_skip = std::min(max_skip, cols);
   Shape shape = x.rank() == 2 ? Shape{rows, width} : Shape{width};
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, shape, &y));
