@@ -8,6 +8,8 @@
 //     to the bound name.
 #include "ir/printer.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -428,8 +430,17 @@ class FunctionPrinter {
 std::string FormatDouble(double v) {
   if (std::isnan(v)) return "float(\"nan\")";
   if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
-  char buf[32];
-  for (int precision = 1; precision <= 17; ++precision) {
+  // The fewest significant digits that read back as v: std::to_chars finds how many in one go (a
+  // weight tensor prints its floats a digit count at a time otherwise), %g writes them.
+  char buf[32], shortest[64];
+  int digits = 1;
+  if (auto r = std::to_chars(shortest, shortest + sizeof(shortest), v,
+                             std::chars_format::scientific);
+      r.ec == std::errc()) {
+    digits = static_cast<int>(std::count_if(shortest, std::find(shortest, r.ptr, 'e'),
+                                            [](char c) { return c >= '0' && c <= '9'; }));
+  }
+  for (int precision = std::max(digits, 1); precision <= 17; ++precision) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
