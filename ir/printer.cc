@@ -146,14 +146,22 @@ std::string ConstantText(const ConstantNode& c) {
   }
   size_t elem = DataTypeBits(c.dtype) / 8;
   size_t index = 0;
-  // Nested lists, one level per dimension.
-  std::function<std::string(size_t)> nest = [&](size_t dim) -> std::string {
-    if (dim == c.shape.size()) return ElementText(c.dtype, data.data() + elem * index++);
-    std::string s = "[";
-    for (int64_t i = 0; i < c.shape[dim]; ++i) s += (i ? ", " : "") + nest(dim + 1);
-    return s + "]";
+  // Nested lists, one level per dimension, appended to one string.
+  std::string s = "R.const(";
+  std::function<void(size_t)> nest = [&](size_t dim) {
+    if (dim == c.shape.size()) {
+      s += ElementText(c.dtype, data.data() + elem * index++);
+      return;
+    }
+    s += '[';
+    for (int64_t i = 0; i < c.shape[dim]; ++i) {
+      if (i) s += ", ";
+      nest(dim + 1);
+    }
+    s += ']';
   };
-  return "R.const(" + nest(0) + ", " + dtype + ")";
+  nest(0);
+  return s + ", " + dtype + ")";
 }
 
 class FunctionPrinter {
@@ -434,8 +442,8 @@ std::string FormatDouble(double v) {
   // weight tensor prints its floats a digit count at a time otherwise), %g writes them.
   char buf[32], shortest[64];
   int digits = 1;
-  if (auto r = std::to_chars(shortest, shortest + sizeof(shortest), v,
-                             std::chars_format::scientific);
+  if (auto r =
+          std::to_chars(shortest, shortest + sizeof(shortest), v, std::chars_format::scientific);
       r.ec == std::errc()) {
     digits = static_cast<int>(std::count_if(shortest, std::find(shortest, r.ptr, 'e'),
                                             [](char c) { return c >= '0' && c <= '9'; }));

@@ -233,6 +233,12 @@ Status Resize(KernelContext& ctx) {
   for (int a = 0; a < rank; ++a) {
     if (x.shape[a] == 0 && out[a] > 0) return Status::Error("cannot resize an empty axis");
   }
+  // The output first: the run's limits bound it, and so the taps below (one per position of an
+  // axis, never more than the output's elements); an empty output needs none, whatever the other
+  // axes' sizes.
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
+  if (y->NumElements() == 0) return Status::Ok();
   // The taps of every output position of every axis.
   std::vector<std::vector<AxisTaps>> taps(rank);
   for (int a = 0; a < rank; ++a) {
@@ -242,8 +248,6 @@ Status Resize(KernelContext& ctx) {
           ResizeTaps(p, x.shape[a], out[a], scale[a], roi_start[a], roi_end[a], o, &taps[a][o]));
     }
   }
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   std::vector<int64_t> strides = Strides(x.shape);
   return VisitNumeric(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
