@@ -227,8 +227,10 @@ Expected<StructInfo> InferCall(const OpInfo& op, const std::vector<Expr>& args,
     return Error("R." + op.name + " takes " + std::to_string(op.arg_names.size()) +
                  " argument(s), got " + std::to_string(args.size()));
   }
-  // Inference computes with static sizes: each must be a count the runtime can hold.
+  // Every argument is present (an importer passes what a model names, which may be absent), and
+  // inference computes with static sizes: each must be a count the runtime can hold.
   for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i]) return Error("R." + op.name + ": argument '" + op.arg_names[i] + "' is missing");
     if (!StaticSizesFit(args[i]->struct_info)) {
       return Error("R." + op.name + ": argument '" + op.arg_names[i] + "' (" + ArgName(args[i]) +
                    ") is " + Describe(args[i]->struct_info) + ", more than 2^50 elements");
