@@ -588,6 +588,12 @@ Status Split(KernelContext& ctx) {
   std::vector<int64_t> idx = ctx.attrs().Ints("indices_or_sections");
   int64_t sections = ctx.attrs().Int("sections", 0);
   std::vector<int64_t> sizes;
+  // Each part is an output: a count of parts past them is refused before it is listed.
+  int64_t parts = sections > 0 ? sections : static_cast<int64_t>(idx.size()) + 1;
+  if (parts > ctx.num_outputs()) {
+    return Status::Error("the split gives " + std::to_string(parts) + " parts for " +
+                         std::to_string(ctx.num_outputs()) + " outputs");
+  }
   if (sections > 0) {
     int64_t chunk = (dim + sections - 1) / sections;
     for (int64_t i = 0; i < sections; ++i) {
