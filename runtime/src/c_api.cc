@@ -260,7 +260,8 @@ quilt_status_t* quilt_session_run_with(const quilt_session_t* session, const qui
       if (!need) {
         return ToC(Status::Error("input '" + t.name + "': its shape " +
                                  quilt::rt::ShapeString(t.tensor.shape) +
-                                 " holds more bytes than 64 bits count"));
+                                 " has a dim past 2^50 or more than 2^50 elements, the most a "
+                                 "tensor holds"));
       }
       if (*need != in.byte_size) {
         return ToC(Status::Error("input '" + t.name + "': " + std::to_string(in.byte_size) +

@@ -646,17 +646,12 @@ class Run final : public OutputAllocator {
       return Status::Error("kernel asked for output " + std::to_string(i) + " of " +
                            std::to_string(num_outputs()));
     }
-    uint64_t n = 1;
     for (int64_t d : shape) {
       if (d < 0) return Status::Error("output " + std::to_string(i) + " would have a negative dim");
-      if (d != 0 && n > kMaxAllocation / static_cast<uint64_t>(d)) {
-        return Status::Error("output " + std::to_string(i) + " of shape " + ShapeString(shape) +
-                             " is too large");
-      }
-      n *= d;
     }
-    size_t bytes = DTypeBytes(dtype, static_cast<int64_t>(n));
-    if (bytes > kMaxAllocation) {
+    std::optional<size_t> checked = CheckedByteSize(dtype, shape);
+    size_t bytes = checked.value_or(0);
+    if (!checked || bytes > kMaxAllocation) {
       return Status::Error("output " + std::to_string(i) + " of shape " + ShapeString(shape) +
                            " is too large");
     }
@@ -744,7 +739,7 @@ class Run final : public OutputAllocator {
                              (std::find_if(t.shape.begin(), t.shape.end(),
                                            [](int64_t d) { return d < 0; }) != t.shape.end()
                                   ? ": a dim is negative"
-                                  : ": its size overflows 64 bits"));
+                                  : ": a dim past 2^50, or more than 2^50 elements"));
       }
       if (*size > 0 && (!t.data || reinterpret_cast<uintptr_t>(t.data) % DTypeAlignment(t.dtype))) {
         return Status::Error(where + (t.data ? " is not aligned to " : " has no data; it needs ") +
@@ -858,6 +853,8 @@ class Run final : public OutputAllocator {
       if (!e || *e < 0) return std::nullopt;
       shape.push_back(*e);
     }
+    // A shape past the runtime's: left to Allocate, which says so.
+    if (!ShapeFits(shape)) return std::nullopt;
     return shape;
   }
 

@@ -17,11 +17,30 @@ using Shape = std::vector<int64_t>;
 
 // The bytes of a tensor of `dtype` and `shape`, or nullopt when a dim is negative or the size
 // overflows 64 bits.
-inline std::optional<size_t> CheckedByteSize(DType dtype, const Shape& shape) {
+// The most elements a tensor may have.
+inline constexpr int64_t kMaxElements = int64_t{1} << 50;
+
+// Whether the runtime holds a tensor of this shape: every dim in [0, 2^50] and the product of the
+// non-zero dims at most 2^50. An empty tensor's other dims are bounded too, so that strides and
+// offsets computed from any of its dims fit in 64 bits whatever the order of the dims.
+inline bool ShapeFits(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    if (d < 0 || d > kMaxElements) return false;
+    if (d != 0) {
+      if (n > kMaxElements / d) return false;
+      n *= d;
+    }
   }
+  return true;
+}
+
+// The byte size of a tensor of this dtype and shape; nullopt when the shape does not fit
+// (ShapeFits).
+inline std::optional<size_t> CheckedByteSize(DType dtype, const Shape& shape) {
+  if (!ShapeFits(shape)) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
   int64_t bits = 0;
   if (__builtin_mul_overflow(n, static_cast<int64_t>(DTypeBits(dtype)), &bits) ||
       bits > INT64_MAX - 7) {

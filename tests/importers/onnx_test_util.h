@@ -107,6 +107,40 @@ class OnnxGraph {
   onnx::ModelProto model_;
 };
 
+// A Loop body y <- y + 1: (iteration count, condition, y_in) -> (condition, y_out).
+inline OnnxGraph CountingLoopBody() {
+  OnnxGraph body(13);
+  body.Input("i", onnx::TensorProto::INT64, {}).Input("c", onnx::TensorProto::BOOL, {});
+  body.Input("y_in", onnx::TensorProto::FLOAT, {1});
+  body.Initializer<float>("one", onnx::TensorProto::FLOAT, {1}, {1.0f});
+  body.Node("Identity", {"c"}, {"c_out"}, "keep");
+  body.Node("Add", {"y_in", "one"}, {"y_out"}, "step");
+  body.Output("c_out", onnx::TensorProto::BOOL, std::vector<Dim>{});
+  body.Output("y_out", onnx::TensorProto::FLOAT, std::vector<Dim>{1});
+  return body;
+}
+
+// Adds a Loop node `name` over `body` to `g`: trip count `n`, condition "go", carried `y`, result
+// `out`.
+inline void AddLoop(OnnxGraph& g, OnnxGraph body, const std::string& n, const std::string& y,
+                    const std::string& out, const std::string& name) {
+  onnx::NodeProto& loop = g.Node("Loop", {n, "go", y}, {out}, name);
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = *body.graph();
+}
+
+// res = y + n: a Loop ("count") whose trip count n and condition go are inputs, as is y.
+inline OnnxGraph CountingLoop() {
+  OnnxGraph g(13);
+  g.Input("n", onnx::TensorProto::INT64, {}).Input("go", onnx::TensorProto::BOOL, {});
+  g.Input("y", onnx::TensorProto::FLOAT, {1});
+  AddLoop(g, CountingLoopBody(), "n", "y", "res", "count");
+  g.Output("res", onnx::TensorProto::FLOAT);
+  return g;
+}
+
 inline void SetInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
   auto* a = n.add_attribute();
   a->set_name(name);

@@ -200,15 +200,20 @@ TEST(CApi, ByteSizeMustMatchDtypeAndShape) {
   ASSERT_NE(st, nullptr);
   EXPECT_STREQ(quilt_status_message(st), "input 'x': 20 bytes given, its dtype and shape need 24");
   quilt_status_free(st);
-  // 2^62 x 4 elements: a count that wraps to 0 in 64 bits must not pass for 0 bytes.
+  // 2^62 x 4 elements: a count that wraps to 0 in 64 bits must not pass for 0 bytes; nor may an
+  // empty tensor whose other dims multiply past 64 bits (kernels compute strides from them).
   int64_t huge[2] = {int64_t{1} << 62, 4};
-  in = {"x", QUILT_DTYPE_F32, 2, huge, nullptr, 0};
-  st = quilt_session_run(session, &in, 1, &outs);
-  ASSERT_NE(st, nullptr);
-  EXPECT_NE(std::string(quilt_status_message(st)).find("holds more bytes than 64 bits count"),
-            std::string::npos)
-      << quilt_status_message(st);
-  quilt_status_free(st);
+  int64_t empty_but_huge[2] = {0, int64_t{1} << 62};
+  for (int64_t* dims : {huge, empty_but_huge}) {
+    in = {"x", QUILT_DTYPE_F32, 2, dims, nullptr, 0};
+    st = quilt_session_run(session, &in, 1, &outs);
+    ASSERT_NE(st, nullptr);
+    EXPECT_NE(std::string(quilt_status_message(st))
+                  .find("has a dim past 2^50 or more than 2^50 elements, the most a tensor holds"),
+              std::string::npos)
+        << quilt_status_message(st);
+    quilt_status_free(st);
+  }
   // float32 elements at an address that is not a multiple of 4.
   alignas(8) unsigned char raw[32] = {};
   in = {"x", QUILT_DTYPE_F32, 2, shape, raw + 1, 24};

@@ -18,6 +18,7 @@ namespace quilt::compiler {
 namespace {
 
 using onnx::TensorProto;
+using quilt::testing::CountingLoop;
 using quilt::testing::OnnxGraph;
 using quilt::testing::SetInt;
 using quilt::testing::SetInts;
@@ -333,28 +334,6 @@ TEST(ModelContract, AShapeTooLargeForTheRuntimeIsRefusedAtCompileTime) {
         std::string::npos)
         << c.error().ToString();
   }
-}
-
-// A Loop y <- y + 1 whose trip count and condition are inputs.
-OnnxGraph CountingLoop() {
-  OnnxGraph body(13);
-  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
-  body.Input("y_in", TensorProto::FLOAT, {1});
-  body.Initializer<float>("one", TensorProto::FLOAT, {1}, {1.0f});
-  body.Node("Identity", {"c"}, {"c_out"}, "keep");
-  body.Node("Add", {"y_in", "one"}, {"y_out"}, "step");
-  body.Output("c_out", TensorProto::BOOL, std::vector<quilt::testing::Dim>{});
-  body.Output("y_out", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{1});
-  OnnxGraph g(13);
-  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
-  g.Input("y", TensorProto::FLOAT, {1});
-  onnx::NodeProto& loop = g.Node("Loop", {"n", "go", "y"}, {"res"}, "count");
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
-  g.Output("res", TensorProto::FLOAT);
-  return g;
 }
 
 rt::Status RunCountingLoop(const rt::Session& s, int64_t n, std::vector<rt::OwnedTensor>* out,

@@ -18,42 +18,12 @@
 namespace {
 
 using onnx::TensorProto;
+using quilt::testing::AddLoop;
+using quilt::testing::CountingLoop;
+using quilt::testing::CountingLoopBody;
 using quilt::testing::OnnxGraph;
 using quilt::testing::RunTool;
 using quilt::testing::ToolResult;
-
-// A Loop body y <- y + 1 (iteration count, condition, y).
-OnnxGraph CountingBody() {
-  OnnxGraph body(13);
-  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
-  body.Input("y_in", TensorProto::FLOAT, {1});
-  body.Initializer<float>("one", TensorProto::FLOAT, {1}, {1.0f});
-  body.Node("Identity", {"c"}, {"c_out"}, "keep");
-  body.Node("Add", {"y_in", "one"}, {"y_out"}, "step");
-  body.Output("c_out", TensorProto::BOOL, std::vector<quilt::testing::Dim>{});
-  body.Output("y_out", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{1});
-  return body;
-}
-
-// Adds a Loop node over `body` to `g`: trip count `n`, condition `go`, carried `y` -> `out`.
-void AddLoop(OnnxGraph& g, OnnxGraph body, const std::string& n, const std::string& y,
-             const std::string& out, const std::string& name) {
-  onnx::NodeProto& loop = g.Node("Loop", {n, "go", y}, {out}, name);
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
-}
-
-// res = y + n: a Loop whose trip count n and condition go are inputs.
-OnnxGraph CountingLoop() {
-  OnnxGraph g(13);
-  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
-  g.Input("y", TensorProto::FLOAT, {1});
-  AddLoop(g, CountingBody(), "n", "y", "res", "count");
-  g.Output("res", TensorProto::FLOAT);
-  return g;
-}
 
 // The same loop inside the body of another: subgraphs two deep.
 OnnxGraph NestedLoops() {
@@ -62,7 +32,7 @@ OnnxGraph NestedLoops() {
   outer_body.Input("z_in", TensorProto::FLOAT, {1});
   outer_body.Initializer<int64_t>("two", TensorProto::INT64, {}, {2});
   outer_body.Node("Identity", {"go"}, {"go_out"}, "keep_outer");
-  AddLoop(outer_body, CountingBody(), "two", "z_in", "z_out", "inner");
+  AddLoop(outer_body, CountingLoopBody(), "two", "z_in", "z_out", "inner");
   outer_body.Output("go_out", TensorProto::BOOL, std::vector<quilt::testing::Dim>{});
   outer_body.Output("z_out", TensorProto::FLOAT, std::vector<quilt::testing::Dim>{1});
   OnnxGraph g(13);
