@@ -1,5 +1,8 @@
 #include "runtime/src/kernel.h"
 
+#include <cmath>
+#include <limits>
+
 #include "quilt/package_generated.h"
 
 namespace quilt::rt {
@@ -36,8 +39,15 @@ int64_t AttrView::Int(std::string_view name, int64_t fallback) const {
     case pkg::AttrType::Bool:
     case pkg::AttrType::DType:
       return a->i();
-    case pkg::AttrType::Float:
-      return static_cast<int64_t>(a->f());
+    case pkg::AttrType::Float: {
+      // Truncated toward zero; a value past int64's range saturates (a cast would be undefined),
+      // NaN gives the fallback. The kernel's own checks then refuse what does not fit.
+      double f = a->f();
+      if (std::isnan(f)) return fallback;
+      if (f >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+      if (f <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(f);
+    }
     default:
       return fallback;
   }
