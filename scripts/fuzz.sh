@@ -7,8 +7,12 @@
 #                                     crashes, hangs or runs out of memory is written to
 #                                     ~/.cache/quilt/fuzz/TARGET/crashes/ (printed at the end)
 #   scripts/fuzz.sh --ci [SECONDS]    what scripts/test.sh runs: replays fuzz/regressions (ctest),
-#                                     then fuzzes each target for SECONDS (default 40) from its
-#                                     seeds alone, crashes into build-fuzz/crashes/; fails on any
+#                                     then fuzzes each target from its seeds alone with a fixed
+#                                     random seed and a fixed number of inputs (about 40 s each;
+#                                     SECONDS, default 120, caps it), crashes into
+#                                     build-fuzz/crashes/; fails on any. The same commit fuzzes
+#                                     the same inputs on every run: finding new defects is the
+#                                     long runs' work, CI's is to keep the found ones fixed
 # Seeds (scripts/fuzz_seeds.py) come from the build in build/: its ONNX node tests, quiltc and
 # quilt-opt, which are built first when missing.
 set -euo pipefail
@@ -21,7 +25,7 @@ limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10)
 export UBSAN_OPTIONS=print_stacktrace=1:${UBSAN_OPTIONS:-}
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -42,9 +46,14 @@ seeds() {
   fi
 }
 
-# run TARGET SECONDS CORPUS CRASHES: one libFuzzer run; its last lines, and its status.
+# Inputs each target tries in CI: about 40 s of each at its rate on a 2-core machine.
+declare -A ci_runs=([onnx_import]=8000 [ir_parse]=60000 [package]=300000 [npy]=300000)
+
+# run TARGET SECONDS CORPUS CRASHES [LIBFUZZER FLAGS...]: one libFuzzer run; its last lines, and
+# its status.
 run() {
   local target=$1 seconds=$2 corpus=$3 crashes=$4 log
+  shift 4
   mkdir -p "$corpus" "$crashes"
   log="$(dirname "$crashes")/fuzz-$target.log"
   local dirs=("$corpus" "build-fuzz/seeds/$target")
@@ -53,7 +62,7 @@ run() {
   done
   echo "fuzz: $target for ${seconds}s: corpus $corpus, crashes to $crashes, log $log"
   local rc=0
-  "build-fuzz/bin/fuzz_$target" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  "build-fuzz/bin/fuzz_$target" "${limits[@]}" "$@" -max_total_time="$seconds" -print_final_stats=1 \
     -dict="build-fuzz/seeds/$target.dict" -artifact_prefix="$crashes/" "${dirs[@]}" \
     >"$log" 2>&1 || rc=$?
   grep -E '^#[0-9]+.*(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss_mb' "$log" || true
@@ -69,14 +78,15 @@ run() {
 
 [ $# -ge 1 ] || usage
 if [ "$1" = "--ci" ]; then
-  seconds=${2:-40}
+  seconds=${2:-120}
   build
   seeds
   (cd build-fuzz && ctest --output-on-failure -L fuzz)
   rm -rf build-fuzz/crashes build-fuzz/ci-corpus
   failed=()
   for t in "${targets[@]}"; do
-    run "$t" "$seconds" "build-fuzz/ci-corpus/$t" "build-fuzz/crashes/$t" || failed+=("$t")
+    run "$t" "$seconds" "build-fuzz/ci-corpus/$t" "build-fuzz/crashes/$t" -seed=1 \
+      -runs="${ci_runs[$t]}" || failed+=("$t")
   done
   if ((${#failed[@]})); then
     echo "fuzz: crashes in ${failed[*]}: build-fuzz/crashes/"

@@ -1164,6 +1164,12 @@ class Run final : public OutputAllocator {
     QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views_in, &states_in));
     QUILT_RETURN_IF_ERROR(HostArg(2, &held, &views_in, &xs));
     QUILT_RETURN_IF_ERROR(HostArg(3, &held, &views_in, &captured));
+    // ONNX Scan has no optional inputs: an absent one (value -1) is a damaged package.
+    for (const auto* group : {&states_in, &xs, &captured}) {
+      if (std::find(group->begin(), group->end(), nullptr) != group->end()) {
+        return Status::Error("a scan state, scan input or captured value is absent");
+      }
+    }
     std::vector<int64_t> in_axes = attrs_.Ints("scan_input_axes");
     std::vector<int64_t> in_dirs = attrs_.Ints("scan_input_directions");
     std::vector<int64_t> out_axes = attrs_.Ints("scan_output_axes");
