@@ -100,14 +100,13 @@ std::optional<ir::DataType> ElemType(int32_t onnx_type) {
 }
 
 Expected<int64_t> CheckedElementCount(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) return Error("negative dimension " + std::to_string(d));
-    // At most the runtime's element count, so that the byte count of any dtype fits.
-    if (d != 0 && n > ir::kMaxElements / d) return Error("more than 2^50 elements");
-    n *= d;
   }
-  return n;
+  // At most the runtime's element count, so that the byte count of any dtype fits.
+  std::optional<int64_t> n = ir::ElementCount(shape);
+  if (!n) return Error("more than 2^50 elements");
+  return *n;
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) {

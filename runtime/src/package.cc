@@ -14,6 +14,7 @@
 #include "runtime/src/checksum.h"
 #include "runtime/src/dtype.h"
 #include "runtime/src/op_attrs.h"
+#include "runtime/src/tensor.h"
 
 namespace quilt::rt {
 
@@ -287,21 +288,24 @@ class GraphChecker {
     return Status::Ok();
   }
 
-  // The static size recorded for an intermediate is what its dtype and dims give.
-  Status CheckStaticSize(const pkg::Value* v, const std::string& what) const {
-    int64_t n = 1;
+  // The dims of v when all are non-negative constants; nullopt otherwise.
+  std::optional<Shape> StaticDims(const pkg::Value* v) const {
+    Shape shape;
     for (int32_t d : *v->dims()) {
       const pkg::DimNode* node = g_.dims()->Get(d);
-      if (node->kind() != pkg::DimKind::Int || node->value() < 0) {
-        return Fail(what + ": a static size for symbolic dims");
-      }
-      if (node->value() != 0 && n > (int64_t{1} << 50) / node->value()) {
-        return Fail(what + ": dims overflow");
-      }
-      n *= node->value();
+      if (node->kind() != pkg::DimKind::Int || node->value() < 0) return std::nullopt;
+      shape.push_back(node->value());
     }
-    if (v->rank() < 0 ||
-        static_cast<uint64_t>(v->byte_size()) != DTypeBytes(static_cast<DType>(v->dtype()), n)) {
+    return shape;
+  }
+
+  // The static size recorded for an intermediate is what its dtype and dims give.
+  Status CheckStaticSize(const pkg::Value* v, const std::string& what) const {
+    std::optional<Shape> shape = StaticDims(v);
+    if (!shape) return Fail(what + ": a static size for symbolic dims");
+    std::optional<size_t> bytes = CheckedByteSize(static_cast<DType>(v->dtype()), *shape);
+    if (!bytes) return Fail(what + ": dims overflow");
+    if (v->rank() < 0 || static_cast<uint64_t>(v->byte_size()) != *bytes) {
       return Fail(what + ": its size does not match its dtype and dims");
     }
     return Status::Ok();
@@ -313,18 +317,11 @@ class GraphChecker {
       return Fail(what + " refers to a missing buffer");
     }
     if (v->rank() < 0) return Fail(what + ": a constant needs a known rank");
-    int64_t n = 1;
-    for (int32_t d : *v->dims()) {
-      const pkg::DimNode* node = g_.dims()->Get(d);
-      if (node->kind() != pkg::DimKind::Int || node->value() < 0) {
-        return Fail(what + ": a constant needs static dims");
-      }
-      if (node->value() != 0 && n > (int64_t{1} << 50) / node->value()) {
-        return Fail(what + ": dims overflow");
-      }
-      n *= node->value();
-    }
-    uint64_t want = DTypeBytes(static_cast<DType>(v->dtype()), n);
+    std::optional<Shape> shape = StaticDims(v);
+    if (!shape) return Fail(what + ": a constant needs static dims");
+    std::optional<size_t> bytes = CheckedByteSize(static_cast<DType>(v->dtype()), *shape);
+    if (!bytes) return Fail(what + ": dims overflow");
+    uint64_t want = *bytes;
     if (p_.buffers()->Get(buffer)->size() != want) {
       return Fail(what + ": buffer holds " + std::to_string(p_.buffers()->Get(buffer)->size()) +
                   " bytes, dtype and shape need " + std::to_string(want));
