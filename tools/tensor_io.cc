@@ -436,11 +436,9 @@ Expected<OwnedTensor> ReadTensorPb(const std::string& path) {
     std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
     Expected<int64_t> count = importers::onnx::CheckedElementCount(dims);
     if (!count) return Error(path + ": dims " + ShapeText(dims) + ": " + count.error().message);
+    // At most 2^50 elements of at most 64 bits: the bit count fits.
     auto n = static_cast<uint64_t>(*count);
-    uint64_t bits;
-    if (!Mul(n, static_cast<uint64_t>(ir::DataTypeBits(*dtype)), &bits)) {
-      return Error(path + ": dims " + ShapeText(dims) + " need more bytes than 64 bits count");
-    }
+    uint64_t bits = n * static_cast<uint64_t>(ir::DataTypeBits(*dtype));
     uint64_t need = bits / 8 + (bits % 8 != 0);
     if (proto.has_raw_data()) {
       if (proto.raw_data().size() != need) {
