@@ -1,40 +1,20 @@
 #!/usr/bin/env bash
-# Benchmark (never a test): quilt next to ONNX Runtime on the same model and input, interleaved
-# in one process, at 1 and 2 threads; min and median of each and their ratio.
+# The CPU benchmark (never a test), one command: quilt next to ONNX Runtime, MNN and OpenVINO on
+# every model of the zoo, at 1 and 2 threads (scripts/bench.py says how each is measured).
 #
-#   scripts/bench.sh [-- bench.py options]    # the demo model (PP-OCR classifier) and input
-#   scripts/bench.sh MODEL.onnx INPUTS.npz [--input-shape NAME:D,D,...]... [-- bench.py options]
+#   scripts/bench.sh [bench.py options]       # e.g. --models ppocr-cls,silero-vad-v5 --threads 1
 #
-# bench.py options: --threads 1,2 --warmup 10 --iterations 100. Assumes set-up done
-# (scripts/setup.sh); builds quiltc and libquilt.so into build/.
+# Installs what it needs (scripts/setup.sh, then MNN and OpenVINO from PyPI into .venv), builds
+# quiltc and libquilt.so into build/, and writes out/bench/bench-report.{md,json}. Run it on a
+# quiet machine: every engine is timed in turn, and anything else running skews them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-out=out/bench
-mkdir -p "$out"
-shapes=()
-extra=()
-if [ $# -ge 2 ] && [[ $1 != -* ]]; then
-  model=$1 inputs=$2
-  shift 2
-  while [ $# -gt 0 ]; do
-    case $1 in
-      --input-shape) shapes+=(--input-shape "$2"); shift 2 ;;
-      --) shift; extra=("$@"); break ;;
-      *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-  done
-else
-  model=$(.venv/bin/python scripts/zoo_fetch.py --models ppocr-cls | tail -n 1 | cut -f2)
-  inputs=$out/cls_input.npz
-  shapes=(--input-shape x:2,3,48,192)
-  .venv/bin/python scripts/cls_input.py "$inputs" "quilt stitches models" >/dev/null
-  [ "${1:-}" = -- ] && shift
-  extra=("$@")
+bash scripts/setup.sh
+if ! .venv/bin/python -c "import MNN, openvino" 2>/dev/null; then
+  echo "bench: installing mnn and openvino into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check mnn openvino
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build --target quiltc quilt >/dev/null
-build/bin/quiltc "$model" -o "$out/model.quilt" --device llvm "${shapes[@]}" >/dev/null
-lib=$(find "$PWD/build" -name libquilt.so | head -1)
-echo "== $model on $(nproc) cores: quilt ($lib) vs ONNX Runtime"
-.venv/bin/python scripts/bench.py "$lib" "$out/model.quilt" "$model" "$inputs" "${extra[@]}"
+echo "bench: building quiltc and libquilt.so"
+QUILT_TARGETS="quiltc quilt" QUILT_PROGRESS=1 bash scripts/build.sh
+exec .venv/bin/python scripts/bench.py "$@"
