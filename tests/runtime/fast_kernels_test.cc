@@ -238,6 +238,15 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 24, 1, 1, {12, 48}, {5, 5}, {1, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({1, 8, 1, 3, {1, 1}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}}, rng);
   CheckConv({3, 1, 33, 5, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // Images of few output positions sharing one GEMM, a panel spanning several of them: one input
+  // channel and a long strided window (an STFT as a 1-d conv), 25 positions a 5 x 5 image (panels
+  // of 24 columns cut across images), grouped, and an image of one position.
+  CheckConv({5, 1, 1, 40, {320}, {64}, {32}, {1}, {16, 16}}, rng);
+  CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
+  CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // One input channel, not grouped, on a wide image: a GEMM of K = the kernel's size.
+  CheckConv({1, 1, 1, 16, {31, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
@@ -253,6 +262,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {2, 1, 2, 3, {17}, {3}, {1}, {1}, {1, 1}},                      // 1-d
       {2, 1, 16, 40, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // few columns
       {1, 1, 4, 70, {13, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // several blocks of C
+      {6, 1, 1, 9, {40}, {8}, {4}, {1}, {2, 2}},                      // images share a GEMM
+      {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
   };
   struct Act {
     bool bias;

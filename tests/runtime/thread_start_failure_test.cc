@@ -3,9 +3,8 @@
 // binary interposes pthread_create, which std::thread calls, so that it fails once a budget of
 // starts is spent; the budget is unlimited outside these tests.
 #include <dlfcn.h>
-#include <pthread.h>
-
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cerrno>
@@ -26,8 +25,8 @@ std::atomic<int> g_refused{0};
 
 }  // namespace
 
-extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
-                              void* (*start)(void*), void* arg) {
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                              void* arg) {
   using Fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   static Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (g_starts_left.fetch_sub(1) <= 0) {
@@ -69,7 +68,9 @@ void ExpectEachOnce(ThreadPool* pool, int64_t n) {
 TEST_F(ThreadStartFailure, TheSystemRefusesTheThreadPastTheBudget) {
   Allow(0);
   pthread_t t;
-  EXPECT_EQ(pthread_create(&t, nullptr, [](void*) -> void* { return nullptr; }, nullptr), EAGAIN);
+  EXPECT_EQ(pthread_create(
+                &t, nullptr, [](void*) -> void* { return nullptr; }, nullptr),
+            EAGAIN);
   bool threw = false;
   try {
     std::thread([] {}).join();

@@ -1,9 +1,10 @@
-// Float32 convolution (and max pooling, which shares its window walk), fast: a convolution with one
-// input channel per group (depthwise) runs directly, one output channel at a time; every other one
-// is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the image (cg
-// * kernel x out), packed straight from the image without an im2col buffer. The epilogue (bias,
-// activation) runs on each depthwise channel as it is done, in the GEMM on each block of C. Checked
-// against ConvReference by tests/runtime/fast_kernels_test.cc.
+// Float32 convolution (and max pooling, which shares its window walk), fast: a grouped convolution
+// with one input channel per group (depthwise) runs directly, one output channel at a time; every
+// other one is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the
+// image (cg * kernel x out), packed straight from the image without an im2col buffer; images of
+// few output positions share one GEMM per group, their im2col views side by side. The epilogue
+// (bias, activation) runs on each depthwise channel as it is done, in the GEMM on each block of C.
+// Checked against ConvReference by tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -146,6 +147,46 @@ class Im2Col final : public GemmB {
   int64_t channels_;
   Geo g_;
 };
+
+// The im2col matrices of `images` images side by side, columns (b, o0, o1, o2): one GEMM for a
+// batch whose images have few output positions each (a per-image GEMM of a few columns would
+// spend its time packing and in partial panels). Image b's channels start at x + b * stride.
+class BatchIm2Col final : public GemmB {
+ public:
+  BatchIm2Col(const float* x, int64_t images, int64_t stride, int64_t channels, const Geo& g)
+      : x_(x), images_(images), stride_(stride), channels_(channels), g_(g) {}
+
+  void Pack(int64_t j, int64_t cols, float* panel) const override {
+    int64_t out = g_.OutSize();
+    int64_t rows = channels_ * g_.KernelSize();
+    if (j % out + cols <= out) {  // one image: its own im2col writes the panel
+      Im2Col(x_ + j / out * stride_, channels_, g_).Pack(j % out, cols, panel);
+      return;
+    }
+    // Several images: each packs its columns into `part`, copied into place.
+    thread_local std::vector<float> part;
+    part.resize(static_cast<size_t>(rows * kGemmPanel));
+    std::fill(panel, panel + rows * kGemmPanel, 0.0f);
+    for (int64_t q = 0; q < cols;) {
+      int64_t b = (j + q) / out, o = (j + q) % out;
+      int64_t len = std::min(cols - q, out - o);
+      Im2Col(x_ + b * stride_, channels_, g_).Pack(o, len, part.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy(part.data() + r * kGemmPanel, part.data() + r * kGemmPanel + len,
+                  panel + r * kGemmPanel + q);
+      }
+      q += len;
+    }
+  }
+
+ private:
+  const float* x_;
+  int64_t images_, stride_, channels_;
+  Geo g_;
+};
+
+// Output positions per image below which a batch's images share one GEMM (BatchIm2Col).
+constexpr int64_t kBatchImagesBelow = 8 * kGemmPanel;
 
 // Row width of the zero-padded copy of a plane that DepthwiseUnitStride reads.
 int64_t PaddedWidth(const Geo& g) {
@@ -381,7 +422,7 @@ Status ConvFast(KernelContext& ctx) {
   int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
   if (geo.y->NumElements() == 0) return Status::Ok();
   Epilogue epilogue(geo);
-  if (geo.cg == 1) {
+  if (geo.cg == 1 && geo.groups > 1) {
     // Depthwise: output channel oc of image b reads input channel oc / og.
     int64_t channels = geo.n * geo.o;
     int64_t per_channel = out_size * ks;
@@ -406,6 +447,24 @@ Status ConvFast(KernelContext& ctx) {
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;
+  if (geo.n > 1 && out_size < kBatchImagesBelow) {
+    // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
+    std::vector<float> c(static_cast<size_t>(geo.og * geo.n * out_size));
+    int64_t cols = geo.n * out_size;
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      BatchIm2Col b(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, geo.cg, g);
+      GemmEpilogue e;
+      Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
+            epilogue.From(grp * geo.og, &e));
+      for (int64_t oc = 0; oc < geo.og; ++oc) {
+        for (int64_t i = 0; i < geo.n; ++i) {
+          const float* from = c.data() + oc * cols + i * out_size;
+          std::copy(from, from + out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
+        }
+      }
+    }
+    return Status::Ok();
+  }
   for (int64_t b = 0; b < geo.n; ++b) {
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       Im2Col cols(px + (b * geo.c + grp * geo.cg) * in_size, geo.cg, g);
