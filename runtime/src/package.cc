@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <vector>
 
@@ -158,6 +159,11 @@ class GraphChecker {
     QUILT_RETURN_IF_ERROR(CheckDims());
     // Before CheckValue reads the arena sizes.
     if (!Aligned8(g_.arena_bytes())) return Fail("the arena sizes are not aligned to 8 bytes");
+    if (g_.arena_bytes()) {
+      for (int64_t a : *g_.arena_bytes()) {
+        if (a < 0) return Fail("an arena of " + std::to_string(a) + " bytes");
+      }
+    }
     defined_.assign(num_values_, false);
     for (uint32_t i = 0; i < g_.values()->size(); ++i) {
       QUILT_RETURN_IF_ERROR(CheckValue(static_cast<int>(i)));
@@ -165,7 +171,7 @@ class GraphChecker {
     // An arena larger than all its values laid end to end is a damaged size, not a plan.
     if (g_.arena_bytes()) {
       for (int64_t a : *g_.arena_bytes()) {
-        if (a < 0 || a > arena_need_) {
+        if (a > arena_need_) {
           return Fail("an arena of " + std::to_string(a) + " bytes for values of " +
                       std::to_string(arena_need_));
         }
@@ -269,12 +275,16 @@ class GraphChecker {
       case pkg::ValueKind::Intermediate:
         if (v->byte_size() >= 0) QUILT_RETURN_IF_ERROR(CheckStaticSize(v, what));
         if (v->arena_offset() >= 0) {
-          arena_need_ += (v->byte_size() + 63) / 64 * 64;
+          // The arena sizes are not negative (checked above) and the value's size is its
+          // dtype and dims' (CheckStaticSize: at most 2^50 elements), so nothing overflows.
           const auto* arenas = g_.arena_bytes();
           if (!arenas || v->device() >= static_cast<int>(arenas->size()) || v->byte_size() < 0 ||
               v->arena_offset() > arenas->Get(v->device()) - v->byte_size()) {
             return Fail(what + " lies outside its device's arena");
           }
+          int64_t padded = (v->byte_size() + 63) / 64 * 64;
+          constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+          arena_need_ = padded > kMax - arena_need_ ? kMax : arena_need_ + padded;
           // As the memory plan lays values out: kernels read elements at their alignment.
           if (v->arena_offset() % 64 != 0) {
             return Fail(what + " lies at arena offset " + std::to_string(v->arena_offset()) +

@@ -148,13 +148,13 @@ class Im2Col final : public GemmB {
   Geo g_;
 };
 
-// The im2col matrices of `images` images side by side, columns (b, o0, o1, o2): one GEMM for a
+// The im2col matrices of a batch's images side by side, columns (b, o0, o1, o2): one GEMM for a
 // batch whose images have few output positions each (a per-image GEMM of a few columns would
 // spend its time packing and in partial panels). Image b's channels start at x + b * stride.
 class BatchIm2Col final : public GemmB {
  public:
-  BatchIm2Col(const float* x, int64_t images, int64_t stride, int64_t channels, const Geo& g)
-      : x_(x), images_(images), stride_(stride), channels_(channels), g_(g) {}
+  BatchIm2Col(const float* x, int64_t stride, int64_t channels, const Geo& g)
+      : x_(x), stride_(stride), channels_(channels), g_(g) {}
 
   void Pack(int64_t j, int64_t cols, float* panel) const override {
     int64_t out = g_.OutSize();
@@ -181,7 +181,7 @@ class BatchIm2Col final : public GemmB {
 
  private:
   const float* x_;
-  int64_t images_, stride_, channels_;
+  int64_t stride_, channels_;
   Geo g_;
 };
 
@@ -452,7 +452,7 @@ Status ConvFast(KernelContext& ctx) {
     std::vector<float> c(static_cast<size_t>(geo.og * geo.n * out_size));
     int64_t cols = geo.n * out_size;
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
-      BatchIm2Col b(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, geo.cg, g);
+      BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
       GemmEpilogue e;
       Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
             epilogue.From(grp * geo.og, &e));
