@@ -2,6 +2,7 @@
 // sizes, strides, pads, dilations, groups, depthwise, 1x1, batches, 1 and 3 threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
+#include "targets/cpu/kernels/recurrent.h"
 
 namespace quilt::cpu {
 namespace {
@@ -51,6 +53,18 @@ class Attrs {
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Str, 0, 0, s));
     return *this;
   }
+  Attrs& Floats(const std::string& name, const std::vector<double>& v) {
+    auto n = fbb_.CreateString(name);
+    auto floats = fbb_.CreateVector(v);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Floats, 0, 0, 0, 0, floats));
+    return *this;
+  }
+  Attrs& Strs(const std::string& name, const std::vector<std::string>& v) {
+    auto n = fbb_.CreateString(name);
+    auto strs = fbb_.CreateVectorOfStrings(v);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Strs, 0, 0, 0, 0, 0, strs));
+    return *this;
+  }
   const rt::AttrView::List* Finish() {
     auto vec = fbb_.CreateVector(list_);
     pkg::StepBuilder step(fbb_);
@@ -64,43 +78,47 @@ class Attrs {
   std::vector<flatbuffers::Offset<pkg::Attr>> list_;
 };
 
-// A kernel context over float tensors held by the test.
+// A kernel context over float tensors held by the test, with `outputs` float outputs.
 class TestContext final : public rt::KernelContext {
  public:
-  TestContext(std::vector<Tensor> inputs, const rt::AttrView::List* attrs, rt::ThreadPool* pool)
-      : inputs_(std::move(inputs)), attrs_(attrs), pool_(pool) {}
+  TestContext(std::vector<Tensor> inputs, const rt::AttrView::List* attrs, rt::ThreadPool* pool,
+              int outputs = 1)
+      : inputs_(std::move(inputs)), attrs_(attrs), pool_(pool), outs_(outputs), data_(outputs) {}
   int num_inputs() const override { return static_cast<int>(inputs_.size()); }
   const Tensor* input(int i) const override {
     return i >= 0 && i < num_inputs() ? &inputs_[i] : nullptr;
   }
   int ArgBegin(int arg) const override { return arg; }
   int ArgSize(int arg) const override { return arg < num_inputs() ? 1 : 0; }
-  int num_outputs() const override { return 1; }
+  int num_outputs() const override { return static_cast<int>(outs_.size()); }
   DType output_dtype(int) const override { return DType::kFloat32; }
   Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
-    if (i != 0) return Status::Error("one output");
-    out_.dtype = dtype;
-    out_.shape = std::move(shape);
-    // Filled with garbage: a kernel must write every element.
-    data_.assign(static_cast<size_t>(out_.NumElements()) + 1, std::nanf(""));
-    out_.data = data_.data();
-    *out = &out_;
+    if (i < 0 || i >= num_outputs()) return Status::Error("no output " + std::to_string(i));
+    Tensor& t = outs_[i];
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    // Filled with garbage: a kernel must write every element. In floats, whatever the dtype.
+    size_t floats = (rt::DTypeBytes(dtype, t.NumElements()) + sizeof(float) - 1) / sizeof(float);
+    data_[i].assign(std::max<size_t>(floats, static_cast<size_t>(t.NumElements())) + 1,
+                    std::nanf(""));
+    t.data = data_[i].data();
+    *out = &t;
     return Status::Ok();
   }
   const rt::AttrView& attrs() const override { return attrs_; }
   int threads() const override { return pool_ ? pool_->threads() : 1; }
   rt::ThreadPool* thread_pool() const override { return pool_; }
-  const Tensor& out() const { return out_; }
-  std::vector<float> values() const {
-    return std::vector<float>(data_.begin(), data_.begin() + out_.NumElements());
+  const Tensor& out(int i = 0) const { return outs_[i]; }
+  std::vector<float> values(int i = 0) const {
+    return std::vector<float>(data_[i].begin(), data_[i].begin() + outs_[i].NumElements());
   }
 
  private:
   std::vector<Tensor> inputs_;
   rt::AttrView attrs_;
   rt::ThreadPool* pool_;
-  Tensor out_;
-  std::vector<float> data_;
+  std::vector<Tensor> outs_;
+  std::vector<std::vector<float>> data_;
 };
 
 std::vector<float> Random(std::mt19937& rng, int64_t n) {
@@ -460,6 +478,144 @@ TEST(FastKernels, ReluClipAndGlobalPoolMatchTheReference) {
               "adaptive average pool (" + Join(x) + ")");
     }
   }
+}
+
+// RNN, GRU and LSTM in float32 against the double reference: every direction and layout,
+// optional inputs present or left out, ragged sequence lengths, clip, input_forget,
+// linear_before_reset, other activations, batches wide enough for the packed product; every
+// output, with 1 and 3 threads.
+TEST(FastKernels, RecurrentMatchesTheReference) {
+  std::mt19937 rng(77);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  struct Kind {
+    const char* name;
+    rt::KernelFn fast, reference;
+    int gates, acts, outputs;
+    std::vector<std::string> defaults;
+  };
+  const Kind kinds[] = {
+      {"rnn", rnn::RnnFast, rnn::RnnReference, 1, 1, 2, {"Tanh"}},
+      {"gru", rnn::GruFast, rnn::GruReference, 3, 2, 2, {"Sigmoid", "Tanh"}},
+      {"lstm", rnn::LstmFast, rnn::LstmReference, 4, 3, 3, {"Sigmoid", "Tanh", "Tanh"}},
+  };
+  for (int iter = 0; iter < 240; ++iter) {
+    const Kind& kind = kinds[iter % 3];
+    bool wide = iter % 20 < 2;
+    int64_t dirs = pick(0, 2) == 2 ? 2 : 1;
+    std::string direction = dirs == 2 ? "bidirectional" : (pick(0, 1) ? "reverse" : "forward");
+    int64_t layout = pick(0, 1);
+    int64_t S = pick(1, 6), N = wide ? pick(20, 40) : pick(1, 5);
+    int64_t I = wide ? pick(20, 50) : pick(1, 12), H = wide ? pick(24, 48) : pick(1, 20);
+    int64_t G = kind.gates * H;
+    Shape xs = layout == 0 ? Shape{S, N, I} : Shape{N, S, I};
+    Shape state = layout == 0 ? Shape{dirs, N, H} : Shape{N, dirs, H};
+    std::vector<Shape> shapes = {xs, {dirs, G, I}, {dirs, G, H}, {dirs, 2 * G}, {N}, state};
+    if (kind.outputs == 3) {
+      shapes.push_back(state);
+      shapes.push_back({dirs, 3 * H});
+    }
+    std::vector<std::vector<float>> data;
+    for (const Shape& s : shapes) data.push_back(Random(rng, Count(s)));
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      inputs.push_back(Tensor{DType::kFloat32, shapes[i], data[i].data()});
+    }
+    // Optional inputs left out (rank 1, no elements) at random; sequence_lens int32.
+    std::vector<int32_t> lens(static_cast<size_t>(N));
+    for (int32_t& l : lens) l = static_cast<int32_t>(pick(0, 2) ? S : pick(0, S));
+    inputs[4] = Tensor{DType::kInt32, {N}, lens.data()};
+    std::string present;
+    for (size_t i = 3; i < inputs.size(); ++i) {
+      if (pick(0, 2) == 0) {
+        inputs[i] = Tensor{DType::kFloat32, {0}, nullptr};
+      } else {
+        present += " " + std::to_string(i);
+      }
+    }
+    Attrs attrs;
+    attrs.Str("direction", direction).Int("layout", layout).Int("hidden_size", H);
+    std::vector<std::string> acts;
+    std::vector<double> alphas, betas;
+    bool other = pick(0, 5) == 0;
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int a = 0; a < kind.acts; ++a) {
+        // Another activation in the last slot (the cell's output; the RNN's only one), an
+        // unbounded one only on small layers: a gate past [0, 1], or a large layer's growing
+        // state, amplifies float's rounding past any tolerance, the algorithm being the same.
+        static const char* kOthers[] = {"HardSigmoid", "ScaledTanh", "Softsign",
+                                        "LeakyRelu",   "Relu",       "Elu"};
+        bool last = a == kind.acts - 1;
+        acts.push_back(other && last ? kOthers[pick(0, wide ? 2 : 5)] : kind.defaults[a]);
+        alphas.push_back(acts.back() == "HardSigmoid" ? 0.2 : 0.5);
+        betas.push_back(acts.back() == "HardSigmoid" ? 0.5 : 1.5);
+      }
+    }
+    attrs.Strs("activations", acts)
+        .Floats("activation_alpha", alphas)
+        .Floats("activation_beta", betas);
+    bool clip = pick(0, 4) == 0, forget = pick(0, 3) == 0, lbr = pick(0, 1) == 1;
+    if (clip) attrs.Float("clip", 0.7);
+    if (kind.outputs == 3 && forget) attrs.Bool("input_forget", true);
+    if (kind.gates == 3 && lbr) attrs.Bool("linear_before_reset", true);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::string what = std::string(kind.name) + " " + direction + " layout " +
+                       std::to_string(layout) + " S N I H " + std::to_string(S) + " " +
+                       std::to_string(N) + " " + std::to_string(I) + " " + std::to_string(H) +
+                       " inputs present:" + present + (clip ? " clip" : "") +
+                       (other ? " activation " + acts[0] : "");
+    TestContext ref(inputs, list, nullptr, kind.outputs);
+    Status st = kind.reference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    rt::ThreadPool three(3);
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool, kind.outputs);
+      st = kind.fast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      for (int o = 0; o < kind.outputs; ++o) {
+        ASSERT_EQ(got.out(o).shape, ref.out(o).shape) << what << ", output " << o;
+        std::vector<float> v = got.values(o), want = ref.values(o);
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << what << ", output " << o << " element " << i << ": " << v[i] << " vs " << want[i]
+              << " (threads " << (pool ? 3 : 1) << ")";
+        }
+      }
+    }
+  }
+}
+
+// What the float path does not take goes to the reference, errors included: a hidden_size that
+// R does not hold, float64.
+TEST(FastKernels, RecurrentLeavesTheRestToTheReference) {
+  std::vector<float> x(2 * 1 * 3), w(1 * 4 * 2 * 3), r(1 * 4 * 2 * 2);
+  std::vector<Tensor> inputs = {Tensor{DType::kFloat32, {2, 1, 3}, x.data()},
+                                Tensor{DType::kFloat32, {1, 8, 3}, w.data()},
+                                Tensor{DType::kFloat32, {1, 8, 2}, r.data()}};
+  Attrs attrs;
+  attrs.Int("hidden_size", 3)
+      .Strs("activations", {"Sigmoid", "Tanh", "Tanh"})
+      .Floats("activation_alpha", {0, 0, 0})
+      .Floats("activation_beta", {0, 0, 0});
+  const rt::AttrView::List* list = attrs.Finish();
+  TestContext ctx(inputs, list, nullptr, 3);
+  Status st = rnn::LstmFast(ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("hidden_size 3 does not match R"), std::string::npos) << st.message();
+  std::vector<double> xd(6, 0.5), wd(24, 0.25), rd(16, -0.5);
+  std::vector<Tensor> doubles = {Tensor{DType::kFloat64, {2, 1, 3}, xd.data()},
+                                 Tensor{DType::kFloat64, {1, 8, 3}, wd.data()},
+                                 Tensor{DType::kFloat64, {1, 8, 2}, rd.data()}};
+  Attrs attrs2;
+  attrs2.Strs("activations", {"Sigmoid", "Tanh", "Tanh"})
+      .Floats("activation_alpha", {0, 0, 0})
+      .Floats("activation_beta", {0, 0, 0});
+  const rt::AttrView::List* list2 = attrs2.Finish();
+  TestContext got(doubles, list2, nullptr, 3);
+  st = rnn::LstmFast(got);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got.out(0).dtype, DType::kFloat64);
 }
 
 }  // namespace

@@ -169,6 +169,17 @@ void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   }
 }
 
+void TransposedB::Pack(int64_t j, int64_t cols, float* panel) const {
+  if (cols < kGemmPanel) {
+    for (int64_t p = 0; p < k_; ++p)
+      std::fill(panel + p * kGemmPanel + cols, panel + (p + 1) * kGemmPanel, 0.0f);
+  }
+  for (int64_t q = 0; q < cols; ++q) {
+    const float* row = rows_ + (j + q) * ld_;
+    for (int64_t p = 0; p < k_; ++p) panel[p * kGemmPanel + q] = row[p];
+  }
+}
+
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0) return;

@@ -48,6 +48,18 @@ class MatrixB final : public GemmB {
   int64_t k_, ld_;
 };
 
+// The transpose of a row-major matrix of n rows of k (row stride `ld`): B[p][q] = rows[q * ld +
+// p]. A batch of vectors used as the columns of B (a recurrent layer's inputs, one per row).
+class TransposedB final : public GemmB {
+ public:
+  TransposedB(const float* rows, int64_t k, int64_t ld) : rows_(rows), k_(k), ld_(ld) {}
+  void Pack(int64_t j, int64_t cols, float* panel) const override;
+
+ private:
+  const float* rows_;
+  int64_t k_, ld_;
+};
+
 // What the product does to each row i of C once computed, while it is in cache:
 // c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added). A convolution's bias
 // and activation.

@@ -1,7 +1,10 @@
 // Recurrent layers: RNN, GRU, LSTM (ONNX semantics, every output), and deformable convolution.
 //
 // Everything is computed in double from the inputs read as double, and stored in the element
-// type at the end.
+// type at the end: the reference kernels. The float32 RNN, GRU and LSTM run recurrent_fast.cc,
+// tested against these.
+#include "targets/cpu/kernels/recurrent.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -14,80 +17,11 @@
 namespace quilt::cpu {
 namespace {
 
-// ---- Activations -----------------------------------------------------------------------------
-
-enum class Act {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus
-};
-
-struct Activation {
-  Act act;
-  double alpha, beta;
-  double operator()(double x) const {
-    switch (act) {
-      case Act::kRelu:
-        return x > 0 ? x : 0;
-      case Act::kTanh:
-        return std::tanh(x);
-      case Act::kSigmoid:
-        return 1 / (1 + std::exp(-x));
-      case Act::kAffine:
-        return alpha * x + beta;
-      case Act::kLeakyRelu:
-        return x >= 0 ? x : alpha * x;
-      case Act::kThresholdedRelu:
-        return x > alpha ? x : 0;
-      case Act::kScaledTanh:
-        return alpha * std::tanh(beta * x);
-      case Act::kHardSigmoid:
-        return std::max(0.0, std::min(1.0, alpha * x + beta));
-      case Act::kElu:
-        return x >= 0 ? x : alpha * (std::exp(x) - 1);
-      case Act::kSoftsign:
-        return x / (1 + std::fabs(x));
-      case Act::kSoftplus:
-        return std::log1p(std::exp(x));
-    }
-    return x;
-  }
-};
-
-Status ParseActivation(std::string_view name, double alpha, double beta, Activation* out) {
-  static constexpr std::pair<std::string_view, Act> kNames[] = {
-      {"Relu", Act::kRelu},
-      {"Tanh", Act::kTanh},
-      {"Sigmoid", Act::kSigmoid},
-      {"Affine", Act::kAffine},
-      {"LeakyRelu", Act::kLeakyRelu},
-      {"ThresholdedRelu", Act::kThresholdedRelu},
-      {"ScaledTanh", Act::kScaledTanh},
-      {"HardSigmoid", Act::kHardSigmoid},
-      {"Elu", Act::kElu},
-      {"Softsign", Act::kSoftsign},
-      {"Softplus", Act::kSoftplus},
-  };
-  for (const auto& [n, a] : kNames) {
-    if (n == name) {
-      *out = {a, alpha, beta};
-      return Status::Ok();
-    }
-  }
-  return Status::Error("unknown activation '" + std::string(name) + "'");
-}
+using rnn::Activation;
+using rnn::Cell;
+using rnn::ParseActivation;
 
 // ---- RNN / GRU / LSTM ------------------------------------------------------------------------
-
-enum class Cell { kRnn, kGru, kLstm };
 
 // The quantized weights of nn.dynamic_quantize_lstm, less their zero points, as [dir][row j]
 // [col], with a scale per direction and row (a float32, multiplied by the activation's scale).
@@ -567,12 +501,18 @@ Status DeformConv(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.rnn", Recurrent<Cell::kRnn>},   {"nn.gru", Recurrent<Cell::kGru>},
-    {"nn.lstm", Recurrent<Cell::kLstm>}, {"nn.dynamic_quantize_lstm", Recurrent<Cell::kLstm, true>},
+    {"nn.rnn", rnn::RnnFast},       {"nn.gru", rnn::GruFast},
+    {"nn.lstm", rnn::LstmFast},     {"nn.dynamic_quantize_lstm", Recurrent<Cell::kLstm, true>},
     {"nn.deform_conv", DeformConv},
 };
 
 }  // namespace
+
+namespace rnn {
+Status RnnReference(KernelContext& ctx) { return Recurrent<Cell::kRnn>(ctx); }
+Status GruReference(KernelContext& ctx) { return Recurrent<Cell::kGru>(ctx); }
+Status LstmReference(KernelContext& ctx) { return Recurrent<Cell::kLstm>(ctx); }
+}  // namespace rnn
 
 std::span<const rt::KernelEntry> RecurrentKernels() { return kKernels; }
 

@@ -21,6 +21,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/quantize.cc
   ${QUILT_ROOT}/targets/cpu/kernels/transformer.cc
   ${QUILT_ROOT}/targets/cpu/kernels/recurrent.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/signal.cc
   ${QUILT_ROOT}/targets/cpu/kernels/text.cc
   ${QUILT_ROOT}/targets/cpu/kernels/fused.cc
@@ -31,5 +32,6 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|
   set_source_files_properties(
     ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc
     PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast")
 endif()

@@ -1,0 +1,101 @@
+// The recurrent layers (RNN, GRU, LSTM): their activations, the reference kernels
+// (recurrent.cc, in double) and the float32 fast paths (recurrent_fast.cc) that
+// tests/runtime/fast_kernels_test.cc checks against them.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "runtime/src/kernel.h"
+
+namespace quilt::cpu::rnn {
+
+using rt::KernelContext;
+using rt::Status;
+
+enum class Cell { kRnn, kGru, kLstm };
+
+enum class Act {
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
+  kSoftplus
+};
+
+struct Activation {
+  Act act;
+  double alpha, beta;
+  double operator()(double x) const {
+    switch (act) {
+      case Act::kRelu:
+        return x > 0 ? x : 0;
+      case Act::kTanh:
+        return std::tanh(x);
+      case Act::kSigmoid:
+        return 1 / (1 + std::exp(-x));
+      case Act::kAffine:
+        return alpha * x + beta;
+      case Act::kLeakyRelu:
+        return x >= 0 ? x : alpha * x;
+      case Act::kThresholdedRelu:
+        return x > alpha ? x : 0;
+      case Act::kScaledTanh:
+        return alpha * std::tanh(beta * x);
+      case Act::kHardSigmoid:
+        return std::max(0.0, std::min(1.0, alpha * x + beta));
+      case Act::kElu:
+        return x >= 0 ? x : alpha * (std::exp(x) - 1);
+      case Act::kSoftsign:
+        return x / (1 + std::fabs(x));
+      case Act::kSoftplus:
+        return std::log1p(std::exp(x));
+    }
+    return x;
+  }
+};
+
+inline Status ParseActivation(std::string_view name, double alpha, double beta,
+                              Activation* out) {
+  static constexpr std::pair<std::string_view, Act> kNames[] = {
+      {"Relu", Act::kRelu},
+      {"Tanh", Act::kTanh},
+      {"Sigmoid", Act::kSigmoid},
+      {"Affine", Act::kAffine},
+      {"LeakyRelu", Act::kLeakyRelu},
+      {"ThresholdedRelu", Act::kThresholdedRelu},
+      {"ScaledTanh", Act::kScaledTanh},
+      {"HardSigmoid", Act::kHardSigmoid},
+      {"Elu", Act::kElu},
+      {"Softsign", Act::kSoftsign},
+      {"Softplus", Act::kSoftplus},
+  };
+  for (const auto& [n, a] : kNames) {
+    if (n == name) {
+      *out = {a, alpha, beta};
+      return Status::Ok();
+    }
+  }
+  return Status::Error("unknown activation '" + std::string(name) + "'");
+}
+
+// ONNX semantics in double: every dtype, every attribute, the errors.
+Status RnnReference(KernelContext& ctx);
+Status GruReference(KernelContext& ctx);
+Status LstmReference(KernelContext& ctx);
+// Float32 in float32 arithmetic, the products on the blocked GEMM; any other element type, and
+// every input the reference refuses, is the reference's.
+Status RnnFast(KernelContext& ctx);
+Status GruFast(KernelContext& ctx);
+Status LstmFast(KernelContext& ctx);
+
+}  // namespace quilt::cpu::rnn

@@ -1,0 +1,258 @@
+// Float32 RNN, GRU and LSTM (ONNX semantics, every output) on the blocked GEMM: per direction,
+// the input projections of every step in one product (W x X^T: gates x steps * batch), then per
+// step the recurrent projection of the whole batch (R x h^T: gates x batch) and the cell, in
+// float. States are kept transposed, hidden x batch, so that the product reads them in place and
+// the cell's loops run along the batch. Another element type, and any input the reference
+// refuses, goes to the reference kernels of recurrent.cc, which tests/runtime/fast_kernels_test.cc
+// compares these with.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/recurrent.h"
+#include "targets/cpu/kernels/util.h"
+
+namespace quilt::cpu::rnn {
+namespace {
+
+// An activation in float: sigmoid, tanh and relu directly, the others through the double one.
+struct FloatAct {
+  Activation a;
+  float operator()(float x) const {
+    switch (a.act) {
+      case Act::kSigmoid:
+        return 1.0f / (1.0f + std::exp(-x));
+      case Act::kTanh:
+        return std::tanh(x);
+      case Act::kRelu:
+        return x > 0 ? x : 0.0f;
+      default:
+        return static_cast<float>(a(x));
+    }
+  }
+};
+
+bool Float32(const Tensor* t) { return t != nullptr && t->dtype == DType::kFloat32; }
+
+// An optional float32 input: absent, or of `shape`.
+bool Optional(const Tensor* t, const Shape& shape) {
+  return Absent(t) || (t->dtype == DType::kFloat32 && t->shape == shape);
+}
+
+template <Cell kCell>
+Status Fast(KernelContext& ctx, rt::KernelFn reference) {
+  constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
+  constexpr int kActs = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
+  const Tensor *tx = ctx.input(0), *tw = ctx.input(1), *tr = ctx.input(2);
+  const Tensor *tb = ctx.input(3), *tseq = ctx.input(4), *th0 = ctx.input(5);
+  const Tensor* tc0 = kCell == Cell::kLstm ? ctx.input(6) : nullptr;
+  const Tensor* tp = kCell == Cell::kLstm ? ctx.input(7) : nullptr;
+  if (!Float32(tx) || !Float32(tw) || !Float32(tr) || tx->rank() != 3 || tr->rank() != 3) {
+    return reference(ctx);
+  }
+  const rt::AttrView& at = ctx.attrs();
+  std::string_view direction = at.Str("direction", "forward");
+  int64_t layout = at.Int("layout", 0);
+  if ((direction != "forward" && direction != "reverse" && direction != "bidirectional") ||
+      (layout != 0 && layout != 1)) {
+    return reference(ctx);
+  }
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const int64_t S = layout == 0 ? tx->shape[0] : tx->shape[1];
+  const int64_t N = layout == 0 ? tx->shape[1] : tx->shape[0];
+  const int64_t I = tx->shape[2];
+  const int64_t H = tr->shape[2];
+  const int64_t G = kGates * H;
+  if (H <= 0 || (at.Has("hidden_size") && at.Int("hidden_size") != H) ||
+      tr->shape != Shape{dirs, G, H} || tw->shape != Shape{dirs, G, I}) {
+    return reference(ctx);
+  }
+  std::vector<std::string_view> names = at.Strs("activations");
+  std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
+  if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
+      betas.size() != names.size()) {
+    return reference(ctx);
+  }
+  std::vector<FloatAct> acts(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!ParseActivation(names[i], alphas[i], betas[i], &acts[i].a).ok()) return reference(ctx);
+  }
+  Shape state_shape = layout == 0 ? Shape{dirs, N, H} : Shape{N, dirs, H};
+  if (!Optional(tb, {dirs, 2 * G}) || !Optional(th0, state_shape) ||
+      !Optional(tc0, state_shape) || !Optional(tp, {dirs, 3 * H})) {
+    return reference(ctx);
+  }
+  std::vector<int64_t> lens(static_cast<size_t>(N), S);
+  bool ragged = false;
+  if (!Absent(tseq)) {
+    if (tseq->dtype != DType::kInt32 || tseq->shape != Shape{N}) return reference(ctx);
+    for (int64_t n = 0; n < N; ++n) {
+      lens[n] = tseq->Data<int32_t>()[n];
+      if (lens[n] < 0 || lens[n] > S) return reference(ctx);
+      ragged |= lens[n] < S;
+    }
+  }
+  const bool has_clip = at.Has("clip");
+  const float clip = static_cast<float>(at.Float("clip", 0.0));
+  const bool input_forget = kCell == Cell::kLstm && at.Bool("input_forget", false);
+  const bool lbr = kCell == Cell::kGru && at.Bool("linear_before_reset", false);
+
+  Shape y_shape = layout == 0 ? Shape{S, dirs, N, H} : Shape{N, S, dirs, H};
+  Tensor *ty, *tyh, *tyc = nullptr;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, y_shape, &ty));
+  QUILT_RETURN_IF_ERROR(ctx.Output(1, DType::kFloat32, state_shape, &tyh));
+  if (kCell == Cell::kLstm) QUILT_RETURN_IF_ERROR(ctx.Output(2, DType::kFloat32, state_shape, &tyc));
+  float* y = ty->MutableData<float>();
+  float* yh = tyh->MutableData<float>();
+  float* yc = tyc ? tyc->MutableData<float>() : nullptr;
+  if (ragged) std::fill(y, y + ty->NumElements(), 0.0f);
+  const float* x = tx->Data<float>();
+  auto clipped = [&](float v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
+  // Column of X (and of the input projections) for time t and batch row n.
+  auto xcol = [&](int64_t t, int64_t n) { return layout == 0 ? t * N + n : n * S + t; };
+  // Where the state of (direction d, batch row n) lies in initial_h / Y_h and the others.
+  auto state_at = [&](int64_t d, int64_t n) { return layout == 0 ? (d * N + n) * H : (n * dirs + d) * H; };
+  rt::ThreadPool* pool = ctx.thread_pool();
+  const int64_t cols = S * N;
+  std::vector<float> gx(static_cast<size_t>(G * cols)), gh(static_cast<size_t>(G * N));
+  std::vector<float> hs(static_cast<size_t>(H * N)), cs(static_cast<size_t>(H * N));
+  // GRU: the update and reset gates of a step, and r * h for the product of the hidden gate.
+  std::vector<float> zs, rs, rh, ghh;
+  if (kCell == Cell::kGru) {
+    zs.resize(hs.size());
+    rs.resize(hs.size());
+    if (!lbr) {
+      rh.resize(hs.size());
+      ghh.resize(hs.size());
+    }
+  }
+  // Rows of the cell's loops per task: enough elements to be worth a thread.
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const float* W = tw->Data<float>() + d * G * I;
+    const float* R = tr->Data<float>() + d * G * H;
+    const float* Wb = Absent(tb) ? nullptr : tb->Data<float>() + d * 2 * G;
+    const float* Rb = Wb ? Wb + G : nullptr;
+    const float* P = Absent(tp) ? nullptr : tp->Data<float>() + d * 3 * H;
+    const FloatAct& f = acts[d * kActs];
+    const FloatAct& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
+    const FloatAct& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
+    // The input projections of every step, with the biases that add to them: both of every
+    // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
+    if (I > 0) {
+      Sgemm(G, cols, I, W, I, TransposedB(x, I, I), gx.data(), cols, pool);
+    } else {
+      std::fill(gx.begin(), gx.end(), 0.0f);
+    }
+    if (Wb) {
+      ctx.ParallelFor(G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
+                      [&](int64_t j0, int64_t j1) {
+                        for (int64_t j = j0; j < j1; ++j) {
+                          float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
+                          float* row = gx.data() + j * cols;
+                          for (int64_t c = 0; c < cols; ++c) row[c] += b;
+                        }
+                      });
+    }
+    const float* h0 = Absent(th0) ? nullptr : th0->Data<float>();
+    const float* c0 = Absent(tc0) ? nullptr : tc0->Data<float>();
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t h = 0; h < H; ++h) {
+        hs[h * N + n] = h0 ? h0[state_at(d, n) + h] : 0.0f;
+        cs[h * N + n] = c0 ? c0[state_at(d, n) + h] : 0.0f;
+      }
+    }
+    for (int64_t step = 0; step < S; ++step) {
+      auto time = [&](int64_t n) { return reverse ? lens[n] - 1 - step : step; };
+      // The recurrent projections of the batch (GRU without linear_before_reset: of the update
+      // and reset gates; its hidden gate's comes after r is known).
+      int64_t rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
+      Sgemm(rows, N, H, R, H, MatrixB(hs.data(), H, N), gh.data(), N, pool);
+      if constexpr (kCell == Cell::kRnn) {
+        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+          for (int64_t h = h0; h < h1; ++h) {
+            for (int64_t n = 0; n < N; ++n) {
+              if (step >= lens[n]) continue;
+              hs[h * N + n] = f(clipped(gx[h * cols + xcol(time(n), n)] + gh[h * N + n]));
+            }
+          }
+        });
+      } else if constexpr (kCell == Cell::kGru) {
+        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+          for (int64_t h = h0; h < h1; ++h) {
+            for (int64_t n = 0; n < N; ++n) {
+              if (step >= lens[n]) continue;
+              int64_t c = xcol(time(n), n), i = h * N + n;
+              zs[i] = f(clipped(gx[h * cols + c] + gh[i]));
+              rs[i] = f(clipped(gx[(H + h) * cols + c] + gh[(H + h) * N + n]));
+              if (!lbr) rh[i] = rs[i] * hs[i];
+            }
+          }
+        });
+        if (!lbr) Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool);
+        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+          for (int64_t h = h0; h < h1; ++h) {
+            for (int64_t n = 0; n < N; ++n) {
+              if (step >= lens[n]) continue;
+              int64_t c = xcol(time(n), n), i = h * N + n;
+              float pre = gx[(2 * H + h) * cols + c];
+              if (lbr) {
+                pre += rs[i] * (gh[(2 * H + h) * N + n] + (Rb ? Rb[2 * H + h] : 0.0f));
+              } else {
+                pre += ghh[i];
+              }
+              float ht = g(clipped(pre));
+              hs[i] = (1 - zs[i]) * ht + zs[i] * hs[i];
+            }
+          }
+        });
+      } else {
+        // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
+        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+          for (int64_t h = h0; h < h1; ++h) {
+            float pi = P ? P[h] : 0.0f, po = P ? P[H + h] : 0.0f, pf = P ? P[2 * H + h] : 0.0f;
+            for (int64_t n = 0; n < N; ++n) {
+              if (step >= lens[n]) continue;
+              int64_t c = xcol(time(n), n), i = h * N + n;
+              float cp = cs[i];
+              float ig = f(clipped(gx[h * cols + c] + gh[h * N + n] + pi * cp));
+              float fg = input_forget ? 1 - ig
+                                      : f(clipped(gx[(2 * H + h) * cols + c] +
+                                                  gh[(2 * H + h) * N + n] + pf * cp));
+              float cg = g(clipped(gx[(3 * H + h) * cols + c] + gh[(3 * H + h) * N + n]));
+              float cn = fg * cp + ig * cg;
+              float og = f(clipped(gx[(H + h) * cols + c] + gh[(H + h) * N + n] + po * cn));
+              cs[i] = cn;
+              hs[i] = og * hact(cn);
+            }
+          }
+        });
+      }
+      for (int64_t n = 0; n < N; ++n) {
+        if (step >= lens[n]) continue;
+        int64_t t = time(n);
+        float* out = y + (layout == 0 ? ((t * dirs + d) * N + n) * H : ((n * S + t) * dirs + d) * H);
+        for (int64_t h = 0; h < H; ++h) out[h] = hs[h * N + n];
+      }
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t h = 0; h < H; ++h) {
+        yh[state_at(d, n) + h] = hs[h * N + n];
+        if (yc) yc[state_at(d, n) + h] = cs[h * N + n];
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RnnFast(KernelContext& ctx) { return Fast<Cell::kRnn>(ctx, RnnReference); }
+Status GruFast(KernelContext& ctx) { return Fast<Cell::kGru>(ctx, GruReference); }
+Status LstmFast(KernelContext& ctx) { return Fast<Cell::kLstm>(ctx, LstmReference); }
+
+}  // namespace quilt::cpu::rnn
