@@ -17,6 +17,8 @@
 #include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/recurrent.h"
+#include "targets/cpu/kernels/registry.h"
+#include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
 namespace {
@@ -379,7 +381,8 @@ TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
   const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{AddFast, AddReference},
                                                        {SubtractFast, SubtractReference},
                                                        {MultiplyFast, MultiplyReference},
-                                                       {DivideFast, DivideReference}};
+                                                       {DivideFast, DivideReference},
+                                                       {PowerFast, PowerReference}};
   for (int iter = 0; iter < 200; ++iter) {
     int rank = static_cast<int>(pick(0, 5));
     Shape out, a, b;
@@ -392,11 +395,44 @@ TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
     }
     if (iter % 10 == 0 && rank > 0) a = out, b = {out.back()};
     if (iter % 10 == 1 && rank > 1) a = out, b = {out[0], out[1], 1, 1, 1}, b.resize(rank, 1);
-    auto [fast, reference] = ops[iter % 4];
+    auto [fast, reference] = ops[iter % 5];
     Attrs attrs;
     Compare(fast, reference, {a, b}, attrs, rng,
-            "op " + std::to_string(iter % 4) + " (" + Join(a) + ") and (" + Join(b) + ")", {1});
+            "op " + std::to_string(iter % 5) + " (" + Join(a) + ") and (" + Join(b) + ")", {1});
     if (HasFatalFailure()) return;
+  }
+}
+
+// power with an exponent of one element 2 squares: the correctly rounded x * x, within an ulp of
+// powf (the reference), and the same NaN, infinities and signed zeros.
+TEST(FastKernels, PowerOfTwoSquares) {
+  std::mt19937 rng(8);
+  std::vector<float> x = Random(rng, 1000);
+  for (float& v : x) v *= 1e3f;
+  x.insert(x.end(), {0.0f, -0.0f, std::nanf(""), INFINITY, -INFINITY, 3e19f, -3e19f, 1e-30f});
+  for (Shape bs : {Shape{}, Shape{1}, Shape{1, 1}}) {
+    std::vector<float> two = {2.0f};
+    Shape xs = {static_cast<int64_t>(x.size() / 2), 2};
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                  Tensor{DType::kFloat32, bs, two.data()}};
+    Attrs attrs;
+    const rt::AttrView::List* list = attrs.Finish();
+    TestContext fast(inputs, list, nullptr), ref(inputs, list, nullptr);
+    ASSERT_TRUE(PowerFast(fast).ok());
+    ASSERT_TRUE(PowerReference(ref).ok());
+    ASSERT_EQ(fast.out().shape, ref.out().shape);
+    std::vector<float> got = fast.values(), want = ref.values();
+    for (size_t i = 0; i < x.size(); ++i) {
+      float sq = x[i] * x[i];
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << x[i];
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&got[i], &sq, sizeof sq), 0) << x[i];
+      if (got[i] != want[i]) {
+        EXPECT_LE(std::abs(got[i] - want[i]), std::abs(want[i]) * 1.2e-7f) << x[i];
+      }
+    }
   }
 }
 
@@ -616,6 +652,121 @@ TEST(FastKernels, RecurrentLeavesTheRestToTheReference) {
   st = rnn::LstmFast(got);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(got.out(0).dtype, DType::kFloat64);
+}
+
+// CopyStrided against an element-by-element walk: views of a buffer with positive, negative,
+// zero and contiguous strides, dims of 0 and 1, every element size the kernels use (and an odd
+// one).
+TEST(FastKernels, CopyStridedMatchesAnElementWalk) {
+  std::mt19937 rng(3);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  std::vector<uint8_t> buffer(1 << 24);
+  for (uint8_t& b : buffer) b = static_cast<uint8_t>(pick(0, 255));
+  for (int iter = 0; iter < 2000; ++iter) {
+    size_t eb = std::vector<size_t>{1, 2, 4, 8, 3, 16}[static_cast<size_t>(pick(0, 5))];
+    int rank = static_cast<int>(pick(0, 5));
+    Shape shape(rank);
+    std::vector<int64_t> strides(rank);
+    int64_t dense = 1;
+    for (int k = rank - 1; k >= 0; --k) {
+      shape[k] = pick(0, 9) == 0 ? pick(0, 1) : pick(1, 4);
+      int64_t kind = pick(0, 3);  // contiguous, strided, reversed, broadcast
+      strides[k] = kind == 0 ? dense : kind == 1 ? dense * pick(2, 3) : kind == 2 ? -dense : 0;
+      dense *= std::max<int64_t>(shape[k], 1) * 3;  // room for a stride of 3 x dense
+    }
+    // The first element in the middle of the buffer, so that negative strides stay inside.
+    int64_t base = static_cast<int64_t>(buffer.size() / eb / 2);
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<uint8_t> got(static_cast<size_t>(count) * eb + 1, 0xAB), want(got);
+    const uint8_t* src = buffer.data() + base * static_cast<int64_t>(eb);
+    CopyStrided(src, shape, strides, eb, got.data());
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t off = 0;
+      for (int k = 0; k < rank; ++k) off += idx[k] * strides[k];
+      ASSERT_LT(std::abs(off), base);
+      std::memcpy(want.data() + i * eb, src + off * static_cast<int64_t>(eb), eb);
+      for (int k = rank - 1; k >= 0 && ++idx[k] == shape[k]; --k) idx[k] = 0;
+    }
+    ASSERT_EQ(got, want) << "rank " << rank << " element size " << eb << " iteration " << iter;
+  }
+}
+
+// pad (copying rows whole) against an element walk that finds each source index by repeated
+// reflection, clamping or wrapping: every mode, growing and cropping pads, empty axes in constant
+// mode, 1-, 2- and 8-byte elements.
+TEST(FastKernels, PadMatchesAnElementWalk) {
+  std::mt19937 rng(21);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  rt::KernelFn pad = FindKernel("nn.pad");
+  ASSERT_NE(pad, nullptr);
+  const char* modes[] = {"constant", "edge", "reflect", "wrap"};
+  for (int iter = 0; iter < 600; ++iter) {
+    std::string mode = modes[iter % 4];
+    DType dtype = std::vector<DType>{DType::kFloat32, DType::kUInt8, DType::kInt64,
+                                     DType::kFloat16}[static_cast<size_t>(pick(0, 3))];
+    size_t eb = rt::DTypeBytes(dtype, 1);
+    int rank = static_cast<int>(pick(0, 4));
+    Shape in(rank), out(rank);
+    std::vector<int64_t> width(2 * rank);
+    for (int k = 0; k < rank; ++k) {
+      in[k] = mode == "constant" && pick(0, 7) == 0 ? 0 : pick(1, 5);
+      for (int e = 0; e < 2; ++e) {
+        // Cropping at most what the axis has, growing up to three times it (reflect: less
+        // than the axis, as ONNX asks).
+        int64_t grow = mode == "reflect" ? in[k] - 1 : 3 * in[k] + (mode == "constant" ? 3 : 0);
+        width[2 * k + e] = pick(0, 3) == 0 ? -pick(0, in[k] / 2) : pick(0, grow);
+      }
+      out[k] = in[k] + width[2 * k] + width[2 * k + 1];
+    }
+    int64_t count = 1;
+    for (int64_t d : in) count *= d;
+    std::vector<uint8_t> x(static_cast<size_t>(count) * eb + 1), fill(eb);
+    for (uint8_t& v : x) v = static_cast<uint8_t>(pick(0, 255));
+    for (uint8_t& v : fill) v = static_cast<uint8_t>(pick(0, 255));
+    Attrs attrs;
+    attrs.Ints("pad_width", width).Str("pad_mode", mode);
+    const rt::AttrView::List* list = attrs.Finish();
+    TestContext ctx({Tensor{dtype, in, x.data()}, Tensor{dtype, {}, fill.data()}}, list, nullptr);
+    Status st = pad(ctx);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(ctx.out().shape, out);
+    const auto* got = static_cast<const uint8_t*>(ctx.out().data);
+    std::vector<int64_t> strides(rank), idx(rank, 0);
+    for (int k = rank - 1, acc = 1; k >= 0; --k) {
+      strides[k] = acc;
+      acc *= static_cast<int>(in[k]);
+    }
+    int64_t total = ctx.out().NumElements();
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t off = 0;
+      bool outside = false;
+      for (int k = 0; k < rank; ++k) {
+        int64_t p = idx[k] - width[2 * k], n = in[k];
+        if (mode == "constant") {
+          outside |= p < 0 || p >= n;
+        } else if (mode == "edge") {
+          p = std::clamp<int64_t>(p, 0, n - 1);
+        } else if (mode == "wrap") {
+          while (p < 0) p += n;
+          while (p >= n) p -= n;
+        } else {
+          while (n > 1 && (p < 0 || p >= n)) p = p < 0 ? -p : 2 * (n - 1) - p;
+          if (n == 1) p = 0;
+        }
+        off += p * strides[k];
+      }
+      const uint8_t* want = outside ? fill.data() : x.data() + off * static_cast<int64_t>(eb);
+      ASSERT_EQ(std::memcmp(got + i * static_cast<int64_t>(eb), want, eb), 0)
+          << mode << " in (" << Join(in) << ") pads (" << Join(width) << ") element " << i;
+      for (int k = rank - 1; k >= 0 && ++idx[k] == out[k]; --k) idx[k] = 0;
+    }
+  }
 }
 
 }  // namespace

@@ -520,6 +520,7 @@ Status AddReference(KernelContext& ctx) { return Binary<AddOp, Types::kNumeric>(
 Status SubtractReference(KernelContext& ctx) { return Binary<SubOp, Types::kNumeric>(ctx); }
 Status MultiplyReference(KernelContext& ctx) { return Binary<MulOp, Types::kNumeric>(ctx); }
 Status DivideReference(KernelContext& ctx) { return Binary<DivOp, Types::kNumeric>(ctx); }
+Status PowerReference(KernelContext& ctx) { return Binary<PowOp, Types::kNumeric>(ctx); }
 Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
 
 namespace {
@@ -530,7 +531,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"subtract", SubtractFast},
     {"multiply", MultiplyFast},
     {"divide", DivideFast},
-    {"power", Binary<PowOp, Types::kNumeric>},
+    {"power", PowerFast},
     {"maximum", Binary<MaxOp, Types::kNumeric>},
     {"minimum", Binary<MinOp, Types::kNumeric>},
     {"mod", Binary<ModOp, Types::kNumeric>},

@@ -11,12 +11,16 @@ Status AddReference(KernelContext& ctx);
 Status SubtractReference(KernelContext& ctx);
 Status MultiplyReference(KernelContext& ctx);
 Status DivideReference(KernelContext& ctx);
+Status PowerReference(KernelContext& ctx);
 Status ClipReference(KernelContext& ctx);
 
 Status AddFast(KernelContext& ctx);
 Status SubtractFast(KernelContext& ctx);
 Status MultiplyFast(KernelContext& ctx);
 Status DivideFast(KernelContext& ctx);
+// std::pow on the broadcast rows; an exponent that is one element of 2 squares (x * x: correctly
+// rounded, where powf may be an ulp away).
+Status PowerFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
 
 }  // namespace quilt::cpu

@@ -1,9 +1,9 @@
 // Fast float32 paths of the elementwise ops a convolutional network runs around every conv: add,
-// subtract, multiply and divide with numpy broadcasting, relu, clip, batch_norm in inference form
-// and global average pooling. The broadcast is collapsed into as few dims as the operands allow,
-// and the last one runs as a plain loop the compiler vectorizes (both operands contiguous, or one
-// a scalar along it). Arithmetic, relu and clip give the reference kernels' results bit for bit;
-// batch_norm folds its parameters into a scale and shift per channel; the pool sums in float
+// subtract, multiply, divide and power with numpy broadcasting, relu, clip, batch_norm in inference
+// form and global average pooling. The broadcast is collapsed into as few dims as the operands
+// allow, and the last one runs as a plain loop the compiler vectorizes (both operands contiguous,
+// or one a scalar along it). Arithmetic, relu and clip give the reference kernels' results bit for
+// bit; batch_norm folds its parameters into a scale and shift per channel; the pool sums in float
 // lanes. Other element types (and other pools) go to the reference kernels.
 #include <algorithm>
 #include <cmath>
@@ -60,6 +60,9 @@ struct Mul {
 };
 struct Div {
   float operator()(float a, float b) const { return a / b; }
+};
+struct Pow {
+  float operator()(float a, float b) const { return std::pow(a, b); }
 };
 
 // y[i] = op(a[i * sa], b[i * sb]), i < n.
@@ -168,6 +171,20 @@ Status AddFast(KernelContext& ctx) { return BinaryFloat<Add>(ctx, AddReference);
 Status SubtractFast(KernelContext& ctx) { return BinaryFloat<Sub>(ctx, SubtractReference); }
 Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyReference); }
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
+
+Status PowerFast(KernelContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  if (a.dtype == DType::kFloat32 && b.dtype == DType::kFloat32 && b.NumElements() == 1 &&
+      b.Data<float>()[0] == 2.0f && static_cast<size_t>(b.rank()) <= a.shape.size()) {
+    bool broadcast_free = true;
+    for (int64_t d : b.shape) broadcast_free &= d == 1;
+    if (broadcast_free) {
+      return UnaryFloat(ctx, [](float v) { return v * v; });
+    }
+  }
+  return BinaryFloat<Pow>(ctx, PowerReference);
+}
 
 // As the reference: bounds rounded to float, absent ones infinite, NaN kept.
 Status ClipFast(KernelContext& ctx) {

@@ -143,14 +143,9 @@ Status PermuteDims(KernelContext& ctx) {
   for (int i = 0; i < rank; ++i) out[i] = x.shape[perm[i]];
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  std::vector<int64_t> in_strides = Strides(x.shape);
-  const auto* src = static_cast<const uint8_t*>(x.data);
-  auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (int k = 0; k < rank; ++k) off += idx[k] * in_strides[perm[k]];
-    std::memcpy(dst + i * eb, src + off * eb, eb);
-  });
+  std::vector<int64_t> in_strides = Strides(x.shape), strides(rank);
+  for (int k = 0; k < rank; ++k) strides[k] = in_strides[perm[k]];
+  CopyStrided(x.data, out, strides, eb, y->data);
   return Status::Ok();
 }
 
@@ -451,14 +446,15 @@ Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
   QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  std::vector<int64_t> in_strides = Strides(x.shape);
-  const auto* src = static_cast<const uint8_t*>(x.data);
-  auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (int k = 0; k < rank; ++k) off += (first[k] + idx[k] * step[k]) * in_strides[k];
-    std::memcpy(dst + i * eb, src + off * eb, eb);
-  });
+  if (y->NumElements() == 0) return Status::Ok();
+  std::vector<int64_t> in_strides = Strides(x.shape), view(rank);
+  int64_t base = 0;
+  for (int k = 0; k < rank; ++k) {
+    base += first[k] * in_strides[k];
+    view[k] = step[k] * in_strides[k];
+  }
+  CopyStrided(static_cast<const uint8_t*>(x.data) + base * static_cast<int64_t>(eb), out, view, eb,
+              y->data);
   return Status::Ok();
 }
 
@@ -535,23 +531,46 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  std::vector<int64_t> strides = Strides(x.shape);
+  if (y->NumElements() == 0) return Status::Ok();
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (int k = 0; k < rank; ++k) {
-      int64_t s = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
-      if (s < 0) {
-        off = -1;
-        break;
-      }
-      off += s * strides[k];
+  const auto* fill = static_cast<const uint8_t*>(value.data);
+  if (rank == 0) {
+    std::memcpy(dst, src, eb);
+    return Status::Ok();
+  }
+  // Row by row along the last axis: the source row from the outer indices (none: the row is
+  // all padding), then the columns that read inside it as one copy, the others one by one.
+  std::vector<int64_t> strides = Strides(x.shape);
+  const int last = rank - 1;
+  const int64_t n = x.shape[last], cols = out[last], b = width[2 * last];
+  const int64_t in_lo = std::clamp<int64_t>(b, 0, cols),
+                in_hi = std::clamp<int64_t>(b + n, in_lo, cols);
+  const size_t ebs = eb;
+  auto column = [&](const uint8_t* row, int64_t j, uint8_t* to) {
+    int64_t p = row ? PadSource(j - b, n, pm) : -1;
+    std::memcpy(to, p < 0 ? fill : row + p * static_cast<int64_t>(ebs), ebs);
+  };
+  std::vector<int64_t> idx(static_cast<size_t>(last), 0);
+  for (;;) {
+    const uint8_t* row = src;
+    for (int k = 0; k < last && row; ++k) {
+      int64_t p = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
+      row = p < 0 ? nullptr : row + p * strides[k] * static_cast<int64_t>(ebs);
     }
-    std::memcpy(dst + i * eb, off < 0 ? static_cast<const uint8_t*>(value.data) : src + off * eb,
-                eb);
-  });
-  return Status::Ok();
+    for (int64_t j = 0; j < in_lo; ++j) column(row, j, dst + j * ebs);
+    if (row && in_hi > in_lo) {
+      std::memcpy(dst + in_lo * ebs, row + (in_lo - b) * static_cast<int64_t>(ebs),
+                  static_cast<size_t>(in_hi - in_lo) * ebs);
+    } else {
+      for (int64_t j = in_lo; j < in_hi; ++j) column(row, j, dst + j * ebs);
+    }
+    for (int64_t j = in_hi; j < cols; ++j) column(row, j, dst + j * ebs);
+    dst += cols * static_cast<int64_t>(ebs);
+    int k = last - 1;
+    for (; k >= 0 && ++idx[k] == out[k]; --k) idx[k] = 0;
+    if (k < 0) return Status::Ok();
+  }
 }
 
 Status Pad(KernelContext& ctx) {

@@ -64,8 +64,7 @@ struct Activation {
   }
 };
 
-inline Status ParseActivation(std::string_view name, double alpha, double beta,
-                              Activation* out) {
+inline Status ParseActivation(std::string_view name, double alpha, double beta, Activation* out) {
   static constexpr std::pair<std::string_view, Act> kNames[] = {
       {"Relu", Act::kRelu},
       {"Tanh", Act::kTanh},

@@ -81,8 +81,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     if (!ParseActivation(names[i], alphas[i], betas[i], &acts[i].a).ok()) return reference(ctx);
   }
   Shape state_shape = layout == 0 ? Shape{dirs, N, H} : Shape{N, dirs, H};
-  if (!Optional(tb, {dirs, 2 * G}) || !Optional(th0, state_shape) ||
-      !Optional(tc0, state_shape) || !Optional(tp, {dirs, 3 * H})) {
+  if (!Optional(tb, {dirs, 2 * G}) || !Optional(th0, state_shape) || !Optional(tc0, state_shape) ||
+      !Optional(tp, {dirs, 3 * H})) {
     return reference(ctx);
   }
   std::vector<int64_t> lens(static_cast<size_t>(N), S);
@@ -104,7 +104,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   Tensor *ty, *tyh, *tyc = nullptr;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, y_shape, &ty));
   QUILT_RETURN_IF_ERROR(ctx.Output(1, DType::kFloat32, state_shape, &tyh));
-  if (kCell == Cell::kLstm) QUILT_RETURN_IF_ERROR(ctx.Output(2, DType::kFloat32, state_shape, &tyc));
+  if (kCell == Cell::kLstm)
+    QUILT_RETURN_IF_ERROR(ctx.Output(2, DType::kFloat32, state_shape, &tyc));
   float* y = ty->MutableData<float>();
   float* yh = tyh->MutableData<float>();
   float* yc = tyc ? tyc->MutableData<float>() : nullptr;
@@ -114,7 +115,9 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   // Column of X (and of the input projections) for time t and batch row n.
   auto xcol = [&](int64_t t, int64_t n) { return layout == 0 ? t * N + n : n * S + t; };
   // Where the state of (direction d, batch row n) lies in initial_h / Y_h and the others.
-  auto state_at = [&](int64_t d, int64_t n) { return layout == 0 ? (d * N + n) * H : (n * dirs + d) * H; };
+  auto state_at = [&](int64_t d, int64_t n) {
+    return layout == 0 ? (d * N + n) * H : (n * dirs + d) * H;
+  };
   rt::ThreadPool* pool = ctx.thread_pool();
   const int64_t cols = S * N;
   std::vector<float> gx(static_cast<size_t>(G * cols)), gh(static_cast<size_t>(G * N));
@@ -220,9 +223,10 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
               int64_t c = xcol(time(n), n), i = h * N + n;
               float cp = cs[i];
               float ig = f(clipped(gx[h * cols + c] + gh[h * N + n] + pi * cp));
-              float fg = input_forget ? 1 - ig
-                                      : f(clipped(gx[(2 * H + h) * cols + c] +
-                                                  gh[(2 * H + h) * N + n] + pf * cp));
+              float fg =
+                  input_forget
+                      ? 1 - ig
+                      : f(clipped(gx[(2 * H + h) * cols + c] + gh[(2 * H + h) * N + n] + pf * cp));
               float cg = g(clipped(gx[(3 * H + h) * cols + c] + gh[(3 * H + h) * N + n]));
               float cn = fg * cp + ig * cg;
               float og = f(clipped(gx[(H + h) * cols + c] + gh[(H + h) * N + n] + po * cn));
@@ -235,7 +239,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       for (int64_t n = 0; n < N; ++n) {
         if (step >= lens[n]) continue;
         int64_t t = time(n);
-        float* out = y + (layout == 0 ? ((t * dirs + d) * N + n) * H : ((n * S + t) * dirs + d) * H);
+        float* out =
+            y + (layout == 0 ? ((t * dirs + d) * N + n) * H : ((n * S + t) * dirs + d) * H);
         for (int64_t h = 0; h < H; ++h) out[h] = hs[h * N + n];
       }
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace quilt::cpu {
 
@@ -26,6 +27,78 @@ std::vector<int64_t> Strides(const Shape& shape) {
     acc *= shape[i];
   }
   return s;
+}
+
+namespace {
+
+// `n` elements of EB bytes from src, `stride` elements apart, to dense dst.
+template <size_t EB>
+void CopyRow(const uint8_t* src, int64_t stride, int64_t n, uint8_t* dst) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * EB, src + i * stride * EB, EB);
+}
+
+}  // namespace
+
+void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
+                 size_t eb, void* dst) {
+  // Dims of one dropped; a dim merged into the one inside it where the two are contiguous.
+  std::vector<int64_t> dims, st;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0) return;
+    if (shape[k] == 1) continue;
+    if (!dims.empty() && st.back() == strides[k] * shape[k]) {
+      dims.back() *= shape[k];
+      st.back() = strides[k];
+      continue;
+    }
+    dims.push_back(shape[k]);
+    st.push_back(strides[k]);
+  }
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  if (dims.empty()) {
+    std::memcpy(d, s, eb);
+    return;
+  }
+  int outer_rank = static_cast<int>(dims.size()) - 1;
+  int64_t inner = dims.back(), inner_stride = st.back();
+  size_t row_bytes = static_cast<size_t>(inner) * eb;
+  std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
+  int64_t off = 0;
+  for (;;) {
+    const uint8_t* row = s + off * static_cast<int64_t>(eb);
+    if (inner_stride == 1) {
+      std::memcpy(d, row, row_bytes);
+    } else {
+      switch (eb) {
+        case 1:
+          CopyRow<1>(row, inner_stride, inner, d);
+          break;
+        case 2:
+          CopyRow<2>(row, inner_stride, inner, d);
+          break;
+        case 4:
+          CopyRow<4>(row, inner_stride, inner, d);
+          break;
+        case 8:
+          CopyRow<8>(row, inner_stride, inner, d);
+          break;
+        default:
+          for (int64_t i = 0; i < inner; ++i) {
+            std::memcpy(d + i * eb, row + i * inner_stride * static_cast<int64_t>(eb), eb);
+          }
+      }
+    }
+    d += row_bytes;
+    int ax = outer_rank - 1;
+    for (; ax >= 0; --ax) {
+      off += st[ax];
+      if (++idx[ax] < dims[ax]) break;
+      off -= st[ax] * dims[ax];
+      idx[ax] = 0;
+    }
+    if (ax < 0) return;
+  }
 }
 
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
