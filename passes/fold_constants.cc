@@ -5,7 +5,8 @@
 // them too): a conv bias the importer reshapes to (1, M, 1, 1) is then a constant the rules
 // below and the conv epilogue fusion see. A permute_dims of a constant becomes the transposed
 // constant (a Gemm's transB weight is transposed once, not at every run). A result the function
-// returns stays a call.
+// returns stays a call. Every rule applies inside If branches too, each branch seen on its own
+// (a Gemm in a branch has its weight transposed once as well).
 //
 // An inference batch_norm (axis 1) whose scale, shift, mean and variance are constants, right
 // after a 2-d convolution with a constant weight, becomes part of the convolution:
@@ -44,14 +45,20 @@ struct FunctionView {
   std::set<const ir::VarNode*> returned;       // variables the function body returns
 };
 
-FunctionView View(const ir::FunctionNode& f) {
+// The view of one body: a function's, or an If branch's. What it returns is the variable its
+// result is, or each variable of a result tuple (a branch's result may be a call, whose
+// arguments are uses, not results).
+FunctionView View(const ir::SeqExprNode& body) {
   FunctionView v;
-  for (const ir::VarNode* u : ir::UsedVars(f.body->body)) {
-    ++v.uses[u];
-    v.returned.insert(u);
+  for (const ir::VarNode* u : ir::UsedVars(body.body)) ++v.uses[u];
+  if (const auto* var = As<ir::VarNode>(body.body)) v.returned.insert(var);
+  if (const auto* tuple = As<ir::TupleNode>(body.body)) {
+    for (const ir::Expr& field : tuple->fields) {
+      if (const auto* var = As<ir::VarNode>(field)) v.returned.insert(var);
+    }
   }
-  for (size_t i = 0; i < f.body->blocks.size(); ++i) {
-    for (const ir::Binding& b : f.body->blocks[i].bindings) {
+  for (size_t i = 0; i < body.blocks.size(); ++i) {
+    for (const ir::Binding& b : body.blocks[i].bindings) {
       v.value[b.var.get()] = b.value;
       v.block[b.var.get()] = i;
       for (const ir::VarNode* u : ir::UsedVars(b.value)) ++v.uses[u];
@@ -321,28 +328,49 @@ Expected<Rewrites> FoldScaleIntoConv(const FunctionView& v, const ir::Binding& b
   return Rewrites{{binding.var.get(), *new_conv}};
 }
 
-// Applies `rule` to every binding of `f` (the rewrites of one sweep touch distinct variables).
-Expected<ir::Function> Sweep(const ir::Function& f,
-                             Expected<Rewrites> (*rule)(const FunctionView&, const ir::Binding&)) {
-  FunctionView v = View(*f);
-  std::vector<ir::BindingBlock> blocks = f->body->blocks;
+using Rule = Expected<Rewrites> (*)(const FunctionView&, const ir::Binding&);
+
+// Applies `rule` to every binding of `body` (the rewrites of one sweep touch distinct variables),
+// and to the bodies of the If branches bound in it, each with the view of its own bindings: a
+// variable of the enclosing body is not in that view, so a rule never rewrites it from a branch.
+Expected<ir::SeqExpr> Sweep(const ir::SeqExpr& body, Rule rule) {
+  FunctionView v = View(*body);
+  std::vector<ir::BindingBlock> blocks = body->blocks;
   std::map<const ir::VarNode*, ir::Expr> replace;
   for (const ir::BindingBlock& block : blocks) {
     for (const ir::Binding& b : block.bindings) {
+      if (const auto* branch = As<ir::IfNode>(b.value)) {
+        Expected<ir::SeqExpr> then_branch = Sweep(branch->then_branch, rule);
+        if (!then_branch) return then_branch.error();
+        Expected<ir::SeqExpr> else_branch = Sweep(branch->else_branch, rule);
+        if (!else_branch) return else_branch.error();
+        if (*then_branch != branch->then_branch || *else_branch != branch->else_branch) {
+          Expected<ir::Expr> made = ir::MakeIf(branch->cond, *then_branch, *else_branch);
+          if (!made) return made.error();
+          replace[b.var.get()] = *made;
+        }
+        continue;
+      }
       Expected<Rewrites> r = rule(v, b);
       if (!r) return r.error();
       for (auto& [var, value] : *r) replace[var] = value;
     }
   }
-  if (replace.empty()) return f;
+  if (replace.empty()) return body;
   for (ir::BindingBlock& block : blocks) {
     for (ir::Binding& b : block.bindings) {
       auto it = replace.find(b.var.get());
       if (it != replace.end()) b.value = it->second;
     }
   }
-  return ir::MakeFunction(f->params, ir::MakeSeqExpr(std::move(blocks), f->body->body),
-                          f->ret_struct_info, f->attrs, f->is_pure, f->is_private,
+  return ir::MakeSeqExpr(std::move(blocks), body->body);
+}
+
+Expected<ir::Function> Sweep(const ir::Function& f, Rule rule) {
+  Expected<ir::SeqExpr> body = Sweep(f->body, rule);
+  if (!body) return body.error();
+  if (*body == f->body) return f;
+  return ir::MakeFunction(f->params, *body, f->ret_struct_info, f->attrs, f->is_pure, f->is_private,
                           f->param_defaults);
 }
 

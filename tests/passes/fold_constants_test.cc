@@ -201,6 +201,36 @@ class Module:
   EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", before), want));
 }
 
+// Inside an If branch too (a Gemm(transB=1) in a branch: its weight transposed once, not at
+// every run); a branch's result stays a call, as a function's does.
+TEST(FoldConstants, APermuteDimsOfAConstantInAnIfBranchBecomesAConstant) {
+  ir::IRModule before = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2), "float32"), flag: R.Tensor((), "bool")):
+        if flag:
+            w = R.permute_dims(R.const([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "float32"), axes=[1, 0])
+            y = R.matmul(x, w)
+        else:
+            y = R.permute_dims(R.const([[1.0, 2.0, 3.0]], "float32"), axes=[1, 0])
+        return y
+)");
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2), "float32"), flag: R.Tensor((), "bool")):
+        if flag:
+            w = R.const([[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]], "float32")
+            y = R.matmul(x, w)
+        else:
+            y = R.permute_dims(R.const([[1.0, 2.0, 3.0]], "float32"), axes=[1, 0])
+        return y
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", before), want));
+}
+
 TEST(FoldConstants, AReshapeOfANonConstantOrToAnUnknownShapeOrReturnedStays) {
   // Of a parameter.
   ExpectUnchanged(R"(
