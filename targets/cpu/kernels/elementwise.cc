@@ -521,6 +521,10 @@ Status SubtractReference(KernelContext& ctx) { return Binary<SubOp, Types::kNume
 Status MultiplyReference(KernelContext& ctx) { return Binary<MulOp, Types::kNumeric>(ctx); }
 Status DivideReference(KernelContext& ctx) { return Binary<DivOp, Types::kNumeric>(ctx); }
 Status PowerReference(KernelContext& ctx) { return Binary<PowOp, Types::kNumeric>(ctx); }
+Status ExpReference(KernelContext& ctx) { return Unary<ExpOp, Types::kFloat>(ctx); }
+Status TanhReference(KernelContext& ctx) { return Unary<TanhOp, Types::kFloat>(ctx); }
+Status SigmoidReference(KernelContext& ctx) { return Unary<SigmoidOp, Types::kFloat>(ctx); }
+Status ErfReference(KernelContext& ctx) { return Unary<ErfOp, Types::kFloat>(ctx); }
 Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
 
 namespace {
@@ -552,13 +556,13 @@ constexpr rt::KernelEntry kKernels[] = {
     {"bitwise_not", Unary<BitNotOp, Types::kIntegerBool>},
     {"left_shift", Binary<ShiftOp<true>, Types::kInteger>},
     {"right_shift", Binary<ShiftOp<false>, Types::kInteger>},
-    {"exp", Unary<ExpOp, Types::kFloat>},
+    {"exp", ExpFast},
     {"log", Unary<LogOp, Types::kFloat>},
     {"sqrt", Unary<SqrtOp, Types::kFloat>},
     {"rsqrt", Unary<RsqrtOp, Types::kFloat>},
-    {"tanh", Unary<TanhOp, Types::kFloat>},
-    {"sigmoid", Unary<SigmoidOp, Types::kFloat>},
-    {"erf", Unary<ErfOp, Types::kFloat>},
+    {"tanh", TanhFast},
+    {"sigmoid", SigmoidFast},
+    {"erf", ErfFast},
     {"sin", Unary<SinOp, Types::kFloat>},
     {"cos", Unary<CosOp, Types::kFloat>},
     {"tan", Unary<TanOp, Types::kFloat>},

@@ -12,6 +12,10 @@ Status SubtractReference(KernelContext& ctx);
 Status MultiplyReference(KernelContext& ctx);
 Status DivideReference(KernelContext& ctx);
 Status PowerReference(KernelContext& ctx);
+Status ExpReference(KernelContext& ctx);
+Status TanhReference(KernelContext& ctx);
+Status SigmoidReference(KernelContext& ctx);
+Status ErfReference(KernelContext& ctx);
 Status ClipReference(KernelContext& ctx);
 
 Status AddFast(KernelContext& ctx);
@@ -21,6 +25,12 @@ Status DivideFast(KernelContext& ctx);
 // std::pow on the broadcast rows; an exponent that is one element of 2 squares (x * x: correctly
 // rounded, where powf may be an ulp away).
 Status PowerFast(KernelContext& ctx);
+// float32 through vmath.h (a few ulp from the correctly rounded value; the reference calls the
+// C library per element).
+Status ExpFast(KernelContext& ctx);
+Status TanhFast(KernelContext& ctx);
+Status SigmoidFast(KernelContext& ctx);
+Status ErfFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
 
 }  // namespace quilt::cpu

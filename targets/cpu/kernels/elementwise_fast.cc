@@ -13,6 +13,7 @@
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/simd.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu {
 namespace {
@@ -171,6 +172,23 @@ Status AddFast(KernelContext& ctx) { return BinaryFloat<Add>(ctx, AddReference);
 Status SubtractFast(KernelContext& ctx) { return BinaryFloat<Sub>(ctx, SubtractReference); }
 Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyReference); }
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
+
+Status ExpFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ExpReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return vmath::Exp(v); });
+}
+Status TanhFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return TanhReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return vmath::Tanh(v); });
+}
+Status SigmoidFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return SigmoidReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return vmath::Sigmoid(v); });
+}
+Status ErfFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return ErfReference(ctx);
+  return UnaryFloat(ctx, [](float v) { return vmath::Erf(v); });
+}
 
 Status PowerFast(KernelContext& ctx) {
   const Tensor& a = *ctx.input(0);

@@ -1,0 +1,106 @@
+// exp, tanh, sigmoid and erf of float32, written so that a loop over them vectorizes: arithmetic,
+// bit casts, min / max and selects, no library calls (the files that loop over them are built
+// with -fno-trapping-math, without which GCC will not turn a select into vector code). Each is within a few ulp
+// of the correctly rounded value (exp, sigmoid: relative; tanh, erf: a few ulp relative, or
+// 3e-7 absolute near 0 for erf), keeps NaN, and gives the limits at the infinities;
+// tests/runtime/fast_kernels_test.cc measures them against double precision.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+#include "targets/cpu/kernels/simd.h"
+
+namespace quilt::cpu::vmath {
+
+// x unchanged when NaN (std::min / std::max return their first argument then).
+QUILT_ALWAYS_INLINE float Clamp(float x, float lo, float hi) { return std::min(std::max(x, lo), hi); }
+
+// v * 2^k for k in [-252, 254], in two steps of normal powers of two, so that the result is
+// subnormal or infinite exactly where v * 2^k is.
+QUILT_ALWAYS_INLINE float Scale(float v, int32_t k) {
+  int32_t a = k >> 1, b = k - a;
+  return v * std::bit_cast<float>(static_cast<uint32_t>(a + 127) << 23) *
+         std::bit_cast<float>(static_cast<uint32_t>(b + 127) << 23);
+}
+
+// e^x: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so r is exact to float), e^r by a
+// polynomial (Cephes' expf coefficients), times 2^n. Past 88.73 it is inf, below -104 zero. NaN
+// stays NaN through the arithmetic.
+QUILT_ALWAYS_INLINE float Exp(float x) {
+  float c = Clamp(x, -104.0f, 88.8f);
+  // n rounded to nearest by adding 1.5 * 2^23 (|c log2 e| < 2^22), which leaves n in the low
+  // bits of the sum: no float-to-int conversion (undefined for NaN).
+  float t = c * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  int32_t k = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - 0x4B400000u);
+  float r = c - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return Scale(p * r * r + r + 1.0f, k);
+}
+
+// tanh: an odd polynomial below 0.625 (Cephes' tanhf coefficients), 1 - 2 / (e^2|x| + 1) above,
+// the sign put back.
+QUILT_ALWAYS_INLINE float Tanh(float x) {
+  float a = std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu);
+  float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  float small = x + x * z * p;
+  float big = 1.0f - 2.0f / (Exp(2.0f * a) + 1.0f);
+  big = std::bit_cast<float>(std::bit_cast<uint32_t>(big) | (std::bit_cast<uint32_t>(x) & 0x80000000u));
+  return a < 0.625f ? small : big;  // NaN: big, which is NaN
+}
+
+// 1 / (1 + e^-x), as e^x / (1 + e^x) for negative x (so that it reaches the subnormals rather
+// than 0 where e^-x overflows).
+QUILT_ALWAYS_INLINE float Sigmoid(float x) {
+  float e = Exp(-std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu));
+  float d = 1.0f / (1.0f + e);
+  float negative = e * d;
+  return x < 0.0f ? negative : d;  // NaN: d, NaN
+}
+
+// erf: below 1, x P(x^2); from 1 to 3.92, 1 - e^(-x^2) Q(1 / x); past it 1 (erfc < 5e-9); the
+// sign put back. P and Q are least-squares fits in double (numpy.polyfit, degrees 6 and 8) of
+// erf(x) / x on [0, 1] and of erfc(x) e^(x^2) on [1, 3.92]: in float, within 3e-7 relative
+// below 1 and 1e-7 absolute above.
+QUILT_ALWAYS_INLINE float Erf(float x) {
+  float a = std::min(std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu), 3.92f);
+  float t = a * a;
+  float p = 8.006950542e-05f;
+  p = p * t - 8.053771110e-04f;
+  p = p * t + 5.192959798e-03f;
+  p = p * t - 2.685607041e-02f;
+  p = p * t + 1.128363465e-01f;
+  p = p * t - 3.761262977e-01f;
+  p = p * t + 1.128379166e+00f;
+  float small = a * p;
+  float u = 1.0f / std::max(a, 1.0f);
+  float q = -9.140667731e-03f;
+  q = q * u + 2.634650428e-02f;
+  q = q * u + 2.992958246e-02f;
+  q = q * u - 2.510562846e-01f;
+  q = q * u + 5.048976114e-01f;
+  q = q * u - 4.757929148e-01f;
+  q = q * u + 4.328325696e-02f;
+  q = q * u + 5.588316319e-01f;
+  q = q * u + 2.847995342e-04f;
+  float big = 1.0f - Exp(-t) * q;
+  big = a >= 3.92f ? 1.0f : big;
+  float r = a < 1.0f ? small : big;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(r) | (std::bit_cast<uint32_t>(x) & 0x80000000u));
+}
+
+}  // namespace quilt::cpu::vmath
