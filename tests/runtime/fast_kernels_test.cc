@@ -858,5 +858,41 @@ TEST(FastKernels, TranscendentalKernelsMatchTheReference) {
   }
 }
 
+// layer_norm over trailing axes (one, two, all; parameters of the normalized shape, with or
+// without leading 1s), and the cases the fast path hands to the reference: axes that are not a
+// trailing run, a parameter that varies across rows.
+TEST(FastKernels, LayerNormMatchesTheReference) {
+  std::mt19937 rng(23);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> axes;
+    Shape param;
+  };
+  const Case cases[] = {
+      {{2, 5, 384}, {-1}, {384}},
+      {{3, 7}, {1}, {1, 7}},
+      {{2, 3, 4, 5}, {2, 3}, {4, 5}},
+      {{6, 17}, {0, 1}, {6, 17}},
+      {{1, 128, 33}, {-1}, {1, 1, 33}},
+      {{4, 1}, {-1}, {1}},
+      {{2, 3, 4}, {0, 2}, {2, 1, 4}},
+      {{2, 3, 4}, {-1}, {2, 3, 4}},
+      {{0, 8}, {-1}, {8}},
+      {{2, 3, 4, 5}, {2, 3}, {}},
+      {{2, 3, 4, 5}, {2, 3}, {1, 1}},
+      {{2, 3, 4, 5}, {2, 3}, {1, 5}},
+  };
+  for (const Case& c : cases) {
+    Attrs attrs;
+    attrs.Ints("axes", c.axes).Float("epsilon", 1e-5);
+    // gamma of the case's shape; beta of it, or a scalar.
+    for (Shape beta : {c.param, Shape{}}) {
+      Compare(nn::LayerNormFast, nn::LayerNorm, {c.x, c.param, beta}, attrs, rng,
+              "layer_norm (" + Join(c.x) + ") axes (" + Join(c.axes) + ") gamma (" + Join(c.param) +
+                  ") beta (" + Join(beta) + ")");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace quilt::cpu

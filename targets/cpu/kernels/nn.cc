@@ -415,7 +415,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.dropout", Dropout},
     {"nn.batch_norm", nn::BatchNormFast},
     {"nn.instance_norm", nn::InstanceNorm},
-    {"nn.layer_norm", nn::LayerNorm},
+    {"nn.layer_norm", nn::LayerNormFast},
     {"nn.layer_norm_stats", nn::LayerNormStats},
     {"nn.group_norm", nn::GroupNorm},
     {"nn.rms_norm", nn::RmsNorm},

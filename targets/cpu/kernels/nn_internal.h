@@ -20,6 +20,8 @@ Status ReluFast(KernelContext& ctx);
 Status AdaptiveAvgPoolFast(KernelContext& ctx);  // global average pooling
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
+// Float32 over trailing axes with per-row parameters (norm_fast.cc); the rest: LayerNorm.
+Status LayerNormFast(KernelContext& ctx);
 Status LayerNormStats(KernelContext& ctx);
 Status GroupNorm(KernelContext& ctx);
 Status RmsNorm(KernelContext& ctx);

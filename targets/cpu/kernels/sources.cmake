@@ -10,6 +10,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/reduce.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn.cc
   ${QUILT_ROOT}/targets/cpu/kernels/nn_norm.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc
@@ -33,6 +34,6 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|
   set_source_files_properties(
     ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
-    ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
     PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast;-fno-trapping-math")
 endif()

@@ -1,8 +1,8 @@
 // exp, tanh, sigmoid and erf of float32, written so that a loop over them vectorizes: arithmetic,
 // bit casts, min / max and selects, no library calls (the files that loop over them are built
-// with -fno-trapping-math, without which GCC will not turn a select into vector code). Each is within a few ulp
-// of the correctly rounded value (exp, sigmoid: relative; tanh, erf: a few ulp relative, or
-// 3e-7 absolute near 0 for erf), keeps NaN, and gives the limits at the infinities;
+// with -fno-trapping-math, without which GCC will not turn a select into vector code). Each is
+// within a few ulp of the correctly rounded value (exp, sigmoid: relative; tanh, erf: a few ulp
+// relative, or 3e-7 absolute near 0 for erf), keeps NaN, and gives the limits at the infinities;
 // tests/runtime/fast_kernels_test.cc measures them against double precision.
 #pragma once
 
@@ -16,7 +16,9 @@
 namespace quilt::cpu::vmath {
 
 // x unchanged when NaN (std::min / std::max return their first argument then).
-QUILT_ALWAYS_INLINE float Clamp(float x, float lo, float hi) { return std::min(std::max(x, lo), hi); }
+QUILT_ALWAYS_INLINE float Clamp(float x, float lo, float hi) {
+  return std::min(std::max(x, lo), hi);
+}
 
 // v * 2^k for k in [-252, 254], in two steps of normal powers of two, so that the result is
 // subnormal or infinite exactly where v * 2^k is.
@@ -59,7 +61,8 @@ QUILT_ALWAYS_INLINE float Tanh(float x) {
   p = p * z - 3.33332819422e-1f;
   float small = x + x * z * p;
   float big = 1.0f - 2.0f / (Exp(2.0f * a) + 1.0f);
-  big = std::bit_cast<float>(std::bit_cast<uint32_t>(big) | (std::bit_cast<uint32_t>(x) & 0x80000000u));
+  big = std::bit_cast<float>(std::bit_cast<uint32_t>(big) |
+                             (std::bit_cast<uint32_t>(x) & 0x80000000u));
   return a < 0.625f ? small : big;  // NaN: big, which is NaN
 }
 
@@ -100,7 +103,8 @@ QUILT_ALWAYS_INLINE float Erf(float x) {
   float big = 1.0f - Exp(-t) * q;
   big = a >= 3.92f ? 1.0f : big;
   float r = a < 1.0f ? small : big;
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(r) | (std::bit_cast<uint32_t>(x) & 0x80000000u));
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(r) |
+                              (std::bit_cast<uint32_t>(x) & 0x80000000u));
 }
 
 }  // namespace quilt::cpu::vmath
