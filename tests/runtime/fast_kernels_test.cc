@@ -267,6 +267,10 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // A (k, 1) kernel over an (L, 1) image, and (1, k) over (1, L): the dims of one are dropped.
+  CheckConv({2, 1, 6, 9, {40, 1}, {5, 1}, {1, 1}, {1, 1}, {2, 0, 2, 0}}, rng);
+  CheckConv({1, 1, 4, 7, {1, 33}, {1, 3}, {1, 2}, {1, 1}, {0, 1, 0, 1}}, rng);
+  CheckConv({1, 1, 3, 5, {1, 1, 19}, {1, 1, 3}, {2, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 1, 1}}, rng);
   // One input channel, not grouped, on a wide image: a GEMM of K = the kernel's size.
   CheckConv({1, 1, 1, 16, {31, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
 }

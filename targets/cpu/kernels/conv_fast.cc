@@ -31,12 +31,20 @@ struct Geo {
   }
 };
 
+// Dims where one output reads one input through one tap (in, out and kernel 1, no leading pad)
+// are dropped first: a (5, 1) kernel over an (L, 1) image is a 1-d convolution over L, whose
+// last dim is the long one.
 Geo RightAligned(const Window& w) {
+  int keep[kMaxSpatial], rank = 0;
+  for (int s = 0; s < w.rank; ++s) {
+    if (w.in[s] == 1 && w.out[s] == 1 && w.kernel[s] == 1 && w.pad_begin[s] == 0) continue;
+    keep[rank++] = s;
+  }
   Geo g;
-  int shift = kMaxSpatial - w.rank;
+  int shift = kMaxSpatial - rank;
   for (int d = 0; d < kMaxSpatial; ++d) {
-    int s = d - shift;
-    bool real = s >= 0;
+    bool real = d >= shift;
+    int s = real ? keep[d - shift] : 0;
     g.in[d] = real ? w.in[s] : 1;
     g.out[d] = real ? w.out[s] : 1;
     g.kernel[d] = real ? w.kernel[s] : 1;

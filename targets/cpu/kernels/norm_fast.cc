@@ -100,7 +100,8 @@ Status LayerNormFast(KernelContext& ctx) {
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
   ctx.ParallelFor(rows, std::max<int64_t>(1, (1 << 14) / len), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) NormalizeRow(px + r * len, py + r * len, len, gamma.data(), beta.data(), eps);
+    for (int64_t r = r0; r < r1; ++r)
+      NormalizeRow(px + r * len, py + r * len, len, gamma.data(), beta.data(), eps);
   });
   return Status::Ok();
 }
