@@ -898,5 +898,27 @@ TEST(FastKernels, LayerNormMatchesTheReference) {
   }
 }
 
+// prelu with a slope per channel or one slope, on the channel axis or another, and rows of one.
+TEST(FastKernels, PReluMatchesTheReference) {
+  std::mt19937 rng(29);
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape slope;
+  };
+  const Case cases[] = {{{2, 16, 9, 11}, 1, {16}},
+                        {{3, 48, 48, 32}, 3, {32}},
+                        {{2, 5, 7}, 1, {1}},
+                        {{4, 6}, -1, {6}},
+                        {{5}, 0, {5}},
+                        {{2, 0, 3}, 1, {1}}};
+  for (const Case& c : cases) {
+    Attrs attrs;
+    attrs.Int("axis", c.axis);
+    Compare(nn::PReluFast, nn::PReluReference, {c.x, c.slope}, attrs, rng,
+            "prelu (" + Join(c.x) + ") axis " + std::to_string(c.axis));
+  }
+}
+
 }  // namespace
 }  // namespace quilt::cpu

@@ -225,6 +225,36 @@ Status ReluFast(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float v) { return v < 0 ? 0.0f : v; });
 }
 
+// Rows of `inner` elements of one channel each: y = x < 0 ? x * slope : x (NaN stays NaN), as
+// the reference, which also takes every other case (and its errors).
+Status PReluFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& alpha = *ctx.input(1);
+  int64_t axis = ctx.attrs().Int("axis", 1);
+  if (x.dtype != DType::kFloat32 || alpha.dtype != DType::kFloat32 || alpha.rank() > 1 ||
+      !NormalizeAxis(&axis, x.rank())) {
+    return PReluReference(ctx);
+  }
+  int64_t len = x.shape[axis], na = alpha.NumElements();
+  if (na != len && na != 1) return PReluReference(ctx);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, x.shape, &y));
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.shape[d];
+  int64_t rows = inner == 0 ? 0 : x.NumElements() / inner;
+  const float* px = x.Data<float>();
+  const float* pa = alpha.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, inner));
+  ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float a = pa[na == 1 ? 0 : r % len];
+      Map(px + r * inner, py + r * inner, inner, [a](float v) { return v < 0 ? v * a : v; });
+    }
+  });
+  return Status::Ok();
+}
+
 // Adaptive average pooling to one cell per plane (global average pooling); other output sizes go
 // to the reference.
 Status AdaptiveAvgPoolFast(KernelContext& ctx) {

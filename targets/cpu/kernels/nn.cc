@@ -388,6 +388,7 @@ Status Dropout(KernelContext& ctx) {
 }  // namespace
 
 Status nn::ReluReference(KernelContext& ctx) { return Activation<ReluOp, false>(ctx); }
+Status nn::PReluReference(KernelContext& ctx) { return PRelu(ctx); }
 
 namespace {
 
@@ -407,7 +408,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.mish", Activation<MishOp, true>},
     {"nn.silu", Activation<SiluOp, true>},
     {"nn.shrink", Activation<ShrinkOp, false>},
-    {"nn.prelu", PRelu},
+    {"nn.prelu", nn::PReluFast},
     {"nn.softmax", SoftmaxLike<SoftKind::kSoftmax>},
     {"nn.log_softmax", SoftmaxLike<SoftKind::kLogSoftmax>},
     {"nn.hardmax", SoftmaxLike<SoftKind::kHardmax>},

@@ -17,6 +17,9 @@ Status BatchNorm(KernelContext& ctx);
 Status BatchNormFast(KernelContext& ctx);
 Status ReluReference(KernelContext& ctx);  // nn.cc
 Status ReluFast(KernelContext& ctx);
+Status PReluReference(KernelContext& ctx);  // nn.cc
+// Float32: each (image, channel) row at once, the slope a scalar along it (elementwise_fast.cc).
+Status PReluFast(KernelContext& ctx);
 Status AdaptiveAvgPoolFast(KernelContext& ctx);  // global average pooling
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
