@@ -920,5 +920,31 @@ TEST(FastKernels, PReluMatchesTheReference) {
   }
 }
 
+// The float32 activations, maximum / minimum and softmax against their references, with
+// attributes, broadcasts and (for softmax) the last axis and another one.
+TEST(FastKernels, ActivationsAndSoftmaxMatchTheReference) {
+  std::mt19937 rng(31);
+  for (Shape x : {Shape{7}, Shape{2, 3, 50}, Shape{1, 70000}, Shape{0, 3}}) {
+    Attrs none, hs, lr;
+    hs.Float("alpha", 0.3).Float("beta", 0.4);
+    lr.Float("alpha", 0.2);
+    Compare(nn::HardSwishFast, nn::HardSwishReference, {x}, none, rng, "hard_swish " + Join(x));
+    Compare(nn::HardSigmoidFast, nn::HardSigmoidReference, {x}, hs, rng, "hard_sigmoid " + Join(x));
+    Compare(nn::LeakyReluFast, nn::LeakyReluReference, {x}, lr, rng, "leakyrelu " + Join(x));
+    Compare(nn::SiluFast, nn::SiluReference, {x}, none, rng, "silu " + Join(x));
+    Compare(nn::GeluFast, nn::GeluReference, {x}, none, rng, "gelu " + Join(x));
+    Compare(MaximumFast, MaximumReference, {x, {x.empty() ? 1 : x.back()}}, none, rng,
+            "maximum " + Join(x));
+    Compare(MinimumFast, MinimumReference, {x, {}}, none, rng, "minimum " + Join(x));
+  }
+  for (auto [x, axis] : std::vector<std::pair<Shape, int64_t>>{
+           {{2, 3, 50}, -1}, {{4, 1000}, 1}, {{3, 7}, 0}, {{2, 5, 9}, 1}, {{1}, 0}, {{0, 4}, -1}}) {
+    Attrs attrs;
+    attrs.Int("axis", axis);
+    Compare(nn::SoftmaxFast, nn::SoftmaxReference, {x}, attrs, rng,
+            "softmax " + Join(x) + " axis " + std::to_string(axis));
+  }
+}
+
 }  // namespace
 }  // namespace quilt::cpu

@@ -525,6 +525,8 @@ Status ExpReference(KernelContext& ctx) { return Unary<ExpOp, Types::kFloat>(ctx
 Status TanhReference(KernelContext& ctx) { return Unary<TanhOp, Types::kFloat>(ctx); }
 Status SigmoidReference(KernelContext& ctx) { return Unary<SigmoidOp, Types::kFloat>(ctx); }
 Status ErfReference(KernelContext& ctx) { return Unary<ErfOp, Types::kFloat>(ctx); }
+Status MaximumReference(KernelContext& ctx) { return Binary<MaxOp, Types::kNumeric>(ctx); }
+Status MinimumReference(KernelContext& ctx) { return Binary<MinOp, Types::kNumeric>(ctx); }
 Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
 
 namespace {
@@ -536,8 +538,8 @@ constexpr rt::KernelEntry kKernels[] = {
     {"multiply", MultiplyFast},
     {"divide", DivideFast},
     {"power", PowerFast},
-    {"maximum", Binary<MaxOp, Types::kNumeric>},
-    {"minimum", Binary<MinOp, Types::kNumeric>},
+    {"maximum", MaximumFast},
+    {"minimum", MinimumFast},
     {"mod", Binary<ModOp, Types::kNumeric>},
     {"floor_mod", Binary<FloorModOp, Types::kNumeric>},
     {"equal", Binary<EqualOp, Types::kAll, true>},

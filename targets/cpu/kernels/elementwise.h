@@ -16,6 +16,8 @@ Status ExpReference(KernelContext& ctx);
 Status TanhReference(KernelContext& ctx);
 Status SigmoidReference(KernelContext& ctx);
 Status ErfReference(KernelContext& ctx);
+Status MaximumReference(KernelContext& ctx);
+Status MinimumReference(KernelContext& ctx);
 Status ClipReference(KernelContext& ctx);
 
 Status AddFast(KernelContext& ctx);
@@ -31,6 +33,9 @@ Status ExpFast(KernelContext& ctx);
 Status TanhFast(KernelContext& ctx);
 Status SigmoidFast(KernelContext& ctx);
 Status ErfFast(KernelContext& ctx);
+// NaN where either operand is NaN, as the reference.
+Status MaximumFast(KernelContext& ctx);
+Status MinimumFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
 
 }  // namespace quilt::cpu

@@ -62,6 +62,20 @@ struct Mul {
 struct Div {
   float operator()(float a, float b) const { return a / b; }
 };
+struct Max {
+  float operator()(float a, float b) const {
+    float m = a < b ? b : a;
+    float nan = a + b;
+    return a != a || b != b ? nan : m;
+  }
+};
+struct Min {
+  float operator()(float a, float b) const {
+    float m = b < a ? b : a;
+    float nan = a + b;
+    return a != a || b != b ? nan : m;
+  }
+};
 struct Pow {
   float operator()(float a, float b) const { return std::pow(a, b); }
 };
@@ -153,6 +167,34 @@ QUILT_CLONES double Sum(const float* x, int64_t n) {
   return sum;
 }
 
+// One row of softmax: max (NaN if any), then e^(x - max), summed in 8 double lanes, scaled.
+QUILT_CLONES void SoftmaxRow(const float* __restrict x, float* __restrict y, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    mx = std::max(mx, x[i]);
+    nan |= x[i] != x[i];
+  }
+  if (nan) mx = std::numeric_limits<float>::quiet_NaN();
+  double lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      float e = vmath::Exp(x[i + j] - mx);
+      y[i + j] = e;
+      lanes[j] += e;
+    }
+  }
+  double sum = 0;
+  for (double l : lanes) sum += l;
+  for (; i < n; ++i) {
+    y[i] = vmath::Exp(x[i] - mx);
+    sum += y[i];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+
 // y = f(x) elementwise, split across the threads when large.
 template <typename F>
 Status UnaryFloat(KernelContext& ctx, F f) {
@@ -189,6 +231,9 @@ Status ErfFast(KernelContext& ctx) {
   if (ctx.input(0)->dtype != DType::kFloat32) return ErfReference(ctx);
   return UnaryFloat(ctx, [](float v) { return vmath::Erf(v); });
 }
+
+Status MaximumFast(KernelContext& ctx) { return BinaryFloat<Max>(ctx, MaximumReference); }
+Status MinimumFast(KernelContext& ctx) { return BinaryFloat<Min>(ctx, MinimumReference); }
 
 Status PowerFast(KernelContext& ctx) {
   const Tensor& a = *ctx.input(0);
@@ -251,6 +296,64 @@ Status PReluFast(KernelContext& ctx) {
       float a = pa[na == 1 ? 0 : r % len];
       Map(px + r * inner, py + r * inner, inner, [a](float v) { return v < 0 ? v * a : v; });
     }
+  });
+  return Status::Ok();
+}
+
+// The reference's formulas in float (hard_swish, hard_sigmoid, leakyrelu: the same values).
+Status HardSwishFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return HardSwishReference(ctx);
+  return UnaryFloat(ctx, [](float x) {
+    float v = x / 6.0f + 0.5f;
+    return x * std::max(0.0f, std::min(1.0f, v));
+  });
+}
+
+Status HardSigmoidFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return HardSigmoidReference(ctx);
+  float alpha = static_cast<float>(ctx.attrs().Float("alpha", 0.2));
+  float beta = static_cast<float>(ctx.attrs().Float("beta", 0.5));
+  return UnaryFloat(ctx, [alpha, beta](float x) {
+    float v = alpha * x + beta;
+    return std::max(0.0f, std::min(1.0f, v));
+  });
+}
+
+Status LeakyReluFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return LeakyReluReference(ctx);
+  float alpha = static_cast<float>(ctx.attrs().Float("alpha", 0.01));
+  return UnaryFloat(ctx, [alpha](float x) { return x < 0 ? alpha * x : x; });
+}
+
+Status SiluFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return SiluReference(ctx);
+  return UnaryFloat(ctx, [](float x) { return x / (1.0f + vmath::Exp(-x)); });
+}
+
+Status GeluFast(KernelContext& ctx) {
+  if (ctx.input(0)->dtype != DType::kFloat32) return GeluReference(ctx);
+  return UnaryFloat(
+      ctx, [](float x) { return 0.5f * x * (1.0f + vmath::Erf(x * 0.707106781186547524f)); });
+}
+
+// Along the last axis: each row's max, e^(x - max) through vmath, their sum in double lanes,
+// then one multiply by its inverse. Other axes (and dtypes): the reference.
+Status SoftmaxFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  int64_t axis = ctx.attrs().Int("axis", -1);
+  if (x.dtype != DType::kFloat32 || x.rank() == 0 || !NormalizeAxis(&axis, x.rank()) ||
+      axis != x.rank() - 1) {
+    return SoftmaxReference(ctx);
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, x.shape, &y));
+  int64_t len = x.shape.back();
+  if (len == 0 || y->NumElements() == 0) return Status::Ok();
+  int64_t rows = y->NumElements() / len;
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(rows, std::max<int64_t>(1, kParallelElements / len), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) SoftmaxRow(px + r * len, py + r * len, len);
   });
   return Status::Ok();
 }

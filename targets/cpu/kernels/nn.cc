@@ -389,6 +389,12 @@ Status Dropout(KernelContext& ctx) {
 
 Status nn::ReluReference(KernelContext& ctx) { return Activation<ReluOp, false>(ctx); }
 Status nn::PReluReference(KernelContext& ctx) { return PRelu(ctx); }
+Status nn::HardSwishReference(KernelContext& ctx) { return Activation<HardSwishOp, true>(ctx); }
+Status nn::HardSigmoidReference(KernelContext& ctx) { return Activation<HardSigmoidOp, true>(ctx); }
+Status nn::LeakyReluReference(KernelContext& ctx) { return Activation<LeakyReluOp, true>(ctx); }
+Status nn::SiluReference(KernelContext& ctx) { return Activation<SiluOp, true>(ctx); }
+Status nn::GeluReference(KernelContext& ctx) { return Activation<GeluOp, true>(ctx); }
+Status nn::SoftmaxReference(KernelContext& ctx) { return SoftmaxLike<SoftKind::kSoftmax>(ctx); }
 
 namespace {
 
@@ -397,19 +403,19 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.elu", Activation<EluOp, true>},
     {"nn.selu", Activation<SeluOp, true>},
     {"nn.celu", Activation<CeluOp, true>},
-    {"nn.leakyrelu", Activation<LeakyReluOp, true>},
+    {"nn.leakyrelu", nn::LeakyReluFast},
     {"nn.thresholded_relu", Activation<ThresholdedReluOp, true>},
-    {"nn.hard_sigmoid", Activation<HardSigmoidOp, true>},
-    {"nn.hard_swish", Activation<HardSwishOp, true>},
+    {"nn.hard_sigmoid", nn::HardSigmoidFast},
+    {"nn.hard_swish", nn::HardSwishFast},
     {"nn.softplus", Activation<SoftplusOp, true>},
     {"nn.softsign", Activation<SoftsignOp, true>},
-    {"nn.gelu", Activation<GeluOp, true>},
+    {"nn.gelu", nn::GeluFast},
     {"nn.gelu_tanh", Activation<GeluTanhOp, true>},
     {"nn.mish", Activation<MishOp, true>},
-    {"nn.silu", Activation<SiluOp, true>},
+    {"nn.silu", nn::SiluFast},
     {"nn.shrink", Activation<ShrinkOp, false>},
     {"nn.prelu", nn::PReluFast},
-    {"nn.softmax", SoftmaxLike<SoftKind::kSoftmax>},
+    {"nn.softmax", nn::SoftmaxFast},
     {"nn.log_softmax", SoftmaxLike<SoftKind::kLogSoftmax>},
     {"nn.hardmax", SoftmaxLike<SoftKind::kHardmax>},
     {"nn.lp_normalize", SoftmaxLike<SoftKind::kLpNorm>},

@@ -20,6 +20,22 @@ Status ReluFast(KernelContext& ctx);
 Status PReluReference(KernelContext& ctx);  // nn.cc
 // Float32: each (image, channel) row at once, the slope a scalar along it (elementwise_fast.cc).
 Status PReluFast(KernelContext& ctx);
+// The reference activations and softmax (nn.cc) and their float32 paths (elementwise_fast.cc):
+// hard_swish, hard_sigmoid and leakyrelu give the reference's values bit for bit; silu, gelu and
+// softmax go through vmath.h (a few ulp; gelu within 2e-7 absolute where 1 + erf cancels);
+// softmax over the last axis only.
+Status HardSwishReference(KernelContext& ctx);
+Status HardSigmoidReference(KernelContext& ctx);
+Status LeakyReluReference(KernelContext& ctx);
+Status SiluReference(KernelContext& ctx);
+Status GeluReference(KernelContext& ctx);
+Status SoftmaxReference(KernelContext& ctx);
+Status HardSwishFast(KernelContext& ctx);
+Status HardSigmoidFast(KernelContext& ctx);
+Status LeakyReluFast(KernelContext& ctx);
+Status SiluFast(KernelContext& ctx);
+Status GeluFast(KernelContext& ctx);
+Status SoftmaxFast(KernelContext& ctx);
 Status AdaptiveAvgPoolFast(KernelContext& ctx);  // global average pooling
 Status InstanceNorm(KernelContext& ctx);
 Status LayerNorm(KernelContext& ctx);
