@@ -946,5 +946,53 @@ TEST(FastKernels, ActivationsAndSoftmaxMatchTheReference) {
   }
 }
 
+// Transposed convolution as GEMMs and a col2im against the double reference: 1-, 2- and 3-d,
+// groups, strides, dilations, pads, output_padding, kernels larger than the stride.
+TEST(FastKernels, ConvTransposeMatchesTheReference) {
+  std::mt19937 rng(37);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 120; ++iter) {
+    int rank = iter % 9 == 0 ? 1 : (iter % 13 == 0 ? 3 : 2);
+    int64_t groups = pick(0, 3) == 0 ? pick(2, 3) : 1;
+    int64_t cg = pick(1, 6), og = pick(1, 7), n = pick(1, 2);
+    Shape x = {n, groups * cg}, w = {groups * cg, og};
+    std::vector<int64_t> strides, dilation, pads(2 * rank), out_pad;
+    for (int d = 0; d < rank; ++d) {
+      x.push_back(pick(1, rank == 3 ? 4 : 9));
+      w.push_back(pick(1, 4));
+      strides.push_back(pick(1, 3));
+      dilation.push_back(pick(1, 2));
+      out_pad.push_back(pick(0, strides.back() - 1));
+    }
+    for (int d = 0; d < rank; ++d) {
+      int64_t dk = (w[2 + d] - 1) * dilation[d] + 1;
+      pads[d] = pick(0, (dk - 1) / 2);
+      pads[rank + d] = pick(0, (dk - 1) / 2);
+    }
+    Attrs attrs;
+    attrs.Int("groups", groups)
+        .Ints("strides", strides)
+        .Ints("dilation", dilation)
+        .Ints("padding", pads)
+        .Ints("output_padding", out_pad);
+    Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, {x, w}, attrs, rng,
+            "conv_transpose x (" + Join(x) + ") w (" + Join(w) + ") groups " +
+                std::to_string(groups) + " strides " + Join(strides) + " dilation " +
+                Join(dilation) + " pads " + Join(pads) + " output_padding " + Join(out_pad));
+    if (HasFatalFailure()) return;
+  }
+  // A wide image with many (output channel, tap) rows: two chunks of columns.
+  Attrs big;
+  big.Int("groups", 1)
+      .Ints("strides", {2, 2})
+      .Ints("dilation", {1, 1})
+      .Ints("padding", {1, 1, 1, 1})
+      .Ints("output_padding", {0, 0});
+  Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, {{1, 8, 70, 90}, {8, 64, 4, 4}}, big,
+          rng, "conv_transpose of a wide image");
+}
+
 }  // namespace
 }  // namespace quilt::cpu

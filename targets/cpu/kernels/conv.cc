@@ -268,7 +268,8 @@ Status ConvReference(KernelContext& ctx) {
 
 namespace {
 
-Status ConvTranspose(KernelContext& ctx) {
+// `fast`: float32 through ConvTransposeFloat (conv_fast.cc), the rest in double here.
+Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const Tensor& wt = *ctx.input(1);
   if (x.dtype != wt.dtype) return Status::Error("data and weight have different element types");
@@ -325,6 +326,11 @@ Status ConvTranspose(KernelContext& ctx) {
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
+  if (fast && x.dtype == DType::kFloat32) {
+    nn::ConvTransposeFloat(x.Data<float>(), wt.Data<float>(), y->MutableData<float>(), n, groups,
+                           cg, og, w, ctx.thread_pool());
+    return Status::Ok();
+  }
   std::vector<double> acc(static_cast<size_t>(n * o * w.OutSize()), 0.0);
   return VisitFloat(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -502,9 +508,9 @@ constexpr rt::KernelEntry kKernels[] = {
     {"nn.conv1d", ConvFast},
     {"nn.conv2d", ConvFast},
     {"nn.conv3d", ConvFast},
-    {"nn.conv1d_transpose", ConvTranspose},
-    {"nn.conv2d_transpose", ConvTranspose},
-    {"nn.conv3d_transpose", ConvTranspose},
+    {"nn.conv1d_transpose", nn::ConvTransposeFast},
+    {"nn.conv2d_transpose", nn::ConvTransposeFast},
+    {"nn.conv3d_transpose", nn::ConvTransposeFast},
     {"nn.col2im", Col2Im},
     {"nn.depth_to_space", SpaceDepth<true>},
     {"nn.space_to_depth", SpaceDepth<false>},
@@ -535,5 +541,8 @@ constexpr rt::KernelEntry kKernels[] = {
 }  // namespace nn
 
 std::span<const rt::KernelEntry> ConvKernels() { return nn::kKernels; }
+
+Status nn::ConvTransposeReference(KernelContext& ctx) { return ConvTransposeImpl(ctx, false); }
+Status nn::ConvTransposeFast(KernelContext& ctx) { return ConvTransposeImpl(ctx, true); }
 
 }  // namespace quilt::cpu

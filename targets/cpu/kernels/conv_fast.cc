@@ -485,4 +485,65 @@ Status ConvFast(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// Per image and group, in chunks of input positions: the contribution of each input position to
+// every (output channel, tap) pair as one GEMM, W^T (og * taps x cg) times the image's columns
+// (cg x positions), then each pair's row added into the output at position * stride - pad +
+// tap * dilation (col2im), one output channel per task. Chunks keep the columns near 16 MiB.
+void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
+                        int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool) {
+  Geo g = RightAligned(win);
+  int64_t taps = g.KernelSize(), in_size = g.InSize(), out_size = g.OutSize();
+  int64_t c = groups * cg, o = groups * og;
+  std::fill(y, y + n * o * out_size, 0.0f);
+  if (in_size == 0 || taps == 0 || out_size == 0) return;
+  int64_t rows = og * taps;
+  int64_t chunk = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(rows, 1), 1, in_size);
+  std::vector<float> wt(static_cast<size_t>(rows * cg)), cols(static_cast<size_t>(rows * chunk));
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    // W^T of the group: row (oc, tap), column ci.
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const float* wc = w + (grp * cg + ci) * og * taps;
+      for (int64_t r = 0; r < rows; ++r) wt[r * cg + ci] = wc[r];
+    }
+    for (int64_t b = 0; b < n; ++b) {
+      const float* xg = x + (b * c + grp * cg) * in_size;
+      float* yg = y + (b * o + grp * og) * out_size;
+      for (int64_t p0 = 0; p0 < in_size; p0 += chunk) {
+        int64_t len = std::min(chunk, in_size - p0);
+        Sgemm(rows, len, cg, wt.data(), cg, MatrixB(xg + p0, cg, in_size), cols.data(), len, pool);
+        rt::ParallelFor(pool, og, 1, [&](int64_t oc0, int64_t oc1) {
+          for (int64_t oc = oc0; oc < oc1; ++oc) {
+            float* yc = yg + oc * out_size;
+            for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+              for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+                for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+                  int64_t tap = (k0 * g.kernel[1] + k1) * g.kernel[2] + k2;
+                  const float* row = cols.data() + (oc * taps + tap) * len;
+                  for (int64_t q = 0; q < len;) {
+                    int64_t p = p0 + q;
+                    int64_t i2 = p % g.in[2], i1 = p / g.in[2] % g.in[1],
+                            i0 = p / g.in[2] / g.in[1];
+                    int64_t run = std::min(len - q, g.in[2] - i2);  // along the last input dim
+                    int64_t y0 = i0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+                    int64_t y1 = i1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+                    if (y0 >= 0 && y0 < g.out[0] && y1 >= 0 && y1 < g.out[1]) {
+                      float* yr = yc + (y0 * g.out[1] + y1) * g.out[2];
+                      int64_t s = g.stride[2], off = k2 * g.dilation[2] - g.pad[2];
+                      for (int64_t t = 0; t < run; ++t) {
+                        int64_t y2 = (i2 + t) * s + off;
+                        if (y2 >= 0 && y2 < g.out[2]) yr[y2] += row[q + t];
+                      }
+                    }
+                    q += run;
+                  }
+                }
+              }
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
 }  // namespace quilt::cpu::nn

@@ -107,6 +107,14 @@ Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
 // reference.
 Status ConvFast(KernelContext& ctx);
+// Transposed convolution: in double (reference), or float32 as GEMMs and a col2im
+// (ConvTransposeFloat, conv_fast.cc) with every other dtype in double.
+Status ConvTransposeReference(KernelContext& ctx);
+Status ConvTransposeFast(KernelContext& ctx);
+// y (n, groups * og, out...) = the transposed convolution of x (n, groups * cg, in...) with w
+// (groups * cg, og, kernel...) over the window `w` (in: the input's spatial dims, out: y's).
+void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
+                        int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool);
 
 // The window of a pool (pool.cc): pool_size and the window attributes, for data (N, C, spatial...).
 Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w);
