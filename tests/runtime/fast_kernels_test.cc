@@ -267,6 +267,9 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // A 1x1 kernel with only trailing pads: more outputs than inputs, the last reading padding.
+  CheckConv({2, 1, 5, 3, {6, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 1, 2}}, rng);
+  CheckConv({1, 1, 4, 4, {9}, {1}, {1}, {1}, {0, 1}}, rng);
   // A (k, 1) kernel over an (L, 1) image, and (1, k) over (1, L): the dims of one are dropped.
   CheckConv({2, 1, 6, 9, {40, 1}, {5, 1}, {1, 1}, {1, 1}, {2, 0, 2, 0}}, rng);
   CheckConv({1, 1, 4, 7, {1, 33}, {1, 3}, {1, 2}, {1, 1}, {0, 1, 0, 1}}, rng);
@@ -992,6 +995,68 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
       .Ints("output_padding", {0, 0});
   Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, {{1, 8, 70, 90}, {8, 64, 4, 4}}, big,
           rng, "conv_transpose of a wide image");
+}
+
+// conv_integer on 8-bit data as float GEMMs in exact slabs, against the reference's integer
+// sums, bit for bit: uint8 and int8 on either side, scalar and per-channel weight zero points,
+// reductions longer than one slab (64 channels x 3 x 3), groups, strides, pads, 1-d and 2-d.
+TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
+  std::mt19937 rng(41);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iter = 0; iter < 60; ++iter) {
+    bool x_signed = pick(0, 1), w_signed = pick(0, 1);
+    int rank = iter % 5 == 0 ? 1 : 2;
+    int64_t groups = pick(0, 3) == 0 ? 2 : 1, cg = iter % 4 == 0 ? 64 : pick(1, 9);
+    int64_t og = pick(1, 8), n = pick(1, 2);
+    Shape xs = {n, groups * cg}, ws = {groups * og, cg};
+    std::vector<int64_t> strides, dilation, pads(2 * rank);
+    for (int d = 0; d < rank; ++d) {
+      xs.push_back(pick(3, 12));
+      ws.push_back(pick(1, 3));
+      strides.push_back(pick(1, 2));
+      dilation.push_back(pick(1, 2));
+    }
+    for (int d = 0; d < 2 * rank; ++d) pads[d] = pick(0, 1);
+    auto bytes = [&](const Shape& s, bool sign) {
+      std::vector<uint8_t> v(static_cast<size_t>(Count(s)));
+      for (uint8_t& b : v) b = static_cast<uint8_t>(pick(0, 255));
+      (void)sign;
+      return v;
+    };
+    std::vector<uint8_t> x = bytes(xs, x_signed), w = bytes(ws, w_signed);
+    bool per_channel = pick(0, 1);
+    Shape wzs = per_channel ? Shape{groups * og} : Shape{};
+    std::vector<uint8_t> xz = bytes({}, x_signed), wz = bytes(wzs, w_signed);
+    DType xt = x_signed ? DType::kInt8 : DType::kUInt8,
+          wt = w_signed ? DType::kInt8 : DType::kUInt8;
+    std::vector<Tensor> inputs = {Tensor{xt, xs, x.data()}, Tensor{wt, ws, w.data()},
+                                  Tensor{xt, {}, xz.data()}, Tensor{wt, wzs, wz.data()}};
+    Attrs attrs;
+    attrs.Int("groups", groups)
+        .Ints("strides", strides)
+        .Ints("dilation", dilation)
+        .Ints("padding", pads);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::string what = "conv_integer x (" + Join(xs) + ") w (" + Join(ws) + ")";
+    TestContext ref(inputs, list, nullptr);
+    Status st = nn::ConvIntegerReference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    rt::ThreadPool three(3);
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      st = nn::ConvIntegerFast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      ASSERT_EQ(got.out().dtype, DType::kInt32);
+      const int32_t* a = static_cast<const int32_t*>(got.out().data);
+      const int32_t* b = static_cast<const int32_t*>(ref.out().data);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        ASSERT_EQ(a[i], b[i]) << what << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

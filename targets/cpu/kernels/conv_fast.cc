@@ -23,9 +23,11 @@ struct Geo {
   int64_t InSize() const { return in[0] * in[1] * in[2]; }
   int64_t OutSize() const { return out[0] * out[1] * out[2]; }
   int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  // Each output position reads the input position of the same index: a 1x1 kernel, unit
+  // strides, no leading pad, and as many outputs as inputs (no trailing pad either).
   bool Pointwise() const {
     for (int d = 0; d < 3; ++d) {
-      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0) return false;
+      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0 || out[d] != in[d]) return false;
     }
     return true;
   }
@@ -541,6 +543,28 @@ void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
             }
           }
         });
+      }
+    }
+  }
+}
+
+void ConvIntegerSums(const float* xf, const float* wf, int64_t n, int64_t c, int64_t oc,
+                     int64_t groups, const Window& win, int64_t* sums, rt::ThreadPool* pool) {
+  Geo g = RightAligned(win);
+  int64_t taps = g.KernelSize(), in_size = g.InSize(), out_size = g.OutSize();
+  int64_t cg = c / groups, og = oc / groups;
+  // Channels per slab: at most 256 products in each float sum (see nn_internal.h).
+  int64_t slab = std::max<int64_t>(1, 256 / std::max<int64_t>(taps, 1));
+  std::vector<float> part(static_cast<size_t>(og * out_size));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      int64_t* out = sums + (b * oc + grp * og) * out_size;
+      for (int64_t c0 = 0; c0 < cg; c0 += slab) {
+        int64_t cs = std::min(slab, cg - c0);
+        Im2Col cols(xf + (b * c + grp * cg + c0) * in_size, cs, g);
+        Sgemm(og, out_size, cs * taps, wf + (grp * og * cg + c0) * taps, cg * taps, cols,
+              part.data(), out_size, pool);
+        for (size_t i = 0; i < part.size(); ++i) out[i] += static_cast<int64_t>(part[i]);
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -552,8 +553,11 @@ Status QLinearMatmul(KernelContext& ctx) {
 }
 
 // Integer convolution of (x - x_zp) by (w - w_zp[oc]): the int32 sums, one per output element.
+// `fast`: 8-bit data and weights through nn::ConvIntegerSums (float GEMMs, exact); else the
+// reference loop per output element.
 Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, const Tensor& w,
-                       const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums) {
+                       const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums,
+                       bool fast = true) {
   const rt::AttrView& at = ctx.attrs();
   std::vector<int64_t> strides = at.Ints("strides"), pads = at.Ints("padding"),
                        dil = at.Ints("dilation");
@@ -595,6 +599,35 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   for (size_t i = 0; i < k; ++i) ksize *= w.shape[2 + i];
   int64_t opg = oc / groups;
   double xzv = QRead(xz, 0);
+  auto eight_bit = [](DType t) { return t == DType::kUInt8 || t == DType::kInt8; };
+  if (fast && eight_bit(x.dtype) && eight_bit(w.dtype) && eight_bit(xz.dtype) &&
+      eight_bit(wz.dtype) && k <= static_cast<size_t>(nn::kMaxSpatial) && ksize <= 256 &&
+      total > 0) {
+    // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
+    // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
+    std::vector<float> xf(static_cast<size_t>(x.NumElements())),
+        wf(static_cast<size_t>(w.NumElements()));
+    for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(QRead(x, i) - xzv);
+    int64_t per_channel = w.NumElements() / std::max<int64_t>(oc, 1);
+    for (size_t i = 0; i < wf.size(); ++i) {
+      int64_t m = static_cast<int64_t>(i) / per_channel;
+      wf[i] = static_cast<float>(QRead(w, i) - QRead(wz, wz1 ? 0 : m));
+    }
+    nn::Window win;
+    win.rank = static_cast<int>(k);
+    for (size_t i = 0; i < k; ++i) {
+      win.in[i] = x.shape[2 + i];
+      win.out[i] = out[2 + i];
+      win.kernel[i] = w.shape[2 + i];
+      win.stride[i] = strides[i];
+      win.dilation[i] = dil[i];
+      win.pad_begin[i] = pads[i];
+      win.pad_end[i] = pads[k + i];
+    }
+    nn::ConvIntegerSums(xf.data(), wf.data(), nb, c, oc, groups, win, sums->data(),
+                        ctx.thread_pool());
+    return Status::Ok();
+  }
   std::vector<int64_t> opos(k), kpos(k);
   for (int64_t o = 0; o < total; ++o) {
     int64_t rem = o;
@@ -644,7 +677,7 @@ Status CheckIntQuant(const Tensor& t, const char* what) {
   return Status::Ok();
 }
 
-Status ConvInteger(KernelContext& ctx) {
+Status ConvInteger(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const Tensor& w = *ctx.input(1);
   QUILT_RETURN_IF_ERROR(CheckIntQuant(x, "data"));
@@ -652,7 +685,7 @@ Status ConvInteger(KernelContext& ctx) {
   Tensor* y;
   std::vector<int64_t> sums;
   QUILT_RETURN_IF_ERROR(
-      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums));
+      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums, fast));
   for (size_t i = 0; i < sums.size(); ++i) {
     y->MutableData<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(sums[i]));
   }
@@ -705,12 +738,15 @@ constexpr rt::KernelEntry kKernels[] = {
     {"dequantize", Dequantize},
     {"dynamic_quantize", DynamicQuantize},
     {"qlinear_matmul", QLinearMatmul},
-    {"conv_integer", ConvInteger},
+    {"conv_integer", nn::ConvIntegerFast},
     {"qlinear_conv", QLinearConv},
 };
 
 }  // namespace
 
 std::span<const rt::KernelEntry> QuantizeKernels() { return kKernels; }
+
+Status nn::ConvIntegerReference(KernelContext& ctx) { return ConvInteger(ctx, false); }
+Status nn::ConvIntegerFast(KernelContext& ctx) { return ConvInteger(ctx, true); }
 
 }  // namespace quilt::cpu
