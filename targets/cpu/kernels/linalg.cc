@@ -137,9 +137,65 @@ Status MatmulReference(KernelContext& ctx) {
   });
 }
 
+namespace {
+
+// int32 x int32 -> int32 whose values are small enough for float GEMMs to sum exactly (quantized
+// models: 8-bit values less their zero points): from the largest |a| and |b|, the number of
+// products a float sum holds exactly (at most 2^24 / (max |a| x max |b|)), or 0 when the values
+// are too large for even one.
+int64_t ExactFloatSlab(const Tensor& a, const Tensor& b) {
+  auto largest = [](const Tensor& t) {
+    int64_t m = 0;
+    const int32_t* p = t.Data<int32_t>();
+    for (int64_t i = 0; i < t.NumElements(); ++i) m = std::max(m, std::abs(int64_t{p[i]}));
+    return m;
+  };
+  int64_t product = std::max<int64_t>(1, largest(a) * largest(b));  // each <= 2^31
+  return product > (int64_t{1} << 24) ? 0 : (int64_t{1} << 24) / product;
+}
+
+// The product in slabs of `slab` products per sum, each slab's float sums exact and added as
+// integers; stored as the reference does (the sum's low 32 bits).
+void SmallIntMatmul(KernelContext& ctx, const MatmulGeometry& geo, const Tensor& a, const Tensor& b,
+                    int64_t slab) {
+  int64_t m = geo.m, n = geo.n, k = geo.k;
+  std::vector<float> fa(static_cast<size_t>(a.NumElements())),
+      fb(static_cast<size_t>(b.NumElements()));
+  for (size_t i = 0; i < fa.size(); ++i) fa[i] = static_cast<float>(a.Data<int32_t>()[i]);
+  for (size_t i = 0; i < fb.size(); ++i) fb[i] = static_cast<float>(b.Data<int32_t>()[i]);
+  std::vector<float> part(static_cast<size_t>(m * n));
+  std::vector<int64_t> sum(static_cast<size_t>(m * n));
+  int32_t* py = geo.y->MutableData<int32_t>();
+  for (size_t bi = 0; bi < geo.offs_a.size(); ++bi) {
+    std::fill(sum.begin(), sum.end(), 0);
+    for (int64_t p0 = 0; p0 < k; p0 += slab) {
+      int64_t ks = std::min(slab, k - p0);
+      MatrixB mb_slab(fb.data() + geo.offs_b[bi] * k * n + p0 * n, ks, n);
+      Sgemm(m, n, ks, fa.data() + geo.offs_a[bi] * m * k + p0, k, mb_slab, part.data(), n,
+            ctx.thread_pool());
+      for (size_t i = 0; i < part.size(); ++i) sum[i] += static_cast<int64_t>(part[i]);
+    }
+    int32_t* my = py + static_cast<int64_t>(bi) * m * n;
+    for (size_t i = 0; i < sum.size(); ++i) {
+      my[i] = static_cast<int32_t>(static_cast<uint64_t>(sum[i]));
+    }
+  }
+}
+
+}  // namespace
+
 Status MatmulFast(KernelContext& ctx) {
   const Tensor& a = *ctx.input(0);
   DType out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
+  if (a.dtype == DType::kInt32 && ctx.input(1)->dtype == DType::kInt32 &&
+      (out_dtype == DType::kVoid || out_dtype == DType::kInt32)) {
+    int64_t slab = ExactFloatSlab(a, *ctx.input(1));
+    if (slab == 0) return MatmulReference(ctx);
+    MatmulGeometry geo;
+    QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
+    if (geo.m * geo.n > 0) SmallIntMatmul(ctx, geo, a, *ctx.input(1), slab);
+    return Status::Ok();
+  }
   if (a.dtype != DType::kFloat32 || (out_dtype != DType::kVoid && out_dtype != DType::kFloat32)) {
     return MatmulReference(ctx);
   }
