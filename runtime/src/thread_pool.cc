@@ -7,6 +7,9 @@
 namespace quilt::rt {
 namespace {
 
+// The chunk index of a loop that has ended: above any chunk count.
+constexpr uint64_t kClosed = 0xffffffffu;
+
 // How long an idle worker (or a thread waiting for the workers) spins before it sleeps.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 
@@ -55,7 +58,9 @@ void ThreadPool::Work(uint32_t generation) {
   for (;;) {
     if (static_cast<uint32_t>(v >> 32) != generation) return;
     int64_t index = static_cast<int64_t>(v & 0xffffffffu);
-    if (index >= num_chunks_.load(std::memory_order_relaxed)) return;
+    // Acquire: a chunk count of the next loop is only seen once this loop is closed (Run), so a
+    // compare-and-swap on this loop's `v` then fails.
+    if (index >= num_chunks_.load(std::memory_order_acquire)) return;
     if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
     // The chunk is ours: the loop cannot end (nor its fields change) before it completes.
     int64_t begin = index * chunk_;
@@ -102,7 +107,8 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
   chunk_ = chunk;
   body_ = body;
   completed_.store(0, std::memory_order_relaxed);
-  num_chunks_.store(num_chunks, std::memory_order_relaxed);
+  // Release: published after the last loop was closed (below), see Work.
+  num_chunks_.store(num_chunks, std::memory_order_release);
   ++generation_;
   if (generation_ == 0) ++generation_;  // 0 is what a new worker has seen
   uint32_t generation = generation_;
@@ -114,6 +120,11 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
   Work(generation);
   auto done = [&] { return completed_.load(std::memory_order_acquire) == num_chunks; };
   while (!SpinUntil(done)) std::this_thread::yield();
+  // Closed: no index of this generation is below a chunk count any more. A worker that read this
+  // loop's last `next_` before it ended could otherwise see the next loop's larger chunk count
+  // and claim one more chunk of this generation (its compare-and-swap still matching), running
+  // the next loop's body and counting an extra chunk, after which that loop never completes.
+  next_.store((static_cast<uint64_t>(generation) << 32) | kClosed, std::memory_order_relaxed);
   busy_.store(false, std::memory_order_release);
 }
 

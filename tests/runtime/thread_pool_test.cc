@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -158,6 +161,32 @@ TEST(ThreadPool, ManyShortLoops) {
     total += sum.load();
   }
   EXPECT_EQ(total, 4 * 20000);
+}
+
+// Loops back to back whose chunk counts alternate small and large: a worker still looking at a
+// loop that has just ended must not take a chunk of it that only the next loop's count allows
+// (it ran the next loop's body and counted one chunk too many, and that loop then never
+// finished: a hang under load). Each loop covers every index once; the whole run finishes.
+TEST(ThreadPool, ConsecutiveLoopsOfGrowingSizeNeverTakeAnExtraChunk) {
+  auto run = std::async(std::launch::async, [] {
+    ThreadPool pool(3);
+    int64_t failures = 0;
+    for (int round = 0; round < 1000000; ++round) {
+      int64_t n = round % 2 == 0 ? 2 : 12;
+      std::atomic<int> hits[12] = {};
+      pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < 12; ++i) failures += hits[i].load() != (i < n ? 1 : 0);
+    }
+    return failures;
+  });
+  if (run.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    ADD_FAILURE() << "1000000 loops did not finish in 120 s: a loop never completed";
+    std::fflush(nullptr);
+    std::_Exit(1);  // the pool's threads cannot be joined
+  }
+  EXPECT_EQ(run.get(), 0);
 }
 
 TEST(ThreadPool, SessionRunsFromManyThreadsWithTheirOwnWorkers) {
