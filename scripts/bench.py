@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -390,6 +391,8 @@ def check(entry, names, got, want):
             notes.append(f"{n}: {got[n].dtype} (model: {want[n].dtype})")
             cast[n] = got[n].astype(want[n].dtype)
     ok, _, problems = zoo.compare_outputs(entry, names, {**got, **cast}, want)
+    # The zoo's wording names quilt as the side under test; here it is whichever engine ran.
+    problems = [p.replace("quilt's outputs", "the engine's outputs") for p in problems]
     return ok, problems, notes
 
 
@@ -437,8 +440,13 @@ def prepare_model(entry, args, out):
         r = subprocess.run([conv, "-f", "ONNX", "--modelFile", path, "--MNNModel", mnn,
                             "--bizCode", "bench"], capture_output=True, text=True)
         if r.returncode or not os.path.exists(mnn):
-            tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or ["no output"]
-            p["errors"]["mnn"] = f"mnnconvert exit {r.returncode}: {tail[0][:300]}"
+            # Its own error lines, not the pip warnings it passes on.
+            lines = [l for l in (r.stdout + r.stderr).splitlines()
+                     if l.strip() and "pip" not in l and "WARNING" not in l]
+            said = [l for l in lines if re.search(r"error|fail|not support|unsupport", l, re.I)]
+            text = " | ".join((said or lines)[-2:]) or "no message"
+            how = f"signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
+            p["errors"]["mnn"] = f"mnnconvert {how}, no model written: {text[:300]}"
         else:
             p["mnn"] = mnn
             p["sizes"]["mnn"] = os.path.getsize(mnn)
