@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -11,6 +12,13 @@
 #include "targets/package_spec.h"
 
 namespace quilt::test {
+
+// The threads of this process (Linux).
+inline int ProcessThreads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
 
 // y = x + c, x: float32 (n, 3), c = [1, 2, 3]: one symbol, one constant, one step.
 inline compiler::PackageSpec AddConstantPackage() {

@@ -21,12 +21,7 @@
 namespace quilt::rt {
 namespace {
 
-// The threads of this process (Linux).
-int ProcessThreads() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
+using test::ProcessThreads;
 
 // The thread count once it has settled at `want`, or after a second: a joined thread may still be
 // listed for a moment while the kernel finishes its exit.

@@ -40,11 +40,7 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 namespace quilt::rt {
 namespace {
 
-int ProcessThreads() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
+using test::ProcessThreads;
 
 // Allows `starts` thread starts for the test's duration.
 class ThreadStartFailure : public ::testing::Test {
