@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
-#include <filesystem>
 #include <vector>
 
 #include "runtime/src/session.h"
