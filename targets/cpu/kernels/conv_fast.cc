@@ -107,7 +107,7 @@ class Im2Col final : public GemmB {
     }
     // Per run and tap of the last dim: the run's columns that read inside the input (they
     // depend on neither the channel nor the other taps, so are found once per panel).
-    constexpr int64_t kMaxTaps = 16;
+    constexpr int64_t kMaxTaps = 64;
     int64_t k2n = g.kernel[2], s = g.stride[2];
     int64_t lo[kGemmPanel][kMaxTaps], hi[kGemmPanel][kMaxTaps];
     bool ranges = k2n <= kMaxTaps;

@@ -180,9 +180,50 @@ void TransposedB::Pack(int64_t j, int64_t cols, float* panel) const {
   }
 }
 
+namespace {
+
+// Columns [j0, j0 + n) of another right operand.
+class ColumnRange final : public GemmB {
+ public:
+  ColumnRange(const GemmB& b, int64_t j0) : b_(b), j0_(j0) {}
+  void Pack(int64_t j, int64_t cols, float* panel) const override { b_.Pack(j0_ + j, cols, panel); }
+  const float* Direct(int64_t* ld) const override {
+    const float* d = b_.Direct(ld);
+    return d ? d + j0_ : nullptr;
+  }
+
+ private:
+  const GemmB& b_;
+  int64_t j0_;
+};
+
+// Floats of packed B a product holds at once (16 MiB): wider products go in column ranges, so
+// that packing an im2col view costs a bounded buffer rather than k x n floats.
+constexpr int64_t kMaxPackedB = int64_t{1} << 22;
+
+void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b,
+                  float* c, int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue);
+
+}  // namespace
+
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
+  int64_t cols = std::max<int64_t>(kNR, kMaxPackedB / std::max<int64_t>(k, 1) / kNR * kNR);
+  if (n <= cols) {
+    SgemmColumns(m, n, k, a, lda, b, c, ldc, pool, epilogue);
+    return;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += cols) {
+    SgemmColumns(m, std::min(cols, n - j0), k, a, lda, ColumnRange(b, j0), c + j0, ldc, pool,
+                 epilogue);
+  }
+}
+
+namespace {
+
+void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b,
+                  float* c, int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   int threads = pool ? pool->threads() : 1;
   int64_t npanels = (n + kNR - 1) / kNR;
   int64_t work = m * n * std::max<int64_t>(k, 1);
@@ -255,5 +296,7 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
     }
   });
 }
+
+}  // namespace
 
 }  // namespace quilt::cpu
