@@ -451,7 +451,9 @@ Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
   int64_t base = 0;
   for (int k = 0; k < rank; ++k) {
     base += first[k] * in_strides[k];
-    view[k] = step[k] * in_strides[k];
+    // An axis of one output element reads no second one, whatever its step (which may be near
+    // 2^63); with two or more, |step| is below the dim and the product below the input's size.
+    view[k] = out[k] > 1 ? step[k] * in_strides[k] : 0;
   }
   CopyStrided(static_cast<const uint8_t*>(x.data) + base * static_cast<int64_t>(eb), out, view, eb,
               y->data);
