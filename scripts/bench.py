@@ -437,8 +437,9 @@ def prepare_model(entry, args, out):
     if "mnn" in args.engines:
         mnn = os.path.join(work, f"{name}.mnn")
         conv = shutil.which("mnnconvert", path=os.path.dirname(sys.executable)) or "mnnconvert"
+        # In the model's work folder: the converter leaves files in its working directory.
         r = subprocess.run([conv, "-f", "ONNX", "--modelFile", path, "--MNNModel", mnn,
-                            "--bizCode", "bench"], capture_output=True, text=True)
+                            "--bizCode", "bench"], capture_output=True, text=True, cwd=work)
         if r.returncode or not os.path.exists(mnn):
             # Its own error lines, not the pip warnings it passes on.
             lines = [l for l in (r.stdout + r.stderr).splitlines()
@@ -455,7 +456,7 @@ def prepare_model(entry, args, out):
                 "ov.save_model(m, sys.argv[2], compress_to_fp16=False)")
         xml = os.path.join(work, f"{name}.xml")
         r = subprocess.run([sys.executable, "-c", code, path, xml], capture_output=True,
-                           text=True)
+                           text=True, cwd=work)
         if r.returncode == 0:
             p["sizes"]["openvino"] = os.path.getsize(xml) + os.path.getsize(xml[:-4] + ".bin")
     try:
