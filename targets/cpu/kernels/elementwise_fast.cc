@@ -195,10 +195,12 @@ QUILT_CLONES void SoftmaxRow(const float* __restrict x, float* __restrict y, int
   for (int64_t k = 0; k < n; ++k) y[k] *= inv;
 }
 
-// y = f(x) elementwise, split across the threads when large.
+// y = f(x) elementwise for float32 x, split across the threads when large; any other element
+// type goes to `reference`.
 template <typename F>
-Status UnaryFloat(KernelContext& ctx, F f) {
+Status UnaryFloat(KernelContext& ctx, rt::KernelFn reference, F f) {
   const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32) return reference(ctx);
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
   const float* px = x.Data<float>();
@@ -216,20 +218,16 @@ Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyR
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
 
 Status ExpFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return ExpReference(ctx);
-  return UnaryFloat(ctx, [](float v) { return vmath::Exp(v); });
+  return UnaryFloat(ctx, ExpReference, [](float v) { return vmath::Exp(v); });
 }
 Status TanhFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return TanhReference(ctx);
-  return UnaryFloat(ctx, [](float v) { return vmath::Tanh(v); });
+  return UnaryFloat(ctx, TanhReference, [](float v) { return vmath::Tanh(v); });
 }
 Status SigmoidFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return SigmoidReference(ctx);
-  return UnaryFloat(ctx, [](float v) { return vmath::Sigmoid(v); });
+  return UnaryFloat(ctx, SigmoidReference, [](float v) { return vmath::Sigmoid(v); });
 }
 Status ErfFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return ErfReference(ctx);
-  return UnaryFloat(ctx, [](float v) { return vmath::Erf(v); });
+  return UnaryFloat(ctx, ErfReference, [](float v) { return vmath::Erf(v); });
 }
 
 Status MaximumFast(KernelContext& ctx) { return BinaryFloat<Max>(ctx, MaximumReference); }
@@ -243,7 +241,7 @@ Status PowerFast(KernelContext& ctx) {
     bool broadcast_free = true;
     for (int64_t d : b.shape) broadcast_free &= d == 1;
     if (broadcast_free) {
-      return UnaryFloat(ctx, [](float v) { return v * v; });
+      return UnaryFloat(ctx, PowerReference, [](float v) { return v * v; });
     }
   }
   return BinaryFloat<Pow>(ctx, PowerReference);
@@ -251,12 +249,11 @@ Status PowerFast(KernelContext& ctx) {
 
 // As the reference: bounds rounded to float, absent ones infinite, NaN kept.
 Status ClipFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return ClipReference(ctx);
   const rt::AttrView& attrs = ctx.attrs();
   float inf = std::numeric_limits<float>::infinity();
   float lo = attrs.Has("min") ? static_cast<float>(attrs.Float("min")) : -inf;
   float hi = attrs.Has("max") ? static_cast<float>(attrs.Float("max")) : inf;
-  return UnaryFloat(ctx, [lo, hi](float v) {
+  return UnaryFloat(ctx, ClipReference, [lo, hi](float v) {
     v = v < lo ? lo : v;
     return v > hi ? hi : v;
   });
@@ -266,8 +263,7 @@ namespace nn {
 
 // NaN stays NaN, -0 stays -0, as in the reference.
 Status ReluFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return ReluReference(ctx);
-  return UnaryFloat(ctx, [](float v) { return v < 0 ? 0.0f : v; });
+  return UnaryFloat(ctx, ReluReference, [](float v) { return v < 0 ? 0.0f : v; });
 }
 
 // Rows of `inner` elements of one channel each: y = x < 0 ? x * slope : x (NaN stays NaN), as
@@ -302,38 +298,34 @@ Status PReluFast(KernelContext& ctx) {
 
 // The reference's formulas in float (hard_swish, hard_sigmoid, leakyrelu: the same values).
 Status HardSwishFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return HardSwishReference(ctx);
-  return UnaryFloat(ctx, [](float x) {
+  return UnaryFloat(ctx, HardSwishReference, [](float x) {
     float v = x / 6.0f + 0.5f;
     return x * std::max(0.0f, std::min(1.0f, v));
   });
 }
 
 Status HardSigmoidFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return HardSigmoidReference(ctx);
   float alpha = static_cast<float>(ctx.attrs().Float("alpha", 0.2));
   float beta = static_cast<float>(ctx.attrs().Float("beta", 0.5));
-  return UnaryFloat(ctx, [alpha, beta](float x) {
+  return UnaryFloat(ctx, HardSigmoidReference, [alpha, beta](float x) {
     float v = alpha * x + beta;
     return std::max(0.0f, std::min(1.0f, v));
   });
 }
 
 Status LeakyReluFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return LeakyReluReference(ctx);
   float alpha = static_cast<float>(ctx.attrs().Float("alpha", 0.01));
-  return UnaryFloat(ctx, [alpha](float x) { return x < 0 ? alpha * x : x; });
+  return UnaryFloat(ctx, LeakyReluReference, [alpha](float x) { return x < 0 ? alpha * x : x; });
 }
 
 Status SiluFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return SiluReference(ctx);
-  return UnaryFloat(ctx, [](float x) { return x / (1.0f + vmath::Exp(-x)); });
+  return UnaryFloat(ctx, SiluReference, [](float x) { return x / (1.0f + vmath::Exp(-x)); });
 }
 
 Status GeluFast(KernelContext& ctx) {
-  if (ctx.input(0)->dtype != DType::kFloat32) return GeluReference(ctx);
-  return UnaryFloat(
-      ctx, [](float x) { return 0.5f * x * (1.0f + vmath::Erf(x * 0.707106781186547524f)); });
+  return UnaryFloat(ctx, GeluReference, [](float x) {
+    return 0.5f * x * (1.0f + vmath::Erf(x * 0.707106781186547524f));
+  });
 }
 
 // Along the last axis: each row's max, e^(x - max) through vmath, their sum in double lanes,
