@@ -1064,6 +1064,32 @@ TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
   }
 }
 
+// A zero point of the other signedness than its data (uint8 data, int8 zero point: differences
+// up to 383) is outside what the exact float slabs assume; the result is still the exact sum.
+TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {
+  std::mt19937 rng(47);
+  Shape xs = {1, 64, 6, 6}, ws = {4, 64, 3, 3};
+  std::vector<uint8_t> x(static_cast<size_t>(Count(xs))), w(static_cast<size_t>(Count(ws)));
+  for (uint8_t& v : x) v = static_cast<uint8_t>(200 + rng() % 56);
+  for (uint8_t& v : w) v = static_cast<uint8_t>(200 + rng() % 56);
+  int8_t xz = -128, wz = -127;
+  std::vector<Tensor> inputs = {Tensor{DType::kUInt8, xs, x.data()},
+                                Tensor{DType::kUInt8, ws, w.data()}, Tensor{DType::kInt8, {}, &xz},
+                                Tensor{DType::kInt8, {}, &wz}};
+  Attrs attrs;
+  attrs.Int("groups", 1)
+      .Ints("strides", {1, 1})
+      .Ints("dilation", {1, 1})
+      .Ints("padding", {0, 0, 0, 0});
+  const rt::AttrView::List* list = attrs.Finish();
+  TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
+  ASSERT_TRUE(nn::ConvIntegerReference(ref).ok());
+  ASSERT_TRUE(nn::ConvIntegerFast(got).ok());
+  const int32_t* a = static_cast<const int32_t*>(got.out().data);
+  const int32_t* b = static_cast<const int32_t*>(ref.out().data);
+  for (int64_t i = 0; i < got.out().NumElements(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
+}
+
 // int32 matmul of small values (8-bit less zero points: float GEMMs in exact slabs) and of large
 // ones (the reference), with batches and a broadcast batch, bit for bit.
 TEST(FastKernels, IntegerMatmulMatchesTheReferenceExactly) {

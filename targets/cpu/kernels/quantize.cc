@@ -600,8 +600,10 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   int64_t opg = oc / groups;
   double xzv = QRead(xz, 0);
   auto eight_bit = [](DType t) { return t == DType::kUInt8 || t == DType::kInt8; };
-  if (fast && eight_bit(x.dtype) && eight_bit(w.dtype) && eight_bit(xz.dtype) &&
-      eight_bit(wz.dtype) && k <= static_cast<size_t>(nn::kMaxSpatial) && ksize <= 256 &&
+  // Zero points of their data's type: the differences are then at most 255 in magnitude (a
+  // uint8 value less an int8 zero point reaches 383, past what the slabs assume).
+  if (fast && eight_bit(x.dtype) && eight_bit(w.dtype) && xz.dtype == x.dtype &&
+      wz.dtype == w.dtype && k <= static_cast<size_t>(nn::kMaxSpatial) && ksize <= 256 &&
       total > 0) {
     // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
     // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
