@@ -201,27 +201,7 @@ class ColumnRange final : public GemmB {
 // that packing an im2col view costs a bounded buffer rather than k x n floats.
 constexpr int64_t kMaxPackedB = int64_t{1} << 22;
 
-void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b,
-                  float* c, int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue);
-
-}  // namespace
-
-void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
-           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
-  if (m <= 0 || n <= 0) return;
-  int64_t cols = std::max<int64_t>(kNR, kMaxPackedB / std::max<int64_t>(k, 1) / kNR * kNR);
-  if (n <= cols) {
-    SgemmColumns(m, n, k, a, lda, b, c, ldc, pool, epilogue);
-    return;
-  }
-  for (int64_t j0 = 0; j0 < n; j0 += cols) {
-    SgemmColumns(m, std::min(cols, n - j0), k, a, lda, ColumnRange(b, j0), c + j0, ldc, pool,
-                 epilogue);
-  }
-}
-
-namespace {
-
+// C = A * B over n columns packed at once (Sgemm keeps n within kMaxPackedB / k).
 void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b,
                   float* c, int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   int threads = pool ? pool->threads() : 1;
@@ -298,5 +278,19 @@ void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 }
 
 }  // namespace
+
+void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
+           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (m <= 0 || n <= 0) return;
+  int64_t cols = std::max<int64_t>(kNR, kMaxPackedB / std::max<int64_t>(k, 1) / kNR * kNR);
+  if (n <= cols) {
+    SgemmColumns(m, n, k, a, lda, b, c, ldc, pool, epilogue);
+    return;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += cols) {
+    SgemmColumns(m, std::min(cols, n - j0), k, a, lda, ColumnRange(b, j0), c + j0, ldc, pool,
+                 epilogue);
+  }
+}
 
 }  // namespace quilt::cpu
