@@ -553,8 +553,8 @@ void ConvIntegerSums(const float* xf, const float* wf, int64_t n, int64_t c, int
   Geo g = RightAligned(win);
   int64_t taps = g.KernelSize(), in_size = g.InSize(), out_size = g.OutSize();
   int64_t cg = c / groups, og = oc / groups;
-  // Channels per slab: at most 256 products in each float sum (see nn_internal.h).
-  int64_t slab = std::max<int64_t>(1, 256 / std::max<int64_t>(taps, 1));
+  // Channels per slab: at most kEightBitExactTerms products in each float sum.
+  int64_t slab = std::max<int64_t>(1, kEightBitExactTerms / std::max<int64_t>(taps, 1));
   std::vector<float> part(static_cast<size_t>(og * out_size));
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t grp = 0; grp < groups; ++grp) {

@@ -83,6 +83,17 @@ inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, float b) {
   }
 }
 
+// How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds
+// exactly (every partial sum below 2^24): 0 when not even one product fits. Integer products done
+// as float GEMMs (quantized convolutions and matmuls) sum in slabs of at most this many terms.
+constexpr int64_t ExactFloatTerms(int64_t max_abs_product) {
+  constexpr int64_t kExact = int64_t{1} << 24;
+  if (max_abs_product > kExact) return 0;
+  return kExact / (max_abs_product < 1 ? 1 : max_abs_product);
+}
+// For 8-bit values less zero points of their type (differences of at most 255): 258.
+constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
+
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
 // thread alone); then the epilogue, if any.
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,

@@ -141,8 +141,8 @@ namespace {
 
 // int32 x int32 -> int32 whose values are small enough for float GEMMs to sum exactly (quantized
 // models: 8-bit values less their zero points): from the largest |a| and |b|, the number of
-// products a float sum holds exactly (at most 2^24 / (max |a| x max |b|)), or 0 when the values
-// are too large for even one.
+// products a float sum holds exactly (ExactFloatTerms), or 0 when the values are too large for
+// even one.
 int64_t ExactFloatSlab(const Tensor& a, const Tensor& b) {
   auto largest = [](const Tensor& t) {
     int64_t m = 0;
@@ -150,8 +150,7 @@ int64_t ExactFloatSlab(const Tensor& a, const Tensor& b) {
     for (int64_t i = 0; i < t.NumElements(); ++i) m = std::max(m, std::abs(int64_t{p[i]}));
     return m;
   };
-  int64_t product = std::max<int64_t>(1, largest(a) * largest(b));  // each <= 2^31
-  return product > (int64_t{1} << 24) ? 0 : (int64_t{1} << 24) / product;
+  return ExactFloatTerms(largest(a) * largest(b));  // each at most 2^31: no overflow
 }
 
 // The product in slabs of `slab` products per sum, each slab's float sums exact and added as

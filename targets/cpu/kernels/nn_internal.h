@@ -108,10 +108,10 @@ Status ConvReference(KernelContext& ctx);
 // reference.
 Status ConvFast(KernelContext& ctx);
 // The integer convolution's sums (n, oc, out...) of xf (n, c, in...) and wf (oc, c / groups,
-// kernel...), both holding integers of at most 255 in magnitude (8-bit values less their zero
-// points) as floats, added into `sums`: as float GEMMs over slabs of channels of at most 256
-// products per sum, so that every float sum (at most 256 x 255 x 255 < 2^24) is exact. The
-// kernel's size must be at most 256.
+// kernel...), both holding integers of at most 255 in magnitude (8-bit values less zero points of
+// their type) as floats, added into `sums`: as float GEMMs over slabs of channels of at most
+// kEightBitExactTerms products per sum (gemm.h), so that every float sum is exact. The kernel's
+// size must be at most kEightBitExactTerms.
 void ConvIntegerSums(const float* xf, const float* wf, int64_t n, int64_t c, int64_t oc,
                      int64_t groups, const Window& win, int64_t* sums, rt::ThreadPool* pool);
 // conv_integer (quantize.cc): per output element (reference), or 8-bit through ConvIntegerSums.

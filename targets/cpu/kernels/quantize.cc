@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -603,8 +604,8 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   // Zero points of their data's type: the differences are then at most 255 in magnitude (a
   // uint8 value less an int8 zero point reaches 383, past what the slabs assume).
   if (fast && eight_bit(x.dtype) && eight_bit(w.dtype) && xz.dtype == x.dtype &&
-      wz.dtype == w.dtype && k <= static_cast<size_t>(nn::kMaxSpatial) && ksize <= 256 &&
-      total > 0) {
+      wz.dtype == w.dtype && k <= static_cast<size_t>(nn::kMaxSpatial) &&
+      ksize <= kEightBitExactTerms && total > 0) {
     // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
     // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
     std::vector<float> xf(static_cast<size_t>(x.NumElements())),
