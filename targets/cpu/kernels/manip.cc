@@ -548,27 +548,26 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   const int64_t n = x.shape[last], cols = out[last], b = width[2 * last];
   const int64_t in_lo = std::clamp<int64_t>(b, 0, cols),
                 in_hi = std::clamp<int64_t>(b + n, in_lo, cols);
-  const size_t ebs = eb;
+  const int64_t e = static_cast<int64_t>(eb);  // element bytes, for offsets
   auto column = [&](const uint8_t* row, int64_t j, uint8_t* to) {
     int64_t p = row ? PadSource(j - b, n, pm) : -1;
-    std::memcpy(to, p < 0 ? fill : row + p * static_cast<int64_t>(ebs), ebs);
+    std::memcpy(to, p < 0 ? fill : row + p * e, eb);
   };
   std::vector<int64_t> idx(static_cast<size_t>(last), 0);
   for (;;) {
     const uint8_t* row = src;
     for (int k = 0; k < last && row; ++k) {
       int64_t p = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
-      row = p < 0 ? nullptr : row + p * strides[k] * static_cast<int64_t>(ebs);
+      row = p < 0 ? nullptr : row + p * strides[k] * e;
     }
-    for (int64_t j = 0; j < in_lo; ++j) column(row, j, dst + j * ebs);
+    for (int64_t j = 0; j < in_lo; ++j) column(row, j, dst + j * e);
     if (row && in_hi > in_lo) {
-      std::memcpy(dst + in_lo * ebs, row + (in_lo - b) * static_cast<int64_t>(ebs),
-                  static_cast<size_t>(in_hi - in_lo) * ebs);
+      std::memcpy(dst + in_lo * e, row + (in_lo - b) * e, static_cast<size_t>(in_hi - in_lo) * eb);
     } else {
-      for (int64_t j = in_lo; j < in_hi; ++j) column(row, j, dst + j * ebs);
+      for (int64_t j = in_lo; j < in_hi; ++j) column(row, j, dst + j * e);
     }
-    for (int64_t j = in_hi; j < cols; ++j) column(row, j, dst + j * ebs);
-    dst += cols * static_cast<int64_t>(ebs);
+    for (int64_t j = in_hi; j < cols; ++j) column(row, j, dst + j * e);
+    dst += cols * e;
     int k = last - 1;
     for (; k >= 0 && ++idx[k] == out[k]; --k) idx[k] = 0;
     if (k < 0) return Status::Ok();
