@@ -1,6 +1,9 @@
 // Small packages built by hand (plain tables, no IR) and tensor helpers for runtime tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "runtime/src/session.h"
+#include "runtime/src/thread_pool.h"
 #include "targets/package_spec.h"
 
 namespace quilt::test {
@@ -18,6 +22,19 @@ inline int ProcessThreads() {
   int n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
   return n;
+}
+
+// A loop over [0, n) on `pool` (null: the calling thread), as kernels run theirs: every range in
+// bounds and every index run exactly once.
+inline void ExpectEachOnce(rt::ThreadPool* pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  rt::ParallelFor(pool, n, grain, [&](int64_t begin, int64_t end) {
+    ASSERT_LE(0, begin);
+    ASSERT_LT(begin, end);
+    ASSERT_LE(end, n);
+    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
 }
 
 // y = x + c, x: float32 (n, 3), c = [1, 2, 3]: one symbol, one constant, one step.

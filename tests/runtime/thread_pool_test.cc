@@ -20,6 +20,7 @@
 namespace quilt::rt {
 namespace {
 
+using test::ExpectEachOnce;
 using test::ProcessThreads;
 
 // The thread count once it has settled at `want`, or after a second: a joined thread may still be
@@ -43,17 +44,6 @@ int SettledThreads() {
     n = m;
   }
   return n;
-}
-
-void ExpectEachOnce(ThreadPool* pool, int64_t n, int64_t grain) {
-  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-  ParallelFor(pool, n, grain, [&](int64_t begin, int64_t end) {
-    ASSERT_LE(0, begin);
-    ASSERT_LT(begin, end);
-    ASSERT_LE(end, n);
-    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-  });
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
 }
 
 TEST(ThreadPool, CoversEveryIndexOnce) {

@@ -39,6 +39,7 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 namespace quilt::rt {
 namespace {
 
+using test::ExpectEachOnce;
 using test::ProcessThreads;
 
 // Allows `starts` thread starts for the test's duration.
@@ -50,14 +51,6 @@ class ThreadStartFailure : public ::testing::Test {
   }
   void TearDown() override { g_starts_left.store(INT_MAX); }
 };
-
-void ExpectEachOnce(ThreadPool* pool, int64_t n) {
-  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-  pool->ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-  });
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
-}
 
 // The interposer is in effect: without it the other tests prove nothing.
 TEST_F(ThreadStartFailure, TheSystemRefusesTheThreadPastTheBudget) {
@@ -84,7 +77,7 @@ TEST_F(ThreadStartFailure, APoolKeepsTheWorkersItStarted) {
     EXPECT_EQ(pool.threads(), 3) << "2 workers started, the third was refused";
     EXPECT_EQ(g_refused.load(), 1) << "the pool stops asking after the first refusal";
     EXPECT_EQ(ProcessThreads(), before + 2);
-    for (int64_t n : {1, 7, 1000, 100000}) ExpectEachOnce(&pool, n);
+    for (int64_t n : {1, 7, 1000, 100000}) ExpectEachOnce(&pool, n, 1);
   }
   EXPECT_LE(ProcessThreads(), before + 2);
 }
@@ -93,7 +86,7 @@ TEST_F(ThreadStartFailure, APoolWithNoWorkerRunsOnItsCaller) {
   Allow(0);
   ThreadPool pool(4);
   EXPECT_EQ(pool.threads(), 1);
-  ExpectEachOnce(&pool, 1000);
+  ExpectEachOnce(&pool, 1000, 1);
 }
 
 TEST_F(ThreadStartFailure, ASessionRunsWhenNoThreadStarts) {
