@@ -16,6 +16,7 @@
 #include "runtime/src/kernel.h"
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/image.h"
 #include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/recurrent.h"
@@ -902,6 +903,57 @@ TEST(FastKernels, LayerNormMatchesTheReference) {
       Compare(nn::LayerNormFast, nn::LayerNorm, {c.x, c.param, beta}, attrs, rng,
               "layer_norm (" + Join(c.x) + ") axes (" + Join(c.axes) + ") gamma (" + Join(c.param) +
                   ") beta (" + Join(beta) + ")");
+    }
+  }
+}
+
+// Resize of the last two axes (the plane path) in every mode, and of a leading axis (the general
+// walk), against the reference walk: the same sums in the same order, so the same values exactly.
+TEST(FastKernels, ResizeMatchesTheReferenceExactly) {
+  std::mt19937 rng(31);
+  struct Case {
+    Shape x;
+    std::vector<double> scales;
+    std::string mode, ctm, nearest_mode;
+  };
+  const Case cases[] = {
+      {{1, 3, 5, 7}, {1, 1, 2, 2}, "nearest", "asymmetric", "floor"},
+      {{2, 2, 6, 5}, {1, 1, 3, 0.5}, "nearest", "half_pixel", "round_prefer_ceil"},
+      {{1, 2, 4, 4}, {1, 1, 1.5, 2.5}, "nearest", "align_corners", "round_prefer_floor"},
+      {{1, 4, 9, 11}, {1, 1, 2, 2}, "linear", "half_pixel", ""},
+      {{1, 2, 8, 6}, {1, 1, 0.5, 1.75}, "linear", "pytorch_half_pixel", ""},
+      {{3, 5, 7}, {1, 2, 2}, "linear", "align_corners", ""},
+      {{1, 1, 6, 6}, {1, 1, 1.6, 0.7}, "cubic", "half_pixel", ""},
+      {{1, 1, 6, 6}, {1, 1, 2, 2}, "linear", "tf_crop_and_resize", ""},
+      {{2, 3, 4, 5}, {2, 1, 2, 2}, "nearest", "asymmetric", "floor"},  // a leading axis
+      {{7, 9}, {3, 1}, "nearest", "asymmetric", "ceil"},
+  };
+  for (const Case& c : cases) {
+    Attrs attrs;
+    attrs.Str("mode", c.mode).Str("coordinate_transformation_mode", c.ctm);
+    if (!c.nearest_mode.empty()) attrs.Str("nearest_mode", c.nearest_mode);
+    Shape roi = {c.ctm == "tf_crop_and_resize" ? 2 * static_cast<int64_t>(c.x.size()) : 0};
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<float> data = Random(rng, Count(c.x)), scales(c.scales.begin(), c.scales.end());
+    std::vector<float> roi_data = {0, 0, -0.25f, 0.1f, 1, 1, 0.8f, 1.3f};  // outside: extrapolated
+    std::vector<Tensor> inputs = {
+        Tensor{DType::kFloat32, c.x, data.data()}, Tensor{DType::kFloat32, roi, roi_data.data()},
+        Tensor{DType::kFloat32, {static_cast<int64_t>(scales.size())}, scales.data()}};
+    std::string what = "resize (" + Join(c.x) + ") " + c.mode + " " + c.ctm;
+    TestContext ref(inputs, list, nullptr);
+    Status st = ResizeReference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    rt::ThreadPool three(3);
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      st = Resize(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      std::vector<float> v = got.values(), want = ref.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << what << ", element " << i << ": " << v[i] << " vs " << want[i];
+      }
     }
   }
 }

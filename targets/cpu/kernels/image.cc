@@ -4,6 +4,8 @@
 // coordinate (coordinate_transformation_mode), a small set of neighbours and their weights
 // (nearest, linear or cubic, optionally antialiased); the n-d result is the sum over every
 // combination of the per-axis neighbours of the product of their weights.
+#include "targets/cpu/kernels/image.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -147,7 +149,80 @@ Status ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, 
 
 namespace {
 
-Status Resize(KernelContext& ctx) {
+// Float32 planes whose leading axes are unchanged: rows of the output from one or a few input rows,
+// each output row computed once (nearest upsampling repeats the row above: copied), in parallel.
+// The sums are the reference's, in its order and in double: the same values, bit for bit. False
+// when a leading axis is resized (the general walk then runs).
+bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
+                       const std::vector<std::vector<AxisTaps>>& taps, double extrapolation,
+                       float* y, KernelContext& ctx) {
+  int rank = static_cast<int>(in.size());
+  if (rank < 2) return false;
+  int64_t planes = 1;
+  for (int a = 0; a + 2 < rank; ++a) {
+    for (int64_t o = 0; o < out[a]; ++o) {
+      const AxisTaps& t = taps[a][o];
+      if (t.extrapolate || t.index.size() != 1 || t.index[0] != o || t.weight[0] != 1.0) {
+        return false;
+      }
+    }
+    planes *= out[a];
+  }
+  int64_t ih = in[rank - 2], iw = in[rank - 1], oh = out[rank - 2], ow = out[rank - 1];
+  const std::vector<AxisTaps>& ty = taps[rank - 2];
+  const std::vector<AxisTaps>& tx = taps[rank - 1];
+  bool x_single = true;  // every column reads one input element with weight 1, or extrapolates
+  for (const AxisTaps& t : tx) {
+    x_single &= t.extrapolate || (t.index.size() == 1 && t.weight[0] == 1.0);
+  }
+  float fill = static_cast<float>(extrapolation);
+  auto same_taps = [](const AxisTaps& a, const AxisTaps& b) {
+    return a.extrapolate == b.extrapolate && a.index == b.index && a.weight == b.weight;
+  };
+  int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ow));
+  ctx.ParallelFor(planes * oh, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t plane = r / oh, oy = r % oh;
+      float* row = y + r * ow;
+      const AxisTaps& t = ty[oy];
+      if (t.extrapolate) {
+        std::fill(row, row + ow, fill);
+        continue;
+      }
+      if (r > r0 && oy > 0 && same_taps(t, ty[oy - 1])) {
+        std::memcpy(row, row - ow, static_cast<size_t>(ow) * sizeof(float));
+        continue;
+      }
+      const float* src = x + plane * ih * iw;
+      if (x_single && t.index.size() == 1 && t.weight[0] == 1.0) {
+        const float* s = src + t.index[0] * iw;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          row[ox] = tx[ox].extrapolate ? fill : s[tx[ox].index[0]];
+        }
+        continue;
+      }
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const AxisTaps& u = tx[ox];
+        if (u.extrapolate) {
+          row[ox] = fill;
+          continue;
+        }
+        double sum = 0;
+        for (size_t ky = 0; ky < t.index.size(); ++ky) {
+          const float* s = src + t.index[ky] * iw;
+          for (size_t kx = 0; kx < u.index.size(); ++kx) {
+            double w = 1.0 * t.weight[ky] * u.weight[kx];
+            sum += w * static_cast<double>(s[u.index[kx]]);
+          }
+        }
+        row[ox] = static_cast<float>(sum);
+      }
+    }
+  });
+  return true;
+}
+
+Status ResizeImpl(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const rt::AttrView& at = ctx.attrs();
   int rank = x.rank();
@@ -248,6 +323,11 @@ Status Resize(KernelContext& ctx) {
           ResizeTaps(p, x.shape[a], out[a], scale[a], roi_start[a], roi_end[a], o, &taps[a][o]));
     }
   }
+  if (fast && x.dtype == DType::kFloat32 &&
+      ResizeFloatPlanes(x.Data<float>(), x.shape, out, taps, extrapolation, y->MutableData<float>(),
+                        ctx)) {
+    return Status::Ok();
+  }
   std::vector<int64_t> strides = Strides(x.shape);
   return VisitNumeric(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -288,6 +368,13 @@ Status Resize(KernelContext& ctx) {
     return Status::Ok();
   });
 }
+
+}  // namespace
+
+Status ResizeReference(KernelContext& ctx) { return ResizeImpl(ctx, false); }
+Status Resize(KernelContext& ctx) { return ResizeImpl(ctx, true); }
+
+namespace {
 
 // ---- grid_sample
 // ---------------------------------------------------------------------------------
