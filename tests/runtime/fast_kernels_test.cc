@@ -280,6 +280,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 3, 5, {1, 1, 19}, {1, 1, 3}, {2, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 1, 1}}, rng);
   // One input channel, not grouped, on a wide image: a GEMM of K = the kernel's size.
   CheckConv({1, 1, 1, 16, {31, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  // Unit strides on the padded grid (rows of B read in place): a detector's 3x3 head (a long
+  // reduction, a grid of 98 columns per row, a partial last panel), grouped, dilated with
+  // uneven pads, and a 1-d convolution.
+  CheckConv({1, 1, 96, 24, {24, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({2, 3, 5, 6, {13, 29}, {3, 5}, {1, 1}, {2, 1}, {2, 0, 1, 3}}, rng);
+  CheckConv({1, 1, 7, 9, {1, 300}, {1, 9}, {1, 1}, {1, 3}, {0, 12, 0, 12}}, rng);
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or

@@ -7,6 +7,7 @@
 // Checked against ConvReference by tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
@@ -73,13 +74,6 @@ void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_
 class Im2Col final : public GemmB {
  public:
   Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
-
-  // A 1x1 convolution with unit strides and no padding reads the image as it is.
-  const float* Direct(int64_t* ld) const override {
-    if (!g_.Pointwise()) return nullptr;
-    *ld = g_.InSize();
-    return x_;
-  }
 
   void Pack(int64_t j, int64_t cols, float* panel) const override {
     const Geo& g = g_;
@@ -193,6 +187,45 @@ class BatchIm2Col final : public GemmB {
   const float* x_;
   int64_t stride_, channels_;
   Geo g_;
+};
+
+// A unit-stride convolution of one or two spatial dims seen on a grid: the image copied once into
+// a zero-padded plane per channel (ph rows of wp), and the output computed at every column of
+// that width, of which the first out[2] of each row are kept. Row (c, k1, k2) of the im2col
+// matrix is then the padded image itself from offset c * ph * wp + k1 * d1 * wp + k2 * d2: a
+// product reads each of its rows in place (SgemmRows): nothing is packed.
+struct UnitStrideGrid {
+  int64_t ph = 0, wp = 0;
+
+  // False when the convolution is not one (strides, a 3-d window, a pointwise kernel, which
+  // reads the image in place anyway), or when the grid's extra columns would cost more than a
+  // quarter of the product.
+  bool Fits(const Geo& g) {
+    if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || g.KernelSize() == 1) return false;
+    if (g.stride[1] != 1 || g.stride[2] != 1 || g.pad[1] < 0 || g.pad[2] < 0) return false;
+    ph = g.out[1] + (g.kernel[1] - 1) * g.dilation[1];
+    wp = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    return 4 * (wp - g.out[2]) <= g.out[2];
+  }
+  int64_t Plane() const { return ph * wp; }
+  // Floats of the padded copy of `channels` channels: the last row's window reads past its plane
+  // by the width of the kernel, and a partial panel of the product reads a whole one.
+  int64_t Floats(const Geo& g, int64_t channels) const {
+    return channels * Plane() + (g.kernel[2] - 1) * g.dilation[2] + kGemmPanel;
+  }
+  // Channels [c0, c1) of image x into `padded`.
+  void Fill(const float* x, const Geo& g, int64_t c0, int64_t c1, float* padded) const {
+    int64_t rows = std::clamp<int64_t>(ph - g.pad[1], 0, g.in[1]);
+    int64_t cols = std::clamp<int64_t>(wp - g.pad[2], 0, g.in[2]);
+    for (int64_t c = c0; c < c1; ++c) {
+      float* pc = padded + c * Plane();
+      std::fill(pc, pc + Plane(), 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* from = x + (c * g.in[1] + r) * g.in[2];
+        std::copy(from, from + cols, pc + (g.pad[1] + r) * wp + g.pad[2]);
+      }
+    }
+  }
 };
 
 // Output positions per image below which a batch's images share one GEMM (BatchIm2Col).
@@ -471,6 +504,43 @@ Status ConvFast(KernelContext& ctx) {
           const float* from = c.data() + oc * cols + i * out_size;
           std::copy(from, from + out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
         }
+      }
+    }
+    return Status::Ok();
+  }
+  UnitStrideGrid grid;
+  if (grid.Fits(g)) {
+    // Per image: the padded copy of all its channels, then per group one GEMM on the grid
+    // (og x out[1] * wp) and the kept columns of each row moved into y.
+    std::vector<float> padded(static_cast<size_t>(grid.Floats(g, geo.c)));
+    int64_t cols = g.out[1] * grid.wp;
+    std::vector<float> c(static_cast<size_t>(geo.og * cols));
+    std::vector<int64_t> offs(static_cast<size_t>(k));
+    for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
+      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++p) {
+          offs[p] = ci * grid.Plane() + k1 * g.dilation[1] * grid.wp + k2 * g.dilation[2];
+        }
+      }
+    }
+    int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Plane()));
+    for (int64_t b = 0; b < geo.n; ++b) {
+      ctx.ParallelFor(geo.c, fill_grain, [&](int64_t c0, int64_t c1) {
+        grid.Fill(px + b * geo.c * in_size, g, c0, c1, padded.data());
+      });
+      for (int64_t grp = 0; grp < geo.groups; ++grp) {
+        GemmEpilogue e;
+        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
+                  padded.data() + grp * geo.cg * grid.Plane(), offs.data(), c.data(), cols,
+                  ctx.thread_pool(), epilogue.From(grp * geo.og, &e));
+        float* yg = py + (b * geo.o + grp * geo.og) * out_size;
+        int64_t rows = geo.og * g.out[1];
+        ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / g.out[2]), [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const float* from = c.data() + r * grid.wp;  // row r % out[1] of channel r / out[1]
+            std::copy(from, from + g.out[2], yg + r * g.out[2]);
+          }
+        });
       }
     }
     return Status::Ok();

@@ -24,18 +24,20 @@ static_assert(kNR % 8 == 0);
 constexpr int kVecs = static_cast<int>(kNR / 8);
 
 // C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
-// an A panel (kc x kMR, packed) and kc rows of a B panel (kc x kNR, row stride ldb: packed, or
-// full columns of B read in place).
-QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                     float* c, int64_t ldc, int64_t mr, int64_t nr,
-                                     bool accumulate) {
+// an A panel (kc x kMR, packed) and kc rows of kNR columns of B: a packed panel (row p at
+// b + p * kNR), or, with kRows, rows anywhere (row p at b + offs[p]).
+template <bool kRows>
+QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
+                                     const int64_t* offs, float* c, int64_t ldc, int64_t mr,
+                                     int64_t nr, bool accumulate) {
   V8 acc[kMR][kVecs];
   for (auto& row : acc) {
     for (V8& v : row) v = V8{};
   }
   for (int64_t p = 0; p < kc; ++p) {
+    const float* row = kRows ? b + offs[p] : b + p * kNR;
     V8 bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], b + p * ldb + 8 * v);
+    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], row + 8 * v);
     for (int64_t i = 0; i < kMR; ++i) {
       float av = a[p * kMR + i];
       for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
@@ -69,25 +71,35 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
   }
 }
 
-// One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) from the B
-// panels `bp` (row strides `ldb`), the whole reduction of length k.
-QUILT_CLONES void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* const* bp,
-                        const int64_t* ldb, float* c, int64_t ldc) {
+// One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
+// reduction of length k. B: one packed panel (nc <= kNR) at b, or, with kRows, rows b + offs[p].
+template <bool kRows>
+QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
+                                 const int64_t* offs, float* c, int64_t ldc) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
     for (int64_t jr = 0; jr < nc; jr += kNR) {
-      int64_t panel = jr / kNR;
-      const float* bpanel = bp[panel] + pc * ldb[panel];
+      const float* bslab = kRows ? b + jr : b + pc * kNR;
       for (int64_t ir = 0; ir < mc; ir += kMR) {
         const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernel(kc, apanel, bpanel, ldb[panel], c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
-                    std::min(kNR, nc - jr), pc > 0);
+        MicroKernel<kRows>(kc, apanel, bslab, kRows ? offs + pc : nullptr, c + ir * ldc + jr, ldc,
+                           std::min(kMR, mc - ir), std::min(kNR, nc - jr), pc > 0);
       }
     }
   }
   if (k == 0) {
     for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
   }
+}
+
+QUILT_CLONES void PackedBlock(int64_t mc, int64_t nc, int64_t k, const float* ap,
+                              const float* panel, float* c, int64_t ldc) {
+  BlockOf<false>(mc, nc, k, ap, panel, nullptr, c, ldc);
+}
+
+QUILT_CLONES void RowsBlock(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
+                            const int64_t* offs, float* c, int64_t ldc) {
+  BlockOf<true>(mc, nc, k, ap, b, offs, c, ldc);
 }
 
 // Rows [i, i + kMR) of A into a panel, k x kMR, rows past m zero.
@@ -182,28 +194,10 @@ void TransposedB::Pack(int64_t j, int64_t cols, float* panel) const {
 
 namespace {
 
-// Columns [j0, j0 + n) of another right operand.
-class ColumnRange final : public GemmB {
- public:
-  ColumnRange(const GemmB& b, int64_t j0) : b_(b), j0_(j0) {}
-  void Pack(int64_t j, int64_t cols, float* panel) const override { b_.Pack(j0_ + j, cols, panel); }
-  const float* Direct(int64_t* ld) const override {
-    const float* d = b_.Direct(ld);
-    return d ? d + j0_ : nullptr;
-  }
-
- private:
-  const GemmB& b_;
-  int64_t j0_;
-};
-
-// Floats of packed B a product holds at once (16 MiB): wider products go in column ranges, so
-// that packing an im2col view costs a bounded buffer rather than k x n floats.
-constexpr int64_t kMaxPackedB = int64_t{1} << 22;
-
-// C = A * B over n columns packed at once (Sgemm keeps n within kMaxPackedB / k).
-void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b,
-                  float* c, int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+// C = A * B, B packed from `b` or (b null) read in place at rows + offs[p] (Sgemm, SgemmRows).
+void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB* b,
+             const float* rows, const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
+             const GemmEpilogue* epilogue) {
   int threads = pool ? pool->threads() : 1;
   int64_t npanels = (n + kNR - 1) / kNR;
   int64_t work = m * n * std::max<int64_t>(k, 1);
@@ -211,10 +205,17 @@ void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   constexpr int64_t kParallelWork = 1 << 15;
   if (n <= kNR / 3) {
     // Few columns: B's columns made contiguous, then dot products.
-    Floats panel = NewFloats(k * kNR), cols = NewFloats(n * k);
-    b.Pack(0, n, panel.get());
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kNR + j];
+    Floats cols = NewFloats(n * k);
+    if (b) {
+      Floats panel = NewFloats(k * kNR);
+      b->Pack(0, n, panel.get());
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kNR + j];
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t p = 0; p < k; ++p) cols[j * k + p] = rows[offs[p] + j];
+      }
     }
     int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
     rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
@@ -224,36 +225,18 @@ void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
     return;
   }
   int64_t mpanels = (m + kMR - 1) / kMR;
-  // B's panels: full ones read in place when B is a matrix, the others packed.
-  int64_t direct_ld = 0;
-  const float* direct = b.Direct(&direct_ld);
-  int64_t direct_panels = direct ? n / kNR : 0;
-  std::vector<const float*> bpanels(static_cast<size_t>(npanels));
-  std::vector<int64_t> bld(static_cast<size_t>(npanels), kNR);
-  Floats ap = NewFloats(mpanels * kMR * k), bp = NewFloats((npanels - direct_panels) * kNR * k);
-  for (int64_t t = 0; t < npanels; ++t) {
-    if (t < direct_panels) {
-      bpanels[t] = direct + t * kNR;
-      bld[t] = direct_ld;
-    } else {
-      bpanels[t] = bp.get() + (t - direct_panels) * kNR * k;
-    }
-  }
-  // Pack A and B: panels of A first, then the panels of B not read in place.
-  int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kNR));
-  rt::ThreadPool* pack_pool = work >= kParallelWork ? pool : nullptr;
-  int64_t packs = mpanels + npanels - direct_panels;
-  rt::ParallelFor(pack_pool, packs, pack_grain, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      if (t < mpanels) {
-        PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
-      } else {
-        int64_t panel = t - mpanels + direct_panels;
-        int64_t j = panel * kNR;
-        b.Pack(j, std::min(kNR, n - j), const_cast<float*>(bpanels[panel]));
-      }
-    }
-  });
+  // B's rows read in place when given by address (SgemmRows); otherwise each task packs its
+  // panels one at a time just before the block kernel reads them, so a panel is in cache when
+  // used (B packed whole ahead of the product went out to memory and back) and no buffer of B is
+  // held.
+  Floats ap = NewFloats(mpanels * kMR * k);
+  int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kMR));
+  rt::ParallelFor(work >= kParallelWork ? pool : nullptr, mpanels, pack_grain,
+                  [&](int64_t t0, int64_t t1) {
+                    for (int64_t t = t0; t < t1; ++t) {
+                      PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
+                    }
+                  });
   // Blocks of C: kMC rows by `nc` columns, enough of them to keep every thread busy.
   int64_t mblocks = (m + kMC - 1) / kMC;
   int64_t nc_panels = 10;
@@ -266,12 +249,21 @@ void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
   rt::ParallelFor(run_pool, mblocks * nblocks, 1, [&](int64_t t0, int64_t t1) {
+    Floats panel = rows ? nullptr : NewFloats(k * kNR);
     for (int64_t t = t0; t < t1; ++t) {
       int64_t ib = t % mblocks, jb = t / mblocks;
       int64_t i = ib * kMC, j = jb * nc;
       int64_t mc = std::min(kMC, m - i), ncols = std::min(nc, n - j);
-      Block(mc, ncols, k, ap.get() + (i / kMR) * kMR * k, bpanels.data() + j / kNR,
-            bld.data() + j / kNR, c + i * ldc + j, ldc);
+      const float* ai = ap.get() + (i / kMR) * kMR * k;
+      if (rows) {
+        RowsBlock(mc, ncols, k, ai, rows + j, offs, c + i * ldc + j, ldc);
+      } else {
+        for (int64_t jr = 0; jr < ncols; jr += kNR) {
+          int64_t cols = std::min(kNR, ncols - jr);
+          b->Pack(j + jr, cols, panel.get());
+          PackedBlock(mc, cols, k, ai, panel.get(), c + i * ldc + j + jr, ldc);
+        }
+      }
       Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
     }
   });
@@ -282,15 +274,14 @@ void SgemmColumns(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
-  int64_t cols = std::max<int64_t>(kNR, kMaxPackedB / std::max<int64_t>(k, 1) / kNR * kNR);
-  if (n <= cols) {
-    SgemmColumns(m, n, k, a, lda, b, c, ldc, pool, epilogue);
-    return;
-  }
-  for (int64_t j0 = 0; j0 < n; j0 += cols) {
-    SgemmColumns(m, std::min(cols, n - j0), k, a, lda, ColumnRange(b, j0), c + j0, ldc, pool,
-                 epilogue);
-  }
+  Product(m, n, k, a, lda, &b, nullptr, nullptr, c, ldc, pool, epilogue);
+}
+
+void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,
+               const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
+               const GemmEpilogue* epilogue) {
+  if (m <= 0 || n <= 0) return;
+  Product(m, n, k, a, lda, nullptr, rows, offs, c, ldc, pool, epilogue);
 }
 
 }  // namespace quilt::cpu

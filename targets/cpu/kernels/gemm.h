@@ -26,11 +26,6 @@ class GemmB {
   // Writes columns [j, j + cols) of every row into `panel`, row-major k x kGemmPanel, the
   // columns from `cols` to kGemmPanel zero (cols <= kGemmPanel).
   virtual void Pack(int64_t j, int64_t cols, float* panel) const = 0;
-  // B as a row-major matrix the product may read in place (row stride in *ld), or null.
-  virtual const float* Direct(int64_t* ld) const {
-    (void)ld;
-    return nullptr;
-  }
 };
 
 // A row-major matrix with row stride `ld`.
@@ -38,10 +33,6 @@ class MatrixB final : public GemmB {
  public:
   MatrixB(const float* b, int64_t k, int64_t ld) : b_(b), k_(k), ld_(ld) {}
   void Pack(int64_t j, int64_t cols, float* panel) const override;
-  const float* Direct(int64_t* ld) const override {
-    *ld = ld_;
-    return b_;
-  }
 
  private:
   const float* b_;
@@ -98,5 +89,13 @@ constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
 // thread alone); then the epilogue, if any.
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+// The same with B's rows read in place, never packed: B[p][j] = rows[offs[p] + j]. A partial
+// panel of columns is read whole, so each row must be readable up to column
+// n + kGemmPanel - 1 (the extra columns' products are dropped). For B whose rows are windows of
+// one buffer (a convolution's padded image, conv_fast.cc), where packing would copy each
+// element of the image once per tap.
+void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,
+               const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
+               const GemmEpilogue* epilogue = nullptr);
 
 }  // namespace quilt::cpu
