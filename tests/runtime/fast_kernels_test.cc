@@ -268,8 +268,8 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
-  // A 3 x 39 kernel (taps of the last dim past 16) over an image whose im2col (936 x 5,120) is
-  // packed in column ranges.
+  // A 3 x 39 kernel (taps of the last dim past 16) over an image whose im2col is 936 x 5,120 (too
+  // narrow for the padded grid: packed panel by panel).
   CheckConv({1, 1, 8, 8, {40, 128}, {3, 39}, {1, 1}, {1, 1}, {1, 19, 1, 19}}, rng);
   // A 1x1 kernel with only trailing pads: more outputs than inputs, the last reading padding.
   CheckConv({2, 1, 5, 3, {6, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 1, 2}}, rng);
