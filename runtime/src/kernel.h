@@ -17,6 +17,8 @@
 // Kernels are found by op name ("nn.conv2d") in an explicit table per device.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +67,30 @@ class AttrView {
   std::string prefix_;
 };
 
+// What a kernel derives once from inputs that are the same in every run of a session (weights
+// converted or packed for its inner loop), kept with the step for the session's life:
+//
+//   if (ctx.constant_input(1) && ctx.cache()) {
+//     auto packed = ctx.cache()->Get<PackedWeights>([&] { return Pack(*ctx.input(1)); });
+//     ...
+//   }
+//
+// A kernel keeps only what depends on its constant inputs (and attributes) alone.
+class StepCache {
+ public:
+  // The object `make()` returns (a std::shared_ptr<T>; null: nothing worth keeping) on the first
+  // call; every later call, from any thread, returns that same object.
+  template <class T, class F>
+  std::shared_ptr<const T> Get(F&& make) {
+    std::call_once(once_, [&] { value_ = std::shared_ptr<const T>(make()); });
+    return std::static_pointer_cast<const T>(value_);
+  }
+
+ private:
+  std::once_flag once_;
+  std::shared_ptr<const void> value_;
+};
+
 class KernelContext {
  public:
   virtual ~KernelContext() = default;
@@ -84,6 +110,14 @@ class KernelContext {
   virtual const AttrView& attrs() const = 0;
   // The number of threads the kernel may use.
   virtual int threads() const = 0;
+  // Whether input i is the same tensor in every run of the session (a constant of the package, or
+  // made from constants alone when the session was created).
+  virtual bool constant_input(int i) const {
+    (void)i;
+    return false;
+  }
+  // The step's cache for the session's life (StepCache); null where there is none.
+  virtual StepCache* cache() const { return nullptr; }
   // The threads of this run (null: the calling thread alone). Kernels split work with
   // ParallelFor rather than using it directly.
   virtual ThreadPool* thread_pool() const { return nullptr; }

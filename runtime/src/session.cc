@@ -52,6 +52,8 @@ struct GraphPlan {
   // as constants are.
   std::vector<bool> hoisted;
   std::vector<HeldValue> held;
+  // Per step: which of its inputs are the same tensor in every run (StepArgs::constant_inputs).
+  std::vector<uint64_t> constant_inputs;
 };
 }  // namespace
 
@@ -135,6 +137,26 @@ int MarkHoisted(GraphPlan& plan) {
     for (int32_t v : *step->outputs()) constant[static_cast<size_t>(v)] = true;
   }
   return count;
+}
+
+// Marks, per step of `plan`, the inputs that are the same tensor in every run: the package's
+// constants and the values the session holds (made by the hoisted steps, main graph only).
+void MarkConstantInputs(GraphPlan& plan) {
+  const pkg::Graph& g = *plan.graph;
+  std::vector<bool> constant(g.values()->size(), false);
+  for (uint32_t v = 0; v < g.values()->size(); ++v) {
+    constant[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
+  }
+  for (const HeldValue& h : plan.held) constant[static_cast<size_t>(h.value)] = true;
+  plan.constant_inputs.assign(g.steps()->size(), 0);
+  for (uint32_t s = 0; s < g.steps()->size(); ++s) {
+    const pkg::Step* step = g.steps()->Get(s);
+    if (!step->inputs()) continue;
+    for (uint32_t i = 0; i < step->inputs()->size() && i < 64; ++i) {
+      int32_t v = step->inputs()->Get(i);
+      if (v >= 0 && constant[static_cast<size_t>(v)]) plan.constant_inputs[s] |= uint64_t{1} << i;
+    }
+  }
 }
 
 // Runs the main graph's hoisted steps (MarkHoisted) and keeps what they make in `plans`.
@@ -438,6 +460,7 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   // Steps that read constants alone run now, once, and their results stay with the session
   // (dequantized weights, constants moved to another device): runs start after them.
   QUILT_RETURN_IF_ERROR(HoistConstantSteps(plans));
+  for (GraphPlan& plan : plans.graphs) MarkConstantInputs(plan);
   const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));
@@ -793,7 +816,7 @@ class Run final : public OutputAllocator {
         QUILT_RETURN_IF_ERROR(RunCopy());
         break;
       case Builtin::kNone:
-        QUILT_RETURN_IF_ERROR(RunKernel(*prepared));
+        QUILT_RETURN_IF_ERROR(RunKernel(s, *prepared));
         // Outputs placed from the compiler's dims were checked against them as the kernel made
         // them (its context compares); only outputs the kernel placed itself are checked here.
         if (args_.placed) return Status::Ok();
@@ -804,8 +827,12 @@ class Run final : public OutputAllocator {
 
   // A library kernel on the step's device. Its outputs are placed before it runs when the
   // compiler's dims give their shapes now; otherwise the kernel places them as it runs.
-  Status RunKernel(const PreparedStep& prepared) {
+  Status RunKernel(int s, const PreparedStep& prepared) {
     args_.step = step_;
+    // Empty while the hoisted steps run at creation: a step that runs once keeps no cache.
+    args_.constant_inputs = static_cast<size_t>(s) < plan_.constant_inputs.size()
+                                ? plan_.constant_inputs[static_cast<size_t>(s)]
+                                : 0;
     args_.inputs.clear();
     for (int32_t v : *step_->inputs()) args_.inputs.push_back(v >= 0 ? &values_[v] : nullptr);
     args_.output_dtypes.clear();

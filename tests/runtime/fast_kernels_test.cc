@@ -113,6 +113,13 @@ class TestContext final : public rt::KernelContext {
   const rt::AttrView& attrs() const override { return attrs_; }
   int threads() const override { return pool_ ? pool_->threads() : 1; }
   rt::ThreadPool* thread_pool() const override { return pool_; }
+  bool constant_input(int i) const override { return i >= 0 && i < 64 && ((constant_ >> i) & 1); }
+  rt::StepCache* cache() const override { return cache_; }
+  // A step's cache, and its inputs (bit i: input i) that stay the same run after run.
+  void SetCache(rt::StepCache* cache, uint64_t constant) {
+    cache_ = cache;
+    constant_ = constant;
+  }
   const Tensor& out(int i = 0) const { return outs_[i]; }
   std::vector<float> values(int i = 0) const {
     return std::vector<float>(data_[i].begin(), data_[i].begin() + outs_[i].NumElements());
@@ -124,6 +131,8 @@ class TestContext final : public rt::KernelContext {
   rt::ThreadPool* pool_;
   std::vector<Tensor> outs_;
   std::vector<std::vector<float>> data_;
+  rt::StepCache* cache_ = nullptr;
+  uint64_t constant_ = 0;
 };
 
 std::vector<float> Random(std::mt19937& rng, int64_t n) {
@@ -159,17 +168,23 @@ void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>
   ASSERT_TRUE(st.ok()) << what << ": " << st.message();
   std::vector<float> want = ref.values();
   rt::ThreadPool three(3);
-  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-    TestContext got(inputs, list, pool);
-    st = fast(got);
-    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-    ASSERT_EQ(got.out().shape, ref.out().shape) << what;
-    std::vector<float> v = got.values();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] == want[i] || (std::isnan(v[i]) && std::isnan(want[i]))) continue;  // inf, NaN
-      ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-          << what << ", element " << i << " of " << v.size() << ": " << v[i] << " vs " << want[i]
-          << " (threads " << (pool ? 3 : 1) << ")";
+  // Without a cache, then twice with every input constant and one cache (what the first run
+  // keeps, the second reads).
+  for (int pass = 0; pass < 3; ++pass) {
+    rt::StepCache cache;
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      if (pass > 0) got.SetCache(&cache, ~uint64_t{0});
+      st = fast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      std::vector<float> v = got.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] == want[i] || (std::isnan(v[i]) && std::isnan(want[i]))) continue;  // inf, NaN
+        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+            << what << ", element " << i << " of " << v.size() << ": " << v[i] << " vs " << want[i]
+            << " (threads " << (pool ? 3 : 1) << (pass ? ", cached" : "") << ")";
+      }
     }
   }
 }
@@ -386,7 +401,7 @@ TEST(FastKernels, MatmulMatchesTheReference) {
     CheckMatmul(a, b, rng);
     if (HasFatalFailure()) return;
   }
-  // Packed B past 2^22 floats: the product goes in column ranges.
+  // A wide B (4.2 million floats).
   CheckMatmul({5, 300}, {300, 14000}, rng);
   CheckMatmul({0, 5}, {5, 7}, rng);
   CheckMatmul({4, 0}, {0, 30}, rng);
@@ -1146,6 +1161,48 @@ TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {
   const int32_t* a = static_cast<const int32_t*>(got.out().data);
   const int32_t* b = static_cast<const int32_t*>(ref.out().data);
   for (int64_t i = 0; i < got.out().NumElements(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
+}
+
+// A constant B (a weight) is converted or packed on the step's first run and kept in its cache;
+// later runs with other A read it: float32 (batched B, a partial last panel) and int32.
+TEST(FastKernels, MatmulKeepsAConstantBAcrossRuns) {
+  std::mt19937 rng(47);
+  for (DType dtype : {DType::kFloat32, DType::kInt32}) {
+    Shape a_shape = {2, 9, 40}, b_shape = {2, 40, 53};
+    std::vector<float> bf = Random(rng, Count(b_shape));
+    std::vector<int32_t> bi(bf.size());
+    for (size_t i = 0; i < bf.size(); ++i) bi[i] = static_cast<int32_t>(bf[i] * 127);
+    void* b_data = dtype == DType::kFloat32 ? static_cast<void*>(bf.data()) : bi.data();
+    Attrs attrs;
+    const rt::AttrView::List* list = attrs.Finish();
+    rt::StepCache cache;
+    rt::ThreadPool three(3);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<float> af = Random(rng, Count(a_shape));
+      std::vector<int32_t> ai(af.size());
+      for (size_t i = 0; i < af.size(); ++i) ai[i] = static_cast<int32_t>(af[i] * 255);
+      void* a_data = dtype == DType::kFloat32 ? static_cast<void*>(af.data()) : ai.data();
+      std::vector<Tensor> inputs = {Tensor{dtype, a_shape, a_data}, Tensor{dtype, b_shape, b_data}};
+      TestContext ref(inputs, list, nullptr);
+      ASSERT_TRUE(MatmulReference(ref).ok());
+      TestContext got(inputs, list, run == 1 ? &three : nullptr);
+      got.SetCache(&cache, 0b10);
+      ASSERT_TRUE(MatmulFast(got).ok());
+      ASSERT_EQ(got.out().shape, ref.out().shape);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        if (dtype == DType::kInt32) {
+          ASSERT_EQ(static_cast<const int32_t*>(got.out().data)[i],
+                    static_cast<const int32_t*>(ref.out().data)[i])
+              << "int32, run " << run << ", element " << i;
+        } else {
+          float v = static_cast<const float*>(got.out().data)[i];
+          float want = static_cast<const float*>(ref.out().data)[i];
+          ASSERT_LE(std::abs(v - want), kAtol + kRtol * std::abs(want))
+              << "float32, run " << run << ", element " << i;
+        }
+      }
+    }
+  }
 }
 
 // int32 matmul of small values (8-bit less zero points: float GEMMs in exact slabs) and of large

@@ -2,6 +2,7 @@
 // profile lists no such step) and compute what the package says, run after run.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,53 @@ TEST(Hoist, ConstantStepsRunOnceAtCreation) {
     std::vector<std::string> ops;
     for (const rt::StepProfile& step : profile.steps) ops.push_back(step.op);
     EXPECT_EQ(ops, (std::vector<std::string>{"matmul", "add", "add"}));
+  }
+}
+
+// Kernels keep what they derive from constant inputs (a packed weight) for the session: the
+// matmul by a constant weight is packed once, the one by an input never. Runs with other inputs
+// then compute with those inputs, not with what an earlier run packed.
+constexpr const char* kTwoMatmuls = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((3, 30), "float32")):
+        w = R.const([[1.0, -2.0, 0.5], [3.0, 4.0, -1.5], [-5.0, 6.0, 2.0]], "float32")
+        a = R.matmul(x, w)
+        b = R.matmul(a, y)
+        return b
+)";
+
+TEST(Hoist, KernelsKeepOnlyWhatConstantInputsDetermine) {
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kTwoMatmuls), {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::LoadedPackage> p;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(p), {}, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const double w[3][3] = {{1, -2, 0.5}, {3, 4, -1.5}, {-5, 6, 2}};
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> x(6), y(90);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 1.0f + run;
+    for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 7 + run * 13) % 11) - 5;
+    std::vector<rt::OwnedTensor> out;
+    st = s->Run({test::Input("x", x, {2, 3}), test::Input("y", y, {3, 30})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<float> b = test::Floats(out[0]);
+    ASSERT_EQ(b.size(), 60u);
+    for (int i = 0; i < 2; ++i) {
+      double a[3] = {0, 0, 0};
+      for (int j = 0; j < 3; ++j) {
+        for (int q = 0; q < 3; ++q) a[j] += x[static_cast<size_t>(i * 3 + q)] * w[q][j];
+      }
+      for (int j = 0; j < 30; ++j) {
+        double want = 0;
+        for (int q = 0; q < 3; ++q) want += a[q] * y[static_cast<size_t>(q * 30 + j)];
+        EXPECT_NEAR(b[static_cast<size_t>(i * 30 + j)], want, 1e-4 * (1 + std::abs(want)))
+            << "run " << run << ", " << i << ", " << j;
+      }
+    }
   }
 }
 

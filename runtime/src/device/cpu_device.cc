@@ -41,6 +41,7 @@ class CpuStep final : public PreparedStep {
  public:
   explicit CpuStep(KernelFn fn) : fn(fn) {}
   KernelFn fn;
+  mutable StepCache cache;  // what the kernel derives from its constant inputs
 };
 
 // Work runs as it is given, on the calling thread and the run's thread pool.
@@ -56,7 +57,8 @@ class CpuQueue final : public Queue {
   ~CpuQueue() override { pools_.Give(pool_); }
 
   Status Run(const PreparedStep& step, const StepArgs& args) override {
-    return context_.Run(static_cast<const CpuStep&>(step).fn, args);
+    const auto& cpu = static_cast<const CpuStep&>(step);
+    return context_.Run(cpu.fn, args, &cpu.cache);
   }
   Status Copy(BufferRef src, BufferRef dst) override {
     if (src.size) std::memmove(HostAddress(dst), HostAddress(src), src.size);

@@ -107,6 +107,9 @@ class OutputAllocator {
 struct StepArgs {
   const pkg::Step* step = nullptr;
   std::vector<const DeviceTensor*> inputs;  // flattened tuples; null for an absent optional input
+  // Bit i: input i is the same tensor in every run of the session (KernelContext::constant_input;
+  // inputs past the 64th are never marked).
+  uint64_t constant_inputs = 0;
   std::vector<DeviceTensor*> outputs;
   std::vector<DType> output_dtypes;  // as the compiler inferred them (kVoid: not known)
   bool placed = false;

@@ -21,8 +21,9 @@ Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* 
   return Status::Ok();
 }
 
-Status HostStepContext::Run(KernelFn fn, const StepArgs& args) {
+Status HostStepContext::Run(KernelFn fn, const StepArgs& args, StepCache* cache) {
   args_ = &args;
+  cache_ = cache;
   attrs_ = AttrView(args.step->attrs());
   num_outputs_ = static_cast<int>(args.output_dtypes.size());
   inputs_.resize(args.inputs.size());

@@ -27,7 +27,8 @@ class HostStepContext final : public KernelContext {
       : resolve_(resolve), threads_(threads), pool_(pool), attrs_(nullptr) {}
 
   // Runs kernel `fn` on `args`; fails when the kernel fails or leaves an output unproduced.
-  Status Run(KernelFn fn, const StepArgs& args);
+  // `cache`: the prepared step's (null: none).
+  Status Run(KernelFn fn, const StepArgs& args, StepCache* cache = nullptr);
 
   int num_inputs() const override { return static_cast<int>(args_->inputs.size()); }
   const Tensor* input(int i) const override;
@@ -39,12 +40,17 @@ class HostStepContext final : public KernelContext {
   const AttrView& attrs() const override { return attrs_; }
   int threads() const override { return threads_; }
   ThreadPool* thread_pool() const override { return pool_; }
+  bool constant_input(int i) const override {
+    return i >= 0 && i < 64 && ((args_->constant_inputs >> i) & 1);
+  }
+  StepCache* cache() const override { return cache_; }
 
  private:
   Resolve resolve_;
   int threads_;
   ThreadPool* pool_;
   const StepArgs* args_ = nullptr;
+  StepCache* cache_ = nullptr;
   AttrView attrs_;
   int num_outputs_ = 0;
   // Reused from step to step, so a run in steady state allocates nothing here.

@@ -181,6 +181,33 @@ void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   }
 }
 
+PackedB::PackedB(const GemmB& b, int64_t k, int64_t n)
+    : k_(k), panels_(static_cast<size_t>((n + kGemmPanel - 1) / kGemmPanel * kGemmPanel * k)) {
+  for (int64_t j = 0; j < n && k > 0; j += kGemmPanel) {
+    b.Pack(j, std::min(kGemmPanel, n - j), panels_.data() + j * k);
+  }
+}
+
+void PackedB::Pack(int64_t j, int64_t cols, float* panel) const {
+  const float* from = panels_.data() + j / kGemmPanel * k_ * kGemmPanel;
+  if (j % kGemmPanel == 0) {
+    std::copy(from, from + k_ * kGemmPanel, panel);
+    for (int64_t p = 0; cols < kGemmPanel && p < k_; ++p) {
+      std::fill(panel + p * kGemmPanel + cols, panel + (p + 1) * kGemmPanel, 0.0f);
+    }
+    return;
+  }
+  for (int64_t p = 0; p < k_; ++p) {  // a range of columns not on a panel's edge
+    for (int64_t q = 0; q < kGemmPanel; ++q) {
+      int64_t col = j + q;
+      panel[p * kGemmPanel + q] =
+          q < cols ? panels_[static_cast<size_t>(col / kGemmPanel * k_ * kGemmPanel +
+                                                 p * kGemmPanel + col % kGemmPanel)]
+                   : 0.0f;
+    }
+  }
+}
+
 void TransposedB::Pack(int64_t j, int64_t cols, float* panel) const {
   if (cols < kGemmPanel) {
     for (int64_t p = 0; p < k_; ++p)
@@ -260,8 +287,12 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
       } else {
         for (int64_t jr = 0; jr < ncols; jr += kNR) {
           int64_t cols = std::min(kNR, ncols - jr);
-          b->Pack(j + jr, cols, panel.get());
-          PackedBlock(mc, cols, k, ai, panel.get(), c + i * ldc + j + jr, ldc);
+          const float* packed = b->Panel(j + jr);
+          if (!packed) {
+            b->Pack(j + jr, cols, panel.get());
+            packed = panel.get();
+          }
+          PackedBlock(mc, cols, k, ai, packed, c + i * ldc + j + jr, ldc);
         }
       }
       Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);

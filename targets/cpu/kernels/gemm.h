@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "runtime/src/thread_pool.h"
 
@@ -26,6 +27,12 @@ class GemmB {
   // Writes columns [j, j + cols) of every row into `panel`, row-major k x kGemmPanel, the
   // columns from `cols` to kGemmPanel zero (cols <= kGemmPanel).
   virtual void Pack(int64_t j, int64_t cols, float* panel) const = 0;
+  // The panel of columns [j, j + kGemmPanel) as Pack would write it, already packed (j a multiple
+  // of kGemmPanel), or null: the product then packs it.
+  virtual const float* Panel(int64_t j) const {
+    (void)j;
+    return nullptr;
+  }
 };
 
 // A row-major matrix with row stride `ld`.
@@ -49,6 +56,21 @@ class TransposedB final : public GemmB {
  private:
   const float* rows_;
   int64_t k_, ld_;
+};
+
+// Another right operand packed whole, once: for a B that many products read (a constant weight,
+// packed when a session first runs its step and kept in the step's cache).
+class PackedB final : public GemmB {
+ public:
+  PackedB(const GemmB& b, int64_t k, int64_t n);
+  void Pack(int64_t j, int64_t cols, float* panel) const override;
+  const float* Panel(int64_t j) const override {
+    return panels_.empty() ? nullptr : panels_.data() + j / kGemmPanel * k_ * kGemmPanel;
+  }
+
+ private:
+  int64_t k_;
+  std::vector<float> panels_;
 };
 
 // What the product does to each row i of C once computed, while it is in cache:

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,29 +140,45 @@ Status MatmulReference(KernelContext& ctx) {
 
 namespace {
 
-// int32 x int32 -> int32 whose values are small enough for float GEMMs to sum exactly (quantized
-// models: 8-bit values less their zero points): from the largest |a| and |b|, the number of
-// products a float sum holds exactly (ExactFloatTerms), or 0 when the values are too large for
-// even one.
-int64_t ExactFloatSlab(const Tensor& a, const Tensor& b) {
-  auto largest = [](const Tensor& t) {
-    int64_t m = 0;
-    const int32_t* p = t.Data<int32_t>();
-    for (int64_t i = 0; i < t.NumElements(); ++i) m = std::max(m, std::abs(int64_t{p[i]}));
-    return m;
-  };
-  return ExactFloatTerms(largest(a) * largest(b));  // each at most 2^31: no overflow
+// An int32 operand as floats, and its largest magnitude: what the exact float products below read.
+struct IntAsFloat {
+  std::vector<float> values;
+  int64_t largest = 0;
+};
+
+std::shared_ptr<IntAsFloat> ToFloat(const Tensor& t) {
+  auto out = std::make_shared<IntAsFloat>();
+  const int32_t* p = t.Data<int32_t>();
+  out->values.resize(static_cast<size_t>(t.NumElements()));
+  for (size_t i = 0; i < out->values.size(); ++i) {
+    out->largest = std::max(out->largest, std::abs(int64_t{p[i]}));
+    out->values[i] = static_cast<float>(p[i]);
+  }
+  return out;
 }
 
-// The product in slabs of `slab` products per sum, each slab's float sums exact and added as
-// integers; stored as the reference does (the sum's low 32 bits).
-void SmallIntMatmul(KernelContext& ctx, const MatmulGeometry& geo, const Tensor& a, const Tensor& b,
-                    int64_t slab) {
+// int32 x int32 -> int32 whose values are small enough for float GEMMs to sum exactly (quantized
+// models: 8-bit values less their zero points), in slabs of at most ExactFloatTerms(largest |a| x
+// largest |b|) products per sum, each slab's float sums exact and added as integers; stored as the
+// reference does (the sum's low 32 bits). A constant B (a weight) is converted once, into the
+// step's cache. Null when the values are too large for even one product (the reference runs).
+Status SmallIntMatmul(KernelContext& ctx, bool* done) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  std::shared_ptr<const IntAsFloat> fb;
+  if (ctx.constant_input(1) && ctx.cache()) {
+    fb = ctx.cache()->Get<IntAsFloat>([&] { return ToFloat(b); });
+  } else {
+    fb = ToFloat(b);
+  }
+  std::shared_ptr<const IntAsFloat> fa = ToFloat(a);
+  int64_t slab = ExactFloatTerms(fa->largest * fb->largest);  // each at most 2^31: no overflow
+  *done = slab > 0;
+  if (slab == 0) return Status::Ok();
+  MatmulGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
   int64_t m = geo.m, n = geo.n, k = geo.k;
-  std::vector<float> fa(static_cast<size_t>(a.NumElements())),
-      fb(static_cast<size_t>(b.NumElements()));
-  for (size_t i = 0; i < fa.size(); ++i) fa[i] = static_cast<float>(a.Data<int32_t>()[i]);
-  for (size_t i = 0; i < fb.size(); ++i) fb[i] = static_cast<float>(b.Data<int32_t>()[i]);
+  if (m * n == 0) return Status::Ok();
   std::vector<float> part(static_cast<size_t>(m * n));
   std::vector<int64_t> sum(static_cast<size_t>(m * n));
   int32_t* py = geo.y->MutableData<int32_t>();
@@ -169,8 +186,8 @@ void SmallIntMatmul(KernelContext& ctx, const MatmulGeometry& geo, const Tensor&
     std::fill(sum.begin(), sum.end(), 0);
     for (int64_t p0 = 0; p0 < k; p0 += slab) {
       int64_t ks = std::min(slab, k - p0);
-      MatrixB mb_slab(fb.data() + geo.offs_b[bi] * k * n + p0 * n, ks, n);
-      Sgemm(m, n, ks, fa.data() + geo.offs_a[bi] * m * k + p0, k, mb_slab, part.data(), n,
+      MatrixB mb_slab(fb->values.data() + geo.offs_b[bi] * k * n + p0 * n, ks, n);
+      Sgemm(m, n, ks, fa->values.data() + geo.offs_a[bi] * m * k + p0, k, mb_slab, part.data(), n,
             ctx.thread_pool());
       for (size_t i = 0; i < part.size(); ++i) sum[i] += static_cast<int64_t>(part[i]);
     }
@@ -179,7 +196,13 @@ void SmallIntMatmul(KernelContext& ctx, const MatmulGeometry& geo, const Tensor&
       my[i] = static_cast<int32_t>(static_cast<uint64_t>(sum[i]));
     }
   }
+  return Status::Ok();
 }
+
+// A constant B's matrices packed whole (PackedB), one per matrix of its batch.
+struct PackedMatrices {
+  std::vector<PackedB> matrices;
+};
 
 }  // namespace
 
@@ -188,12 +211,9 @@ Status MatmulFast(KernelContext& ctx) {
   DType out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
   if (a.dtype == DType::kInt32 && ctx.input(1)->dtype == DType::kInt32 &&
       (out_dtype == DType::kVoid || out_dtype == DType::kInt32)) {
-    int64_t slab = ExactFloatSlab(a, *ctx.input(1));
-    if (slab == 0) return MatmulReference(ctx);
-    MatmulGeometry geo;
-    QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
-    if (geo.m * geo.n > 0) SmallIntMatmul(ctx, geo, a, *ctx.input(1), slab);
-    return Status::Ok();
+    bool done = false;
+    QUILT_RETURN_IF_ERROR(SmallIntMatmul(ctx, &done));
+    return done ? Status::Ok() : MatmulReference(ctx);
   }
   if (a.dtype != DType::kFloat32 || (out_dtype != DType::kVoid && out_dtype != DType::kFloat32)) {
     return MatmulReference(ctx);
@@ -206,9 +226,25 @@ Status MatmulFast(KernelContext& ctx) {
   int64_t m = geo.m, n = geo.n, k = geo.k;
   int64_t batches = static_cast<int64_t>(geo.offs_a.size());
   if (m * n == 0) return Status::Ok();
+  // A constant B (a weight) is packed once, on the step's first run.
+  std::shared_ptr<const PackedMatrices> packed;
+  if (ctx.constant_input(1) && ctx.cache() && k > 0) {
+    packed = ctx.cache()->Get<PackedMatrices>([&] {
+      auto out = std::make_shared<PackedMatrices>();
+      int64_t count = ctx.input(1)->NumElements() / (k * n);
+      out->matrices.reserve(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        out->matrices.emplace_back(MatrixB(pb + i * k * n, k, n), k, n);
+      }
+      return out;
+    });
+  }
   auto one = [&](int64_t bi, rt::ThreadPool* pool) {
     MatrixB mb(pb + geo.offs_b[bi] * k * n, k, n);
-    Sgemm(m, n, k, pa + geo.offs_a[bi] * m * k, k, mb, py + bi * m * n, n, pool);
+    const GemmB& b =
+        packed ? static_cast<const GemmB&>(packed->matrices[static_cast<size_t>(geo.offs_b[bi])])
+               : mb;
+    Sgemm(m, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool);
   };
   // Small products side by side, one per thread; large ones each split across the threads.
   if (batches > 1 && m * n * k < (1 << 18)) {
