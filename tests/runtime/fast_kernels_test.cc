@@ -1163,6 +1163,104 @@ TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {
   for (int64_t i = 0; i < got.out().NumElements(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
 }
 
+// com.microsoft DynamicQuantizeLSTM: the integer products from exact float GEMMs give the
+// reference's integers, so every output is the reference's bit for bit: both directions, long
+// inputs (several slabs of products), uneven sequence lengths, int8 and uint8 weights with
+// per-row or per-direction scales and zero points; without a cache and, weights constant, twice
+// on one cache.
+TEST(FastKernels, DynamicQuantizeLstmMatchesTheReferenceExactly) {
+  std::mt19937 rng(53);
+  struct Case {
+    int64_t S, N, I, H;
+    bool bidirectional, uint8_weights, per_row;
+    // Input products of up to 255 * 128, the first thousand of each row positive and the rest
+    // negative: sums run far past what a float holds exactly, and cancel to a small value.
+    bool extreme = false;
+  };
+  const Case cases[] = {{5, 2, 300, 7, true, false, true},
+                        {3, 1, 40, 600, false, true, false},
+                        {4, 3, 9, 5, true, true, true},
+                        {1, 1, 1, 1, false, false, false},
+                        {4, 3, 2001, 3, false, true, false, true}};
+  for (const Case& c : cases) {
+    int64_t dirs = c.bidirectional ? 2 : 1, G = 4 * c.H;
+    DType wt = c.uint8_weights ? DType::kUInt8 : DType::kInt8;
+    std::vector<float> x = Random(rng, c.S * c.N * c.I), b = Random(rng, dirs * 2 * G),
+                       h0 = Random(rng, dirs * c.N * c.H), c0 = Random(rng, dirs * c.N * c.H),
+                       p = Random(rng, dirs * 3 * c.H);
+    for (float& v : x) v *= 3;
+    auto bytes = [&](int64_t n) {
+      std::vector<uint8_t> v(static_cast<size_t>(n));
+      for (uint8_t& e : v)
+        e = static_cast<uint8_t>(std::uniform_int_distribution<int>(0, 255)(rng));
+      return v;
+    };
+    std::vector<uint8_t> w = bytes(dirs * c.I * G), r = bytes(dirs * c.H * G);
+    int64_t per = c.per_row ? dirs * G : dirs;
+    std::vector<float> w_scale = Random(rng, per), r_scale = Random(rng, per);
+    for (float& v : w_scale) v = std::abs(v) * 0.01f + 1e-3f;
+    for (float& v : r_scale) v = std::abs(v) * 0.01f + 1e-3f;
+    std::vector<uint8_t> w_zp = bytes(per), r_zp = bytes(per);
+    if (c.extreme) {  // x quantizes to 255 (zero point 0)
+      std::fill(x.begin(), x.end(), 2.0f);
+      for (size_t i = 0; i < w.size(); ++i) {  // 200..255 then 0..55, less 128
+        w[i] = static_cast<uint8_t>((i / static_cast<size_t>(G) < 1000 ? 200 : 0) + w[i] % 56);
+      }
+      std::fill(w_zp.begin(), w_zp.end(), uint8_t{128});
+      std::fill(w_scale.begin(), w_scale.end(), 1e-3f);
+    }
+    std::vector<int32_t> lens(static_cast<size_t>(c.N));
+    for (size_t i = 0; i < lens.size(); ++i) lens[i] = static_cast<int32_t>(c.S - i % 2);
+    Shape state = {dirs, c.N, c.H}, scale_shape = c.per_row ? Shape{dirs, G} : Shape{dirs};
+    std::vector<Tensor> inputs = {
+        Tensor{DType::kFloat32, {c.S, c.N, c.I}, x.data()},
+        Tensor{wt, {dirs, c.I, G}, w.data()},
+        Tensor{wt, {dirs, c.H, G}, r.data()},
+        Tensor{DType::kFloat32, {dirs, 2 * G}, b.data()},
+        Tensor{DType::kInt32, {c.N}, lens.data()},
+        Tensor{DType::kFloat32, state, h0.data()},
+        Tensor{DType::kFloat32, state, c0.data()},
+        Tensor{DType::kFloat32, {dirs, 3 * c.H}, p.data()},
+        Tensor{DType::kFloat32, scale_shape, w_scale.data()},
+        Tensor{wt, scale_shape, w_zp.data()},
+        Tensor{DType::kFloat32, scale_shape, r_scale.data()},
+        Tensor{wt, scale_shape, r_zp.data()},
+    };
+    Attrs attrs;
+    attrs.Str("direction", c.bidirectional ? "bidirectional" : "forward").Int("hidden_size", c.H);
+    std::vector<std::string> acts;
+    for (int64_t d = 0; d < dirs; ++d) acts.insert(acts.end(), {"Sigmoid", "Tanh", "Tanh"});
+    std::vector<double> zeros(acts.size(), 0.0);
+    attrs.Strs("activations", acts)
+        .Floats("activation_alpha", zeros)
+        .Floats("activation_beta", zeros);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::string what = "dynamic_quantize_lstm S N I H " + std::to_string(c.S) + " " +
+                       std::to_string(c.N) + " " + std::to_string(c.I) + " " + std::to_string(c.H) +
+                       (c.bidirectional ? " bidirectional" : "");
+    TestContext ref(inputs, list, nullptr, 3);
+    Status st = rnn::DynamicQuantizeLstmReference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    rt::ThreadPool three(3);
+    rt::StepCache cache;
+    for (int pass = 0; pass < 3; ++pass) {
+      TestContext got(inputs, list, pass == 1 ? &three : nullptr, 3);
+      if (pass > 0) got.SetCache(&cache, 0b111100000110);  // W, R and their scales, zero points
+      st = rnn::DynamicQuantizeLstm(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      for (int o = 0; o < 3; ++o) {
+        ASSERT_EQ(got.out(o).shape, ref.out(o).shape) << what;
+        std::vector<float> v = got.values(o), want = ref.values(o);
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+              << what << ", pass " << pass << ", output " << o << " element " << i << ": " << v[i]
+              << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
 // A constant B (a weight) is converted or packed on the step's first run and kept in its cache;
 // later runs with other A read it: float32 (batched B, a partial last panel) and int32.
 TEST(FastKernels, MatmulKeepsAConstantBAcrossRuns) {

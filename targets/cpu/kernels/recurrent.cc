@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -72,6 +74,42 @@ Status ReadQuantWeights(const Tensor& q, const Tensor& scale, const Tensor& zp, 
   return Status::Ok();
 }
 
+// The same weights as floats (exact: 9-bit integers), the form the fast products read; kept in
+// the step's cache when the weights are constants.
+struct QuantFloatWeights {
+  std::vector<float> w, r;
+  std::vector<float> w_scale, r_scale;
+};
+
+std::shared_ptr<QuantFloatWeights> ToFloatWeights(const QuantWeights& w, const QuantWeights& r) {
+  auto out = std::make_shared<QuantFloatWeights>();
+  out->w.assign(w.w.begin(), w.w.end());
+  out->r.assign(r.w.begin(), r.w.end());
+  out->w_scale = w.scale;
+  out->r_scale = r.scale;
+  return out;
+}
+
+// sums[q * cols + j] = sum over i < k of a[q * k + i] * b[j * k + i], for `rows` rows of a and
+// `cols` rows of b whose values are integers of magnitude at most 255 (8-bit values less zero
+// points of their type): float GEMMs over slabs of kEightBitExactTerms products, each slab's
+// sums exact, added as integers. Bit for bit the integer dot products.
+void ExactIntDots(const float* a, int64_t rows, const float* b, int64_t cols, int64_t k,
+                  int64_t* sums, rt::ThreadPool* pool) {
+  std::fill(sums, sums + rows * cols, int64_t{0});
+  std::vector<float> part(static_cast<size_t>(rows * cols));
+  for (int64_t p0 = 0; p0 < k; p0 += kEightBitExactTerms) {
+    int64_t ks = std::min(kEightBitExactTerms, k - p0);
+    // part (cols x rows) = b's slab (cols x ks) times a's slab transposed (ks x rows).
+    Sgemm(cols, rows, ks, b + p0, k, TransposedB(a + p0, ks, k), part.data(), rows, pool);
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t q = 0; q < rows; ++q) {
+        sums[q * cols + j] += static_cast<int64_t>(part[static_cast<size_t>(j * rows + q)]);
+      }
+    }
+  }
+}
+
 // Activations quantized to uint8, less their zero point, with their scale.
 struct QuantActs {
   std::vector<int32_t> q;
@@ -91,8 +129,11 @@ void QuantizeActs(const double* v, size_t n, QuantActs* out) {
 // weights and their quantization parameters as inputs 1, 2 and 8 to 11). Steps run in time order
 // for the whole batch at once, as the quantized form needs. Its ranges are ONNX Runtime's: X's
 // over the steps before the longest sequence length, the hidden state's before each step over
-// the sequences that ran the step before (one that ended earlier counts as zeros).
-template <Cell kCell, bool kQuant = false>
+// the sequences that ran the step before (one that ended earlier counts as zeros). kFast: the
+// quantized form's integer products on the float GEMM (ExactIntDots: the same integers, so the
+// same results bit for bit), the input's for every step at once, constant weights converted
+// once into the step's cache.
+template <Cell kCell, bool kQuant = false, bool kFast = false>
 Status Recurrent(KernelContext& ctx) {
   constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
   constexpr int kActs = kCell == Cell::kLstm ? 3 : kCell == Cell::kGru ? 2 : 1;
@@ -127,13 +168,38 @@ Status Recurrent(KernelContext& ctx) {
   }
   std::vector<double> x, w, r;
   QuantWeights wq, rq;
+  std::shared_ptr<const QuantFloatWeights> fw;  // kFast
   if constexpr (kQuant) {
     if (tx.dtype != DType::kFloat32) return Status::Error("X must be float32");
     if (layout != 0) return Status::Error("layout must be 0");
-    QUILT_RETURN_IF_ERROR(
-        ReadQuantWeights(tw, *ctx.input(8), *ctx.input(9), dirs, kGates * H, I, "W", &wq));
-    QUILT_RETURN_IF_ERROR(
-        ReadQuantWeights(tr, *ctx.input(10), *ctx.input(11), dirs, kGates * H, H, "R", &rq));
+    auto read = [&]() -> Status {
+      QUILT_RETURN_IF_ERROR(
+          ReadQuantWeights(tw, *ctx.input(8), *ctx.input(9), dirs, kGates * H, I, "W", &wq));
+      return ReadQuantWeights(tr, *ctx.input(10), *ctx.input(11), dirs, kGates * H, H, "R", &rq);
+    };
+    if constexpr (kFast) {
+      bool constant = ctx.cache() != nullptr;
+      for (int i : {1, 2, 8, 9, 10, 11}) constant &= ctx.constant_input(i);
+      if (constant) {
+        Status st = Status::Ok();
+        fw = ctx.cache()->Get<QuantFloatWeights>([&]() -> std::shared_ptr<QuantFloatWeights> {
+          st = read();
+          return st.ok() ? ToFloatWeights(wq, rq) : nullptr;
+        });
+        // A refused weight is refused again on every run (nothing was kept).
+        if (!fw) {
+          QUILT_RETURN_IF_ERROR(st.ok() ? read() : st);
+          fw = ToFloatWeights(wq, rq);
+        }
+      } else {
+        QUILT_RETURN_IF_ERROR(read());
+        fw = ToFloatWeights(wq, rq);
+      }
+      wq.scale = fw->w_scale;
+      rq.scale = fw->r_scale;
+    } else {
+      QUILT_RETURN_IF_ERROR(read());
+    }
   } else {
     if (tw.dtype != tx.dtype || tr.dtype != tx.dtype) {
       return Status::Error("X, W and R must have one element type");
@@ -222,9 +288,14 @@ Status Recurrent(KernelContext& ctx) {
   // The quantized form quantizes X once, the steps [0, longest) of layout 0.
   QuantActs qx, qh;
   std::vector<double> h_range;
+  int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
+  // kFast: the quantized input as floats, and the integer products of a direction: the input's
+  // for every step ([t][n][gate row]), the hidden state's for the current step ([n][gate row]).
+  std::vector<float> fx, fh;
+  std::vector<int64_t> xdots, hdots;
   if constexpr (kQuant) {
-    int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
     QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
+    if constexpr (kFast) fx.assign(qx.q.begin(), qx.q.end());
   }
   // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
   // the vectors are empty.
@@ -240,13 +311,22 @@ Status Recurrent(KernelContext& ctx) {
     // The states of the whole batch, [batch][hidden].
     std::vector<double> hs(h0.begin() + d * N * H, h0.begin() + (d + 1) * N * H);
     std::vector<double> cs(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
+    if constexpr (kQuant && kFast) {
+      xdots.resize(static_cast<size_t>(longest * N * kGates * H));
+      ExactIntDots(fx.data(), longest * N, fw->w.data() + d * kGates * H * I, kGates * H, I,
+                   xdots.data(), ctx.thread_pool());
+    }
     // Row j of the input and recurrent projections for time t and batch n.
     auto project_x = [&](int64_t t, int64_t n, int64_t j) {
       if constexpr (kQuant) {
-        const int32_t* a = qx.q.data() + xoff(t, n);
-        const int32_t* wj = wq.w.data() + (d * kGates * H + j) * I;
         int64_t acc = 0;
-        for (int64_t i = 0; i < I; ++i) acc += static_cast<int64_t>(a[i]) * wj[i];
+        if constexpr (kFast) {
+          acc = xdots[static_cast<size_t>((t * N + n) * kGates * H + j)];
+        } else {
+          const int32_t* a = qx.q.data() + xoff(t, n);
+          const int32_t* wj = wq.w.data() + (d * kGates * H + j) * I;
+          for (int64_t i = 0; i < I; ++i) acc += static_cast<int64_t>(a[i]) * wj[i];
+        }
         return static_cast<double>(acc) *
                static_cast<double>(qx.scale * wq.scale[d * kGates * H + j]);
       } else {
@@ -259,10 +339,14 @@ Status Recurrent(KernelContext& ctx) {
     };
     auto project_h = [&](int64_t n, int64_t j) {
       if constexpr (kQuant) {
-        const int32_t* a = qh.q.data() + n * H;
-        const int32_t* rj = rq.w.data() + (d * kGates * H + j) * H;
         int64_t acc = 0;
-        for (int64_t k = 0; k < H; ++k) acc += static_cast<int64_t>(a[k]) * rj[k];
+        if constexpr (kFast) {
+          acc = hdots[static_cast<size_t>(n * kGates * H + j)];
+        } else {
+          const int32_t* a = qh.q.data() + n * H;
+          const int32_t* rj = rq.w.data() + (d * kGates * H + j) * H;
+          for (int64_t k = 0; k < H; ++k) acc += static_cast<int64_t>(a[k]) * rj[k];
+        }
         return static_cast<double>(acc) *
                static_cast<double>(qh.scale * rq.scale[d * kGates * H + j]);
       } else {
@@ -280,6 +364,12 @@ Status Recurrent(KernelContext& ctx) {
           if (step > lens[n]) std::fill_n(h_range.begin() + n * H, H, 0.0);
         }
         QuantizeActs(h_range.data(), h_range.size(), &qh);
+        if constexpr (kFast) {
+          fh.assign(qh.q.begin(), qh.q.end());
+          hdots.resize(static_cast<size_t>(N * kGates * H));
+          ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H, hdots.data(),
+                       ctx.thread_pool());
+        }
       }
       for (int64_t n = 0; n < N; ++n) {
         if (step >= lens[n]) continue;
@@ -502,7 +592,7 @@ Status DeformConv(KernelContext& ctx) {
 
 constexpr rt::KernelEntry kKernels[] = {
     {"nn.rnn", rnn::RnnFast},       {"nn.gru", rnn::GruFast},
-    {"nn.lstm", rnn::LstmFast},     {"nn.dynamic_quantize_lstm", Recurrent<Cell::kLstm, true>},
+    {"nn.lstm", rnn::LstmFast},     {"nn.dynamic_quantize_lstm", rnn::DynamicQuantizeLstm},
     {"nn.deform_conv", DeformConv},
 };
 
@@ -512,6 +602,10 @@ namespace rnn {
 Status RnnReference(KernelContext& ctx) { return Recurrent<Cell::kRnn>(ctx); }
 Status GruReference(KernelContext& ctx) { return Recurrent<Cell::kGru>(ctx); }
 Status LstmReference(KernelContext& ctx) { return Recurrent<Cell::kLstm>(ctx); }
+Status DynamicQuantizeLstmReference(KernelContext& ctx) {
+  return Recurrent<Cell::kLstm, true>(ctx);
+}
+Status DynamicQuantizeLstm(KernelContext& ctx) { return Recurrent<Cell::kLstm, true, true>(ctx); }
 }  // namespace rnn
 
 std::span<const rt::KernelEntry> RecurrentKernels() { return kKernels; }

@@ -91,6 +91,10 @@ inline Status ParseActivation(std::string_view name, double alpha, double beta, 
 Status RnnReference(KernelContext& ctx);
 Status GruReference(KernelContext& ctx);
 Status LstmReference(KernelContext& ctx);
+// com.microsoft DynamicQuantizeLSTM: the reference (integer products one by one) and the kernel
+// (the same integers from exact float GEMMs, bit for bit the reference's results).
+Status DynamicQuantizeLstmReference(KernelContext& ctx);
+Status DynamicQuantizeLstm(KernelContext& ctx);
 // Float32 in float32 arithmetic, the products on the blocked GEMM; any other element type, and
 // every input the reference refuses, is the reference's.
 Status RnnFast(KernelContext& ctx);
