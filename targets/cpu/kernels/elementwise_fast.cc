@@ -259,6 +259,27 @@ Status ClipFast(KernelContext& ctx) {
   });
 }
 
+// ONNX DynamicQuantizeLinear's uint8 form (declared in util.h), here to be vectorized: a NaN
+// leaves the range as it is (std::min and std::max keep their first operand against NaN), and
+// quantizes to 0.
+QUILT_CLONES void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale,
+                                    uint8_t* zero_point) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  float s = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  float zp = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(x[i] / s) + zp;
+    v = v == v ? v : 0.0f;  // NaN
+    q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v)));
+  }
+  *scale = s;
+  *zero_point = static_cast<uint8_t>(zp);
+}
+
 namespace nn {
 
 // NaN stays NaN, -0 stays -0, as in the reference.

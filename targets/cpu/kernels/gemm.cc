@@ -264,26 +264,32 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
                       PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
                     }
                   });
-  // Blocks of C: kMC rows by `nc` columns, enough of them to keep every thread busy.
+  // Tasks: a block of `nc` columns (a few panels) by a group of kMC-row blocks. Each panel of B is
+  // packed once per task and used by every row block of the group while it is in cache; the rows
+  // are split into groups only when there are too few column blocks to keep every thread busy.
   int64_t mblocks = (m + kMC - 1) / kMC;
-  int64_t nc_panels = 10;
+  int64_t nc_panels = 10, groups = 1;
   if (threads > 1 && work >= kParallelWork) {
     int64_t want = 4 * threads;
-    int64_t nblocks = std::max<int64_t>(1, (want + mblocks - 1) / mblocks);
-    nc_panels = std::clamp<int64_t>((npanels + nblocks - 1) / nblocks, 1, nc_panels);
+    nc_panels = std::clamp<int64_t>((npanels + want - 1) / want, 1, nc_panels);
+    int64_t col_blocks = (npanels + nc_panels - 1) / nc_panels;
+    if (col_blocks < want) groups = std::min(mblocks, (want + col_blocks - 1) / col_blocks);
   }
+  int64_t per_group = (mblocks + groups - 1) / groups;
+  groups = (mblocks + per_group - 1) / per_group;
   int64_t nc = nc_panels * kNR;
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
-  rt::ParallelFor(run_pool, mblocks * nblocks, 1, [&](int64_t t0, int64_t t1) {
+  rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     Floats panel = rows ? nullptr : NewFloats(k * kNR);
     for (int64_t t = t0; t < t1; ++t) {
-      int64_t ib = t % mblocks, jb = t / mblocks;
-      int64_t i = ib * kMC, j = jb * nc;
-      int64_t mc = std::min(kMC, m - i), ncols = std::min(nc, n - j);
-      const float* ai = ap.get() + (i / kMR) * kMR * k;
+      int64_t ib0 = t % groups * per_group, ib1 = std::min(mblocks, ib0 + per_group);
+      int64_t j = t / groups * nc, ncols = std::min(nc, n - j);
       if (rows) {
-        RowsBlock(mc, ncols, k, ai, rows + j, offs, c + i * ldc + j, ldc);
+        for (int64_t ib = ib0; ib < ib1; ++ib) {
+          int64_t i = ib * kMC, mc = std::min(kMC, m - i);
+          RowsBlock(mc, ncols, k, ap.get() + i * k, rows + j, offs, c + i * ldc + j, ldc);
+        }
       } else {
         for (int64_t jr = 0; jr < ncols; jr += kNR) {
           int64_t cols = std::min(kNR, ncols - jr);
@@ -292,10 +298,16 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
             b->Pack(j + jr, cols, panel.get());
             packed = panel.get();
           }
-          PackedBlock(mc, cols, k, ai, packed, c + i * ldc + j + jr, ldc);
+          for (int64_t ib = ib0; ib < ib1; ++ib) {
+            int64_t i = ib * kMC, mc = std::min(kMC, m - i);
+            PackedBlock(mc, cols, k, ap.get() + i * k, packed, c + i * ldc + j + jr, ldc);
+          }
         }
       }
-      Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
+      for (int64_t ib = ib0; ib < ib1; ++ib) {
+        int64_t i = ib * kMC, mc = std::min(kMC, m - i);
+        Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
+      }
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -556,9 +557,11 @@ Status QLinearMatmul(KernelContext& ctx) {
 // Integer convolution of (x - x_zp) by (w - w_zp[oc]): the int32 sums, one per output element.
 // `fast`: 8-bit data and weights through nn::ConvIntegerSums (float GEMMs, exact); else the
 // reference loop per output element.
+// `weights_constant`: w and wz are the same in every run (their float form is then kept in the
+// step's cache).
 Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, const Tensor& w,
                        const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums,
-                       bool fast = true) {
+                       bool weights_constant, bool fast = true) {
   const rt::AttrView& at = ctx.attrs();
   std::vector<int64_t> strides = at.Ints("strides"), pads = at.Ints("padding"),
                        dil = at.Ints("dilation");
@@ -608,13 +611,32 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
       ksize <= kEightBitExactTerms && total > 0) {
     // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
     // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
-    std::vector<float> xf(static_cast<size_t>(x.NumElements())),
-        wf(static_cast<size_t>(w.NumElements()));
-    for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(QRead(x, i) - xzv);
-    int64_t per_channel = w.NumElements() / std::max<int64_t>(oc, 1);
-    for (size_t i = 0; i < wf.size(); ++i) {
-      int64_t m = static_cast<int64_t>(i) / per_channel;
-      wf[i] = static_cast<float>(QRead(w, i) - QRead(wz, wz1 ? 0 : m));
+    std::vector<float> xf(static_cast<size_t>(x.NumElements()));
+    auto to_float = [](const Tensor& t, float zero, float* out) {
+      if (t.dtype == DType::kUInt8) {
+        const uint8_t* p = t.Data<uint8_t>();
+        for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = static_cast<float>(p[i]) - zero;
+      } else {
+        const int8_t* p = t.Data<int8_t>();
+        for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = static_cast<float>(p[i]) - zero;
+      }
+    };
+    to_float(x, static_cast<float>(xzv), xf.data());
+    auto weights = [&] {
+      auto wf = std::make_shared<std::vector<float>>(static_cast<size_t>(w.NumElements()));
+      int64_t per_channel = w.NumElements() / std::max<int64_t>(oc, 1);
+      to_float(w, 0.0f, wf->data());
+      for (size_t i = 0; i < wf->size(); ++i) {
+        int64_t m = static_cast<int64_t>(i) / per_channel;
+        (*wf)[i] -= static_cast<float>(QRead(wz, wz1 ? 0 : m));
+      }
+      return wf;
+    };
+    std::shared_ptr<const std::vector<float>> wf;
+    if (weights_constant && ctx.cache()) {
+      wf = ctx.cache()->Get<std::vector<float>>(weights);
+    } else {
+      wf = weights();
     }
     nn::Window win;
     win.rank = static_cast<int>(k);
@@ -627,7 +649,7 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
       win.pad_begin[i] = pads[i];
       win.pad_end[i] = pads[k + i];
     }
-    nn::ConvIntegerSums(xf.data(), wf.data(), nb, c, oc, groups, win, sums->data(),
+    nn::ConvIntegerSums(xf.data(), wf->data(), nb, c, oc, groups, win, sums->data(),
                         ctx.thread_pool());
     return Status::Ok();
   }
@@ -688,7 +710,8 @@ Status ConvInteger(KernelContext& ctx, bool fast) {
   Tensor* y;
   std::vector<int64_t> sums;
   QUILT_RETURN_IF_ERROR(
-      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums, fast));
+      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums,
+                      ctx.constant_input(1) && ctx.constant_input(3), fast));
   for (size_t i = 0; i < sums.size(); ++i) {
     y->MutableData<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(sums[i]));
   }
@@ -713,7 +736,8 @@ Status QLinearConv(KernelContext& ctx) {
   Tensor* y;
   std::vector<int64_t> sums;
   QUILT_RETURN_IF_ERROR(
-      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y, &sums));
+      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y, &sums,
+                      ctx.constant_input(3) && ctx.constant_input(5)));
   const Shape& shape = y->shape;
   int64_t oc = shape[1];
   bool ws1, b1, ys1, yz1;

@@ -131,24 +131,6 @@ void WriteFloats(Tensor* t, const std::vector<double>& v) {
   });
 }
 
-void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point) {
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(x[i])) continue;
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-  }
-  float s = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-  float zp = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(x[i] / s) + zp;
-    if (std::isnan(v)) v = 0;
-    q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v)));
-  }
-  *scale = s;
-  *zero_point = static_cast<uint8_t>(zp);
-}
-
 bool NormalizeAxis(int64_t* axis, int rank) {
   if (*axis < -rank || *axis >= rank) return false;
   if (*axis < 0) *axis += rank;
