@@ -228,6 +228,45 @@ struct UnitStrideGrid {
   }
 };
 
+// The im2col matrix of `channels` channels of one image written out whole: row (c, k0, k1, k2) at
+// dst + row * ld, one column per output position, zero where the window reads padding. For a
+// batch of small images, whose matrices side by side are small enough to write once (packing
+// them panel by panel would cut each panel across images).
+void WriteIm2Col(const float* x, int64_t channels, const Geo& g, float* dst, int64_t ld) {
+  int64_t in_size = g.InSize();
+  float* row = dst;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * in_size;
+    for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, row += ld) {
+          float* out = row;
+          for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+            int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+            bool in0 = i0 >= 0 && i0 < g.in[0];
+            for (int64_t o1 = 0; o1 < g.out[1]; ++o1, out += g.out[2]) {
+              int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+              if (!in0 || i1 < 0 || i1 >= g.in[1]) {
+                std::fill(out, out + g.out[2], 0.0f);
+                continue;
+              }
+              const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+              for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+                int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
+                out[o2] = i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Floats of a batch's im2col matrices that are written out whole (WriteIm2Col) rather than
+// packed panel by panel (BatchIm2Col): 16 MiB.
+constexpr int64_t kMaxWrittenIm2Col = int64_t{1} << 22;
+
 // Output positions per image below which a batch's images share one GEMM (BatchIm2Col).
 constexpr int64_t kBatchImagesBelow = 8 * kGemmPanel;
 
@@ -494,11 +533,24 @@ Status ConvFast(KernelContext& ctx) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
     std::vector<float> c(static_cast<size_t>(geo.og * geo.n * out_size));
     int64_t cols = geo.n * out_size;
+    bool write = k * cols <= kMaxWrittenIm2Col;
+    std::vector<float> written(write ? static_cast<size_t>(k * cols) : 0);
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
-      BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
       GemmEpilogue e;
-      Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
-            epilogue.From(grp * geo.og, &e));
+      if (write) {
+        ctx.ParallelFor(geo.n, 1, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) {
+            WriteIm2Col(px + (i * geo.c + grp * geo.cg) * in_size, geo.cg, g,
+                        written.data() + i * out_size, cols);
+          }
+        });
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.data(), k, cols),
+              c.data(), cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e));
+      } else {
+        BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
+              epilogue.From(grp * geo.og, &e));
+      }
       for (int64_t oc = 0; oc < geo.og; ++oc) {
         for (int64_t i = 0; i < geo.n; ++i) {
           const float* from = c.data() + oc * cols + i * out_size;

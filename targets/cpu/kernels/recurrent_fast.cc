@@ -14,19 +14,21 @@
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/recurrent.h"
 #include "targets/cpu/kernels/util.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu::rnn {
 namespace {
 
-// An activation in float: sigmoid, tanh and relu directly, the others through the double one.
+// An activation in float: sigmoid and tanh by vmath.h (a few ulp, no library call), relu
+// directly, the others through the double one.
 struct FloatAct {
   Activation a;
   float operator()(float x) const {
     switch (a.act) {
       case Act::kSigmoid:
-        return 1.0f / (1.0f + std::exp(-x));
+        return vmath::Sigmoid(x);
       case Act::kTanh:
-        return std::tanh(x);
+        return vmath::Tanh(x);
       case Act::kRelu:
         return x > 0 ? x : 0.0f;
       default:
@@ -34,6 +36,26 @@ struct FloatAct {
     }
   }
 };
+
+// One hidden unit of the LSTM cell across the batch, with ONNX's default activations (sigmoid,
+// tanh, tanh) and no clip: the gates' input projections xi, xo, xf, xc and recurrent ones ri, ro,
+// rf, rc (n values each, contiguous), peepholes pi, po, pf; the cell c and hidden h (n values)
+// updated in place. A loop the compiler vectorizes.
+QUILT_CLONES void StandardLstmRow(int64_t n, const float* xi, const float* xo, const float* xf,
+                                  const float* xc, const float* ri, const float* ro,
+                                  const float* rf, const float* rc, float pi, float po, float pf,
+                                  float* __restrict c, float* __restrict h) {
+  for (int64_t k = 0; k < n; ++k) {
+    float cp = c[k];
+    float ig = vmath::Sigmoid(xi[k] + ri[k] + pi * cp);
+    float fg = vmath::Sigmoid(xf[k] + rf[k] + pf * cp);
+    float cg = vmath::Tanh(xc[k] + rc[k]);
+    float cn = fg * cp + ig * cg;
+    float og = vmath::Sigmoid(xo[k] + ro[k] + po * cn);
+    c[k] = cn;
+    h[k] = og * vmath::Tanh(cn);
+  }
+}
 
 bool Float32(const Tensor* t) { return t != nullptr && t->dtype == DType::kFloat32; }
 
@@ -144,6 +166,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     const FloatAct& f = acts[d * kActs];
     const FloatAct& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const FloatAct& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
+    // An LSTM as most models have it: every sequence full length, layout 0, ONNX's default
+    // activations, no clip or coupled input and forget gates (StandardLstmRow).
+    const bool standard_lstm = kCell == Cell::kLstm && layout == 0 && !ragged && !has_clip &&
+                               !input_forget && f.a.act == Act::kSigmoid &&
+                               g.a.act == Act::kTanh && hact.a.act == Act::kTanh;
     // The input projections of every step, with the biases that add to them: both of every
     // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
     if (I > 0) {
@@ -211,6 +238,18 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
               float ht = g(clipped(pre));
               hs[i] = (1 - zs[i]) * ht + zs[i] * hs[i];
             }
+          }
+        });
+      } else if (standard_lstm) {
+        // Every row of the batch at this step's time: its columns are contiguous.
+        int64_t c0 = (reverse ? S - 1 - step : step) * N;
+        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+          for (int64_t h = h0; h < h1; ++h) {
+            StandardLstmRow(N, &gx[h * cols + c0], &gx[(H + h) * cols + c0],
+                            &gx[(2 * H + h) * cols + c0], &gx[(3 * H + h) * cols + c0],
+                            &gh[h * N], &gh[(H + h) * N], &gh[(2 * H + h) * N],
+                            &gh[(3 * H + h) * N], P ? P[h] : 0.0f, P ? P[H + h] : 0.0f,
+                            P ? P[2 * H + h] : 0.0f, &cs[h * N], &hs[h * N]);
           }
         });
       } else {
