@@ -7,6 +7,7 @@
 // Checked against ConvReference by tests/runtime/fast_kernels_test.cc.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -529,6 +530,21 @@ Status ConvFast(KernelContext& ctx) {
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;
+  // Constant weights: each group's packed once for the GEMM, into the step's cache.
+  std::shared_ptr<const std::vector<PackedA>> packed;
+  if (ctx.constant_input(1) && ctx.cache()) {
+    packed = ctx.cache()->Get<std::vector<PackedA>>([&] {
+      auto v = std::make_shared<std::vector<PackedA>>();
+      v->reserve(static_cast<size_t>(geo.groups));
+      for (int64_t grp = 0; grp < geo.groups; ++grp) {
+        v->emplace_back(pw + grp * geo.og * k, k, geo.og, k);
+      }
+      return v;
+    });
+  }
+  auto weights = [&](int64_t grp) {
+    return packed ? &(*packed)[static_cast<size_t>(grp)] : nullptr;
+  };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
     std::vector<float> c(static_cast<size_t>(geo.og * geo.n * out_size));
@@ -544,12 +560,12 @@ Status ConvFast(KernelContext& ctx) {
                         written.data() + i * out_size, cols);
           }
         });
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.data(), k, cols),
-              c.data(), cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e));
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.data(), k, cols), c.data(),
+              cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
       } else {
         BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
         Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
-              epilogue.From(grp * geo.og, &e));
+              epilogue.From(grp * geo.og, &e), weights(grp));
       }
       for (int64_t oc = 0; oc < geo.og; ++oc) {
         for (int64_t i = 0; i < geo.n; ++i) {
@@ -584,7 +600,7 @@ Status ConvFast(KernelContext& ctx) {
         GemmEpilogue e;
         SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
                   padded.data() + grp * geo.cg * grid.Plane(), offs.data(), c.data(), cols,
-                  ctx.thread_pool(), epilogue.From(grp * geo.og, &e));
+                  ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
         int64_t rows = geo.og * g.out[1];
         ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / g.out[2]), [&](int64_t r0, int64_t r1) {
@@ -603,7 +619,7 @@ Status ConvFast(KernelContext& ctx) {
       GemmEpilogue e;
       Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols,
             py + (b * geo.o + grp * geo.og) * out_size, out_size, ctx.thread_pool(),
-            epilogue.From(grp * geo.og, &e));
+            epilogue.From(grp * geo.og, &e), weights(grp));
     }
   }
   return Status::Ok();

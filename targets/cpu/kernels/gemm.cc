@@ -222,9 +222,9 @@ void TransposedB::Pack(int64_t j, int64_t cols, float* panel) const {
 namespace {
 
 // C = A * B, B packed from `b` or (b null) read in place at rows + offs[p] (Sgemm, SgemmRows).
-void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB* b,
-             const float* rows, const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
-             const GemmEpilogue* epilogue) {
+void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const PackedA* a_packed,
+             const GemmB* b, const float* rows, const int64_t* offs, float* c, int64_t ldc,
+             rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   int threads = pool ? pool->threads() : 1;
   int64_t npanels = (n + kNR - 1) / kNR;
   int64_t work = m * n * std::max<int64_t>(k, 1);
@@ -256,14 +256,18 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // panels one at a time just before the block kernel reads them, so a panel is in cache when
   // used (B packed whole ahead of the product went out to memory and back) and no buffer of B is
   // held.
-  Floats ap = NewFloats(mpanels * kMR * k);
-  int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kMR));
-  rt::ParallelFor(work >= kParallelWork ? pool : nullptr, mpanels, pack_grain,
-                  [&](int64_t t0, int64_t t1) {
-                    for (int64_t t = t0; t < t1; ++t) {
-                      PackA(a, lda, m, k, t * kMR, ap.get() + t * kMR * k);
-                    }
-                  });
+  // A's panels: packed once for many products (PackedA), or here.
+  Floats a_here = a_packed ? nullptr : NewFloats(mpanels * kMR * k);
+  const float* ap = a_packed ? a_packed->panels() : a_here.get();
+  if (!a_packed) {
+    int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kMR));
+    rt::ParallelFor(work >= kParallelWork ? pool : nullptr, mpanels, pack_grain,
+                    [&](int64_t t0, int64_t t1) {
+                      for (int64_t t = t0; t < t1; ++t) {
+                        PackA(a, lda, m, k, t * kMR, a_here.get() + t * kMR * k);
+                      }
+                    });
+  }
   // Tasks: a block of `nc` columns (a few panels) by a group of kMC-row blocks. Each panel of B is
   // packed once per task and used by every row block of the group while it is in cache; the rows
   // are split into groups only when there are too few column blocks to keep every thread busy.
@@ -288,7 +292,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
       if (rows) {
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          RowsBlock(mc, ncols, k, ap.get() + i * k, rows + j, offs, c + i * ldc + j, ldc);
+          RowsBlock(mc, ncols, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
         }
       } else {
         for (int64_t jr = 0; jr < ncols; jr += kNR) {
@@ -300,7 +304,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           }
           for (int64_t ib = ib0; ib < ib1; ++ib) {
             int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-            PackedBlock(mc, cols, k, ap.get() + i * k, packed, c + i * ldc + j + jr, ldc);
+            PackedBlock(mc, cols, k, ap + i * k, packed, c + i * ldc + j + jr, ldc);
           }
         }
       }
@@ -314,17 +318,25 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 
 }  // namespace
 
+PackedA::PackedA(const float* a, int64_t lda, int64_t m, int64_t k)
+    : m_(m),
+      k_(k),
+      panels_(static_cast<size_t>(std::max<int64_t>(1, (m + kMR - 1) / kMR * kMR * k))) {
+  for (int64_t i = 0; i < m; i += kMR) PackA(a, lda, m, k, i, panels_.data() + i * k);
+}
+
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
-           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue,
+           const PackedA* a_packed) {
   if (m <= 0 || n <= 0) return;
-  Product(m, n, k, a, lda, &b, nullptr, nullptr, c, ldc, pool, epilogue);
+  Product(m, n, k, a, lda, a_packed, &b, nullptr, nullptr, c, ldc, pool, epilogue);
 }
 
 void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,
                const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
-               const GemmEpilogue* epilogue) {
+               const GemmEpilogue* epilogue, const PackedA* a_packed) {
   if (m <= 0 || n <= 0) return;
-  Product(m, n, k, a, lda, nullptr, rows, offs, c, ldc, pool, epilogue);
+  Product(m, n, k, a, lda, a_packed, nullptr, rows, offs, c, ldc, pool, epilogue);
 }
 
 }  // namespace quilt::cpu

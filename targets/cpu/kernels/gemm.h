@@ -73,6 +73,21 @@ class PackedB final : public GemmB {
   std::vector<float> panels_;
 };
 
+// A left operand (m x k, row stride lda) packed once into the panels the product reads: for an A
+// that many products read (a convolution's constant weights, kept in the step's cache). The
+// product is still given A itself, which its few-columns path reads as it is.
+class PackedA {
+ public:
+  PackedA(const float* a, int64_t lda, int64_t m, int64_t k);
+  const float* panels() const { return panels_.data(); }
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+
+ private:
+  int64_t m_, k_;
+  std::vector<float> panels_;
+};
+
 // What the product does to each row i of C once computed, while it is in cache:
 // c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added). A convolution's bias
 // and activation.
@@ -109,8 +124,10 @@ constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
 
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
 // thread alone); then the epilogue, if any.
+// `a_packed`: A's panels packed ahead (PackedA of these m and k), or null.
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
-           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+           int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr,
+           const PackedA* a_packed = nullptr);
 // The same with B's rows read in place, never packed: B[p][j] = rows[offs[p] + j]. A partial
 // panel of columns is read whole, so each row must be readable up to column
 // n + kGemmPanel - 1 (the extra columns' products are dropped). For B whose rows are windows of
@@ -118,6 +135,6 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
 // element of the image once per tap.
 void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,
                const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
-               const GemmEpilogue* epilogue = nullptr);
+               const GemmEpilogue* epilogue = nullptr, const PackedA* a_packed = nullptr);
 
 }  // namespace quilt::cpu

@@ -709,9 +709,9 @@ Status ConvInteger(KernelContext& ctx, bool fast) {
   QUILT_RETURN_IF_ERROR(CheckIntQuant(w, "weight"));
   Tensor* y;
   std::vector<int64_t> sums;
-  QUILT_RETURN_IF_ERROR(
-      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y, &sums,
-                      ctx.constant_input(1) && ctx.constant_input(3), fast));
+  QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y,
+                                        &sums, ctx.constant_input(1) && ctx.constant_input(3),
+                                        fast));
   for (size_t i = 0; i < sums.size(); ++i) {
     y->MutableData<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(sums[i]));
   }
@@ -735,9 +735,8 @@ Status QLinearConv(KernelContext& ctx) {
   if (bias.dtype != DType::kInt32) return Status::Error("the bias must be int32");
   Tensor* y;
   std::vector<int64_t> sums;
-  QUILT_RETURN_IF_ERROR(
-      ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y, &sums,
-                      ctx.constant_input(3) && ctx.constant_input(5)));
+  QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y,
+                                        &sums, ctx.constant_input(3) && ctx.constant_input(5)));
   const Shape& shape = y->shape;
   int64_t oc = shape[1];
   bool ws1, b1, ys1, yz1;

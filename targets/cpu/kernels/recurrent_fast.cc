@@ -169,8 +169,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     // An LSTM as most models have it: every sequence full length, layout 0, ONNX's default
     // activations, no clip or coupled input and forget gates (StandardLstmRow).
     const bool standard_lstm = kCell == Cell::kLstm && layout == 0 && !ragged && !has_clip &&
-                               !input_forget && f.a.act == Act::kSigmoid &&
-                               g.a.act == Act::kTanh && hact.a.act == Act::kTanh;
+                               !input_forget && f.a.act == Act::kSigmoid && g.a.act == Act::kTanh &&
+                               hact.a.act == Act::kTanh;
     // The input projections of every step, with the biases that add to them: both of every
     // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
     if (I > 0) {
@@ -246,10 +246,10 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             StandardLstmRow(N, &gx[h * cols + c0], &gx[(H + h) * cols + c0],
-                            &gx[(2 * H + h) * cols + c0], &gx[(3 * H + h) * cols + c0],
-                            &gh[h * N], &gh[(H + h) * N], &gh[(2 * H + h) * N],
-                            &gh[(3 * H + h) * N], P ? P[h] : 0.0f, P ? P[H + h] : 0.0f,
-                            P ? P[2 * H + h] : 0.0f, &cs[h * N], &hs[h * N]);
+                            &gx[(2 * H + h) * cols + c0], &gx[(3 * H + h) * cols + c0], &gh[h * N],
+                            &gh[(H + h) * N], &gh[(2 * H + h) * N], &gh[(3 * H + h) * N],
+                            P ? P[h] : 0.0f, P ? P[H + h] : 0.0f, P ? P[2 * H + h] : 0.0f,
+                            &cs[h * N], &hs[h * N]);
           }
         });
       } else {
