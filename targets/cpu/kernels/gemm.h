@@ -128,6 +128,11 @@ constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr,
            const PackedA* a_packed = nullptr);
+// y (m) = A (m x k, row stride lda) times the vector x (k): one dot product per row of A, with
+// nothing packed or allocated (a recurrent layer's step over a batch of one).
+void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, float* y,
+           rt::ThreadPool* pool);
+
 // The same with B's rows read in place, never packed: B[p][j] = rows[offs[p] + j]. A partial
 // panel of columns is read whole, so each row must be readable up to column
 // n + kGemmPanel - 1 (the extra columns' products are dropped). For B whose rows are windows of

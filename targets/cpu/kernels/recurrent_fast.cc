@@ -57,6 +57,25 @@ QUILT_CLONES void StandardLstmRow(int64_t n, const float* xi, const float* xo, c
   }
 }
 
+// The same cell for a batch of one, across the hidden units: gate values and peepholes (pi, po,
+// pf) n values each, contiguous.
+QUILT_CLONES void StandardLstmColumn(int64_t n, const float* xi, const float* xo, const float* xf,
+                                     const float* xc, const float* ri, const float* ro,
+                                     const float* rf, const float* rc, const float* pi,
+                                     const float* po, const float* pf, float* __restrict c,
+                                     float* __restrict h) {
+  for (int64_t k = 0; k < n; ++k) {
+    float cp = c[k];
+    float ig = vmath::Sigmoid(xi[k] + ri[k] + pi[k] * cp);
+    float fg = vmath::Sigmoid(xf[k] + rf[k] + pf[k] * cp);
+    float cg = vmath::Tanh(xc[k] + rc[k]);
+    float cn = fg * cp + ig * cg;
+    float og = vmath::Sigmoid(xo[k] + ro[k] + po[k] * cn);
+    c[k] = cn;
+    h[k] = og * vmath::Tanh(cn);
+  }
+}
+
 bool Float32(const Tensor* t) { return t != nullptr && t->dtype == DType::kFloat32; }
 
 // An optional float32 input: absent, or of `shape`.
@@ -154,6 +173,12 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       ghh.resize(hs.size());
     }
   }
+  // The standard LSTM cell of a batch of one: a step's input projections, and zero peepholes.
+  std::vector<float> column, no_peepholes;
+  if (kCell == Cell::kLstm && N == 1) {
+    column.resize(static_cast<size_t>(G));
+    no_peepholes.assign(static_cast<size_t>(3 * H), 0.0f);
+  }
   // Rows of the cell's loops per task: enough elements to be worth a thread.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
   for (int64_t d = 0; d < dirs; ++d) {
@@ -201,7 +226,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       // The recurrent projections of the batch (GRU without linear_before_reset: of the update
       // and reset gates; its hidden gate's comes after r is known).
       int64_t rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
-      Sgemm(rows, N, H, R, H, MatrixB(hs.data(), H, N), gh.data(), N, pool);
+      if (N == 1) {
+        Sgemv(rows, H, R, H, hs.data(), gh.data(), pool);
+      } else {
+        Sgemm(rows, N, H, R, H, MatrixB(hs.data(), H, N), gh.data(), N, pool);
+      }
       if constexpr (kCell == Cell::kRnn) {
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
@@ -223,7 +252,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
             }
           }
         });
-        if (!lbr) Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool);
+        if (!lbr && N == 1) {
+          Sgemv(H, H, R + 2 * H * H, H, rh.data(), ghh.data(), pool);
+        } else if (!lbr) {
+          Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool);
+        }
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
@@ -240,6 +273,15 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
             }
           }
         });
+      } else if (standard_lstm && N == 1) {
+        // One sequence: this step's input projections gathered into a column, the cell run
+        // across the hidden units.
+        int64_t c0 = reverse ? S - 1 - step : step;
+        for (int64_t j = 0; j < G; ++j) column[j] = gx[j * cols + c0];
+        const float* pp = P ? P : no_peepholes.data();
+        StandardLstmColumn(H, column.data(), column.data() + H, column.data() + 2 * H,
+                           column.data() + 3 * H, gh.data(), gh.data() + H, gh.data() + 2 * H,
+                           gh.data() + 3 * H, pp, pp + H, pp + 2 * H, cs.data(), hs.data());
       } else if (standard_lstm) {
         // Every row of the batch at this step's time: its columns are contiguous.
         int64_t c0 = (reverse ? S - 1 - step : step) * N;
