@@ -328,7 +328,8 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
   if (fast && x.dtype == DType::kFloat32) {
     nn::ConvTransposeFloat(x.Data<float>(), wt.Data<float>(), y->MutableData<float>(), n, groups,
-                           cg, og, w, ctx.thread_pool());
+                           cg, og, w, ctx.thread_pool(),
+                           ctx.constant_input(1) ? ctx.cache() : nullptr);
     return Status::Ok();
   }
   std::vector<double> acc(static_cast<size_t>(n * o * w.OutSize()), 0.0);

@@ -629,8 +629,30 @@ Status ConvFast(KernelContext& ctx) {
 // every (output channel, tap) pair as one GEMM, W^T (og * taps x cg) times the image's columns
 // (cg x positions), then each pair's row added into the output at position * stride - pad +
 // tap * dilation (col2im), one output channel per task. Chunks keep the columns near 16 MiB.
+// W^T of every group (row (oc, tap), column ci), and each group's packed for the GEMM.
+struct TransposedWeights {
+  std::vector<float> wt;
+  std::vector<PackedA> packed;
+};
+
+std::shared_ptr<TransposedWeights> TransposeWeights(const float* w, int64_t groups, int64_t cg,
+                                                    int64_t rows) {
+  auto out = std::make_shared<TransposedWeights>();
+  out->wt.resize(static_cast<size_t>(groups * rows * cg));
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    float* wt = out->wt.data() + grp * rows * cg;
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const float* wc = w + (grp * cg + ci) * rows;
+      for (int64_t r = 0; r < rows; ++r) wt[r * cg + ci] = wc[r];
+    }
+    out->packed.emplace_back(wt, cg, rows, cg);
+  }
+  return out;
+}
+
 void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
-                        int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool) {
+                        int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool,
+                        rt::StepCache* weight_cache) {
   Geo g = RightAligned(win);
   int64_t taps = g.KernelSize(), in_size = g.InSize(), out_size = g.OutSize();
   int64_t c = groups * cg, o = groups * og;
@@ -638,19 +660,20 @@ void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
   if (in_size == 0 || taps == 0 || out_size == 0) return;
   int64_t rows = og * taps;
   int64_t chunk = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(rows, 1), 1, in_size);
-  std::vector<float> wt(static_cast<size_t>(rows * cg)), cols(static_cast<size_t>(rows * chunk));
+  std::vector<float> cols(static_cast<size_t>(rows * chunk));
+  auto make = [&] { return TransposeWeights(w, groups, cg, rows); };
+  std::shared_ptr<const TransposedWeights> tw =
+      weight_cache ? weight_cache->Get<TransposedWeights>(make) : make();
   for (int64_t grp = 0; grp < groups; ++grp) {
-    // W^T of the group: row (oc, tap), column ci.
-    for (int64_t ci = 0; ci < cg; ++ci) {
-      const float* wc = w + (grp * cg + ci) * og * taps;
-      for (int64_t r = 0; r < rows; ++r) wt[r * cg + ci] = wc[r];
-    }
+    const float* wt = tw->wt.data() + grp * rows * cg;
+    const PackedA* packed = &tw->packed[static_cast<size_t>(grp)];
     for (int64_t b = 0; b < n; ++b) {
       const float* xg = x + (b * c + grp * cg) * in_size;
       float* yg = y + (b * o + grp * og) * out_size;
       for (int64_t p0 = 0; p0 < in_size; p0 += chunk) {
         int64_t len = std::min(chunk, in_size - p0);
-        Sgemm(rows, len, cg, wt.data(), cg, MatrixB(xg + p0, cg, in_size), cols.data(), len, pool);
+        Sgemm(rows, len, cg, wt, cg, MatrixB(xg + p0, cg, in_size), cols.data(), len, pool, nullptr,
+              packed);
         rt::ParallelFor(pool, og, 1, [&](int64_t oc0, int64_t oc1) {
           for (int64_t oc = oc0; oc < oc1; ++oc) {
             float* yc = yg + oc * out_size;

@@ -3,6 +3,8 @@
 // types to the reference.
 #pragma once
 
+#include <string_view>
+
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
@@ -37,5 +39,16 @@ Status ErfFast(KernelContext& ctx);
 Status MaximumFast(KernelContext& ctx);
 Status MinimumFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
+
+// The reference kernel of a reduction with a fast float32 path ("sum", "mean", "reduce_l1",
+// "reduce_l2", "reduce_sum_square"; reduce.cc), whose registered kernel takes that path; null
+// for other ops.
+rt::KernelFn ReduceReference(std::string_view op);
+
+// out[r] = the sum over row r of `rows` contiguous rows of n floats of x, x * x (squares) or |x|
+// (magnitudes), in eight double lanes added up at the end; rows split across the threads.
+enum class RowSum { kPlain, kSquares, kMagnitudes };
+void SumRows(const float* x, int64_t rows, int64_t n, RowSum what, double* out,
+             rt::ThreadPool* pool);
 
 }  // namespace quilt::cpu

@@ -259,6 +259,38 @@ Status ClipFast(KernelContext& ctx) {
   });
 }
 
+template <RowSum kWhat>
+QUILT_TEMPLATE_CLONES double SumRow(const float* x, int64_t n) {
+  double lanes[8] = {};
+  int64_t i = 0;
+  auto term = [](float v) {
+    double d = v;
+    if constexpr (kWhat == RowSum::kSquares) return d * d;
+    if constexpr (kWhat == RowSum::kMagnitudes) return d < 0 ? -d : d;
+    return d;
+  };
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += term(x[i + j]);
+  }
+  double sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+               ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+  for (; i < n; ++i) sum += term(x[i]);
+  return sum;
+}
+
+void SumRows(const float* x, int64_t rows, int64_t n, RowSum what, double* out,
+             rt::ThreadPool* pool) {
+  int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, n));
+  rt::ParallelFor(pool, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = x + r * n;
+      out[r] = what == RowSum::kSquares      ? SumRow<RowSum::kSquares>(row, n)
+               : what == RowSum::kMagnitudes ? SumRow<RowSum::kMagnitudes>(row, n)
+                                             : SumRow<RowSum::kPlain>(row, n);
+    }
+  });
+}
+
 // ONNX DynamicQuantizeLinear's uint8 form (declared in util.h), here to be vectorized: a NaN
 // leaves the range as it is (std::min and std::max keep their first operand against NaN), and
 // quantizes to 0.

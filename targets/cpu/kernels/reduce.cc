@@ -3,11 +3,13 @@
 //
 // Floating-point reductions accumulate in double; integer sums and products wrap around in 64
 // bits and are then narrowed (modular) to the element type.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -200,7 +202,42 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   }
 }
 
+// Float32 sums, means, sums of squares and l1 / l2 norms whose reduced axes follow every kept one
+// (rows of `count` contiguous elements, one per output): SumRows, in double lanes (the reference
+// adds in index order; the two differ by double rounding only). False where it does not apply.
 template <Red kRed>
+bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
+  constexpr bool kRows = kRed == Red::kSum || kRed == Red::kMean || kRed == Red::kSumSquare ||
+                         kRed == Red::kL1 || kRed == Red::kL2;
+  if (!kRows || x.dtype != DType::kFloat32 || p.count == 0) return false;
+  int last_kept = -1, first_reduced = x.rank();
+  for (int i = 0; i < x.rank(); ++i) {
+    if (x.shape[i] == 1) continue;
+    if (p.reduced[i]) {
+      first_reduced = std::min(first_reduced, i);
+    } else {
+      last_kept = i;
+    }
+  }
+  if (last_kept > first_reduced) return false;
+  RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
+                : kRed == Red::kL1                          ? RowSum::kMagnitudes
+                                                            : RowSum::kPlain;
+  std::vector<double> sums(static_cast<size_t>(p.out_n));
+  SumRows(x.Data<float>(), p.out_n, p.count, what, sums.data(), ctx.thread_pool());
+  float* py = y->MutableData<float>();
+  for (int64_t o = 0; o < p.out_n; ++o) {
+    double r = sums[static_cast<size_t>(o)];
+    if constexpr (kRed == Red::kMean) r /= static_cast<double>(p.count);
+    if constexpr (kRed == Red::kL2) r = std::sqrt(r);
+    py[o] = static_cast<float>(r);
+  }
+  return true;
+}
+
+// kFast: float32 row sums by ReduceRows where they apply (the registered kernels); without it, the
+// reference alone (for the tests).
+template <Red kRed, bool kFast = true>
 Status Reduce(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const rt::AttrView& attrs = ctx.attrs();
@@ -211,6 +248,7 @@ Status Reduce(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(MakePlan(x.shape, all ? nullptr : &axes, attrs.Bool("keepdims"), &p));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, p.out_shape, &y));
+  if (kFast && ReduceRows<kRed>(x, p, y, ctx)) return Status::Ok();
   return VisitAll(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return ReduceTyped<kRed, T>(x, p, y);
@@ -506,5 +544,19 @@ constexpr rt::KernelEntry kKernels[] = {
 }  // namespace
 
 std::span<const rt::KernelEntry> ReduceKernels() { return kKernels; }
+
+rt::KernelFn ReduceReference(std::string_view op) {
+  static constexpr rt::KernelEntry kReference[] = {
+      {"sum", Reduce<Red::kSum, false>},
+      {"mean", Reduce<Red::kMean, false>},
+      {"reduce_l1", Reduce<Red::kL1, false>},
+      {"reduce_l2", Reduce<Red::kL2, false>},
+      {"reduce_sum_square", Reduce<Red::kSumSquare, false>},
+  };
+  for (const rt::KernelEntry& e : kReference) {
+    if (e.name == op) return e.fn;
+  }
+  return nullptr;
+}
 
 }  // namespace quilt::cpu
