@@ -659,7 +659,7 @@ void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
   std::fill(y, y + n * o * out_size, 0.0f);
   if (in_size == 0 || taps == 0 || out_size == 0) return;
   int64_t rows = og * taps;
-  int64_t chunk = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(rows, 1), 1, in_size);
+  int64_t chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(rows, 1), 1, in_size);
   std::vector<float> cols(static_cast<size_t>(rows * chunk));
   auto make = [&] { return TransposeWeights(w, groups, cg, rows); };
   std::shared_ptr<const TransposedWeights> tw =
