@@ -246,6 +246,19 @@ Status MatmulFast(KernelContext& ctx) {
                : mb;
     Sgemm(m, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool);
   };
+  // Every matrix of A by one B (a weight): one product of all A's rows, B's panels read once.
+  bool one_b = batches > 1;
+  for (int64_t bi = 0; one_b && bi < batches; ++bi) {
+    one_b = geo.offs_b[bi] == geo.offs_b[0] && geo.offs_a[bi] == bi;
+  }
+  if (one_b) {
+    MatrixB mb(pb + geo.offs_b[0] * k * n, k, n);
+    const GemmB& b = packed ? static_cast<const GemmB&>(
+                                  packed->matrices[static_cast<size_t>(geo.offs_b[0])])
+                            : mb;
+    Sgemm(batches * m, n, k, pa, k, b, py, n, ctx.thread_pool());
+    return Status::Ok();
+  }
   // Small products side by side, one per thread; large ones each split across the threads.
   if (batches > 1 && m * n * k < (1 << 18)) {
     int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, m * n * k));
