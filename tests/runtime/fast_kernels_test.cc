@@ -283,6 +283,10 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // More images than an output row is long (their im2col written image-innermost): a speech
+  // model's encoder over 80 chunks of 4 frames, and its STFT (strided, one channel).
+  CheckConv({80, 1, 129, 16, {4}, {3}, {1}, {1}, {1, 1}}, rng);
+  CheckConv({20, 1, 1, 30, {640}, {256}, {128}, {1}, {0, 0}}, rng);
   // A 3 x 39 kernel (taps of the last dim past 16) over an image whose im2col is 936 x 5,120 (too
   // narrow for the padded grid: packed panel by panel).
   CheckConv({1, 1, 8, 8, {40, 128}, {3, 39}, {1, 1}, {1, 1}, {1, 19, 1, 19}}, rng);

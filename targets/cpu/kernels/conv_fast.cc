@@ -264,6 +264,34 @@ void WriteIm2Col(const float* x, int64_t channels, const Geo& g, float* dst, int
   }
 }
 
+// The same for the n images of a batch at once (image i's channels at x + i * image_stride, its
+// columns at i * OutSize()), rows [r0, r1) of the matrix: for each row and output position, that
+// element of every image, so the inner loop runs over the images. For batches of more images
+// than an output row is long, where per image the loops would run a few elements each.
+QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stride, const Geo& g,
+                                   int64_t r0, int64_t r1, float* dst, int64_t ld) {
+  int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t c = r / ks, tap = r % ks;
+    int64_t k2 = tap % g.kernel[2], k1 = tap / g.kernel[2] % g.kernel[1];
+    int64_t k0 = tap / g.kernel[2] / g.kernel[1];
+    float* row = dst + r * ld;
+    for (int64_t q = 0; q < out_size; ++q) {
+      int64_t o2 = q % g.out[2], o1 = q / g.out[2] % g.out[1], o0 = q / g.out[2] / g.out[1];
+      int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+      int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+      int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
+      float* out = row + q;
+      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] || i2 < 0 || i2 >= g.in[2]) {
+        for (int64_t i = 0; i < n; ++i) out[i * out_size] = 0.0f;
+        continue;
+      }
+      const float* from = x + c * in_size + (i0 * g.in[1] + i1) * g.in[2] + i2;
+      for (int64_t i = 0; i < n; ++i) out[i * out_size] = from[i * image_stride];
+    }
+  }
+}
+
 // Floats of a batch's im2col matrices that are written out whole (WriteIm2Col) rather than
 // packed panel by panel (BatchIm2Col): 16 MiB.
 constexpr int64_t kMaxWrittenIm2Col = int64_t{1} << 22;
@@ -554,12 +582,19 @@ Status ConvFast(KernelContext& ctx) {
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       GemmEpilogue e;
       if (write) {
-        ctx.ParallelFor(geo.n, 1, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) {
-            WriteIm2Col(px + (i * geo.c + grp * geo.cg) * in_size, geo.cg, g,
-                        written.data() + i * out_size, cols);
-          }
-        });
+        if (geo.n > g.out[2]) {
+          ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
+            WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g, r0, r1,
+                             written.data(), cols);
+          });
+        } else {
+          ctx.ParallelFor(geo.n, 1, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) {
+              WriteIm2Col(px + (i * geo.c + grp * geo.cg) * in_size, geo.cg, g,
+                          written.data() + i * out_size, cols);
+            }
+          });
+        }
         Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.data(), k, cols), c.data(),
               cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
       } else {

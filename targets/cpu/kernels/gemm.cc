@@ -23,28 +23,46 @@ constexpr int64_t kMC = 64;
 static_assert(kNR % 8 == 0);
 constexpr int kVecs = static_cast<int>(kNR / 8);
 
-// C block (mr x nr, at most kMR x kNR) = (or +=, with `accumulate`) the product of kc columns of
-// an A panel (kc x kMR, packed) and kc rows of kNR columns of B: a packed panel (row p at
-// b + p * kNR), or, with kRows, rows anywhere (row p at b + offs[p]).
-template <bool kRows>
+// C block (kM x nr rows, nr at most kNR) = (or +=, with `accumulate`) the product of kc columns
+// of an A panel (kc x kMR, packed; its first kM rows used) and kc rows of kNR columns of B: a
+// packed panel (row p at b + p * kNR), or, with kRows, rows anywhere (row p at b + offs[p]).
+// kM < kMR for the last rows of A: no multiply-adds on the panel's padding.
+template <bool kRows, int kM>
 QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
-                                     const int64_t* offs, float* c, int64_t ldc, int64_t mr,
-                                     int64_t nr, bool accumulate) {
-  V8 acc[kMR][kVecs];
-  for (auto& row : acc) {
-    for (V8& v : row) v = V8{};
+                                     const int64_t* offs, float* c, int64_t ldc, int64_t nr,
+                                     bool accumulate) {
+  // Fewer rows than kMR keep as many sums going by splitting the reduction: kSplit sets of
+  // accumulators over alternate p, added at the end (each multiply-add waits on the one before
+  // in its accumulator, so a single row's three would leave the FMA units idle).
+  constexpr int kSplit = kM == 1 ? 4 : kM == 2 ? 2 : 1;
+  V8 sums[kSplit][kM][kVecs];
+  for (auto& set : sums) {
+    for (auto& row : set) {
+      for (V8& v : row) v = V8{};
+    }
   }
-  for (int64_t p = 0; p < kc; ++p) {
+  auto step = [&](int64_t p, V8(&acc)[kM][kVecs]) {
     const float* row = kRows ? b + offs[p] : b + p * kNR;
     V8 bv[kVecs];
     for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], row + 8 * v);
-    for (int64_t i = 0; i < kMR; ++i) {
+    for (int i = 0; i < kM; ++i) {
       float av = a[p * kMR + i];
       for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
     }
+  };
+  int64_t p = 0;
+  for (; p + kSplit <= kc; p += kSplit) {
+    for (int q = 0; q < kSplit; ++q) step(p + q, sums[q]);
   }
-  if (mr == kMR && nr == kNR) {
-    for (int64_t i = 0; i < kMR; ++i) {
+  for (; p < kc; ++p) step(p, sums[0]);
+  V8(&acc)[kM][kVecs] = sums[0];
+  for (int q = 1; q < kSplit; ++q) {
+    for (int i = 0; i < kM; ++i) {
+      for (int v = 0; v < kVecs; ++v) acc[i][v] += sums[q][i][v];
+    }
+  }
+  if (nr == kNR) {
+    for (int i = 0; i < kM; ++i) {
       for (int v = 0; v < kVecs; ++v) {
         float* p = c + i * ldc + 8 * v;
         if (accumulate) {
@@ -57,17 +75,39 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
     }
     return;
   }
-  float out[kMR][kNR];
-  for (int64_t i = 0; i < kMR; ++i) {
+  float out[kM][kNR];
+  for (int i = 0; i < kM; ++i) {
     for (int v = 0; v < kVecs; ++v) StoreV(&out[i][8 * v], acc[i][v]);
   }
-  for (int64_t i = 0; i < mr; ++i) {
+  for (int i = 0; i < kM; ++i) {
     float* ci = c + i * ldc;
     if (accumulate) {
       for (int64_t j = 0; j < nr; ++j) ci[j] += out[i][j];
     } else {
       for (int64_t j = 0; j < nr; ++j) ci[j] = out[i][j];
     }
+  }
+}
+
+// The micro kernel for mr (1 to kMR) rows.
+template <bool kRows>
+QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float* b,
+                                         const int64_t* offs, float* c, int64_t ldc, int64_t mr,
+                                         int64_t nr, bool accumulate) {
+  static_assert(kMR == 4);
+  switch (mr) {
+    case 4:
+      MicroKernel<kRows, 4>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    case 3:
+      MicroKernel<kRows, 3>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    case 2:
+      MicroKernel<kRows, 2>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    default:
+      MicroKernel<kRows, 1>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
   }
 }
 
@@ -82,8 +122,8 @@ QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float*
       const float* bslab = kRows ? b + jr : b + pc * kNR;
       for (int64_t ir = 0; ir < mc; ir += kMR) {
         const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernel<kRows>(kc, apanel, bslab, kRows ? offs + pc : nullptr, c + ir * ldc + jr, ldc,
-                           std::min(kMR, mc - ir), std::min(kNR, nc - jr), pc > 0);
+        MicroKernelRows<kRows>(kc, apanel, bslab, kRows ? offs + pc : nullptr, c + ir * ldc + jr,
+                               ldc, std::min(kMR, mc - ir), std::min(kNR, nc - jr), pc > 0);
       }
     }
   }

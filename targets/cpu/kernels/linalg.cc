@@ -253,9 +253,9 @@ Status MatmulFast(KernelContext& ctx) {
   }
   if (one_b) {
     MatrixB mb(pb + geo.offs_b[0] * k * n, k, n);
-    const GemmB& b = packed ? static_cast<const GemmB&>(
-                                  packed->matrices[static_cast<size_t>(geo.offs_b[0])])
-                            : mb;
+    const GemmB& b =
+        packed ? static_cast<const GemmB&>(packed->matrices[static_cast<size_t>(geo.offs_b[0])])
+               : mb;
     Sgemm(batches * m, n, k, pa, k, b, py, n, ctx.thread_pool());
     return Status::Ok();
   }
