@@ -283,6 +283,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({7, 1, 3, 30, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({4, 3, 2, 5, {6}, {3}, {1}, {1}, {1, 1}}, rng);
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // 3x3 with unit strides (Winograd F(2x2, 3x3)): odd outputs (tiles past the edge), uneven and
+  // no padding, batches, an output of one pixel, enough tiles for several blocks.
+  CheckConv({2, 1, 8, 9, {7, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}}, rng);
+  CheckConv({1, 1, 16, 8, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({3, 1, 33, 17, {23, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({1, 1, 12, 64, {61, 45}, {3, 3}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, rng);
   // More images than an output row is long (their im2col written image-innermost): a speech
   // model's encoder over 80 chunks of 4 frames, and its STFT (strided, one channel).
   CheckConv({80, 1, 129, 16, {4}, {3}, {1}, {1}, {1, 1}}, rng);

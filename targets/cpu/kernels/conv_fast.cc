@@ -493,6 +493,185 @@ struct Epilogue {
   }
 };
 
+// ---- Winograd F(2x2, 3x3) ---------------------------------------------------------------------
+//
+// A 3x3 convolution with unit strides computed on 2x2 output tiles: each 4x4 input tile d and
+// 3x3 filter g are transformed (V = B^T d B, U = G g G^T), the tiles' products summed over the
+// input channels as 16 GEMMs (one per element of the 4x4 transform: U_e (og x cg) times V_e (cg x
+// tiles)), and each tile's 4x4 result m brought back to 2x2 outputs (Y = A^T m A). 16 multiplies
+// per 4 outputs instead of 36: 2.25 times fewer, for a few additions per tile. The weights'
+// transform is made once (kept in the step's cache for constant weights).
+
+// Whether a convolution runs as Winograd: decided from what is static (kernel, strides,
+// dilations, groups, channels), never the image size, so a step always takes the same path.
+bool UseWinograd(const ConvGeometry& geo) {
+  const Window& w = geo.w;
+  return w.rank == 2 && w.kernel[0] == 3 && w.kernel[1] == 3 && w.stride[0] == 1 &&
+         w.stride[1] == 1 && w.dilation[0] == 1 && w.dilation[1] == 1 && geo.groups == 1 &&
+         geo.cg >= 8 && geo.og >= 8 && w.pad_begin[0] >= 0 && w.pad_begin[1] >= 0;
+}
+
+// The transformed weights: U_e (og x cg) for each of the 16 elements, row-major and packed.
+struct WinogradWeights {
+  std::vector<float> u;  // [16][og][cg]
+  std::vector<PackedA> packed;
+};
+
+std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, int64_t cg) {
+  auto out = std::make_shared<WinogradWeights>();
+  out->u.resize(static_cast<size_t>(16 * og * cg));
+  for (int64_t o = 0; o < og; ++o) {
+    for (int64_t c = 0; c < cg; ++c) {
+      const float* g = w + (o * cg + c) * 9;
+      double gg[4][3];  // G g: rows of g combined
+      for (int j = 0; j < 3; ++j) {
+        double a = g[j], b = g[3 + j], d = g[6 + j];
+        gg[0][j] = a;
+        gg[1][j] = (a + b + d) / 2;
+        gg[2][j] = (a - b + d) / 2;
+        gg[3][j] = d;
+      }
+      for (int i = 0; i < 4; ++i) {
+        double a = gg[i][0], b = gg[i][1], d = gg[i][2];
+        double u[4] = {a, (a + b + d) / 2, (a - b + d) / 2, d};
+        for (int j = 0; j < 4; ++j) {
+          out->u[static_cast<size_t>(((i * 4 + j) * og + o) * cg + c)] = static_cast<float>(u[j]);
+        }
+      }
+    }
+  }
+  for (int e = 0; e < 16; ++e) out->packed.emplace_back(out->u.data() + e * og * cg, cg, og, cg);
+  return out;
+}
+
+// Tile rows [r0, r1) of one image (cg channels of ih x iw; tiles_w tiles a row) transformed into
+// v ([16][cg][nb], nb = (r1 - r0) * tiles_w). Per channel and tile row, B^T runs down the four
+// input rows it reads (zero-padded to the tiles' width) as whole-row vector arithmetic, then B
+// across each tile's four columns, tile after tile: contiguous reads and writes throughout.
+QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t iw, int64_t pad_t,
+                                int64_t pad_l, int64_t tiles_w, int64_t r0, int64_t r1, float* rows,
+                                float* v) {
+  int64_t nb = (r1 - r0) * tiles_w, wp = 2 * tiles_w + 2;
+  float* d[4] = {rows, rows + wp, rows + 2 * wp, rows + 3 * wp};
+  float* r[4] = {rows + 4 * wp, rows + 5 * wp, rows + 6 * wp, rows + 7 * wp};
+  for (int64_t c = 0; c < cg; ++c) {
+    const float* xc = x + c * ih * iw;
+    for (int64_t ty = r0; ty < r1; ++ty) {
+      for (int k = 0; k < 4; ++k) {
+        int64_t yy = 2 * ty - pad_t + k;
+        float* dk = d[k];
+        if (yy < 0 || yy >= ih) {
+          std::fill(dk, dk + wp, 0.0f);
+          continue;
+        }
+        const float* xr = xc + yy * iw;
+        for (int64_t q = 0; q < wp; ++q) {
+          int64_t xx = q - pad_l;
+          dk[q] = xx >= 0 && xx < iw ? xr[xx] : 0.0f;
+        }
+      }
+      for (int64_t q = 0; q < wp; ++q) {  // B^T d, down the rows
+        r[0][q] = d[0][q] - d[2][q];
+        r[1][q] = d[1][q] + d[2][q];
+        r[2][q] = d[2][q] - d[1][q];
+        r[3][q] = d[1][q] - d[3][q];
+      }
+      int64_t t0 = (ty - r0) * tiles_w;
+      for (int i = 0; i < 4; ++i) {  // (B^T d) B, across each tile's columns
+        const float* ri = r[i];
+        float* v0 = v + ((i * 4 + 0) * cg + c) * nb + t0;
+        float* v1 = v + ((i * 4 + 1) * cg + c) * nb + t0;
+        float* v2 = v + ((i * 4 + 2) * cg + c) * nb + t0;
+        float* v3 = v + ((i * 4 + 3) * cg + c) * nb + t0;
+        for (int64_t tx = 0; tx < tiles_w; ++tx) {
+          float a = ri[2 * tx], b = ri[2 * tx + 1], e = ri[2 * tx + 2], f = ri[2 * tx + 3];
+          v0[tx] = a - e;
+          v1[tx] = b + e;
+          v2[tx] = e - b;
+          v3[tx] = b - f;
+        }
+      }
+    }
+  }
+}
+
+// Tile rows [r0, r1) of the products m ([16][og][nb]) brought back to 2x2 outputs in y (og
+// planes of oh x ow): A^T down each tile's four rows of products, then A across, a whole tile
+// row at a time.
+QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t ow,
+                                 int64_t tiles_w, int64_t r0, int64_t r1, float* rows, float* y) {
+  int64_t nb = (r1 - r0) * tiles_w;
+  float* s[2][4];
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) s[i][j] = rows + (i * 4 + j) * tiles_w;
+  }
+  float* line = rows + 8 * tiles_w;  // one output row, 2 * tiles_w wide
+  for (int64_t o = 0; o < og; ++o) {
+    float* yo = y + o * oh * ow;
+    for (int64_t ty = r0; ty < r1; ++ty) {
+      int64_t t0 = (ty - r0) * tiles_w;
+      for (int j = 0; j < 4; ++j) {
+        const float* q0 = m + ((0 * 4 + j) * og + o) * nb + t0;
+        const float* q1 = m + ((1 * 4 + j) * og + o) * nb + t0;
+        const float* q2 = m + ((2 * 4 + j) * og + o) * nb + t0;
+        const float* q3 = m + ((3 * 4 + j) * og + o) * nb + t0;
+        for (int64_t tx = 0; tx < tiles_w; ++tx) {
+          s[0][j][tx] = q0[tx] + q1[tx] + q2[tx];
+          s[1][j][tx] = q1[tx] - q2[tx] - q3[tx];
+        }
+      }
+      for (int i = 0; i < 2; ++i) {
+        int64_t yy = 2 * ty + i;
+        if (yy >= oh) break;
+        for (int64_t tx = 0; tx < tiles_w; ++tx) {
+          line[2 * tx] = s[i][0][tx] + s[i][1][tx] + s[i][2][tx];
+          line[2 * tx + 1] = s[i][1][tx] - s[i][2][tx] - s[i][3][tx];
+        }
+        std::copy(line, line + ow, yo + yy * ow);
+      }
+    }
+  }
+}
+
+void WinogradConv(const float* x, const WinogradWeights& u, float* y, const ConvGeometry& geo,
+                  const Epilogue& epilogue, KernelContext& ctx) {
+  const Window& w = geo.w;
+  int64_t ih = w.in[0], iw = w.in[1], oh = w.out[0], ow = w.out[1];
+  int64_t cg = geo.cg, og = geo.og;
+  int64_t tiles_w = (ow + 1) / 2, tiles_h = (oh + 1) / 2;
+  // Tile rows per block: the block's transformed inputs and products near 2 MiB.
+  int64_t per_block = std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, tiles_h);
+  int64_t blocks = (tiles_h + per_block - 1) / per_block;
+  for (int64_t b = 0; b < geo.n; ++b) {
+    const float* xb = x + b * geo.c * ih * iw;
+    float* yb = y + b * geo.o * oh * ow;
+    ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+      int64_t most = per_block * tiles_w;
+      std::vector<float> v(static_cast<size_t>(16 * cg * most));
+      std::vector<float> m(static_cast<size_t>(16 * og * most));
+      std::vector<float> rows(static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w));
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        int64_t r0 = blk * per_block, r1 = std::min(tiles_h, r0 + per_block);
+        int64_t n = (r1 - r0) * tiles_w;
+        WinogradInput(xb, cg, ih, iw, w.pad_begin[0], w.pad_begin[1], tiles_w, r0, r1, rows.data(),
+                      v.data());
+        for (int e = 0; e < 16; ++e) {
+          Sgemm(og, n, cg, u.u.data() + e * og * cg, cg, MatrixB(v.data() + e * cg * n, cg, n),
+                m.data() + e * og * n, n, nullptr, nullptr, &u.packed[static_cast<size_t>(e)]);
+        }
+        WinogradOutput(m.data(), og, oh, ow, tiles_w, r0, r1, rows.data(), yb);
+      }
+    });
+    int64_t out_size = oh * ow;
+    ctx.ParallelFor(geo.o, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)),
+                    [&](int64_t o0, int64_t o1) {
+                      for (int64_t o = o0; o < o1; ++o) {
+                        epilogue.Channel(yb + o * out_size, o, out_size);
+                      }
+                    });
+  }
+}
+
 }  // namespace
 
 Status MaxPoolFast(KernelContext& ctx) {
@@ -558,6 +737,13 @@ Status ConvFast(KernelContext& ctx) {
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;
+  if (UseWinograd(geo)) {
+    auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
+    std::shared_ptr<const WinogradWeights> u =
+        ctx.constant_input(1) && ctx.cache() ? ctx.cache()->Get<WinogradWeights>(make) : make();
+    WinogradConv(px, *u, py, geo, epilogue, ctx);
+    return Status::Ok();
+  }
   // Constant weights: each group's packed once for the GEMM, into the step's cache.
   std::shared_ptr<const std::vector<PackedA>> packed;
   if (ctx.constant_input(1) && ctx.cache()) {
