@@ -56,7 +56,8 @@ class Fusion {
     const StepSpec& a = g_.steps[static_cast<size_t>(add)];
     if (a.inputs.size() != 2) return;
     int bias = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
-    if (!PerChannel(bias, v) || !SameType(v, a.outputs[0])) return;
+    // The add's result is the conv's shape: a bias of 1s but for the conv's channels.
+    if (!PerChannel(bias, v, conv) || !SameType(v, a.outputs[0], true)) return;
     conv.inputs.push_back(bias);
     conv.input_arity.push_back(1);
     conv.outputs = a.outputs;
@@ -172,14 +173,30 @@ class Fusion {
     }
   }
 
-  bool SameType(int a, int b) const {
+  // `any_channels`: dim 1 may differ as written (a symbol against a number, or the broadcast's
+  // expression): a conv's result plus its per-channel bias, both of the conv's channels.
+  bool SameType(int a, int b, bool any_channels = false) const {
     const ValueSpec& x = Value(a);
     const ValueSpec& y = Value(b);
     if (x.dtype != y.dtype || x.rank < 0 || x.rank != y.rank || x.device != y.device) return false;
     for (int i = 0; i < x.rank; ++i) {
+      if (i == 1 && any_channels) continue;
       if (!SameDim(x.dims[static_cast<size_t>(i)], y.dims[static_cast<size_t>(i)])) return false;
     }
     return true;
+  }
+
+  // The output channels of `conv` (writing `v`): v's dim 1 when a number, else the weight's
+  // first dim.
+  std::optional<int64_t> Channels(int v, const StepSpec& conv) const {
+    const ValueSpec& y = Value(v);
+    if (y.rank < 2) return std::nullopt;
+    std::optional<int64_t> m = IntDim(y.dims[1]);
+    if (!m && conv.inputs.size() >= 2 && conv.inputs[1] >= 0) {
+      const ValueSpec& w = Value(conv.inputs[1]);
+      if (w.rank == y.rank) m = IntDim(w.dims[0]);
+    }
+    return m;
   }
 
   std::optional<int64_t> IntDim(int d) const {
@@ -189,8 +206,9 @@ class Fusion {
   }
 
   // A float32 constant of shape (1, M, 1, ...) or (M, 1, ...) against the conv result `v`
-  // (N, M, spatial...), on its device.
-  bool PerChannel(int bias, int v) const {
+  // (N, M, spatial...), on its device. M is v's channel dim, or, where that is a symbol (an
+  // exporter's shapes), the weight's first: a convolution's output channels.
+  bool PerChannel(int bias, int v, const StepSpec& conv) const {
     if (bias < 0) return false;
     const ValueSpec& b = Value(bias);
     const ValueSpec& y = Value(v);
@@ -198,7 +216,7 @@ class Fusion {
         y.rank < 2 || b.rank < y.rank - 1 || b.rank > y.rank) {
       return false;
     }
-    std::optional<int64_t> m = IntDim(y.dims[1]);
+    std::optional<int64_t> m = Channels(v, conv);
     if (!m) return false;
     for (int i = 0; i < b.rank; ++i) {
       std::optional<int64_t> d = IntDim(b.dims[static_cast<size_t>(i)]);

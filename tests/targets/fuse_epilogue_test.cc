@@ -1,5 +1,7 @@
 // Conv epilogue fusion: which chains fuse (counted in the lowered steps), and the fused package
 // computes what the unfused one does.
+#include "targets/fuse_epilogue.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -161,6 +163,56 @@ TEST(FuseEpilogue, FusedConvsComputeWhatTheUnfusedOnesDo) {
     ASSERT_EQ(want[0].size(), 2u * 4 * 5 * 6);
     ExpectClose(RunPackage(fused.package, inputs()), want);
   }
+}
+
+// A conv result whose dims are symbols (an exporter's names for a model of dynamic shape), read by
+// the add of a per-channel bias whose result has other symbols on the channel dim: the conv's
+// channels come from its weight, and the bias joins the conv. Built as a lowered graph: its
+// steps conv (x, w) -> y, add (y, b) -> z, relu (z) -> r.
+TEST(FuseEpilogue, SymbolicChannelsTakeTheBias) {
+  GraphSpec g;
+  g.symbols = {"n", "c_d1", "z_d1", "h", "w"};
+  auto sym = [&](int s) {
+    g.dims.push_back({pkg::DimKind::Sym, s, 0, 0});
+    return static_cast<int>(g.dims.size()) - 1;
+  };
+  auto num = [&](int64_t v) {
+    g.dims.push_back({pkg::DimKind::Int, 0, 0, v});
+    return static_cast<int>(g.dims.size()) - 1;
+  };
+  int n = sym(0), cd = sym(1), zd = sym(2), h = sym(3), w = sym(4);
+  int five = num(5), three = num(3), one = num(1);
+  constexpr int32_t kF32 = static_cast<int32_t>(ir::DataType::kFloat32);
+  auto value = [&](pkg::ValueKind kind, std::vector<int> dims, int buffer = -1) {
+    ValueSpec v;
+    v.kind = kind;
+    v.dtype = kF32;
+    v.rank = static_cast<int>(dims.size());
+    v.dims = std::move(dims);
+    v.buffer = buffer;
+    g.values.push_back(v);
+    return static_cast<int>(g.values.size()) - 1;
+  };
+  using pkg::ValueKind;
+  int x = value(ValueKind::Input, {n, three, h, w});
+  int wt = value(ValueKind::Constant, {five, three, one, one}, 0);
+  int bias = value(ValueKind::Constant, {one, five, one, one}, 1);
+  int y = value(ValueKind::Intermediate, {n, cd, h, w});
+  int z = value(ValueKind::Intermediate, {n, zd, h, w});
+  int r = value(ValueKind::Intermediate, {n, zd, h, w});
+  g.inputs = {x};
+  g.outputs = {r};
+  g.steps.push_back({"nn.conv2d", 0, {x, wt}, {1, 1}, {y}});
+  g.steps.push_back({"add", 0, {y, bias}, {1, 1}, {z}});
+  g.steps.push_back({"nn.relu", 0, {z}, {1}, {r}});
+  Buffers buffers = {std::make_shared<const std::vector<uint8_t>>(15 * 4, 0),
+                     std::make_shared<const std::vector<uint8_t>>(5 * 4, 0)};
+  std::vector<DeviceSpec> devices = {{"llvm", "cpu"}};
+  EXPECT_EQ(FuseConvEpilogues(devices, buffers, g), 2);
+  // The conv takes the bias and the relu, and writes r.
+  const StepSpec& conv = g.steps[0];
+  EXPECT_EQ(conv.inputs, (std::vector<int>{x, wt, bias}));
+  EXPECT_EQ(conv.outputs, (std::vector<int>{r}));
 }
 
 // A value of the chain that is a graph output stays: the chain stops before it is eliminated.
