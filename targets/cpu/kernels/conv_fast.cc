@@ -210,9 +210,9 @@ struct UnitStrideGrid {
   }
   int64_t Plane() const { return ph * wp; }
   // Floats of the padded copy of `channels` channels: the last row's window reads past its plane
-  // by the width of the kernel, and a partial panel of the product reads a whole one.
+  // by the width of the kernel.
   int64_t Floats(const Geo& g, int64_t channels) const {
-    return channels * Plane() + (g.kernel[2] - 1) * g.dilation[2] + kGemmPanel;
+    return channels * Plane() + (g.kernel[2] - 1) * g.dilation[2];
   }
   // Channels [c0, c1) of image x into `padded`.
   void Fill(const float* x, const Geo& g, int64_t c0, int64_t c1, float* padded) const {

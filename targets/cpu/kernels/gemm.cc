@@ -325,14 +325,29 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
-    Floats panel = rows ? nullptr : NewFloats(k * kNR);
+    Floats panel = rows && n % kNR == 0 ? nullptr : NewFloats(k * kNR);
     for (int64_t t = t0; t < t1; ++t) {
       int64_t ib0 = t % groups * per_group, ib1 = std::min(mblocks, ib0 + per_group);
       int64_t j = t / groups * nc, ncols = std::min(nc, n - j);
       if (rows) {
+        // Whole panels read in place; a last partial panel (the matrix's end) copied, so that
+        // nothing past column n is read.
+        int64_t whole = ncols / kNR * kNR;
+        if (whole < ncols) {
+          for (int64_t p = 0; p < k; ++p) {
+            const float* from = rows + offs[p] + j + whole;
+            float* to = panel.get() + p * kNR;
+            std::copy(from, from + (ncols - whole), to);
+            std::fill(to + (ncols - whole), to + kNR, 0.0f);
+          }
+        }
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          RowsBlock(mc, ncols, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
+          if (whole > 0) RowsBlock(mc, whole, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
+          if (whole < ncols) {
+            PackedBlock(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole,
+                        ldc);
+          }
         }
       } else {
         for (int64_t jr = 0; jr < ncols; jr += kNR) {

@@ -133,11 +133,10 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
 void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, float* y,
            rt::ThreadPool* pool);
 
-// The same with B's rows read in place, never packed: B[p][j] = rows[offs[p] + j]. A partial
-// panel of columns is read whole, so each row must be readable up to column
-// n + kGemmPanel - 1 (the extra columns' products are dropped). For B whose rows are windows of
-// one buffer (a convolution's padded image, conv_fast.cc), where packing would copy each
-// element of the image once per tap.
+// The same with B's rows read in place: B[p][j] = rows[offs[p] + j] for j < n (a last partial
+// panel of columns is copied, so nothing past column n is read). For B whose rows are windows of
+// one buffer (a convolution's padded image, or a 1x1 convolution's image itself: conv_fast.cc),
+// where packing would copy each element of the image once per tap.
 void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,
                const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
                const GemmEpilogue* epilogue = nullptr, const PackedA* a_packed = nullptr);
