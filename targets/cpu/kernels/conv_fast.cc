@@ -369,9 +369,13 @@ QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, 
 }
 
 // One output channel of a depthwise convolution, any stride: y (out) from x (in), weights w
-// (kernel), accumulated tap by tap over the output columns that tap reads inside the input.
-void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
+// (kernel), accumulated tap by tap over the output columns that tap reads inside the input. A
+// stride of 2 along the last dim (kStride2) is a constant the vectorizer turns into even-lane
+// shuffles.
+template <bool kStride2>
+QUILT_ALWAYS_INLINE void DepthwiseTaps(const float* x, const float* w, float* y, const Geo& g) {
   std::fill(y, y + g.OutSize(), 0.0f);
+  int64_t s = kStride2 ? 2 : g.stride[2];
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
@@ -386,15 +390,23 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
           for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
             int64_t off = k2 * g.dilation[2] - g.pad[2];
             int64_t lo, hi;
-            InsideRange(off, g.stride[2], g.in[2], g.out[2], &lo, &hi);
+            InsideRange(off, s, g.in[2], g.out[2], &lo, &hi);
             float wv = wr[k2];
-            int64_t s = g.stride[2];
-            for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xr[o2 * s + off];
+            const float* __restrict xo = xr + off;
+            for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xo[o2 * s];
           }
         }
       }
     }
   }
+}
+
+QUILT_CLONES void DepthwiseStride2(const float* x, const float* w, float* y, const Geo& g) {
+  DepthwiseTaps<true>(x, w, y, g);
+}
+
+void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
+  DepthwiseTaps<false>(x, w, y, g);
 }
 
 // One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
@@ -728,6 +740,8 @@ Status ConvFast(KernelContext& ctx) {
         if (g.stride[2] == 1) {
           DepthwiseUnitStride(xc, pw + oc * ks, py + t * out_size, g, padded.data(), rows.data(),
                               taps.data());
+        } else if (g.stride[2] == 2) {
+          DepthwiseStride2(xc, pw + oc * ks, py + t * out_size, g);
         } else {
           DepthwiseChannel(xc, pw + oc * ks, py + t * out_size, g);
         }
