@@ -64,16 +64,21 @@ class Fusion {
     Remove(add);
   }
 
-  // An nn.relu or clip reading the conv's result alone.
+  // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.
   bool FuseClamp(StepSpec& conv) {
     int out = conv.outputs[0];
     int act = SoleReader(conv, out, "nn.relu");
     if (act < 0) act = SoleReader(conv, out, "clip");
+    if (act < 0 && devices_[static_cast<size_t>(conv.device)].kind == "cpu") {
+      act = SoleReader(conv, out, "nn.hard_swish");
+    }
     if (act < 0) return false;
     const StepSpec& r = g_.steps[static_cast<size_t>(act)];
     if (r.inputs.size() != 1 || !SameType(out, r.outputs[0])) return false;
     if (r.kernel == "nn.relu") {
       conv.attrs.Set("activation", std::string("relu"));
+    } else if (r.kernel == "nn.hard_swish") {
+      conv.attrs.Set("activation", std::string("hard_swish"));
     } else {
       const double* lo = r.attrs.Get<double>("min");
       const double* hi = r.attrs.Get<double>("max");

@@ -343,6 +343,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "clip", {{"activation_min", 0.0}, {"activation_max", 6.0}}},
       {true, "hardswish", {}},
       {false, "hardswish", {}},
+      {true, "hard_swish", {}},
+      {false, "hard_swish", {}},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {

@@ -215,6 +215,35 @@ TEST(FuseEpilogue, SymbolicChannelsTakeTheBias) {
   EXPECT_EQ(conv.outputs, (std::vector<int>{r}));
 }
 
+// ONNX HardSwish (nn.hard_swish) after a conv and its bias joins the conv on the CPU, and the
+// fused package computes what the unfused one does.
+TEST(FuseEpilogue, OnnxHardSwishJoinsTheConv) {
+  std::mt19937 rng(17);
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
+        c = R.nn.conv2d(x, )" +
+                           Const(rng, {4, 3, 3, 3}) +
+                           R"(, padding=[1, 1, 1, 1])
+        a = R.add(c, )" + Const(rng, {1, 4, 1, 1}) +
+                           R"()
+        h = R.nn.hard_swish(a)
+        return h
+)");
+  Built plain = Build(mod, false);
+  Built fused = Build(mod, true);
+  EXPECT_EQ(plain.steps, 3) << plain.kernels;
+  EXPECT_EQ(fused.steps, 1) << fused.kernels;
+  std::vector<float> x(3 * 7 * 6);
+  std::uniform_real_distribution<float> d(-4, 4);
+  for (float& v : x) v = d(rng);
+  std::vector<std::vector<float>> want =
+      RunPackage(plain.package, {test::Input("x", x, {1, 3, 7, 6})});
+  ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 3, 7, 6})}), want);
+}
+
 // A value of the chain that is a graph output stays: the chain stops before it is eliminated.
 TEST(FuseEpilogue, GraphOutputsAreNotFusedAway) {
   std::mt19937 rng(9);

@@ -159,15 +159,16 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const rt::AttrView& a = ctx.attrs();
   std::string_view act = a.Str("activation", "");
   double inf = std::numeric_limits<double>::infinity();
-  geo->clamp = !act.empty() && act != "hardswish";
   geo->hardswish = act == "hardswish";
+  geo->hard_swish = act == "hard_swish";
+  geo->clamp = !act.empty() && !geo->hardswish && !geo->hard_swish;
   if (act == "relu") {
     geo->lo = 0;
     geo->hi = inf;
   } else if (act == "clip") {
     geo->lo = a.Has("activation_min") ? a.Float("activation_min") : -inf;
     geo->hi = a.Has("activation_max") ? a.Float("activation_max") : inf;
-  } else if (!act.empty() && !geo->hardswish) {
+  } else if (geo->clamp) {
     return Status::Error("unknown activation '" + std::string(act) + "'");
   }
   return Status::Ok();
@@ -215,7 +216,8 @@ Status ConvReference(KernelContext& ctx) {
     const T* pb = geo.bias ? geo.bias->Data<T>() : nullptr;
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
-         six = static_cast<Compute<T>>(6);
+         six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
+         half = static_cast<Compute<T>>(0.5);
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t oc = 0; oc < o; ++oc) {
@@ -254,6 +256,10 @@ Status ConvReference(KernelContext& ctx) {
                 auto t = static_cast<Compute<T>>(v + three);
                 if (t < zero) t = zero;
                 if (t > six) t = six;
+                v = static_cast<Compute<T>>(v * t);
+              } else if (geo.hard_swish) {
+                auto t = static_cast<Compute<T>>(static_cast<Compute<T>>(v / six) + half);
+                t = std::max(zero, std::min(one, t));
                 v = static_cast<Compute<T>>(v * t);
               }
               py[yi++] = Store<T>(v);

@@ -70,81 +70,89 @@ void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_
   *hi = std::clamp<int64_t>(last + 1, *lo, out);
 }
 
-// The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
-// o2), zero where the window reads padding.
-class Im2Col final : public GemmB {
- public:
-  Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
-
-  void Pack(int64_t j, int64_t cols, float* panel) const override {
-    const Geo& g = g_;
-    int64_t in_size = g.InSize();
-    if (g.Pointwise()) {
-      for (int64_t c = 0; c < channels_; ++c) {
-        float* row = panel + c * kGemmPanel;
-        std::copy(x_ + c * in_size + j, x_ + c * in_size + j + cols, row);
-        std::fill(row + cols, row + kGemmPanel, 0.0f);
-      }
-      return;
-    }
-    // The panel's columns as runs along the last output dim: run r covers panel columns
-    // [at[r], at[r] + len[r]), output (o0[r], o1[r], o2[r] + t).
-    int64_t at[kGemmPanel], len[kGemmPanel], o0[kGemmPanel], o1[kGemmPanel], o2[kGemmPanel];
-    int runs = 0;
-    for (int64_t q = 0; q < cols;) {
-      int64_t r = j + q;
-      o2[runs] = r % g.out[2];
-      o1[runs] = r / g.out[2] % g.out[1];
-      o0[runs] = r / g.out[2] / g.out[1];
-      at[runs] = q;
-      len[runs] = std::min(cols - q, g.out[2] - o2[runs]);
-      q += len[runs++];
-    }
-    // Per run and tap of the last dim: the run's columns that read inside the input (they
-    // depend on neither the channel nor the other taps, so are found once per panel).
-    constexpr int64_t kMaxTaps = 64;
-    int64_t k2n = g.kernel[2], s = g.stride[2];
-    int64_t lo[kGemmPanel][kMaxTaps], hi[kGemmPanel][kMaxTaps];
-    bool ranges = k2n <= kMaxTaps;
-    for (int r = 0; ranges && r < runs; ++r) {
-      for (int64_t k2 = 0; k2 < k2n; ++k2) {
-        InsideRange(o2[r] * s + k2 * g.dilation[2] - g.pad[2], s, g.in[2], len[r], &lo[r][k2],
-                    &hi[r][k2]);
-      }
-    }
-    float* row = panel;
+// Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
+// panel. Compiled for AVX2 too (QUILT_CLONES): the strided gathers vectorize there.
+QUILT_CLONES void PackIm2Col(const float* x_, int64_t channels_, const Geo& g, int64_t j,
+                             int64_t cols, float* panel) {
+  int64_t in_size = g.InSize();
+  if (g.Pointwise()) {
     for (int64_t c = 0; c < channels_; ++c) {
-      const float* xc = x_ + c * in_size;
-      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          for (int64_t k2 = 0; k2 < k2n; ++k2, row += kGemmPanel) {
-            for (int64_t v = 0; v < kGemmPanel; v += 8) StoreV(row + v, V8{});
-            int64_t off = k2 * g.dilation[2] - g.pad[2];
-            for (int r = 0; r < runs; ++r) {
-              int64_t i0 = o0[r] * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-              int64_t i1 = o1[r] * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-              if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
-              // Output columns o2[r] + t whose input column (o2[r] + t) * stride + off is inside.
-              int64_t first, last;
-              if (ranges) {
-                first = lo[r][k2];
-                last = hi[r][k2];
-              } else {
-                InsideRange(o2[r] * s + off, s, g.in[2], len[r], &first, &last);
-              }
-              const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
-              int64_t base = o2[r] * s + off;  // + t * s >= 0 for t >= first
-              float* out = row + at[r];
-              if (s == 1) {
-                std::copy(xr + base + first, xr + base + last, out + first);
-              } else {
-                for (int64_t t = first; t < last; ++t) out[t] = xr[base + t * s];
-              }
+      float* row = panel + c * kGemmPanel;
+      std::copy(x_ + c * in_size + j, x_ + c * in_size + j + cols, row);
+      std::fill(row + cols, row + kGemmPanel, 0.0f);
+    }
+    return;
+  }
+  // The panel's columns as runs along the last output dim: run r covers panel columns
+  // [at[r], at[r] + len[r]), output (o0[r], o1[r], o2[r] + t).
+  int64_t at[kGemmPanel], len[kGemmPanel], o0[kGemmPanel], o1[kGemmPanel], o2[kGemmPanel];
+  int runs = 0;
+  for (int64_t q = 0; q < cols;) {
+    int64_t r = j + q;
+    o2[runs] = r % g.out[2];
+    o1[runs] = r / g.out[2] % g.out[1];
+    o0[runs] = r / g.out[2] / g.out[1];
+    at[runs] = q;
+    len[runs] = std::min(cols - q, g.out[2] - o2[runs]);
+    q += len[runs++];
+  }
+  // Per run and tap of the last dim: the run's columns that read inside the input (they
+  // depend on neither the channel nor the other taps, so are found once per panel).
+  constexpr int64_t kMaxTaps = 64;
+  int64_t k2n = g.kernel[2], s = g.stride[2];
+  int64_t lo[kGemmPanel][kMaxTaps], hi[kGemmPanel][kMaxTaps];
+  bool ranges = k2n <= kMaxTaps;
+  for (int r = 0; ranges && r < runs; ++r) {
+    for (int64_t k2 = 0; k2 < k2n; ++k2) {
+      InsideRange(o2[r] * s + k2 * g.dilation[2] - g.pad[2], s, g.in[2], len[r], &lo[r][k2],
+                  &hi[r][k2]);
+    }
+  }
+  float* row = panel;
+  for (int64_t c = 0; c < channels_; ++c) {
+    const float* xc = x_ + c * in_size;
+    for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+        for (int64_t k2 = 0; k2 < k2n; ++k2, row += kGemmPanel) {
+          for (int64_t v = 0; v < kGemmPanel; v += 8) StoreV(row + v, V8{});
+          int64_t off = k2 * g.dilation[2] - g.pad[2];
+          for (int r = 0; r < runs; ++r) {
+            int64_t i0 = o0[r] * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+            int64_t i1 = o1[r] * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+            if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) continue;
+            // Output columns o2[r] + t whose input column (o2[r] + t) * stride + off is inside.
+            int64_t first, last;
+            if (ranges) {
+              first = lo[r][k2];
+              last = hi[r][k2];
+            } else {
+              InsideRange(o2[r] * s + off, s, g.in[2], len[r], &first, &last);
+            }
+            const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+            int64_t base = o2[r] * s + off;  // + t * s >= 0 for t >= first
+            float* out = row + at[r];
+            if (s == 1) {
+              std::copy(xr + base + first, xr + base + last, out + first);
+            } else if (s == 2) {  // a constant stride: the copy vectorizes
+              const float* from = xr + base;
+              for (int64_t t = first; t < last; ++t) out[t] = from[2 * t];
+            } else {
+              for (int64_t t = first; t < last; ++t) out[t] = xr[base + t * s];
             }
           }
         }
       }
     }
+  }
+}
+
+// The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
+// o2), zero where the window reads padding.
+class Im2Col final : public GemmB {
+ public:
+  Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
+  void Pack(int64_t j, int64_t cols, float* panel) const override {
+    PackIm2Col(x_, channels_, g_, j, cols, panel);
   }
 
  private:
@@ -368,6 +376,66 @@ QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, 
   }
 }
 
+// A depthwise output plane small enough to accumulate whole in L1 (DepthwiseGrid): at most this
+// many floats of its grid.
+constexpr int64_t kDepthwiseGridFloats = 4096;
+
+// The grid of DepthwiseGrid for a unit-stride 1-d or 2-d window: the padded plane's rows are
+// `wp` wide and there are `ph` of them; the output is computed at every column of the width and
+// the first out[2] of each row kept. Zero when the window is not one or the grid is too large.
+struct DepthwiseGridSize {
+  int64_t ph = 0, wp = 0;
+  explicit DepthwiseGridSize(const Geo& g) {
+    if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1 ||
+        g.pad[1] < 0 || g.pad[2] < 0) {
+      return;
+    }
+    int64_t w = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    int64_t h = g.out[1] + (g.kernel[1] - 1) * g.dilation[1];
+    if (g.out[1] * w > kDepthwiseGridFloats) return;
+    ph = h;
+    wp = w;
+  }
+  explicit operator bool() const { return wp > 0; }
+  // Floats of the padded plane: the last tap's grid reads past it by the kernel's width, and
+  // the grid is read in blocks of 32.
+  int64_t Floats(const Geo& g) const { return ph * wp + (g.kernel[2] - 1) * g.dilation[2] + 32; }
+  // Floats of the output grid, a whole number of blocks of 32.
+  int64_t GridFloats(const Geo& g) const { return (g.out[1] * wp + 31) / 32 * 32; }
+};
+
+// One output channel of a small unit-stride depthwise convolution: the plane zero-padded into
+// `padded` (DepthwiseGridSize), then each tap one multiply-add over the whole output grid (a
+// contiguous run of out[1] * wp floats in `acc`), and the kept columns copied to y. Long
+// vector loops where a row of a small plane would give a few elements each.
+QUILT_CLONES void DepthwiseGrid(const float* x, const float* w, float* y, const Geo& g,
+                                const DepthwiseGridSize& grid, float* padded, float* acc) {
+  int64_t wp = grid.wp, n = g.out[1] * wp;
+  std::fill(padded, padded + grid.Floats(g), 0.0f);
+  int64_t rows = std::clamp<int64_t>(grid.ph - g.pad[1], 0, g.in[1]);
+  int64_t cols = std::clamp<int64_t>(wp - g.pad[2], 0, g.in[2]);
+  for (int64_t r = 0; r < rows; ++r) {
+    CopyShort(x + r * g.in[2], cols, padded + (g.pad[1] + r) * wp + g.pad[2]);
+  }
+  // 32 outputs at a time held in four vectors across every tap.
+  int64_t taps = g.kernel[1] * g.kernel[2];
+  for (int64_t i = 0; i < n; i += 32) {
+    V8 a[4] = {V8{}, V8{}, V8{}, V8{}};
+    for (int64_t t = 0; t < taps; ++t) {
+      int64_t k1 = t / g.kernel[2], k2 = t % g.kernel[2];
+      const float* src = padded + k1 * g.dilation[1] * wp + k2 * g.dilation[2] + i;
+      float wv = w[t];
+      for (int v = 0; v < 4; ++v) {
+        V8 x8;
+        LoadV(&x8, src + 8 * v);
+        a[v] += wv * x8;
+      }
+    }
+    for (int v = 0; v < 4; ++v) StoreV(acc + i + 8 * v, a[v]);
+  }
+  for (int64_t o1 = 0; o1 < g.out[1]; ++o1) CopyShort(acc + o1 * wp, g.out[2], y + o1 * g.out[2]);
+}
+
 // One output channel of a depthwise convolution, any stride: y (out) from x (in), weights w
 // (kernel), accumulated tap by tap over the output columns that tap reads inside the input. A
 // stride of 2 along the last dim (kStride2) is a constant the vectorizer turns into even-lane
@@ -488,7 +556,8 @@ struct Epilogue {
       e.hi = static_cast<float>(geo.hi);
     }
     e.hardswish = geo.hardswish;
-    active = geo.bias || geo.clamp || geo.hardswish;
+    e.hard_swish = geo.hard_swish;
+    active = geo.bias || geo.clamp || geo.hardswish || geo.hard_swish;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
@@ -732,12 +801,20 @@ Status ConvFast(KernelContext& ctx) {
     ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
       std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
       std::vector<const float*> taps(rows.size());
-      std::vector<float> padded;
-      if (g.stride[2] == 1) padded.resize(static_cast<size_t>(g.in[0] * g.in[1] * PaddedWidth(g)));
+      std::vector<float> padded, acc;
+      DepthwiseGridSize grid(g);
+      if (grid) {
+        padded.resize(static_cast<size_t>(grid.Floats(g)));
+        acc.resize(static_cast<size_t>(grid.GridFloats(g)));
+      } else if (g.stride[2] == 1) {
+        padded.resize(static_cast<size_t>(g.in[0] * g.in[1] * PaddedWidth(g)));
+      }
       for (int64_t t = c0; t < c1; ++t) {
         int64_t b = t / geo.o, oc = t % geo.o;
         const float* xc = px + (b * geo.c + oc / geo.og) * in_size;
-        if (g.stride[2] == 1) {
+        if (grid) {
+          DepthwiseGrid(xc, pw + oc * ks, py + t * out_size, g, grid, padded.data(), acc.data());
+        } else if (g.stride[2] == 1) {
           DepthwiseUnitStride(xc, pw + oc * ks, py + t * out_size, g, padded.data(), rows.data(),
                               taps.data());
         } else if (g.stride[2] == 2) {

@@ -212,6 +212,14 @@ QUILT_CLONES void BiasHardSwish(float* __restrict y, int64_t n, float b) {
   }
 }
 
+QUILT_CLONES void BiasOnnxHardSwish(float* __restrict y, int64_t n, float b) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + b;
+    float t = v / 6.0f + 0.5f;
+    y[i] = v * std::max(0.0f, std::min(1.0f, t));
+  }
+}
+
 void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   for (int64_t p = 0; p < k_; ++p) {
     const float* row = b_ + p * ld_ + j;

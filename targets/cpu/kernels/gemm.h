@@ -95,16 +95,22 @@ struct GemmEpilogue {
   const float* bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
-  bool hardswish = false;  // instead of the bounds: c = c * min(max(c + 3, 0), 6)
+  bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
+  bool hard_swish = false;  // or ONNX HardSwish: c = c * max(0, min(1, c / 6 + 0.5))
 };
 
 // y[i] = min(max(y[i] + b, lo), hi) over [0, n), NaN kept: the epilogue of one row.
 void BiasClamp(float* y, int64_t n, float b, float lo, float hi);
 // v = y[i] + b, y[i] = v * min(max(v + 3, 0), 6) over [0, n), NaN kept.
 void BiasHardSwish(float* y, int64_t n, float b);
+// v = y[i] + b, y[i] = v * max(0, min(1, v / 6 + 0.5)) over [0, n) (ONNX HardSwish, rounded as
+// its kernel rounds it), NaN kept.
+void BiasOnnxHardSwish(float* y, int64_t n, float b);
 // The epilogue `e` of one row: bias b, then the bounds or the hardswish.
 inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, float b) {
-  if (e.hardswish) {
+  if (e.hard_swish) {
+    BiasOnnxHardSwish(y, n, b);
+  } else if (e.hardswish) {
     BiasHardSwish(y, n, b);
   } else {
     BiasClamp(y, n, b, e.lo, e.hi);

@@ -4,6 +4,7 @@
 // FMA and for the baseline, the copy chosen at load time from the CPU's features.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 namespace quilt::cpu {
@@ -70,5 +71,22 @@ QUILT_ALWAYS_INLINE void StoreV(float* p, const V8& v) { *reinterpret_cast<V8Una
 inline void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
 inline void StoreV(float* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
 #endif
+
+// dst[0, n) = src[0, n) for the short rows of small images: vector copies, then one at a time.
+// A plain loop or std::copy becomes a call to memmove, whose fixed cost is most of a row of a few
+// floats. (GCC makes a copy loop a memmove call itself, unless told not to.)
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+inline void
+CopyShort(const float* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    V8 v;
+    LoadV(&v, src + i);
+    StoreV(dst + i, v);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
 
 }  // namespace quilt::cpu
