@@ -40,9 +40,9 @@ Status MaximumFast(KernelContext& ctx);
 Status MinimumFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
 
-// The reference kernel of a reduction with a fast float32 path ("sum", "mean", "reduce_l1",
-// "reduce_l2", "reduce_sum_square"; reduce.cc), whose registered kernel takes that path; null
-// for other ops.
+// The reference kernel of a reduction with a fast float32 path ("max", "min", "sum", "mean",
+// "reduce_l1", "reduce_l2", "reduce_sum_square"; reduce.cc), whose registered kernel takes that
+// path; null for other ops.
 rt::KernelFn ReduceReference(std::string_view op);
 
 // out[r] = the sum over row r of `rows` contiguous rows of n floats of x, x * x (squares) or |x|

@@ -202,13 +202,15 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   }
 }
 
-// Float32 sums, means, sums of squares and l1 / l2 norms whose reduced axes follow every kept one
-// (rows of `count` contiguous elements, one per output): SumRows, in double lanes (the reference
-// adds in index order; the two differ by double rounding only). False where it does not apply.
+// Float32 sums, means, sums of squares, l1 / l2 norms, maxima and minima whose reduced axes follow
+// every kept one (rows of `count` contiguous elements, one per output): sums by SumRows, in
+// double lanes (the reference adds in index order; the two differ by double rounding only),
+// extremes row by row as the reference finds them. False where it does not apply.
 template <Red kRed>
 bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
+  constexpr bool kExtreme = kRed == Red::kMax || kRed == Red::kMin;
   constexpr bool kRows = kRed == Red::kSum || kRed == Red::kMean || kRed == Red::kSumSquare ||
-                         kRed == Red::kL1 || kRed == Red::kL2;
+                         kRed == Red::kL1 || kRed == Red::kL2 || kExtreme;
   if (!kRows || x.dtype != DType::kFloat32 || p.count == 0) return false;
   int last_kept = -1, first_reduced = x.rank();
   for (int i = 0; i < x.rank(); ++i) {
@@ -220,6 +222,28 @@ bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
     }
   }
   if (last_kept > first_reduced) return false;
+  if constexpr (kExtreme) {
+    // Each row in order, as the reference walks it: NaN wins, and of equal values the first.
+    const float* px = x.Data<float>();
+    float* py = y->MutableData<float>();
+    ctx.ParallelFor(p.out_n, std::max<int64_t>(1, 16384 / p.count), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const float* row = px + o * p.count;
+        float acc = kRed == Red::kMax ? -std::numeric_limits<float>::infinity()
+                                      : std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < p.count; ++i) {
+          float v = row[i];
+          if (std::isnan(v) || std::isnan(acc)) {
+            acc = std::numeric_limits<float>::quiet_NaN();
+          } else if (kRed == Red::kMax ? v > acc : v < acc) {
+            acc = v;
+          }
+        }
+        py[o] = acc;
+      }
+    });
+    return true;
+  }
   RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
                 : kRed == Red::kL1                          ? RowSum::kMagnitudes
                                                             : RowSum::kPlain;
@@ -547,6 +571,8 @@ std::span<const rt::KernelEntry> ReduceKernels() { return kKernels; }
 
 rt::KernelFn ReduceReference(std::string_view op) {
   static constexpr rt::KernelEntry kReference[] = {
+      {"max", Reduce<Red::kMax, false>},
+      {"min", Reduce<Red::kMin, false>},
       {"sum", Reduce<Red::kSum, false>},
       {"mean", Reduce<Red::kMean, false>},
       {"reduce_l1", Reduce<Red::kL1, false>},
