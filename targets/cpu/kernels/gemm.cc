@@ -150,27 +150,71 @@ void PackA(const float* a, int64_t lda, int64_t m, int64_t k, int64_t i, float* 
   }
 }
 
-// A product with few columns: one dot product per element of C, along the rows of A.
+// A product with few columns: dot products along the rows of A, up to four columns of C at once
+// so that each load of A feeds several independent sums.
+template <int kCols>
+QUILT_ALWAYS_INLINE void DotRow(int64_t k, const float* ai, const float* cols, float* ci) {
+  V8 acc[kCols];
+  for (V8& v : acc) v = V8{};
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    V8 x;
+    LoadV(&x, ai + p);
+    for (int j = 0; j < kCols; ++j) {
+      V8 y;
+      LoadV(&y, cols + j * k + p);
+      acc[j] += x * y;
+    }
+  }
+  for (int j = 0; j < kCols; ++j) {
+    float lanes[8];
+    std::memcpy(lanes, &acc[j], sizeof lanes);
+    float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+              ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    for (int64_t q = p; q < k; ++q) s += ai[q] * cols[j * k + q];
+    ci[j] = s;
+  }
+}
+
 QUILT_CLONES void NarrowProduct(int64_t m0, int64_t m1, int64_t n, int64_t k, const float* a,
                                 int64_t lda, const float* cols, float* c, int64_t ldc) {
-  for (int64_t i = m0; i < m1; ++i) {
-    const float* ai = a + i * lda;
-    for (int64_t j = 0; j < n; ++j) {
-      const float* bj = cols + j * k;
+  if (n == 1) {  // a matrix-vector product: one sum per row
+    for (int64_t i = m0; i < m1; ++i) {
+      const float* ai = a + i * lda;
       V8 acc = V8{};
       int64_t p = 0;
       for (; p + 8 <= k; p += 8) {
         V8 x, y;
         LoadV(&x, ai + p);
-        LoadV(&y, bj + p);
+        LoadV(&y, cols + p);
         acc += x * y;
       }
       float lanes[8];
       std::memcpy(lanes, &acc, sizeof lanes);
       float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
                 ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-      for (; p < k; ++p) s += ai[p] * bj[p];
-      c[i * ldc + j] = s;
+      for (; p < k; ++p) s += ai[p] * cols[p];
+      c[i * ldc] = s;
+    }
+    return;
+  }
+  for (int64_t i = m0; i < m1; ++i) {
+    const float* ai = a + i * lda;
+    float* ci = c + i * ldc;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) DotRow<4>(k, ai, cols + j * k, ci + j);
+    switch (n - j) {
+      case 3:
+        DotRow<3>(k, ai, cols + j * k, ci + j);
+        break;
+      case 2:
+        DotRow<2>(k, ai, cols + j * k, ci + j);
+        break;
+      case 1:
+        DotRow<1>(k, ai, cols + j * k, ci + j);
+        break;
+      default:
+        break;
     }
   }
 }
