@@ -531,6 +531,12 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
               float v = xr[o2 + off];
               yr[o2] = v > yr[o2] ? v : yr[o2];
             }
+          } else if (s2 == 2) {  // a constant stride: the loop vectorizes
+            const float* __restrict xo = xr + off;
+            for (int64_t o2 = lo; o2 < hi; ++o2) {
+              float v = xo[2 * o2];
+              yr[o2] = v > yr[o2] ? v : yr[o2];
+            }
           } else {
             for (int64_t o2 = lo; o2 < hi; ++o2) {
               float v = xr[o2 * s2 + off];
