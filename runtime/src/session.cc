@@ -54,6 +54,23 @@ struct GraphPlan {
   std::vector<HeldValue> held;
   // Per step: which of its inputs are the same tensor in every run (StepArgs::constant_inputs).
   std::vector<uint64_t> constant_inputs;
+  // A while_loop body: the steps that read only what every iteration of one loop sees alike
+  // (constants, captured values, carried values the body passes through unchanged, or what such
+  // steps make), computed in the first iteration and held for the others (MarkLoopInvariants);
+  // `loop_keep`: the values they make that the other steps read. Empty for other graphs.
+  std::vector<bool> loop_invariant;
+  std::vector<bool> loop_keep;
+  // A while_loop body: per output, whether it is a carried value the body returns as it was
+  // given (through copies), which the loop keeps rather than reading back; and per step, whether
+  // it only makes such outputs (a copy nothing else reads), which the loop's iterations skip.
+  std::vector<bool> loop_passthrough;
+  std::vector<bool> loop_skip;
+};
+
+// What the first iteration of one loop computed for the others: the loop-invariant values.
+struct LoopHeld {
+  bool ready = false;
+  std::vector<HeldValue> held;
 };
 }  // namespace
 
@@ -155,6 +172,116 @@ void MarkConstantInputs(GraphPlan& plan) {
     for (uint32_t i = 0; i < step->inputs()->size() && i < 64; ++i) {
       int32_t v = step->inputs()->Get(i);
       if (v >= 0 && constant[static_cast<size_t>(v)]) plan.constant_inputs[s] |= uint64_t{1} << i;
+    }
+  }
+}
+
+// Marks the loop-invariant steps of `body` (GraphPlan::loop_invariant), the body of a while_loop
+// with `carried` carried values: its inputs past the carried ones are captured, and a carried
+// value the body returns as it was given stays the same too. Like MarkHoisted, only library
+// kernels and copies whose outputs have static shapes and are no graph output; a body of several
+// loops keeps the steps invariant in all of them.
+void MarkLoopInvariants(GraphPlan& body, int carried) {
+  const pkg::Graph& g = *body.graph;
+  size_t num_values = g.values()->size(), num_steps = g.steps()->size();
+  std::vector<bool> same(num_values, false);
+  for (uint32_t v = 0; v < num_values; ++v) {
+    same[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
+  }
+  // What each output is a copy of, through chains of copies (the body's result of a carried
+  // value it does not change is often a copy of that input).
+  std::vector<int32_t> copied_from(num_values, -1);
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    const pkg::Step* step = g.steps()->Get(s);
+    if (body.builtins[s] != Builtin::kCopy || !step->inputs() || !step->outputs()) continue;
+    for (uint32_t k = 0; k < step->outputs()->size() && k < step->inputs()->size(); ++k) {
+      copied_from[static_cast<size_t>(step->outputs()->Get(k))] = step->inputs()->Get(k);
+    }
+  }
+  auto source = [&](int32_t v) {
+    for (size_t hops = 0; v >= 0 && copied_from[static_cast<size_t>(v)] >= 0 && hops < num_values;
+         ++hops) {
+      v = copied_from[static_cast<size_t>(v)];
+    }
+    return v;
+  };
+  uint32_t inputs = g.inputs()->size(), outputs = g.outputs()->size();
+  std::vector<bool> passthrough(outputs, false);
+  for (uint32_t i = 2; i < inputs; ++i) {
+    int32_t v = g.inputs()->Get(i);
+    bool captured = i >= 2 + static_cast<uint32_t>(carried);
+    bool passed = !captured && i - 1 < outputs && source(g.outputs()->Get(i - 1)) == v;
+    if (passed) passthrough[i - 1] = true;
+    if (v >= 0 && (captured || passed)) same[static_cast<size_t>(v)] = true;
+  }
+  // Copies whose every output is a passed-through output and read by no step.
+  std::vector<int> readers(num_values, 0);
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    for (int32_t v : *g.steps()->Get(s)->inputs()) {
+      if (v >= 0) ++readers[static_cast<size_t>(v)];
+    }
+  }
+  std::vector<bool> passed_value(num_values, false);
+  for (uint32_t o = 0; o < outputs; ++o) {
+    if (passthrough[o]) passed_value[static_cast<size_t>(g.outputs()->Get(o))] = true;
+  }
+  std::vector<bool> skip(num_steps, false);
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    const pkg::Step* step = g.steps()->Get(s);
+    if (body.builtins[s] != Builtin::kCopy || !step->outputs() || step->outputs()->size() == 0) {
+      continue;
+    }
+    bool only = true;
+    for (int32_t v : *step->outputs()) {
+      only &= passed_value[static_cast<size_t>(v)] && readers[static_cast<size_t>(v)] == 0;
+      // An output listed twice (two carried values from one copy) is read back once.
+      for (uint32_t o = 0; o < outputs; ++o) {
+        only &= g.outputs()->Get(o) != v || passthrough[o];
+      }
+    }
+    skip[s] = only;
+  }
+  if (body.loop_passthrough.empty()) {
+    body.loop_passthrough = passthrough;
+    body.loop_skip = skip;
+  } else {
+    for (uint32_t o = 0; o < outputs; ++o) {
+      body.loop_passthrough[o] = body.loop_passthrough[o] && passthrough[o];
+    }
+    for (uint32_t s = 0; s < num_steps; ++s) body.loop_skip[s] = body.loop_skip[s] && skip[s];
+  }
+  std::vector<bool> invariant(num_steps, false);
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    const pkg::Step* step = g.steps()->Get(s);
+    Builtin b = body.builtins[s];
+    if ((b != Builtin::kNone && b != Builtin::kCopy) || !step->inputs() || !step->outputs() ||
+        step->inputs()->size() == 0) {
+      continue;
+    }
+    bool ok = true;
+    for (int32_t v : *step->inputs()) ok &= v < 0 || same[static_cast<size_t>(v)];
+    for (int32_t v : *step->outputs()) {
+      const pkg::Value* value = g.values()->Get(static_cast<uint32_t>(v));
+      ok &= !body.is_output[static_cast<size_t>(v)] && value->dtype() != 0 && value->rank() >= 0 &&
+            value->dims();
+      if (!ok) break;
+      for (int32_t d : *value->dims()) ok &= g.dims()->Get(d)->kind() == pkg::DimKind::Int;
+    }
+    if (!ok) continue;
+    invariant[s] = true;
+    for (int32_t v : *step->outputs()) same[static_cast<size_t>(v)] = true;
+  }
+  if (body.loop_invariant.empty()) {
+    body.loop_invariant = invariant;
+  } else {
+    for (size_t s = 0; s < num_steps; ++s)
+      body.loop_invariant[s] = body.loop_invariant[s] && invariant[s];
+  }
+  body.loop_keep.assign(num_values, false);
+  for (uint32_t s = 0; s < num_steps; ++s) {
+    if (body.loop_invariant[s]) continue;
+    for (int32_t v : *g.steps()->Get(s)->inputs()) {
+      if (v >= 0) body.loop_keep[static_cast<size_t>(v)] = true;
     }
   }
 }
@@ -461,6 +588,17 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   // (dequantized weights, constants moved to another device): runs start after them.
   QUILT_RETURN_IF_ERROR(HoistConstantSteps(plans));
   for (GraphPlan& plan : plans.graphs) MarkConstantInputs(plan);
+  for (GraphPlan& plan : plans.graphs) {
+    for (uint32_t i = 0; i < plan.graph->steps()->size(); ++i) {
+      const pkg::Step* step = plan.graph->steps()->Get(i);
+      if (plan.builtins[i] != Builtin::kWhileLoop || !step->subgraphs() ||
+          step->subgraphs()->size() < 1) {
+        continue;
+      }
+      auto body = static_cast<size_t>(step->subgraphs()->Get(0));
+      if (body < plans.graphs.size()) MarkLoopInvariants(plans.graphs[body], StepArgSize(*step, 3));
+    }
+  }
   const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));
@@ -550,20 +688,52 @@ class Run final : public OutputAllocator {
 
   // Binds the inputs (host tensors, by position; null: the input's default), runs every step,
   // frees each intermediate after its last reader.
-  Status Execute(const std::vector<const Tensor*>& given) {
+  // `loop`: for an iteration of a while_loop's body, what the loop's first iteration holds for
+  // the others (null otherwise): the first runs every step and keeps the loop-invariant values,
+  // the later ones bind them and skip the steps that made them.
+  Status Execute(const std::vector<const Tensor*>& given, LoopHeld* loop = nullptr) {
     QUILT_RETURN_IF_ERROR(AllocateArenas());
     QUILT_RETURN_IF_ERROR(BindConstantsAndInputs(given));
     for (const HeldValue& h : plan_.held) values_[static_cast<size_t>(h.value)] = h.tensor;
+    bool invariants = loop && !plan_.loop_invariant.empty();
+    bool skip = invariants && loop->ready;
+    if (skip) {
+      for (const HeldValue& h : loop->held) values_[static_cast<size_t>(h.value)] = h.tensor;
+    }
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {
       if (!plan_.hoisted.empty() && plan_.hoisted[static_cast<size_t>(s)]) continue;
+      bool invariant = invariants && plan_.loop_invariant[static_cast<size_t>(s)];
+      if (skip && invariant) continue;
+      if (loop && !plan_.loop_skip.empty() && plan_.loop_skip[static_cast<size_t>(s)]) continue;
       QUILT_RETURN_IF_ERROR(CheckCancelled());
       auto begin = std::chrono::steady_clock::now();
       Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
       if (st.ok() && profile_) st = Profile(s, begin);
+      if (st.ok() && invariant) {
+        for (int32_t v : *step_->outputs()) {
+          if (!plan_.loop_keep[static_cast<size_t>(v)]) continue;
+          HeldValue h;
+          st = Hold(v, &h);
+          if (!st.ok()) break;
+          loop->held.push_back(std::move(h));
+        }
+      }
       if (!st.ok()) return st.WithContext(StepName(g_, s));
       for (int v : plan_.frees[s]) Free(v);
     }
+    if (invariants) loop->ready = true;
+    return Status::Ok();
+  }
+
+  // Value v copied into a buffer of its own (`h`), which outlives this run.
+  Status Hold(int v, HeldValue* h) {
+    const DeviceTensor& t = values_[static_cast<size_t>(v)];
+    int device = ValueDevice(v);
+    h->value = v;
+    QUILT_RETURN_IF_ERROR(DeviceOf(device).Allocate(t.data.size, &h->buffer));
+    h->tensor = {t.dtype, t.shape, {h->buffer.get(), 0, t.data.size}};
+    if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, h->tensor.data));
     return Status::Ok();
   }
 
@@ -587,13 +757,8 @@ class Run final : public OutputAllocator {
       if (!st.ok()) return st.WithContext(StepName(g_, step));
       for (int32_t v : *step_->outputs()) {
         if (!read_later[static_cast<size_t>(v)]) continue;
-        const DeviceTensor& t = values_[static_cast<size_t>(v)];
-        int device = ValueDevice(v);
         HeldValue h;
-        h.value = v;
-        QUILT_RETURN_IF_ERROR(DeviceOf(device).Allocate(t.data.size, &h.buffer));
-        h.tensor = {t.dtype, t.shape, {h.buffer.get(), 0, t.data.size}};
-        if (t.data.size) QUILT_RETURN_IF_ERROR(QueueOf(device).Copy(t.data, h.tensor.data));
+        QUILT_RETURN_IF_ERROR(Hold(v, &h));
         held->push_back(std::move(h));
       }
     }
@@ -650,12 +815,16 @@ class Run final : public OutputAllocator {
   }
 
   // The outputs, read back to the host.
-  Status TakeOutputs(std::vector<OwnedTensor>* outputs) {
+  // `passed`: for a loop's body, the outputs it passes through (GraphPlan::loop_passthrough),
+  // left empty: the loop keeps what it gave.
+  Status TakeOutputs(std::vector<OwnedTensor>* outputs, bool passed = false) {
     outputs->clear();
     for (uint32_t i = 0; i < g_.outputs()->size(); ++i) {
       int v = g_.outputs()->Get(i);
       OwnedTensor o;
-      QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
+      if (!passed || plan_.loop_passthrough.empty() || !plan_.loop_passthrough[i]) {
+        QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
+      }
       o.name = g_.values()->Get(v)->name() ? g_.values()->Get(v)->name()->str() : "";
       outputs->push_back(std::move(o));
     }
@@ -1004,7 +1173,7 @@ class Run final : public OutputAllocator {
 
   // Subgraph `graph` run on `inputs`, in a run of its own (its own values and symbols).
   Status RunGraph(int graph, const std::vector<const Tensor*>& inputs,
-                  std::vector<OwnedTensor>* outputs) {
+                  std::vector<OwnedTensor>* outputs, LoopHeld* loop = nullptr) {
     if (depth_ >= kMaxDepth) return Status::Error("subgraphs nested too deep");
     if (inputs.size() != plans_.graphs[graph].graph->inputs()->size()) {
       return Status::Error("subgraph " + std::to_string(graph) + " takes " +
@@ -1012,8 +1181,8 @@ class Run final : public OutputAllocator {
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
     class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_, memory_);
-    QUILT_RETURN_IF_ERROR(sub.Execute(inputs));
-    return sub.TakeOutputs(outputs);
+    QUILT_RETURN_IF_ERROR(sub.Execute(inputs, loop));
+    return sub.TakeOutputs(outputs, loop != nullptr);
   }
 
   // Output i of the step from host memory.
@@ -1145,6 +1314,7 @@ class Run final : public OutputAllocator {
     size_t num_scans = num_outputs() - num_carried;
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
+    LoopHeld invariants;  // what the first iteration computes for the others
     for (int64_t it = 0; it < max && cond; ++it) {
       if (it >= plans_.limits.max_loop_iterations) {
         return Status::Error("the loop reached " + std::to_string(it) +
@@ -1163,14 +1333,17 @@ class Run final : public OutputAllocator {
       for (const Tensor& v : views) in.push_back(&v);
       in.insert(in.end(), captured.begin(), captured.end());
       std::vector<OwnedTensor> outs;
-      Status st = RunGraph(body, in, &outs);
+      Status st = RunGraph(body, in, &outs, &invariants);
       if (!st.ok()) return st.WithContext("iteration " + std::to_string(it));
       if (outs.size() != 1 + num_carried + num_scans) {
         return Status::Error("the loop body returns " + std::to_string(outs.size()) + " values");
       }
       Tensor c = View(outs[0]);
       QUILT_RETURN_IF_ERROR(ScalarBool(&c, "the body's condition", &cond));
-      for (size_t k = 0; k < num_carried; ++k) carried[k] = std::move(outs[1 + k]);
+      const std::vector<bool>& passed = plans_.graphs[static_cast<size_t>(body)].loop_passthrough;
+      for (size_t k = 0; k < num_carried; ++k) {
+        if (passed.empty() || !passed[1 + k]) carried[k] = std::move(outs[1 + k]);
+      }
       for (size_t k = 0; k < num_scans; ++k)
         scans[k].push_back(std::move(outs[1 + num_carried + k]));
     }
