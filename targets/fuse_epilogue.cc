@@ -32,7 +32,7 @@ class Fusion {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
       FuseBias(conv);
-      if (!FuseClamp(conv)) FuseHardSwish(conv);
+      if (!FuseClamp(conv) && !FuseSilu(conv)) FuseHardSwish(conv);
     }
     std::vector<StepSpec> kept;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
@@ -88,6 +88,43 @@ class Fusion {
     }
     conv.outputs = r.outputs;
     Remove(act);
+    return true;
+  }
+
+  // s = sigmoid(r), y = multiply(r, s) (operands in either order) with r the conv's result read
+  // by the sigmoid and the multiply alone and s by the multiply alone: SiLU, on the CPU.
+  bool FuseSilu(StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
+    int r = conv.outputs[0];
+    const std::vector<int>& readers = readers_[static_cast<size_t>(r)];
+    if (reads_[static_cast<size_t>(r)] != 2 || readers.size() != 2 || readers[0] == readers[1]) {
+      return false;
+    }
+    int sig = -1, mul = -1;
+    for (int s : readers) {
+      const std::string& k = g_.steps[static_cast<size_t>(s)].kernel;
+      if (k == "sigmoid") sig = s;
+      if (k == "multiply") mul = s;
+    }
+    if (sig < 0 || mul < 0) return false;
+    const StepSpec& sg = g_.steps[static_cast<size_t>(sig)];
+    const StepSpec& m = g_.steps[static_cast<size_t>(mul)];
+    if (sg.device != conv.device || sg.inputs.size() != 1 || sg.outputs.size() != 1 ||
+        m.device != conv.device || m.inputs.size() != 2 || m.outputs.size() != 1) {
+      return false;
+    }
+    int sv = sg.outputs[0];
+    if (!SameType(r, sv) || reads_[static_cast<size_t>(sv)] != 1 ||
+        readers_[static_cast<size_t>(sv)][0] != mul) {
+      return false;
+    }
+    bool operands =
+        (m.inputs[0] == r && m.inputs[1] == sv) || (m.inputs[0] == sv && m.inputs[1] == r);
+    if (!operands || !SameType(r, m.outputs[0])) return false;
+    conv.attrs.Set("activation", std::string("silu"));
+    conv.outputs = m.outputs;
+    Remove(sig);
+    Remove(mul);
     return true;
   }
 

@@ -9,7 +9,8 @@
 // chain a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (3 a float32 scalar constant; the
 // operands of each in either order), a and c each read once, within the chain, the conv step
 // takes activation = "hardswish" and writes y; on the CPU an nn.hard_swish (ONNX HardSwish) read
-// alone joins it as activation = "hard_swish". The fused step writes the last value of the
+// alone joins it as activation = "hard_swish", and SiLU, s = sigmoid(r), y = multiply(r, s) (s
+// read by the multiply alone), as activation = "silu". The fused step writes the last value of the
 // chain; the steps after the conv go, and the values between are left unwritten and unread (so
 // neither planned nor allocated). A value between that is a graph output, is read by another
 // step or more often, or differs in shape or element type stops the chain there.

@@ -345,6 +345,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "hardswish", {}},
       {true, "hard_swish", {}},
       {false, "hard_swish", {}},
+      {true, "silu", {}},
+      {false, "silu", {}},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {

@@ -244,6 +244,43 @@ class Module:
   ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 3, 7, 6})}), want);
 }
 
+// SiLU (r * sigmoid(r), operands either way) after a conv joins it on the CPU; a sigmoid read
+// elsewhere too stays.
+TEST(FuseEpilogue, SiluJoinsTheConv) {
+  std::mt19937 rng(19);
+  const std::string weight = Const(rng, {4, 3, 3, 3}), bias = Const(rng, {1, 4, 1, 1});
+  struct Case {
+    std::string body;
+    int steps;  // after fusion
+  };
+  const std::vector<Case> cases = {
+      {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return y", 1},
+      {"s = R.sigmoid(a)\n        y = R.multiply(s, a)\n        return y", 1},
+      {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return (y, s)", 3},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
+        h = R.nn.conv2d(x, )" +
+                             weight + R"(, padding=[1, 1, 1, 1])
+        a = R.add(h, )" + bias +
+                             R"()
+        )" + c.body + "\n");
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    std::vector<float> x(3 * 7 * 6);
+    std::uniform_real_distribution<float> d(-4, 4);
+    for (float& v : x) v = d(rng);
+    std::vector<std::vector<float>> want =
+        RunPackage(plain.package, {test::Input("x", x, {1, 3, 7, 6})});
+    ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 3, 7, 6})}), want);
+  }
+}
+
 // A value of the chain that is a graph output stays: the chain stops before it is eliminated.
 TEST(FuseEpilogue, GraphOutputsAreNotFusedAway) {
   std::mt19937 rng(9);

@@ -5,6 +5,7 @@
 // Every spatial loop runs over 3 dims: an op of spatial rank 1 or 2 is seen with trailing dims of
 // size 1 (kernel 1, stride 1, no padding), which changes no result.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -161,7 +162,8 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   double inf = std::numeric_limits<double>::infinity();
   geo->hardswish = act == "hardswish";
   geo->hard_swish = act == "hard_swish";
-  geo->clamp = !act.empty() && !geo->hardswish && !geo->hard_swish;
+  geo->silu = act == "silu";
+  geo->clamp = !act.empty() && !geo->hardswish && !geo->hard_swish && !geo->silu;
   if (act == "relu") {
     geo->lo = 0;
     geo->hi = inf;
@@ -261,6 +263,9 @@ Status ConvReference(KernelContext& ctx) {
                 auto t = static_cast<Compute<T>>(static_cast<Compute<T>>(v / six) + half);
                 t = std::max(zero, std::min(one, t));
                 v = static_cast<Compute<T>>(v * t);
+              } else if (geo.silu) {
+                double d = static_cast<double>(v);
+                v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
               }
               py[yi++] = Store<T>(v);
             }

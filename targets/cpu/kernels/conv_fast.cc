@@ -563,7 +563,8 @@ struct Epilogue {
     }
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
-    active = geo.bias || geo.clamp || geo.hardswish || geo.hard_swish;
+    e.silu = geo.silu;
+    active = geo.bias || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.

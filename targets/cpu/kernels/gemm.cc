@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/simd.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu {
 namespace {
@@ -261,6 +262,13 @@ QUILT_CLONES void BiasOnnxHardSwish(float* __restrict y, int64_t n, float b) {
     float v = y[i] + b;
     float t = v / 6.0f + 0.5f;
     y[i] = v * std::max(0.0f, std::min(1.0f, t));
+  }
+}
+
+QUILT_CLONES void BiasSilu(float* __restrict y, int64_t n, float b) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + b;
+    y[i] = v * vmath::Sigmoid(v);
   }
 }
 

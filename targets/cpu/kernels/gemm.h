@@ -97,6 +97,7 @@ struct GemmEpilogue {
   float hi = std::numeric_limits<float>::infinity();
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
   bool hard_swish = false;  // or ONNX HardSwish: c = c * max(0, min(1, c / 6 + 0.5))
+  bool silu = false;        // or c = c * sigmoid(c) (vmath.h's sigmoid, as its kernel)
 };
 
 // y[i] = min(max(y[i] + b, lo), hi) over [0, n), NaN kept: the epilogue of one row.
@@ -106,9 +107,14 @@ void BiasHardSwish(float* y, int64_t n, float b);
 // v = y[i] + b, y[i] = v * max(0, min(1, v / 6 + 0.5)) over [0, n) (ONNX HardSwish, rounded as
 // its kernel rounds it), NaN kept.
 void BiasOnnxHardSwish(float* y, int64_t n, float b);
+// v = y[i] + b, y[i] = v * sigmoid(v) over [0, n) (the sigmoid of vmath.h, as the sigmoid
+// kernel computes it).
+void BiasSilu(float* y, int64_t n, float b);
 // The epilogue `e` of one row: bias b, then the bounds or the hardswish.
 inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, float b) {
-  if (e.hard_swish) {
+  if (e.silu) {
+    BiasSilu(y, n, b);
+  } else if (e.hard_swish) {
     BiasOnnxHardSwish(y, n, b);
   } else if (e.hardswish) {
     BiasHardSwish(y, n, b);

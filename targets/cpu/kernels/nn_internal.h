@@ -89,8 +89,9 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 // output channel, then the attribute activation = "relu" (max(v, 0)), "clip" (bounds
 // activation_min, activation_max, each infinite when absent), "hardswish"
 // (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it)
-// or "hard_swish" (ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), rounded as nn.hard_swish's
-// kernel rounds it), with NaN and -0 kept as the relu, clip and multiply kernels keep them.
+// "hard_swish" (ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), rounded as nn.hard_swish's
+// kernel rounds it) or "silu" (v * sigmoid(v), the sigmoid and multiply kernels' values), with NaN
+// and -0 kept as the relu, clip and multiply kernels keep them.
 struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
@@ -99,6 +100,7 @@ struct ConvGeometry {
   bool clamp = false;            // an activation: y = min(max(y, lo), hi)
   bool hardswish = false;        // or y = y * min(max(y + 3, 0), 6)
   bool hard_swish = false;       // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
+  bool silu = false;             // or y = y * sigmoid(y)
   double lo = 0, hi = 0;
 };
 // Checks the operands and attributes (the epilogue's too), computes the window and asks for the
