@@ -971,8 +971,52 @@ TEST(FastKernels, ReductionsMatchTheReference) {
   }
 }
 
-// Resize of the last two axes (the plane path) in every mode, and of a leading axis (the general
-// walk), against the reference walk: the same sums in the same order, so the same values exactly.
+// Max pooling of planes holding NaN and signed zeros: the fast paths (the window walk, the
+// two-pass separable one) give the reference's values, NaN where it gives NaN.
+TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
+  std::mt19937 rng(61);
+  struct Case {
+    std::vector<int64_t> kernel, stride, pads;
+  };
+  const Case cases[] = {{{3, 3}, {1, 1}, {1, 1, 1, 1}},  // the window walk
+                        {{5, 5}, {1, 1}, {2, 2, 2, 2}},  // two passes
+                        {{4, 4}, {2, 2}, {0, 0, 1, 1}}, {{4, 5}, {1, 3}, {1, 0, 0, 2}},
+                        {{9, 9}, {1, 1}, {4, 4, 4, 4}}, {{1, 3}, {1, 2}, {0, 1, 0, 1}}};
+  for (const Case& c : cases) {
+    Shape x = {1, 3, 9, 11};
+    std::vector<float> data = Random(rng, Count(x));
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (i % 7 == 3) data[i] = std::nanf("");
+      if (i % 11 == 5) data[i] = i % 2 ? -0.0f : 0.0f;
+    }
+    Attrs attrs;
+    attrs.Ints("pool_size", c.kernel)
+        .Ints("strides", c.stride)
+        .Ints("dilation", {1, 1})
+        .Ints("padding", c.pads)
+        .Bool("ceil_mode", false);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
+    TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
+    ASSERT_TRUE(nn::MaxPool(ref).ok());
+    ASSERT_TRUE(nn::MaxPoolFast(got).ok());
+    std::vector<float> v = got.values(), want = ref.values();
+    ASSERT_EQ(v.size(), want.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(v[i])) << "kernel " << Join(c.kernel) << ", element " << i;
+      } else {
+        EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << "kernel " << Join(c.kernel) << ", element " << i << ": " << v[i] << " vs "
+            << want[i];
+      }
+    }
+  }
+}
+
+// Resize of the last two axes (the plane path)// Resize of the last two axes (the plane path) in
+// every mode, and of a leading axis (the general walk), against the reference walk: the same sums
+// in the same order, so the same values exactly.
 TEST(FastKernels, ResizeMatchesTheReferenceExactly) {
   std::mt19937 rng(31);
   struct Case {

@@ -549,6 +549,89 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
   }
 }
 
+// The taps k in [*first, *last] of a window dim whose input index o * stride - pad + k * dilation
+// lies in [0, in) (first > last when none).
+void ValidTaps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel, int64_t in,
+               int64_t* first, int64_t* last) {
+  int64_t base = o * stride - pad;
+  *first = 0;
+  while (*first < kernel && base + *first * dilation < 0) ++*first;
+  *last = kernel - 1;
+  while (*last >= *first && base + *last * dilation >= in) --*last;
+}
+
+// A max pool of a 2-d window in two passes: each input row's maximum over the window's columns
+// for every output column, then each output row's over the window's rows. The window walk
+// (MaxPoolPlane, the reference) starts from the window's first cell and lets a later cell
+// replace the running value only when greater: the result is that first cell when it is NaN,
+// else the greatest of the cells that are not NaN (the first of equals). So the row pass takes
+// the greatest non-NaN cell of each row (NaN when there is none), the column pass the greatest of
+// those, and a first cell that is NaN makes the output NaN. `rowmax` holds in[1] * out[2] floats,
+// `first_col` out[2] indices.
+QUILT_CLONES void MaxPoolSeparable(const float* x, float* y, const Geo& g, float* rowmax,
+                                   int64_t* first_col) {
+  const float kLowest = -std::numeric_limits<float>::infinity();
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+    int64_t k0, k1;
+    ValidTaps(o2, g.stride[2], g.pad[2], g.dilation[2], g.kernel[2], g.in[2], &k0, &k1);
+    first_col[o2] = k0 <= k1 ? o2 * g.stride[2] - g.pad[2] + k0 * g.dilation[2] : -1;
+  }
+  // Tap by tap over the output columns it reads inside the row (in tap order for each column):
+  // selects the compiler turns into vector blends.
+  int64_t s2 = g.stride[2];
+  for (int64_t r = 0; r < g.in[1]; ++r) {
+    float* __restrict rm = rowmax + r * g.out[2];
+    const float* xr = x + r * g.in[2];
+    std::fill(rm, rm + g.out[2], kNaN);  // no cell that is not NaN yet
+    for (int64_t k = 0; k < g.kernel[2]; ++k) {
+      int64_t off = k * g.dilation[2] - g.pad[2], lo, hi;
+      InsideRange(off, s2, g.in[2], g.out[2], &lo, &hi);
+      const float* __restrict xo = xr + off;
+      auto update = [&](int64_t o2, float v) {
+        bool take = (v > rm[o2]) | ((rm[o2] != rm[o2]) & (v == v));
+        rm[o2] = take ? v : rm[o2];
+      };
+      if (s2 == 1) {
+        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[o2]);
+      } else if (s2 == 2) {
+        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[2 * o2]);
+      } else {
+        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[o2 * s2]);
+      }
+    }
+  }
+  for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+    float* __restrict yr = y + o1 * g.out[2];
+    int64_t k0, k1;
+    ValidTaps(o1, g.stride[1], g.pad[1], g.dilation[1], g.kernel[1], g.in[1], &k0, &k1);
+    if (k0 > k1) {  // no cell: the walk's -inf
+      std::fill(yr, yr + g.out[2], kLowest);
+      continue;
+    }
+    int64_t base = o1 * g.stride[1] - g.pad[1];
+    int64_t top = base + k0 * g.dilation[1];
+    const float* first = rowmax + top * g.out[2];
+    for (int64_t o2 = 0; o2 < g.out[2]; ++o2) yr[o2] = first[o2];
+    for (int64_t k = k0 + 1; k <= k1; ++k) {
+      const float* __restrict rm = rowmax + (base + k * g.dilation[1]) * g.out[2];
+      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+        float v = rm[o2];
+        bool take = (v > yr[o2]) | ((yr[o2] != yr[o2]) & (v == v));
+        yr[o2] = take ? v : yr[o2];
+      }
+    }
+    const float* xt = x + top * g.in[2];
+    for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+      if (first_col[o2] < 0) {
+        yr[o2] = kLowest;
+      } else if (xt[first_col[o2]] != xt[first_col[o2]]) {  // NaN
+        yr[o2] = kNaN;
+      }
+    }
+  }
+}
+
 // The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
 // no value) and bounds (infinite when there is no activation) or the hardswish.
 struct Epilogue {
@@ -778,10 +861,20 @@ Status MaxPoolFast(KernelContext& ctx) {
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
   int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * g.KernelSize()));
+  // Windows of 16 cells or more over one plane (4x4 and up): two passes (MaxPoolSeparable), k1 +
+  // k2 comparisons per output rather than k1 * k2. Smaller ones walk their windows.
+  bool separable = g.in[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && g.kernel[1] > 1 &&
+                   g.kernel[2] > 1 && g.kernel[1] * g.kernel[2] >= 16;
   ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
     std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
+    std::vector<float> rowmax(separable ? static_cast<size_t>(g.in[1] * g.out[2]) : 0);
+    std::vector<int64_t> first_col(separable ? static_cast<size_t>(g.out[2]) : 0);
     for (int64_t p = p0; p < p1; ++p) {
-      MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
+      if (separable) {
+        MaxPoolSeparable(px + p * in_size, py + p * out_size, g, rowmax.data(), first_col.data());
+      } else {
+        MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
+      }
     }
   });
   return Status::Ok();
