@@ -376,8 +376,8 @@ QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, 
   }
 }
 
-// A depthwise output plane small enough to accumulate whole in L1 (DepthwiseGrid): at most this
-// many floats of its grid.
+// A depthwise output plane of narrow rows small enough to accumulate whole in L1
+// (DepthwiseGrid): at most this many floats of its grid.
 constexpr int64_t kDepthwiseGridFloats = 4096;
 
 // The grid of DepthwiseGrid for a unit-stride 1-d or 2-d window: the padded plane's rows are
@@ -392,7 +392,8 @@ struct DepthwiseGridSize {
     }
     int64_t w = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
     int64_t h = g.out[1] + (g.kernel[1] - 1) * g.dilation[1];
-    if (g.out[1] * w > kDepthwiseGridFloats) return;
+    // Rows of 32 outputs or more fill DepthwiseUnitStride's vectors themselves.
+    if (g.out[2] >= 32 || g.out[1] * w > kDepthwiseGridFloats) return;
     ph = h;
     wp = w;
   }
