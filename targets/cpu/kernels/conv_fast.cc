@@ -717,13 +717,14 @@ std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, i
 }
 
 // Tile rows [r0, r1) of one image (cg channels of ih x iw; tiles_w tiles a row) transformed into
-// v ([16][cg][nb], nb = (r1 - r0) * tiles_w). Per channel and tile row, B^T runs down the four
-// input rows it reads (zero-padded to the tiles' width) as whole-row vector arithmetic, then B
-// across each tile's four columns, tile after tile: contiguous reads and writes throughout.
+// columns [col, col + (r1 - r0) * tiles_w) of v ([16][cg][nb]). Per channel and tile row, B^T runs
+// down the four input rows it reads (zero-padded to the tiles' width) as whole-row vector
+// arithmetic, then B across each tile's four columns, tile after tile: contiguous reads and writes
+// throughout.
 QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t iw, int64_t pad_t,
                                 int64_t pad_l, int64_t tiles_w, int64_t r0, int64_t r1, float* rows,
-                                float* v) {
-  int64_t nb = (r1 - r0) * tiles_w, wp = 2 * tiles_w + 2;
+                                float* v, int64_t col, int64_t nb) {
+  int64_t wp = 2 * tiles_w + 2;
   float* d[4] = {rows, rows + wp, rows + 2 * wp, rows + 3 * wp};
   float* r[4] = {rows + 4 * wp, rows + 5 * wp, rows + 6 * wp, rows + 7 * wp};
   for (int64_t c = 0; c < cg; ++c) {
@@ -748,7 +749,7 @@ QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t 
         r[2][q] = d[2][q] - d[1][q];
         r[3][q] = d[1][q] - d[3][q];
       }
-      int64_t t0 = (ty - r0) * tiles_w;
+      int64_t t0 = col + (ty - r0) * tiles_w;
       for (int i = 0; i < 4; ++i) {  // (B^T d) B, across each tile's columns
         const float* ri = r[i];
         float* v0 = v + ((i * 4 + 0) * cg + c) * nb + t0;
@@ -767,12 +768,12 @@ QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t 
   }
 }
 
-// Tile rows [r0, r1) of the products m ([16][og][nb]) brought back to 2x2 outputs in y (og
-// planes of oh x ow): A^T down each tile's four rows of products, then A across, a whole tile
-// row at a time.
+// Tile rows [r0, r1) of one image, columns [col, ...) of the products m ([16][og][nb]), brought
+// back to 2x2 outputs in y (the image's og planes of oh x ow): A^T down each tile's four rows of
+// products, then A across, a whole tile row at a time.
 QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t ow,
-                                 int64_t tiles_w, int64_t r0, int64_t r1, float* rows, float* y) {
-  int64_t nb = (r1 - r0) * tiles_w;
+                                 int64_t tiles_w, int64_t r0, int64_t r1, float* rows, float* y,
+                                 int64_t col, int64_t nb) {
   float* s[2][4];
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 4; ++j) s[i][j] = rows + (i * 4 + j) * tiles_w;
@@ -781,7 +782,7 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
   for (int64_t o = 0; o < og; ++o) {
     float* yo = y + o * oh * ow;
     for (int64_t ty = r0; ty < r1; ++ty) {
-      int64_t t0 = (ty - r0) * tiles_w;
+      int64_t t0 = col + (ty - r0) * tiles_w;
       for (int j = 0; j < 4; ++j) {
         const float* q0 = m + ((0 * 4 + j) * og + o) * nb + t0;
         const float* q1 = m + ((1 * 4 + j) * og + o) * nb + t0;
@@ -811,37 +812,62 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   int64_t ih = w.in[0], iw = w.in[1], oh = w.out[0], ow = w.out[1];
   int64_t cg = geo.cg, og = geo.og;
   int64_t tiles_w = (ow + 1) / 2, tiles_h = (oh + 1) / 2;
-  // Tile rows per block: the block's transformed inputs and products near 2 MiB.
-  int64_t per_block = std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, tiles_h);
-  int64_t blocks = (tiles_h + per_block - 1) / per_block;
-  for (int64_t b = 0; b < geo.n; ++b) {
-    const float* xb = x + b * geo.c * ih * iw;
-    float* yb = y + b * geo.o * oh * ow;
-    ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-      int64_t most = per_block * tiles_w;
-      std::vector<float> v(static_cast<size_t>(16 * cg * most));
-      std::vector<float> m(static_cast<size_t>(16 * og * most));
-      std::vector<float> rows(static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w));
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        int64_t r0 = blk * per_block, r1 = std::min(tiles_h, r0 + per_block);
-        int64_t n = (r1 - r0) * tiles_w;
-        WinogradInput(xb, cg, ih, iw, w.pad_begin[0], w.pad_begin[1], tiles_w, r0, r1, rows.data(),
-                      v.data());
-        for (int e = 0; e < 16; ++e) {
-          Sgemm(og, n, cg, u.u.data() + e * og * cg, cg, MatrixB(v.data() + e * cg * n, cg, n),
-                m.data() + e * og * n, n, nullptr, nullptr, &u.packed[static_cast<size_t>(e)]);
-        }
-        WinogradOutput(m.data(), og, oh, ow, tiles_w, r0, r1, rows.data(), yb);
+  // Blocks of tile rows across the batch's images (a block may end one image and start the
+  // next), their transformed inputs and products near 2 MiB.
+  int64_t rows_total = geo.n * tiles_h;
+  int64_t per_block =
+      std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows_total);
+  int64_t blocks = (rows_total + per_block - 1) / per_block;
+  int64_t most = per_block * tiles_w;
+  auto run = [&](int64_t blk, rt::ThreadPool* gemm_pool, float* v, float* m, float* rows) {
+    int64_t r0 = blk * per_block, r1 = std::min(rows_total, r0 + per_block);
+    int64_t n = (r1 - r0) * tiles_w;
+    // The block's rows, image by image: (image, first tile row, last + 1, first column).
+    auto each = [&](auto&& fn) {
+      for (int64_t r = r0; r < r1;) {
+        int64_t b = r / tiles_h, ty0 = r % tiles_h, ty1 = std::min(tiles_h, ty0 + (r1 - r));
+        fn(b, ty0, ty1, (r - r0) * tiles_w);
+        r += ty1 - ty0;
       }
+    };
+    each([&](int64_t b, int64_t ty0, int64_t ty1, int64_t col) {
+      WinogradInput(x + b * geo.c * ih * iw, cg, ih, iw, w.pad_begin[0], w.pad_begin[1], tiles_w,
+                    ty0, ty1, rows, v, col, n);
     });
-    int64_t out_size = oh * ow;
-    ctx.ParallelFor(geo.o, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)),
-                    [&](int64_t o0, int64_t o1) {
-                      for (int64_t o = o0; o < o1; ++o) {
-                        epilogue.Channel(yb + o * out_size, o, out_size);
-                      }
-                    });
+    for (int e = 0; e < 16; ++e) {
+      Sgemm(og, n, cg, u.u.data() + e * og * cg, cg, MatrixB(v + e * cg * n, cg, n), m + e * og * n,
+            n, gemm_pool, nullptr, &u.packed[static_cast<size_t>(e)]);
+    }
+    each([&](int64_t b, int64_t ty0, int64_t ty1, int64_t col) {
+      WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n);
+    });
+  };
+  auto buffers = [&](std::vector<float>* v, std::vector<float>* m, std::vector<float>* rows) {
+    v->resize(static_cast<size_t>(16 * cg * most));
+    m->resize(static_cast<size_t>(16 * og * most));
+    rows->resize(static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w));
+  };
+  if (blocks < 2 * static_cast<int64_t>(ctx.threads())) {
+    // Few blocks (small images): one at a time, each GEMM on the run's threads.
+    std::vector<float> v, m, rows;
+    buffers(&v, &m, &rows);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      run(blk, ctx.thread_pool(), v.data(), m.data(), rows.data());
+    }
+  } else {
+    ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<float> v, m, rows;
+      buffers(&v, &m, &rows);
+      for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, v.data(), m.data(), rows.data());
+    });
   }
+  int64_t out_size = oh * ow, planes = geo.n * geo.o;
+  ctx.ParallelFor(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)),
+                  [&](int64_t p0, int64_t p1) {
+                    for (int64_t p = p0; p < p1; ++p) {
+                      epilogue.Channel(y + p * out_size, p % geo.o, out_size);
+                    }
+                  });
 }
 
 }  // namespace
