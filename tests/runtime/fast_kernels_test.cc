@@ -1105,8 +1105,14 @@ TEST(FastKernels, ActivationsAndSoftmaxMatchTheReference) {
             "maximum " + Join(x));
     Compare(MinimumFast, MinimumReference, {x, {}}, none, rng, "minimum " + Join(x));
   }
-  for (auto [x, axis] : std::vector<std::pair<Shape, int64_t>>{
-           {{2, 3, 50}, -1}, {{4, 1000}, 1}, {{3, 7}, 0}, {{2, 5, 9}, 1}, {{1}, 0}, {{0, 4}, -1}}) {
+  for (auto [x, axis] : std::vector<std::pair<Shape, int64_t>>{{{2, 3, 50}, -1},
+                                                               {{4, 1000}, 1},
+                                                               {{3, 7}, 0},
+                                                               {{2, 5, 9}, 1},
+                                                               {{1}, 0},
+                                                               {{0, 4}, -1},
+                                                               {{1, 16, 4, 2100}, 1},
+                                                               {{2, 0, 3}, 1}}) {
     Attrs attrs;
     attrs.Int("axis", axis);
     Compare(nn::SoftmaxFast, nn::SoftmaxReference, {x}, attrs, rng,

@@ -383,15 +383,66 @@ Status GeluFast(KernelContext& ctx) {
 
 // Along the last axis: each row's max, e^(x - max) through vmath, their sum in double lanes,
 // then one multiply by its inverse. Other axes (and dtypes): the reference.
+// Softmax along an axis of `len` rows of `inner` contiguous lanes: per lane, as SoftmaxRow (the
+// maximum, NaN if any; e^(x - max) summed in double; scaled by the sum's inverse), every step a
+// loop along the lanes. `mx` and `sum` hold `inner` values.
+QUILT_CLONES void SoftmaxAcross(const float* __restrict x, float* __restrict y, int64_t len,
+                                int64_t inner, float* __restrict mx, double* __restrict sum) {
+  for (int64_t i = 0; i < inner; ++i) {
+    mx[i] = -std::numeric_limits<float>::infinity();
+    sum[i] = 0;
+  }
+  for (int64_t k = 0; k < len; ++k) {
+    const float* row = x + k * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      float v = row[i];
+      bool take = (v > mx[i]) | (v != v);
+      mx[i] = take && mx[i] == mx[i] ? v : mx[i];  // NaN, once there, stays
+    }
+  }
+  for (int64_t k = 0; k < len; ++k) {
+    const float* row = x + k * inner;
+    float* out = y + k * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      float e = vmath::Exp(row[i] - mx[i]);
+      out[i] = e;
+      sum[i] += e;
+    }
+  }
+  for (int64_t i = 0; i < inner; ++i) mx[i] = static_cast<float>(1.0 / sum[i]);  // the inverses
+  for (int64_t k = 0; k < len; ++k) {
+    float* out = y + k * inner;
+    for (int64_t i = 0; i < inner; ++i) out[i] *= mx[i];
+  }
+}
+
 Status SoftmaxFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   int64_t axis = ctx.attrs().Int("axis", -1);
-  if (x.dtype != DType::kFloat32 || x.rank() == 0 || !NormalizeAxis(&axis, x.rank()) ||
-      axis != x.rank() - 1) {
+  if (x.dtype != DType::kFloat32 || x.rank() == 0 || !NormalizeAxis(&axis, x.rank())) {
     return SoftmaxReference(ctx);
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, x.shape, &y));
+  if (axis != x.rank() - 1) {
+    // Along an inner axis: the same, each of the `inner` positions after the axis a lane.
+    int64_t len = x.shape[axis], inner = 1;
+    for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.shape[d];
+    if (len == 0 || y->NumElements() == 0) return Status::Ok();
+    int64_t outer = y->NumElements() / (len * inner);
+    const float* px = x.Data<float>();
+    float* py = y->MutableData<float>();
+    ctx.ParallelFor(outer, std::max<int64_t>(1, kParallelElements / (len * inner)),
+                    [&](int64_t o0, int64_t o1) {
+                      std::vector<float> mx(static_cast<size_t>(inner));
+                      std::vector<double> sum(static_cast<size_t>(inner));
+                      for (int64_t o = o0; o < o1; ++o) {
+                        SoftmaxAcross(px + o * len * inner, py + o * len * inner, len, inner,
+                                      mx.data(), sum.data());
+                      }
+                    });
+    return Status::Ok();
+  }
   int64_t len = x.shape.back();
   if (len == 0 || y->NumElements() == 0) return Status::Ok();
   int64_t rows = y->NumElements() / len;
