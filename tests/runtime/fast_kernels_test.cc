@@ -943,7 +943,8 @@ TEST(FastKernels, LayerNormMatchesTheReference) {
 }
 
 // Maxima, minima, sums, means, sums of squares and l1 / l2 norms of float32 over trailing axes
-// (rows: the fast path) and over leading or middle ones (the reference's walk), keepdims or not.
+// (rows), over one block between kept axes (lanes, sums only) and over others (the reference's
+// walk), keepdims or not.
 TEST(FastKernels, ReductionsMatchTheReference) {
   std::mt19937 rng(37);
   struct Case {
@@ -952,7 +953,8 @@ TEST(FastKernels, ReductionsMatchTheReference) {
   };
   const Case cases[] = {{{197, 384}, {-1}},   {{2, 3, 5, 7}, {2, 3}}, {{4, 1, 9}, {1, 2}},
                         {{3, 4, 5}, {1}},     {{6, 1000}, {}},        {{2, 7, 1, 1}, {1}},
-                        {{1, 33, 3}, {0, 2}}, {{5, 300, 11}, {1, 2}}};
+                        {{1, 33, 3}, {0, 2}}, {{5, 300, 11}, {1, 2}}, {{2, 6, 7, 3}, {1, 2}},
+                        {{1, 1536, 128}, {1}}};
   for (const char* op :
        {"max", "min", "sum", "mean", "reduce_l1", "reduce_l2", "reduce_sum_square"}) {
     rt::KernelFn fast = FindKernel(op), reference = ReduceReference(op);

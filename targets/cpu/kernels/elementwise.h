@@ -50,5 +50,9 @@ rt::KernelFn ReduceReference(std::string_view op);
 enum class RowSum { kPlain, kSquares, kMagnitudes };
 void SumRows(const float* x, int64_t rows, int64_t n, RowSum what, double* out,
              rt::ThreadPool* pool);
+// The same along a middle axis: x is `outer` blocks of `len` rows of `inner` lanes, and
+// out[o * inner + i] the sum over the block's rows of lane i, in double.
+void SumAcross(const float* x, int64_t outer, int64_t len, int64_t inner, RowSum what, double* out,
+               rt::ThreadPool* pool);
 
 }  // namespace quilt::cpu

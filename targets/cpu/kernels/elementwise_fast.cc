@@ -291,6 +291,39 @@ void SumRows(const float* x, int64_t rows, int64_t n, RowSum what, double* out,
   });
 }
 
+template <RowSum kWhat>
+QUILT_TEMPLATE_CLONES void SumLanes(const float* __restrict x, int64_t len, int64_t inner,
+                                    double* __restrict out) {
+  for (int64_t i = 0; i < inner; ++i) out[i] = 0;
+  for (int64_t k = 0; k < len; ++k) {
+    const float* row = x + k * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      double d = row[i];
+      if constexpr (kWhat == RowSum::kSquares) d = d * d;
+      if constexpr (kWhat == RowSum::kMagnitudes) d = d < 0 ? -d : d;
+      out[i] += d;
+    }
+  }
+}
+
+void SumAcross(const float* x, int64_t outer, int64_t len, int64_t inner, RowSum what, double* out,
+               rt::ThreadPool* pool) {
+  int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, len * inner));
+  rt::ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const float* block = x + o * len * inner;
+      double* lanes = out + o * inner;
+      if (what == RowSum::kSquares) {
+        SumLanes<RowSum::kSquares>(block, len, inner, lanes);
+      } else if (what == RowSum::kMagnitudes) {
+        SumLanes<RowSum::kMagnitudes>(block, len, inner, lanes);
+      } else {
+        SumLanes<RowSum::kPlain>(block, len, inner, lanes);
+      }
+    }
+  });
+}
+
 // ONNX DynamicQuantizeLinear's uint8 form (declared in util.h), here to be vectorized: a NaN
 // leaves the range as it is (std::min and std::max keep their first operand against NaN), and
 // quantizes to 0.

@@ -340,12 +340,15 @@ Status OneHot(KernelContext& ctx) {
   const auto* off_v = static_cast<const uint8_t*>(values.data);
   const auto* on_v = off_v + eb;
   auto* dst = static_cast<uint8_t*>(y->data);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t d = 0; d < depth; ++d) {
-      for (int64_t i = 0; i < inner; ++i) {
-        std::memcpy(dst + ((o * depth + d) * inner + i) * eb, off_v, eb);
-      }
+  // Every element the off value first: one copy, then copies of what is written so far, doubling.
+  size_t total = static_cast<size_t>(y->NumElements()) * eb;
+  if (total > 0) {
+    std::memcpy(dst, off_v, eb);
+    for (size_t done = eb; done < total; done *= 2) {
+      std::memcpy(dst + done, dst, std::min(done, total - done));
     }
+  }
+  for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       double v;
       QUILT_RETURN_IF_ERROR(ReadDouble(&ind, o * inner + i, "indices", &v));

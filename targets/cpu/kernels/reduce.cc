@@ -202,6 +202,44 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   }
 }
 
+// Float32 sums, means, sums of squares and l1 / l2 norms over one block of axes with kept axes on
+// both sides (outer blocks of `len` rows of `inner` lanes): SumAcross, in double. False when the
+// reduced axes are not one block.
+template <Red kRed>
+bool ReduceMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
+  int first = -1, last = -1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (!p.reduced[i] || x.shape[i] == 1) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0) return false;
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < first) {
+      outer *= x.shape[i];
+    } else if (i <= last) {
+      if (!p.reduced[i] && x.shape[i] != 1) return false;  // a kept axis inside the block
+      len *= x.shape[i];
+    } else {
+      inner *= x.shape[i];
+    }
+  }
+  RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
+                : kRed == Red::kL1                          ? RowSum::kMagnitudes
+                                                            : RowSum::kPlain;
+  std::vector<double> sums(static_cast<size_t>(outer * inner));
+  SumAcross(x.Data<float>(), outer, len, inner, what, sums.data(), ctx.thread_pool());
+  float* py = y->MutableData<float>();
+  for (size_t o = 0; o < sums.size(); ++o) {
+    double r = sums[o];
+    if constexpr (kRed == Red::kMean) r /= static_cast<double>(p.count);
+    if constexpr (kRed == Red::kL2) r = std::sqrt(r);
+    py[o] = static_cast<float>(r);
+  }
+  return true;
+}
+
 // Float32 sums, means, sums of squares, l1 / l2 norms, maxima and minima whose reduced axes follow
 // every kept one (rows of `count` contiguous elements, one per output): sums by SumRows, in
 // double lanes (the reference adds in index order; the two differ by double rounding only),
@@ -221,7 +259,11 @@ bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
       last_kept = i;
     }
   }
-  if (last_kept > first_reduced) return false;
+  if (last_kept > first_reduced) {
+    // One block of reduced axes between kept ones: sums along it, lane by lane.
+    if constexpr (!kExtreme) return ReduceMiddle<kRed>(x, p, y, ctx);
+    return false;
+  }
   if constexpr (kExtreme) {
     // Each row in order, as the reference walks it: NaN wins, and of equal values the first.
     const float* px = x.Data<float>();
