@@ -674,14 +674,19 @@ struct Epilogue {
 // per 4 outputs instead of 36: 2.25 times fewer, for a few additions per tile. The weights'
 // transform is made once (kept in the step's cache for constant weights).
 
-// Whether a convolution runs as Winograd: decided from what is static (kernel, strides,
-// dilations, groups, channels), never the image size, so a step always takes the same path.
+// Whether a convolution may run as Winograd: decided from what is static (kernel, strides,
+// dilations, groups, channels), never the image size, so that the step's cache always holds the
+// Winograd weights (a small image takes the GEMM path without the cache).
 bool UseWinograd(const ConvGeometry& geo) {
   const Window& w = geo.w;
   return w.rank == 2 && w.kernel[0] == 3 && w.kernel[1] == 3 && w.stride[0] == 1 &&
          w.stride[1] == 1 && w.dilation[0] == 1 && w.dilation[1] == 1 && geo.groups == 1 &&
          geo.cg >= 8 && geo.og >= 8 && w.pad_begin[0] >= 0 && w.pad_begin[1] >= 0;
 }
+
+// Output tiles per image below which a Winograd step runs the GEMM path instead (under 12x12
+// outputs).
+constexpr int64_t kWinogradMinTiles = 36;
 
 // The transformed weights: U_e (og x cg) for each of the 16 elements, row-major and packed.
 struct WinogradWeights {
@@ -955,7 +960,11 @@ Status ConvFast(KernelContext& ctx) {
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;
-  if (UseWinograd(geo)) {
+  // A step that may take Winograd keeps the transformed weights in its cache; when an image is
+  // too small for it (a few tiles, where its 16 small GEMMs and transforms cost more than they
+  // save), the step runs the GEMM path with its weights packed on the way.
+  bool winograd_step = UseWinograd(geo);
+  if (winograd_step && (geo.w.out[0] + 1) / 2 * ((geo.w.out[1] + 1) / 2) >= kWinogradMinTiles) {
     auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
     std::shared_ptr<const WinogradWeights> u =
         ctx.constant_input(1) && ctx.cache() ? ctx.cache()->Get<WinogradWeights>(make) : make();
@@ -964,7 +973,7 @@ Status ConvFast(KernelContext& ctx) {
   }
   // Constant weights: each group's packed once for the GEMM, into the step's cache.
   std::shared_ptr<const std::vector<PackedA>> packed;
-  if (ctx.constant_input(1) && ctx.cache()) {
+  if (!winograd_step && ctx.constant_input(1) && ctx.cache()) {
     packed = ctx.cache()->Get<std::vector<PackedA>>([&] {
       auto v = std::make_shared<std::vector<PackedA>>();
       v->reserve(static_cast<size_t>(geo.groups));
