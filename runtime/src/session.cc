@@ -121,37 +121,54 @@ std::string StepName(const pkg::Graph& g, int s) {
   return name + ")";
 }
 
-// Marks the steps of `plan` whose inputs are all constants or values such steps make, whose
-// outputs have static shapes and are no graph output: library kernels, generated code and copies
-// (control steps and shape builtins stay in the run). Returns how many there are.
-int MarkHoisted(GraphPlan& plan) {
-  const pkg::Graph& g = *plan.graph;
-  size_t num_values = g.values()->size(), num_steps = g.steps()->size();
-  std::vector<bool> constant(num_values, false);
-  for (uint32_t v = 0; v < num_values; ++v) {
+// Per value of `g`: whether it is a constant of the package.
+std::vector<bool> PackageConstants(const pkg::Graph& g) {
+  std::vector<bool> constant(g.values()->size(), false);
+  for (uint32_t v = 0; v < g.values()->size(); ++v) {
     constant[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
   }
-  plan.hoisted.assign(num_steps, false);
+  return constant;
+}
+
+// Whether step s of `plan` may run ahead of the others it sits among (hoisted to session creation,
+// or to a loop's first iteration): a library kernel, generated code or copy that reads only
+// values in `same` (and at least one), whose outputs have static shapes and are no graph output.
+bool Hoistable(const GraphPlan& plan, uint32_t s, const std::vector<bool>& same) {
+  const pkg::Graph& g = *plan.graph;
+  const pkg::Step* step = g.steps()->Get(s);
+  Builtin b = plan.builtins[s];
+  if ((b != Builtin::kNone && b != Builtin::kCopy) || !step->inputs() || !step->outputs() ||
+      step->inputs()->size() == 0) {
+    return false;
+  }
+  for (int32_t v : *step->inputs()) {
+    if (v >= 0 && !same[static_cast<size_t>(v)]) return false;
+  }
+  for (int32_t v : *step->outputs()) {
+    const pkg::Value* value = g.values()->Get(static_cast<uint32_t>(v));
+    if (plan.is_output[static_cast<size_t>(v)] || value->dtype() == 0 || value->rank() < 0 ||
+        !value->dims()) {
+      return false;
+    }
+    for (int32_t d : *value->dims()) {
+      if (g.dims()->Get(d)->kind() != pkg::DimKind::Int) return false;
+    }
+  }
+  return true;
+}
+
+// Marks the steps of `plan` whose inputs are all constants or values such steps make (the
+// Hoistable ones). Returns how many there are.
+int MarkHoisted(GraphPlan& plan) {
+  const pkg::Graph& g = *plan.graph;
+  std::vector<bool> constant = PackageConstants(g);
+  plan.hoisted.assign(g.steps()->size(), false);
   int count = 0;
-  for (uint32_t s = 0; s < num_steps; ++s) {
-    const pkg::Step* step = g.steps()->Get(s);
-    Builtin b = plan.builtins[s];
-    if ((b != Builtin::kNone && b != Builtin::kCopy) || !step->inputs() || !step->outputs()) {
-      continue;
-    }
-    bool ok = step->inputs()->size() > 0;
-    for (int32_t v : *step->inputs()) ok &= v < 0 || constant[static_cast<size_t>(v)];
-    for (int32_t v : *step->outputs()) {
-      const pkg::Value* value = g.values()->Get(static_cast<uint32_t>(v));
-      ok &= !plan.is_output[static_cast<size_t>(v)] && value->dtype() != 0 && value->rank() >= 0 &&
-            value->dims();
-      if (!ok) break;
-      for (int32_t d : *value->dims()) ok &= g.dims()->Get(d)->kind() == pkg::DimKind::Int;
-    }
-    if (!ok) continue;
+  for (uint32_t s = 0; s < g.steps()->size(); ++s) {
+    if (!Hoistable(plan, s, constant)) continue;
     plan.hoisted[s] = true;
     ++count;
-    for (int32_t v : *step->outputs()) constant[static_cast<size_t>(v)] = true;
+    for (int32_t v : *g.steps()->Get(s)->outputs()) constant[static_cast<size_t>(v)] = true;
   }
   return count;
 }
@@ -160,10 +177,7 @@ int MarkHoisted(GraphPlan& plan) {
 // constants and the values the session holds (made by the hoisted steps, main graph only).
 void MarkConstantInputs(GraphPlan& plan) {
   const pkg::Graph& g = *plan.graph;
-  std::vector<bool> constant(g.values()->size(), false);
-  for (uint32_t v = 0; v < g.values()->size(); ++v) {
-    constant[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
-  }
+  std::vector<bool> constant = PackageConstants(g);
   for (const HeldValue& h : plan.held) constant[static_cast<size_t>(h.value)] = true;
   plan.constant_inputs.assign(g.steps()->size(), 0);
   for (uint32_t s = 0; s < g.steps()->size(); ++s) {
@@ -178,16 +192,12 @@ void MarkConstantInputs(GraphPlan& plan) {
 
 // Marks the loop-invariant steps of `body` (GraphPlan::loop_invariant), the body of a while_loop
 // with `carried` carried values: its inputs past the carried ones are captured, and a carried
-// value the body returns as it was given stays the same too. Like MarkHoisted, only library
-// kernels and copies whose outputs have static shapes and are no graph output; a body of several
-// loops keeps the steps invariant in all of them.
+// value the body returns as it was given stays the same too; the steps are those Hoistable from
+// these. A body of several loops keeps the steps invariant in all of them.
 void MarkLoopInvariants(GraphPlan& body, int carried) {
   const pkg::Graph& g = *body.graph;
   size_t num_values = g.values()->size(), num_steps = g.steps()->size();
-  std::vector<bool> same(num_values, false);
-  for (uint32_t v = 0; v < num_values; ++v) {
-    same[v] = g.values()->Get(v)->kind() == pkg::ValueKind::Constant;
-  }
+  std::vector<bool> same = PackageConstants(g);
   // What each output is a copy of, through chains of copies (the body's result of a carried
   // value it does not change is often a copy of that input).
   std::vector<int32_t> copied_from(num_values, -1);
@@ -252,24 +262,9 @@ void MarkLoopInvariants(GraphPlan& body, int carried) {
   }
   std::vector<bool> invariant(num_steps, false);
   for (uint32_t s = 0; s < num_steps; ++s) {
-    const pkg::Step* step = g.steps()->Get(s);
-    Builtin b = body.builtins[s];
-    if ((b != Builtin::kNone && b != Builtin::kCopy) || !step->inputs() || !step->outputs() ||
-        step->inputs()->size() == 0) {
-      continue;
-    }
-    bool ok = true;
-    for (int32_t v : *step->inputs()) ok &= v < 0 || same[static_cast<size_t>(v)];
-    for (int32_t v : *step->outputs()) {
-      const pkg::Value* value = g.values()->Get(static_cast<uint32_t>(v));
-      ok &= !body.is_output[static_cast<size_t>(v)] && value->dtype() != 0 && value->rank() >= 0 &&
-            value->dims();
-      if (!ok) break;
-      for (int32_t d : *value->dims()) ok &= g.dims()->Get(d)->kind() == pkg::DimKind::Int;
-    }
-    if (!ok) continue;
+    if (!Hoistable(body, s, same)) continue;
     invariant[s] = true;
-    for (int32_t v : *step->outputs()) same[static_cast<size_t>(v)] = true;
+    for (int32_t v : *g.steps()->Get(s)->outputs()) same[static_cast<size_t>(v)] = true;
   }
   if (body.loop_invariant.empty()) {
     body.loop_invariant = invariant;

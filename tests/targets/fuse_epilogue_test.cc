@@ -137,6 +137,19 @@ void ExpectClose(const std::vector<std::vector<float>>& got,
   }
 }
 
+// The fused package computes what the plain one does on a random input "x" of `shape`, values in
+// [-range, range].
+void ExpectFusedComputesThePlain(const Built& plain, const Built& fused, std::vector<int64_t> shape,
+                                 std::mt19937& rng, float range = 4.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> x(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> d(-range, range);
+  for (float& v : x) v = d(rng);
+  std::vector<std::vector<float>> want = RunPackage(plain.package, {test::Input("x", x, shape)});
+  ExpectClose(RunPackage(fused.package, {test::Input("x", x, shape)}), want);
+}
+
 TEST(FuseEpilogue, FusedConvsComputeWhatTheUnfusedOnesDo) {
   std::mt19937 rng(5);
   ir::IRModule mod = Parse(Model(rng));
@@ -215,38 +228,10 @@ TEST(FuseEpilogue, SymbolicChannelsTakeTheBias) {
   EXPECT_EQ(conv.outputs, (std::vector<int>{r}));
 }
 
-// ONNX HardSwish (nn.hard_swish) after a conv and its bias joins the conv on the CPU, and the
-// fused package computes what the unfused one does.
-TEST(FuseEpilogue, OnnxHardSwishJoinsTheConv) {
-  std::mt19937 rng(17);
-  ir::IRModule mod = Parse(R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
-        c = R.nn.conv2d(x, )" +
-                           Const(rng, {4, 3, 3, 3}) +
-                           R"(, padding=[1, 1, 1, 1])
-        a = R.add(c, )" + Const(rng, {1, 4, 1, 1}) +
-                           R"()
-        h = R.nn.hard_swish(a)
-        return h
-)");
-  Built plain = Build(mod, false);
-  Built fused = Build(mod, true);
-  EXPECT_EQ(plain.steps, 3) << plain.kernels;
-  EXPECT_EQ(fused.steps, 1) << fused.kernels;
-  std::vector<float> x(3 * 7 * 6);
-  std::uniform_real_distribution<float> d(-4, 4);
-  for (float& v : x) v = d(rng);
-  std::vector<std::vector<float>> want =
-      RunPackage(plain.package, {test::Input("x", x, {1, 3, 7, 6})});
-  ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 3, 7, 6})}), want);
-}
-
-// SiLU (r * sigmoid(r), operands either way) after a conv joins it on the CPU; a sigmoid read
-// elsewhere too stays.
-TEST(FuseEpilogue, SiluJoinsTheConv) {
+// ONNX HardSwish (nn.hard_swish) and SiLU (r * sigmoid(r), operands either way) after a conv and
+// its bias join the conv on the CPU; a sigmoid read elsewhere too stays. The fused package
+// computes what the unfused one does.
+TEST(FuseEpilogue, OnnxHardSwishAndSiluJoinTheConv) {
   std::mt19937 rng(19);
   const std::string weight = Const(rng, {4, 3, 3, 3}), bias = Const(rng, {1, 4, 1, 1});
   struct Case {
@@ -254,6 +239,7 @@ TEST(FuseEpilogue, SiluJoinsTheConv) {
     int steps;  // after fusion
   };
   const std::vector<Case> cases = {
+      {"y = R.nn.hard_swish(a)\n        return y", 1},
       {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return y", 1},
       {"s = R.sigmoid(a)\n        y = R.multiply(s, a)\n        return y", 1},
       {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return (y, s)", 3},
@@ -272,12 +258,7 @@ class Module:
     Built plain = Build(mod, false);
     Built fused = Build(mod, true);
     EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
-    std::vector<float> x(3 * 7 * 6);
-    std::uniform_real_distribution<float> d(-4, 4);
-    for (float& v : x) v = d(rng);
-    std::vector<std::vector<float>> want =
-        RunPackage(plain.package, {test::Input("x", x, {1, 3, 7, 6})});
-    ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 3, 7, 6})}), want);
+    ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
   }
 }
 
@@ -306,12 +287,7 @@ class Module:
     Built plain = Build(mod, false);
     Built fused = Build(mod, true);
     EXPECT_EQ(fused.steps, c.steps) << c.ret << ": " << fused.kernels;
-    std::vector<float> x(2 * 5 * 5);
-    std::uniform_real_distribution<float> d(-2, 2);
-    for (float& v : x) v = d(rng);
-    std::vector<std::vector<float>> want =
-        RunPackage(plain.package, {test::Input("x", x, {1, 2, 5, 5})});
-    ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 2, 5, 5})}), want);
+    ExpectFusedComputesThePlain(plain, fused, {1, 2, 5, 5}, rng, 2.0f);
   }
 }
 
@@ -379,12 +355,7 @@ class Module:
       Built fused = Build(mod, true);
       EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
       EXPECT_EQ(fused.fused, with_bias ? 1 : 0) << c.body << ": " << fused.kernels;
-      std::vector<float> x(2 * 6 * 7);
-      std::uniform_real_distribution<float> d(-4, 4);
-      for (float& v : x) v = d(rng);
-      std::vector<std::vector<float>> want =
-          RunPackage(plain.package, {test::Input("x", x, {1, 2, 6, 7})});
-      ExpectClose(RunPackage(fused.package, {test::Input("x", x, {1, 2, 6, 7})}), want);
+      ExpectFusedComputesThePlain(plain, fused, {1, 2, 6, 7}, rng);
     }
   }
 }
