@@ -151,6 +151,14 @@ void PackA(const float* a, int64_t lda, int64_t m, int64_t k, int64_t i, float* 
   }
 }
 
+// The eight lanes of v added up in pairs: (0 + 4) + (1 + 5), (2 + 6) + (3 + 7).
+QUILT_ALWAYS_INLINE float LaneSum(const V8& v) {
+  float lanes[8];
+  std::memcpy(lanes, &v, sizeof lanes);
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+         ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
 // A product with few columns: dot products along the rows of A, up to four columns of C at once
 // so that each load of A feeds several independent sums.
 template <int kCols>
@@ -168,10 +176,7 @@ QUILT_ALWAYS_INLINE void DotRow(int64_t k, const float* ai, const float* cols, f
     }
   }
   for (int j = 0; j < kCols; ++j) {
-    float lanes[8];
-    std::memcpy(lanes, &acc[j], sizeof lanes);
-    float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-              ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    float s = LaneSum(acc[j]);
     for (int64_t q = p; q < k; ++q) s += ai[q] * cols[j * k + q];
     ci[j] = s;
   }
@@ -190,10 +195,7 @@ QUILT_CLONES void NarrowProduct(int64_t m0, int64_t m1, int64_t n, int64_t k, co
         LoadV(&y, cols + p);
         acc += x * y;
       }
-      float lanes[8];
-      std::memcpy(lanes, &acc, sizeof lanes);
-      float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+      float s = LaneSum(acc);
       for (; p < k; ++p) s += ai[p] * cols[p];
       c[i * ldc] = s;
     }
