@@ -161,7 +161,8 @@ std::shared_ptr<IntAsFloat> ToFloat(const Tensor& t) {
 // models: 8-bit values less their zero points), in slabs of at most ExactFloatTerms(largest |a| x
 // largest |b|) products per sum, each slab's float sums exact and added as integers; stored as the
 // reference does (the sum's low 32 bits). A constant B (a weight) is converted once, into the
-// step's cache. Null when the values are too large for even one product (the reference runs).
+// step's cache. *done is false when the values are too large for even one product (the
+// reference then runs).
 Status SmallIntMatmul(KernelContext& ctx, bool* done) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
@@ -239,12 +240,14 @@ Status MatmulFast(KernelContext& ctx) {
       return out;
     });
   }
-  auto one = [&](int64_t bi, rt::ThreadPool* pool) {
+  // Output matrix bi (and, with rows past m, the ones after it, their A matrices consecutive
+  // and their B the same).
+  auto one = [&](int64_t bi, int64_t rows, rt::ThreadPool* pool) {
     MatrixB mb(pb + geo.offs_b[bi] * k * n, k, n);
     const GemmB& b =
         packed ? static_cast<const GemmB&>(packed->matrices[static_cast<size_t>(geo.offs_b[bi])])
                : mb;
-    Sgemm(m, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool);
+    Sgemm(rows, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool);
   };
   // Every matrix of A by one B (a weight): one product of all A's rows, B's panels read once.
   bool one_b = batches > 1;
@@ -252,22 +255,18 @@ Status MatmulFast(KernelContext& ctx) {
     one_b = geo.offs_b[bi] == geo.offs_b[0] && geo.offs_a[bi] == bi;
   }
   if (one_b) {
-    MatrixB mb(pb + geo.offs_b[0] * k * n, k, n);
-    const GemmB& b =
-        packed ? static_cast<const GemmB&>(packed->matrices[static_cast<size_t>(geo.offs_b[0])])
-               : mb;
-    Sgemm(batches * m, n, k, pa, k, b, py, n, ctx.thread_pool());
+    one(0, batches * m, ctx.thread_pool());
     return Status::Ok();
   }
   // Small products side by side, one per thread; large ones each split across the threads.
   if (batches > 1 && m * n * k < (1 << 18)) {
     int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, m * n * k));
     ctx.ParallelFor(batches, grain, [&](int64_t b0, int64_t b1) {
-      for (int64_t bi = b0; bi < b1; ++bi) one(bi, nullptr);
+      for (int64_t bi = b0; bi < b1; ++bi) one(bi, m, nullptr);
     });
     return Status::Ok();
   }
-  for (int64_t bi = 0; bi < batches; ++bi) one(bi, ctx.thread_pool());
+  for (int64_t bi = 0; bi < batches; ++bi) one(bi, m, ctx.thread_pool());
   return Status::Ok();
 }
 
