@@ -702,7 +702,8 @@ class Run final : public OutputAllocator {
       if (skip && invariant) continue;
       if (loop && !plan_.loop_skip.empty() && plan_.loop_skip[static_cast<size_t>(s)]) continue;
       QUILT_RETURN_IF_ERROR(CheckCancelled());
-      auto begin = std::chrono::steady_clock::now();
+      auto begin =
+          profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       Status st = RunStep(s, plan_.prepared[s].get(), plan_.builtins[s]);
       if (st.ok() && profile_) st = Profile(s, begin);
       if (st.ok() && invariant) {
@@ -773,8 +774,8 @@ class Run final : public OutputAllocator {
     arenas_.resize(arenas ? arenas->size() : 0);
     for (uint32_t d = 0; d < arenas_.size(); ++d) {
       if (arenas->Get(d) == 0) continue;
-      QUILT_RETURN_IF_ERROR(
-          Count(static_cast<uint64_t>(arenas->Get(d)), "the arena of device " + std::to_string(d)));
+      QUILT_RETURN_IF_ERROR(Count(static_cast<uint64_t>(arenas->Get(d)),
+                                  [&] { return "the arena of device " + std::to_string(d); }));
       Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
       if (!st.ok()) Uncount(static_cast<uint64_t>(arenas->Get(d)));
       if (!st.ok()) {
@@ -853,8 +854,9 @@ class Run final : public OutputAllocator {
         static_cast<int64_t>(bytes) == value->byte_size()) {
       t.data = {arenas_[device].get(), static_cast<uint64_t>(value->arena_offset()), bytes};
     } else {
-      QUILT_RETURN_IF_ERROR(
-          Count(bytes, "output " + std::to_string(i) + " of shape " + ShapeString(t.shape)));
+      QUILT_RETURN_IF_ERROR(Count(bytes, [&] {
+        return "output " + std::to_string(i) + " of shape " + ShapeString(t.shape);
+      }));
       Status st = DeviceOf(value->device()).Allocate(bytes, &owned_[v]);
       if (!st.ok()) {
         Uncount(bytes);
@@ -1087,14 +1089,16 @@ class Run final : public OutputAllocator {
     values_[v].data = {};
   }
 
-  // Adds `bytes` to what the run holds, within SessionLimits::max_run_bytes; `what` names them.
-  Status Count(uint64_t bytes, const std::string& what) {
+  // Adds `bytes` to what the run holds, within SessionLimits::max_run_bytes; `what()` names them
+  // (called only to say they do not fit: no string is built on a run's way).
+  template <typename What>
+  Status Count(uint64_t bytes, const What& what) {
     if (!memory_) return Status::Ok();
     uint64_t limit = plans_.limits.max_run_bytes;
     if (bytes > limit || *memory_ > limit - bytes) {
-      return Status::Error(what + " needs " + std::to_string(bytes) + " bytes, and the run holds " +
-                               std::to_string(*memory_) + ": past its limit of " +
-                               std::to_string(limit) +
+      return Status::Error(std::string(what()) + " needs " + std::to_string(bytes) +
+                               " bytes, and the run holds " + std::to_string(*memory_) +
+                               ": past its limit of " + std::to_string(limit) +
                                " (SessionLimits::max_run_bytes; quilt-run --max-run-bytes)",
                            StatusCode::kLimit);
     }

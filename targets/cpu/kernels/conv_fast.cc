@@ -146,6 +146,30 @@ QUILT_CLONES void PackIm2Col(const float* x_, int64_t channels_, const Geo& g, i
   }
 }
 
+// Column o (output position (o0, o1, o2)) of the im2col matrix of `channels` channels of image x
+// into `col`, its rows (c, k0, k1, k2) one after another, zero where the window reads padding.
+void Im2ColColumn(const float* x, int64_t channels, const Geo& g, int64_t o, float* col) {
+  int64_t o2 = o % g.out[2], o1 = o / g.out[2] % g.out[1], o0 = o / g.out[2] / g.out[1];
+  int64_t in_size = g.InSize();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+      int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1, col += g.kernel[2]) {
+        int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+          std::fill(col, col + g.kernel[2], 0.0f);
+          continue;
+        }
+        const float* xr = x + c * in_size + (i0 * g.in[1] + i1) * g.in[2];
+        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+          int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
+          col[k2] = i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
 // The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
 // o2), zero where the window reads padding.
 class Im2Col final : public GemmB {
@@ -153,6 +177,9 @@ class Im2Col final : public GemmB {
   Im2Col(const float* x, int64_t channels, const Geo& g) : x_(x), channels_(channels), g_(g) {}
   void Pack(int64_t j, int64_t cols, float* panel) const override {
     PackIm2Col(x_, channels_, g_, j, cols, panel);
+  }
+  void PackColumns(int64_t k, int64_t n, float* cols) const override {
+    for (int64_t o = 0; o < n; ++o) Im2ColColumn(x_, channels_, g_, o, cols + o * k);
   }
 
  private:

@@ -111,12 +111,21 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, shape, &y));
   int64_t total = y->NumElements();
   if (total == 0) return Status::Ok();
-  Collapsed c = Collapse(shape, BroadcastStrides(a.shape, shape), BroadcastStrides(b.shape, shape));
-  int outer_rank = static_cast<int>(c.dims.size()) - 1;
-  int64_t inner = c.dims.back(), rows = total / inner;
   const float* pa = a.Data<float>();
   const float* pb = b.Data<float>();
   float* py = y->MutableData<float>();
+  int64_t na = a.NumElements(), nb = b.NumElements();
+  if ((na == total || na == 1) && (nb == total || nb == 1)) {
+    // Operands of the output's shape (less leading 1s) or of one element: one flat row.
+    int64_t sa = na == total ? 1 : 0, sb = nb == total ? 1 : 0;
+    ctx.ParallelFor(total, kParallelElements, [&](int64_t i0, int64_t i1) {
+      Row<Op>(pa + i0 * sa, sa, pb + i0 * sb, sb, py + i0, i1 - i0);
+    });
+    return Status::Ok();
+  }
+  Collapsed c = Collapse(shape, BroadcastStrides(a.shape, shape), BroadcastStrides(b.shape, shape));
+  int outer_rank = static_cast<int>(c.dims.size()) - 1;
+  int64_t inner = c.dims.back(), rows = total / inner;
   int64_t grain = std::max<int64_t>(1, kParallelElements / inner);
   ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
     // The outer index of row r0, then an odometer over the outer dims.

@@ -20,22 +20,30 @@ constexpr int64_t kMR = 4;
 constexpr int64_t kNR = kGemmPanel;
 constexpr int64_t kKC = 128;
 constexpr int64_t kMC = 64;
+// Rows of A a few-columns product takes at once: three rows by four columns, 12 sums in
+// registers, 1.6x two rows' speed (four spill).
+constexpr int kNarrowRows = 3;
+// The same for a matrix-vector product: six rows, six sums in flight (one row's sum waits on
+// each multiply-add; 1.9x one row at a time on a 4 MiB matrix).
+constexpr int kVectorRows = 6;
 
 static_assert(kNR % 8 == 0);
 constexpr int kVecs = static_cast<int>(kNR / 8);
 
 // C block (kM x nr rows, nr at most kNR) = (or +=, with `accumulate`) the product of kc columns
-// of an A panel (kc x kMR, packed; its first kM rows used) and kc rows of kNR columns of B: a
-// packed panel (row p at b + p * kNR), or, with kRows, rows anywhere (row p at b + offs[p]).
+// of A and kc rows of kNR columns of B: a packed panel (row p at b + p * kNR), or, with kRows,
+// rows anywhere (row p at b + offs[p]). A's element (i, p) is at a[p * kMR + i] (a packed panel,
+// its first kM rows used), or, with kAInPlace, at a[i * lda + p] (A's rows read where they are).
 // kM < kMR for the last rows of A: no multiply-adds on the panel's padding.
-template <bool kRows, int kM>
+template <bool kRows, int kM, bool kAInPlace = false>
 QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
                                      const int64_t* offs, float* c, int64_t ldc, int64_t nr,
-                                     bool accumulate) {
-  // Fewer rows than kMR keep as many sums going by splitting the reduction: kSplit sets of
+                                     bool accumulate, int64_t lda = 0) {
+  // A single row keeps as many sums going by splitting the reduction: kSplit sets of
   // accumulators over alternate p, added at the end (each multiply-add waits on the one before
-  // in its accumulator, so a single row's three would leave the FMA units idle).
-  constexpr int kSplit = kM == 1 ? 4 : kM == 2 ? 2 : 1;
+  // in its accumulator, so a single row's three would leave the FMA units idle). Two rows' six
+  // are enough: split in two, their twelve and B's three vectors spill (1.2x slower).
+  constexpr int kSplit = kM == 1 ? 4 : 1;
   V8 sums[kSplit][kM][kVecs];
   for (auto& set : sums) {
     for (auto& row : set) {
@@ -47,7 +55,7 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
     V8 bv[kVecs];
     for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], row + 8 * v);
     for (int i = 0; i < kM; ++i) {
-      float av = a[p * kMR + i];
+      float av = kAInPlace ? a[i * lda + p] : a[p * kMR + i];
       for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
     }
   };
@@ -138,6 +146,24 @@ QUILT_CLONES void PackedBlock(int64_t mc, int64_t nc, int64_t k, const float* ap
   BlockOf<false>(mc, nc, k, ap, panel, nullptr, c, ldc);
 }
 
+// C (m x nr, m < kMR) = A (m x k, rows read in place) times one packed panel of B (k x kNR, its
+// first nr columns used), the whole reduction at once: the panel is read front to back once.
+QUILT_CLONES void FewRowsPanel(int64_t m, int64_t k, const float* a, int64_t lda,
+                               const float* panel, float* c, int64_t ldc, int64_t nr) {
+  static_assert(kMR == 4);
+  switch (m) {
+    case 3:
+      MicroKernel<false, 3, true>(k, a, panel, nullptr, c, ldc, nr, false, lda);
+      break;
+    case 2:
+      MicroKernel<false, 2, true>(k, a, panel, nullptr, c, ldc, nr, false, lda);
+      break;
+    default:
+      MicroKernel<false, 1, true>(k, a, panel, nullptr, c, ldc, nr, false, lda);
+      break;
+  }
+}
+
 QUILT_CLONES void RowsBlock(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
                             const int64_t* offs, float* c, int64_t ldc) {
   BlockOf<true>(mc, nc, k, ap, b, offs, c, ldc);
@@ -159,67 +185,70 @@ QUILT_ALWAYS_INLINE float LaneSum(const V8& v) {
          ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
 }
 
-// A product with few columns: dot products along the rows of A, up to four columns of C at once
-// so that each load of A feeds several independent sums.
-template <int kCols>
-QUILT_ALWAYS_INLINE void DotRow(int64_t k, const float* ai, const float* cols, float* ci) {
-  V8 acc[kCols];
-  for (V8& v : acc) v = V8{};
+// A product with few columns: dot products along the rows of A, kRows rows by kCols columns of C
+// at once, so that each load of A feeds kCols sums and each load of a column kRows.
+template <int kRows, int kCols>
+QUILT_ALWAYS_INLINE void DotRows(int64_t k, const float* a, int64_t lda, const float* cols,
+                                 float* c, int64_t ldc) {
+  V8 acc[kRows][kCols];
+  for (auto& row : acc) {
+    for (V8& v : row) v = V8{};
+  }
   int64_t p = 0;
   for (; p + 8 <= k; p += 8) {
-    V8 x;
-    LoadV(&x, ai + p);
+    V8 x[kRows];
+    for (int r = 0; r < kRows; ++r) LoadV(&x[r], a + r * lda + p);
     for (int j = 0; j < kCols; ++j) {
       V8 y;
       LoadV(&y, cols + j * k + p);
-      acc[j] += x * y;
+      for (int r = 0; r < kRows; ++r) acc[r][j] += x[r] * y;
     }
   }
-  for (int j = 0; j < kCols; ++j) {
-    float s = LaneSum(acc[j]);
-    for (int64_t q = p; q < k; ++q) s += ai[q] * cols[j * k + q];
-    ci[j] = s;
+  for (int r = 0; r < kRows; ++r) {
+    for (int j = 0; j < kCols; ++j) {
+      float s = LaneSum(acc[r][j]);
+      for (int64_t q = p; q < k; ++q) s += a[r * lda + q] * cols[j * k + q];
+      c[r * ldc + j] = s;
+    }
+  }
+}
+
+// Rows of C by kRows at once: every column, kCols at a time.
+template <int kRows>
+QUILT_ALWAYS_INLINE void DotRowsAll(int64_t n, int64_t k, const float* a, int64_t lda,
+                                    const float* cols, float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) DotRows<kRows, 4>(k, a, lda, cols + j * k, c + j, ldc);
+  switch (n - j) {
+    case 3:
+      DotRows<kRows, 3>(k, a, lda, cols + j * k, c + j, ldc);
+      break;
+    case 2:
+      DotRows<kRows, 2>(k, a, lda, cols + j * k, c + j, ldc);
+      break;
+    case 1:
+      DotRows<kRows, 1>(k, a, lda, cols + j * k, c + j, ldc);
+      break;
+    default:
+      break;
   }
 }
 
 QUILT_CLONES void NarrowProduct(int64_t m0, int64_t m1, int64_t n, int64_t k, const float* a,
                                 int64_t lda, const float* cols, float* c, int64_t ldc) {
-  if (n == 1) {  // a matrix-vector product: one sum per row
-    for (int64_t i = m0; i < m1; ++i) {
-      const float* ai = a + i * lda;
-      V8 acc = V8{};
-      int64_t p = 0;
-      for (; p + 8 <= k; p += 8) {
-        V8 x, y;
-        LoadV(&x, ai + p);
-        LoadV(&y, cols + p);
-        acc += x * y;
-      }
-      float s = LaneSum(acc);
-      for (; p < k; ++p) s += ai[p] * cols[p];
-      c[i * ldc] = s;
+  if (n == 1) {  // a matrix-vector product: kVectorRows sums at once
+    int64_t i = m0;
+    for (; i + kVectorRows <= m1; i += kVectorRows) {
+      DotRows<kVectorRows, 1>(k, a + i * lda, lda, cols, c + i * ldc, ldc);
     }
+    for (; i < m1; ++i) DotRows<1, 1>(k, a + i * lda, lda, cols, c + i * ldc, ldc);
     return;
   }
-  for (int64_t i = m0; i < m1; ++i) {
-    const float* ai = a + i * lda;
-    float* ci = c + i * ldc;
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) DotRow<4>(k, ai, cols + j * k, ci + j);
-    switch (n - j) {
-      case 3:
-        DotRow<3>(k, ai, cols + j * k, ci + j);
-        break;
-      case 2:
-        DotRow<2>(k, ai, cols + j * k, ci + j);
-        break;
-      case 1:
-        DotRow<1>(k, ai, cols + j * k, ci + j);
-        break;
-      default:
-        break;
-    }
+  int64_t i = m0;
+  for (; i + kNarrowRows <= m1; i += kNarrowRows) {
+    DotRowsAll<kNarrowRows>(n, k, a + i * lda, lda, cols, c + i * ldc, ldc);
   }
+  for (; i < m1; ++i) DotRowsAll<1>(n, k, a + i * lda, lda, cols, c + i * ldc, ldc);
 }
 
 struct FreeFloats {
@@ -274,6 +303,14 @@ QUILT_CLONES void BiasSilu(float* __restrict y, int64_t n, float b) {
   }
 }
 
+void GemmB::PackColumns(int64_t k, int64_t n, float* cols) const {
+  Floats panel = NewFloats(k * kGemmPanel);
+  Pack(0, n, panel.get());
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kGemmPanel + j];
+  }
+}
+
 void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   for (int64_t p = 0; p < k_; ++p) {
     const float* row = b_ + p * ld_ + j;
@@ -287,6 +324,14 @@ PackedB::PackedB(const GemmB& b, int64_t k, int64_t n)
     : k_(k), panels_(static_cast<size_t>((n + kGemmPanel - 1) / kGemmPanel * kGemmPanel * k)) {
   for (int64_t j = 0; j < n && k > 0; j += kGemmPanel) {
     b.Pack(j, std::min(kGemmPanel, n - j), panels_.data() + j * k);
+  }
+  if (n <= kGemmPanel / 3 && k > 0) {
+    columns_.resize(static_cast<size_t>(n * k));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) {
+        columns_[static_cast<size_t>(j * k + p)] = panels_[static_cast<size_t>(p * kGemmPanel + j)];
+      }
+    }
   }
 }
 
@@ -333,24 +378,34 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // Below this many multiply-adds a loop is not worth splitting across threads.
   constexpr int64_t kParallelWork = 1 << 15;
   if (n <= kNR / 3) {
-    // Few columns: B's columns made contiguous, then dot products.
-    Floats cols = NewFloats(n * k);
-    if (b) {
-      Floats panel = NewFloats(k * kNR);
-      b->Pack(0, n, panel.get());
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kNR + j];
-      }
-    } else {
+    // Few columns: B's columns made contiguous (or laid out so ahead), then dot products.
+    const float* laid_out = b ? b->Columns() : nullptr;
+    Floats cols = laid_out ? nullptr : NewFloats(n * k);
+    if (!laid_out && b) {
+      b->PackColumns(k, n, cols.get());
+    } else if (!laid_out) {
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t p = 0; p < k; ++p) cols[j * k + p] = rows[offs[p] + j];
       }
     }
     int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
     rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
-      NarrowProduct(i0, i1, n, k, a, lda, cols.get(), c, ldc);
+      NarrowProduct(i0, i1, n, k, a, lda, laid_out ? laid_out : cols.get(), c, ldc);
       Finish(epilogue, i0, i1 - i0, n, c + i0 * ldc, ldc);
     });
+    return;
+  }
+  if (m < kMR && b && k > 0 && b->Panel(0)) {
+    // A few rows by a B packed ahead: each panel streamed once, A's rows read where they are.
+    int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, m * kNR * k));
+    rt::ParallelFor(work >= kParallelWork ? pool : nullptr, npanels, grain,
+                    [&](int64_t t0, int64_t t1) {
+                      for (int64_t t = t0; t < t1; ++t) {
+                        int64_t j = t * kNR, cols = std::min(kNR, n - j);
+                        FewRowsPanel(m, k, a, lda, b->Panel(j), c + j, ldc, cols);
+                        Finish(epilogue, 0, m, cols, c + j, ldc);
+                      }
+                    });
     return;
   }
   int64_t mpanels = (m + kMR - 1) / kMR;

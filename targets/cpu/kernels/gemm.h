@@ -33,6 +33,12 @@ class GemmB {
     (void)j;
     return nullptr;
   }
+  // B's columns one after another (column j at j * k), already laid out, or null: the product
+  // of a B with few columns reads them so.
+  virtual const float* Columns() const { return nullptr; }
+  // Writes columns [0, n) of B (k rows) one after another into `cols`, column j at j * k; by
+  // default through a packed panel (n at most kGemmPanel).
+  virtual void PackColumns(int64_t k, int64_t n, float* cols) const;
 };
 
 // A row-major matrix with row stride `ld`.
@@ -67,10 +73,12 @@ class PackedB final : public GemmB {
   const float* Panel(int64_t j) const override {
     return panels_.empty() ? nullptr : panels_.data() + j / kGemmPanel * k_ * kGemmPanel;
   }
+  const float* Columns() const override { return columns_.empty() ? nullptr : columns_.data(); }
 
  private:
   int64_t k_;
   std::vector<float> panels_;
+  std::vector<float> columns_;  // for a B of at most kGemmPanel / 3 columns, as Columns()
 };
 
 // A left operand (m x k, row stride lda) packed once into the panels the product reads: for an A
