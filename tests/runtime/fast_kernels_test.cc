@@ -982,8 +982,14 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
   };
   const Case cases[] = {{{3, 3}, {1, 1}, {1, 1, 1, 1}},  // the window walk
                         {{5, 5}, {1, 1}, {2, 2, 2, 2}},  // two passes
-                        {{4, 4}, {2, 2}, {0, 0, 1, 1}}, {{4, 5}, {1, 3}, {1, 0, 0, 2}},
-                        {{9, 9}, {1, 1}, {4, 4, 4, 4}}, {{1, 3}, {1, 2}, {0, 1, 0, 1}}};
+                        {{4, 4}, {2, 2}, {0, 0, 1, 1}},
+                        {{4, 5}, {1, 3}, {1, 0, 0, 2}},
+                        {{9, 9}, {1, 1}, {4, 4, 4, 4}},
+                        {{1, 3}, {1, 2}, {0, 1, 0, 1}},
+                        // windows of 2 or 3 columns, strides 1 and 2 (a row's cells in registers)
+                        {{2, 2}, {2, 2}, {0, 0, 1, 1}},
+                        {{2, 2}, {1, 1}, {1, 0, 0, 1}},
+                        {{3, 3}, {2, 2}, {1, 1, 1, 1}}};
   for (const Case& c : cases) {
     Shape x = {1, 3, 9, 11};
     std::vector<float> data = Random(rng, Count(x));

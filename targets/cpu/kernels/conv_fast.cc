@@ -268,15 +268,19 @@ struct UnitStrideGrid {
 // dst + row * ld, one column per output position, zero where the window reads padding. For a
 // batch of small images, whose matrices side by side are small enough to write once (packing
 // them panel by panel would cut each panel across images).
-void WriteIm2Col(const float* x, int64_t channels, const Geo& g, float* dst, int64_t ld) {
-  int64_t in_size = g.InSize();
+QUILT_CLONES void WriteIm2Col(const float* x, int64_t channels, const Geo& g, float* dst,
+                              int64_t ld) {
+  int64_t in_size = g.InSize(), s2 = g.stride[2];
   float* row = dst;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * in_size;
     for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
         for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, row += ld) {
-          float* out = row;
+          // The output columns [lo, hi) whose input column o2 * s2 + off is inside.
+          int64_t off = k2 * g.dilation[2] - g.pad[2], lo, hi;
+          InsideRange(off, s2, g.in[2], g.out[2], &lo, &hi);
+          float* __restrict out = row;
           for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
             int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
             bool in0 = i0 >= 0 && i0 < g.in[0];
@@ -286,11 +290,16 @@ void WriteIm2Col(const float* x, int64_t channels, const Geo& g, float* dst, int
                 std::fill(out, out + g.out[2], 0.0f);
                 continue;
               }
-              const float* xr = xc + (i0 * g.in[1] + i1) * g.in[2];
-              for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-                int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
-                out[o2] = i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f;
+              const float* __restrict xr = xc + (i0 * g.in[1] + i1) * g.in[2];
+              std::fill(out, out + lo, 0.0f);
+              if (s2 == 1) {  // an inline loop: rows are short, a call to memmove costs more
+                for (int64_t o2 = lo; o2 < hi; ++o2) out[o2] = xr[o2 + off];
+              } else if (s2 == 2) {  // a constant stride: the copy vectorizes
+                for (int64_t o2 = lo; o2 < hi; ++o2) out[o2] = xr[2 * o2 + off];
+              } else {
+                for (int64_t o2 = lo; o2 < hi; ++o2) out[o2] = xr[o2 * s2 + off];
               }
+              std::fill(out + hi, out + g.out[2], 0.0f);
             }
           }
         }
@@ -505,6 +514,29 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
   DepthwiseTaps<false>(x, w, y, g);
 }
 
+// Outputs [lo, hi) of a max pool's row (every cell of their windows' columns inside the input)
+// from the window's `n` input rows: kK columns a window, kS apart; cells in the order of
+// MaxPoolPlane's walk, the first taken as is, later ones only when greater.
+template <int kK, int kS>
+QUILT_ALWAYS_INLINE void MaxPoolRow(const float* const* rows, int64_t n, int64_t lo, int64_t hi,
+                                    int64_t pad, float* __restrict y) {
+  for (int64_t o2 = lo; o2 < hi; ++o2) {
+    int64_t i2 = o2 * kS - pad;
+    float best = rows[0][i2];
+    for (int k = 1; k < kK; ++k) {
+      float v = rows[0][i2 + k];
+      best = v > best ? v : best;
+    }
+    for (int64_t r = 1; r < n; ++r) {
+      for (int k = 0; k < kK; ++k) {
+        float v = rows[r][i2 + k];
+        best = v > best ? v : best;
+      }
+    }
+    y[o2] = best;
+  }
+}
+
 // One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
 // the first cell inside the input taken as is and later ones only when greater, so NaN behaves
 // as there. Output columns whose every cell of the last dim lies inside the input go a row at a
@@ -549,6 +581,24 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
         yr[o2] = best;
       }
       if (n == 0 || hi == lo) continue;
+      // The common small windows (2 or 3 columns, stride 1 or 2): each output's cells in
+      // registers, in the same order, rather than a pass over the row per cell.
+      if (k2n == 3 && s2 == 2 && d2 == 1) {
+        MaxPoolRow<3, 2>(rows, n, lo, hi, p2, yr);
+        continue;
+      }
+      if (k2n == 2 && s2 == 2 && d2 == 1) {
+        MaxPoolRow<2, 2>(rows, n, lo, hi, p2, yr);
+        continue;
+      }
+      if (k2n == 3 && s2 == 1 && d2 == 1) {
+        MaxPoolRow<3, 1>(rows, n, lo, hi, p2, yr);
+        continue;
+      }
+      if (k2n == 2 && s2 == 1 && d2 == 1) {
+        MaxPoolRow<2, 1>(rows, n, lo, hi, p2, yr);
+        continue;
+      }
       for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
       for (int64_t r = 0; r < n; ++r) {
         for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
