@@ -924,23 +924,26 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
       WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n);
     });
   };
-  auto buffers = [&](std::vector<float>* v, std::vector<float>* m, std::vector<float>* rows) {
-    v->resize(static_cast<size_t>(16 * cg * most));
-    m->resize(static_cast<size_t>(16 * og * most));
-    rows->resize(static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w));
+  // The scratch of a block: every element is written before it is read, so none is cleared.
+  struct Scratch {
+    std::unique_ptr<float[]> v, m, rows;
+  };
+  auto buffers = [&] {
+    return Scratch{std::make_unique_for_overwrite<float[]>(static_cast<size_t>(16 * cg * most)),
+                   std::make_unique_for_overwrite<float[]>(static_cast<size_t>(16 * og * most)),
+                   std::make_unique_for_overwrite<float[]>(
+                       static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w))};
   };
   if (blocks < 2 * static_cast<int64_t>(ctx.threads())) {
     // Few blocks (small images): one at a time, each GEMM on the run's threads.
-    std::vector<float> v, m, rows;
-    buffers(&v, &m, &rows);
+    Scratch b = buffers();
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      run(blk, ctx.thread_pool(), v.data(), m.data(), rows.data());
+      run(blk, ctx.thread_pool(), b.v.get(), b.m.get(), b.rows.get());
     }
   } else {
     ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<float> v, m, rows;
-      buffers(&v, &m, &rows);
-      for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, v.data(), m.data(), rows.data());
+      Scratch b = buffers();
+      for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, b.v.get(), b.m.get(), b.rows.get());
     });
   }
   int64_t out_size = oh * ow, planes = geo.n * geo.o;
@@ -1065,36 +1068,39 @@ Status ConvFast(KernelContext& ctx) {
   };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
-    std::vector<float> c(static_cast<size_t>(geo.og * geo.n * out_size));
+    // Both written whole before they are read: not cleared.
+    auto c =
+        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(geo.og * geo.n * out_size));
     int64_t cols = geo.n * out_size;
     bool write = k * cols <= kMaxWrittenIm2Col;
-    std::vector<float> written(write ? static_cast<size_t>(k * cols) : 0);
+    auto written =
+        std::make_unique_for_overwrite<float[]>(write ? static_cast<size_t>(k * cols) : 0);
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       GemmEpilogue e;
       if (write) {
         if (geo.n > g.out[2]) {
           ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
             WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g, r0, r1,
-                             written.data(), cols);
+                             written.get(), cols);
           });
         } else {
           ctx.ParallelFor(geo.n, 1, [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) {
               WriteIm2Col(px + (i * geo.c + grp * geo.cg) * in_size, geo.cg, g,
-                          written.data() + i * out_size, cols);
+                          written.get() + i * out_size, cols);
             }
           });
         }
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.data(), k, cols), c.data(),
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.get(), k, cols), c.get(),
               cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
       } else {
         BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.data(), cols, ctx.thread_pool(),
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.get(), cols, ctx.thread_pool(),
               epilogue.From(grp * geo.og, &e), weights(grp));
       }
       for (int64_t oc = 0; oc < geo.og; ++oc) {
         for (int64_t i = 0; i < geo.n; ++i) {
-          const float* from = c.data() + oc * cols + i * out_size;
+          const float* from = c.get() + oc * cols + i * out_size;
           std::copy(from, from + out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
         }
       }
