@@ -311,7 +311,25 @@ void GemmB::PackColumns(int64_t k, int64_t n, float* cols) const {
   }
 }
 
+namespace {
+// Rows [0, k) of columns [0, kGemmPanel) of a row-major matrix (row stride ld) into a panel, as
+// whole vectors inline: a call to memcpy per row costs more than the copy.
+QUILT_CLONES void CopyPanel(const float* b, int64_t k, int64_t ld, float* panel) {
+  for (int64_t p = 0; p < k; ++p) {
+    for (int v = 0; v < kVecs; ++v) {
+      V8 x;
+      LoadV(&x, b + p * ld + 8 * v);
+      StoreV(panel + p * kGemmPanel + 8 * v, x);
+    }
+  }
+}
+}  // namespace
+
 void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
+  if (cols == kGemmPanel) {
+    CopyPanel(b_ + j, k_, ld_, panel);
+    return;
+  }
   for (int64_t p = 0; p < k_; ++p) {
     const float* row = b_ + p * ld_ + j;
     float* out = panel + p * kGemmPanel;
