@@ -900,6 +900,15 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   int64_t per_block =
       std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows_total);
   int64_t blocks = (rows_total + per_block - 1) / per_block;
+  // With threads, a multiple of their number of blocks where the rows allow: each block's
+  // transforms and GEMMs then run on one thread, rather than the transforms on one and every
+  // small GEMM split across them.
+  int64_t threads = static_cast<int64_t>(ctx.threads());
+  if (threads > 1) {
+    int64_t want = std::min(rows_total, (blocks + threads - 1) / threads * threads);
+    per_block = (rows_total + want - 1) / want;
+    blocks = (rows_total + per_block - 1) / per_block;
+  }
   int64_t most = per_block * tiles_w;
   auto run = [&](int64_t blk, rt::ThreadPool* gemm_pool, float* v, float* m, float* rows) {
     int64_t r0 = blk * per_block, r1 = std::min(rows_total, r0 + per_block);
@@ -934,7 +943,7 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
                    std::make_unique_for_overwrite<float[]>(
                        static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w))};
   };
-  if (blocks < 2 * static_cast<int64_t>(ctx.threads())) {
+  if (blocks < threads) {
     // Few blocks (small images): one at a time, each GEMM on the run's threads.
     Scratch b = buffers();
     for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -1084,10 +1093,13 @@ Status ConvFast(KernelContext& ctx) {
                              written.get(), cols);
           });
         } else {
-          ctx.ParallelFor(geo.n, 1, [&](int64_t i0, int64_t i1) {
-            for (int64_t i = i0; i < i1; ++i) {
-              WriteIm2Col(px + (i * geo.c + grp * geo.cg) * in_size, geo.cg, g,
-                          written.get() + i * out_size, cols);
+          // A task per (image, input channel): the channel's ks rows of the image's columns.
+          int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, ks * out_size));
+          ctx.ParallelFor(geo.n * geo.cg, grain, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t) {
+              int64_t i = t / geo.cg, ci = t % geo.cg;
+              WriteIm2Col(px + (i * geo.c + grp * geo.cg + ci) * in_size, 1, g,
+                          written.get() + ci * ks * cols + i * out_size, cols);
             }
           });
         }
