@@ -21,6 +21,7 @@
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/recurrent.h"
 #include "targets/cpu/kernels/registry.h"
+#include "targets/cpu/kernels/simd.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
@@ -707,6 +708,21 @@ TEST(FastKernels, RecurrentLeavesTheRestToTheReference) {
 // CopyStrided against an element-by-element walk: views of a buffer with positive, negative,
 // zero and contiguous strides, dims of 0 and 1, every element size the kernels use (and an odd
 // one).
+// CopyShort at every length up to a few vectors: whole vectors, an overlapping last one, pieces
+// of 4, 2 and 1; nothing written past the end.
+TEST(FastKernels, CopyShortCopiesExactlyNFloats) {
+  std::vector<float> src(40);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+  for (int64_t n = 0; n <= 32; ++n) {
+    std::vector<float> dst(48, -1.0f);
+    CopyShort(src.data(), n, dst.data() + 1);
+    EXPECT_EQ(dst[0], -1.0f) << "n " << n;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dst[i + 1], src[i]) << "n " << n << ", element " << i;
+    for (size_t i = n + 1; i < dst.size(); ++i)
+      ASSERT_EQ(dst[i], -1.0f) << "n " << n << ", past " << i;
+  }
+}
+
 TEST(FastKernels, CopyStridedMatchesAnElementWalk) {
   std::mt19937 rng(3);
   auto pick = [&](int64_t lo, int64_t hi) {

@@ -292,8 +292,8 @@ QUILT_CLONES void WriteIm2Col(const float* x, int64_t channels, const Geo& g, fl
               }
               const float* __restrict xr = xc + (i0 * g.in[1] + i1) * g.in[2];
               std::fill(out, out + lo, 0.0f);
-              if (s2 == 1) {  // an inline loop: rows are short, a call to memmove costs more
-                for (int64_t o2 = lo; o2 < hi; ++o2) out[o2] = xr[o2 + off];
+              if (s2 == 1) {  // rows are short: a call to memmove costs more than the copy
+                CopyShort(xr + lo + off, hi - lo, out + lo);
               } else if (s2 == 2) {  // a constant stride: the copy vectorizes
                 for (int64_t o2 = lo; o2 < hi; ++o2) out[o2] = xr[2 * o2 + off];
               } else {
@@ -441,34 +441,51 @@ struct DepthwiseGridSize {
   int64_t GridFloats(const Geo& g) const { return (g.out[1] * wp + 31) / 32 * 32; }
 };
 
-// One output channel of a small unit-stride depthwise convolution: the plane zero-padded into
-// `padded` (DepthwiseGridSize), then each tap one multiply-add over the whole output grid (a
+// The output grid acc[0, n) of DepthwiseGrid, kV vectors of outputs at a time across every tap.
+template <int kV>
+QUILT_ALWAYS_INLINE void DepthwiseGridBlocks(const float* padded, const float* w, const Geo& g,
+                                             int64_t wp, int64_t n, float* acc) {
+  for (int64_t i = 0; i < n; i += 8 * kV) {
+    V8 a[kV];
+    for (V8& v : a) v = V8{};
+    const float* wt = w;
+    for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+      const float* row = padded + k1 * g.dilation[1] * wp + i;
+      for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++wt) {
+        const float* src = row + k2 * g.dilation[2];
+        float wv = *wt;
+        for (int v = 0; v < kV; ++v) {
+          V8 x8;
+          LoadV(&x8, src + 8 * v);
+          a[v] += wv * x8;
+        }
+      }
+    }
+    for (int v = 0; v < kV; ++v) StoreV(acc + i + 8 * v, a[v]);
+  }
+}
+
+// One output channel of a small unit-stride depthwise convolution: the plane copied into the
+// interior of `padded` (DepthwiseGridSize; zero elsewhere, cleared once by the caller: every
+// call writes the same interior), then each tap one multiply-add over the whole output grid (a
 // contiguous run of out[1] * wp floats in `acc`), and the kept columns copied to y. Long
 // vector loops where a row of a small plane would give a few elements each.
 QUILT_CLONES void DepthwiseGrid(const float* x, const float* w, float* y, const Geo& g,
                                 const DepthwiseGridSize& grid, float* padded, float* acc) {
   int64_t wp = grid.wp, n = g.out[1] * wp;
-  std::fill(padded, padded + grid.Floats(g), 0.0f);
   int64_t rows = std::clamp<int64_t>(grid.ph - g.pad[1], 0, g.in[1]);
   int64_t cols = std::clamp<int64_t>(wp - g.pad[2], 0, g.in[2]);
   for (int64_t r = 0; r < rows; ++r) {
     CopyShort(x + r * g.in[2], cols, padded + (g.pad[1] + r) * wp + g.pad[2]);
   }
-  // 32 outputs at a time held in four vectors across every tap.
-  int64_t taps = g.kernel[1] * g.kernel[2];
-  for (int64_t i = 0; i < n; i += 32) {
-    V8 a[4] = {V8{}, V8{}, V8{}, V8{}};
-    for (int64_t t = 0; t < taps; ++t) {
-      int64_t k1 = t / g.kernel[2], k2 = t % g.kernel[2];
-      const float* src = padded + k1 * g.dilation[1] * wp + k2 * g.dilation[2] + i;
-      float wv = w[t];
-      for (int v = 0; v < 4; ++v) {
-        V8 x8;
-        LoadV(&x8, src + 8 * v);
-        a[v] += wv * x8;
-      }
-    }
-    for (int v = 0; v < 4; ++v) StoreV(acc + i + 8 * v, a[v]);
+  // 32 outputs at a time held in four vectors across every tap; a grid of 8 or 16 outputs in
+  // one or two (a short 1-d plane, where 32 would be mostly padding).
+  if (n <= 8) {
+    DepthwiseGridBlocks<1>(padded, w, g, wp, n, acc);
+  } else if (n <= 16) {
+    DepthwiseGridBlocks<2>(padded, w, g, wp, n, acc);
+  } else {
+    DepthwiseGridBlocks<4>(padded, w, g, wp, n, acc);
   }
   for (int64_t o1 = 0; o1 < g.out[1]; ++o1) CopyShort(acc + o1 * wp, g.out[2], y + o1 * g.out[2]);
 }
@@ -1025,7 +1042,7 @@ Status ConvFast(KernelContext& ctx) {
       std::vector<float> padded, acc;
       DepthwiseGridSize grid(g);
       if (grid) {
-        padded.resize(static_cast<size_t>(grid.Floats(g)));
+        padded.resize(static_cast<size_t>(grid.Floats(g)));  // zero: DepthwiseGrid's padding
         acc.resize(static_cast<size_t>(grid.GridFloats(g)));
       } else if (g.stride[2] == 1) {
         padded.resize(static_cast<size_t>(g.in[0] * g.in[1] * PaddedWidth(g)));

@@ -72,21 +72,34 @@ inline void LoadV(V8* v, const float* p) { std::memcpy(v, p, sizeof *v); }
 inline void StoreV(float* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
 #endif
 
-// dst[0, n) = src[0, n) for the short rows of small images: vector copies, then one at a time.
-// A plain loop or std::copy becomes a call to memmove, whose fixed cost is most of a row of a few
-// floats. (GCC makes a copy loop a memmove call itself, unless told not to.)
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
-inline void
-CopyShort(const float* src, int64_t n, float* dst) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    V8 v;
-    LoadV(&v, src + i);
-    StoreV(dst + i, v);
+// dst[0, n) = src[0, n) for the short rows of small images (src and dst apart): whole vectors,
+// the last one overlapping the one before, or pieces of 4, 2 and 1. Inline, with no loop a
+// compiler would turn into a call to memmove, whose fixed cost is most of a row of a few floats.
+QUILT_ALWAYS_INLINE void CopyShort(const float* src, int64_t n, float* dst) {
+  if (n >= 8) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      V8 v;
+      LoadV(&v, src + i);
+      StoreV(dst + i, v);
+    }
+    if (i < n) {
+      V8 v;
+      LoadV(&v, src + n - 8);
+      StoreV(dst + n - 8, v);
+    }
+    return;
   }
-  for (; i < n; ++i) dst[i] = src[i];
+  int64_t i = 0;
+  if (n & 4) {
+    std::memcpy(dst, src, 4 * sizeof(float));
+    i = 4;
+  }
+  if (n & 2) {
+    std::memcpy(dst + i, src + i, 2 * sizeof(float));
+    i += 2;
+  }
+  if (n & 1) dst[i] = src[i];
 }
 
 }  // namespace quilt::cpu
