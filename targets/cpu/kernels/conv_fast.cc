@@ -1104,7 +1104,17 @@ Status ConvFast(KernelContext& ctx) {
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       GemmEpilogue e;
       if (write) {
-        if (geo.n > g.out[2]) {
+        if (g.Pointwise()) {
+          // Row ci of the matrix: channel ci of every image, one after another.
+          ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
+            for (int64_t ci = r0; ci < r1; ++ci) {
+              for (int64_t i = 0; i < geo.n; ++i) {
+                CopyShort(px + (i * geo.c + grp * geo.cg + ci) * in_size, out_size,
+                          written.get() + ci * cols + i * out_size);
+              }
+            }
+          });
+        } else if (geo.n > g.out[2]) {
           ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
             WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g, r0, r1,
                              written.get(), cols);
@@ -1130,7 +1140,7 @@ Status ConvFast(KernelContext& ctx) {
       for (int64_t oc = 0; oc < geo.og; ++oc) {
         for (int64_t i = 0; i < geo.n; ++i) {
           const float* from = c.get() + oc * cols + i * out_size;
-          std::copy(from, from + out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
+          CopyShort(from, out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
         }
       }
     }
