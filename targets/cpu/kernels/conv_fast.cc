@@ -241,7 +241,9 @@ struct UnitStrideGrid {
     if (g.stride[1] != 1 || g.stride[2] != 1 || g.pad[1] < 0 || g.pad[2] < 0) return false;
     ph = g.out[1] + (g.kernel[1] - 1) * g.dilation[1];
     wp = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
-    return 4 * (wp - g.out[2]) <= g.out[2];
+    // The padding columns of each row are computed and dropped: at most a quarter more. One
+    // output row (a 1-d conv) computes only its own columns.
+    return g.out[1] == 1 || 4 * (wp - g.out[2]) <= g.out[2];
   }
   int64_t Plane() const { return ph * wp; }
   // Floats of the padded copy of `channels` channels: the last row's window reads past its plane
@@ -1151,7 +1153,9 @@ Status ConvFast(KernelContext& ctx) {
     // Per image: the padded copy of all its channels, then per group one GEMM on the grid
     // (og x out[1] * wp) and the kept columns of each row moved into y.
     std::vector<float> padded(static_cast<size_t>(grid.Floats(g, geo.c)));
-    int64_t cols = g.out[1] * grid.wp;
+    // The grid's rows are wp apart; one output row (a 1-d conv) needs only its out[2] columns.
+    int64_t row_stride = g.out[1] == 1 ? g.out[2] : grid.wp;
+    int64_t cols = g.out[1] * row_stride;
     std::vector<float> c(static_cast<size_t>(geo.og * cols));
     std::vector<int64_t> offs(static_cast<size_t>(k));
     for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
@@ -1175,7 +1179,7 @@ Status ConvFast(KernelContext& ctx) {
         int64_t rows = geo.og * g.out[1];
         ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / g.out[2]), [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) {
-            const float* from = c.data() + r * grid.wp;  // row r % out[1] of channel r / out[1]
+            const float* from = c.data() + r * row_stride;  // row r % out[1] of channel r / out[1]
             std::copy(from, from + g.out[2], yg + r * g.out[2]);
           }
         });

@@ -34,29 +34,31 @@ constexpr int kVecs = static_cast<int>(kNR / 8);
 // of A and kc rows of kNR columns of B: a packed panel (row p at b + p * kNR), or, with kRows,
 // rows anywhere (row p at b + offs[p]). A's element (i, p) is at a[p * kMR + i] (a packed panel,
 // its first kM rows used), or, with kAInPlace, at a[i * lda + p] (A's rows read where they are).
-// kM < kMR for the last rows of A: no multiply-adds on the panel's padding.
-template <bool kRows, int kM, bool kAInPlace = false>
+// kM < kMR for the last rows of A, and kV < kVecs vectors of columns for a last panel of at most
+// 8 * kV columns: no multiply-adds on the panels' padding.
+template <bool kRows, int kM, bool kAInPlace = false, int kV = kVecs>
 QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
                                      const int64_t* offs, float* c, int64_t ldc, int64_t nr,
                                      bool accumulate, int64_t lda = 0) {
   // A single row keeps as many sums going by splitting the reduction: kSplit sets of
   // accumulators over alternate p, added at the end (each multiply-add waits on the one before
   // in its accumulator, so a single row's three would leave the FMA units idle). Two rows' six
-  // are enough: split in two, their twelve and B's three vectors spill (1.2x slower).
-  constexpr int kSplit = kM == 1 ? 4 : 1;
-  V8 sums[kSplit][kM][kVecs];
+  // are enough: split in two, their twelve and B's three vectors spill (1.2x slower). Fewer
+  // vectors of columns split into about eight sums.
+  constexpr int kSplit = kM == 1 && kV == kVecs ? 4 : (kM * kV >= 8 ? 1 : 8 / (kM * kV));
+  V8 sums[kSplit][kM][kV];
   for (auto& set : sums) {
     for (auto& row : set) {
       for (V8& v : row) v = V8{};
     }
   }
-  auto step = [&](int64_t p, V8(&acc)[kM][kVecs]) {
+  auto step = [&](int64_t p, V8(&acc)[kM][kV]) {
     const float* row = kRows ? b + offs[p] : b + p * kNR;
-    V8 bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) LoadV(&bv[v], row + 8 * v);
+    V8 bv[kV];
+    for (int v = 0; v < kV; ++v) LoadV(&bv[v], row + 8 * v);
     for (int i = 0; i < kM; ++i) {
       float av = kAInPlace ? a[i * lda + p] : a[p * kMR + i];
-      for (int v = 0; v < kVecs; ++v) acc[i][v] += av * bv[v];
+      for (int v = 0; v < kV; ++v) acc[i][v] += av * bv[v];
     }
   };
   int64_t p = 0;
@@ -64,15 +66,15 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
     for (int q = 0; q < kSplit; ++q) step(p + q, sums[q]);
   }
   for (; p < kc; ++p) step(p, sums[0]);
-  V8(&acc)[kM][kVecs] = sums[0];
+  V8(&acc)[kM][kV] = sums[0];
   for (int q = 1; q < kSplit; ++q) {
     for (int i = 0; i < kM; ++i) {
-      for (int v = 0; v < kVecs; ++v) acc[i][v] += sums[q][i][v];
+      for (int v = 0; v < kV; ++v) acc[i][v] += sums[q][i][v];
     }
   }
-  if (nr == kNR) {
+  if (nr == 8 * kV) {
     for (int i = 0; i < kM; ++i) {
-      for (int v = 0; v < kVecs; ++v) {
+      for (int v = 0; v < kV; ++v) {
         float* p = c + i * ldc + 8 * v;
         if (accumulate) {
           V8 old;
@@ -86,7 +88,7 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
   }
   float out[kM][kNR];
   for (int i = 0; i < kM; ++i) {
-    for (int v = 0; v < kVecs; ++v) StoreV(&out[i][8 * v], acc[i][v]);
+    for (int v = 0; v < kV; ++v) StoreV(&out[i][8 * v], acc[i][v]);
   }
   for (int i = 0; i < kM; ++i) {
     float* ci = c + i * ldc;
@@ -98,25 +100,41 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
   }
 }
 
-// The micro kernel for mr (1 to kMR) rows.
+// The micro kernel for mr (1 to kMR) rows, kV vectors of columns.
+template <bool kRows, int kV>
+QUILT_ALWAYS_INLINE void MicroKernelRowsOf(int64_t kc, const float* a, const float* b,
+                                           const int64_t* offs, float* c, int64_t ldc, int64_t mr,
+                                           int64_t nr, bool accumulate) {
+  static_assert(kMR == 4);
+  switch (mr) {
+    case 4:
+      MicroKernel<kRows, 4, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    case 3:
+      MicroKernel<kRows, 3, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    case 2:
+      MicroKernel<kRows, 2, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+    default:
+      MicroKernel<kRows, 1, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      break;
+  }
+}
+
+// The micro kernel for mr (1 to kMR) rows and nr (1 to kNR) columns: a last panel of 8 or 16
+// columns or fewer computes one or two vectors, not three.
 template <bool kRows>
 QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float* b,
                                          const int64_t* offs, float* c, int64_t ldc, int64_t mr,
                                          int64_t nr, bool accumulate) {
-  static_assert(kMR == 4);
-  switch (mr) {
-    case 4:
-      MicroKernel<kRows, 4>(kc, a, b, offs, c, ldc, nr, accumulate);
-      break;
-    case 3:
-      MicroKernel<kRows, 3>(kc, a, b, offs, c, ldc, nr, accumulate);
-      break;
-    case 2:
-      MicroKernel<kRows, 2>(kc, a, b, offs, c, ldc, nr, accumulate);
-      break;
-    default:
-      MicroKernel<kRows, 1>(kc, a, b, offs, c, ldc, nr, accumulate);
-      break;
+  static_assert(kVecs == 3);
+  if (nr <= 8) {
+    MicroKernelRowsOf<kRows, 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  } else if (nr <= 16) {
+    MicroKernelRowsOf<kRows, 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  } else {
+    MicroKernelRowsOf<kRows, kVecs>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
   }
 }
 
