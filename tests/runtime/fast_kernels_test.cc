@@ -1038,6 +1038,57 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
   }
 }
 
+// Adaptive max pooling of 1 to 3 dims, windows from the whole plane to one cell, with NaN (first
+// or later in a window), signed zeros (a window whose greatest is zero, -0 or 0 first) and
+// negatives: bit for bit the reference's walk.
+TEST(FastKernels, AdaptiveMaxPoolMatchesTheReferenceExactly) {
+  std::mt19937 rng(71);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> out;
+  };
+  const Case cases[] = {{{2, 3, 37}, {1}},        {{2, 3, 37}, {5}},
+                        {{1, 4, 37}, {1}},        {{1, 3, 37}, {37}},
+                        {{1, 2, 9, 11}, {1, 1}},  {{1, 2, 9, 11}, {3, 4}},
+                        {{2, 1, 9, 11}, {9, 11}}, {{1, 1, 4, 5, 6}, {2, 3, 2}},
+                        {{4, 512, 508}, {1}}};
+  for (const Case& c : cases) {
+    std::vector<float> data = Random(rng, Count(c.x));
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (i % 13 == 3) data[i] = std::nanf("");
+      if (i % 11 == 5) data[i] = i % 2 ? -0.0f : 0.0f;
+      if (i % 17 < 6) data[i] = -std::abs(data[i]);  // runs whose greatest is a zero
+    }
+    if (c.x == Shape{1, 4, 37}) {
+      // Windows whose greatest is zero, one zero of each sign, in either order, the later of the
+      // two in an earlier lane of eight: the first in the walk's order is the result.
+      std::fill(data.begin(), data.end(), -1.0f);
+      data[5] = -0.0f;
+      data[8] = 0.0f;
+      data[37 + 5] = 0.0f;
+      data[37 + 8] = -0.0f;
+    }
+    Attrs attrs;
+    attrs.Ints("output_size", c.out);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, c.x, data.data()}};
+    TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
+    ASSERT_TRUE(nn::AdaptiveMaxPool(ref).ok());
+    ASSERT_TRUE(nn::AdaptiveMaxPoolFast(got).ok());
+    std::vector<float> v = got.values(), want = ref.values();
+    ASSERT_EQ(got.out().shape, ref.out().shape);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(v[i])) << "x (" << Join(c.x) << "), element " << i;
+      } else {
+        EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << "x (" << Join(c.x) << ") out (" << Join(c.out) << "), element " << i << ": " << v[i]
+            << " vs " << want[i];
+      }
+    }
+  }
+}
+
 // Resize of the last two axes (the plane path)// Resize of the last two axes (the plane path) in
 // every mode, and of a leading axis (the general walk), against the reference walk: the same sums
 // in the same order, so the same values exactly.

@@ -56,6 +56,9 @@ Status AvgPool(KernelContext& ctx);
 Status LpPool(KernelContext& ctx);
 Status AdaptiveAvgPool(KernelContext& ctx);
 Status AdaptiveMaxPool(KernelContext& ctx);
+// Float32 adaptive max pooling, the same values as AdaptiveMaxPool bit for bit; other types go
+// to it.
+Status AdaptiveMaxPoolFast(KernelContext& ctx);
 Status MaxUnpool(KernelContext& ctx);
 
 // A sliding window over up to 3 spatial dims; unused trailing dims are size 1 with kernel 1,

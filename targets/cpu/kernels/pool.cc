@@ -214,25 +214,34 @@ namespace {
 
 // Adaptive pooling: output cell i of n over an input of m covers
 // [floor(i * m / n), ceil((i + 1) * m / n)).
-template <bool kMax>
-Status AdaptivePool(KernelContext& ctx) {
-  const Tensor& x = *ctx.input(0);
+// The window of an adaptive pool of x (output_size), and its output.
+Status AdaptiveWindow(KernelContext& ctx, const Tensor& x, Window* w, Tensor** y) {
   QUILT_RETURN_IF_ERROR(CheckPoolInput(x));
   size_t r = static_cast<size_t>(x.rank() - 2);
   std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end()), size;
   QUILT_RETURN_IF_ERROR(IntsAttr(ctx.attrs(), "output_size", r, -1, &size));
-  Window w;
-  w.rank = static_cast<int>(r);
+  w->rank = static_cast<int>(r);
   for (size_t i = 0; i < r; ++i) {
-    w.in[i] = in[i];
-    w.out[i] = size[i] == -1 ? in[i] : size[i];
-    if (w.out[i] < 1) return Status::Error("output_size must be positive, got " + Str(size[i]));
+    w->in[i] = in[i];
+    w->out[i] = size[i] == -1 ? in[i] : size[i];
+    if (w->out[i] < 1) return Status::Error("output_size must be positive, got " + Str(size[i]));
   }
+  return ctx.Output(0, x.dtype, OutShape(x, *w), y);
+}
+
+// Output cell i of n over an input of m: [AdaptiveBegin, AdaptiveEnd).
+int64_t AdaptiveBegin(int64_t i, int64_t m, int64_t n) { return i * m / n; }
+int64_t AdaptiveEnd(int64_t i, int64_t m, int64_t n) { return ((i + 1) * m + n - 1) / n; }
+
+template <bool kMax>
+Status AdaptivePool(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Window w;
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(x, w), &y));
+  QUILT_RETURN_IF_ERROR(AdaptiveWindow(ctx, x, &w, &y));
   int64_t planes = x.shape[0] * x.shape[1];
-  auto begin = [&](int d, int64_t i) { return i * w.in[d] / w.out[d]; };
-  auto end = [&](int d, int64_t i) { return ((i + 1) * w.in[d] + w.out[d] - 1) / w.out[d]; };
+  auto begin = [&](int d, int64_t i) { return AdaptiveBegin(i, w.in[d], w.out[d]); };
+  auto end = [&](int d, int64_t i) { return AdaptiveEnd(i, w.in[d], w.out[d]); };
   auto body = [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
@@ -276,10 +285,85 @@ Status AdaptivePool(KernelContext& ctx) {
   }
 }
 
+// The maximum of x[0, n) and m, NaN cells passed over (m is not NaN): eight running maxima, each
+// taking a cell only when greater.
+float MaxNotNaN(const float* x, int64_t n, float m) {
+  float lanes[8];
+  std::fill(lanes, lanes + 8, m);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  }
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (float l : lanes) m = l > m ? l : m;
+  return m;
+}
+
 }  // namespace
 
 Status AdaptiveAvgPool(KernelContext& ctx) { return AdaptivePool<false>(ctx); }
 Status AdaptiveMaxPool(KernelContext& ctx) { return AdaptivePool<true>(ctx); }
+
+// The reference walks each window from its first cell and takes a later one only when greater:
+// its result is the first cell when that is NaN, else the first cell equal to the greatest of
+// those not NaN (0 and -0 are equal: which of them comes first is found by a second walk, only
+// when the greatest is zero). So the greatest is found row by row with vector maxima.
+Status AdaptiveMaxPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32) return AdaptivePool<true>(ctx);
+  Window w;
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(AdaptiveWindow(ctx, x, &w, &y));
+  // The window's dims aligned right (leading 1s), so that dim 2 is the contiguous one.
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  for (int d = 0; d < w.rank; ++d) {
+    in[3 - w.rank + d] = w.in[d];
+    out[3 - w.rank + d] = w.out[d];
+  }
+  int64_t planes = x.shape[0] * x.shape[1], in_size = in[0] * in[1] * in[2];
+  int64_t out_size = out[0] * out[1] * out[2];
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, in_size));
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* plane = px + p * in_size;
+      float* yp = py + p * out_size;
+      for (int64_t o0 = 0; o0 < out[0]; ++o0) {
+        int64_t b0 = AdaptiveBegin(o0, in[0], out[0]), e0 = AdaptiveEnd(o0, in[0], out[0]);
+        for (int64_t o1 = 0; o1 < out[1]; ++o1) {
+          int64_t b1 = AdaptiveBegin(o1, in[1], out[1]), e1 = AdaptiveEnd(o1, in[1], out[1]);
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            int64_t b2 = AdaptiveBegin(o2, in[2], out[2]), n = AdaptiveEnd(o2, in[2], out[2]) - b2;
+            auto row = [&](int64_t i0, int64_t i1) {
+              return plane + (i0 * in[1] + i1) * in[2] + b2;
+            };
+            // The first cell equal to zero, in the walk's order.
+            auto first_zero = [&] {
+              for (int64_t i0 = b0; i0 < e0; ++i0) {
+                for (int64_t i1 = b1; i1 < e1; ++i1) {
+                  const float* r = row(i0, i1);
+                  const float* z = std::find(r, r + n, 0.0f);
+                  if (z != r + n) return *z;
+                }
+              }
+              return 0.0f;
+            };
+            float m = row(b0, b1)[0];
+            if (!std::isnan(m)) {
+              for (int64_t i0 = b0; i0 < e0; ++i0) {
+                for (int64_t i1 = b1; i1 < e1; ++i1) m = MaxNotNaN(row(i0, i1), n, m);
+              }
+              if (m == 0.0f) m = first_zero();
+            }
+            yp[(o0 * out[1] + o1) * out[2] + o2] = m;
+          }
+        }
+      }
+    }
+  });
+  return Status::Ok();
+}
 
 // ONNX MaxUnpool: data[i] is written at flat index indices[i] of a result of the default shape
 // (N, C, (in - 1) * stride + pool_size - pad_begin - pad_end); with output_size, that result
