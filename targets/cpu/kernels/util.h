@@ -141,11 +141,20 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t> (&strides)[N]
   int64_t total = 1;
   for (int64_t d : out) total *= d;
   if (total == 0) return;
+  // The last axis in a plain loop, the others on an odometer once per row.
+  int64_t inner = rank > 0 ? out[rank - 1] : 1;
+  int64_t step[N] = {};
+  for (size_t k = 0; k < N; ++k) step[k] = rank > 0 ? strides[k][rank - 1] : 0;
   std::vector<int64_t> idx(rank, 0);
   int64_t off[N] = {};
-  for (int64_t i = 0; i < total; ++i) {
-    f(i, off);
-    for (int ax = rank - 1; ax >= 0; --ax) {
+  for (int64_t i = 0; i < total; i += inner) {
+    int64_t at[N];
+    for (size_t k = 0; k < N; ++k) at[k] = off[k];
+    for (int64_t j = 0; j < inner; ++j) {
+      f(i + j, static_cast<const int64_t*>(at));
+      for (size_t k = 0; k < N; ++k) at[k] += step[k];
+    }
+    for (int ax = rank - 2; ax >= 0; --ax) {
       ++idx[ax];
       for (size_t k = 0; k < N; ++k) off[k] += strides[k][ax];
       if (idx[ax] < out[ax]) break;
