@@ -31,6 +31,7 @@ class Fusion {
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
+      FuseScale(conv);
       FuseBias(conv);
       if (!FuseClamp(conv) && !FuseSilu(conv)) FuseHardSwish(conv);
     }
@@ -48,7 +49,26 @@ class Fusion {
     ++count_;
   }
 
-  // The bias add.
+  // On the CPU, a multiply by a per-channel constant (a batch norm's scale, as exporters write
+  // it): input 2, marked by the attribute scale (the bias, if any, comes after it).
+  bool FuseScale(StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
+    int v = conv.outputs[0];
+    int mul = SoleReader(conv, v, "multiply");
+    if (mul < 0) return false;
+    const StepSpec& m = g_.steps[static_cast<size_t>(mul)];
+    if (m.inputs.size() != 2) return false;
+    int scale = m.inputs[0] == v ? m.inputs[1] : m.inputs[0];
+    if (!PerChannel(scale, v, conv) || !SameType(v, m.outputs[0], true)) return false;
+    conv.inputs.push_back(scale);
+    conv.input_arity.push_back(1);
+    conv.attrs.Set("scale", true);
+    conv.outputs = m.outputs;
+    Remove(mul);
+    return true;
+  }
+
+  // The bias add: the next input.
   void FuseBias(StepSpec& conv) {
     int v = conv.outputs[0];
     int add = SoleReader(conv, v, "add");

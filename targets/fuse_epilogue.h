@@ -1,8 +1,12 @@
 // Conv epilogue fusion on a lowered graph (run by Lower before memory planning).
 //
+// A float32 nn.conv1d/2d/3d step on a CPU device whose result is read only by a `multiply` by a
+// constant per-channel scale (the shape of a bias, below; a batch norm's scale as exporters write
+// it) takes the scale as its third input and the attribute scale = true; the rest of the chain
+// then goes on from the multiply's result.
 // A float32 nn.conv1d/2d/3d step on a CPU or OpenCL device whose result is read only by an `add`
 // of a constant per-channel bias (static shape (1, M, 1, ...) or (M, 1, ...), M the conv's output
-// channels) on the same device takes the bias as a third input. When the result (after the bias,
+// channels) on the same device takes the bias as its next input. When the result (after the bias,
 // if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
 // device, the conv step also takes the activation (attributes activation, activation_min,
 // activation_max; see targets/cpu/kernels/nn_internal.h). When it is read only by the hardswish

@@ -334,6 +334,7 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
     bool bias;
     std::string activation;
     std::vector<std::pair<std::string, double>> bounds;
+    bool scale = false;  // a per-channel scale before the bias
   };
   const std::vector<Act> acts = {
       {true, "", {}},
@@ -348,6 +349,9 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "hard_swish", {}},
       {true, "silu", {}},
       {false, "silu", {}},
+      {true, "hardswish", {}, true},
+      {false, "", {}, true},
+      {true, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}, true},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {
@@ -362,13 +366,16 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       if (!act.activation.empty()) attrs.Str("activation", act.activation);
       for (const auto& [name, v] : act.bounds) attrs.Float(name, v);
       std::vector<Shape> shapes = {x, w};
-      if (act.bias) {
-        Shape b(x.size() - 1, 1);
-        b[0] = w[0];  // (O, 1, ...), as the compiler passes the constant of the add
-        shapes.push_back(b);
+      Shape per_channel(x.size() - 1, 1);
+      per_channel[0] = w[0];  // (O, 1, ...), as the compiler passes the constant of the add
+      if (act.scale) {
+        attrs.Bool("scale", true);
+        shapes.push_back(per_channel);
       }
+      if (act.bias) shapes.push_back(per_channel);
       std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") bias " +
-                         (act.bias ? "yes" : "no") + " activation '" + act.activation + "'";
+                         (act.bias ? "yes" : "no") + " scale " + (act.scale ? "yes" : "no") +
+                         " activation '" + act.activation + "'";
       Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
     }
   }

@@ -454,7 +454,8 @@ TEST(Package, AnUnknownAttributeOfAKnownOpIsRefused) {
   EXPECT_NE(e.find("attribute '2:min' names no member of its 2 ops"), std::string::npos) << e;
 }
 
-// A kernel step gives as many arguments as its op takes (a fused conv one more, its bias), and
+// A kernel step gives as many arguments as its op takes (a fused conv two more, its scale and
+// bias), and
 // only control steps have subgraphs, as many as their builtin runs: the executor relies on both.
 TEST(Package, ArgumentAndSubgraphCountsMustFitTheStep) {
   compiler::PackageSpec spec = test::AddConstantPackage();
@@ -464,12 +465,15 @@ TEST(Package, ArgumentAndSubgraphCountsMustFitTheStep) {
       << e;
   spec = test::AddConstantPackage();
   spec.graphs[0].steps[0].kernel = "nn.conv2d";
-  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1};
-  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1};
+  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1, 1};
   e = LoadError(compiler::WritePackage(spec));
-  EXPECT_NE(e.find("nn.conv2d takes 2 to 3 argument(s), the step gives 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("nn.conv2d takes 2 to 4 argument(s), the step gives 5"), std::string::npos) << e;
   spec.graphs[0].steps[0].inputs = {0, 1, 1};
   spec.graphs[0].steps[0].input_arity = {1, 1, 1};
+  EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
+  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1};
   EXPECT_EQ(LoadError(compiler::WritePackage(spec)), "");
   // A kernel step that names a subgraph; an if with one branch.
   spec = test::AddConstantPackage();

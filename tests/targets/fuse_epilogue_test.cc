@@ -360,6 +360,73 @@ class Module:
   }
 }
 
+// A multiply by a per-channel constant after a conv (a batch norm's scale as exporters write it),
+// then its shift and a hardswish, joins the conv on the CPU, with or without the shift; a multiply
+// by a tensor of the conv's whole shape, by a parameter, or read elsewhere too stays. The fused
+// package computes what the unfused one does.
+TEST(FuseEpilogue, PerChannelScaleJoinsTheConv) {
+  std::mt19937 rng(23);
+  const std::string weight = Const(rng, {4, 3, 3, 3}), scale = Const(rng, {1, 4, 1, 1}),
+                    shift = Const(rng, {4, 1, 1}), whole = Const(rng, {1, 4, 7, 6});
+  const std::string hardswish =
+      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
+      "        k = R.clip(a, min=0.0, max=6.0)\n"
+      "        y = R.multiply(b, k)\n";
+  struct Case {
+    std::string body;
+    int steps, fused;  // after fusion: steps, and conv steps with a scale input
+  };
+  const std::vector<Case> cases = {
+      {"m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + shift + ")\n" + hardswish +
+           "        return y",
+       1, 1},
+      {"m = R.multiply(" + scale + ", h)\n        b = R.add(" + shift + ", m)\n" + hardswish +
+           "        return y",
+       1, 1},
+      {"m = R.multiply(h, " + scale + ")\n        return m", 1, 1},
+      {"b = R.multiply(h, " + scale + ")\n" + hardswish + "        return y", 1, 1},
+      // Not per channel; a parameter; the conv's result read elsewhere too.
+      {"m = R.multiply(h, " + whole + ")\n        return m", 2, 0},
+      {"m = R.multiply(h, p)\n        return m", 2, 0},
+      {"m = R.multiply(h, " + scale + ")\n        return (m, h)", 2, 0},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32"), p: R.Tensor((1, 4, 1, 1), "float32")):
+        h = R.nn.conv2d(x, )" +
+                             weight + R"(, padding=[1, 1, 1, 1])
+        )" + c.body + "\n");
+    Built plain = Build(mod, false);
+    CompileOptions options;
+    LowerOptions lower;
+    lower.fuse_epilogues = true;
+    Expected<Compiled> compiled = Compile(mod, options);
+    ASSERT_TRUE(compiled) << compiled.error().ToString();
+    Expected<PackageSpec> spec = Lower(compiled->module, lower);
+    ASSERT_TRUE(spec) << spec.error().ToString();
+    int steps = 0, scaled = 0;
+    for (const StepSpec& s : spec->graphs[0].steps) {
+      ++steps;
+      if (s.kernel == "nn.conv2d" && s.attrs.Get<bool>("scale")) ++scaled;
+    }
+    EXPECT_EQ(steps, c.steps) << c.body;
+    EXPECT_EQ(scaled, c.fused) << c.body;
+    std::vector<float> x(3 * 7 * 6), pv(4);
+    std::uniform_real_distribution<float> d(-3, 3);
+    for (float& v : x) v = d(rng);
+    for (float& v : pv) v = d(rng);
+    auto inputs = [&] {
+      return std::vector<rt::NamedTensor>{test::Input("x", x, {1, 3, 7, 6}),
+                                          test::Input("p", pv, {1, 4, 1, 1})};
+    };
+    Built fused = Build(mod, true);
+    ExpectClose(RunPackage(fused.package, inputs()), RunPackage(plain.package, inputs()));
+  }
+}
+
 // Only float32 convs fuse.
 TEST(FuseEpilogue, OtherElementTypesStay) {
   ir::IRModule mod = Parse(R"(

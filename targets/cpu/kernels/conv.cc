@@ -151,11 +151,22 @@ namespace {
 
 Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
-  geo->bias = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
-  if (geo->bias && (geo->bias->dtype != x.dtype || geo->bias->NumElements() != geo->o)) {
-    return Status::Error("the bias " + rt::ShapeString(geo->bias->shape) + " does not hold one " +
-                         "value of the data's element type per output channel (" + Str(geo->o) +
-                         ")");
+  // Input 2: the bias; or, with the attribute scale, a scale applied first, then the bias.
+  int bias = 2;
+  if (ctx.attrs().Bool("scale", false)) {
+    geo->scale = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    if (!geo->scale) return Status::Error("the attribute scale is set but no scale is given");
+    bias = 3;
+  } else if (ctx.num_inputs() > 3) {
+    return Status::Error("a fourth input (after the bias) needs the attribute scale");
+  }
+  geo->bias = ctx.num_inputs() > bias ? ctx.input(bias) : nullptr;
+  for (const Tensor* t : {geo->bias, geo->scale}) {
+    if (t && (t->dtype != x.dtype || t->NumElements() != geo->o)) {
+      return Status::Error(std::string(t == geo->bias ? "the bias " : "the scale ") +
+                           rt::ShapeString(t->shape) + " does not hold one value of the data's " +
+                           "element type per output channel (" + Str(geo->o) + ")");
+    }
   }
   const rt::AttrView& a = ctx.attrs();
   std::string_view act = a.Str("activation", "");
@@ -216,6 +227,7 @@ Status ConvReference(KernelContext& ctx) {
     const T* pw = wt.Data<T>();
     T* py = y->MutableData<T>();
     const T* pb = geo.bias ? geo.bias->Data<T>() : nullptr;
+    const T* ps = geo.scale ? geo.scale->Data<T>() : nullptr;
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
          six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
@@ -248,6 +260,10 @@ Status ConvReference(KernelContext& ctx) {
                     }
                   }
                 }
+              }
+              if (ps) {  // the product rounded to T, as the multiply it stands for
+                acc = static_cast<double>(static_cast<Compute<T>>(acc)) *
+                      static_cast<double>(Load(ps[oc]));
               }
               if (pb) acc += static_cast<double>(Load(pb[oc]));
               auto v = static_cast<Compute<T>>(acc);

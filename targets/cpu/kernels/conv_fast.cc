@@ -736,6 +736,7 @@ struct Epilogue {
   bool active = false;
 
   explicit Epilogue(const ConvGeometry& geo) {
+    e.scale = geo.scale ? geo.scale->Data<float>() : nullptr;
     e.bias = geo.bias ? geo.bias->Data<float>() : nullptr;
     if (geo.clamp) {
       e.lo = static_cast<float>(geo.lo);
@@ -744,20 +745,21 @@ struct Epilogue {
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
     e.silu = geo.silu;
-    active = geo.bias || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
+    active = geo.scale || geo.bias || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
   const GemmEpilogue* From(int64_t oc, GemmEpilogue* out) const {
     if (!active) return nullptr;
     *out = e;
+    if (e.scale) out->scale = e.scale + oc;
     if (e.bias) out->bias = e.bias + oc;
     return out;
   }
 
   // Output channel oc, `size` values at y.
   void Channel(float* y, int64_t oc, int64_t size) const {
-    if (active) FinishRow(e, y, size, e.bias ? e.bias[oc] : -0.0f);
+    if (active) FinishRow(e, y, size, oc);
   }
 };
 

@@ -281,11 +281,15 @@ Floats NewFloats(int64_t n) {
 void Finish(const GemmEpilogue* e, int64_t row0, int64_t rows, int64_t n, float* c, int64_t ldc) {
   if (!e) return;
   for (int64_t r = 0; r < rows; ++r) {
-    FinishRow(*e, c + r * ldc, n, e->bias ? e->bias[row0 + r] : -0.0f);
+    FinishRow(*e, c + r * ldc, n, row0 + r);
   }
 }
 
 }  // namespace
+
+QUILT_CLONES void Scale(float* __restrict y, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= s;
+}
 
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {

@@ -97,9 +97,10 @@ class PackedA {
 };
 
 // What the product does to each row i of C once computed, while it is in cache:
-// c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added). A convolution's bias
-// and activation.
+// c = min(max(c * scale[i] + bias[i], lo), hi), NaN kept (scale, bias null: not applied). A
+// convolution's scale, bias and activation.
 struct GemmEpilogue {
+  const float* scale = nullptr;  // row i first multiplied by scale[i] (null: not)
   const float* bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
@@ -118,8 +119,12 @@ void BiasOnnxHardSwish(float* y, int64_t n, float b);
 // v = y[i] + b, y[i] = v * sigmoid(v) over [0, n) (the sigmoid of vmath.h, as the sigmoid
 // kernel computes it).
 void BiasSilu(float* y, int64_t n, float b);
-// The epilogue `e` of one row: bias b, then the bounds or the hardswish.
-inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, float b) {
+// y[i] *= s over [0, n).
+void Scale(float* y, int64_t n, float s);
+// The epilogue `e` of row `row`: its scale, its bias, then the bounds or the hardswish.
+inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
+  if (e.scale) Scale(y, n, e.scale[row]);
+  float b = e.bias ? e.bias[row] : -0.0f;  // -0 added changes no value
   if (e.silu) {
     BiasSilu(y, n, b);
   } else if (e.hard_swish) {
