@@ -556,6 +556,21 @@ QUILT_ALWAYS_INLINE void MaxPoolRow(const float* const* rows, int64_t n, int64_t
   }
 }
 
+// The common small windows (2 or 3 columns, stride 1 or 2, no dilation) through MaxPoolRow: each
+// output's cells in registers, in the same order, rather than a pass over the row per cell. False
+// (nothing written) for other windows.
+QUILT_ALWAYS_INLINE bool MaxPoolSmallWindow(const float* const* rows, int64_t n, int64_t lo,
+                                            int64_t hi, int64_t k, int64_t s, int64_t d,
+                                            int64_t pad, float* y) {
+  if (d != 1 || (k != 2 && k != 3) || (s != 1 && s != 2)) return false;
+  if (k == 3) {
+    s == 2 ? MaxPoolRow<3, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<3, 1>(rows, n, lo, hi, pad, y);
+  } else {
+    s == 2 ? MaxPoolRow<2, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<2, 1>(rows, n, lo, hi, pad, y);
+  }
+  return true;
+}
+
 // One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
 // the first cell inside the input taken as is and later ones only when greater, so NaN behaves
 // as there. Output columns whose every cell of the last dim lies inside the input go a row at a
@@ -600,24 +615,7 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
         yr[o2] = best;
       }
       if (n == 0 || hi == lo) continue;
-      // The common small windows (2 or 3 columns, stride 1 or 2): each output's cells in
-      // registers, in the same order, rather than a pass over the row per cell.
-      if (k2n == 3 && s2 == 2 && d2 == 1) {
-        MaxPoolRow<3, 2>(rows, n, lo, hi, p2, yr);
-        continue;
-      }
-      if (k2n == 2 && s2 == 2 && d2 == 1) {
-        MaxPoolRow<2, 2>(rows, n, lo, hi, p2, yr);
-        continue;
-      }
-      if (k2n == 3 && s2 == 1 && d2 == 1) {
-        MaxPoolRow<3, 1>(rows, n, lo, hi, p2, yr);
-        continue;
-      }
-      if (k2n == 2 && s2 == 1 && d2 == 1) {
-        MaxPoolRow<2, 1>(rows, n, lo, hi, p2, yr);
-        continue;
-      }
+      if (MaxPoolSmallWindow(rows, n, lo, hi, k2n, s2, d2, p2, yr)) continue;
       for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
       for (int64_t r = 0; r < n; ++r) {
         for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
