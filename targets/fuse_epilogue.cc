@@ -31,8 +31,7 @@ class Fusion {
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
-      FuseScale(conv);
-      FuseBias(conv);
+      FuseAffine(conv);
       if (!FuseClamp(conv) && !FuseSilu(conv)) FuseHardSwish(conv);
     }
     std::vector<StepSpec> kept;
@@ -49,39 +48,31 @@ class Fusion {
     ++count_;
   }
 
-  // On the CPU, a multiply by a per-channel constant (a batch norm's scale, as exporters write
-  // it): input 2, marked by the attribute scale (the bias, if any, comes after it).
-  bool FuseScale(StepSpec& conv) {
-    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
-    int v = conv.outputs[0];
-    int mul = SoleReader(conv, v, "multiply");
-    if (mul < 0) return false;
-    const StepSpec& m = g_.steps[static_cast<size_t>(mul)];
-    if (m.inputs.size() != 2) return false;
-    int scale = m.inputs[0] == v ? m.inputs[1] : m.inputs[0];
-    if (!PerChannel(scale, v, conv) || !SameType(v, m.outputs[0], true)) return false;
-    conv.inputs.push_back(scale);
-    conv.input_arity.push_back(1);
-    conv.attrs.Set("scale", true);
-    conv.outputs = m.outputs;
-    Remove(mul);
-    return true;
-  }
-
-  // The bias add: the next input.
-  void FuseBias(StepSpec& conv) {
-    int v = conv.outputs[0];
-    int add = SoleReader(conv, v, "add");
-    if (add < 0) return;
-    const StepSpec& a = g_.steps[static_cast<size_t>(add)];
-    if (a.inputs.size() != 2) return;
-    int bias = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
-    // The add's result is the conv's shape: a bias of 1s but for the conv's channels.
-    if (!PerChannel(bias, v, conv) || !SameType(v, a.outputs[0], true)) return;
-    conv.inputs.push_back(bias);
-    conv.input_arity.push_back(1);
-    conv.outputs = a.outputs;
-    Remove(add);
+  // The adds and multiplies by constants that follow the conv, each read alone: on an OpenCL
+  // device one add of a per-channel bias; on the CPU up to three, of per-channel constants or of
+  // one value for every channel (a batch norm's scale and shift as exporters write them, a
+  // learnable affine block), in the attribute affine ('b' an add, 's' a multiply, one letter per
+  // input after the weight; none for a single add).
+  void FuseAffine(StepSpec& conv) {
+    bool cpu = devices_[static_cast<size_t>(conv.device)].kind == "cpu";
+    std::string ops;
+    while (ops.size() < (cpu ? 3u : 1u)) {
+      int v = conv.outputs[0];
+      int add = SoleReader(conv, v, "add");
+      int step = add >= 0 ? add : (cpu ? SoleReader(conv, v, "multiply") : -1);
+      if (step < 0) break;
+      const StepSpec& a = g_.steps[static_cast<size_t>(step)];
+      if (a.inputs.size() != 2) break;
+      int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+      // The result is the conv's shape: a constant of 1s but for the conv's channels.
+      if (!PerChannel(k, v, conv, cpu) || !SameType(v, a.outputs[0], true)) break;
+      conv.inputs.push_back(k);
+      conv.input_arity.push_back(1);
+      conv.outputs = a.outputs;
+      ops += add >= 0 ? 'b' : 's';
+      Remove(step);
+    }
+    if (!ops.empty() && ops != "b") conv.attrs.Set("affine", ops);
   }
 
   // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.
@@ -269,15 +260,22 @@ class Fusion {
 
   // A float32 constant of shape (1, M, 1, ...) or (M, 1, ...) against the conv result `v`
   // (N, M, spatial...), on its device. M is v's channel dim, or, where that is a symbol (an
-  // exporter's shapes), the weight's first: a convolution's output channels.
-  bool PerChannel(int bias, int v, const StepSpec& conv) const {
+  // exporter's shapes), the weight's first: a convolution's output channels. With `scalar`, also
+  // one of 1s alone (rank 0 up to v's), the same value for every channel.
+  bool PerChannel(int bias, int v, const StepSpec& conv, bool scalar = false) const {
     if (bias < 0) return false;
     const ValueSpec& b = Value(bias);
     const ValueSpec& y = Value(v);
     if (b.kind != pkg::ValueKind::Constant || b.dtype != kFloat32 || b.device != y.device ||
-        y.rank < 2 || b.rank < y.rank - 1 || b.rank > y.rank) {
+        y.rank < 2 || b.rank < 0 || b.rank > y.rank) {
       return false;
     }
+    if (scalar) {
+      bool ones = true;
+      for (int d : b.dims) ones &= IntDim(d) == std::optional<int64_t>(1);
+      if (ones) return true;
+    }
+    if (b.rank < y.rank - 1) return false;
     std::optional<int64_t> m = Channels(v, conv);
     if (!m) return false;
     for (int i = 0; i < b.rank; ++i) {

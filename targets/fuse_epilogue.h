@@ -1,13 +1,13 @@
 // Conv epilogue fusion on a lowered graph (run by Lower before memory planning).
 //
-// A float32 nn.conv1d/2d/3d step on a CPU device whose result is read only by a `multiply` by a
-// constant per-channel scale (the shape of a bias, below; a batch norm's scale as exporters write
-// it) takes the scale as its third input and the attribute scale = true; the rest of the chain
-// then goes on from the multiply's result.
 // A float32 nn.conv1d/2d/3d step on a CPU or OpenCL device whose result is read only by an `add`
 // of a constant per-channel bias (static shape (1, M, 1, ...) or (M, 1, ...), M the conv's output
-// channels) on the same device takes the bias as its next input. When the result (after the bias,
-// if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
+// channels) on the same device takes the bias as its third input. On a CPU device the chain goes
+// on through up to three adds and multiplies by constants, per channel or of one value for every
+// channel (a batch norm's scale and shift as exporters write them, a learnable affine block),
+// each read alone: the conv takes each constant as its next input and the attribute affine, one
+// letter per input ('b' an add, 's' a multiply; none for a lone add). When the result (after
+// these, if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
 // device, the conv step also takes the activation (attributes activation, activation_min,
 // activation_max; see targets/cpu/kernels/nn_internal.h). When it is read only by the hardswish
 // chain a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (3 a float32 scalar constant; the

@@ -334,7 +334,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
     bool bias;
     std::string activation;
     std::vector<std::pair<std::string, double>> bounds;
-    bool scale = false;  // a per-channel scale before the bias
+    std::string affine = "";  // or the attribute affine: one input per letter, no bias
+    bool one = false;         // the affine inputs one value for every channel
   };
   const std::vector<Act> acts = {
       {true, "", {}},
@@ -349,9 +350,12 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "hard_swish", {}},
       {true, "silu", {}},
       {false, "silu", {}},
-      {true, "hardswish", {}, true},
-      {false, "", {}, true},
-      {true, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}, true},
+      {false, "hardswish", {}, "sb"},
+      {false, "", {}, "s"},
+      {false, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}, "bsb"},
+      {false, "relu", {}, "bss"},
+      {false, "hardswish", {}, "bsb", true},
+      {false, "", {}, "b", true},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {
@@ -367,15 +371,13 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       for (const auto& [name, v] : act.bounds) attrs.Float(name, v);
       std::vector<Shape> shapes = {x, w};
       Shape per_channel(x.size() - 1, 1);
-      per_channel[0] = w[0];  // (O, 1, ...), as the compiler passes the constant of the add
-      if (act.scale) {
-        attrs.Bool("scale", true);
-        shapes.push_back(per_channel);
-      }
+      if (!act.one) per_channel[0] = w[0];  // (O, 1, ...), as the compiler passes the add's
+      if (!act.affine.empty()) attrs.Str("affine", act.affine);
+      for (size_t i = 0; i < act.affine.size(); ++i) shapes.push_back(per_channel);
       if (act.bias) shapes.push_back(per_channel);
       std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") bias " +
-                         (act.bias ? "yes" : "no") + " scale " + (act.scale ? "yes" : "no") +
-                         " activation '" + act.activation + "'";
+                         (act.bias ? "yes" : "no") + " affine '" + act.affine + "'" +
+                         (act.one ? " (one value)" : "") + " activation '" + act.activation + "'";
       Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
     }
   }

@@ -83,7 +83,7 @@ class Module:
 struct Built {
   std::vector<uint8_t> package;
   int steps = 0, fused = 0;  // fused: conv steps with a bias input
-  int scaled = 0;            // conv steps with a scale input
+  int affine = 0;            // conv steps with the attribute affine
   std::string kernels;
 };
 
@@ -104,7 +104,7 @@ Built Build(const ir::IRModule& mod, bool fuse) {
     ++b.steps;
     b.kernels += (b.kernels.empty() ? "" : " ") + s.kernel;
     if (s.kernel == "nn.conv2d" && s.inputs.size() == 3) ++b.fused;
-    if (s.kernel == "nn.conv2d" && s.attrs.Get<bool>("scale")) ++b.scaled;
+    if (s.kernel == "nn.conv2d" && s.attrs.Get<std::string>("affine")) ++b.affine;
   }
   return b;
 }
@@ -362,21 +362,23 @@ class Module:
   }
 }
 
-// A multiply by a per-channel constant after a conv (a batch norm's scale as exporters write it),
-// then its shift and a hardswish, joins the conv on the CPU, with or without the shift; a multiply
-// by a tensor of the conv's whole shape, or one whose operand is read elsewhere too, stays. The
-// fused package computes what the unfused one does.
-TEST(FuseEpilogue, PerChannelScaleJoinsTheConv) {
+// Adds and multiplies by constants after a conv (a batch norm's scale and shift as exporters
+// write them, a learnable affine block's of one value for every channel), up to three, then a
+// hardswish, join the conv on the CPU in their order; a multiply by a tensor of the conv's whole
+// shape, or one whose operand is read elsewhere too, stays, and a fourth stays out. The fused
+// package computes what the unfused one does.
+TEST(FuseEpilogue, AddsAndMultipliesByConstantsJoinTheConv) {
   std::mt19937 rng(23);
   const std::string weight = Const(rng, {4, 3, 3, 3}), scale = Const(rng, {1, 4, 1, 1}),
                     shift = Const(rng, {4, 1, 1}), whole = Const(rng, {1, 4, 7, 6});
+  const std::string one = "R.const(1.5, \"float32\")", other = "R.const([-0.25], \"float32\")";
   const std::string hardswish =
       "        a = R.add(b, R.const(3.0, \"float32\"))\n"
       "        k = R.clip(a, min=0.0, max=6.0)\n"
       "        y = R.multiply(b, k)\n";
   struct Case {
     std::string body;
-    int steps, scaled;  // after fusion: steps, and conv steps with a scale input
+    int steps, affine;  // after fusion: steps, and conv steps with the attribute affine
   };
   const std::vector<Case> cases = {
       {"m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + shift + ")\n" + hardswish +
@@ -387,6 +389,16 @@ TEST(FuseEpilogue, PerChannelScaleJoinsTheConv) {
        1, 1},
       {"m = R.multiply(h, " + scale + ")\n        return m", 1, 1},
       {"b = R.multiply(h, " + scale + ")\n" + hardswish + "        return y", 1, 1},
+      // A bias, then a learnable affine block (rank 0 and rank 1 constants of one value).
+      {"c = R.add(h, " + shift + ")\n        m = R.multiply(c, " + one +
+           ")\n        b = R.add(m, " + other + ")\n" + hardswish + "        return y",
+       1, 1},
+      // A lone bias takes no attribute; a fourth constant stays out.
+      {"b = R.add(h, " + shift + ")\n" + hardswish + "        return y", 1, 0},
+      {"c = R.add(h, " + shift + ")\n        m = R.multiply(c, " + one +
+           ")\n        d = R.add(m, " + other + ")\n        e = R.multiply(d, " + scale +
+           ")\n        return e",
+       2, 1},
       // Not per channel; the conv's result read elsewhere too.
       {"m = R.multiply(h, " + whole + ")\n        return m", 2, 0},
       {"m = R.multiply(h, " + scale + ")\n        return (m, h)", 2, 0},
@@ -403,7 +415,7 @@ class Module:
     Built plain = Build(mod, false);
     Built fused = Build(mod, true);
     EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
-    EXPECT_EQ(fused.scaled, c.scaled) << c.body << ": " << fused.kernels;
+    EXPECT_EQ(fused.affine, c.affine) << c.body << ": " << fused.kernels;
     ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
   }
 }

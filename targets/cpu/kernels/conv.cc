@@ -151,24 +151,32 @@ namespace {
 
 Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
-  // Input 2: the bias; or, with the attribute scale, a scale applied first, then the bias.
-  int bias = 2;
-  if (ctx.attrs().Bool("scale", false)) {
-    geo->scale = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
-    if (!geo->scale) return Status::Error("the attribute scale is set but no scale is given");
-    bias = 3;
-  } else if (ctx.num_inputs() > 3) {
-    return Status::Error("a fourth input (after the bias) needs the attribute scale");
+  // Inputs 2...: the bias, or with the attribute affine one input per letter ('b' add, 's'
+  // multiply), in the order they apply.
+  const rt::AttrView& attrs = ctx.attrs();
+  std::string_view ops = attrs.Str("affine", ctx.num_inputs() > 2 ? "b" : "");
+  if (ops.size() > 3 || static_cast<int>(ops.size()) != ctx.num_inputs() - 2) {
+    return Status::Error("the epilogue '" + std::string(ops) + "' needs " +
+                         Str(static_cast<int64_t>(ops.size())) + " input(s) after the weight (of " +
+                         "at most 3), the step gives " + Str(ctx.num_inputs() - 2));
   }
-  geo->bias = ctx.num_inputs() > bias ? ctx.input(bias) : nullptr;
-  for (const Tensor* t : {geo->bias, geo->scale}) {
-    if (t && (t->dtype != x.dtype || t->NumElements() != geo->o)) {
-      return Status::Error(std::string(t == geo->bias ? "the bias " : "the scale ") +
-                           rt::ShapeString(t->shape) + " does not hold one value of the data's " +
-                           "element type per output channel (" + Str(geo->o) + ")");
+  geo->affines = static_cast<int>(ops.size());
+  for (int i = 0; i < geo->affines; ++i) {
+    const Tensor* t = ctx.input(2 + i);
+    char op = ops[static_cast<size_t>(i)];
+    if (op != 'b' && op != 's') {
+      return Status::Error("the epilogue '" + std::string(ops) + "' has an op other than b or s");
     }
+    if (!t || t->dtype != x.dtype || (t->NumElements() != geo->o && t->NumElements() != 1)) {
+      return Status::Error(std::string(op == 'b' ? "the bias " : "the scale ") +
+                           (t ? rt::ShapeString(t->shape) : std::string("(absent)")) +
+                           " does not hold one value of the data's element type per output "
+                           "channel (" +
+                           Str(geo->o) + ") or one for all");
+    }
+    geo->affine[i] = {op, t};
   }
-  const rt::AttrView& a = ctx.attrs();
+  const rt::AttrView& a = attrs;
   std::string_view act = a.Str("activation", "");
   double inf = std::numeric_limits<double>::infinity();
   geo->hardswish = act == "hardswish";
@@ -226,8 +234,13 @@ Status ConvReference(KernelContext& ctx) {
     const T* px = x.Data<T>();
     const T* pw = wt.Data<T>();
     T* py = y->MutableData<T>();
-    const T* pb = geo.bias ? geo.bias->Data<T>() : nullptr;
-    const T* ps = geo.scale ? geo.scale->Data<T>() : nullptr;
+    // A lone bias is added to the double sum; a longer epilogue rounds the sum to T and applies
+    // each add and multiply in T, as the kernels of those ops would.
+    bool lone_bias = geo.affines == 1 && geo.affine[0].op == 'b';
+    auto affine = [&](int i, int64_t oc) {
+      const Tensor* t = geo.affine[i].t;
+      return Load(t->Data<T>()[t->NumElements() == 1 ? 0 : oc]);
+    };
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
          six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
@@ -261,12 +274,12 @@ Status ConvReference(KernelContext& ctx) {
                   }
                 }
               }
-              if (ps) {  // the product rounded to T, as the multiply it stands for
-                acc = static_cast<double>(static_cast<Compute<T>>(acc)) *
-                      static_cast<double>(Load(ps[oc]));
-              }
-              if (pb) acc += static_cast<double>(Load(pb[oc]));
+              if (lone_bias) acc += static_cast<double>(affine(0, oc));
               auto v = static_cast<Compute<T>>(acc);
+              for (int i = 0; i < geo.affines && !lone_bias; ++i) {
+                v = static_cast<Compute<T>>(geo.affine[i].op == 'b' ? v + affine(i, oc)
+                                                                    : v * affine(i, oc));
+              }
               if (geo.clamp) {
                 if (v < lo) v = lo;
                 if (v > hi) v = hi;

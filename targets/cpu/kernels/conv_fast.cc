@@ -734,8 +734,21 @@ struct Epilogue {
   bool active = false;
 
   explicit Epilogue(const ConvGeometry& geo) {
-    e.scale = geo.scale ? geo.scale->Data<float>() : nullptr;
-    e.bias = geo.bias ? geo.bias->Data<float>() : nullptr;
+    // The adds and multiplies in order; a last add is the bias the activation's pass adds.
+    int n = geo.affines;
+    bool bias = n > 0 && geo.affine[n - 1].op == 'b';
+    for (int i = 0; i < n; ++i) {
+      const Tensor* t = geo.affine[i].t;
+      int64_t step = t->NumElements() == 1 ? 0 : 1;
+      if (bias && i == n - 1) {
+        e.bias = t->Data<float>();
+        e.bias_step = step;
+      } else {
+        e.pre[e.pres] = t->Data<float>();
+        e.pre_op[e.pres] = geo.affine[i].op;
+        e.pre_step[e.pres++] = step;
+      }
+    }
     if (geo.clamp) {
       e.lo = static_cast<float>(geo.lo);
       e.hi = static_cast<float>(geo.hi);
@@ -743,15 +756,15 @@ struct Epilogue {
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
     e.silu = geo.silu;
-    active = geo.scale || geo.bias || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
+    active = n > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
   const GemmEpilogue* From(int64_t oc, GemmEpilogue* out) const {
     if (!active) return nullptr;
     *out = e;
-    if (e.scale) out->scale = e.scale + oc;
-    if (e.bias) out->bias = e.bias + oc;
+    for (int k = 0; k < e.pres; ++k) out->pre[k] = e.pre[k] + oc * e.pre_step[k];
+    if (e.bias) out->bias = e.bias + oc * e.bias_step;
     return out;
   }
 

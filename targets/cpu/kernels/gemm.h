@@ -97,11 +97,17 @@ class PackedA {
 };
 
 // What the product does to each row i of C once computed, while it is in cache:
-// c = min(max(c * scale[i] + bias[i], lo), hi), NaN kept (scale, bias null: not applied). A
-// convolution's scale, bias and activation.
+// c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added), after the adds and
+// multiplies of `pre`. A convolution's fused adds, multiplies and activation.
 struct GemmEpilogue {
-  const float* scale = nullptr;  // row i first multiplied by scale[i] (null: not)
-  const float* bias = nullptr;
+  // First, in order, `pres` adds ('b') or multiplies ('s') of row i by pre[k][i * pre_step[k]]
+  // (a step of 0: one value for every row).
+  const float* pre[3] = {};
+  char pre_op[3] = {};
+  int64_t pre_step[3] = {};
+  int pres = 0;
+  const float* bias = nullptr;  // then bias[i * bias_step] added
+  int64_t bias_step = 1;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
@@ -121,10 +127,20 @@ void BiasOnnxHardSwish(float* y, int64_t n, float b);
 void BiasSilu(float* y, int64_t n, float b);
 // y[i] *= s over [0, n).
 void Scale(float* y, int64_t n, float s);
-// The epilogue `e` of row `row`: its scale, its bias, then the bounds or the hardswish.
+// y[i] += b over [0, n).
+void AddConst(float* y, int64_t n, float b);
+// The epilogue `e` of row `row`: its adds and multiplies, its bias, then the bounds or the
+// hardswish.
 inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
-  if (e.scale) Scale(y, n, e.scale[row]);
-  float b = e.bias ? e.bias[row] : -0.0f;  // -0 added changes no value
+  for (int k = 0; k < e.pres; ++k) {
+    float v = e.pre[k][row * e.pre_step[k]];
+    if (e.pre_op[k] == 's') {
+      Scale(y, n, v);
+    } else {
+      AddConst(y, n, v);
+    }
+  }
+  float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;  // -0 added changes no value
   if (e.silu) {
     BiasSilu(y, n, b);
   } else if (e.hard_swish) {

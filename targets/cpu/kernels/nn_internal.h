@@ -87,10 +87,11 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 // Convolution (conv.cc, conv_fast.cc): data (N, C, spatial...), weight (O, C / groups,
 // kernel...) -> (N, O, out...).
 //
-// A step may carry an epilogue (the compiler folds a following scale, bias add and activation into
-// it, targets/fuse_epilogue.h): with the attribute scale = true, a third input of O values (any
-// shape) each output channel is multiplied by first (rounded as the multiply kernel rounds it);
-// an optional next input `bias` of O values (any shape), added per output channel; then the
+// A step may carry an epilogue (the compiler folds following adds and multiplies by constants and
+// an activation into it, targets/fuse_epilogue.h): an optional third input `bias` of O values (any
+// shape), added per output channel; or, with the attribute affine (up to three letters, 'b' an
+// add, 's' a multiply), one input per letter after the weight, of O values or of one for every
+// channel, applied in order, each rounded as the add and multiply kernels round it; then the
 // attribute activation = "relu" (max(v, 0)), "clip" (bounds
 // activation_min, activation_max, each infinite when absent), "hardswish"
 // (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it)
@@ -101,12 +102,18 @@ struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
   Tensor* y = nullptr;
-  const Tensor* scale = nullptr;  // null: none; else y = y * scale[oc] before the bias
-  const Tensor* bias = nullptr;   // null: none
-  bool clamp = false;             // an activation: y = min(max(y, lo), hi)
-  bool hardswish = false;         // or y = y * min(max(y + 3, 0), 6)
-  bool hard_swish = false;        // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
-  bool silu = false;              // or y = y * sigmoid(y)
+  // The epilogue's adds ('b') and multiplies ('s') before the activation, in order: each by a
+  // tensor of o values (one per output channel) or of one (for all).
+  struct Affine {
+    char op = 'b';
+    const Tensor* t = nullptr;
+  };
+  Affine affine[3];
+  int affines = 0;
+  bool clamp = false;       // an activation: y = min(max(y, lo), hi)
+  bool hardswish = false;   // or y = y * min(max(y + 3, 0), 6)
+  bool hard_swish = false;  // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
+  bool silu = false;        // or y = y * sigmoid(y)
   double lo = 0, hi = 0;
 };
 // Checks the operands and attributes (the epilogue's too), computes the window and asks for the
