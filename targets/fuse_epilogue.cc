@@ -32,7 +32,7 @@ class Fusion {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
       FuseAffine(conv);
-      if (!FuseClamp(conv) && !FuseSilu(conv)) FuseHardSwish(conv);
+      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv)) FusePost(conv);
     }
     std::vector<StepSpec> kept;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
@@ -73,6 +73,35 @@ class Fusion {
       Remove(step);
     }
     if (!ops.empty() && ops != "b") conv.attrs.Set("affine", ops);
+  }
+
+  // On the CPU, after the activation: up to three adds, multiplies and divides (by the constant)
+  // by constants, per channel or of one value, each read alone, in the attribute post ('b' add,
+  // 's' multiply, 'd' divide), their constants the conv's next inputs.
+  void FusePost(StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return;
+    std::string ops;
+    while (ops.size() < 3) {
+      int v = conv.outputs[0];
+      int step = -1;
+      char op = 0;
+      for (auto [kernel, letter] : {std::pair{"add", 'b'}, {"multiply", 's'}, {"divide", 'd'}}) {
+        step = SoleReader(conv, v, kernel);
+        op = letter;
+        if (step >= 0) break;
+      }
+      if (step < 0) break;
+      const StepSpec& a = g_.steps[static_cast<size_t>(step)];
+      if (a.inputs.size() != 2 || (op == 'd' && a.inputs[0] != v)) break;
+      int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+      if (!PerChannel(k, v, conv, true) || !SameType(v, a.outputs[0], true)) break;
+      conv.inputs.push_back(k);
+      conv.input_arity.push_back(1);
+      conv.outputs = a.outputs;
+      ops += op;
+      Remove(step);
+    }
+    if (!ops.empty()) conv.attrs.Set("post", ops);
   }
 
   // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.
@@ -142,11 +171,11 @@ class Fusion {
   // a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (operands in either order) with r the
   // conv's result, read by the add and the multiply alone, a by the clip alone and c by the
   // multiply alone.
-  void FuseHardSwish(StepSpec& conv) {
+  bool FuseHardSwish(StepSpec& conv) {
     int r = conv.outputs[0];
     const std::vector<int>& readers = readers_[static_cast<size_t>(r)];
     if (reads_[static_cast<size_t>(r)] != 2 || readers.size() != 2 || readers[0] == readers[1]) {
-      return;
+      return false;
     }
     int add = -1, mul = -1;
     for (int s : readers) {
@@ -154,33 +183,34 @@ class Fusion {
       if (k == "add") add = s;
       if (k == "multiply") mul = s;
     }
-    if (add < 0 || mul < 0) return;
+    if (add < 0 || mul < 0) return false;
     const StepSpec& a = g_.steps[static_cast<size_t>(add)];
     const StepSpec& m = g_.steps[static_cast<size_t>(mul)];
     if (a.device != conv.device || a.inputs.size() != 2 || a.outputs.size() != 1 ||
         m.device != conv.device || m.inputs.size() != 2 || m.outputs.size() != 1) {
-      return;
+      return false;
     }
     int three = a.inputs[0] == r ? a.inputs[1] : a.inputs[0];
-    if (!ScalarConstant(three, 3.0f, r) || !SameType(r, a.outputs[0])) return;
+    if (!ScalarConstant(three, 3.0f, r) || !SameType(r, a.outputs[0])) return false;
     int clip = SoleReader(conv, a.outputs[0], "clip");
-    if (clip < 0) return;
+    if (clip < 0) return false;
     const StepSpec& c = g_.steps[static_cast<size_t>(clip)];
     const double* lo = c.attrs.Get<double>("min");
     const double* hi = c.attrs.Get<double>("max");
     int cv = c.outputs[0];
     if (c.inputs.size() != 1 || !lo || *lo != 0.0 || !hi || *hi != 6.0 || !SameType(r, cv) ||
         reads_[static_cast<size_t>(cv)] != 1 || readers_[static_cast<size_t>(cv)][0] != mul) {
-      return;
+      return false;
     }
     bool operands =
         (m.inputs[0] == r && m.inputs[1] == cv) || (m.inputs[0] == cv && m.inputs[1] == r);
-    if (!operands || !SameType(r, m.outputs[0])) return;
+    if (!operands || !SameType(r, m.outputs[0])) return false;
     conv.attrs.Set("activation", std::string("hardswish"));
     conv.outputs = m.outputs;
     Remove(add);
     Remove(clip);
     Remove(mul);
+    return true;
   }
 
   static constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);

@@ -7,16 +7,18 @@
 // channel (a batch norm's scale and shift as exporters write them, a learnable affine block),
 // each read alone: the conv takes each constant as its next input and the attribute affine, one
 // letter per input ('b' an add, 's' a multiply; none for a lone add). When the result (after
-// these, if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the same
-// device, the conv step also takes the activation (attributes activation, activation_min,
+// these, if any) is in turn read only by an nn.relu or a clip (constant bounds: attributes) on the
+// same device, the conv step also takes the activation (attributes activation, activation_min,
 // activation_max; see targets/cpu/kernels/nn_internal.h). When it is read only by the hardswish
 // chain a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (3 a float32 scalar constant; the
 // operands of each in either order), a and c each read once, within the chain, the conv step
 // takes activation = "hardswish" and writes y; on the CPU an nn.hard_swish (ONNX HardSwish) read
 // alone joins it as activation = "hard_swish", and SiLU, s = sigmoid(r), y = multiply(r, s) (s
-// read by the multiply alone), as activation = "silu". The fused step writes the last value of the
-// chain; the steps after the conv go, and the values between are left unwritten and unread (so
-// neither planned nor allocated). A value between that is a graph output, is read by another
+// read by the multiply alone), as activation = "silu". After an activation, on the CPU, up to
+// three adds, multiplies and divides (of the result by the constant) by constants of those shapes
+// join it in the attribute post ('b', 's', 'd'), their constants its next inputs. The fused step
+// writes the last value of the chain; the steps after the conv go, and the values between are
+// left unwritten and unread (so neither planned nor allocated). A value between that is a graph output, is read by another
 // step or more often, or differs in shape or element type stops the chain there.
 #pragma once
 

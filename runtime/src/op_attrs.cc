@@ -21,8 +21,8 @@ constexpr OpSchema kOps[] = {
 // What lowering adds to the steps of some ops: a conv's fused activation (fuse_epilogue.h), the
 // members of a fused elementwise chain (fused.h; each member's own attributes are checked
 // against that member's op).
-// A fused conv also takes its bias as a third argument, or, with the attribute affine, up to
-// three constants to add and multiply by.
+// A fused conv also takes its bias as a third argument, or, with the attributes affine and post,
+// up to three constants to add and multiply by before its activation and three after.
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
@@ -30,9 +30,9 @@ struct Added {
 };
 const std::vector<Added>& LoweringAttributes() {
   static const std::vector<Added> added = {
-      {"nn.conv1d", {"activation", "activation_min", "activation_max", "affine"}, 3},
-      {"nn.conv2d", {"activation", "activation_min", "activation_max", "affine"}, 3},
-      {"nn.conv3d", {"activation", "activation_min", "activation_max", "affine"}, 3},
+      {"nn.conv1d", {"activation", "activation_min", "activation_max", "affine", "post"}, 6},
+      {"nn.conv2d", {"activation", "activation_min", "activation_max", "affine", "post"}, 6},
+      {"nn.conv3d", {"activation", "activation_min", "activation_max", "affine", "post"}, 6},
       {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
   };
   return added;

@@ -335,7 +335,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
     std::string activation;
     std::vector<std::pair<std::string, double>> bounds;
     std::string affine = "";  // or the attribute affine: one input per letter, no bias
-    bool one = false;         // the affine inputs one value for every channel
+    bool one = false;         // the affine and post inputs one value for every channel
+    std::string post = "";    // the attribute post: one input per letter after those
   };
   const std::vector<Act> acts = {
       {true, "", {}},
@@ -356,6 +357,9 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "relu", {}, "bss"},
       {false, "hardswish", {}, "bsb", true},
       {false, "", {}, "b", true},
+      {false, "hardswish", {}, "bsb", true, "dsb"},
+      {true, "relu", {}, "", false, "sd"},
+      {false, "clip", {{"activation_max", 0.2}}, "s", false, "bbb"},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {
@@ -375,9 +379,12 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       if (!act.affine.empty()) attrs.Str("affine", act.affine);
       for (size_t i = 0; i < act.affine.size(); ++i) shapes.push_back(per_channel);
       if (act.bias) shapes.push_back(per_channel);
+      if (!act.post.empty()) attrs.Str("post", act.post);
+      for (size_t i = 0; i < act.post.size(); ++i) shapes.push_back(per_channel);
       std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") bias " +
                          (act.bias ? "yes" : "no") + " affine '" + act.affine + "'" +
-                         (act.one ? " (one value)" : "") + " activation '" + act.activation + "'";
+                         (act.one ? " (one value)" : "") + " activation '" + act.activation +
+                         "' post '" + act.post + "'";
       Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
     }
   }

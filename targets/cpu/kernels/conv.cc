@@ -152,30 +152,42 @@ namespace {
 Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
   // Inputs 2...: the bias, or with the attribute affine one input per letter ('b' add, 's'
-  // multiply), in the order they apply.
+  // multiply), in the order they apply; after the activation, with the attribute post, one input
+  // per letter ('b', 's', 'd' divide).
   const rt::AttrView& attrs = ctx.attrs();
-  std::string_view ops = attrs.Str("affine", ctx.num_inputs() > 2 ? "b" : "");
-  if (ops.size() > 3 || static_cast<int>(ops.size()) != ctx.num_inputs() - 2) {
-    return Status::Error("the epilogue '" + std::string(ops) + "' needs " +
-                         Str(static_cast<int64_t>(ops.size())) + " input(s) after the weight (of " +
-                         "at most 3), the step gives " + Str(ctx.num_inputs() - 2));
+  std::string_view post = attrs.Str("post", "");
+  int before = ctx.num_inputs() - 2 - static_cast<int>(post.size());
+  std::string_view ops = attrs.Str("affine", before > 0 ? "b" : "");
+  if (ops.size() > 3 || post.size() > 3 || static_cast<int>(ops.size()) != before) {
+    return Status::Error("the epilogue '" + std::string(ops) + "', '" + std::string(post) +
+                         "' needs " + Str(static_cast<int64_t>(ops.size() + post.size())) +
+                         " input(s) after the weight (at most 3 each), the step gives " +
+                         Str(ctx.num_inputs() - 2));
   }
+  auto read = [&](std::string_view letters, std::string_view allowed, int first,
+                  ConvGeometry::Affine* out) -> Status {
+    for (size_t i = 0; i < letters.size(); ++i) {
+      const Tensor* t = ctx.input(first + static_cast<int>(i));
+      char op = letters[i];
+      if (allowed.find(op) == std::string_view::npos) {
+        return Status::Error("the epilogue '" + std::string(letters) + "' has an op other than " +
+                             std::string(allowed));
+      }
+      if (!t || t->dtype != x.dtype || (t->NumElements() != geo->o && t->NumElements() != 1)) {
+        return Status::Error(std::string("the epilogue's input ") + op + " " +
+                             (t ? rt::ShapeString(t->shape) : std::string("(absent)")) +
+                             " does not hold one value of the data's element type per output "
+                             "channel (" +
+                             Str(geo->o) + ") or one for all");
+      }
+      out[i] = {op, t};
+    }
+    return Status::Ok();
+  };
   geo->affines = static_cast<int>(ops.size());
-  for (int i = 0; i < geo->affines; ++i) {
-    const Tensor* t = ctx.input(2 + i);
-    char op = ops[static_cast<size_t>(i)];
-    if (op != 'b' && op != 's') {
-      return Status::Error("the epilogue '" + std::string(ops) + "' has an op other than b or s");
-    }
-    if (!t || t->dtype != x.dtype || (t->NumElements() != geo->o && t->NumElements() != 1)) {
-      return Status::Error(std::string(op == 'b' ? "the bias " : "the scale ") +
-                           (t ? rt::ShapeString(t->shape) : std::string("(absent)")) +
-                           " does not hold one value of the data's element type per output "
-                           "channel (" +
-                           Str(geo->o) + ") or one for all");
-    }
-    geo->affine[i] = {op, t};
-  }
+  geo->posts = static_cast<int>(post.size());
+  QUILT_RETURN_IF_ERROR(read(ops, "bs", 2, geo->affine));
+  QUILT_RETURN_IF_ERROR(read(post, "bsd", 2 + geo->affines, geo->post));
   const rt::AttrView& a = attrs;
   std::string_view act = a.Str("activation", "");
   double inf = std::numeric_limits<double>::infinity();
@@ -237,10 +249,10 @@ Status ConvReference(KernelContext& ctx) {
     // A lone bias is added to the double sum; a longer epilogue rounds the sum to T and applies
     // each add and multiply in T, as the kernels of those ops would.
     bool lone_bias = geo.affines == 1 && geo.affine[0].op == 'b';
-    auto affine = [&](int i, int64_t oc) {
-      const Tensor* t = geo.affine[i].t;
-      return Load(t->Data<T>()[t->NumElements() == 1 ? 0 : oc]);
+    auto value = [&](const ConvGeometry::Affine& f, int64_t oc) {
+      return Load(f.t->Data<T>()[f.t->NumElements() == 1 ? 0 : oc]);
     };
+    auto affine = [&](int i, int64_t oc) { return value(geo.affine[i], oc); };
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
          six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
@@ -295,6 +307,11 @@ Status ConvReference(KernelContext& ctx) {
               } else if (geo.silu) {
                 double d = static_cast<double>(v);
                 v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
+              }
+              for (int i = 0; i < geo.posts; ++i) {
+                auto k = value(geo.post[i], oc);
+                char op = geo.post[i].op;
+                v = static_cast<Compute<T>>(op == 'b' ? v + k : op == 's' ? v * k : v / k);
               }
               py[yi++] = Store<T>(v);
             }

@@ -756,7 +756,14 @@ struct Epilogue {
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
     e.silu = geo.silu;
-    active = n > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
+    for (int i = 0; i < geo.posts; ++i) {
+      const Tensor* t = geo.post[i].t;
+      e.post[i] = t->Data<float>();
+      e.post_op[i] = geo.post[i].op;
+      e.post_step[i] = t->NumElements() == 1 ? 0 : 1;
+    }
+    e.posts = geo.posts;
+    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
@@ -764,6 +771,7 @@ struct Epilogue {
     if (!active) return nullptr;
     *out = e;
     for (int k = 0; k < e.pres; ++k) out->pre[k] = e.pre[k] + oc * e.pre_step[k];
+    for (int k = 0; k < e.posts; ++k) out->post[k] = e.post[k] + oc * e.post_step[k];
     if (e.bias) out->bias = e.bias + oc * e.bias_step;
     return out;
   }

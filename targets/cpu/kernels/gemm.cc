@@ -295,6 +295,10 @@ QUILT_CLONES void AddConst(float* __restrict y, int64_t n, float b) {
   for (int64_t i = 0; i < n; ++i) y[i] += b;
 }
 
+QUILT_CLONES void DivideConst(float* __restrict y, int64_t n, float d) {
+  for (int64_t i = 0; i < n; ++i) y[i] /= d;
+}
+
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {

@@ -108,6 +108,11 @@ struct GemmEpilogue {
   int pres = 0;
   const float* bias = nullptr;  // then bias[i * bias_step] added
   int64_t bias_step = 1;
+  // After the activation, adds ('b'), multiplies ('s') and divides ('d') the same way.
+  const float* post[3] = {};
+  char post_op[3] = {};
+  int64_t post_step[3] = {};
+  int posts = 0;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
@@ -129,8 +134,10 @@ void BiasSilu(float* y, int64_t n, float b);
 void Scale(float* y, int64_t n, float s);
 // y[i] += b over [0, n).
 void AddConst(float* y, int64_t n, float b);
-// The epilogue `e` of row `row`: its adds and multiplies, its bias, then the bounds or the
-// hardswish.
+// y[i] /= d over [0, n).
+void DivideConst(float* y, int64_t n, float d);
+// The epilogue `e` of row `row`: its adds and multiplies, its bias, the bounds or the hardswish,
+// then the adds, multiplies and divides after.
 inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
   for (int k = 0; k < e.pres; ++k) {
     float v = e.pre[k][row * e.pre_step[k]];
@@ -149,6 +156,16 @@ inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
     BiasHardSwish(y, n, b);
   } else {
     BiasClamp(y, n, b, e.lo, e.hi);
+  }
+  for (int k = 0; k < e.posts; ++k) {
+    float v = e.post[k][row * e.post_step[k]];
+    if (e.post_op[k] == 's') {
+      Scale(y, n, v);
+    } else if (e.post_op[k] == 'd') {
+      DivideConst(y, n, v);
+    } else {
+      AddConst(y, n, v);
+    }
   }
 }
 

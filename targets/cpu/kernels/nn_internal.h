@@ -97,7 +97,9 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 // (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it)
 // "hard_swish" (ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), rounded as nn.hard_swish's
 // kernel rounds it) or "silu" (v * sigmoid(v), the sigmoid and multiply kernels' values), with NaN
-// and -0 kept as the relu, clip and multiply kernels keep them.
+// and -0 kept as the relu, clip and multiply kernels keep them; then, with the attribute post (up
+// to three letters, 'b' add, 's' multiply, 'd' divide by), one more input per letter, applied the
+// same way. The inputs: the affine ones, then the post ones.
 struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
@@ -110,6 +112,9 @@ struct ConvGeometry {
   };
   Affine affine[3];
   int affines = 0;
+  // After the activation, adds ('b'), multiplies ('s') and divides by ('d') the same way.
+  Affine post[3];
+  int posts = 0;
   bool clamp = false;       // an activation: y = min(max(y, lo), hi)
   bool hardswish = false;   // or y = y * min(max(y + 3, 0), 6)
   bool hard_swish = false;  // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
