@@ -18,8 +18,9 @@
 // three adds, multiplies and divides (of the result by the constant) by constants of those shapes
 // join it in the attribute post ('b', 's', 'd'), their constants its next inputs. The fused step
 // writes the last value of the chain; the steps after the conv go, and the values between are
-// left unwritten and unread (so neither planned nor allocated). A value between that is a graph output, is read by another
-// step or more often, or differs in shape or element type stops the chain there.
+// left unwritten and unread (so neither planned nor allocated). A value between that is a graph
+// output, is read by another step or more often, or differs in shape or element type stops the
+// chain there.
 #pragma once
 
 #include <cstdint>
