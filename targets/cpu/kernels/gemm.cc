@@ -129,10 +129,11 @@ QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float
                                          const int64_t* offs, float* c, int64_t ldc, int64_t mr,
                                          int64_t nr, bool accumulate) {
   static_assert(kVecs == 3);
-  if (nr <= 8) {
-    MicroKernelRowsOf<kRows, 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
-  } else if (nr <= 16) {
-    MicroKernelRowsOf<kRows, 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  // B's rows read in place come in whole panels (RowsBlock): only packed panels end short.
+  if (!kRows && nr <= 8) {
+    MicroKernelRowsOf<kRows, kRows ? kVecs : 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  } else if (!kRows && nr <= 16) {
+    MicroKernelRowsOf<kRows, kRows ? kVecs : 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
   } else {
     MicroKernelRowsOf<kRows, kVecs>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
   }
