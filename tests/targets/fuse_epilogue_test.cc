@@ -155,6 +155,31 @@ void ExpectFusedComputesThePlain(const Built& plain, const Built& fused, std::ve
   ExpectClose(RunPackage(fused.package, {test::Input("x", x, shape)}), want);
 }
 
+// A module whose main convolves x (1, 3, 7, 6) by `weight` (padding 1) into h, then runs `body`
+// (lines of IR text, the first unindented).
+ir::IRModule ConvThen(const std::string& weight, const std::string& body) {
+  return Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
+        h = R.nn.conv2d(x, )" +
+               weight + R"(, padding=[1, 1, 1, 1])
+        )" + body +
+               "\n");
+}
+
+// `mod` built plain and fused: the fused one has `steps` steps and computes what the plain one
+// does. The fused build, for more checks.
+Built ExpectFusedSteps(const ir::IRModule& mod, int steps, std::mt19937& rng,
+                       const std::string& what) {
+  Built plain = Build(mod, false);
+  Built fused = Build(mod, true);
+  EXPECT_EQ(fused.steps, steps) << what << ": " << fused.kernels;
+  ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
+  return fused;
+}
+
 TEST(FuseEpilogue, FusedConvsComputeWhatTheUnfusedOnesDo) {
   std::mt19937 rng(5);
   ir::IRModule mod = Parse(Model(rng));
@@ -250,20 +275,8 @@ TEST(FuseEpilogue, OnnxHardSwishAndSiluJoinTheConv) {
       {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return (y, s)", 3},
   };
   for (const Case& c : cases) {
-    ir::IRModule mod = Parse(R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
-        h = R.nn.conv2d(x, )" +
-                             weight + R"(, padding=[1, 1, 1, 1])
-        a = R.add(h, )" + bias +
-                             R"()
-        )" + c.body + "\n");
-    Built plain = Build(mod, false);
-    Built fused = Build(mod, true);
-    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
-    ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
+    ExpectFusedSteps(ConvThen(weight, "a = R.add(h, " + bias + ")\n        " + c.body), c.steps,
+                     rng, c.body);
   }
 }
 
@@ -407,19 +420,8 @@ TEST(FuseEpilogue, AddsAndMultipliesByConstantsJoinTheConv) {
       {"m = R.multiply(h, " + scale + ")\n        return (m, h)", 2, 0},
   };
   for (const Case& c : cases) {
-    ir::IRModule mod = Parse(R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
-        h = R.nn.conv2d(x, )" +
-                             weight + R"(, padding=[1, 1, 1, 1])
-        )" + c.body + "\n");
-    Built plain = Build(mod, false);
-    Built fused = Build(mod, true);
-    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    Built fused = ExpectFusedSteps(ConvThen(weight, c.body), c.steps, rng, c.body);
     EXPECT_EQ(fused.affine, c.affine) << c.body << ": " << fused.kernels;
-    ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
   }
 }
 
@@ -448,20 +450,9 @@ TEST(FuseEpilogue, AddsMultipliesAndDividesAfterTheActivationJoinTheConv) {
       {"d = R.divide(r, " + six + ")\n        return (d, r)", 2, 0},
   };
   for (const Case& c : cases) {
-    ir::IRModule mod = Parse(R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, 3, 7, 6), "float32")):
-        h = R.nn.conv2d(x, )" +
-                             weight + R"(, padding=[1, 1, 1, 1])
-        )" + head + "        " +
-                             c.body + "\n");
-    Built plain = Build(mod, false);
-    Built fused = Build(mod, true);
-    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    Built fused =
+        ExpectFusedSteps(ConvThen(weight, head + "        " + c.body), c.steps, rng, c.body);
     EXPECT_EQ(fused.post, c.post) << c.body << ": " << fused.kernels;
-    ExpectFusedComputesThePlain(plain, fused, {1, 3, 7, 6}, rng);
   }
 }
 
