@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ir/dtype.h"
 
@@ -48,58 +49,59 @@ class Fusion {
     ++count_;
   }
 
-  // The adds and multiplies by constants that follow the conv, each read alone: on an OpenCL
-  // device one add of a per-channel bias; on the CPU up to three, of per-channel constants or of
-  // one value for every channel (a batch norm's scale and shift as exporters write them, a
-  // learnable affine block), in the attribute affine ('b' an add, 's' a multiply, one letter per
-  // input after the weight; none for a single add).
+  // The step that alone reads the conv's result when it is an add ('b'), a multiply ('s') or a
+  // divide of the result ('d'), of those `allowed`, by a constant per channel (or, with
+  // `scalar`, of one value): the conv takes the constant as its next input and writes the step's
+  // result. Returns the letter, or 0 when there is no such step.
+  char FuseConstantOp(StepSpec& conv, std::string_view allowed, bool scalar) {
+    int v = conv.outputs[0];
+    int step = -1;
+    char op = 0;
+    for (auto [kernel, letter] : {std::pair{"add", 'b'}, {"multiply", 's'}, {"divide", 'd'}}) {
+      if (allowed.find(letter) == std::string_view::npos) continue;
+      step = SoleReader(conv, v, kernel);
+      op = letter;
+      if (step >= 0) break;
+    }
+    if (step < 0) return 0;
+    const StepSpec& a = g_.steps[static_cast<size_t>(step)];
+    if (a.inputs.size() != 2 || (op == 'd' && a.inputs[0] != v)) return 0;
+    int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+    // The result is the conv's shape: a constant of 1s but for the conv's channels.
+    if (!PerChannel(k, v, conv, scalar) || !SameType(v, a.outputs[0], true)) return 0;
+    conv.inputs.push_back(k);
+    conv.input_arity.push_back(1);
+    conv.outputs = a.outputs;
+    Remove(step);
+    return op;
+  }
+
+  // The adds and multiplies by constants that follow the conv: on an OpenCL device one add of a
+  // per-channel bias; on the CPU up to three, of per-channel constants or of one value for every
+  // channel (a batch norm's scale and shift as exporters write them, a learnable affine block),
+  // in the attribute affine ('b' an add, 's' a multiply, one letter per input after the weight;
+  // none for a single add).
   void FuseAffine(StepSpec& conv) {
     bool cpu = devices_[static_cast<size_t>(conv.device)].kind == "cpu";
     std::string ops;
     while (ops.size() < (cpu ? 3u : 1u)) {
-      int v = conv.outputs[0];
-      int add = SoleReader(conv, v, "add");
-      int step = add >= 0 ? add : (cpu ? SoleReader(conv, v, "multiply") : -1);
-      if (step < 0) break;
-      const StepSpec& a = g_.steps[static_cast<size_t>(step)];
-      if (a.inputs.size() != 2) break;
-      int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
-      // The result is the conv's shape: a constant of 1s but for the conv's channels.
-      if (!PerChannel(k, v, conv, cpu) || !SameType(v, a.outputs[0], true)) break;
-      conv.inputs.push_back(k);
-      conv.input_arity.push_back(1);
-      conv.outputs = a.outputs;
-      ops += add >= 0 ? 'b' : 's';
-      Remove(step);
+      char op = FuseConstantOp(conv, cpu ? "bs" : "b", cpu);
+      if (!op) break;
+      ops += op;
     }
     if (!ops.empty() && ops != "b") conv.attrs.Set("affine", ops);
   }
 
-  // On the CPU, after the activation: up to three adds, multiplies and divides (by the constant)
-  // by constants, per channel or of one value, each read alone, in the attribute post ('b' add,
-  // 's' multiply, 'd' divide), their constants the conv's next inputs.
+  // On the CPU, after the activation: up to three adds, multiplies and divides (of the result by
+  // the constant) by constants, per channel or of one value, in the attribute post ('b' add, 's'
+  // multiply, 'd' divide).
   void FusePost(StepSpec& conv) {
     if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return;
     std::string ops;
     while (ops.size() < 3) {
-      int v = conv.outputs[0];
-      int step = -1;
-      char op = 0;
-      for (auto [kernel, letter] : {std::pair{"add", 'b'}, {"multiply", 's'}, {"divide", 'd'}}) {
-        step = SoleReader(conv, v, kernel);
-        op = letter;
-        if (step >= 0) break;
-      }
-      if (step < 0) break;
-      const StepSpec& a = g_.steps[static_cast<size_t>(step)];
-      if (a.inputs.size() != 2 || (op == 'd' && a.inputs[0] != v)) break;
-      int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
-      if (!PerChannel(k, v, conv, true) || !SameType(v, a.outputs[0], true)) break;
-      conv.inputs.push_back(k);
-      conv.input_arity.push_back(1);
-      conv.outputs = a.outputs;
+      char op = FuseConstantOp(conv, "bsd", true);
+      if (!op) break;
       ops += op;
-      Remove(step);
     }
     if (!ops.empty()) conv.attrs.Set("post", ops);
   }

@@ -249,10 +249,15 @@ Status ConvReference(KernelContext& ctx) {
     // A lone bias is added to the double sum; a longer epilogue rounds the sum to T and applies
     // each add and multiply in T, as the kernels of those ops would.
     bool lone_bias = geo.affines == 1 && geo.affine[0].op == 'b';
+    // The value of `f` for output channel oc, and v with f's add, multiply or divide applied,
+    // rounded to T.
     auto value = [&](const ConvGeometry::Affine& f, int64_t oc) {
       return Load(f.t->Data<T>()[f.t->NumElements() == 1 ? 0 : oc]);
     };
-    auto affine = [&](int i, int64_t oc) { return value(geo.affine[i], oc); };
+    auto apply = [&](const ConvGeometry::Affine& f, int64_t oc, Compute<T> v) {
+      Compute<T> k = value(f, oc);
+      return static_cast<Compute<T>>(f.op == 'b' ? v + k : f.op == 's' ? v * k : v / k);
+    };
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
     auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
          six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
@@ -286,12 +291,9 @@ Status ConvReference(KernelContext& ctx) {
                   }
                 }
               }
-              if (lone_bias) acc += static_cast<double>(affine(0, oc));
+              if (lone_bias) acc += static_cast<double>(value(geo.affine[0], oc));
               auto v = static_cast<Compute<T>>(acc);
-              for (int i = 0; i < geo.affines && !lone_bias; ++i) {
-                v = static_cast<Compute<T>>(geo.affine[i].op == 'b' ? v + affine(i, oc)
-                                                                    : v * affine(i, oc));
-              }
+              for (int i = 0; i < geo.affines && !lone_bias; ++i) v = apply(geo.affine[i], oc, v);
               if (geo.clamp) {
                 if (v < lo) v = lo;
                 if (v > hi) v = hi;
@@ -308,11 +310,7 @@ Status ConvReference(KernelContext& ctx) {
                 double d = static_cast<double>(v);
                 v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
               }
-              for (int i = 0; i < geo.posts; ++i) {
-                auto k = value(geo.post[i], oc);
-                char op = geo.post[i].op;
-                v = static_cast<Compute<T>>(op == 'b' ? v + k : op == 's' ? v * k : v / k);
-              }
+              for (int i = 0; i < geo.posts; ++i) v = apply(geo.post[i], oc, v);
               py[yi++] = Store<T>(v);
             }
           }

@@ -737,16 +737,14 @@ struct Epilogue {
     // The adds and multiplies in order; a last add is the bias the activation's pass adds.
     int n = geo.affines;
     bool bias = n > 0 && geo.affine[n - 1].op == 'b';
+    auto step = [](const Tensor* t) -> int64_t { return t->NumElements() == 1 ? 0 : 1; };
     for (int i = 0; i < n; ++i) {
       const Tensor* t = geo.affine[i].t;
-      int64_t step = t->NumElements() == 1 ? 0 : 1;
       if (bias && i == n - 1) {
         e.bias = t->Data<float>();
-        e.bias_step = step;
+        e.bias_step = step(t);
       } else {
-        e.pre[e.pres] = t->Data<float>();
-        e.pre_op[e.pres] = geo.affine[i].op;
-        e.pre_step[e.pres++] = step;
+        e.pre.Add(geo.affine[i].op, t->Data<float>(), step(t));
       }
     }
     if (geo.clamp) {
@@ -757,12 +755,8 @@ struct Epilogue {
     e.hard_swish = geo.hard_swish;
     e.silu = geo.silu;
     for (int i = 0; i < geo.posts; ++i) {
-      const Tensor* t = geo.post[i].t;
-      e.post[i] = t->Data<float>();
-      e.post_op[i] = geo.post[i].op;
-      e.post_step[i] = t->NumElements() == 1 ? 0 : 1;
+      e.post.Add(geo.post[i].op, geo.post[i].t->Data<float>(), step(geo.post[i].t));
     }
-    e.posts = geo.posts;
     active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
   }
 
@@ -770,8 +764,8 @@ struct Epilogue {
   const GemmEpilogue* From(int64_t oc, GemmEpilogue* out) const {
     if (!active) return nullptr;
     *out = e;
-    for (int k = 0; k < e.pres; ++k) out->pre[k] = e.pre[k] + oc * e.pre_step[k];
-    for (int k = 0; k < e.posts; ++k) out->post[k] = e.post[k] + oc * e.post_step[k];
+    out->pre = e.pre.From(oc);
+    out->post = e.post.From(oc);
     if (e.bias) out->bias = e.bias + oc * e.bias_step;
     return out;
   }

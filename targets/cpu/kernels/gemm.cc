@@ -130,13 +130,11 @@ QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float
                                          int64_t nr, bool accumulate) {
   static_assert(kVecs == 3);
   // B's rows read in place come in whole panels (RowsBlock): only packed panels end short.
-  if (!kRows && nr <= 8) {
-    MicroKernelRowsOf<kRows, kRows ? kVecs : 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
-  } else if (!kRows && nr <= 16) {
-    MicroKernelRowsOf<kRows, kRows ? kVecs : 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
-  } else {
-    MicroKernelRowsOf<kRows, kVecs>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  if constexpr (!kRows) {
+    if (nr <= 8) return MicroKernelRowsOf<kRows, 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+    if (nr <= 16) return MicroKernelRowsOf<kRows, 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
   }
+  MicroKernelRowsOf<kRows, kVecs>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
 }
 
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
@@ -300,6 +298,19 @@ QUILT_CLONES void DivideConst(float* __restrict y, int64_t n, float d) {
   for (int64_t i = 0; i < n; ++i) y[i] /= d;
 }
 
+void RowOps::Apply(float* y, int64_t n, int64_t row) const {
+  for (int j = 0; j < count; ++j) {
+    float v = k[j][row * step[j]];
+    if (op[j] == 's') {
+      Scale(y, n, v);
+    } else if (op[j] == 'd') {
+      DivideConst(y, n, v);
+    } else {
+      AddConst(y, n, v);
+    }
+  }
+}
+
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {
@@ -376,11 +387,7 @@ PackedB::PackedB(const GemmB& b, int64_t k, int64_t n)
   }
   if (n <= kGemmPanel / 3 && k > 0) {
     columns_.resize(static_cast<size_t>(n * k));
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t p = 0; p < k; ++p) {
-        columns_[static_cast<size_t>(j * k + p)] = panels_[static_cast<size_t>(p * kGemmPanel + j)];
-      }
-    }
+    PackColumns(k, n, columns_.data());  // from the panel just packed
   }
 }
 

@@ -96,23 +96,37 @@ class PackedA {
   std::vector<float> panels_;
 };
 
+// Up to three adds ('b'), multiplies ('s') and divides ('d', by the value) of each row i of C, in
+// order, by k[j][i * step[j]] (a step of 0: one value for every row).
+struct RowOps {
+  const float* k[3] = {};
+  char op[3] = {};
+  int64_t step[3] = {};
+  int count = 0;
+
+  void Add(char o, const float* values, int64_t s) {
+    k[count] = values;
+    op[count] = o;
+    step[count++] = s;
+  }
+  // The same ops for the rows from `row` on.
+  RowOps From(int64_t row) const {
+    RowOps r = *this;
+    for (int j = 0; j < count; ++j) r.k[j] = k[j] + row * step[j];
+    return r;
+  }
+  // Applies them to row `row`, n values at y.
+  void Apply(float* y, int64_t n, int64_t row) const;
+};
+
 // What the product does to each row i of C once computed, while it is in cache:
-// c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added), after the adds and
-// multiplies of `pre`. A convolution's fused adds, multiplies and activation.
+// c = min(max(c + bias[i], lo), hi), NaN kept (bias null: nothing added), after the ops of `pre`
+// and before those of `post`. A convolution's fused adds, multiplies, activation and divides.
 struct GemmEpilogue {
-  // First, in order, `pres` adds ('b') or multiplies ('s') of row i by pre[k][i * pre_step[k]]
-  // (a step of 0: one value for every row).
-  const float* pre[3] = {};
-  char pre_op[3] = {};
-  int64_t pre_step[3] = {};
-  int pres = 0;
-  const float* bias = nullptr;  // then bias[i * bias_step] added
+  RowOps pre;
+  const float* bias = nullptr;  // bias[i * bias_step] added
   int64_t bias_step = 1;
-  // After the activation, adds ('b'), multiplies ('s') and divides ('d') the same way.
-  const float* post[3] = {};
-  char post_op[3] = {};
-  int64_t post_step[3] = {};
-  int posts = 0;
+  RowOps post;  // after the activation
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
@@ -136,17 +150,10 @@ void Scale(float* y, int64_t n, float s);
 void AddConst(float* y, int64_t n, float b);
 // y[i] /= d over [0, n).
 void DivideConst(float* y, int64_t n, float d);
-// The epilogue `e` of row `row`: its adds and multiplies, its bias, the bounds or the hardswish,
-// then the adds, multiplies and divides after.
+// The epilogue `e` of row `row`: its ops before, its bias, the bounds or the hardswish, then its
+// ops after.
 inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
-  for (int k = 0; k < e.pres; ++k) {
-    float v = e.pre[k][row * e.pre_step[k]];
-    if (e.pre_op[k] == 's') {
-      Scale(y, n, v);
-    } else {
-      AddConst(y, n, v);
-    }
-  }
+  e.pre.Apply(y, n, row);
   float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;  // -0 added changes no value
   if (e.silu) {
     BiasSilu(y, n, b);
@@ -157,16 +164,7 @@ inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
   } else {
     BiasClamp(y, n, b, e.lo, e.hi);
   }
-  for (int k = 0; k < e.posts; ++k) {
-    float v = e.post[k][row * e.post_step[k]];
-    if (e.post_op[k] == 's') {
-      Scale(y, n, v);
-    } else if (e.post_op[k] == 'd') {
-      DivideConst(y, n, v);
-    } else {
-      AddConst(y, n, v);
-    }
-  }
+  e.post.Apply(y, n, row);
 }
 
 // How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds
