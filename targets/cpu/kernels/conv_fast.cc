@@ -1,4 +1,4 @@
-// Float32 convolution (and max pooling, which shares its window walk), fast: a grouped convolution
+// Float32 convolution, fast: a grouped convolution
 // with one input channel per group (depthwise) runs directly, one output channel at a time; every
 // other one is a GEMM per image and group, weights (og x cg * kernel) times the im2col view of the
 // image (cg * kernel x out), packed straight from the image without an im2col buffer; images of
@@ -11,64 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "targets/cpu/kernels/conv_geo.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu::nn {
 namespace {
-
-// A window with its spatial dims right-aligned in 3 (a 1-d convolution is seen as 1 x 1 x L), so
-// the last dim is always the one contiguous in memory.
-struct Geo {
-  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
-  int64_t InSize() const { return in[0] * in[1] * in[2]; }
-  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
-  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
-  // Each output position reads the input position of the same index: a 1x1 kernel, unit
-  // strides, no leading pad, and as many outputs as inputs (no trailing pad either).
-  bool Pointwise() const {
-    for (int d = 0; d < 3; ++d) {
-      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0 || out[d] != in[d]) return false;
-    }
-    return true;
-  }
-};
-
-// Dims where one output reads one input through one tap (in, out and kernel 1, no leading pad)
-// are dropped first: a (5, 1) kernel over an (L, 1) image is a 1-d convolution over L, whose
-// last dim is the long one.
-Geo RightAligned(const Window& w) {
-  int keep[kMaxSpatial], rank = 0;
-  for (int s = 0; s < w.rank; ++s) {
-    if (w.in[s] == 1 && w.out[s] == 1 && w.kernel[s] == 1 && w.pad_begin[s] == 0) continue;
-    keep[rank++] = s;
-  }
-  Geo g;
-  int shift = kMaxSpatial - rank;
-  for (int d = 0; d < kMaxSpatial; ++d) {
-    bool real = d >= shift;
-    int s = real ? keep[d - shift] : 0;
-    g.in[d] = real ? w.in[s] : 1;
-    g.out[d] = real ? w.out[s] : 1;
-    g.kernel[d] = real ? w.kernel[s] : 1;
-    g.stride[d] = real ? w.stride[s] : 1;
-    g.dilation[d] = real ? w.dilation[s] : 1;
-    g.pad[d] = real ? w.pad_begin[s] : 0;
-  }
-  return g;
-}
-
-// The output positions o in [0, out) whose input o * stride + offset lies in [0, in).
-void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
-                 int64_t* hi) {
-  // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
-  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  // o * stride + offset <= in - 1  <=>  o <= floor((in - 1 - offset) / stride)
-  int64_t last = in - 1 - offset < 0 ? -1 : (in - 1 - offset) / stride;
-  *lo = std::min(first, out);
-  *hi = std::clamp<int64_t>(last + 1, *lo, out);
-}
 
 // Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
 // panel. Compiled for AVX2 too (QUILT_CLONES): the strided gathers vectorize there.
@@ -533,200 +482,6 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
   DepthwiseTaps<false>(x, w, y, g);
 }
 
-// Outputs [lo, hi) of a max pool's row (every cell of their windows' columns inside the input)
-// from the window's `n` input rows: kK columns a window, kS apart; cells in the order of
-// MaxPoolPlane's walk, the first taken as is, later ones only when greater.
-template <int kK, int kS>
-QUILT_ALWAYS_INLINE void MaxPoolRow(const float* const* rows, int64_t n, int64_t lo, int64_t hi,
-                                    int64_t pad, float* __restrict y) {
-  for (int64_t o2 = lo; o2 < hi; ++o2) {
-    int64_t i2 = o2 * kS - pad;
-    float best = rows[0][i2];
-    for (int k = 1; k < kK; ++k) {
-      float v = rows[0][i2 + k];
-      best = v > best ? v : best;
-    }
-    for (int64_t r = 1; r < n; ++r) {
-      for (int k = 0; k < kK; ++k) {
-        float v = rows[r][i2 + k];
-        best = v > best ? v : best;
-      }
-    }
-    y[o2] = best;
-  }
-}
-
-// The common small windows (2 or 3 columns, stride 1 or 2, no dilation) through MaxPoolRow: each
-// output's cells in registers, in the same order, rather than a pass over the row per cell. False
-// (nothing written) for other windows.
-QUILT_ALWAYS_INLINE bool MaxPoolSmallWindow(const float* const* rows, int64_t n, int64_t lo,
-                                            int64_t hi, int64_t k, int64_t s, int64_t d,
-                                            int64_t pad, float* y) {
-  if (d != 1 || (k != 2 && k != 3) || (s != 1 && s != 2)) return false;
-  if (k == 3) {
-    s == 2 ? MaxPoolRow<3, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<3, 1>(rows, n, lo, hi, pad, y);
-  } else {
-    s == 2 ? MaxPoolRow<2, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<2, 1>(rows, n, lo, hi, pad, y);
-  }
-  return true;
-}
-
-// One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
-// the first cell inside the input taken as is and later ones only when greater, so NaN behaves
-// as there. Output columns whose every cell of the last dim lies inside the input go a row at a
-// time (vectorized); the others one at a time with bounds checks.
-QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const float** rows) {
-  int64_t k2n = g.kernel[2], s2 = g.stride[2], d2 = g.dilation[2], p2 = g.pad[2];
-  int64_t lo = 0, hi = g.out[2];
-  for (int64_t k2 = 0; k2 < k2n; ++k2) {
-    int64_t l, h;
-    InsideRange(k2 * d2 - p2, s2, g.in[2], g.out[2], &l, &h);
-    lo = std::max(lo, l);
-    hi = std::min(hi, h);
-  }
-  hi = std::max(hi, lo);
-  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
-    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
-      int64_t n = 0;
-      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-        if (i0 < 0 || i0 >= g.in[0]) continue;
-        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-          if (i1 < 0 || i1 >= g.in[1]) continue;
-          rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
-        }
-      }
-      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-        if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
-        if (o2 >= g.out[2]) break;
-        float best = -std::numeric_limits<float>::infinity();
-        bool first = true;
-        for (int64_t r = 0; r < n; ++r) {
-          for (int64_t k2 = 0; k2 < k2n; ++k2) {
-            int64_t i2 = o2 * s2 + k2 * d2 - p2;
-            if (i2 < 0 || i2 >= g.in[2]) continue;
-            float v = rows[r][i2];
-            if (first || v > best) best = v;
-            first = false;
-          }
-        }
-        yr[o2] = best;
-      }
-      if (n == 0 || hi == lo) continue;
-      if (MaxPoolSmallWindow(rows, n, lo, hi, k2n, s2, d2, p2, yr)) continue;
-      for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
-      for (int64_t r = 0; r < n; ++r) {
-        for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
-          const float* __restrict xr = rows[r];
-          int64_t off = k2 * d2 - p2;
-          if (s2 == 1) {
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xr[o2 + off];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
-            }
-          } else if (s2 == 2) {  // a constant stride: the loop vectorizes
-            const float* __restrict xo = xr + off;
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xo[2 * o2];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
-            }
-          } else {
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xr[o2 * s2 + off];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// The taps k in [*first, *last] of a window dim whose input index o * stride - pad + k * dilation
-// lies in [0, in) (first > last when none).
-void ValidTaps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel, int64_t in,
-               int64_t* first, int64_t* last) {
-  int64_t base = o * stride - pad;
-  *first = 0;
-  while (*first < kernel && base + *first * dilation < 0) ++*first;
-  *last = kernel - 1;
-  while (*last >= *first && base + *last * dilation >= in) --*last;
-}
-
-// A max pool of a 2-d window in two passes: each input row's maximum over the window's columns
-// for every output column, then each output row's over the window's rows. The window walk
-// (MaxPoolPlane, the reference) starts from the window's first cell and lets a later cell
-// replace the running value only when greater: the result is that first cell when it is NaN,
-// else the greatest of the cells that are not NaN (the first of equals). So the row pass takes
-// the greatest non-NaN cell of each row (NaN when there is none), the column pass the greatest of
-// those, and a first cell that is NaN makes the output NaN. `rowmax` holds in[1] * out[2] floats,
-// `first_col` out[2] indices.
-QUILT_CLONES void MaxPoolSeparable(const float* x, float* y, const Geo& g, float* rowmax,
-                                   int64_t* first_col) {
-  const float kLowest = -std::numeric_limits<float>::infinity();
-  const float kNaN = std::numeric_limits<float>::quiet_NaN();
-  for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-    int64_t k0, k1;
-    ValidTaps(o2, g.stride[2], g.pad[2], g.dilation[2], g.kernel[2], g.in[2], &k0, &k1);
-    first_col[o2] = k0 <= k1 ? o2 * g.stride[2] - g.pad[2] + k0 * g.dilation[2] : -1;
-  }
-  // Tap by tap over the output columns it reads inside the row (in tap order for each column):
-  // selects the compiler turns into vector blends.
-  int64_t s2 = g.stride[2];
-  for (int64_t r = 0; r < g.in[1]; ++r) {
-    float* __restrict rm = rowmax + r * g.out[2];
-    const float* xr = x + r * g.in[2];
-    std::fill(rm, rm + g.out[2], kNaN);  // no cell that is not NaN yet
-    for (int64_t k = 0; k < g.kernel[2]; ++k) {
-      int64_t off = k * g.dilation[2] - g.pad[2], lo, hi;
-      InsideRange(off, s2, g.in[2], g.out[2], &lo, &hi);
-      const float* __restrict xo = xr + off;
-      auto update = [&](int64_t o2, float v) {
-        bool take = (v > rm[o2]) | ((rm[o2] != rm[o2]) & (v == v));
-        rm[o2] = take ? v : rm[o2];
-      };
-      if (s2 == 1) {
-        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[o2]);
-      } else if (s2 == 2) {
-        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[2 * o2]);
-      } else {
-        for (int64_t o2 = lo; o2 < hi; ++o2) update(o2, xo[o2 * s2]);
-      }
-    }
-  }
-  for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-    float* __restrict yr = y + o1 * g.out[2];
-    int64_t k0, k1;
-    ValidTaps(o1, g.stride[1], g.pad[1], g.dilation[1], g.kernel[1], g.in[1], &k0, &k1);
-    if (k0 > k1) {  // no cell: the walk's -inf
-      std::fill(yr, yr + g.out[2], kLowest);
-      continue;
-    }
-    int64_t base = o1 * g.stride[1] - g.pad[1];
-    int64_t top = base + k0 * g.dilation[1];
-    const float* first = rowmax + top * g.out[2];
-    for (int64_t o2 = 0; o2 < g.out[2]; ++o2) yr[o2] = first[o2];
-    for (int64_t k = k0 + 1; k <= k1; ++k) {
-      const float* __restrict rm = rowmax + (base + k * g.dilation[1]) * g.out[2];
-      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-        float v = rm[o2];
-        bool take = (v > yr[o2]) | ((yr[o2] != yr[o2]) & (v == v));
-        yr[o2] = take ? v : yr[o2];
-      }
-    }
-    const float* xt = x + top * g.in[2];
-    for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-      if (first_col[o2] < 0) {
-        yr[o2] = kLowest;
-      } else if (xt[first_col[o2]] != xt[first_col[o2]]) {  // NaN
-        yr[o2] = kNaN;
-      }
-    }
-  }
-}
-
 // The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
 // no value) and bounds (infinite when there is no activation) or the hardswish.
 struct Epilogue {
@@ -999,41 +754,6 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
 }
 
 }  // namespace
-
-Status MaxPoolFast(KernelContext& ctx) {
-  const Tensor& x = *ctx.input(0);
-  int64_t order = ctx.attrs().Int("storage_order", 0);
-  if (x.dtype != DType::kFloat32 || (order != 0 && order != 1)) return MaxPool(ctx);
-  Window w;
-  QUILT_RETURN_IF_ERROR(PoolWindow(ctx, x, &w));
-  Shape shape = {x.shape[0], x.shape[1]};
-  for (int i = 0; i < w.rank; ++i) shape.push_back(w.out[i]);
-  Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
-  if (y->NumElements() == 0) return Status::Ok();
-  Geo g = RightAligned(w);
-  int64_t planes = x.shape[0] * x.shape[1], in_size = g.InSize(), out_size = g.OutSize();
-  const float* px = x.Data<float>();
-  float* py = y->MutableData<float>();
-  int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * g.KernelSize()));
-  // Windows of 16 cells or more over one plane (4x4 and up): two passes (MaxPoolSeparable), k1 +
-  // k2 comparisons per output rather than k1 * k2. Smaller ones walk their windows.
-  bool separable = g.in[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && g.kernel[1] > 1 &&
-                   g.kernel[2] > 1 && g.kernel[1] * g.kernel[2] >= 16;
-  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
-    std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
-    std::vector<float> rowmax(separable ? static_cast<size_t>(g.in[1] * g.out[2]) : 0);
-    std::vector<int64_t> first_col(separable ? static_cast<size_t>(g.out[2]) : 0);
-    for (int64_t p = p0; p < p1; ++p) {
-      if (separable) {
-        MaxPoolSeparable(px + p * in_size, py + p * out_size, g, rowmax.data(), first_col.data());
-      } else {
-        MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
-      }
-    }
-  });
-  return Status::Ok();
-}
 
 Status ConvFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);

@@ -49,7 +49,7 @@ Status Lrn(KernelContext& ctx);
 
 // pool.cc
 Status MaxPool(KernelContext& ctx);
-// Float32 max pooling without indices (conv_fast.cc); other types go to MaxPool.
+// Float32 max pooling without indices (pool_fast.cc); other types go to MaxPool.
 Status MaxPoolFast(KernelContext& ctx);
 Status MaxPoolWithIndices(KernelContext& ctx);
 Status AvgPool(KernelContext& ctx);

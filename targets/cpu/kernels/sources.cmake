@@ -15,6 +15,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc
   ${QUILT_ROOT}/targets/cpu/kernels/pool.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
   ${QUILT_ROOT}/targets/cpu/kernels/index.cc
   ${QUILT_ROOT}/targets/cpu/kernels/image.cc
