@@ -319,16 +319,10 @@ QUILT_CLONES void DepthwiseUnitStride(const float* x, const float* w, float* y, 
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       float* yr = y + (o0 * g.out[1] + o1) * g.out[2];
       int64_t n = 0;
-      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-        if (i0 < 0 || i0 >= g.in[0]) continue;
-        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-          if (i1 < 0 || i1 >= g.in[1]) continue;
-          rows[n] = padded + (i0 * g.in[1] + i1) * wp;
-          taps[n++] = w + (k0 * g.kernel[1] + k1) * k2n;
-        }
-      }
+      ForEachInsideRow(g, o0, o1, [&](int64_t i0, int64_t i1, int64_t k0, int64_t k1) {
+        rows[n] = padded + (i0 * g.in[1] + i1) * wp;
+        taps[n++] = w + (k0 * g.kernel[1] + k1) * k2n;
+      });
       int64_t o2 = 0;
       for (; o2 + 16 <= g.out[2]; o2 += 16) {
         V8 a0 = V8{}, a1 = V8{};
@@ -452,24 +446,18 @@ QUILT_ALWAYS_INLINE void DepthwiseTaps(const float* x, const float* w, float* y,
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
-      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-        if (i0 < 0 || i0 >= g.in[0]) continue;
-        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-          if (i1 < 0 || i1 >= g.in[1]) continue;
-          const float* __restrict xr = x + (i0 * g.in[1] + i1) * g.in[2];
-          const float* wr = w + (k0 * g.kernel[1] + k1) * g.kernel[2];
-          for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
-            int64_t off = k2 * g.dilation[2] - g.pad[2];
-            int64_t lo, hi;
-            InsideRange(off, s, g.in[2], g.out[2], &lo, &hi);
-            float wv = wr[k2];
-            const float* __restrict xo = xr + off;
-            for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xo[o2 * s];
-          }
+      ForEachInsideRow(g, o0, o1, [&](int64_t i0, int64_t i1, int64_t k0, int64_t k1) {
+        const float* __restrict xr = x + (i0 * g.in[1] + i1) * g.in[2];
+        const float* wr = w + (k0 * g.kernel[1] + k1) * g.kernel[2];
+        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+          int64_t off = k2 * g.dilation[2] - g.pad[2];
+          int64_t lo, hi;
+          InsideRange(off, s, g.in[2], g.out[2], &lo, &hi);
+          float wv = wr[k2];
+          const float* __restrict xo = xr + off;
+          for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] += wv * xo[o2 * s];
         }
-      }
+      });
     }
   }
 }

@@ -62,4 +62,19 @@ inline void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out,
   *hi = std::clamp<int64_t>(last + 1, *lo, out);
 }
 
+// Calls row(i0, i1, k0, k1) for each row of taps (k0, k1) of output row (o0, o1) whose input row
+// (i0, i1) lies inside the input, in the window's order.
+template <typename F>
+inline void ForEachInsideRow(const Geo& g, int64_t o0, int64_t o1, F&& row) {
+  for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+    int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+    if (i0 < 0 || i0 >= g.in[0]) continue;
+    for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+      int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+      if (i1 < 0 || i1 >= g.in[1]) continue;
+      row(i0, i1, k0, k1);
+    }
+  }
+}
+
 }  // namespace quilt::cpu::nn

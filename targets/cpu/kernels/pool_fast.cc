@@ -69,15 +69,9 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
       float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
       int64_t n = 0;
-      for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-        if (i0 < 0 || i0 >= g.in[0]) continue;
-        for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-          int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-          if (i1 < 0 || i1 >= g.in[1]) continue;
-          rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
-        }
-      }
+      ForEachInsideRow(g, o0, o1, [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+        rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
+      });
       for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
         if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
         if (o2 >= g.out[2]) break;
