@@ -99,23 +99,91 @@ std::optional<double> NumberLit(const PyExpr& e) {
   return std::nullopt;
 }
 
+// A target dict's value: a string, an integer, a bool or a list of strings or of integers.
+TargetAttr TargetValue(const PyExpr& v, const std::string& key) {
+  if (v.kind == PyExprKind::kString) return v.name;
+  if (v.kind == PyExprKind::kBool) return v.int_value != 0;
+  if (std::optional<int64_t> i = IntLit(v)) return *i;
+  if (v.kind == PyExprKind::kList || v.kind == PyExprKind::kTuple) {
+    bool strs = true, ints = true;
+    for (const PyExprPtr& x : v.items) {
+      strs &= x->kind == PyExprKind::kString;
+      ints &= IntLit(*x).has_value();
+    }
+    if (ints && !v.items.empty()) {
+      std::vector<int64_t> out;
+      for (const PyExprPtr& x : v.items) out.push_back(*IntLit(*x));
+      return out;
+    }
+    if (strs) {
+      std::vector<std::string> out;
+      for (const PyExprPtr& x : v.items) out.push_back(x->name);
+      return out;
+    }
+  }
+  Fail(v.loc, "target attribute \"" + key +
+                  "\": expected a string, an integer, a bool or a list of strings or integers, "
+                  "got " +
+                  text::ToString(v));
+}
+
+// A target in dict form, {"kind": "cuda", "arch": "sm_80", ...}.
+Target TargetDict(const PyExpr& dict) {
+  std::vector<std::pair<std::string, TargetAttr>> kv;
+  for (size_t i = 0; i < dict.items.size(); i += 2) {
+    std::string key = StringLit(dict.items[i].get(), "a target key");
+    kv.emplace_back(key, TargetValue(*dict.items[i + 1], key));
+  }
+  return Check(Target::FromDict(kv), dict.loc);
+}
+
 class ModuleParser {
  public:
   IRModule Parse(const text::PyModule& py) {
+    // One @I.ir_module class, or one @R.function by itself (TVM prints a lone function so): a
+    // module holding that function under its name.
     const PyStmt* cls = nullptr;
+    const PyStmt* lone = nullptr;
     for (const PyStmtPtr& s : py.body) {
-      if (s->kind == PyStmtKind::kClassDef) {
-        if (cls) Fail(s->loc, "more than one class: a text holds one @I.ir_module module");
-        cls = s.get();
+      if (s->kind == PyStmtKind::kClassDef || s->kind == PyStmtKind::kFunctionDef) {
+        if (cls || lone) {
+          Fail(s->loc,
+               "more than one module or function: a text holds one @I.ir_module class "
+               "or one @R.function");
+        }
+        (s->kind == PyStmtKind::kClassDef ? cls : lone) = s.get();
         continue;
       }
       if (s->kind == PyStmtKind::kExpr && s->value->kind == PyExprKind::kName) continue;
-      Fail(s->loc, "expected an @I.ir_module class");
+      Fail(s->loc, "expected an @I.ir_module class or an @R.function");
     }
-    if (!cls) Fail(Loc{1, 1}, "expected an @I.ir_module class");
+    if (!cls && !lone) Fail(Loc{1, 1}, "expected an @I.ir_module class or an @R.function");
+    if (lone) {
+      defs_[lone->name] = lone;
+      order_.push_back(lone->name);
+      BuildFunction(lone->name, lone->loc);
+      mod_.functions.emplace_back(lone->name, built_.at(lone->name));
+      return mod_;
+    }
     bool decorated = false;
-    for (const PyExprPtr& d : cls->decorators) decorated |= DottedName(*d) == "I.ir_module";
+    for (const PyExprPtr& d : cls->decorators) {
+      if (DottedName(*d) == "I.ir_module") decorated = true;
+      if (d->kind != PyExprKind::kCall || DottedName(*d->base) != "I.ir_module") continue;
+      // @I.ir_module(check_well_formed=False): quilt always checks; the option is read and
+      // dropped, as TVM's printer never writes it.
+      decorated = true;
+      for (const PyExprPtr& a : d->items) {
+        Fail(a->loc, "@I.ir_module takes only keyword arguments (check_well_formed=...)");
+      }
+      for (const auto& kw : d->keywords) {
+        if (kw.name != "check_well_formed" || kw.value->kind != PyExprKind::kBool) {
+          Fail(kw.loc, "@I.ir_module: unknown argument '" + kw.name +
+                           "' (known: check_well_formed=True/False)");
+        }
+      }
+    }
     if (!decorated) Fail(cls->loc, "the class must be decorated with @I.ir_module");
+    class_name_ = cls->name;
     // Module-level statements first: vdevices must be known before any annotation is read.
     for (const PyStmtPtr& s : cls->body) {
       if (s->kind == PyStmtKind::kFunctionDef) {
@@ -174,13 +242,7 @@ class ModuleParser {
     if (target->kind == PyExprKind::kString) {
       d.target = Check(Target::Parse(target->name), target->loc);
     } else if (target->kind == PyExprKind::kDict) {
-      std::vector<std::pair<std::string, std::string>> kv;
-      for (size_t i = 0; i < target->items.size(); i += 2) {
-        std::string key = StringLit(target->items[i].get(), "a target key");
-        const PyExpr& v = *target->items[i + 1];
-        kv.emplace_back(key, v.kind == PyExprKind::kString ? v.name : text::ToString(v));
-      }
-      d.target = Check(Target::FromDict(kv), target->loc);
+      d.target = TargetDict(*target);
     } else {
       Fail(target->loc, "expected a target string or dict");
     }
@@ -384,6 +446,14 @@ class ModuleParser {
     }
     const std::string& name = s.targets[0]->name;
     const PyExpr& value = *s.value;
+    // `cls = Module`: TVM's name for the module inside a function; `cls.f` already means it.
+    if (name == "cls" && value.kind == PyExprKind::kName && !s.annotation) {
+      if (value.name != class_name_) {
+        Fail(value.loc, "`cls = " + value.name + "`: the module is " +
+                            (class_name_.empty() ? "not a class" : "'" + class_name_ + "'"));
+      }
+      return;
+    }
     // `n = T.int64()` declares a symbolic dimension.
     if (value.kind == PyExprKind::kCall && DottedName(*value.base).rfind("T.int", 0) == 0) {
       if (!scope_.syms.count(name)) scope_.syms[name] = SymVar(name);
@@ -537,32 +607,93 @@ class ModuleParser {
     return mod_.vdevices[Check(ResolvePhysicalDevice(type, id, "", mod_.vdevices), e.loc)];
   }
 
-  // tvm.cuda(0), tvm.cpu(), tvm.opencl(1) -> ("cuda", 0) ...
+  // A physical device, as TVM writes one: R.cuda(0), R.cpu(), R.device(2, 1) (DLPack device
+  // codes), R.device("opencl", 1), tvm.cuda(0), tvm.device("cuda", 1), or a string "cuda" /
+  // "cuda:1" (tvm.device's form: the type and the device id) -> ("cuda", 1) ...
   std::pair<std::string, int> PhysicalDevice(const PyExpr& e) {
+    static const std::set<std::string> kTypes = {"cpu",    "cuda", "opencl", "metal",
+                                                 "vulkan", "rocm", "webgpu", "hexagon"};
+    // DLPack's device codes (dlpack.h DLDeviceType) of those types.
+    static const std::map<int64_t, std::string> kCodes = {
+        {1, "cpu"},   {2, "cuda"},  {4, "opencl"},  {7, "vulkan"},
+        {8, "metal"}, {10, "rocm"}, {15, "webgpu"}, {16, "hexagon"}};
+    auto id_of = [&](const PyExpr* a) -> int {
+      if (!a) return 0;
+      std::optional<int64_t> v = IntLit(*a);
+      if (!v) Fail(a->loc, "expected an integer device id, got " + text::ToString(*a));
+      if (*v < 0) Fail(a->loc, "device id " + std::to_string(*v) + " is negative");
+      return static_cast<int>(*v);
+    };
+    auto known = [&](const std::string& type, Loc loc) {
+      if (!kTypes.count(type)) {
+        Fail(loc, "unknown device type '" + type +
+                      "' (known: cpu, cuda, opencl, metal, vulkan, rocm, webgpu, hexagon)");
+      }
+      return type;
+    };
+    if (e.kind == PyExprKind::kString) {
+      size_t colon = e.name.find(':');
+      std::string type = known(e.name.substr(0, colon), e.loc);
+      if (colon == std::string::npos) return {type, 0};
+      int64_t id = -1;
+      std::string num = e.name.substr(colon + 1);
+      if (!num.empty() && num.size() < 10 &&
+          num.find_first_not_of("0123456789") == std::string::npos) {
+        id = std::stoll(num);
+      }
+      if (id < 0) Fail(e.loc, "bad device \"" + e.name + "\": expected \"type\" or \"type:id\"");
+      return {type, static_cast<int>(id)};
+    }
     std::string callee = e.kind == PyExprKind::kCall ? DottedName(*e.base) : "";
-    if (callee.rfind("tvm.", 0) != 0) {
+    std::string ns = callee.substr(0, callee.find('.') + 1);
+    if (ns != "R." && ns != "tvm.") {
       Fail(e.loc,
-           "expected a device: tvm.cpu(), tvm.cuda(i), tvm.opencl(i) or a device string, "
-           "got " +
+           "expected a device: R.cpu(), R.cuda(i), R.opencl(i), R.device(type, i), tvm.cuda(i) "
+           "or a string \"cuda:1\", got " +
                text::ToString(e));
     }
-    std::string type = callee.substr(4);
-    if (type == "device") {
-      type = StringLit(Arg(e, 0, "dev_type"), "a device type");
-      e.items.size() > 1 ? void() : void();
+    std::string fn = callee.substr(ns.size());
+    if (fn != "device") return {known(fn, e.loc), id_of(Arg(e, 0, "index"))};
+    const PyExpr* type = Arg(e, 0, "device_type");
+    if (!type) type = Keyword(e, "dev_type");
+    if (!type) Fail(e.loc, callee + " needs a device type");
+    const PyExpr* index = Arg(e, 1, "index");
+    if (!index) index = Keyword(e, "dev_id");
+    if (type->kind == PyExprKind::kString) return {known(type->name, type->loc), id_of(index)};
+    std::optional<int64_t> code = IntLit(*type);
+    auto it = code ? kCodes.find(*code) : kCodes.end();
+    if (it == kCodes.end()) {
+      Fail(type->loc, "unknown device type " + text::ToString(*type) +
+                          " (DLPack codes: 1 cpu, 2 cuda, 4 opencl, 7 vulkan, 8 metal, 10 rocm, "
+                          "15 webgpu, 16 hexagon)");
     }
-    static const std::set<std::string> kTypes = {"cpu",   "cuda",   "opencl",
-                                                 "metal", "vulkan", "rocm"};
-    if (!kTypes.count(type)) Fail(e.loc, "unknown device type '" + type + "'");
-    int64_t id = 0;
-    size_t id_pos = callee == "tvm.device" ? 1 : 0;
-    if (const PyExpr* a = Arg(e, id_pos, "index")) {
-      std::optional<int64_t> v = IntLit(*a);
-      if (!v) Fail(a->loc, "expected an integer device id");
-      if (*v < 0) Fail(a->loc, "device id " + std::to_string(*v) + " is negative");
-      id = *v;
+    return {it->second, id_of(index)};
+  }
+
+  // R.hint_on_device(data, device[, memory_scope]): the device as PhysicalDevice reads it.
+  Expr HintCall(const OpInfo& op, const PyExpr& e) {
+    const PyExpr* data = Arg(e, 0, "data");
+    const PyExpr* device = Arg(e, 1, "dst_vdevice");
+    if (!device) device = Keyword(e, "device");
+    if (!data || !device) Fail(e.loc, "expected R.hint_on_device(data, device[, memory_scope])");
+    if (e.items.size() > 3) Fail(e.items[3]->loc, "R.hint_on_device takes at most 3 arguments");
+    for (const auto& kw : e.keywords) {
+      static const std::set<std::string> kNames = {"data", "dst_vdevice", "device", "memory_scope"};
+      if (!kNames.count(kw.name)) {
+        Fail(kw.loc, "R.hint_on_device has no parameter '" + kw.name +
+                         "' (data, dst_vdevice, memory_scope)");
+      }
     }
-    return {type, static_cast<int>(id)};
+    auto [type, id] = PhysicalDevice(*device);
+    Attrs attrs;
+    attrs.Set("device_type", type);
+    attrs.Set("index", static_cast<int64_t>(id));
+    if (const PyExpr* scope = Arg(e, 2, "memory_scope")) {
+      std::string text = StringLit(scope, "a memory scope");
+      if (text.empty()) Fail(scope->loc, "empty memory scope");
+      attrs.Set("memory_scope", text);
+    }
+    return Check(MakeOpCall(op, {Value(*data)}, std::move(attrs)), e.loc);
   }
 
   // `declare`: symbolic names may be introduced (signatures).
@@ -736,6 +867,11 @@ class ModuleParser {
   }
 
   AttrValue OpAttr(const OpInfo& op, const AttrSpec& spec, const PyExpr& e) {
+    // TVM writes an unset dtype as None (`R.matmul(a, b, out_dtype=None)`): quilt's "void".
+    if (e.kind == PyExprKind::kNone && spec.type == AttrType::kDType && spec.has_default &&
+        spec.default_value == AttrValue(DataType::kVoid)) {
+      return DataType::kVoid;
+    }
     if (e.kind == PyExprKind::kNone) return std::monostate{};
     switch (spec.type) {
       case AttrType::kDType:
@@ -762,6 +898,7 @@ class ModuleParser {
   }
 
   Expr OpCall(const OpInfo& op, const PyExpr& e) {
+    if (op.kind == OpKind::kHintOnDevice) return HintCall(op, e);
     std::vector<Expr> args;
     Attrs attrs;
     size_t n = op.arg_names.size();
@@ -774,12 +911,6 @@ class ModuleParser {
         Fail(e.items[i]->loc, "R." + op.name + " takes at most " +
                                   std::to_string(n + op.attrs.size()) + " arguments");
       const AttrSpec& spec = op.attrs[i - n];
-      if (op.kind == OpKind::kHintOnDevice) {
-        auto [type, id] = PhysicalDevice(*e.items[i]);
-        attrs.Set("device_type", type);
-        attrs.Set("index", static_cast<int64_t>(id));
-        break;
-      }
       attrs.Set(spec.name, OpAttr(op, spec, *e.items[i]));
     }
     for (const auto& kw : e.keywords) {
@@ -928,6 +1059,7 @@ class ModuleParser {
   }
 
   IRModule mod_;
+  std::string class_name_;  // the @I.ir_module class's name (`cls = Module`)
   std::map<std::string, const PyStmt*> defs_;
   std::vector<std::string> order_;
   std::map<std::string, Function> built_;
@@ -949,6 +1081,26 @@ Expected<IRModule> ParseModule(std::string_view source, std::string_view filenam
     return ModuleParser().Parse(py);
   } catch (const ParseError& e) {
     return Error(e.message, prefix + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col));
+  }
+}
+
+Expected<Target> ParseTarget(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\n");
+  if (first == std::string_view::npos || text[first] != '{') return Target::Parse(text);
+  text::PyModule py;
+  text::PyError error;
+  std::string source = std::string(text.substr(first)) + "\n";
+  if (!text::ParsePy(source, &py, &error)) {
+    return Error("target " + std::string(text) + ": " + error.message);
+  }
+  if (py.body.size() != 1 || py.body[0]->kind != PyStmtKind::kExpr ||
+      py.body[0]->value->kind != PyExprKind::kDict) {
+    return Error("target " + std::string(text) + ": expected one dict {\"kind\": ..., ...}");
+  }
+  try {
+    return TargetDict(*py.body[0]->value);
+  } catch (const ParseError& e) {
+    return Error("target " + std::string(text) + ": " + e.message);
   }
 }
 

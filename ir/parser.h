@@ -14,4 +14,8 @@ namespace quilt::ir {
 // when `filename` is empty) and say what was expected.
 Expected<IRModule> ParseModule(std::string_view text, std::string_view filename = "");
 
+// A target in either form: "cuda -arch=sm_80" or the dict TVM prints,
+// {"kind": "cuda", "arch": "sm_80", "keys": ["cuda", "gpu"], "max_num_threads": 1024}.
+Expected<Target> ParseTarget(std::string_view text);
+
 }  // namespace quilt::ir

@@ -52,11 +52,42 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
+std::string TargetAttrLiteral(const TargetAttr& v) {
+  struct Visitor {
+    std::string operator()(const std::string& s) const { return Quote(s); }
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(bool b) const { return b ? "True" : "False"; }
+    std::string operator()(const std::vector<std::string>& l) const {
+      std::string s;
+      for (const std::string& x : l) s += (s.empty() ? "" : ", ") + Quote(x);
+      return "[" + s + "]";
+    }
+    std::string operator()(const std::vector<int64_t>& l) const {
+      std::string s;
+      for (int64_t x : l) s += (s.empty() ? "" : ", ") + std::to_string(x);
+      return "[" + s + "]";
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
+
 std::string TargetLiteral(const Target& t) {
   if (t.attrs.empty()) return Quote(t.kind);
   std::string s = "{\"kind\": " + Quote(t.kind);
-  for (const auto& [k, v] : t.attrs) s += ", " + Quote(k) + ": " + Quote(v);
+  for (const auto& [k, v] : t.attrs) s += ", " + Quote(k) + ": " + TargetAttrLiteral(v);
   return s + "}";
+}
+
+// R.cuda(1), as TVM's parser reads a physical device; R.device(code, id) for the types that
+// have no function of their own.
+std::string PhysicalDeviceText(const std::string& type, int64_t id) {
+  static const std::set<std::string> kNamed = {"cpu", "cuda", "opencl", "metal", "vulkan", "rocm"};
+  if (kNamed.count(type)) return "R." + type + "(" + std::to_string(id) + ")";
+  static const std::map<std::string, int> kCodes = {{"webgpu", 15}, {"hexagon", 16}};
+  auto it = kCodes.find(type);
+  if (it != kCodes.end())
+    return "R.device(" + std::to_string(it->second) + ", " + std::to_string(id) + ")";
+  return "R.device(" + Quote(type) + ", " + std::to_string(id) + ")";
 }
 
 std::string VDeviceName(const VDevice& d, const IRModule* mod) {
@@ -209,6 +240,8 @@ class FunctionPrinter {
         return Quote(kv.first) + ": " + PrintAttrValue(kv.second, &mod_);
       }) << "})\n";
     }
+    // TVM's name for the module inside a function that calls another one.
+    if (uses_cls_) out_ << indent << "cls = Module\n";
     out_ << body.str();
   }
 
@@ -333,6 +366,7 @@ class FunctionPrinter {
       case ExprKind::kCall:
         return CallText(*As<CallNode>(e));
       case ExprKind::kGlobalVar:
+        uses_cls_ = true;
         return "cls." + As<GlobalVarNode>(e)->name;
       case ExprKind::kOp:
         return "R." + As<OpNode>(e)->info->name;
@@ -351,8 +385,11 @@ class FunctionPrinter {
     for (const Expr& a : call.args) parts.push_back(ExprText(a));
     if (const OpInfo* op = call.op()) {
       if (op->kind == OpKind::kHintOnDevice) {
-        parts.push_back("tvm." + *call.attrs.Get<std::string>("device_type") + "(" +
-                        std::to_string(*call.attrs.Get<int64_t>("index")) + ")");
+        const auto* id = call.attrs.Get<int64_t>("index");
+        parts.push_back(
+            PhysicalDeviceText(*call.attrs.Get<std::string>("device_type"), id ? *id : 0));
+        const auto* scope = call.attrs.Get<std::string>("memory_scope");
+        if (scope && *scope != "global") parts.push_back(Quote(*scope));
         return "R." + op->name + "(" + Join(parts, [](auto& p) { return p; }) + ")";
       }
       bool keywords = false;
@@ -431,6 +468,7 @@ class FunctionPrinter {
   std::vector<PrimExpr> sym_order_;
   std::set<std::string> used_;
   bool in_signature_ = false;
+  bool uses_cls_ = false;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "ir/target.h"
 
 #include <charconv>
+#include <optional>
 #include <sstream>
 
 namespace quilt::ir {
@@ -20,6 +21,25 @@ bool ValidKind(const std::string& kind) {
 }
 
 }  // namespace
+
+std::string TargetAttrText(const TargetAttr& v) {
+  struct Visitor {
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(const std::vector<std::string>& l) const {
+      std::string s;
+      for (const std::string& x : l) s += (s.empty() ? "" : ",") + x;
+      return s;
+    }
+    std::string operator()(const std::vector<int64_t>& l) const {
+      std::string s;
+      for (int64_t x : l) s += (s.empty() ? "" : ",") + std::to_string(x);
+      return s;
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
 
 std::string ListVDevices(const std::vector<VDevice>& list) {
   std::string s = "[";
@@ -55,16 +75,22 @@ Expected<Target> Target::Parse(std::string_view text) {
     size_t eq = word.find('=');
     std::string key = word.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
     if (key.empty()) return Error("empty attribute key in target \"" + std::string(text) + "\"");
-    t.attrs[key] = eq == std::string::npos ? "true" : word.substr(eq + 1);
+    if (eq == std::string::npos) {
+      t.attrs[key] = true;
+    } else {
+      t.attrs[key] = word.substr(eq + 1);
+    }
   }
   return t;
 }
 
-Expected<Target> Target::FromDict(const std::vector<std::pair<std::string, std::string>>& kv) {
+Expected<Target> Target::FromDict(const std::vector<std::pair<std::string, TargetAttr>>& kv) {
   Target t;
   for (const auto& [key, value] : kv) {
     if (key == "kind") {
-      t.kind = value;
+      const auto* kind = std::get_if<std::string>(&value);
+      if (!kind) return Error("the target dict's \"kind\" must be a string");
+      t.kind = *kind;
     } else {
       t.attrs[key] = value;
     }
@@ -85,7 +111,7 @@ std::string Target::DeviceType() const {
 
 std::string Target::ToString() const {
   std::string s = kind;
-  for (const auto& [key, value] : attrs) s += " -" + key + "=" + value;
+  for (const auto& [key, value] : attrs) s += " -" + key + "=" + TargetAttrText(value);
   return s;
 }
 
@@ -98,12 +124,17 @@ Expected<int> ResolveDeviceString(std::string_view text, const std::vector<VDevi
   size_t colon = s.find(':');
   std::string kind = s.substr(0, colon);
   int index = 0;
+  std::optional<std::string> scope;
   if (colon != std::string::npos) {
-    std::string_view num = std::string_view(s).substr(colon + 1);
+    size_t second = s.find(':', colon + 1);
+    std::string_view num = std::string_view(s).substr(
+        colon + 1, second == std::string::npos ? std::string::npos : second - colon - 1);
+    if (second != std::string::npos) scope = s.substr(second + 1);
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
-    if (ec != std::errc() || ptr != num.data() + num.size() || num.empty() || index < 0) {
-      return Error("bad device string \"" + s + "\": expected \"kind\", \"kind:i\" or " +
-                   "\"vdevice:j\" with i, j >= 0");
+    if (ec != std::errc() || ptr != num.data() + num.size() || num.empty() || index < 0 ||
+        (scope && (scope->empty() || kind == "vdevice"))) {
+      return Error("bad device string \"" + s + "\": expected \"kind\", \"kind:i\", " +
+                   "\"kind:i:scope\" or \"vdevice:j\" with i, j >= 0");
     }
   }
   if (kind == "vdevice") {
@@ -116,7 +147,13 @@ Expected<int> ResolveDeviceString(std::string_view text, const std::vector<VDevi
   int seen = 0;
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].target.kind != kind) continue;
-    if (seen++ == index) return static_cast<int>(i);
+    if (seen++ != index) continue;
+    if (scope && *scope != list[i].memory_scope) {
+      return Error("device string \"" + s + "\" names entry " + std::to_string(i) + " (" +
+                   list[i].ToString() + "), whose memory scope is \"" + list[i].memory_scope +
+                   "\", not \"" + *scope + "\"");
+    }
+    return static_cast<int>(i);
   }
   return Error("device string \"" + s + "\" names no entry of the vdevice list " +
                ListVDevices(list));

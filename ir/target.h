@@ -6,23 +6,40 @@
 //   t->kind == "llvm"; t->attrs.at("mcpu") == "cortex-a76"; t->DeviceType() == "cpu"
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "ir/diagnostic.h"
 
 namespace quilt::ir {
 
+// A target attribute's value: text ("sm_80"), an integer (max_num_threads), a flag, or a list
+// (TVM's "keys": ["cuda", "gpu"]). The string form writes each as "-key=value", lists joined by
+// commas; the dict form keeps the type, so TVM's canonical target dicts print back as they read.
+using TargetAttr =
+    std::variant<std::string, int64_t, bool, std::vector<std::string>, std::vector<int64_t>>;
+
+// "-key=value" text of a value: "sm_80", "1024", "true", "cuda,gpu".
+std::string TargetAttrText(const TargetAttr& v);
+
 struct Target {
   std::string kind;
-  std::map<std::string, std::string> attrs;  // "-key=value"; a bare "-flag" is "true"
+  std::map<std::string, TargetAttr> attrs;  // "-key=value" is text; a bare "-flag" is true
 
   // "kind -key=value -flag ...". Unknown kinds are an error listing the known ones.
   static Expected<Target> Parse(std::string_view text);
-  // The dict form: {"kind": "cuda", "arch": "sm_80"}; values are kept as text.
-  static Expected<Target> FromDict(const std::vector<std::pair<std::string, std::string>>& kv);
+  // The dict form: {"kind": "cuda", "arch": "sm_80", "max_num_threads": 1024}.
+  static Expected<Target> FromDict(const std::vector<std::pair<std::string, TargetAttr>>& kv);
+
+  // The text of attribute `key` ("-key=value" form), or empty when absent.
+  std::string Attr(const std::string& key) const {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? "" : TargetAttrText(it->second);
+  }
 
   // "cpu", "cuda", "opencl", ...: which physical kind of device runs this target.
   std::string DeviceType() const;
@@ -55,6 +72,7 @@ std::string ListVDevices(const std::vector<VDevice>& list);
 
 // How an annotation names an entry of the module's vdevice list:
 //   "kind" / "kind:i": the i-th (default 0) entry of that target kind;
+//   "kind:i:scope": the same entry, which must have that memory scope (TVM prints this form);
 //   "vdevice:j": entry j of the list.
 // Returns the list index, or a diagnostic naming the string and the list.
 Expected<int> ResolveDeviceString(std::string_view text, const std::vector<VDevice>& list);

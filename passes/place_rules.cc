@@ -194,6 +194,7 @@ Expected<ir::IRModule> ApplyPlacementRules(const ir::IRModule& mod,
       ir::Attrs attrs;
       attrs.Set("device_type", d.target.DeviceType());
       attrs.Set("index", static_cast<int64_t>(d.vdevice_id));
+      attrs.Set("memory_scope", d.memory_scope);
       // A tuple result (Split, LSTM) is hinted through its first field; assign pins the op
       // that makes the tuple.
       ir::Expr subject = b.var;

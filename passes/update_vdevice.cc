@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/parser.h"
 #include "passes/pass.h"
 #include "passes/vdevice_util.h"
 
@@ -20,7 +21,7 @@ namespace quilt::passes {
 namespace {
 
 Expected<ir::VDevice> MakeVDevice(const std::string& target, int64_t id, const std::string& scope) {
-  Expected<ir::Target> t = ir::Target::Parse(target);
+  Expected<ir::Target> t = ir::ParseTarget(target);
   if (!t) return t.error();
   if (id < 0) return Error("vdevice id " + std::to_string(id) + " is negative");
   if (scope.empty()) return Error("empty memory scope");
@@ -64,7 +65,7 @@ Expected<ir::IRModule> Reset(const ir::IRModule& mod, const std::string& targets
     Expected<ir::Target> t = ir::Target::Parse(item);
     int id = t ? seen[t->kind]++ : 0;
     if (t && t->attrs.count("device")) {
-      const std::string& n = t->attrs.at("device");
+      const std::string n = t->Attr("device");
       if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) {
         return Error("reset=\"" + targets + "\": -device=" + n + " is not a device number");
       }

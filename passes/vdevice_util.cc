@@ -24,8 +24,9 @@ ir::StructInfo MapVDevices(const ir::StructInfo& s, const VDeviceMap& map) {
 Expected<int> HintTarget(const ir::CallNode& hint, const std::vector<ir::VDevice>& list) {
   const auto* type = hint.attrs.Get<std::string>("device_type");
   const auto* id = hint.attrs.Get<int64_t>("index");
-  Expected<int> d =
-      ir::ResolvePhysicalDevice(type ? *type : "", id ? static_cast<int>(*id) : 0, "", list);
+  const auto* scope = hint.attrs.Get<std::string>("memory_scope");
+  Expected<int> d = ir::ResolvePhysicalDevice(type ? *type : "", id ? static_cast<int>(*id) : 0,
+                                              scope ? *scope : "global", list);
   if (!d) return Error("R.hint_on_device: " + d.error().message);
   return d;
 }

@@ -6,8 +6,10 @@
 #   - clang-14 and its runtime libraries (libFuzzer, the sanitizers): the fuzz build (fuzz/).
 #   - OpenCL: headers and the ICD loader (to build the OpenCL device plug-in), PoCL (OpenCL on
 #     this CPU, for the tests) and clang-15, which PoCL compiles kernels with at run time.
-#   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only), pillow, and ray
-#     (the zoo's runs spread over a cluster).
+#   - .venv with onnx, onnxruntime and numpy (tests and reference outputs only), pillow, ray
+#     (the zoo's runs spread over a cluster) and apache-tvm (tests/tvm: the text form checked
+#     against Apache TVM's TVMScript; a ~100 MB wheel, ~320 MB installed; pytest, which
+#     tvm.testing imports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,12 +35,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python_pkgs=(numpy onnx onnxruntime pillow ray)
+python_pkgs=(numpy onnx onnxruntime pillow ray "apache-tvm==0.27.*" pytest)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray, tvm.relax, tvm.testing" 2>/dev/null; then
   echo "setup: installing ${python_pkgs[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
 fi

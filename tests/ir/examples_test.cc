@@ -37,7 +37,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
 TEST(Examples, RfcModuleDeviceStringsNameTheirEntries) {
   IRModule mod = Parse(ReadData("ir/rfc_module.qir"));
   ASSERT_EQ(mod.vdevices.size(), 4u);
-  EXPECT_EQ(mod.vdevices[2].target.attrs.at("arch"), "sm_80");
+  EXPECT_EQ(mod.vdevices[2].target.Attr("arch"), "sm_80");
   EXPECT_EQ(mod.vdevices[3].target.kind, "metal");
   // "cuda", "cuda:0" and "vdevice:1" all name entry 1.
   for (const char* param : {"a", "b", "c"}) {

@@ -354,8 +354,8 @@ TEST(TargetTest, ParsesStringsAndDicts) {
   Expected<Target> t = Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->kind, "llvm");
-  EXPECT_EQ(t->attrs.at("mtriple"), "aarch64-linux-gnu");
-  EXPECT_EQ(t->attrs.at("mcpu"), "cortex-a76");
+  EXPECT_EQ(t->Attr("mtriple"), "aarch64-linux-gnu");
+  EXPECT_EQ(t->Attr("mcpu"), "cortex-a76");
   EXPECT_EQ(t->DeviceType(), "cpu");
   Expected<Target> d = Target::FromDict({{"kind", "cuda"}, {"arch", "sm_80"}});
   ASSERT_TRUE(d);
@@ -363,6 +363,21 @@ TEST(TargetTest, ParsesStringsAndDicts) {
   EXPECT_EQ(Target::Parse("opencl")->DeviceType(), "opencl");
   EXPECT_FALSE(Target::Parse("cuda arch=sm_80"));
   EXPECT_FALSE(Target::Parse(""));
+  // TVM's canonical dicts hold lists, integers and flags; each keeps its type, and the string
+  // form writes them as TVM's "-key=value" does.
+  Expected<Target> canonical = Target::FromDict({{"kind", "cuda"},
+                                                 {"keys", std::vector<std::string>{"cuda", "gpu"}},
+                                                 {"max_num_threads", int64_t{1024}},
+                                                 {"tag", ""},
+                                                 {"libs", std::vector<int64_t>{1, 2}},
+                                                 {"fast", true}});
+  ASSERT_TRUE(canonical);
+  EXPECT_EQ(canonical->ToString(),
+            "cuda -fast=true -keys=cuda,gpu -libs=1,2 -max_num_threads=1024 -tag=");
+  EXPECT_TRUE(std::holds_alternative<int64_t>(canonical->attrs.at("max_num_threads")));
+  EXPECT_NE(*canonical, *Target::Parse(canonical->ToString()));  // "1024" is text there
+  EXPECT_TRUE(std::holds_alternative<bool>(Target::Parse("llvm -fast")->attrs.at("fast")));
+  EXPECT_FALSE(Target::FromDict({{"kind", int64_t{1}}}));
 }
 
 TEST(TargetTest, DeviceStringsResolveByKindOrdinalAndIndex) {
@@ -375,6 +390,19 @@ TEST(TargetTest, DeviceStringsResolveByKindOrdinalAndIndex) {
   EXPECT_FALSE(ResolveDeviceString("cuda:3", list));
   EXPECT_FALSE(ResolveDeviceString("vdevice:4", list));
   EXPECT_FALSE(ResolveDeviceString("cuda:-1", list));
+  // TVM's form with the memory scope: the entry as without it, whose scope must match.
+  EXPECT_EQ(*ResolveDeviceString("cuda:1:global", list), 2);
+  std::vector<VDevice> scoped = list;
+  scoped[3].memory_scope = "global.texture";
+  EXPECT_EQ(*ResolveDeviceString("cuda:2:global.texture", scoped), 3);
+  Expected<int> wrong = ResolveDeviceString("cuda:0:global.texture", scoped);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("whose memory scope is \"global\""), std::string::npos)
+      << wrong.error().message;
+  EXPECT_FALSE(ResolveDeviceString("cuda:1:", list));
+  EXPECT_FALSE(ResolveDeviceString("vdevice:1:global", list));
+  EXPECT_EQ(*ResolvePhysicalDevice("cuda", 1, "global.texture", scoped), 3);
+  EXPECT_FALSE(ResolvePhysicalDevice("cuda", 1, "global", scoped));
   EXPECT_EQ(*ResolvePhysicalDevice("cuda", 1, "", list), 3);
   EXPECT_FALSE(ResolvePhysicalDevice("opencl", 0, "", list));
   EXPECT_EQ(DeviceString(2, list), "cuda:1");

@@ -17,6 +17,7 @@ class Module:
 
     @R.function
     def main(x: R.Tensor((4,), "float32", "llvm")):
+        cls = Module
         a = R.to_vdevice(x, "cuda")
         b = cls.r0(a)
         c = R.to_vdevice(b, "nvptx")
@@ -26,19 +27,19 @@ class Module:
         return f
 
     @R.function(private=True)
-    def r0(a: R.Tensor((4,), "float32", "cuda")):
+    def r0(a: R.Tensor((4,), "float32", "cuda")) -> R.Tensor((4,), "float32", "cuda"):
         R.func_attr({"vdevice": "cuda", "codegen": "cuda"})
         b = R.add(a, R.const(1, "float32"))
         return b
 
     @R.function(private=True)
-    def r1(c: R.Tensor((4,), "float32", "nvptx")):
+    def r1(c: R.Tensor((4,), "float32", "nvptx")) -> R.Tensor((4,), "float32", "nvptx"):
         R.func_attr({"vdevice": "nvptx", "codegen": "nvptx"})
         d = R.multiply(c, R.const(2, "float32"))
         return d
 
     @R.function(private=True)
-    def r2(e: R.Tensor((4,), "float32", "llvm")):
+    def r2(e: R.Tensor((4,), "float32", "llvm")) -> R.Tensor((4,), "float32", "llvm"):
         R.func_attr({"vdevice": "llvm", "codegen": "llvm"})
         f = R.add(e, R.const(1, "float32"))
         return f

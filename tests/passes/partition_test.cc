@@ -153,6 +153,7 @@ class Module:
 
     @R.function
     def main(x: R.Tensor((4,), "float32", "llvm")) -> R.Tensor((4,), "float32", "llvm"):
+        cls = Module
         main_region0_llvm: R.Tuple(R.Tensor((4,), "float32", "llvm"), R.Tensor((4,), "float32", "llvm")) = cls.main_region0_llvm(x)
         a: R.Tensor((4,), "float32", "llvm") = main_region0_llvm[0]
         d: R.Tensor((4,), "float32", "llvm") = main_region0_llvm[1]

@@ -60,11 +60,13 @@ class Module:
 
     @R.function
     def on_cpu(x: R.Tensor((2,), "float32", "llvm")):
+        cls = Module
         s = cls.callee(x)
         return s
 
     @R.function
     def on_gpu(x: R.Tensor((2,), "float32", "cuda")):
+        cls = Module
         s = cls.callee(x)
         return s
 )");

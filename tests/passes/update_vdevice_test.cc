@@ -46,6 +46,29 @@ TEST(UpdateVDevice, ReplacingAnEntryMovesEveryTensorOnItIncludingCopiesAndReturn
   EXPECT_EQ(SInfoOf(got, "main", "x")->vdevice->target.kind, "llvm");
 }
 
+TEST(UpdateVDevice, TakesATargetInTvmsDictForm) {
+  // TVM's UpdateVDevice gets a whole Target, which TVM prints as a dict: its types are kept.
+  const std::string spec =
+      "update-vdevice{index=1 id=1 target='{\"kind\": \"metal\", \"keys\": [\"metal\", \"gpu\"], "
+      "\"max_num_threads\": 256, \"tag\": \"\"}'}";
+  ir::IRModule got = RunPass(spec, Parse(kPlaced));
+  ASSERT_EQ(got.vdevices.size(), 2u);
+  const ir::Target& t = got.vdevices[1].target;
+  EXPECT_EQ(t.kind, "metal");
+  EXPECT_EQ(std::get<std::vector<std::string>>(t.attrs.at("keys")),
+            (std::vector<std::string>{"metal", "gpu"}));
+  EXPECT_EQ(std::get<int64_t>(t.attrs.at("max_num_threads")), 256);
+  EXPECT_EQ(got.vdevices[1].vdevice_id, 1);
+  EXPECT_EQ(*SInfoOf(got, "main", "b")->vdevice, got.vdevices[1]);
+  EXPECT_NE(
+      PassError("update-vdevice{target='{\"kind\": \"metal\", \"arch\": 1.5}'}", Parse(kPlaced))
+          .find("target attribute \"arch\": expected a string"),
+      std::string::npos);
+  EXPECT_NE(PassError("update-vdevice{target='{\"keys\": [\"gpu\"]}'}", Parse(kPlaced))
+                .find("target dict has no \"kind\""),
+            std::string::npos);
+}
+
 TEST(UpdateVDevice, AppendsWithoutIndex) {
   ir::IRModule got = RunPass("update-vdevice{target=\"opencl\"}", Parse(kPlaced));
   ASSERT_EQ(got.vdevices.size(), 3u);

@@ -1,0 +1,242 @@
+// The text form as Apache TVM 0.27 prints and reads it: canonical target dicts, device strings
+// with a memory scope, R.device / R.cuda devices, `cls = Module`, @I.ir_module(...) with
+// arguments, a lone @R.function, out_dtype=None. The texts marked "as TVM prints it" are TVM's
+// own output (`mod.script()`), kept verbatim. tests/tvm/tvm_roundtrip.py checks the same against
+// TVM itself where it is installed.
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace quilt::ir {
+namespace {
+
+using quilt::testing::Parse;
+using quilt::testing::ParseError;
+using quilt::testing::SInfoOf;
+
+// As TVM 0.27 prints it.
+constexpr char kTvmPrinted[] = R"(# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "mtriple": "x86_64-conda-linux-gnu", "tag": ""}, 0, "global"), I.vdevice({"arch": "sm_50", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}, 0, "global"), I.vdevice({"arch": "sm_50", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}, 1, "global.texture"), I.vdevice({"arch": "sm_80", "keys": ["cuda", "gpu"], "kind": "cuda", "max_num_threads": 1024, "tag": "", "thread_warp_size": 32}, 0, "global")]})
+    @R.function
+    def g(x: R.Tensor((2, 3), dtype="float32", vdevice="cuda:1:global.texture")) -> R.Tensor((2, 3), dtype="float32", vdevice="cuda:0:global"):
+        cls = Module
+        r: R.Tensor((2, 3), dtype="float32", vdevice="cuda:0:global") = cls.main(x, x)
+        return r
+
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32", vdevice="cuda:1:global.texture"), y: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32", vdevice="cuda:0:global"):
+        with R.dataflow():
+            a: R.Tensor((2, 3), dtype="float32", vdevice="cuda:1:global.texture") = R.add(x, x)
+            b: R.Tensor((2, 3), dtype="float32") = R.hint_on_device(y, R.device(device_type=2, index=0), "global")
+            c: R.Tensor((2, 3), dtype="float32", vdevice="cuda:0:global") = R.to_vdevice(a, dst_vdevice="cuda:0:global")
+            d: R.Tensor((2, 3), dtype="float32") = R.hint_on_device(y, R.device(device_type=2, index=1), "global.texture")
+            e: R.Tensor((2, 3), dtype="float16", vdevice="cuda:0:global") = R.astype(c, dtype="float16")
+            lv: R.Tensor((3, 2), dtype="float32") = R.permute_dims(y, axes=None)
+            f: R.Tensor((2, 2), dtype="float32") = R.matmul(y, lv, out_dtype=None)
+            R.output(b, c, d)
+        return c
+)";
+
+TEST(TvmText, ModuleAsTvmPrintsIt) {
+  IRModule mod = Parse(kTvmPrinted);
+  ASSERT_EQ(mod.vdevices.size(), 4u);
+  // Target dict values keep their types.
+  const Target& cpu = mod.vdevices[0].target;
+  EXPECT_EQ(cpu.kind, "llvm");
+  EXPECT_EQ(std::get<std::vector<std::string>>(cpu.attrs.at("keys")),
+            (std::vector<std::string>{"cpu"}));
+  EXPECT_EQ(std::get<std::string>(cpu.attrs.at("tag")), "");
+  EXPECT_EQ(std::get<int64_t>(mod.vdevices[1].target.attrs.at("max_num_threads")), 1024);
+  EXPECT_EQ(mod.vdevices[2].memory_scope, "global.texture");
+  EXPECT_EQ(mod.vdevices[3].target.Attr("arch"), "sm_80");
+  // "cuda:1:global.texture" is the second cuda entry; "cuda:0:global" the first.
+  EXPECT_EQ(*SInfoOf(mod, "main", "x")->vdevice, mod.vdevices[2]);
+  EXPECT_EQ(*SInfoOf(mod, "main", "c")->vdevice, mod.vdevices[1]);
+  // R.device(device_type=2, index=1) is CUDA device 1 (DLPack's code 2), with its scope.
+  const auto& bindings = mod.Lookup("main")->body->blocks[0].bindings;
+  const auto* d = As<CallNode>(bindings[3].value);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(*d->attrs.Get<std::string>("device_type"), "cuda");
+  EXPECT_EQ(*d->attrs.Get<int64_t>("index"), 1);
+  EXPECT_EQ(*d->attrs.Get<std::string>("memory_scope"), "global.texture");
+  // out_dtype=None is the unset dtype.
+  const auto* f = As<CallNode>(bindings[6].value);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f->attrs.Get<DataType>("out_dtype"), DataType::kVoid);
+  EXPECT_EQ(SInfoOf(mod, "main", "f")->dtype, DataType::kFloat32);
+}
+
+TEST(TvmText, PrintedAsTvmReadsIt) {
+  std::string text = PrintModule(Parse(kTvmPrinted));
+  // A function that calls another names the module first; one that calls none does not.
+  size_t g = text.find("def g(");
+  size_t main = text.find("def main(");
+  ASSERT_NE(g, std::string::npos);
+  ASSERT_NE(main, std::string::npos);
+  size_t cls = text.find("        cls = Module\n");
+  EXPECT_TRUE(cls > g && cls < main) << text;
+  EXPECT_EQ(text.find("cls = Module", main), std::string::npos) << text;
+  // Devices as TVM's parser takes them; the default scope is left out, another one written.
+  EXPECT_NE(text.find("R.hint_on_device(y, R.cuda(0))"), std::string::npos) << text;
+  EXPECT_NE(text.find("R.hint_on_device(y, R.cuda(1), \"global.texture\")"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"keys\": [\"cuda\", \"gpu\"], \"max_num_threads\": 1024"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("I.vdevice({\"kind\": \"cuda\", \"arch\": \"sm_50\""), std::string::npos)
+      << text;
+}
+
+TEST(TvmText, HintScopeIsPartOfEquality) {
+  IRModule a = Parse(kTvmPrinted);
+  std::string other = kTvmPrinted;
+  const std::string scoped = "index=1), \"global.texture\")";
+  other.replace(other.find(scoped), scoped.size(), "index=1), \"global\")");
+  IRModule b = Parse(other);
+  EXPECT_FALSE(StructuralEqual(a, b));
+  EXPECT_NE(StructuralHash(a), StructuralHash(b));
+}
+
+TEST(TvmText, LoneFunctionIsAModuleOfOneFunction) {
+  // As TVM prints a relax.Function by itself.
+  IRModule mod = Parse(R"(# from tvm.script import relax as R
+
+@R.function
+def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+    y: R.Tensor((2, 3), dtype="float32") = R.add(x, x)
+    return y
+)");
+  ASSERT_EQ(mod.functions.size(), 1u);
+  EXPECT_EQ(mod.functions[0].first, "main");
+  EXPECT_TRUE(mod.vdevices.empty());
+}
+
+TEST(TvmText, EveryDeviceFormOfAHint) {
+  const std::pair<const char*, const char*> kForms[] = {
+      {"R.cpu()", "cpu:0"},
+      {"R.cuda(1)", "cuda:1"},
+      {"R.opencl(0)", "opencl:0"},
+      {"R.device(4, 0)", "opencl:0"},
+      {"R.device(device_type=2, index=1)", "cuda:1"},
+      {"R.device(\"cuda\", 1)", "cuda:1"},
+      {"tvm.cuda(1)", "cuda:1"},
+      {"tvm.device(\"cuda\", 1)", "cuda:1"},
+      {"\"cuda\"", "cuda:0"},
+      {"\"cuda:1\"", "cuda:1"},
+  };
+  for (const auto& [form, want] : kForms) {
+    IRModule mod = Parse(std::string(R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0), I.vdevice("cuda", 1), I.vdevice("opencl", 0)]})
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        y = R.hint_on_device(x, )") +
+                         form + R"()
+        return y
+)");
+    ASSERT_FALSE(mod.functions.empty()) << form;
+    const auto* hint = As<CallNode>(mod.functions[0].second->body->blocks[0].bindings[0].value);
+    ASSERT_TRUE(hint) << form;
+    EXPECT_EQ(*hint->attrs.Get<std::string>("device_type") + ":" +
+                  std::to_string(*hint->attrs.Get<int64_t>("index")),
+              want)
+        << form;
+  }
+}
+
+struct TvmError {
+  const char* name;
+  const char* text;
+  const char* location;
+  const char* message;
+};
+
+void PrintTo(const TvmError& c, std::ostream* os) { *os << c.name; }
+
+class TvmTextErrorTest : public ::testing::TestWithParam<TvmError> {};
+
+TEST_P(TvmTextErrorTest, SaysWhereAndWhat) {
+  std::string error = ParseError(GetParam().text);
+  EXPECT_EQ(error.rfind(GetParam().location, 0), 0u) << error;
+  EXPECT_NE(error.find(GetParam().message), std::string::npos) << error;
+}
+
+const TvmError kTvmErrors[] = {
+    {"ScopeOfTheEntryDiffers", R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0), I.vdevice("cuda", 0, "global.texture")]})
+    @R.function
+    def f(x: R.Tensor((2,), "float32", "cuda:0:global.texture")):
+        return x
+)",
+     "5:40",
+     "device string \"cuda:0:global.texture\" names entry 1 (cuda (id 0, global)), whose memory "
+     "scope is \"global\""},
+    {"UnknownDLPackCode", R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm")]})
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y = R.hint_on_device(x, R.device(3, 0))
+        return y
+)",
+     "6:42", "unknown device type 3 (DLPack codes: 1 cpu, 2 cuda"},
+    {"UnknownDeviceString", R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm")]})
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y = R.hint_on_device(x, "gpu:0")
+        return y
+)",
+     "6:33", "unknown device type 'gpu'"},
+    {"ClsNamesAnotherClass", R"(@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        cls = Other
+        return x
+)",
+     "5:15", "`cls = Other`: the module is 'Module'"},
+    {"UnknownIrModuleArgument", R"(@I.ir_module(strict=True)
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        return x
+)",
+     "1:14", "@I.ir_module: unknown argument 'strict'"},
+    {"TwoLoneFunctions", R"(@R.function
+def f(x: R.Tensor((2,), "float32")):
+    return x
+
+@R.function
+def g(x: R.Tensor((2,), "float32")):
+    return x
+)",
+     "6:1", "one @I.ir_module class or one @R.function"},
+    {"TargetDictValue", R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"kind": "cuda", "arch": 8.0})]})
+)",
+     "3:75", "target attribute \"arch\": expected a string, an integer"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Errors, TvmTextErrorTest, ::testing::ValuesIn(kTvmErrors),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(TvmText, CheckWellFormedArgumentIsAccepted) {
+  IRModule mod = Parse(R"(@I.ir_module(check_well_formed=False)
+class Module:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        return x
+)");
+  EXPECT_EQ(mod.functions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace quilt::ir
