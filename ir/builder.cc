@@ -138,9 +138,10 @@ Expr MakeGlobalVar(std::string name, StructInfo func_sinfo) {
   return gv;
 }
 
-Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args) {
+Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args,
+                    ExternStyle style) {
   auto call = std::make_shared<CallNode>();
-  auto callee = std::make_shared<ExternFuncNode>(std::move(name));
+  auto callee = std::make_shared<ExternFuncNode>(std::move(name), style);
   callee->struct_info = ObjectSInfo();
   call->callee = callee;
   call->args = std::move(args);

@@ -22,7 +22,8 @@ Expected<Expr> MakeOpCall(const OpInfo& op, std::vector<Expr> args, Attrs attrs 
 Expected<Expr> MakeFuncCall(Expr callee, std::vector<Expr> args);
 Expr MakeGlobalVar(std::string name, StructInfo func_sinfo);
 // R.call_packed("name", args, sinfo_args=...) / R.call_dps_packed("name", args, out_sinfo=...).
-Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args);
+Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args,
+                    ExternStyle style = ExternStyle::kPacked);
 Expr MakeTuple(std::vector<Expr> fields);
 Expected<Expr> MakeTupleGetItem(Expr tuple, int index);
 Expr MakeShapeExpr(std::vector<PrimExpr> values);

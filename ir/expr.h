@@ -93,11 +93,21 @@ struct GlobalVarNode : ExprNode {
   std::string name;
 };
 
-// An external kernel called by symbol name (R.call_packed / R.call_dps_packed).
+// How a call reaches code that is not a Relax function of the module, as TVM writes it:
+//   kPacked:     R.call_packed("f", x, sinfo_args=...), impure (only in impure functions);
+//   kPurePacked: R.call_pure_packed("f", x, sinfo_args=...), the same declared pure;
+//   kDpsPacked:  R.call_dps_packed("f", (x,), out_sinfo=...), destination passing, pure;
+//   kTir:        R.call_tir(cls.f, (x,), out_sinfo=...), a T.prim_func of the module, pure.
+enum class ExternStyle { kPacked, kPurePacked, kDpsPacked, kTir };
+
+// An external kernel called by symbol name, or a module's T.prim_func (kTir).
 struct ExternFuncNode : ExprNode {
-  explicit ExternFuncNode(std::string n) : ExprNode(ExprKind::kExternFunc), name(std::move(n)) {}
+  ExternFuncNode(std::string n, ExternStyle s)
+      : ExprNode(ExprKind::kExternFunc), name(std::move(n)), style(s) {}
   static bool Matches(ExprKind k) { return k == ExprKind::kExternFunc; }
   std::string name;
+  ExternStyle style;
+  bool IsPure() const { return style != ExternStyle::kPacked; }
 };
 
 struct CallNode : ExprNode {

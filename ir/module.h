@@ -15,6 +15,10 @@ namespace quilt::ir {
 
 struct IRModule {
   std::vector<std::pair<std::string, Function>> functions;
+  // T.prim_func definitions by name, as their source text (decorator included, dedented): quilt
+  // compiles no TIR, so it carries them for R.call_tir, prints them back and compares them as
+  // text; compiling a call of one is an error naming the prim_func and the device.
+  std::vector<std::pair<std::string, std::string>> prim_funcs;
   std::vector<VDevice> vdevices;
   Attrs attrs;
 
@@ -32,6 +36,12 @@ struct IRModule {
       }
     }
     functions.emplace_back(name, std::move(f));
+  }
+  const std::string* LookupPrimFunc(std::string_view name) const {
+    for (const auto& [n, text] : prim_funcs) {
+      if (n == name) return &text;
+    }
+    return nullptr;
   }
   // Index of `d` in the vdevice list (by value), or -1.
   int VDeviceIndex(const VDevice& d) const {

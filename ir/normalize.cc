@@ -195,7 +195,7 @@ class Normalizer : public NormalizeHooks::Emitter {
     }
     if (const OpInfo* op = call.op()) return MakeOpCall(*op, std::move(*args), call.attrs);
     if (const auto* ext = As<ExternFuncNode>(call.callee)) {
-      return MakeExternCall(ext->name, std::move(*args), call.sinfo_args);
+      return MakeExternCall(ext->name, std::move(*args), call.sinfo_args, ext->style);
     }
     Expected<Expr> callee = Visit(call.callee);
     if (!callee) return callee;

@@ -158,6 +158,10 @@ class ModuleParser {
       Fail(s->loc, "expected an @I.ir_module class or an @R.function");
     }
     if (!cls && !lone) Fail(Loc{1, 1}, "expected an @I.ir_module class or an @R.function");
+    if (lone && !lone->raw.empty()) {
+      mod_.prim_funcs.emplace_back(lone->name, lone->raw);
+      return mod_;
+    }
     if (lone) {
       defs_[lone->name] = lone;
       order_.push_back(lone->name);
@@ -186,8 +190,16 @@ class ModuleParser {
     class_name_ = cls->name;
     // Module-level statements first: vdevices must be known before any annotation is read.
     for (const PyStmtPtr& s : cls->body) {
+      if (s->kind == PyStmtKind::kFunctionDef &&
+          (defs_.count(s->name) || prim_defs_.count(s->name))) {
+        Fail(s->loc, "function '" + s->name + "' is defined twice");
+      }
+      if (s->kind == PyStmtKind::kFunctionDef && !s->raw.empty()) {
+        prim_defs_.insert(s->name);
+        mod_.prim_funcs.emplace_back(s->name, s->raw);
+        continue;
+      }
       if (s->kind == PyStmtKind::kFunctionDef) {
-        if (defs_.count(s->name)) Fail(s->loc, "function '" + s->name + "' is defined twice");
         defs_[s->name] = s.get();
         order_.push_back(s->name);
       } else if (s->kind == PyStmtKind::kExpr && s->value->kind == PyExprKind::kCall) {
@@ -324,8 +336,12 @@ class ModuleParser {
     building_.insert(name);
     Scope saved = std::move(scope_);
     scope_ = Scope{};
+    bool saved_pure = func_pure_;
+    std::string saved_name = func_name_;
     Function f = FunctionDef(*def->second);
     scope_ = std::move(saved);
+    func_pure_ = saved_pure;
+    func_name_ = saved_name;
     building_.erase(name);
     built_[name] = f;
     return f;
@@ -361,6 +377,8 @@ class ModuleParser {
     if (!any_default) defaults.clear();
     StructInfo ret = def.returns ? SInfo(*def.returns, true) : nullptr;
     Attrs attrs;
+    func_pure_ = pure;
+    func_name_ = def.name;
     SeqExpr body = Body(def.body, def.loc, nullptr, &attrs);
     return Check(MakeFunction(std::move(params), body, ret, std::move(attrs), pure, is_private,
                               std::move(defaults)),
@@ -770,6 +788,18 @@ class ModuleParser {
                     text::ToString(e));
   }
 
+  // sinfo_args= / out_sinfo=: one struct info, or a list of them (a tuple result).
+  std::vector<StructInfo> SInfoList(const PyExpr* s) {
+    std::vector<StructInfo> out;
+    if (!s) return out;
+    if (s->kind == PyExprKind::kList || s->kind == PyExprKind::kTuple) {
+      for (const PyExprPtr& x : s->items) out.push_back(SInfo(*x, false));
+    } else {
+      out.push_back(SInfo(*s, false));
+    }
+    return out;
+  }
+
   // ---- expressions ----
   Expr Value(const PyExpr& e) {
     switch (e.kind) {
@@ -835,19 +865,68 @@ class ModuleParser {
       for (const PyExprPtr& f : e.items) fields.push_back(Value(*f));
       return MakeTuple(std::move(fields));
     }
-    if (callee == "R.call_packed") {
+    if (callee == "R.call_packed" || callee == "R.call_pure_packed") {
       std::string name = StringLit(Arg(e, 0, "func"), "the packed function's name");
+      bool pure = callee == "R.call_pure_packed";
+      if (!pure && func_pure_) {
+        Fail(e.loc, "R.call_packed(\"" + name + "\") is impure, in function '" + func_name_ +
+                        "', which is pure: declare it @R.function(pure=False), or call "
+                        "R.call_pure_packed");
+      }
       std::vector<Expr> args;
       for (size_t i = 1; i < e.items.size(); ++i) args.push_back(Value(*e.items[i]));
-      std::vector<StructInfo> sinfo;
-      if (const PyExpr* s = Keyword(e, "sinfo_args")) {
-        if (s->kind == PyExprKind::kList || s->kind == PyExprKind::kTuple) {
-          for (const PyExprPtr& x : s->items) sinfo.push_back(SInfo(*x, false));
-        } else {
-          sinfo.push_back(SInfo(*s, false));
+      // ty_args= in TVM 0.27, sinfo_args= before it.
+      const PyExpr* ty = Keyword(e, "ty_args");
+      std::vector<StructInfo> sinfo = SInfoList(ty ? ty : Keyword(e, "sinfo_args"));
+      for (const auto& kw : e.keywords) {
+        if (kw.name != "sinfo_args" && kw.name != "ty_args") {
+          Fail(kw.loc, callee + " has no parameter '" + kw.name + "'");
         }
       }
-      return MakeExternCall(name, std::move(args), std::move(sinfo));
+      return MakeExternCall(name, std::move(args), std::move(sinfo),
+                            pure ? ExternStyle::kPurePacked : ExternStyle::kPacked);
+    }
+    if (callee == "R.call_dps_packed" || callee == "R.call_tir") {
+      bool tir = callee == "R.call_tir";
+      const PyExpr* func = Arg(e, 0, tir ? "gvar" : "func");
+      std::string name;
+      if (tir) {
+        std::string f = func ? DottedName(*func) : "";
+        if (f.rfind("cls.", 0) != 0) {
+          Fail(func ? func->loc : e.loc, "R.call_tir calls a prim_func of the module: cls.NAME");
+        }
+        name = f.substr(4);
+        if (!prim_defs_.count(name)) {
+          Fail(func->loc, "R.call_tir: no T.prim_func named '" + name + "' in the module" +
+                              (defs_.count(name) ? " ('" + name + "' is a Relax function)" : ""));
+        }
+      } else {
+        name = StringLit(func, "the packed function's name");
+      }
+      const PyExpr* args_e = Arg(e, 1, "args");
+      if (!args_e) Fail(e.loc, callee + " needs its arguments: a tuple (x, y)");
+      std::vector<Expr> args;
+      if (args_e->kind == PyExprKind::kTuple || args_e->kind == PyExprKind::kList) {
+        for (const PyExprPtr& a : args_e->items) args.push_back(Value(*a));
+      } else {
+        args.push_back(Value(*args_e));
+      }
+      // out_ty= in TVM 0.27, out_sinfo= before it.
+      const PyExpr* out = Arg(e, 2, "out_ty");
+      if (!out) out = Keyword(e, "out_sinfo");
+      if (!out) Fail(e.loc, callee + " needs out_ty=, the struct info of its result");
+      if (e.items.size() > 3) Fail(e.items[3]->loc, callee + " takes at most 3 arguments");
+      for (const auto& kw : e.keywords) {
+        if (kw.name == "tir_vars") {
+          Fail(kw.loc, "R.call_tir's tir_vars are not supported: quilt compiles no TIR");
+        }
+        static const std::set<std::string> kNames = {"args", "out_ty", "out_sinfo", "gvar", "func"};
+        if (!kNames.count(kw.name)) {
+          Fail(kw.loc, callee + " has no parameter '" + kw.name + "'");
+        }
+      }
+      return MakeExternCall(name, std::move(args), SInfoList(out),
+                            tir ? ExternStyle::kTir : ExternStyle::kDpsPacked);
     }
     if (callee.rfind("R.", 0) == 0) {
       const OpInfo* op = FindOp(callee.substr(2));
@@ -1060,7 +1139,10 @@ class ModuleParser {
 
   IRModule mod_;
   std::string class_name_;  // the @I.ir_module class's name (`cls = Module`)
+  bool func_pure_ = true;   // the function being built is pure
+  std::string func_name_;
   std::map<std::string, const PyStmt*> defs_;
+  std::set<std::string> prim_defs_;  // the T.prim_funcs' names
   std::vector<std::string> order_;
   std::map<std::string, Function> built_;
   std::set<std::string> building_;

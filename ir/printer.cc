@@ -408,13 +408,25 @@ class FunctionPrinter {
       return "R." + op->name + "(" + Join(parts, [](auto& p) { return p; }) + ")";
     }
     if (const auto* ext = As<ExternFuncNode>(call.callee)) {
-      parts.insert(parts.begin(), Quote(ext->name));
       std::string sinfo =
           call.sinfo_args.size() == 1
               ? SInfo(call.sinfo_args[0])
               : "[" + Join(call.sinfo_args, [&](auto& s) { return SInfo(s); }) + "]";
-      parts.push_back("sinfo_args=" + sinfo);
-      return "R.call_packed(" + Join(parts, [](auto& p) { return p; }) + ")";
+      if (ext->style == ExternStyle::kDpsPacked || ext->style == ExternStyle::kTir) {
+        bool tir = ext->style == ExternStyle::kTir;
+        uses_cls_ |= tir;
+        std::string args =
+            "(" + Join(parts, [](auto& p) { return p; }) + (parts.size() == 1 ? ",)" : ")");
+        return std::string(tir ? "R.call_tir(cls." + ext->name
+                               : "R.call_dps_packed(" + Quote(ext->name)) +
+               ", " + args + ", out_ty=" + sinfo + ")";
+      }
+      parts.insert(parts.begin(), Quote(ext->name));
+      // TVM 0.27's names (out_ty, ty_args); the parser also takes the older out_sinfo, sinfo_args.
+      parts.push_back("ty_args=" + sinfo);
+      return std::string(ext->style == ExternStyle::kPurePacked ? "R.call_pure_packed("
+                                                                : "R.call_packed(") +
+             Join(parts, [](auto& p) { return p; }) + ")";
     }
     return ExprText(call.callee) + "(" + Join(parts, [](auto& p) { return p; }) + ")";
   }
@@ -558,6 +570,15 @@ std::string PrintModule(const IRModule& mod) {
     if (header) out << "\n";
     header = true;
     FunctionPrinter(mod, out).Print(name, *f);
+  }
+  // The T.prim_funcs, carried as their text.
+  for (const auto& [name, text] : mod.prim_funcs) {
+    if (header) out << "\n";
+    header = true;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      out << (line.empty() ? "" : "    ") << line << "\n";
+    }
   }
   if (!header) out << "    pass\n";
   return out.str();

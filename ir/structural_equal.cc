@@ -23,6 +23,12 @@ class Equal {
     if (a.vdevices != b.vdevices) return Fail("the vdevice lists differ");
     if (a.attrs != b.attrs) return Fail("the module attributes differ");
     if (a.functions.size() != b.functions.size()) return Fail("the number of functions differs");
+    if (a.prim_funcs.size() != b.prim_funcs.size()) return Fail("the number of prim_funcs differs");
+    for (const auto& [name, text] : a.prim_funcs) {
+      const std::string* other = b.LookupPrimFunc(name);
+      if (!other) return Fail("prim_func '" + name + "' is missing on one side");
+      if (*other != text) return Fail("the text of prim_func '" + name + "' differs");
+    }
     for (const auto& [name, f] : a.functions) {
       Function g = b.Lookup(name);
       if (!g) return Fail("function '" + name + "' is missing on one side");
@@ -193,7 +199,8 @@ class Equal {
       case ExprKind::kOp:
         return As<OpNode>(a)->info == As<OpNode>(b)->info;
       case ExprKind::kExternFunc:
-        return As<ExternFuncNode>(a)->name == As<ExternFuncNode>(b)->name;
+        return As<ExternFuncNode>(a)->name == As<ExternFuncNode>(b)->name &&
+               As<ExternFuncNode>(a)->style == As<ExternFuncNode>(b)->style;
     }
     return false;
   }
@@ -219,6 +226,12 @@ class Hasher {
       vars_.clear();
       syms_.clear();
       Func(*m.Lookup(name));
+    }
+    std::vector<std::pair<std::string, std::string>> prims = m.prim_funcs;
+    std::sort(prims.begin(), prims.end());
+    for (const auto& [name, text] : prims) {
+      Mix(name);
+      Mix(text);
     }
     return h_;
   }
@@ -335,7 +348,8 @@ class Hasher {
       case ExprKind::kOp:
         return Mix(As<OpNode>(e)->info->name);
       case ExprKind::kExternFunc:
-        return Mix(As<ExternFuncNode>(e)->name);
+        Mix(As<ExternFuncNode>(e)->name);
+        return Mix(static_cast<size_t>(As<ExternFuncNode>(e)->style));
     }
   }
 

@@ -14,6 +14,7 @@ class Verifier {
   Status Run() {
     for (const auto& [name, f] : mod_.functions) {
       func_ = name;
+      pure_ = f->is_pure;
       defined_.clear();
       live_dataflow_.clear();
       for (const Var& p : f->params) {
@@ -104,6 +105,15 @@ class Verifier {
                            std::to_string(c->args.size()));
           }
         }
+        if (const auto* ext = As<ExternFuncNode>(c->callee)) {
+          if (!ext->IsPure() && pure_) {
+            return Problem(where + ": R.call_packed(\"" + ext->name +
+                           "\") is impure, in a pure function");
+          }
+          if (ext->style == ExternStyle::kTir && !mod_.LookupPrimFunc(ext->name)) {
+            return Problem(where + ": R.call_tir of unknown prim_func '" + ext->name + "'");
+          }
+        }
         if (const VDevice* d = c->attrs.Get<VDevice>("dst_vdevice");
             d && mod_.VDeviceIndex(*d) < 0) {
           return Problem(where + ": copies to " + d->ToString() +
@@ -146,6 +156,7 @@ class Verifier {
 
   const IRModule& mod_;
   std::string func_;
+  bool pure_ = true;
   std::set<const VarNode*> defined_;
   std::set<const VarNode*> live_dataflow_;
 };

@@ -440,7 +440,7 @@ class Assigner {
       if (!changed) return Expr();
       if (op) return ir::MakeOpCall(*op, std::move(placed), call.attrs);
       if (const auto* ext = As<ir::ExternFuncNode>(call.callee)) {
-        return ir::MakeExternCall(ext->name, std::move(placed), call.sinfo_args);
+        return ir::MakeExternCall(ext->name, std::move(placed), call.sinfo_args, ext->style);
       }
       return ir::MakeFuncCall(
           ir::MakeGlobalVar(As<ir::GlobalVarNode>(call.callee)->name, call.callee->struct_info),

@@ -256,6 +256,7 @@ class Partitioner {
     ir::IRModule out;
     out.vdevices = mod_.vdevices;
     out.attrs = mod_.attrs;
+    out.prim_funcs = mod_.prim_funcs;
     for (const auto& [name, g] : mod_.functions) {
       out.functions.emplace_back(name, name == entry_ ? *entry : g);
       if (name != entry_) continue;

@@ -59,13 +59,42 @@ struct Group {
   bool scalars = true;  // every slot is a rank-0 tensor
 };
 
+// The variable bound by the first R.hint_on_device in `seq` (If branches included), or "".
+std::string FirstHint(const ir::SeqExprNode& seq) {
+  for (const ir::BindingBlock& block : seq.blocks) {
+    for (const ir::Binding& b : block.bindings) {
+      const auto* call = ir::As<ir::CallNode>(b.value);
+      if (call && call->op() && call->op()->kind == ir::OpKind::kHintOnDevice) {
+        return b.var->name_hint;
+      }
+      if (const auto* n = ir::As<ir::IfNode>(b.value)) {
+        for (const ir::SeqExpr& branch : {n->then_branch, n->else_branch}) {
+          if (std::string at = FirstHint(*branch); !at.empty()) return at;
+        }
+      }
+    }
+  }
+  return "";
+}
+
 class Realizer {
  public:
   Realizer(const ir::IRModule& mod, bool fill, bool keep_hints)
       : mod_(mod), fill_(fill), keep_hints_(keep_hints) {}
 
   Expected<ir::IRModule> Run() {
-    if (mod_.vdevices.empty()) return mod_;
+    if (mod_.vdevices.empty()) {
+      // Nothing to place on; a hint here names a device the module does not have.
+      for (const auto& [name, f] : mod_.functions) {
+        if (std::string at = FirstHint(*f->body); !at.empty()) {
+          return Error("R.hint_on_device at '" + at +
+                           "', but the module has no vdevice list to place it on "
+                           "(I.module_global_infos({\"vdevice\": [...]}) or update-vdevice)",
+                       "function '" + name + "'");
+        }
+      }
+      return mod_;
+    }
     // Seeds from annotations first, then co-location, so a conflict is found at the binding
     // where two seeds meet.
     for (const auto& [name, f] : mod_.functions) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ir/parser.h"
 #include "ir/target.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
@@ -158,6 +159,36 @@ Expected<Compiled> CompileOnnx(const std::string& path, const CompileOptions& op
   if (options.after_step) options.after_step("import", *mod);
   std::string name = path.substr(path.find_last_of('/') + 1);
   Expected<Compiled> out = Compile(*mod, options, name, Sha256Hex(bytes.data(), bytes.size()));
+  if (!out) {
+    Diagnostic d = out.error();
+    d.message = path + ": " + d.ToString();
+    d.location.clear();
+    return d;
+  }
+  return out;
+}
+
+Expected<Compiled> CompileText(const std::string& path, const CompileOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot open '" + path + "'");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Expected<ir::IRModule> mod = ir::ParseModule(text, path);
+  if (!mod) return mod.error();
+  if (Status s = ir::Verify(*mod); !s) {
+    Diagnostic d = s.error();
+    d.message = path + ": " + d.ToString();
+    d.location.clear();
+    return d;
+  }
+  if (!mod->Lookup("main")) {
+    std::string names;
+    for (const auto& [name, f] : mod->functions) names += (names.empty() ? "" : ", ") + name;
+    return Error(path + ": the module has no function 'main' to compile (it has: " +
+                 (names.empty() ? "none" : names) + ")");
+  }
+  if (options.after_step) options.after_step("parse", *mod);
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  Expected<Compiled> out = Compile(*mod, options, name, Sha256Hex(text.data(), text.size()));
   if (!out) {
     Diagnostic d = out.error();
     d.message = path + ": " + d.ToString();

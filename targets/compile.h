@@ -57,6 +57,9 @@ Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& opt
                            const std::string& source_name = "",
                            const std::string& source_sha256 = "");
 Expected<Compiled> CompileOnnx(const std::string& path, const CompileOptions& options = {});
+// A module in the text form (TVMScript as TVM prints it, `.qir`): parsed, verified and compiled
+// from its function "main". With options.devices empty, the module's own vdevice list is kept.
+Expected<Compiled> CompileText(const std::string& path, const CompileOptions& options = {});
 
 Expected<std::vector<uint8_t>> CompileModule(const ir::IRModule& module,
                                              const CompileOptions& options,

@@ -348,6 +348,20 @@ class GraphLowering {
       ir::Function f = pl_.module.Lookup(gv->name);
       if (f && f->attrs.Get<std::string>("vdevice")) return LowerRegionCall(call, *f, gv->name);
     }
+    if (const auto* ext = ir::As<ir::ExternFuncNode>(call.callee)) {
+      const std::vector<ir::VDevice>& list = pl_.module.vdevices;
+      int d = DeviceOf(call.struct_info);
+      std::string device = d >= 0 && d < static_cast<int>(list.size())
+                               ? list[static_cast<size_t>(d)].target.ToString()
+                               : "the host";
+      if (ext->style == ir::ExternStyle::kTir) {
+        return Error("R.call_tir of prim_func '" + ext->name +
+                     "': no kernel for this prim_func on device " + device +
+                     " (quilt compiles no TIR: write it as Relax ops)");
+      }
+      return Error("packed function \"" + ext->name + "\": no kernel for it on device " + device +
+                   " (quilt links no packed functions: write it as Relax ops)");
+    }
     if (!op) {
       return Error("calls of functions (Loop, Scan bodies) are not supported by the package yet");
     }
@@ -743,7 +757,8 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
   // the module leaves unplaced go to the host, the last CPU entry.
   PackageLowering pl{module, spec, options, {}, 0, {}};
   for (const ir::VDevice& d : module.vdevices) {
-    spec.devices.push_back({d.target.ToString(), d.target.DeviceType(), d.vdevice_id});
+    spec.devices.push_back(
+        {d.target.ToString(), d.target.DeviceType(), d.vdevice_id, false, d.memory_scope});
   }
   if (spec.devices.empty()) spec.devices.push_back({"llvm", "cpu", 0});
   pl.host = std::max(passes::HostVDevice(module.vdevices), 0);

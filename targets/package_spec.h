@@ -68,6 +68,7 @@ struct DeviceSpec {
   std::string kind = {};    // "cpu"
   int id = 0;
   bool cpu_fallback = false;  // quiltc --portable: absent at load, its steps run on the CPU
+  std::string memory_scope = "global";  // the vdevice's memory scope
 };
 
 struct TargetCodeSpec {

@@ -134,7 +134,7 @@ std::vector<uint8_t> WritePackage(const PackageSpec& spec) {
   std::vector<fb::Offset<pkg::Device>> devices;
   for (const DeviceSpec& d : spec.devices) {
     devices.push_back(pkg::CreateDevice(b, b.CreateString(d.target), b.CreateString(d.kind), d.id,
-                                        d.cpu_fallback));
+                                        d.cpu_fallback, b.CreateString(d.memory_scope)));
   }
   std::vector<fb::Offset<pkg::Graph>> graphs;
   for (const GraphSpec& g : spec.graphs) graphs.push_back(WriteGraph(b, g));

@@ -47,8 +47,9 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
   os << "\ndevices:\n";
   for (uint32_t d = 0; d < p.devices()->size(); ++d) {
     const pkg::Device* dev = p.devices()->Get(d);
+    std::string scope = dev->memory_scope() ? dev->memory_scope()->str() : "global";
     os << "  " << d << ": " << dev->target()->str() << " (" << dev->kind()->str() << " "
-       << dev->id() << ")"
+       << dev->id() << (scope == "global" ? "" : ", memory scope " + scope) << ")"
        << (dev->cpu_fallback() ? "; portable: where it is absent, its steps run on the CPU" : "")
        << "\n";
   }

@@ -1,10 +1,13 @@
-// quiltc: compile an ONNX model into a quilt package.
+// quiltc: compile an ONNX model, or a module in the text form, into a quilt package.
 //
-//   quiltc MODEL.onnx -o OUT.quilt [--device T]... [--input-shape NAME:D,D,...]...
+//   quiltc {MODEL.onnx | MODULE.qir} -o OUT.quilt [--device T]... [--input-shape NAME:D,D,...]...
 //          [--input-value NAME=V,V,...]...
 //          [--place RULE]... [--strict] [--portable] [--report FILE.{txt,dot,json}]...
 //          [--print-ir-after-all]
 //
+// A module in the text form (.qir, or .py as TVM writes TVMScript) is compiled from its function
+// "main"; without --device it keeps its own vdevice list (the CPU alone when it has none).
+// --input-shape and --input-value apply to ONNX models only.
 // The placement summary always goes to stderr; --report writes the full report.
 // Exit status 0 on success, 1 when the model cannot be compiled (the message names the file,
 // node, op type and why) or a file cannot be read or written, 2 for bad usage. Never overwrites
@@ -35,11 +38,13 @@ int Fail(const quilt::Diagnostic& d) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"quiltc: compile an ONNX model into a quilt package"};
+  CLI::App app{"quiltc: compile an ONNX model or an IR text module into a quilt package"};
   std::string model, output;
   std::vector<std::string> devices, place, reports;
   bool strict = false, portable = false, print_ir = false;
-  app.add_option("model", model, "ONNX model (.onnx)")->required();
+  app.add_option("model", model,
+                 "ONNX model (.onnx), or a module in the text form (.qir; .py as TVM prints it)")
+      ->required();
   app.add_option("-o,--output", output, "package to write (.quilt)")->required();
   app.add_option("--device", devices,
                  "target to compile for, in priority order (default llvm); the CPU is added as "
@@ -59,7 +64,10 @@ int Main(int argc, char** argv) {
   app.add_flag("--print-ir-after-all", print_ir, "print the IR after each step to stderr");
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   quilt::compiler::CompileOptions options;
+  // A text module: anything not named .onnx (TVMScript is Python; .qir is the usual name).
+  bool text = fs::path(model).extension() != ".onnx";
   if (!devices.empty()) options.devices = devices;
+  if (devices.empty() && text) options.devices.clear();  // the module's own vdevice list
   options.place = place;
   options.strict = strict;
   options.portable = portable;
@@ -85,6 +93,11 @@ int Main(int argc, char** argv) {
     }
   }
   if (std::optional<int> code = import_flags.Apply("quiltc", &options.import)) return *code;
+  if (text && (!import_flags.shapes.empty() || !import_flags.values.empty())) {
+    std::cerr << "quiltc: error: --input-shape and --input-value apply to ONNX models; " << model
+              << " is a text module, whose signature gives its shapes\n";
+    return 2;
+  }
   if (SameFile(model, output)) {
     std::cerr << "quiltc: error: the output '" << output << "' is the model itself\n";
     return 2;
@@ -101,7 +114,8 @@ int Main(int argc, char** argv) {
       return Fail(s.error());
   }
   quilt::Expected<quilt::compiler::Compiled> compiled =
-      quilt::compiler::CompileOnnx(model, options);
+      text ? quilt::compiler::CompileText(model, options)
+           : quilt::compiler::CompileOnnx(model, options);
   if (!compiled) return Fail(compiled.error());
   const std::vector<uint8_t>* bytes = &compiled->package;
   std::cerr << quilt::compiler::ReportSummary(compiled->report);

@@ -109,6 +109,9 @@ struct PyStmt {
   PyExprPtr returns;              // kFunctionDef: `-> ann` (may be null)
   std::vector<PyExprPtr> decorators;  // kFunctionDef / kClassDef, outermost (first line) first
   std::vector<PyExprPtr> bases;       // kClassDef
+  // kFunctionDef decorated with T.prim_func: the definition's source lines, decorators included,
+  // dedented to column 1. Its body is skipped, not parsed: TIR is not the subset read here.
+  std::string raw;
 };
 
 struct PyModule {

@@ -401,8 +401,8 @@ class DepthGuard {
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, size_t unclosed_open)
-      : toks_(std::move(toks)), unclosed_open_(unclosed_open) {}
+  Parser(std::string_view src, std::vector<Token> toks, size_t unclosed_open)
+      : src_(src), toks_(std::move(toks)), unclosed_open_(unclosed_open) {}
 
   bool ParseModule(PyModule* out) {
     while (Cur().kind != TokKind::kEnd) {
@@ -469,7 +469,8 @@ class Parser {
   bool ParseSimpleStatements(StmtList* out);
   bool ParseSimpleStatement(StmtList* out);
   bool ParseDecorated(StmtList* out);
-  bool ParseFunctionDef(std::vector<PyExprPtr> decorators, StmtList* out);
+  bool ParseFunctionDef(std::vector<PyExprPtr> decorators, StmtList* out, int first_line = 0);
+  bool SkipRawBody(int first_line, PyStmt* stmt);
   bool ParseClassDef(std::vector<PyExprPtr> decorators, StmtList* out);
   bool ParseIf(StmtList* out);
   bool ParseWith(StmtList* out);
@@ -496,6 +497,7 @@ class Parser {
     return e;
   }
 
+  std::string_view src_;
   std::vector<Token> toks_;
   size_t unclosed_open_;
   size_t pos_ = 0;
@@ -610,6 +612,7 @@ bool Parser::ParseBlock(const std::string& what, int line, StmtList* body) {
 }
 
 bool Parser::ParseDecorated(StmtList* out) {
+  const int first_line = Cur().loc.line;
   std::vector<PyExprPtr> decorators;
   while (AcceptOp("@")) {
     PyExprPtr e = ParseExpr();
@@ -618,13 +621,22 @@ bool Parser::ParseDecorated(StmtList* out) {
     Advance();
     decorators.push_back(std::move(e));
   }
-  if (IsKeyword("def")) return ParseFunctionDef(std::move(decorators), out);
+  if (IsKeyword("def")) return ParseFunctionDef(std::move(decorators), out, first_line);
   if (IsKeyword("class")) return ParseClassDef(std::move(decorators), out);
   return Expected("'def' or 'class' after decorator");
 }
 
-bool Parser::ParseFunctionDef(std::vector<PyExprPtr> decorators, StmtList* out) {
+// `T.prim_func` or `T.prim_func(...)`.
+bool IsPrimFuncDecorator(const PyExpr& d) {
+  const PyExpr& e = d.kind == PyExprKind::kCall ? *d.base : d;
+  return e.kind == PyExprKind::kAttr && e.name == "prim_func" && e.base &&
+         e.base->kind == PyExprKind::kName && e.base->name == "T";
+}
+
+bool Parser::ParseFunctionDef(std::vector<PyExprPtr> decorators, StmtList* out, int first_line) {
   auto stmt = MakeStmt(PyStmtKind::kFunctionDef, Cur().loc);
+  bool prim = false;
+  for (const PyExprPtr& d : decorators) prim |= IsPrimFuncDecorator(*d);
   stmt->decorators = std::move(decorators);
   Advance();  // def
   if (!IsName()) return Expected("function name after 'def'");
@@ -659,7 +671,53 @@ bool Parser::ParseFunctionDef(std::vector<PyExprPtr> decorators, StmtList* out) 
   if (!ExpectOp(")", "or ',' in parameter list")) return false;
   if (AcceptOp("->") && !(stmt->returns = ParseExpr())) return false;
   if (!ExpectOp(":", "after function signature")) return false;
+  if (prim)
+    return SkipRawBody(first_line ? first_line : stmt->loc.line, stmt.get()) && Push(out, stmt);
   return ParseBlock("function definition", stmt->loc.line, &stmt->body) && Push(out, stmt);
+}
+
+// The indented body of a T.prim_func: its tokens are passed over (the lexer has checked them),
+// and the definition's lines from `first_line` on become stmt->raw.
+bool Parser::SkipRawBody(int first_line, PyStmt* stmt) {
+  if (Cur().kind != TokKind::kNewline) return Expected("NEWLINE after the prim_func's header");
+  Advance();
+  if (Cur().kind != TokKind::kIndent) return Expected("an indented prim_func body");
+  int depth = 0, last_line = first_line;
+  do {
+    switch (Cur().kind) {
+      case TokKind::kIndent:
+        ++depth;
+        break;
+      case TokKind::kDedent:
+        --depth;
+        break;
+      case TokKind::kEnd:
+      case TokKind::kError:
+        return Expected("the end of the prim_func's body");
+      default:
+        last_line = std::max(last_line, Cur().loc.line);
+    }
+    Advance();
+  } while (depth > 0);
+  // Lines first_line..last_line of the source, less the first line's indentation.
+  std::vector<std::string_view> lines;
+  for (size_t start = 0, line = 1; start <= src_.size() && static_cast<int>(line) <= last_line;
+       ++line) {
+    size_t end = src_.find('\n', start);
+    if (end == std::string_view::npos) end = src_.size();
+    if (static_cast<int>(line) >= first_line) lines.push_back(src_.substr(start, end - start));
+    start = end + 1;
+  }
+  size_t indent = lines.empty() ? 0 : lines[0].find_first_not_of(" \t");
+  for (std::string_view l : lines) {
+    size_t lead = std::min(indent, l.find_first_not_of(" \t") == std::string_view::npos
+                                       ? l.size()
+                                       : l.find_first_not_of(" \t"));
+    std::string_view rest = l.substr(lead);
+    while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
+    stmt->raw += std::string(rest) + "\n";
+  }
+  return true;
 }
 
 bool Parser::ParseClassDef(std::vector<PyExprPtr> decorators, StmtList* out) {
@@ -1066,7 +1124,7 @@ std::string Bare(const PyExpr& e) {
 bool ParsePy(std::string_view source, PyModule* out, PyError* error) {
   size_t unclosed_open = kNone;
   std::vector<Token> toks = Lexer(source).Run(&unclosed_open);
-  Parser parser(std::move(toks), unclosed_open);
+  Parser parser(source, std::move(toks), unclosed_open);
   PyModule module;
   if (!parser.ParseModule(&module)) {
     if (error) *error = parser.error();

@@ -27,8 +27,9 @@ namespace quilt::rt {
 //        indices (attribute "checked", targets/opencl/device/dispatch.h)
 //   2.3  a checksum footer over every byte before it (runtime/src/checksum.h), verified at load;
 //        a package of an earlier minor version loads only unverified (LoadOptions)
+//   2.4  Device.memory_scope (the vdevice's memory scope, "global" when absent)
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 3;
+inline constexpr uint16_t kFormatMinor = 4;
 // The first minor version (of kFormatMajor) that carries a checksum footer.
 inline constexpr uint16_t kFormatMinorChecksum = 3;
 

@@ -5,6 +5,8 @@
 // TVM itself where it is installed.
 #include <gtest/gtest.h>
 
+#include "ir/builder.h"
+#include "ir/verifier.h"
 #include "tests/test_util.h"
 
 namespace quilt::ir {
@@ -227,6 +229,117 @@ class Module:
 
 INSTANTIATE_TEST_SUITE_P(Errors, TvmTextErrorTest, ::testing::ValuesIn(kTvmErrors),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(TvmText, PackedCallsPrimFuncsAndCallTir) {
+  IRModule mod = Parse(R"(@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(A: T.Buffer((T.int64(4),), "float32"), B: T.Buffer((T.int64(4),), "float32")):
+        T.func_attr({"tir.noalias": True})
+        # a comment inside TIR
+        for i in range(T.int64(4)):
+            with T.block("B"):
+                vi = T.axis.spatial(T.int64(4), i)
+                T.reads(A[vi])
+                T.writes(B[vi])
+                B[vi] = A[vi] + A[vi]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tuple(R.Tensor((4,), "float32"), R.Tensor((4,), "float32"), R.Tensor((4,), "float32")):
+        cls = Module
+        a = R.call_tir(cls.add, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        b = R.call_dps_packed("my_kernel", (x, a), out_ty=R.Tensor((4,), "float32"))
+        c = R.call_pure_packed("my_fn", b, ty_args=R.Tensor((4,), "float32"))
+        return (a, b, c)
+
+    @R.function(pure=False)
+    def effect(x: R.Tensor((4,), "float32")):
+        y = R.call_packed("print", x, sinfo_args=R.Tensor((4,), "float32"))
+        return y
+)");
+  ASSERT_EQ(mod.prim_funcs.size(), 1u);
+  EXPECT_EQ(mod.prim_funcs[0].first, "add");
+  // Carried as written, dedented, comment and all.
+  EXPECT_EQ(mod.prim_funcs[0].second.rfind("@T.prim_func(private=True)\ndef add(", 0), 0u);
+  EXPECT_NE(mod.prim_funcs[0].second.find("\n    # a comment inside TIR\n"), std::string::npos);
+  const auto& bindings = mod.Lookup("main")->body->blocks[0].bindings;
+  ASSERT_EQ(bindings.size(), 3u);
+  const ExternStyle kStyles[] = {ExternStyle::kTir, ExternStyle::kDpsPacked,
+                                 ExternStyle::kPurePacked};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto* call = As<CallNode>(bindings[i].value);
+    ASSERT_TRUE(call);
+    EXPECT_EQ(As<ExternFuncNode>(call->callee)->style, kStyles[i]) << i;
+    EXPECT_EQ(bindings[i].var->struct_info->StaticShape(), (std::vector<int64_t>{4})) << i;
+  }
+  EXPECT_EQ(As<CallNode>(bindings[1].value)->args.size(), 2u);
+  std::string text = PrintModule(mod);
+  EXPECT_NE(text.find("R.call_tir(cls.add, (x,), out_ty=R.Tensor((4,), \"float32\"))"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("R.call_dps_packed(\"my_kernel\", (x, a), out_ty="), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("R.call_pure_packed(\"my_fn\", b, ty_args="), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    @T.prim_func(private=True)\n    def add("), std::string::npos) << text;
+  // Two prim_funcs that differ in text differ.
+  IRModule other = mod;
+  other.prim_funcs[0].second += "\n";
+  std::string why;
+  EXPECT_FALSE(StructuralEqual(mod, other, &why));
+  EXPECT_NE(why.find("prim_func 'add'"), std::string::npos) << why;
+}
+
+TEST(TvmText, AnImpureCallInAPureFunctionIsAnError) {
+  std::string e = ParseError(R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        y = R.call_packed("print", x, sinfo_args=R.Tensor((4,), "float32"))
+        return y
+)");
+  EXPECT_EQ(e.rfind("5:13:", 0), 0u) << e;
+  EXPECT_NE(e.find("R.call_packed(\"print\") is impure, in function 'main', which is pure"),
+            std::string::npos)
+      << e;
+  // The verifier says the same of a module built otherwise.
+  IRModule mod = Parse(R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        y = R.call_pure_packed("print", x, sinfo_args=R.Tensor((4,), "float32"))
+        return y
+)");
+  auto f = std::make_shared<FunctionNode>(*mod.functions[0].second);
+  auto body = std::make_shared<SeqExprNode>(*f->body);
+  Binding& b = body->blocks[0].bindings[0];
+  const auto* call = As<CallNode>(b.value);
+  b.value = MakeExternCall("print", call->args, call->sinfo_args, ExternStyle::kPacked);
+  f->body = body;
+  mod.functions[0].second = f;
+  Status s = Verify(mod);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().ToString().find("is impure, in a pure function"), std::string::npos)
+      << s.error().ToString();
+}
+
+TEST(TvmText, CallTirNamesAPrimFuncOfTheModule) {
+  std::string e = ParseError(R"(@I.ir_module
+class Module:
+    @R.function
+    def g(x: R.Tensor((4,), "float32")):
+        return x
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = Module
+        y = R.call_tir(cls.g, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+)");
+  EXPECT_EQ(e.rfind("10:24:", 0), 0u) << e;
+  EXPECT_NE(e.find("no T.prim_func named 'g' in the module ('g' is a Relax function)"),
+            std::string::npos)
+      << e;
+}
 
 TEST(TvmText, CheckWellFormedArgumentIsAccepted) {
   IRModule mod = Parse(R"(@I.ir_module(check_well_formed=False)

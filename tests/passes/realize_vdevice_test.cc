@@ -117,6 +117,49 @@ TEST(RealizeVDevice, AHintToADeviceNotInTheListIsAnError) {
   EXPECT_NE(e.find("cuda"), std::string::npos) << e;
 }
 
+TEST(RealizeVDevice, AHintNamesItsMemoryScope) {
+  // R.hint_on_device(x, dev, scope) resolves to the entry with that scope, not the first
+  // entry of the device; without a scope, to the "global" one.
+  constexpr const char* kScoped = R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0), I.vdevice("cuda", 0, "global.texture")]})
+
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        a = R.hint_on_device(x, R.cuda(0), "global.texture")
+        b = R.add(a, a)
+        c = R.hint_on_device(x, R.cuda(0))
+        d = R.multiply(c, c)
+        return (b, d)
+)";
+  ir::IRModule got = RunPass("realize-vdevice", Parse(kScoped));
+  EXPECT_EQ(*SInfoOf(got, "main", "b")->vdevice, got.vdevices[2]);
+  EXPECT_EQ(*SInfoOf(got, "main", "d")->vdevice, got.vdevices[1]);
+  std::string wrong = kScoped;
+  wrong.replace(wrong.find("\"global.texture\")\n"), 16, "\"global.shared\"");
+  std::string e = PassError("realize-vdevice", Parse(wrong));
+  EXPECT_NE(e.find("binding 'a'"), std::string::npos) << e;
+  EXPECT_NE(e.find("no entry of the vdevice list"), std::string::npos) << e;
+}
+
+TEST(RealizeVDevice, AHintInAModuleWithoutAVDeviceListIsAnError) {
+  // TVM's RealizeVDevice refuses it too; left in place it would place nothing, silently.
+  std::string e = PassError("realize-vdevice", Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        y = R.exp(x)
+        a = R.hint_on_device(y, R.cuda(0))
+        return a
+)"));
+  EXPECT_NE(e.find("function 'main'"), std::string::npos) << e;
+  EXPECT_NE(e.find("R.hint_on_device at 'a', but the module has no vdevice list"),
+            std::string::npos)
+      << e;
+}
+
 TEST(RealizeVDevice, ANegativeDeviceIdIsAnError) {
   Expected<ir::IRModule> mod = ir::ParseModule(WithDevice("tvm.cuda(-1)"));
   std::string e = mod ? PassError("realize-vdevice", *mod) : mod.error().ToString();

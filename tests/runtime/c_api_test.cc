@@ -109,7 +109,7 @@ TEST(CApi, ErrorsAreStatusesWithMessages) {
 // skips it; a mapped file loads as a read one does; unknown flags are refused. The format version
 // is the one packages carry.
 TEST(CApi, LoadFlags) {
-  EXPECT_STREQ(quilt_package_format_version(), "2.3");
+  EXPECT_STREQ(quilt_package_format_version(), "2.4");
   std::vector<uint8_t> bytes = AddPackage();
   bytes[bytes.size() - 20] ^= 1;  // a byte of the data section's padding: damage, nothing else
   std::string path = ::testing::TempDir() + "/capi_flags.quilt";

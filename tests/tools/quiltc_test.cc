@@ -109,7 +109,7 @@ TEST_F(QuiltcTest, InputShapeFixesSymbolicDims) {
   ASSERT_EQ(i.code, 0) << i.out;
   EXPECT_NE(i.out.find("a: float32 (4, 3)"), std::string::npos) << i.out;
   EXPECT_NE(i.out.find("y/out: float32 (4, 3)"), std::string::npos) << i.out;
-  EXPECT_NE(i.out.find("package format 2.3"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("package format 2.4"), std::string::npos) << i.out;
   // The one region partition made, kept in the package with its steps.
   EXPECT_NE(i.out.find("regions: 1\n  0: on llvm, steps 0-"), std::string::npos) << i.out;
   // Static shapes: quilt-run fills missing inputs with random values and times runs.

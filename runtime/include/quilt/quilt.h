@@ -108,7 +108,7 @@ QUILT_API const char* quilt_status_message(const quilt_status_t* status);
 QUILT_API quilt_status_code_t quilt_status_code(const quilt_status_t* status);
 QUILT_API void quilt_status_free(quilt_status_t* status);
 
-/* The runtime's version ("0.1.0") and the package format it reads ("2.3"). */
+/* The runtime's version ("0.1.0") and the package format it reads ("2.4"). */
 QUILT_API const char* quilt_version(void);
 QUILT_API const char* quilt_package_format_version(void);
 

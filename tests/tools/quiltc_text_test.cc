@@ -1,0 +1,160 @@
+// quiltc on modules in the text form: a TVMScript module as TVM 0.27 prints it compiles and runs
+// (checked against a float64 evaluation); what cannot run is an error naming it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/tools/tool_runner.h"
+#include "tests/tools/tool_test_util.h"
+#include "tools/tensor_io.h"
+
+namespace {
+
+using Result = quilt::testing::ToolResult;
+
+Result Tool(const std::string& name, const std::string& args) {
+  return quilt::testing::RunTool(name, args, "");
+}
+
+class QuiltcTextTest : public quilt::testing::ToolTest {};
+
+// As TVM 0.27 prints it (`Module.script()`), canonical target dict included.
+constexpr char kTvmModule[] = R"(# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "mtriple": "x86_64-conda-linux-gnu", "tag": ""}, 0, "global")]})
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), w: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((2, 4), dtype="float32"):
+        with R.dataflow():
+            y: R.Tensor((2, 4), dtype="float32") = R.matmul(x, w, out_dtype=None)
+            z: R.Tensor((2, 4), dtype="float32") = R.nn.relu(y)
+            s: R.Tensor((2, 4), dtype="float32") = R.nn.softmax(z, axis=-1)
+            R.output(s)
+        return s
+)";
+
+TEST_F(QuiltcTextTest, CompilesATvmScriptModuleAndRunsIt) {
+  std::string module = Write("module.py", kTvmModule);
+  Result c = Tool("quiltc", module + " -o " + Path("m.quilt"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  // The module's own vdevice list is kept, its target as TVM wrote it.
+  EXPECT_NE(c.out.find("llvm -keys=cpu -mtriple=x86_64-conda-linux-gnu -tag="), std::string::npos)
+      << c.out;
+  std::vector<float> x = {0.0f, 0.5f, -1.0f, 2.0f, 0.25f, 1.5f};
+  std::vector<float> w = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f,
+                          0.7f, -0.8f, 0.9f, 1.0f, -1.1f, 0.2f};
+  ASSERT_TRUE(quilt::tools::WriteNpy(Path("x.npy"), Floats(x, {2, 3})));
+  ASSERT_TRUE(quilt::tools::WriteNpy(Path("w.npy"), Floats(w, {3, 4})));
+  Result r = Tool("quilt-run", Path("m.quilt") + " --input x=" + Path("x.npy") +
+                                   " --input w=" + Path("w.npy") + " --output-dir " + Path("out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  quilt::Expected<quilt::rt::OwnedTensor> s = quilt::tools::ReadNpy(Path("out/s.npy"));
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_EQ(s->shape, (quilt::rt::Shape{2, 4}));
+  std::vector<float> got(8);
+  std::memcpy(got.data(), s->data.data(), 32);
+  // float64: softmax(relu(x @ w)) along the last axis.
+  for (int i = 0; i < 2; ++i) {
+    double z[4], sum = 0;
+    for (int j = 0; j < 4; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) acc += double(x[i * 3 + k]) * double(w[k * 4 + j]);
+      z[j] = std::exp(std::max(acc, 0.0));
+      sum += z[j];
+    }
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(got[i * 4 + j], z[j] / sum, 1e-6) << i << "," << j;
+  }
+}
+
+TEST_F(QuiltcTextTest, ACallOfAPrimFuncIsAnErrorNamingItAndTheDevice) {
+  // TIR is carried, not compiled: the prim_func and its call parse and print back, and compiling
+  // says which prim_func has no kernel on which device.
+  std::string module = Write("tir.qir", R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def add_one(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = Module
+        y = R.call_tir(cls.add_one, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        return y
+)");
+  Result opt = Tool("quilt-opt", module);
+  ASSERT_EQ(opt.code, 0) << opt.out;
+  EXPECT_NE(opt.out.find("    @T.prim_func\n    def add_one("), std::string::npos) << opt.out;
+  EXPECT_NE(opt.out.find("                B[vi] = A[vi] + T.float32(1)\n"), std::string::npos)
+      << opt.out;
+  EXPECT_NE(opt.out.find("R.call_tir(cls.add_one, (x,), out_ty=R.Tensor((4,), \"float32\"))"),
+            std::string::npos)
+      << opt.out;
+  Result c = Tool("quiltc", module + " -o " + Path("m.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("R.call_tir of prim_func 'add_one': no kernel for this prim_func on "
+                       "device llvm"),
+            std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("tir.qir"), std::string::npos) << c.out;
+  EXPECT_FALSE(std::filesystem::exists(Path("m.quilt")));
+}
+
+TEST_F(QuiltcTextTest, TheVDevicesMemoryScopeReachesThePackage) {
+  std::string module = Write("scoped.qir", R"(@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm", 0, "global.scratch")]})
+    @R.function
+    def main(x: R.Tensor((4,), "float32", "llvm:0:global.scratch")):
+        y = R.exp(x)
+        return y
+)");
+  ASSERT_EQ(Tool("quiltc", module + " -o " + Path("m.quilt")).code, 0);
+  Result i = Tool("quilt-inspect", Path("m.quilt"));
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_NE(i.out.find("0: llvm (cpu 0, memory scope global.scratch)"), std::string::npos) << i.out;
+  // --device replaces the module's list; a tensor placed on an entry it drops is not moved
+  // silently.
+  Result c = Tool("quiltc", module + " -o " + Path("g.quilt") + " --device llvm");
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("drops vdevice llvm (id 0, global.scratch), which function 'main', "
+                       "parameter 'x' is on"),
+            std::string::npos)
+      << c.out;
+}
+
+TEST_F(QuiltcTextTest, ErrorsNameTheFileAndWhatIsWrong) {
+  std::string bad = Write("bad.qir", R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        y = R.frobnicate(x)
+        return y
+)");
+  Result c = Tool("quiltc", bad + " -o " + Path("m.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find(bad + ":5:13: unknown op R.frobnicate"), std::string::npos) << c.out;
+  std::string no_main = Write("nomain.qir", R"(@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((4,), "float32")):
+        return x
+)");
+  c = Tool("quiltc", no_main + " -o " + Path("m.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("has no function 'main' to compile (it has: f)"), std::string::npos)
+      << c.out;
+  c = Tool("quiltc", no_main + " -o " + Path("m.quilt") + " --input-shape x:4");
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_NE(c.out.find("--input-shape and --input-value apply to ONNX models"), std::string::npos)
+      << c.out;
+}
+
+}  // namespace
