@@ -400,9 +400,21 @@ class Assigner {
   Expected<ir::IRModule> Rewrite() {
     std::optional<ir::VDevice> host = mod_.vdevices[static_cast<size_t>(host_)];
     auto on_host = [host](const std::optional<ir::VDevice>& v) { return v ? v : host; };
+    // A kept hint becomes a copy to its device, and its result lives there, whatever
+    // realize-vdevice joined it with (an annotated input, say): readers elsewhere get copies.
+    std::map<const ir::VarNode*, int> hinted;
+    for (const ir::Binding* h : hints_) {
+      Expected<int> d = HintDevice(*As<ir::CallNode>(h->value), h->var->name_hint);
+      if (!d) return d.error();
+      hinted[h->var.get()] = *d;
+    }
     ir::NormalizeHooks hooks;
     hooks.annotation = [&](const std::string& func, const ir::Var& v) -> ir::StructInfo {
       if (func != entry_) return MapVDevices(v->struct_info, on_host);
+      if (auto h = hinted.find(v.get()); h != hinted.end()) {
+        std::optional<ir::VDevice> d = mod_.vdevices[static_cast<size_t>(h->second)];
+        return MapVDevices(v->struct_info, [d](const std::optional<ir::VDevice>&) { return d; });
+      }
       auto it = device_.find(v.get());
       if (it == device_.end()) return v->struct_info;
       std::optional<ir::VDevice> d = mod_.vdevices[static_cast<size_t>(it->second)];

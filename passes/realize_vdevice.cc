@@ -353,8 +353,31 @@ class Realizer {
     if (const auto* gv = As<ir::GlobalVarNode>(call->callee)) {
       ir::Function callee = mod_.Lookup(gv->name);
       if (!callee) return Error("call of unknown function '" + gv->name + "'", Where(at));
+      std::string site = "function '" + func_ + "', binding '" + at + "'";
       for (size_t i = 0; i < callee->params.size() && i < args.size(); ++i) {
-        QUILT_TRY(JoinPairwise(Slots(callee->params[i].get()), args[i], at));
+        const ir::Var& param = callee->params[i];
+        const std::vector<int>& slots = Slots(param.get());
+        // Two call sites that pass this parameter on different devices: name the callee, the
+        // parameter and both sites (the caller's binding alone would hide the other one).
+        for (size_t k = 0; k < slots.size() && k < args[i].size(); ++k) {
+          if (slots[k] < 0 || args[i][k] < 0) continue;
+          int device = groups_[Find(args[i][k])].device;
+          if (device < 0) continue;
+          auto [first, fresh] = param_sites_.try_emplace(slots[k], device, site);
+          if (!fresh && first->second.first != device) {
+            return Error("passed on " + Name(first->second.first) + " by the call at " +
+                             first->second.second + " and on " + Name(device) + " by the call at " +
+                             site +
+                             "; a function has one placement: insert R.to_vdevice at one of "
+                             "the calls",
+                         "function '" + gv->name + "', parameter '" + param->name_hint + "'");
+          }
+        }
+        if (Status st = JoinPairwise(slots, args[i], at); !st) {
+          return Error("the call of '" + gv->name + "' passes parameter '" + param->name_hint +
+                           "' where it cannot be: " + st.error().message,
+                       st.error().location);
+        }
       }
       std::string saved = func_;
       func_ = gv->name;
@@ -446,6 +469,8 @@ class Realizer {
   bool keep_hints_;
   std::string func_;
   std::vector<Group> groups_;
+  // Per callee parameter slot: the device a call first passed it on, and that call site.
+  std::map<int, std::pair<int, std::string>> param_sites_;
   std::map<const ir::VarNode*, std::vector<int>> slots_;
   std::map<std::string, std::vector<int>> returns_;
   std::map<const ir::CallNode*, int> hint_device_;

@@ -14,6 +14,7 @@ namespace {
 
 using quilt::testing::ModulesEqual;
 using quilt::testing::Parse;
+using quilt::testing::RunPass;
 
 AssignOptions FakeCuda(std::set<std::string> ops, bool strict = false) {
   AssignOptions o;
@@ -151,6 +152,42 @@ class Module:
         return c_llvm
 )")));
   EXPECT_EQ(Placement(r, "b").why, OpPlacement::Why::kPinned);
+}
+
+TEST(Assign, AKeptHintOnAnAnnotatedInputBecomesACopy) {
+  // realize-vdevice{hints=keep} joins the hint's result with the annotated input through the op
+  // that reads both; the hint still moves x to cuda, and that op reads a copy back.
+  ir::IRModule mod = RunPass("realize-vdevice{fill=false hints=keep}", Parse(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("cuda", 0), I.vdevice("llvm")]})
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32", "llvm")):
+        with R.dataflow():
+            c = R.exp(x)
+            a = R.hint_on_device(x, R.cuda(0))
+            b = R.add(a, c)
+            R.output(b)
+        return b
+)"));
+  AssignResult r = RunAssign(mod, FakeCuda({"add", "exp"}));
+  EXPECT_TRUE(ModulesEqual(r.module, Parse(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("cuda", 0), I.vdevice("llvm")]})
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32", "llvm")) -> R.Tensor((4,), "float32", "llvm"):
+        with R.dataflow():
+            c: R.Tensor((4,), "float32", "llvm") = R.exp(x)
+            x_cuda: R.Tensor((4,), "float32", "cuda") = R.to_vdevice(x, "cuda")
+            a: R.Tensor((4,), "float32", "cuda") = x_cuda
+            a_llvm: R.Tensor((4,), "float32", "llvm") = R.to_vdevice(a, "llvm")
+            b: R.Tensor((4,), "float32", "llvm") = R.add(a_llvm, c)
+            R.output(b)
+        return b
+)")));
 }
 
 TEST(Assign, APinToADeviceThatCannotRunTheOpIsAnError) {

@@ -70,11 +70,37 @@ class Module:
         s = cls.callee(x)
         return s
 )");
+  // The callee, its parameter and both call sites are named.
   std::string e = PassError("realize-vdevice", mod);
-  EXPECT_NE(e.find("function 'on_gpu', binding 's'"), std::string::npos) << e;
-  EXPECT_NE(e.find("llvm"), std::string::npos) << e;
-  EXPECT_NE(e.find("cuda"), std::string::npos) << e;
-  EXPECT_NE(e.find("annotation of 'x'"), std::string::npos) << e;
+  EXPECT_NE(e.find("function 'callee', parameter 'x': passed on llvm (id 0, global) by the call "
+                   "at function 'on_cpu', binding 's' and on cuda (id 0, global) by the call at "
+                   "function 'on_gpu', binding 's'"),
+            std::string::npos)
+      << e;
+}
+
+TEST(RealizeVDevice, ACallThatPassesAnArgumentWhereTheCalleeCannotTakeItNamesTheCall) {
+  std::string e = PassError("realize-vdevice", Parse(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0)]})
+
+    @R.function
+    def callee(x: R.Tensor((2,), "float32", "cuda")):
+        r = R.add(x, x)
+        return r
+
+    @R.function
+    def main(x: R.Tensor((2,), "float32"), z: R.Tensor((2,), "float32", "llvm")):
+        cls = Module
+        t = R.add(x, z)
+        s = cls.callee(x)
+        return (s, t)
+)"));
+  EXPECT_NE(e.find("function 'main', binding 's'"), std::string::npos) << e;
+  EXPECT_NE(e.find("the call of 'callee' passes parameter 'x' where it cannot be"),
+            std::string::npos)
+      << e;
 }
 
 TEST(RealizeVDevice, ADeviceStringThatMatchesNothingIsAnError) {
