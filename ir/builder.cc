@@ -138,6 +138,29 @@ Expr MakeGlobalVar(std::string name, StructInfo func_sinfo) {
   return gv;
 }
 
+Expected<Expr> MakeMatchCast(Expr value, StructInfo sinfo) {
+  if (!value || !sinfo) return Error("R.match_cast needs a value and a struct info");
+  const StructInfo& have = value->struct_info;
+  StructInfo result = sinfo;
+  if (sinfo->IsTensor() && have && have->IsTensor() && have->vdevice) {
+    if (sinfo->vdevice && *sinfo->vdevice != *have->vdevice) {
+      return Error("R.match_cast: the value is on " + have->vdevice->ToString() +
+                   ", the struct info on " + sinfo->vdevice->ToString());
+    }
+    if (!sinfo->vdevice) result = WithVDevice(sinfo, *have->vdevice);
+  }
+  // What is known of the value must agree with the cast; the cast may know more.
+  if (Expected<StructInfo> r = Refine(result, have); !r) {
+    return Error("R.match_cast: " + r.error().message);
+  }
+  auto call = std::make_shared<CallNode>();
+  call->callee = OpExpr(OpKind::kMatchCast);
+  call->args = {std::move(value)};
+  call->sinfo_args = {std::move(sinfo)};
+  call->struct_info = std::move(result);
+  return Expr(call);
+}
+
 Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args,
                     ExternStyle style) {
   auto call = std::make_shared<CallNode>();

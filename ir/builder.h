@@ -22,6 +22,10 @@ Expected<Expr> MakeOpCall(const OpInfo& op, std::vector<Expr> args, Attrs attrs 
 Expected<Expr> MakeFuncCall(Expr callee, std::vector<Expr> args);
 Expr MakeGlobalVar(std::string name, StructInfo func_sinfo);
 // R.call_packed("name", args, sinfo_args=...) / R.call_dps_packed("name", args, out_sinfo=...).
+// `R.match_cast(value, sinfo)`: value with struct info `sinfo`, which must not contradict what
+// is known of it (a tensor of another dtype, rank or static dim is an error). A tensor struct
+// info without a vdevice takes the value's.
+Expected<Expr> MakeMatchCast(Expr value, StructInfo sinfo);
 Expr MakeExternCall(std::string name, std::vector<Expr> args, std::vector<StructInfo> sinfo_args,
                     ExternStyle style = ExternStyle::kPacked);
 Expr MakeTuple(std::vector<Expr> fields);

@@ -193,7 +193,10 @@ class Normalizer : public NormalizeHooks::Emitter {
       Expected<Expr> replaced = hooks_.call(func_name_, call, *args, *this);
       if (!replaced || *replaced) return replaced;
     }
-    if (const OpInfo* op = call.op()) return MakeOpCall(*op, std::move(*args), call.attrs);
+    if (const OpInfo* op = call.op()) {
+      if (op->kind == OpKind::kMatchCast) return MakeMatchCast((*args)[0], call.sinfo_args[0]);
+      return MakeOpCall(*op, std::move(*args), call.attrs);
+    }
     if (const auto* ext = As<ExternFuncNode>(call.callee)) {
       return MakeExternCall(ext->name, std::move(*args), call.sinfo_args, ext->style);
     }

@@ -155,6 +155,18 @@ class ModuleParser {
         continue;
       }
       if (s->kind == PyStmtKind::kExpr && s->value->kind == PyExprKind::kName) continue;
+      // `m = TypeVar("m")`: TVM 0.27 names a symbolic dim of a signature so; each function
+      // declares its own dims where it first reads them, so the line itself adds nothing.
+      if (s->kind == PyStmtKind::kAssign && s->targets.size() == 1 &&
+          s->targets[0]->kind == PyExprKind::kName && s->value->kind == PyExprKind::kCall &&
+          DottedName(*s->value->base) == "TypeVar") {
+        const PyExpr* name = Arg(*s->value, 0, "name");
+        if (!name || name->kind != PyExprKind::kString || name->name != s->targets[0]->name) {
+          Fail(s->value->loc,
+               "expected " + s->targets[0]->name + " = TypeVar(\"" + s->targets[0]->name + "\")");
+        }
+        continue;
+      }
       Fail(s->loc, "expected an @I.ir_module class or an @R.function");
     }
     if (!cls && !lone) Fail(Loc{1, 1}, "expected an @I.ir_module class or an @R.function");
@@ -864,6 +876,16 @@ class ModuleParser {
       std::vector<Expr> fields;
       for (const PyExprPtr& f : e.items) fields.push_back(Value(*f));
       return MakeTuple(std::move(fields));
+    }
+    if (callee == "R.match_cast") {
+      const PyExpr* value = Arg(e, 0, "value");
+      const PyExpr* sinfo = Arg(e, 1, "struct_info");
+      if (!sinfo) sinfo = Keyword(e, "ty");
+      if (!value || !sinfo || e.items.size() > 2) {
+        Fail(e.loc, "expected R.match_cast(value, struct_info)");
+      }
+      // The struct info may introduce symbolic dims, as a signature does.
+      return Check(MakeMatchCast(Value(*value), SInfo(*sinfo, true)), e.loc);
     }
     if (callee == "R.call_packed" || callee == "R.call_pure_packed") {
       std::string name = StringLit(Arg(e, 0, "func"), "the packed function's name");

@@ -384,6 +384,9 @@ class FunctionPrinter {
     std::vector<std::string> parts;
     for (const Expr& a : call.args) parts.push_back(ExprText(a));
     if (const OpInfo* op = call.op()) {
+      if (op->kind == OpKind::kMatchCast && call.sinfo_args.size() == 1) {
+        return "R.match_cast(" + parts[0] + ", " + SInfo(call.sinfo_args[0]) + ")";
+      }
       if (op->kind == OpKind::kHintOnDevice) {
         const auto* id = call.attrs.Get<int64_t>("index");
         parts.push_back(

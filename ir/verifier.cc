@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "ir/builder.h"
 #include "ir/op.h"
 
 namespace quilt::ir {
@@ -72,6 +73,16 @@ class Verifier {
   Status Agrees(const Binding& b) {
     const CallNode* call = As<CallNode>(b.value);
     if (!call || !call->op()) return {};
+    if (call->op()->kind == OpKind::kMatchCast) {
+      if (call->args.size() != 1 || call->sinfo_args.size() != 1) {
+        return Problem("'" + b.var->name_hint + "': R.match_cast needs a value and a struct info");
+      }
+      Expected<Expr> again = MakeMatchCast(call->args[0], call->sinfo_args[0]);
+      if (!again) return Problem("'" + b.var->name_hint + "': " + again.error().message);
+      Expected<StructInfo> r = Refine(b.var->struct_info, (*again)->struct_info);
+      if (!r) return Problem("'" + b.var->name_hint + "': " + r.error().message);
+      return {};
+    }
     Expected<StructInfo> inferred = InferCall(*call->op(), call->args, call->attrs);
     if (!inferred) return Problem("'" + b.var->name_hint + "': " + inferred.error().message);
     Expected<StructInfo> r = Refine(b.var->struct_info, *inferred);

@@ -450,6 +450,9 @@ class Assigner {
         changed |= placed.back() != a;
       }
       if (!changed) return Expr();
+      if (op && op->kind == ir::OpKind::kMatchCast) {
+        return ir::MakeMatchCast(placed[0], call.sinfo_args[0]);
+      }
       if (op) return ir::MakeOpCall(*op, std::move(placed), call.attrs);
       if (const auto* ext = As<ir::ExternFuncNode>(call.callee)) {
         return ir::MakeExternCall(ext->name, std::move(placed), call.sinfo_args, ext->style);

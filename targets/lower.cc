@@ -7,6 +7,7 @@
 
 #include "ir/builder.h"
 #include "ir/op.h"
+#include "ir/printer.h"
 #include "passes/vdevice_util.h"
 #include "targets/cpu/kernels/fused.h"
 #include "targets/cpu/kernels/registry.h"
@@ -366,6 +367,15 @@ class GraphLowering {
       return Error("calls of functions (Loop, Scan bodies) are not supported by the package yet");
     }
     if (op->kind == ir::OpKind::kToVDevice) return LowerCopy(call, name);
+    if (op->kind == ir::OpKind::kMatchCast) {
+      // A cast that says no more than is known of its value is the value itself; one that
+      // narrows (a symbolic dim to a number, a new symbol) needs a check at run time.
+      const ir::StructInfo& have = call.args[0]->struct_info;
+      if (KnowsNoMore(call.struct_info, have)) return LowerArg(call.args[0]);
+      return Error("R.match_cast narrows " + ir::PrintStructInfo(have, &pl_.module) + " to " +
+                   ir::PrintStructInfo(call.struct_info, &pl_.module) +
+                   ": the package has no run-time shape check for it yet");
+    }
     StepSpec step;
     step.kernel = op->name;
     step.source = source_;
@@ -402,6 +412,22 @@ class GraphLowering {
     step.outputs = *outs;
     g_.steps.push_back(std::move(step));
     return outs;
+  }
+
+  // `want` (a match_cast's struct info) says nothing `have` does not: same dtype and rank, and
+  // each dim the same number or the same symbol.
+  static bool KnowsNoMore(const ir::StructInfo& want, const ir::StructInfo& have) {
+    if (!want || !have || !want->IsTensor() || !have->IsTensor()) return false;
+    if (want->dtype != ir::DataType::kVoid && want->dtype != have->dtype) return false;
+    if (!want->shape) return want->ndim < 0 || want->ndim == have->ndim;
+    if (!have->shape || have->shape->size() != want->shape->size()) return false;
+    for (size_t i = 0; i < want->shape->size(); ++i) {
+      const ir::PrimExpr& w = (*want->shape)[i];
+      const ir::PrimExpr& h = (*have->shape)[i];
+      std::optional<int64_t> wi = ir::AsInt(w), hi = ir::AsInt(h);
+      if (w != h && !(wi && hi && *wi == *hi)) return false;
+    }
+    return true;
   }
 
   bool SamePhysicalDevice(int a, int b) const {

@@ -14,6 +14,7 @@ class Cpu : public Capability {
     const ir::OpInfo* op = call.op();
     if (!op) return Support::Yes();  // calls of functions: their ops are placed one by one
     if (op->kind == ir::OpKind::kWhileLoop || op->kind == ir::OpKind::kScan) return Support::Yes();
+    if (op->kind == ir::OpKind::kMatchCast) return Support::Yes();  // the value itself
     if (cpu::FindKernel(op->name)) return Support::Yes();
     return Support::No("no CPU kernel for R." + op->name);
   }

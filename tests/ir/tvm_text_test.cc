@@ -341,6 +341,55 @@ class Module:
       << e;
 }
 
+TEST(TvmText, MatchCastAndTypeVarsAsTvmPrintsThem) {
+  // As TVM 0.27 prints it: a signature's symbolic dims named by module-level TypeVars.
+  IRModule mod = Parse(R"(# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+m = TypeVar("m")
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((m, 4), dtype="float32"), y: R.Tensor(dtype="float32", ndim=2)) -> R.Tensor((m, 4), dtype="float32"):
+        n = T.int64()
+        a: R.Tensor((n, 4), dtype="float32") = R.match_cast(y, R.Tensor((n, 4), dtype="float32"))
+        b: R.Tensor((m, 4), dtype="float32") = R.match_cast(x, R.Tensor((m, 4), dtype="float32"))
+        c: R.Tensor((m, 4), dtype="float32") = R.add(b, b)
+        return c
+)");
+  StructInfo a = SInfoOf(mod, "main", "a");
+  ASSERT_TRUE(a->shape);
+  EXPECT_EQ(ToString((*a->shape)[0]), "n");
+  EXPECT_EQ(AsInt((*a->shape)[1]), 4);
+  // x's m and b's m are one symbol.
+  EXPECT_EQ((*SInfoOf(mod, "main", "b")->shape)[0], (*SInfoOf(mod, "main", "x")->shape)[0]);
+  std::string text = PrintModule(mod);
+  EXPECT_NE(text.find("R.match_cast(y, R.Tensor((n, 4), \"float32\"))"), std::string::npos) << text;
+}
+
+TEST(TvmText, AMatchCastThatContradictsItsValueIsAnError) {
+  std::string e = ParseError(R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 4), "float32")):
+        a = R.match_cast(x, R.Tensor((2, 5), "float32"))
+        return a
+)");
+  EXPECT_EQ(e.rfind("5:13:", 0), 0u) << e;
+  EXPECT_NE(e.find("R.match_cast:"), std::string::npos) << e;
+  e = ParseError(R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 4), "float32")):
+        a = R.match_cast(x, R.Tensor((2, 4), "int32"))
+        return a
+)");
+  EXPECT_NE(e.find("R.match_cast:"), std::string::npos) << e;
+}
+
 TEST(TvmText, CheckWellFormedArgumentIsAccepted) {
   IRModule mod = Parse(R"(@I.ir_module(check_well_formed=False)
 class Module:

@@ -107,6 +107,45 @@ class Module:
   EXPECT_FALSE(std::filesystem::exists(Path("m.quilt")));
 }
 
+TEST_F(QuiltcTextTest, AMatchCastRunsAsItsValueOrIsAnErrorWhereItNarrows) {
+  // b's cast says what is known of x: it is x. a's gives y's free dim a number, which the
+  // package cannot check at run time yet: an error naming the binding, not a silent pass.
+  std::string module = Write("cast.qir", R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("m", 2), "float32")):
+        m = T.int64()
+        b = R.match_cast(x, R.Tensor((m, 2), "float32"))
+        c = R.add(b, b)
+        return c
+)");
+  ASSERT_EQ(Tool("quiltc", module + " -o " + Path("m.quilt")).code, 0);
+  ASSERT_TRUE(quilt::tools::WriteNpy(Path("x.npy"), Floats({1, 2, 3, 4, 5, 6}, {3, 2})));
+  Result r = Tool("quilt-run",
+                  Path("m.quilt") + " --input x=" + Path("x.npy") + " --output-dir " + Path("out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  quilt::Expected<quilt::rt::OwnedTensor> c = quilt::tools::ReadNpy(Path("out/c.npy"));
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_EQ(c->shape, (quilt::rt::Shape{3, 2}));
+  std::vector<float> got(6);
+  std::memcpy(got.data(), c->data.data(), 24);
+  EXPECT_EQ(got, (std::vector<float>{2, 4, 6, 8, 10, 12}));
+  std::string narrow = Write("narrow.qir", R"(@I.ir_module
+class Module:
+    @R.function
+    def main(y: R.Tensor(("m", 2), "float32")):
+        a = R.match_cast(y, R.Tensor((3, 2), "float32"))
+        c = R.add(a, a)
+        return c
+)");
+  Result e = Tool("quiltc", narrow + " -o " + Path("n.quilt"));
+  EXPECT_EQ(e.code, 1) << e.out;
+  EXPECT_NE(e.out.find("a: R.match_cast narrows R.Tensor((m, 2), \"float32\", \"llvm\") to "
+                       "R.Tensor((3, 2), \"float32\", \"llvm\")"),
+            std::string::npos)
+      << e.out;
+}
+
 TEST_F(QuiltcTextTest, TheVDevicesMemoryScopeReachesThePackage) {
   std::string module = Write("scoped.qir", R"(@I.ir_module
 class Module:
