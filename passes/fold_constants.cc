@@ -13,7 +13,9 @@
 //
 //   c = R.nn.conv2d(x, W)              c = R.nn.conv2d(x, W')
 //   [a = R.add(c, B)]          ==>     y = R.add(c, B')
-//   y = R.nn.batch_norm(a or c, gamma, beta, mean, var)
+//   (t read by nothing else)
+//   t = R.nn.batch_norm(a or c, gamma, beta, mean, var, 1, training=False)
+//   y = t[0]
 //
 // with s = gamma / sqrt(var + eps) per output channel, W' = W * s and B' = (B - mean) * s + beta
 // (B = 0 without the add), B' of shape (1, M, 1, 1). The factor is computed in double. Only when
@@ -224,11 +226,20 @@ Expected<Rewrites> FoldLayout(const FunctionView& v, const ir::Binding& binding)
 }
 
 Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& binding) {
-  const ir::CallNode* bn = OpCallOf(binding.value, ir::OpKind::kBatchNorm);
+  // y = bn[0] with bn = R.nn.batch_norm(...) in inference form, read only there.
+  const auto* item = As<ir::TupleGetItemNode>(binding.value);
+  if (!item || item->index != 0) return Rewrites();
+  const ir::CallNode* bn = SoleUseCall(v, item->tuple, ir::OpKind::kBatchNorm);
   if (!bn || bn->args.size() != 5) return Rewrites();
   const int64_t* axis = bn->attrs.Get<int64_t>("axis");
   const double* eps = bn->attrs.Get<double>("epsilon");
-  if (!axis || *axis != 1 || !eps) return Rewrites();
+  const bool* training = bn->attrs.Get<bool>("training");
+  const bool* center = bn->attrs.Get<bool>("center");
+  const bool* scale = bn->attrs.Get<bool>("scale");
+  if (!axis || *axis != 1 || !eps || !training || *training || !center || !*center || !scale ||
+      !*scale) {
+    return Rewrites();
+  }
   // The bias add between conv and batch_norm, if any.
   ir::Expr conv_expr = bn->args[0];
   const ir::CallNode* add = SoleUseCall(v, conv_expr, ir::OpKind::kAdd);

@@ -45,4 +45,21 @@ const Capability& CapabilityFor(const ir::Target& target) {
   return it == others->end() ? static_cast<const Capability&>(unknown) : *it->second;
 }
 
+Support BatchNormForm(const ir::CallNode& call, const std::string& device) {
+  const bool* training = call.attrs.Get<bool>("training");
+  if (!training || *training) {
+    return Support::No("R.nn.batch_norm with training=True (batch statistics): no " + device +
+                       " kernel; inference models use training=False");
+  }
+  const bool* center = call.attrs.Get<bool>("center");
+  const bool* scale = call.attrs.Get<bool>("scale");
+  if (!center || !*center || !scale || !*scale) {
+    return Support::No(
+        "R.nn.batch_norm without its scale or shift (center=False or "
+        "scale=False): no " +
+        device + " kernel");
+  }
+  return Support::Yes();
+}
+
 }  // namespace quilt::targets

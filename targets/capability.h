@@ -42,6 +42,10 @@ class NoKernelsYet : public Capability {
   std::string device_;
 };
 
+// R.nn.batch_norm in the form the kernels compute: inference (training=False) with its scale and
+// shift (center=True, scale=True). Any other form is refused, saying which and on `device`.
+Support BatchNormForm(const ir::CallNode& call, const std::string& device);
+
 // The capability of the back end for `target` (by its device type). A kind without a back end
 // answers "not supported" for every op, saying so.
 const Capability& CapabilityFor(const ir::Target& target);

@@ -381,6 +381,7 @@ class GraphLowering {
     step.source = source_;
     step.attrs = call.attrs;
     step.device = current_device_ = DeviceOf(call.struct_info);
+    std::vector<std::vector<int>> arg_values;
     for (const ir::Expr& arg : call.args) {
       if (const auto* gv = ir::As<ir::GlobalVarNode>(arg)) {
         // A loop body: a module function becomes a subgraph of the package.
@@ -392,6 +393,7 @@ class GraphLowering {
       }
       Expected<std::vector<int>> vals = LowerArg(arg);
       if (!vals) return vals;
+      arg_values.push_back(*vals);
       step.inputs.insert(step.inputs.end(), vals->begin(), vals->end());
       step.input_arity.push_back(static_cast<int>(vals->size()));
     }
@@ -406,6 +408,19 @@ class GraphLowering {
       for (int& v : step.inputs) {
         if (v >= 0) v = OnDevice(v, step.device);
       }
+    }
+    if (op->kind == ir::OpKind::kBatchNorm && call.struct_info->fields.size() == 3 &&
+        arg_values.size() == 5) {
+      // The kernel writes the normalized tensor; the tuple's mean and variance are the moving
+      // statistics themselves (inference form; capability refuses training=True).
+      Expected<std::vector<int>> out = ResultValues(call.struct_info->fields[0], name);
+      if (!out) return out;
+      step.outputs = *out;
+      g_.steps.push_back(std::move(step));
+      std::vector<int> all = *out;
+      all.insert(all.end(), arg_values[3].begin(), arg_values[3].end());
+      all.insert(all.end(), arg_values[4].begin(), arg_values[4].end());
+      return all;
     }
     Expected<std::vector<int>> outs = ResultValues(call.struct_info, name);
     if (!outs) return outs;

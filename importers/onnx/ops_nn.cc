@@ -416,9 +416,11 @@ Expected<Outputs> BatchNormalization(NodeContext& ctx) {
   ir::Attrs a;
   a.Set("axis", int64_t{1});
   a.Set("epsilon", *eps);
-  return NodeContext::Single(
-      ctx.Emit(OpKind::kBatchNorm,
-               {ctx.Input(0), ctx.Input(1), ctx.Input(2), ctx.Input(3), ctx.Input(4)}, a));
+  a.Set("training", false);
+  NN_TRY(t, ctx.Emit(OpKind::kBatchNorm,
+                     {ctx.Input(0), ctx.Input(1), ctx.Input(2), ctx.Input(3), ctx.Input(4)}, a));
+  NN_TRY(y, ir::MakeTupleGetItem(*t, 0));
+  return Outputs{*y};
 }
 
 Expected<Outputs> InstanceNormalization(NodeContext& ctx) {

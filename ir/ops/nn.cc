@@ -495,7 +495,7 @@ Expected<StructInfo> InferBatchNorm(const OpInfo& op, const std::vector<Expr>& a
     if (Expected<const StructInfoNode*> p = FloatArg(op, args, i); !p) return p.error();
     if (Status s = CheckVector(op, args, i, c, "one per channel"); !s) return s.error();
   }
-  return SameShape(**x, (*x)->dtype);
+  return TupleSInfo({SameShape(**x, (*x)->dtype), args[3]->struct_info, args[4]->struct_info});
 }
 
 Expected<StructInfo> InferInstanceNorm(const OpInfo& op, const std::vector<Expr>& args,

@@ -15,6 +15,9 @@ class Cpu : public Capability {
     if (!op) return Support::Yes();  // calls of functions: their ops are placed one by one
     if (op->kind == ir::OpKind::kWhileLoop || op->kind == ir::OpKind::kScan) return Support::Yes();
     if (op->kind == ir::OpKind::kMatchCast) return Support::Yes();  // the value itself
+    if (op->kind == ir::OpKind::kBatchNorm) {
+      if (Support s = BatchNormForm(call, "CPU"); !s.ok) return s;
+    }
     if (cpu::FindKernel(op->name)) return Support::Yes();
     return Support::No("no CPU kernel for R." + op->name);
   }

@@ -134,8 +134,9 @@ class OpenCl : public Capability {
         }
         return Support::Yes();
       }
-      case Family::kIdentity:
       case Family::kBatchNorm:
+        return BatchNormForm(call, "OpenCL");
+      case Family::kIdentity:
       case Family::kPRelu:
       case Family::kReduce:
       case Family::kPermute:

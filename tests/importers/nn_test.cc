@@ -387,7 +387,8 @@ class Module:
     @R.function
     def main(x: R.Tensor((2, 3, 4, 5), "float32"), s: R.Tensor((3,), "float32"), b: R.Tensor((3,), "float32"), m: R.Tensor((3,), "float32"), v: R.Tensor((3,), "float32")) -> R.Tensor((2, 3, 4, 5), "float32"):
         R.func_attr({"global_symbol": "main", "output_names": ["y"]})
-        y = R.nn.batch_norm(x, s, b, m, v)
+        y_bn = R.nn.batch_norm(x, s, b, m, v, axis=1, training=False)
+        y = y_bn[0]
         return y
 )");
   }

@@ -27,7 +27,8 @@ class Module:
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
         e = R.expand_dims(R.const([1.0, 2.0], "float32"), axis=[0, 2, 3])
         a = R.add(c, e)
-        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         r = R.nn.relu(y)
         return r
 )";
@@ -43,6 +44,11 @@ class Module:
         return r
 )";
 
+void ExpectUnchanged(const std::string& text) {
+  ir::IRModule mod = Parse(text);
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", mod), mod));
+}
+
 TEST(FoldConstants, BatchNormAndBiasGoIntoTheConv) {
   EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(kBefore)), Parse(kExpected)));
 }
@@ -50,21 +56,28 @@ TEST(FoldConstants, BatchNormAndBiasGoIntoTheConv) {
 TEST(FoldConstants, WithoutBiasTheShiftBecomesOne) {
   std::string before = kBefore;
   before.replace(before.find("        e = "),
-                 before.find("        y = ") - before.find("        e = "), "");
+                 before.find("        y_bn = ") - before.find("        e = "), "");
   before.replace(before.find("batch_norm(a,"), 13, "batch_norm(c,");
   std::string want = kExpected;
   want.replace(want.find("[[[[-1.5]], [[1.0]]]]"), 21, "[[[[-2.5]], [[-3.0]]]]");
   EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(before)), Parse(want)));
 }
 
+TEST(FoldConstants, OnlyTheInferenceFormIsFolded) {
+  // training=True normalizes with the batch's statistics (TVM's default): not a fixed scale.
+  for (const char* form : {"training=True", "training=False, center=False"}) {
+    std::string text = kBefore;
+    text.replace(text.find("training=False"), 14, form);
+    std::string got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+    EXPECT_NE(got.find("R.nn.batch_norm(a, "), std::string::npos) << form << "\n" << got;
+    EXPECT_NE(got.find("[[[[1.0, 2.0]]], [[[3.0, -1.0]]]]"), std::string::npos) << form << "\n"
+                                                                                << got;
+  }
+}
+
 TEST(FoldConstants, RunningTwiceChangesNothing) {
   ir::IRModule once = RunPass("fold-constants", Parse(kBefore));
   EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", once), once));
-}
-
-void ExpectUnchanged(const std::string& text) {
-  ir::IRModule mod = Parse(text);
-  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", mod), mod));
 }
 
 TEST(FoldConstants, ParametersThatAreNotConstantsStay) {
@@ -74,7 +87,8 @@ class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 4, 4), "float32"), g: R.Tensor((2,), "float32")):
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
-        y = R.nn.batch_norm(c, g, R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(c, g, R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         return y
 )");
   ExpectUnchanged(R"(
@@ -83,7 +97,8 @@ class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 4, 4), "float32"), w: R.Tensor((2, 1, 1, 2), "float32")):
         c = R.nn.conv2d(x, w)
-        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         return y
 )");
 }
@@ -95,7 +110,8 @@ class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 4, 4), "float32")):
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
-        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(c, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         z = R.add(y, c)
         return z
 )");
@@ -107,7 +123,8 @@ class Module:
     def main(x: R.Tensor((1, 1, 4, 4), "float32")):
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
         a = R.add(c, R.const([[[1.0]], [[2.0]]], "float32"))
-        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         z = R.add(y, a)
         return z
 )");
@@ -124,7 +141,8 @@ class Module:
             c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
             a = R.add(c, R.const([[[1.0]], [[2.0]]], "float32"))
             R.output(a)
-        y = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         return y
 )");
   ExpectUnchanged(R"(
@@ -151,7 +169,8 @@ class Module:
     def main(x: R.Tensor((1, 1, 4, 4), "float32", "llvm:0")):
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
         d = R.to_vdevice(c, "llvm:1")
-        y = R.nn.batch_norm(d, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(d, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         return y
 )");
 }
@@ -163,7 +182,8 @@ class Module:
     @R.function
     def main(x: R.Tensor((1, 1, 4, 4), "float64")):
         c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float64"))
-        y = R.nn.batch_norm(c, R.const([2.0, 4.0], "float64"), R.const([0.5, -1.0], "float64"), R.const([3.0, 1.0], "float64"), R.const([3.0, 3.0], "float64"), axis=1, epsilon=1.0)
+        y_bn = R.nn.batch_norm(c, R.const([2.0, 4.0], "float64"), R.const([0.5, -1.0], "float64"), R.const([3.0, 1.0], "float64"), R.const([3.0, 3.0], "float64"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
         return y
 )");
 }
@@ -357,11 +377,13 @@ std::string Weight(std::mt19937& rng, int m, int c, int k) {
 }
 
 std::string RandomModel(std::mt19937& rng) {
-  auto bn = [&](const std::string& in, int m) {
-    return "R.nn.batch_norm(" + in + ", R.const(" + Floats(rng, m, 0.5f, 2) +
+  // `out = batch_norm(in)[0]`, as two bindings.
+  auto bn = [&](const std::string& in, int m, const std::string& out) {
+    return out + "_bn = R.nn.batch_norm(" + in + ", R.const(" + Floats(rng, m, 0.5f, 2) +
            ", \"float32\"), R.const(" + Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" +
            Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" + Floats(rng, m, 0.1f, 2) +
-           ", \"float32\"), axis=1, epsilon=1e-05)";
+           ", \"float32\"), axis=1, epsilon=1e-05, training=False)\n        " + out + " = " + out +
+           "_bn[0]";
   };
   return R"(
 @I.ir_module
@@ -370,8 +392,8 @@ class Module:
     def main(x: R.Tensor((2, 3, 9, 11), "float32")):
         c1 = R.nn.conv2d(x, R.const()" +
          Weight(rng, 8, 3, 3) + R"(, "float32"), strides=[2, 2], padding=[1, 1, 1, 1])
-        y1 = )" +
-         bn("c1", 8) +
+        )" +
+         bn("c1", 8, "y1") +
          R"(
         h1 = R.nn.relu(y1)
         s1 = R.multiply(h1, R.const(0.75, "float32"))
@@ -380,14 +402,14 @@ class Module:
         e2 = R.expand_dims(R.const()" +
          Floats(rng, 8, -1, 1) + R"(, "float32"), axis=[0, 2, 3])
         a2 = R.add(c2, e2)
-        y2 = )" +
-         bn("a2", 8) +
+        )" +
+         bn("a2", 8, "y2") +
          R"(
         q2 = R.divide(y2, R.const(6.0, "float32"))
         c3 = R.nn.conv2d(q2, R.const()" +
          Weight(rng, 4, 8, 1) + R"(, "float32"))
-        y3 = )" +
-         bn("c3", 4) +
+        )" +
+         bn("c3", 4, "y3") +
          R"(
         c4 = R.nn.conv2d(y3, R.const()" +
          Weight(rng, 4, 4, 1) + R"(, "float32"))

@@ -701,8 +701,10 @@ TEST(OpenClEmit, BatchNormAndConcatAlongAnyAxis) {
 class Module:
     @R.function
     def main(x: R.Tensor(("n", 3, 5, 7), "float32"), s3: R.Tensor((3,), "float32"), v3: R.Tensor((3,), "float32"), s7: R.Tensor((7,), "float32"), v7: R.Tensor((7,), "float32"), z: R.Tensor(("n", 2, 5, 7), "float32")):
-        a = R.nn.batch_norm(x, s3, v3, s3, v3, axis=1, epsilon=0.001)
-        b = R.nn.batch_norm(x, s7, v7, v7, v7, axis=3)
+        a_bn = R.nn.batch_norm(x, s3, v3, s3, v3, axis=1, epsilon=0.001, training=False)
+        a = a_bn[0]
+        b_bn = R.nn.batch_norm(x, s7, v7, v7, v7, axis=3, training=False)
+        b = b_bn[0]
         c = R.concat((x, z, x), axis=1)
         d = R.concat((x, x), axis=3)
         e = R.concat((x, x), axis=0)

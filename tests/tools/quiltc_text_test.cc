@@ -146,6 +146,24 @@ class Module:
       << e.out;
 }
 
+TEST_F(QuiltcTextTest, ABatchNormInTrainingFormIsRefusedNotRunAsInference) {
+  // TVM's batch_norm defaults to training=True (batch statistics); running it with the moving
+  // statistics would be a silent wrong answer.
+  std::string module = Write("bn.qir", R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 2, 3, 3), "float32"), m: R.Tensor((2,), "float32")):
+        t = R.nn.batch_norm(x, m, m, m, m, axis=1)
+        y = t[0]
+        return y
+)");
+  Result c = Tool("quiltc", module + " -o " + Path("m.quilt"));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find("R.nn.batch_norm with training=True (batch statistics): no CPU kernel"),
+            std::string::npos)
+      << c.out;
+}
+
 TEST_F(QuiltcTextTest, TheVDevicesMemoryScopeReachesThePackage) {
   std::string module = Write("scoped.qir", R"(@I.ir_module
 class Module:
