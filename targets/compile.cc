@@ -150,36 +150,48 @@ Expected<std::vector<uint8_t>> CompileModule(const ir::IRModule& module,
   return std::move(c->package);
 }
 
-Expected<Compiled> CompileOnnx(const std::string& path, const CompileOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("cannot open '" + path + "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Expected<ir::IRModule> mod = importers::onnx::ImportOnnxFile(path, options.import);
-  if (!mod) return mod.error();
-  if (options.after_step) options.after_step("import", *mod);
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  Expected<Compiled> out = Compile(*mod, options, name, Sha256Hex(bytes.data(), bytes.size()));
-  if (!out) {
-    Diagnostic d = out.error();
-    d.message = path + ": " + d.ToString();
-    d.location.clear();
-    return d;
-  }
+namespace {
+
+// `d` as an error of the file at `path`: "PATH: LOCATION: message".
+Diagnostic InFile(const std::string& path, const Diagnostic& d) {
+  Diagnostic out = d;
+  out.message = path + ": " + d.ToString();
+  out.location.clear();
   return out;
 }
 
-Expected<Compiled> CompileText(const std::string& path, const CompileOptions& options) {
+// Compiles a module read from `path` (whose bytes are `bytes`), naming the file in errors.
+Expected<Compiled> CompileFrom(const std::string& path, std::string_view bytes,
+                               const ir::IRModule& mod, const CompileOptions& options) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  Expected<Compiled> out = Compile(mod, options, name, Sha256Hex(bytes.data(), bytes.size()));
+  if (!out) return InFile(path, out.error());
+  return out;
+}
+
+Expected<std::string> ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot open '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Expected<ir::IRModule> mod = ir::ParseModule(text, path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+Expected<Compiled> CompileOnnx(const std::string& path, const CompileOptions& options) {
+  Expected<std::string> bytes = ReadBytes(path);
+  if (!bytes) return bytes.error();
+  Expected<ir::IRModule> mod = importers::onnx::ImportOnnxFile(path, options.import);
   if (!mod) return mod.error();
-  if (Status s = ir::Verify(*mod); !s) {
-    Diagnostic d = s.error();
-    d.message = path + ": " + d.ToString();
-    d.location.clear();
-    return d;
-  }
+  if (options.after_step) options.after_step("import", *mod);
+  return CompileFrom(path, *bytes, *mod, options);
+}
+
+Expected<Compiled> CompileText(const std::string& path, const CompileOptions& options) {
+  Expected<std::string> text = ReadBytes(path);
+  if (!text) return text.error();
+  Expected<ir::IRModule> mod = ir::ParseModule(*text, path);
+  if (!mod) return mod.error();
+  if (Status s = ir::Verify(*mod); !s) return InFile(path, s.error());
   if (!mod->Lookup("main")) {
     std::string names;
     for (const auto& [name, f] : mod->functions) names += (names.empty() ? "" : ", ") + name;
@@ -187,15 +199,7 @@ Expected<Compiled> CompileText(const std::string& path, const CompileOptions& op
                  (names.empty() ? "none" : names) + ")");
   }
   if (options.after_step) options.after_step("parse", *mod);
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  Expected<Compiled> out = Compile(*mod, options, name, Sha256Hex(text.data(), text.size()));
-  if (!out) {
-    Diagnostic d = out.error();
-    d.message = path + ": " + d.ToString();
-    d.location.clear();
-    return d;
-  }
-  return out;
+  return CompileFrom(path, *text, *mod, options);
 }
 
 Expected<std::vector<uint8_t>> CompileOnnxFile(const std::string& path,
