@@ -748,7 +748,18 @@ class ModuleParser {
         } else {
           pos = 1;
         }
-        if (first && first->kind != PyExprKind::kNone) {
+        if (first && first->kind == PyExprKind::kName && scope_.vars.count(first->name) &&
+            scope_.vars.at(first->name)->struct_info &&
+            scope_.vars.at(first->name)->struct_info->kind == StructInfoKind::kShape) {
+          // R.Tensor(sh, ...) with sh a shape variable, as TVM prints a reshape by one: what
+          // is known of sh (its values, or its length).
+          const StructInfo& sh = scope_.vars.at(first->name)->struct_info;
+          if (sh->shape) {
+            shape = *sh->shape;
+          } else {
+            ndim = sh->ndim;
+          }
+        } else if (first && first->kind != PyExprKind::kNone) {
           shape = Dims(*first, declare);
         }
         if (const PyExpr* d = Arg(*call, pos, "dtype")) dtype = Dtype(*d);

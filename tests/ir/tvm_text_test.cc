@@ -390,6 +390,28 @@ class Module:
   EXPECT_NE(e.find("R.match_cast:"), std::string::npos) << e;
 }
 
+TEST(TvmText, ATensorShapedByAShapeVariable) {
+  // As TVM prints a reshape by a shape variable: R.Tensor(v, ...) takes what is known of v.
+  IRModule mod = Parse(R"(# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tuple(R.Tensor(dtype="float32", ndim=4), R.Tensor((3, 2), dtype="float32")):
+        s: R.Shape([2, 3]) = R.shape_of(x)
+        t: R.Tensor((2,), dtype="int64") = R.shape_to_tensor(s)
+        u: R.Tensor((4,), dtype="int64") = R.concat((t, t), axis=0)
+        v: R.Shape(ndim=4) = R.tensor_to_shape(u)
+        w: R.Tensor(v, dtype="float32") = R.reshape(x, v)
+        q: R.Shape([3, 2]) = R.shape([3, 2])
+        r: R.Tensor(q, dtype="float32") = R.reshape(x, q)
+        return (w, r)
+)");
+  EXPECT_EQ(SInfoOf(mod, "main", "w")->ndim, 4);
+  EXPECT_EQ(SInfoOf(mod, "main", "r")->StaticShape(), (std::vector<int64_t>{3, 2}));
+}
+
 TEST(TvmText, CheckWellFormedArgumentIsAccepted) {
   IRModule mod = Parse(R"(@I.ir_module(check_well_formed=False)
 class Module:
