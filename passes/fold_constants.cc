@@ -339,6 +339,218 @@ Expected<Rewrites> FoldScaleIntoConv(const FunctionView& v, const ir::Binding& b
   return Rewrites{{binding.var.get(), *new_conv}};
 }
 
+// ---- layer normalization written out in steps ----
+
+// The variable whose binding is the one use of `var`, or null.
+const ir::VarNode* SoleUser(const FunctionView& v, const ir::VarNode* var) {
+  auto uses = v.uses.find(var);
+  if (uses == v.uses.end() || uses->second != 1 || v.returned.count(var)) return nullptr;
+  for (const auto& [user, value] : v.value) {
+    for (const ir::VarNode* u : ir::UsedVars(value)) {
+      if (u == var) return user;
+    }
+  }
+  return nullptr;
+}
+
+// The call of `kind` bound to `e`, when `e` is a variable used `uses` times and not returned.
+const ir::CallNode* Step(const FunctionView& v, const ir::Expr& e, ir::OpKind kind, int uses) {
+  const auto* var = As<ir::VarNode>(e);
+  if (!var || v.returned.count(var)) return nullptr;
+  auto n = v.uses.find(var);
+  auto value = v.value.find(var);
+  if (n == v.uses.end() || n->second != uses || value == v.value.end()) return nullptr;
+  return OpCallOf(value->second, kind);
+}
+
+// The float32 value of a constant with one element.
+std::optional<double> ScalarOf(const FunctionView& v, const ir::Expr& e) {
+  const ir::ConstantNode* c = ConstantOf(v, e);
+  if (!c || c->dtype != ir::DataType::kFloat32 || c->NumElements() != 1 || !c->data ||
+      c->data->size() != 4) {
+    return std::nullopt;
+  }
+  float f;
+  std::memcpy(&f, c->data->data(), 4);
+  return f;
+}
+
+// The other argument of binary `call` when one is a constant: {constant, other}.
+std::optional<std::pair<ir::Expr, ir::Expr>> ConstantAndOther(const FunctionView& v,
+                                                              const ir::CallNode* call) {
+  if (!call || call->args.size() != 2) return std::nullopt;
+  if (ConstantOf(v, call->args[1])) return std::make_pair(call->args[1], call->args[0]);
+  if (ConstantOf(v, call->args[0])) return std::make_pair(call->args[0], call->args[1]);
+  return std::nullopt;
+}
+
+struct LayerNormCore {
+  ir::Expr x;
+  std::vector<int64_t> axes;        // a trailing run, non-negative
+  std::vector<int64_t> normalized;  // x's dims on them
+  double eps = 0;
+};
+
+// The normalized axes of a keepdims mean over a trailing run of x's static dims.
+std::optional<std::vector<int64_t>> TrailingMeanAxes(const ir::CallNode* mean, int rank) {
+  const bool* keep = mean->attrs.Get<bool>("keepdims");
+  const auto* axis = mean->attrs.Get<std::vector<int64_t>>("axis");
+  if (!keep || !*keep || !axis || axis->empty()) return std::nullopt;
+  std::set<int64_t> set;
+  for (int64_t a : *axis) set.insert(a < 0 ? a + rank : a);
+  int64_t k = static_cast<int64_t>(set.size());
+  if (*set.begin() != rank - k || *set.rbegin() != rank - 1) return std::nullopt;
+  return std::vector<int64_t>(set.begin(), set.end());
+}
+
+// n = d / sqrt(mean((x - mean(x)) ** 2) + eps), over trailing axes of a float32 x whose
+// normalized dims are static, every step read only by the next one (d by both of its readers).
+std::optional<LayerNormCore> MatchLayerNormCore(const FunctionView& v, const ir::CallNode* div,
+                                                const std::optional<ir::VDevice>& device) {
+  if (!div || div->args.size() != 2) return std::nullopt;
+  const ir::CallNode* sqrt = Step(v, div->args[1], ir::OpKind::kSqrt, 1);
+  if (!sqrt || sqrt->args.size() != 1) return std::nullopt;
+  std::optional<std::pair<ir::Expr, ir::Expr>> add =
+      ConstantAndOther(v, Step(v, sqrt->args[0], ir::OpKind::kAdd, 1));
+  if (!add) return std::nullopt;
+  std::optional<double> eps = ScalarOf(v, add->first);
+  const ir::CallNode* var_mean = Step(v, add->second, ir::OpKind::kMean, 1);
+  if (!eps || !var_mean || var_mean->args.size() != 1) return std::nullopt;
+  // (x - m) ** 2 or (x - m) * (x - m).
+  const ir::Expr& d = div->args[0];
+  const ir::Expr& sq = var_mean->args[0];
+  int d_uses = 0;
+  if (const ir::CallNode* pow = Step(v, sq, ir::OpKind::kPower, 1)) {
+    std::optional<double> two = pow->args.size() == 2 ? ScalarOf(v, pow->args[1]) : std::nullopt;
+    if (!two || *two != 2.0 || pow->args[0] != d) return std::nullopt;
+    d_uses = 2;
+  } else if (const ir::CallNode* mul = Step(v, sq, ir::OpKind::kMultiply, 1)) {
+    if (mul->args.size() != 2 || mul->args[0] != d || mul->args[1] != d) return std::nullopt;
+    d_uses = 3;
+  } else {
+    return std::nullopt;
+  }
+  const ir::CallNode* sub = Step(v, d, ir::OpKind::kSubtract, d_uses);
+  if (!sub || sub->args.size() != 2) return std::nullopt;
+  const ir::CallNode* mean = Step(v, sub->args[1], ir::OpKind::kMean, 1);
+  if (!mean || mean->args.size() != 1 || mean->args[0] != sub->args[0]) return std::nullopt;
+  LayerNormCore core;
+  core.x = sub->args[0];
+  core.eps = *eps;
+  const ir::StructInfo& xs = core.x->struct_info;
+  if (!xs || !xs->IsTensor() || xs->dtype != ir::DataType::kFloat32 || !xs->shape) {
+    return std::nullopt;
+  }
+  int rank = static_cast<int>(xs->shape->size());
+  std::optional<std::vector<int64_t>> axes = TrailingMeanAxes(mean, rank);
+  if (!axes || TrailingMeanAxes(var_mean, rank) != axes) return std::nullopt;
+  core.axes = *axes;
+  for (int64_t a : core.axes) {
+    std::optional<int64_t> dim = ir::AsInt((*xs->shape)[static_cast<size_t>(a)]);
+    if (!dim || *dim <= 0) return std::nullopt;
+    core.normalized.push_back(*dim);
+  }
+  // One device for every step.
+  for (const ir::Expr& e :
+       {core.x, sub->args[1], d, sq, add->second, sqrt->args[0], div->args[1]}) {
+    if (VDeviceOf(e) != device || !e->struct_info ||
+        e->struct_info->dtype != ir::DataType::kFloat32) {
+      return std::nullopt;
+    }
+  }
+  return core;
+}
+
+// A float32 constant of the normalized shape, right-aligned (leading 1s allowed).
+bool IsRowParam(const FunctionView& v, const ir::Expr& e, const LayerNormCore& core) {
+  const ir::ConstantNode* c = ConstantOf(v, e);
+  if (!c || c->dtype != ir::DataType::kFloat32) return false;
+  size_t k = core.normalized.size();
+  if (c->shape.size() < k) return false;
+  for (size_t i = 0; i < c->shape.size(); ++i) {
+    size_t from_end = c->shape.size() - i;
+    int64_t want = from_end <= k ? core.normalized[k - from_end] : 1;
+    if (c->shape[i] != want) return false;
+  }
+  return true;
+}
+
+// The layer normalization exporters write out in steps (PyTorch's LayerNorm before opset 17):
+//   m = mean(x, axes, keepdims=True); d = x - m; p = d ** 2 (or d * d);
+//   v = mean(p, axes, keepdims=True); e = v + eps; s = sqrt(e); n = d / s;
+//   [g = n * gamma]; [b = g + beta]
+// over trailing axes of a float32 x, gamma and beta constants of the normalized shape, every
+// intermediate read only by the next step, one vdevice: b = R.nn.layer_norm(x, gamma, beta, axes,
+// eps) (gamma 1 and beta 0 where absent). The kernel accumulates the mean and variance in double,
+// so its result is at least as close to the float64 value as the steps' was.
+Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& binding) {
+  const auto* call = As<ir::CallNode>(binding.value);
+  if (!call || !call->op()) return Rewrites();
+  std::optional<ir::VDevice> device = VDeviceOf(binding.var);
+  ir::Expr gamma, beta;
+  const ir::CallNode* div = nullptr;
+  // Where the chain ends: after the shift, after the scale, or at the division.
+  auto scale_of = [&](const ir::CallNode* mul) -> const ir::CallNode* {
+    std::optional<std::pair<ir::Expr, ir::Expr>> ko = ConstantAndOther(v, mul);
+    if (!ko) return nullptr;
+    const ir::CallNode* d = Step(v, ko->second, ir::OpKind::kDivide, 1);
+    if (d && VDeviceOf(ko->second) == device) gamma = ko->first;
+    return d;
+  };
+  auto user_is = [&](ir::OpKind kind) {
+    const ir::VarNode* user = SoleUser(v, binding.var.get());
+    if (!user) return false;
+    const ir::CallNode* c = OpCallOf(v.value.at(user), kind);
+    return c && ConstantAndOther(v, c).has_value();
+  };
+  switch (call->op()->kind) {
+    case ir::OpKind::kAdd: {
+      std::optional<std::pair<ir::Expr, ir::Expr>> ko = ConstantAndOther(v, call);
+      if (!ko) return Rewrites();
+      const ir::CallNode* mul = Step(v, ko->second, ir::OpKind::kMultiply, 1);
+      if (!mul || VDeviceOf(ko->second) != device) return Rewrites();
+      div = scale_of(mul);
+      beta = ko->first;
+      break;
+    }
+    case ir::OpKind::kMultiply:
+      if (user_is(ir::OpKind::kAdd)) return Rewrites();  // the shift's binding takes it all
+      div = scale_of(call);
+      break;
+    case ir::OpKind::kDivide:
+      if (user_is(ir::OpKind::kMultiply)) return Rewrites();
+      div = call;
+      break;
+    default:
+      return Rewrites();
+  }
+  if (!div || (call->op()->kind != ir::OpKind::kDivide && !gamma)) return Rewrites();
+  std::optional<LayerNormCore> core = MatchLayerNormCore(v, div, device);
+  if (!core || !VisibleAt(v, core->x, binding)) return Rewrites();
+  if ((gamma && !IsRowParam(v, gamma, *core)) || (beta && !IsRowParam(v, beta, *core))) {
+    return Rewrites();
+  }
+  int64_t len = 1;
+  for (int64_t d : core->normalized) len *= d;
+  if (!gamma) {
+    Expected<ir::Expr> ones = FloatConstant(std::vector<float>(len, 1.0f), core->normalized);
+    if (!ones) return ones.error();
+    gamma = *ones;
+  }
+  if (!beta) {
+    Expected<ir::Expr> zeros = FloatConstant(std::vector<float>(len, 0.0f), core->normalized);
+    if (!zeros) return zeros.error();
+    beta = *zeros;
+  }
+  ir::Attrs attrs;
+  attrs.Set("axes", core->axes);
+  attrs.Set("epsilon", core->eps);
+  Expected<ir::Expr> ln =
+      ir::MakeOpCall(ir::OpKind::kLayerNorm, {core->x, gamma, beta}, std::move(attrs));
+  if (!ln) return ln.error();
+  return Rewrites{{binding.var.get(), *ln}};
+}
+
 using Rule = Expected<Rewrites> (*)(const FunctionView&, const ir::Binding&);
 
 // Applies `rule` to every binding of `body` (the rewrites of one sweep touch distinct variables),
@@ -397,7 +609,9 @@ Expected<ir::Function> FoldFunction(const ir::Function& f) {
   }
   Expected<ir::Function> g = Sweep(r, &FoldBatchNorm);
   if (!g) return g;
-  return Sweep(*g, &FoldScaleIntoConv);
+  g = Sweep(*g, &FoldScaleIntoConv);
+  if (!g) return g;
+  return Sweep(*g, &FoldLayerNorm);
 }
 
 }  // namespace

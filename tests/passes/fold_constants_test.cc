@@ -470,3 +470,151 @@ TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
 
 }  // namespace
 }  // namespace quilt::passes
+
+namespace quilt::passes {
+namespace {
+
+// Layer normalization over the last axis as PyTorch exports it before opset 17, with the scale
+// and shift; `STEP_SQ` is how the deviation is squared.
+constexpr const char* kLayerNormSteps = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4), "float32")):
+        m = R.mean(x, axis=[-1], keepdims=True)
+        d = R.subtract(x, m)
+        p = STEP_SQ
+        v = R.mean(p, axis=[-1], keepdims=True)
+        e = R.add(v, R.const(0.001, "float32"))
+        s = R.sqrt(e)
+        n = R.divide(d, s)
+        g = R.multiply(n, R.const([0.5, 2.0, -1.0, 1.5], "float32"))
+        b = R.add(g, R.const([0.25, 0.0, 1.0, -2.0], "float32"))
+        return b
+)";
+
+std::string LayerNormSteps(const std::string& square) {
+  std::string text = kLayerNormSteps;
+  text.replace(text.find("STEP_SQ"), 7, square);
+  return text;
+}
+
+TEST(FoldConstants, ALayerNormWrittenOutInStepsBecomesOneOp) {
+  constexpr const char* kWant = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4), "float32")):
+        b = R.nn.layer_norm(x, R.const([0.5, 2.0, -1.0, 1.5], "float32"), R.const([0.25, 0.0, 1.0, -2.0], "float32"), axes=[2], epsilon=0.0010000000474974513)
+        return b
+)";
+  for (const char* square : {"R.power(d, R.const(2.0, \"float32\"))", "R.multiply(d, d)"}) {
+    EXPECT_TRUE(
+        ModulesEqual(RunPass("fold-constants", Parse(LayerNormSteps(square))), Parse(kWant)))
+        << square;
+  }
+}
+
+TEST(FoldConstants, ALayerNormWithoutScaleOrShiftGetsOnesAndZeros) {
+  std::string text = LayerNormSteps("R.power(d, R.const(2.0, \"float32\"))");
+  text.replace(text.find("        g = "), text.find("        return b") - text.find("        g = "),
+               "");
+  text.replace(text.find("return b"), 8, "return n");
+  std::string got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+  EXPECT_NE(got.find("n: R.Tensor((2, 3, 4), \"float32\") = R.nn.layer_norm(x, R.const([1.0, 1.0, "
+                     "1.0, 1.0], \"float32\"), R.const([0.0, 0.0, 0.0, 0.0], \"float32\"), [2]"),
+            std::string::npos)
+      << got;
+  EXPECT_EQ(got.find("R.mean"), std::string::npos) << got;
+}
+
+TEST(FoldConstants, ALayerNormWhoseStepsAreReadElsewhereOrThatIsNotOneStays) {
+  const std::string square = "R.power(d, R.const(2.0, \"float32\"))";
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = LayerNormSteps(square);
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::string kCases[] = {
+      edited("return b", "return (b, v)"),                               // variance read
+      edited("return b", "return (b, d)"),                               // deviation read
+      edited("R.const(2.0, \"float32\")", "R.const(3.0, \"float32\")"),  // not a square
+      edited("R.mean(p, axis=[-1]", "R.mean(p, axis=[1]"),               // other axes
+      edited("R.const(0.001, \"float32\")", "R.const([0.001, 0.001, 0.001, 0.001], \"float32\")"),
+      edited("R.subtract(x, m)", "R.subtract(m, x)"),  // m - x
+  };
+  for (const std::string& text : kCases) {
+    std::string got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+    EXPECT_EQ(got.find("layer_norm"), std::string::npos) << text << "\n" << got;
+  }
+}
+
+TEST(FoldConstants, ALayerNormInAnIfBranchFoldsAndTheBranchLosesItsDeadSteps) {
+  std::string body = LayerNormSteps("R.multiply(d, d)");
+  std::string steps = body.substr(body.find("        m = "),
+                                  body.find("        return b") - body.find("        m = "));
+  std::string indented;
+  for (size_t at = 0; at < steps.size();) {
+    size_t end = steps.find('\n', at);
+    indented += "    " + steps.substr(at, end - at + 1);
+    at = end + 1;
+  }
+  std::string text = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 4), "float32"), c: R.Tensor((), "bool")):
+        if c:
+)" + indented + R"(            r = b
+        else:
+            r = x
+        return r
+)";
+  std::string got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+  EXPECT_NE(got.find("R.nn.layer_norm(x, "), std::string::npos) << got;
+  EXPECT_EQ(got.find("R.mean"), std::string::npos) << got;
+  EXPECT_EQ(got.find("R.sqrt"), std::string::npos) << got;
+}
+
+TEST(FoldConstants, TheFoldedLayerNormIsAsCloseToFloat64AsTheSteps) {
+  ir::IRModule mod = Parse(LayerNormSteps("R.power(d, R.const(2.0, \"float32\"))"));
+  compiler::CompileOptions options;
+  options.fold_constants = false;
+  Expected<compiler::Compiled> plain = compiler::Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.fold_constants = true;
+  Expected<compiler::Compiled> folded = compiler::Compile(mod, options);
+  ASSERT_TRUE(folded) << folded.error().ToString();
+  ASSERT_NE(ir::PrintModule(folded->module).find("layer_norm"), std::string::npos);
+  const double gamma[4] = {0.5, 2.0, -1.0, 1.5}, beta[4] = {0.25, 0.0, 1.0, -2.0};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-3, 5);
+  std::vector<float> x(24);
+  for (float& f : x) f = dist(rng);
+  auto run = [&](const std::vector<uint8_t>& package) {
+    std::unique_ptr<rt::LoadedPackage> loaded;
+    EXPECT_TRUE(rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded).ok());
+    std::shared_ptr<const rt::LoadedPackage> p(std::move(loaded));
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
+    std::vector<rt::OwnedTensor> out;
+    EXPECT_TRUE(s->Run({test::Input("x", x, {2, 3, 4})}, &out).ok());
+    return out.size() == 1 ? test::Floats(out[0]) : std::vector<float>{};
+  };
+  std::vector<float> a = run(plain->package), b = run(folded->package);
+  ASSERT_EQ(a.size(), 24u);
+  ASSERT_EQ(b.size(), 24u);
+  for (int row = 0; row < 6; ++row) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 4; ++i) mean += x[row * 4 + i] / 4.0;
+    for (int i = 0; i < 4; ++i) var += (x[row * 4 + i] - mean) * (x[row * 4 + i] - mean) / 4.0;
+    for (int i = 0; i < 4; ++i) {
+      double want = (x[row * 4 + i] - mean) / std::sqrt(var + double(0.001f)) * gamma[i] + beta[i];
+      EXPECT_NEAR(a[row * 4 + i], want, 2e-6 * (1 + std::fabs(want))) << row << "," << i;
+      EXPECT_NEAR(b[row * 4 + i], want, 2e-6 * (1 + std::fabs(want))) << row << "," << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt::passes
