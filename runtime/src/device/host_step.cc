@@ -26,7 +26,9 @@ Status HostStepContext::Run(KernelFn fn, const StepArgs& args, StepCache* cache)
   cache_ = cache;
   attrs_ = AttrView(args.step->attrs());
   num_outputs_ = static_cast<int>(args.output_dtypes.size());
-  inputs_.resize(args.inputs.size());
+  // Grown, never shrunk: a tensor destroyed here would free its shape, and the next step with
+  // more inputs allocate it again.
+  if (inputs_.size() < args.inputs.size()) inputs_.resize(args.inputs.size());
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     const DeviceTensor* t = args.inputs[i];
     if (!t) continue;
@@ -34,7 +36,9 @@ Status HostStepContext::Run(KernelFn fn, const StepArgs& args, StepCache* cache)
     inputs_[i].shape = t->shape;
     inputs_[i].data = resolve_(t->data);
   }
-  outputs_.resize(static_cast<size_t>(num_outputs_));
+  if (outputs_.size() < static_cast<size_t>(num_outputs_)) {
+    outputs_.resize(static_cast<size_t>(num_outputs_));
+  }
   produced_.assign(static_cast<size_t>(num_outputs_), false);
   QUILT_RETURN_IF_ERROR(fn(*this));
   for (int i = 0; i < num_outputs_; ++i) {
