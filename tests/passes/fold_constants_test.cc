@@ -420,7 +420,9 @@ class Module:
 )";
 }
 
-std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x) {
+// Runs `package` once on input x (of `shape`); its one output.
+std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x,
+                           rt::Shape shape = {2, 3, 9, 11}) {
   std::unique_ptr<rt::LoadedPackage> loaded;
   rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -430,7 +432,7 @@ std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<floa
   EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
-  st = s->Run({test::Input("x", x, {2, 3, 9, 11})}, &out);
+  st = s->Run({test::Input("x", x, std::move(shape))}, &out);
   EXPECT_TRUE(st.ok()) << st.message();
   if (!st.ok() || out.size() != 1) return {};
   return test::Floats(out[0]);
@@ -591,17 +593,8 @@ TEST(FoldConstants, TheFoldedLayerNormIsAsCloseToFloat64AsTheSteps) {
   std::uniform_real_distribution<float> dist(-3, 5);
   std::vector<float> x(24);
   for (float& f : x) f = dist(rng);
-  auto run = [&](const std::vector<uint8_t>& package) {
-    std::unique_ptr<rt::LoadedPackage> loaded;
-    EXPECT_TRUE(rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded).ok());
-    std::shared_ptr<const rt::LoadedPackage> p(std::move(loaded));
-    std::unique_ptr<rt::Session> s;
-    EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
-    std::vector<rt::OwnedTensor> out;
-    EXPECT_TRUE(s->Run({test::Input("x", x, {2, 3, 4})}, &out).ok());
-    return out.size() == 1 ? test::Floats(out[0]) : std::vector<float>{};
-  };
-  std::vector<float> a = run(plain->package), b = run(folded->package);
+  std::vector<float> a = RunOnce(plain->package, x, {2, 3, 4});
+  std::vector<float> b = RunOnce(folded->package, x, {2, 3, 4});
   ASSERT_EQ(a.size(), 24u);
   ASSERT_EQ(b.size(), 24u);
   for (int row = 0; row < 6; ++row) {
