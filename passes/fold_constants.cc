@@ -438,17 +438,19 @@ std::optional<LayerNormCore> MatchLayerNormCore(const FunctionView& v, const ir:
   core.x = sub->args[0];
   core.eps = *eps;
   const ir::StructInfo& xs = core.x->struct_info;
-  if (!xs || !xs->IsTensor() || xs->dtype != ir::DataType::kFloat32 || !xs->shape) {
+  if (!xs || !xs->IsTensor() || xs->dtype != ir::DataType::kFloat32 || xs->ndim <= 0) {
     return std::nullopt;
   }
-  int rank = static_cast<int>(xs->shape->size());
+  int rank = xs->ndim;
   std::optional<std::vector<int64_t>> axes = TrailingMeanAxes(mean, rank);
   if (!axes || TrailingMeanAxes(var_mean, rank) != axes) return std::nullopt;
   core.axes = *axes;
   for (int64_t a : core.axes) {
-    std::optional<int64_t> dim = ir::AsInt((*xs->shape)[static_cast<size_t>(a)]);
-    if (!dim || *dim <= 0) return std::nullopt;
-    core.normalized.push_back(*dim);
+    // -1: known only at run time (the scale or shift constant then says it).
+    std::optional<int64_t> dim =
+        xs->shape ? ir::AsInt((*xs->shape)[static_cast<size_t>(a)]) : std::nullopt;
+    if (dim && *dim <= 0) return std::nullopt;
+    core.normalized.push_back(dim ? *dim : -1);
   }
   // One device for every step.
   for (const ir::Expr& e :
@@ -461,15 +463,22 @@ std::optional<LayerNormCore> MatchLayerNormCore(const FunctionView& v, const ir:
   return core;
 }
 
-// A float32 constant of the normalized shape, right-aligned (leading 1s allowed).
-bool IsRowParam(const FunctionView& v, const ir::Expr& e, const LayerNormCore& core) {
+// A float32 constant of the normalized shape, right-aligned (leading 1s allowed). A normalized
+// dim that only the run knows (-1) takes the constant's, in `core`: x's rows must then have that
+// length, or the steps would have failed to broadcast as the op does.
+bool IsRowParam(const FunctionView& v, const ir::Expr& e, LayerNormCore* core) {
   const ir::ConstantNode* c = ConstantOf(v, e);
   if (!c || c->dtype != ir::DataType::kFloat32) return false;
-  size_t k = core.normalized.size();
+  size_t k = core->normalized.size();
   if (c->shape.size() < k) return false;
   for (size_t i = 0; i < c->shape.size(); ++i) {
     size_t from_end = c->shape.size() - i;
-    int64_t want = from_end <= k ? core.normalized[k - from_end] : 1;
+    if (from_end > k) {
+      if (c->shape[i] != 1) return false;
+      continue;
+    }
+    int64_t& want = core->normalized[k - from_end];
+    if (want < 0 && c->shape[i] > 1) want = c->shape[i];
     if (c->shape[i] != want) return false;
   }
   return true;
@@ -527,11 +536,14 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
   if (!div || (call->op()->kind != ir::OpKind::kDivide && !gamma)) return Rewrites();
   std::optional<LayerNormCore> core = MatchLayerNormCore(v, div, device);
   if (!core || !VisibleAt(v, core->x, binding)) return Rewrites();
-  if ((gamma && !IsRowParam(v, gamma, *core)) || (beta && !IsRowParam(v, beta, *core))) {
+  if ((gamma && !IsRowParam(v, gamma, &*core)) || (beta && !IsRowParam(v, beta, &*core))) {
     return Rewrites();
   }
   int64_t len = 1;
-  for (int64_t d : core->normalized) len *= d;
+  for (int64_t d : core->normalized) {
+    if (d < 0) return Rewrites();  // a length neither x nor a constant gives
+    len *= d;
+  }
   if (!gamma) {
     Expected<ir::Expr> ones = FloatConstant(std::vector<float>(len, 1.0f), core->normalized);
     if (!ones) return ones.error();

@@ -530,6 +530,23 @@ TEST(FoldConstants, ALayerNormWithoutScaleOrShiftGetsOnesAndZeros) {
   EXPECT_EQ(got.find("R.mean"), std::string::npos) << got;
 }
 
+TEST(FoldConstants, ALayerNormOfRowsOnlyTheRunKnowsTakesTheirLengthFromItsScale) {
+  // As a vision transformer whose token count is computed: x's last dim is not static.
+  std::string text = LayerNormSteps("R.power(d, R.const(2.0, \"float32\"))");
+  text.replace(text.find("x: R.Tensor((2, 3, 4), \"float32\")"), 33,
+               "x: R.Tensor(ndim=3, dtype=\"float32\")");
+  std::string got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+  EXPECT_NE(got.find("R.nn.layer_norm(x, R.const([0.5, 2.0, -1.0, 1.5], \"float32\")"),
+            std::string::npos)
+      << got;
+  // Without a scale or shift nothing says the rows' length: the steps stay.
+  text.replace(text.find("        g = "), text.find("        return b") - text.find("        g = "),
+               "");
+  text.replace(text.find("return b"), 8, "return n");
+  got = ir::PrintModule(RunPass("fold-constants", Parse(text)));
+  EXPECT_EQ(got.find("layer_norm"), std::string::npos) << got;
+}
+
 TEST(FoldConstants, ALayerNormWhoseStepsAreReadElsewhereOrThatIsNotOneStays) {
   const std::string square = "R.power(d, R.const(2.0, \"float32\"))";
   auto edited = [&](const std::string& from, const std::string& to) {
