@@ -52,23 +52,10 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
+// A target attribute as the Python literal TVM writes: the attribute printer's, whose value
+// types include every target attribute's.
 std::string TargetAttrLiteral(const TargetAttr& v) {
-  struct Visitor {
-    std::string operator()(const std::string& s) const { return Quote(s); }
-    std::string operator()(int64_t i) const { return std::to_string(i); }
-    std::string operator()(bool b) const { return b ? "True" : "False"; }
-    std::string operator()(const std::vector<std::string>& l) const {
-      std::string s;
-      for (const std::string& x : l) s += (s.empty() ? "" : ", ") + Quote(x);
-      return "[" + s + "]";
-    }
-    std::string operator()(const std::vector<int64_t>& l) const {
-      std::string s;
-      for (int64_t x : l) s += (s.empty() ? "" : ", ") + std::to_string(x);
-      return "[" + s + "]";
-    }
-  };
-  return std::visit(Visitor{}, v);
+  return std::visit([](const auto& x) { return PrintAttrValue(AttrValue(x), nullptr); }, v);
 }
 
 std::string TargetLiteral(const Target& t) {

@@ -43,8 +43,9 @@ using ir::As;
 struct FunctionView {
   std::map<const ir::VarNode*, ir::Expr> value;  // binding value of each bound variable
   std::map<const ir::VarNode*, int> uses;
-  std::map<const ir::VarNode*, size_t> block;  // which block binds each bound variable
-  std::set<const ir::VarNode*> returned;       // variables the function body returns
+  std::map<const ir::VarNode*, size_t> block;               // which block binds each bound variable
+  std::set<const ir::VarNode*> returned;                    // variables the function body returns
+  std::map<const ir::VarNode*, const ir::VarNode*> reader;  // a binding that reads each one
 };
 
 // The view of one body: a function's, or an If branch's. What it returns is the variable its
@@ -63,7 +64,10 @@ FunctionView View(const ir::SeqExprNode& body) {
     for (const ir::Binding& b : body.blocks[i].bindings) {
       v.value[b.var.get()] = b.value;
       v.block[b.var.get()] = i;
-      for (const ir::VarNode* u : ir::UsedVars(b.value)) ++v.uses[u];
+      for (const ir::VarNode* u : ir::UsedVars(b.value)) {
+        ++v.uses[u];
+        v.reader[u] = b.var.get();
+      }
     }
   }
   return v;
@@ -92,13 +96,15 @@ const ir::CallNode* OpCallOf(const ir::Expr& e, ir::OpKind kind) {
   return call && call->op() && call->op()->kind == kind ? call : nullptr;
 }
 
-// The variable's binding value when it is a call of `kind` and the variable has one use.
-const ir::CallNode* SoleUseCall(const FunctionView& v, const ir::Expr& e, ir::OpKind kind) {
+// The variable's binding value when it is a call of `kind` and the variable has `uses` uses (a
+// return counts as one).
+const ir::CallNode* SoleUseCall(const FunctionView& v, const ir::Expr& e, ir::OpKind kind,
+                                int uses = 1) {
   const auto* var = As<ir::VarNode>(e);
   if (!var) return nullptr;
-  auto uses = v.uses.find(var);
+  auto n = v.uses.find(var);
   auto value = v.value.find(var);
-  if (uses == v.uses.end() || uses->second != 1 || value == v.value.end()) return nullptr;
+  if (n == v.uses.end() || n->second != uses || value == v.value.end()) return nullptr;
   return OpCallOf(value->second, kind);
 }
 
@@ -341,26 +347,12 @@ Expected<Rewrites> FoldScaleIntoConv(const FunctionView& v, const ir::Binding& b
 
 // ---- layer normalization written out in steps ----
 
-// The variable whose binding is the one use of `var`, or null.
+// The variable whose binding is the one use of `var` (a return is a use), or null.
 const ir::VarNode* SoleUser(const FunctionView& v, const ir::VarNode* var) {
   auto uses = v.uses.find(var);
-  if (uses == v.uses.end() || uses->second != 1 || v.returned.count(var)) return nullptr;
-  for (const auto& [user, value] : v.value) {
-    for (const ir::VarNode* u : ir::UsedVars(value)) {
-      if (u == var) return user;
-    }
-  }
-  return nullptr;
-}
-
-// The call of `kind` bound to `e`, when `e` is a variable used `uses` times and not returned.
-const ir::CallNode* Step(const FunctionView& v, const ir::Expr& e, ir::OpKind kind, int uses) {
-  const auto* var = As<ir::VarNode>(e);
-  if (!var || v.returned.count(var)) return nullptr;
-  auto n = v.uses.find(var);
-  auto value = v.value.find(var);
-  if (n == v.uses.end() || n->second != uses || value == v.value.end()) return nullptr;
-  return OpCallOf(value->second, kind);
+  auto reader = v.reader.find(var);
+  return uses != v.uses.end() && uses->second == 1 && reader != v.reader.end() ? reader->second
+                                                                               : nullptr;
 }
 
 // The float32 value of a constant with one element.
@@ -408,31 +400,31 @@ std::optional<std::vector<int64_t>> TrailingMeanAxes(const ir::CallNode* mean, i
 std::optional<LayerNormCore> MatchLayerNormCore(const FunctionView& v, const ir::CallNode* div,
                                                 const std::optional<ir::VDevice>& device) {
   if (!div || div->args.size() != 2) return std::nullopt;
-  const ir::CallNode* sqrt = Step(v, div->args[1], ir::OpKind::kSqrt, 1);
+  const ir::CallNode* sqrt = SoleUseCall(v, div->args[1], ir::OpKind::kSqrt);
   if (!sqrt || sqrt->args.size() != 1) return std::nullopt;
   std::optional<std::pair<ir::Expr, ir::Expr>> add =
-      ConstantAndOther(v, Step(v, sqrt->args[0], ir::OpKind::kAdd, 1));
+      ConstantAndOther(v, SoleUseCall(v, sqrt->args[0], ir::OpKind::kAdd));
   if (!add) return std::nullopt;
   std::optional<double> eps = ScalarOf(v, add->first);
-  const ir::CallNode* var_mean = Step(v, add->second, ir::OpKind::kMean, 1);
+  const ir::CallNode* var_mean = SoleUseCall(v, add->second, ir::OpKind::kMean);
   if (!eps || !var_mean || var_mean->args.size() != 1) return std::nullopt;
   // (x - m) ** 2 or (x - m) * (x - m).
   const ir::Expr& d = div->args[0];
   const ir::Expr& sq = var_mean->args[0];
   int d_uses = 0;
-  if (const ir::CallNode* pow = Step(v, sq, ir::OpKind::kPower, 1)) {
+  if (const ir::CallNode* pow = SoleUseCall(v, sq, ir::OpKind::kPower)) {
     std::optional<double> two = pow->args.size() == 2 ? ScalarOf(v, pow->args[1]) : std::nullopt;
     if (!two || *two != 2.0 || pow->args[0] != d) return std::nullopt;
     d_uses = 2;
-  } else if (const ir::CallNode* mul = Step(v, sq, ir::OpKind::kMultiply, 1)) {
+  } else if (const ir::CallNode* mul = SoleUseCall(v, sq, ir::OpKind::kMultiply)) {
     if (mul->args.size() != 2 || mul->args[0] != d || mul->args[1] != d) return std::nullopt;
     d_uses = 3;
   } else {
     return std::nullopt;
   }
-  const ir::CallNode* sub = Step(v, d, ir::OpKind::kSubtract, d_uses);
+  const ir::CallNode* sub = SoleUseCall(v, d, ir::OpKind::kSubtract, d_uses);
   if (!sub || sub->args.size() != 2) return std::nullopt;
-  const ir::CallNode* mean = Step(v, sub->args[1], ir::OpKind::kMean, 1);
+  const ir::CallNode* mean = SoleUseCall(v, sub->args[1], ir::OpKind::kMean);
   if (!mean || mean->args.size() != 1 || mean->args[0] != sub->args[0]) return std::nullopt;
   LayerNormCore core;
   core.x = sub->args[0];
@@ -502,7 +494,7 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
   auto scale_of = [&](const ir::CallNode* mul) -> const ir::CallNode* {
     std::optional<std::pair<ir::Expr, ir::Expr>> ko = ConstantAndOther(v, mul);
     if (!ko) return nullptr;
-    const ir::CallNode* d = Step(v, ko->second, ir::OpKind::kDivide, 1);
+    const ir::CallNode* d = SoleUseCall(v, ko->second, ir::OpKind::kDivide);
     if (d && VDeviceOf(ko->second) == device) gamma = ko->first;
     return d;
   };
@@ -516,7 +508,7 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
     case ir::OpKind::kAdd: {
       std::optional<std::pair<ir::Expr, ir::Expr>> ko = ConstantAndOther(v, call);
       if (!ko) return Rewrites();
-      const ir::CallNode* mul = Step(v, ko->second, ir::OpKind::kMultiply, 1);
+      const ir::CallNode* mul = SoleUseCall(v, ko->second, ir::OpKind::kMultiply);
       if (!mul || VDeviceOf(ko->second) != device) return Rewrites();
       div = scale_of(mul);
       beta = ko->first;

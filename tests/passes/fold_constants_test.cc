@@ -420,6 +420,13 @@ class Module:
 )";
 }
 
+// The module compiled with or without fold-constants.
+Expected<compiler::Compiled> CompileWithFold(const ir::IRModule& mod, bool fold) {
+  compiler::CompileOptions options;
+  options.fold_constants = fold;
+  return compiler::Compile(mod, options);
+}
+
 // Runs `package` once on input x (of `shape`); its one output.
 std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x,
                            rt::Shape shape = {2, 3, 9, 11}) {
@@ -441,12 +448,9 @@ std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<floa
 TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
   std::mt19937 rng(7);
   ir::IRModule mod = Parse(RandomModel(rng));
-  compiler::CompileOptions options;
-  options.fold_constants = false;
-  Expected<compiler::Compiled> plain = compiler::Compile(mod, options);
+  Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
   ASSERT_TRUE(plain) << plain.error().ToString();
-  options.fold_constants = true;
-  Expected<compiler::Compiled> folded = compiler::Compile(mod, options);
+  Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
   ASSERT_TRUE(folded) << folded.error().ToString();
   EXPECT_NE(ir::PrintModule(plain->module).find("batch_norm"), std::string::npos);
   std::string text = ir::PrintModule(folded->module);
@@ -597,12 +601,9 @@ class Module:
 
 TEST(FoldConstants, TheFoldedLayerNormIsAsCloseToFloat64AsTheSteps) {
   ir::IRModule mod = Parse(LayerNormSteps("R.power(d, R.const(2.0, \"float32\"))"));
-  compiler::CompileOptions options;
-  options.fold_constants = false;
-  Expected<compiler::Compiled> plain = compiler::Compile(mod, options);
+  Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
   ASSERT_TRUE(plain) << plain.error().ToString();
-  options.fold_constants = true;
-  Expected<compiler::Compiled> folded = compiler::Compile(mod, options);
+  Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
   ASSERT_TRUE(folded) << folded.error().ToString();
   ASSERT_NE(ir::PrintModule(folded->module).find("layer_norm"), std::string::npos);
   const double gamma[4] = {0.5, 2.0, -1.0, 1.5}, beta[4] = {0.25, 0.0, 1.0, -2.0};
