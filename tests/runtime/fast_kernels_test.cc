@@ -312,6 +312,17 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 96, 24, {24, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({2, 3, 5, 6, {13, 29}, {3, 5}, {1, 1}, {2, 1}, {2, 0, 1, 3}}, rng);
   CheckConv({1, 1, 7, 9, {1, 300}, {1, 9}, {1, 1}, {1, 3}, {0, 12, 0, 12}}, rng);
+  // Depthwise 3x3 and 5x5 with rows of 16 outputs or more, in blocks of 4 rows by 16 columns:
+  // rows and columns not whole blocks, strides (1, 1), (2, 1), (1, 2) and (2, 2) (the last dim's
+  // stride 2 as even and odd phases), two outputs per channel, uneven pads, pads wider than the
+  // window, a row of exactly 16, and rows of phases with no inside run of 16 inputs.
+  CheckConv({2, 5, 1, 1, {13, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, rng);
+  CheckConv({1, 3, 1, 2, {11, 40}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 4, 1, 1, {9, 70}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 2}}, rng);
+  CheckConv({2, 3, 1, 1, {10, 66}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 3, 2}}, rng);
+  CheckConv({1, 2, 1, 1, {4, 18}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({1, 2, 1, 1, {6, 20}, {3, 3}, {1, 1}, {1, 1}, {3, 3, 3, 3}}, rng);
+  CheckConv({1, 2, 1, 1, {5, 33}, {5, 5}, {2, 2}, {1, 1}, {5, 3, 4, 6}}, rng);
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
@@ -323,6 +334,8 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {1, 1, 8, 24, {7, 13}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // pointwise
       {2, 6, 1, 1, {10, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // depthwise, unit stride
       {1, 6, 1, 2, {9, 9}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},     // depthwise, strided
+      {2, 6, 1, 1, {10, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},   // depthwise, blocks of 4x16
+      {1, 4, 1, 1, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},    // the same, strided
       {1, 2, 3, 2, {8, 6}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},     // grouped, dilated
       {2, 1, 2, 3, {17}, {3}, {1}, {1}, {1, 1}},                      // 1-d
       {2, 1, 16, 40, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // few columns

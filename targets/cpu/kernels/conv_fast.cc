@@ -470,6 +470,168 @@ void DepthwiseChannel(const float* x, const float* w, float* y, const Geo& g) {
   DepthwiseTaps<false>(x, w, y, g);
 }
 
+// Output rows a register-blocked depthwise block computes at once (DepthwiseBlocked).
+constexpr int64_t kDwRows = 4;
+// Output columns of a block: two vectors.
+constexpr int64_t kDwCols = 16;
+
+// The padded plane DepthwiseBlocked reads, for a square K x K window of strides s1, s2 along
+// the plane's rows and columns and unit dilation: `rows` rows, each split into s2 phases of
+// `width` floats (padded column c in phase c % s2 at c / s2), so every tap of every output
+// column is a unit-stride read. Its height and width cover whole blocks of kDwRows x kDwCols
+// outputs: the outputs past the plane's edge are computed on zeros and not kept.
+struct DepthwiseBlockedPlane {
+  int64_t k = 0, rows = 0, width = 0;
+  explicit DepthwiseBlockedPlane(const Geo& g) {
+    bool square = g.kernel[1] == g.kernel[2] && (g.kernel[1] == 3 || g.kernel[1] == 5);
+    if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || !square || g.dilation[1] != 1 ||
+        g.dilation[2] != 1 || g.stride[1] < 1 || g.stride[1] > 2 || g.stride[2] < 1 ||
+        g.stride[2] > 2 || g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] < kDwCols) {
+      return;
+    }
+    k = g.kernel[1];
+    rows = g.stride[1] * ((g.out[1] + kDwRows - 1) / kDwRows * kDwRows - 1) + k;
+    width = (g.out[2] + kDwCols - 1) / kDwCols * kDwCols + (k - 1) / g.stride[2];
+  }
+  explicit operator bool() const { return k > 0; }
+  int64_t Floats(const Geo& g) const { return rows * g.stride[2] * width; }
+};
+
+// One output channel of a depthwise K x K convolution of strides kS1, kS2 (DepthwiseBlockedPlane):
+// the plane is copied into `padded` (zeros around), then each block of kDwRows output rows by
+// kDwCols columns is accumulated in eight vectors across the taps: each input row's vectors are
+// loaded once per tap column and multiplied into every output row of the block that reads them.
+// Each output sums its taps in the window's order from zero, as DepthwiseUnitStride does.
+template <int kK, int kS1, int kS2>
+QUILT_TEMPLATE_CLONES void DepthwiseBlocked(const float* x, const float* w, float* y, const Geo& g,
+                                            const DepthwiseBlockedPlane& plane, float* padded,
+                                            const RowEpilogue* epilogue) {
+  int64_t width = plane.width, row_floats = kS2 * width;
+  // Each row written whole, zeros and data (no call to memset or memcpy: for rows this short
+  // their set-up costs more than the copy).
+  int64_t in_rows = std::clamp<int64_t>(plane.rows - g.pad[1], 0, g.in[1]);
+  for (int64_t j = 0; j < plane.rows; ++j) {
+    float* pr = padded + j * row_floats;
+    int64_t i1 = j - g.pad[1];
+    if (i1 < 0 || i1 >= in_rows) {
+      ZeroShort(row_floats, pr);
+      continue;
+    }
+    const float* xr = x + i1 * g.in[2];
+    if constexpr (kS2 == 1) {
+      int64_t lead = std::min(g.pad[2], width), cols = std::min(g.in[2], width - lead);
+      ZeroShort(lead, pr);
+      CopyShort(xr, cols, pr + lead);
+      ZeroShort(width - lead - cols, pr + lead + cols);
+    } else {
+      // Padded column c to phase c % 2 at c / 2: phase column t holds input columns
+      // 2 t - pad (even phase) and 2 t + 1 - pad (odd), zero outside the input; where 16
+      // input columns lie inside, one pair of shuffles splits them.
+      float* even = pr;
+      float* odd = pr + width;
+      auto at = [&](int64_t i2) { return i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f; };
+      int64_t t = 0;
+      for (; t < width && 2 * t - g.pad[2] < 0; ++t) {
+        even[t] = at(2 * t - g.pad[2]);
+        odd[t] = at(2 * t + 1 - g.pad[2]);
+      }
+#if defined(__GNUC__) && !defined(__clang__)
+      typedef int32_t I8 __attribute__((vector_size(32)));
+      for (; t + 8 <= width && 2 * t - g.pad[2] + 16 <= g.in[2]; t += 8) {
+        V8 lo, hi;
+        LoadV(&lo, xr + 2 * t - g.pad[2]);
+        LoadV(&hi, xr + 2 * t - g.pad[2] + 8);
+        StoreV(even + t, __builtin_shuffle(lo, hi, I8{0, 2, 4, 6, 8, 10, 12, 14}));
+        StoreV(odd + t, __builtin_shuffle(lo, hi, I8{1, 3, 5, 7, 9, 11, 13, 15}));
+      }
+#endif
+      for (; t < width; ++t) {
+        even[t] = at(2 * t - g.pad[2]);
+        odd[t] = at(2 * t + 1 - g.pad[2]);
+      }
+    }
+  }
+  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
+  for (int64_t o1 = 0; o1 < g.out[1]; o1 += kDwRows) {
+    const float* block = padded + o1 * kS1 * row_floats;
+    for (int64_t o2 = 0; o2 < g.out[2]; o2 += kDwCols) {
+      V8 a[kDwRows][2];
+      for (auto& r : a) r[0] = r[1] = V8{};
+#pragma GCC unroll 16
+      for (int j = 0; j < kSpan; ++j) {
+        const float* row = block + j * row_floats + o2;
+        // The weights as read anew for each input row: kept from being loaded once for the
+        // whole block, where 25 broadcast weights would not fit the registers with the sums.
+        const float* wj = w;
+        asm volatile("" : "+r"(wj));
+#pragma GCC unroll 8
+        for (int k2 = 0; k2 < kK; ++k2) {
+          const float* src = row + (k2 % kS2) * width + k2 / kS2;
+          const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
+          const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
+#pragma GCC unroll 4
+          for (int r = 0; r < kDwRows; ++r) {
+            int k1 = j - kS1 * r;
+            if (k1 >= 0 && k1 < kK) {
+              float wv = wj[k1 * kK + k2];
+              a[r][0] += wv * x0;
+              a[r][1] += wv * x1;
+            }
+          }
+        }
+      }
+      if (epilogue) {
+        for (auto& r : a) {
+          epilogue->Apply(r[0]);
+          epilogue->Apply(r[1]);
+        }
+      }
+      int64_t cols = std::min(kDwCols, g.out[2] - o2);
+      for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
+        float* yr = y + (o1 + r) * g.out[2] + o2;
+        if (cols == kDwCols) {
+          StoreV(yr, a[r][0]);
+          StoreV(yr + 8, a[r][1]);
+        } else {
+          float lanes[kDwCols];
+          StoreV(lanes, a[r][0]);
+          StoreV(lanes + 8, a[r][1]);
+          std::copy(lanes, lanes + cols, yr);
+        }
+      }
+    }
+  }
+}
+
+using DepthwiseBlockedFn = void (*)(const float*, const float*, float*, const Geo&,
+                                    const DepthwiseBlockedPlane&, float*, const RowEpilogue*);
+
+DepthwiseBlockedFn PickDepthwiseBlocked(const Geo& g) {
+  int s = static_cast<int>(g.stride[1] * 2 + g.stride[2]);  // 3: (1, 1) ... 6: (2, 2)
+  if (g.kernel[1] == 3) {
+    switch (s) {
+      case 3:
+        return DepthwiseBlocked<3, 1, 1>;
+      case 4:
+        return DepthwiseBlocked<3, 1, 2>;
+      case 5:
+        return DepthwiseBlocked<3, 2, 1>;
+      default:
+        return DepthwiseBlocked<3, 2, 2>;
+    }
+  }
+  switch (s) {
+    case 3:
+      return DepthwiseBlocked<5, 1, 1>;
+    case 4:
+      return DepthwiseBlocked<5, 1, 2>;
+    case 5:
+      return DepthwiseBlocked<5, 2, 1>;
+    default:
+      return DepthwiseBlocked<5, 2, 2>;
+  }
+}
+
 // The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
 // no value) and bounds (infinite when there is no activation) or the hardswish.
 struct Epilogue {
@@ -512,6 +674,9 @@ struct Epilogue {
     if (e.bias) out->bias = e.bias + oc * e.bias_step;
     return out;
   }
+
+  // Whether a kernel applies it to its sums in registers (RowEpilogue), not as a pass after.
+  bool InRegisters() const { return active && !e.silu; }
 
   // Output channel oc, `size` values at y.
   void Channel(float* y, int64_t oc, int64_t size) const {
@@ -761,12 +926,16 @@ Status ConvFast(KernelContext& ctx) {
     int64_t channels = geo.n * geo.o;
     int64_t per_channel = out_size * ks;
     int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, per_channel));
+    DepthwiseBlockedPlane blocked(g);
+    DepthwiseBlockedFn blocked_fn = blocked ? PickDepthwiseBlocked(g) : nullptr;
     ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
       std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
       std::vector<const float*> taps(rows.size());
       std::vector<float> padded, acc;
       DepthwiseGridSize grid(g);
-      if (grid) {
+      if (blocked) {
+        padded.resize(static_cast<size_t>(blocked.Floats(g)));
+      } else if (grid) {
         padded.resize(static_cast<size_t>(grid.Floats(g)));  // zero: DepthwiseGrid's padding
         acc.resize(static_cast<size_t>(grid.GridFloats(g)));
       } else if (g.stride[2] == 1) {
@@ -775,7 +944,14 @@ Status ConvFast(KernelContext& ctx) {
       for (int64_t t = c0; t < c1; ++t) {
         int64_t b = t / geo.o, oc = t % geo.o;
         const float* xc = px + (b * geo.c + oc / geo.og) * in_size;
-        if (grid) {
+        if (blocked && epilogue.InRegisters()) {
+          RowEpilogue row(epilogue.e, oc);
+          blocked_fn(xc, pw + oc * ks, py + t * out_size, g, blocked, padded.data(), &row);
+          continue;
+        }
+        if (blocked) {
+          blocked_fn(xc, pw + oc * ks, py + t * out_size, g, blocked, padded.data(), nullptr);
+        } else if (grid) {
           DepthwiseGrid(xc, pw + oc * ks, py + t * out_size, g, grid, padded.data(), acc.data());
         } else if (g.stride[2] == 1) {
           DepthwiseUnitStride(xc, pw + oc * ks, py + t * out_size, g, padded.data(), rows.data(),

@@ -311,6 +311,32 @@ void RowOps::Apply(float* y, int64_t n, int64_t row) const {
   }
 }
 
+QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
+  if (e.silu) {
+    e.pre.Apply(y, n, row);
+    BiasSilu(y, n, e.bias ? e.bias[row * e.bias_step] : -0.0f);
+    e.post.Apply(y, n, row);
+    return;
+  }
+  RowEpilogue r(e, row);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    V8 v;
+    LoadV(&v, y + i);
+    r.Apply(v);
+    StoreV(y + i, v);
+  }
+  if (i < n) {
+    float lanes[8] = {};
+    std::copy(y + i, y + n, lanes);
+    V8 v;
+    LoadV(&v, lanes);
+    r.Apply(v);
+    StoreV(lanes, v);
+    std::copy(lanes, lanes + (n - i), y + i);
+  }
+}
+
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {

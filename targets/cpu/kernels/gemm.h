@@ -10,9 +10,9 @@
 
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 #include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu {
 
@@ -151,20 +151,90 @@ void AddConst(float* y, int64_t n, float b);
 // y[i] /= d over [0, n).
 void DivideConst(float* y, int64_t n, float d);
 // The epilogue `e` of row `row`: its ops before, its bias, the bounds or the hardswish, then its
-// ops after.
-inline void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
-  e.pre.Apply(y, n, row);
-  float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;  // -0 added changes no value
-  if (e.silu) {
-    BiasSilu(y, n, b);
-  } else if (e.hard_swish) {
-    BiasOnnxHardSwish(y, n, b);
-  } else if (e.hardswish) {
-    BiasHardSwish(y, n, b);
-  } else {
-    BiasClamp(y, n, b, e.lo, e.hi);
+// ops after; one pass over the row (a silu's, one per op).
+void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
+
+// The epilogue of one row with that row's constants, applied to eight values at a time in
+// registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no multiply
+// and add fused into one). Not for a silu (Vector() is false), whose sigmoid is a loop.
+class RowEpilogue {
+ public:
+  RowEpilogue(const GemmEpilogue& e, int64_t row);
+  bool Vector() const { return !silu_; }
+  QUILT_ALWAYS_INLINE void Apply(V8& v) const {
+    Ops(pre_, pres_, v);
+    v += bias_;
+    if (hardswish_) {
+      V8 t = v + 3.0f;
+      Clamp(t, zero_, six_);
+      v *= t;
+      Rounded(v);
+    } else if (hard_swish_) {
+      // ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), as std::max and std::min pick.
+      V8 t = v / 6.0f + 0.5f;
+      t = t < one_ ? t : one_;
+      t = zero_ < t ? t : zero_;
+      v *= t;
+      Rounded(v);
+    } else {
+      Clamp(v, lo_, hi_);
+    }
+    Ops(post_, posts_, v);
   }
-  e.post.Apply(y, n, row);
+
+ private:
+  struct Op {
+    char op;
+    V8 k;
+  };
+  // min(max(v, lo), hi), NaN kept, as BiasClamp.
+  static QUILT_ALWAYS_INLINE void Clamp(V8& v, const V8& lo, const V8& hi) {
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+  }
+  // A product kept from being fused with the add after it.
+  static QUILT_ALWAYS_INLINE void Rounded(V8& v) {
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_assoc_barrier)
+    v = __builtin_assoc_barrier(v);
+#endif
+#endif
+    (void)v;
+  }
+  static QUILT_ALWAYS_INLINE void Ops(const Op* ops, int count, V8& v) {
+    for (int j = 0; j < count; ++j) {
+      const Op& o = ops[j];
+      if (o.op == 's') {
+        v *= o.k;
+        Rounded(v);
+      } else if (o.op == 'd') {
+        v /= o.k;
+      } else {
+        v += o.k;
+      }
+    }
+  }
+
+  Op pre_[3], post_[3];
+  int pres_ = 0, posts_ = 0;
+  V8 bias_, lo_, hi_, zero_, one_, six_;
+  bool hardswish_, hard_swish_, silu_;
+};
+
+inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
+    : hardswish_(e.hardswish), hard_swish_(e.hard_swish), silu_(e.silu) {
+  auto take = [row](const RowOps& ops, Op* out, int* count) {
+    for (int j = 0; j < ops.count; ++j) out[j] = {ops.op[j], V8{} + ops.k[j][row * ops.step[j]]};
+    *count = ops.count;
+  };
+  take(e.pre, pre_, &pres_);
+  take(e.post, post_, &posts_);
+  bias_ = V8{} + (e.bias ? e.bias[row * e.bias_step] : -0.0f);  // -0 added changes no value
+  lo_ = V8{} + e.lo;
+  hi_ = V8{} + e.hi;
+  zero_ = V8{};
+  one_ = V8{} + 1.0f;
+  six_ = V8{} + 6.0f;
 }
 
 // How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds

@@ -102,4 +102,15 @@ QUILT_ALWAYS_INLINE void CopyShort(const float* src, int64_t n, float* dst) {
   if (n & 1) dst[i] = src[i];
 }
 
+// dst[0, n) = 0, as CopyShort writes: inline, never a call to memset.
+QUILT_ALWAYS_INLINE void ZeroShort(int64_t n, float* dst) {
+  const V8 zero = V8{};
+  if (n >= 8) {
+    for (int64_t i = 0; i + 8 <= n; i += 8) StoreV(dst + i, zero);
+    StoreV(dst + n - 8, zero);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
+}
+
 }  // namespace quilt::cpu
