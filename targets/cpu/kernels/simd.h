@@ -52,6 +52,22 @@ struct V8 {
 #ifndef QUILT_CLONES
 #define QUILT_CLONES
 #endif
+// A hot function compiled for AVX2 + FMA alone, with no baseline copy: for a fast path whose
+// baseline copy would only add size. Its caller takes it only where HasAvx2Fma(), and a general
+// kernel elsewhere.
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES)
+#define QUILT_AVX2_ONLY __attribute__((target("arch=x86-64-v3")))
+inline bool HasAvx2Fma() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+#else
+#define QUILT_AVX2_ONLY
+inline bool HasAvx2Fma() { return true; }
+#endif
 // The same for a function template: clang does not clone templates ("multiversioned functions do
 // not yet support function templates"), so with clang they are compiled for the baseline only.
 #if defined(__clang__)
