@@ -567,6 +567,67 @@ TEST(FastKernels, MaxPoolMatchesTheReference) {
   }
 }
 
+// The fast average pool sums each window's cells in the reference's order and precision, so
+// it gives the reference's values bit for bit: with and without the padding counted, ceil mode,
+// dilation, ranks 1 to 3, windows wholly in the padding, NaN and infinities.
+TEST(FastKernels, AvgPoolMatchesTheReferenceExactly) {
+  std::mt19937 rng(29);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 150; ++iter) {
+    int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
+    Shape x = {pick(1, 2), pick(1, 5)};
+    std::vector<int64_t> kernel, stride, dilation, pads_begin, pads_end;
+    for (int d = 0; d < rank; ++d) {
+      int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
+      int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
+      kernel.push_back(k);
+      stride.push_back(pick(1, 3));
+      dilation.push_back(dil);
+      x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
+      pads_begin.push_back(pb);
+      pads_end.push_back(pe);
+    }
+    std::vector<int64_t> pads = pads_begin;
+    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    std::vector<float> data = Random(rng, Count(x));
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (iter % 4 == 1 && i % 29 == 7) data[i] = std::nanf("");
+      if (iter % 4 == 2 && i % 31 == 3) data[i] = i % 2 ? INFINITY : -INFINITY;
+      if (i % 7 == 2) data[i] *= 1e6f;  // magnitudes far apart: the order of the sum shows
+    }
+    Attrs attrs;
+    attrs.Ints("pool_size", kernel)
+        .Ints("strides", stride)
+        .Ints("dilation", dilation)
+        .Ints("padding", pads)
+        .Bool("ceil_mode", iter % 3 == 0)
+        .Bool("count_include_pad", iter % 2 == 0);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
+    std::string what = "avg pool (" + Join(x) + ") kernel " + Join(kernel) + " strides " +
+                       Join(stride) + " dilation " + Join(dilation) + " pads " + Join(pads);
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(nn::AvgPool(ref).ok()) << what;
+    std::vector<float> want = ref.values();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      ASSERT_TRUE(nn::AvgPoolFast(got).ok()) << what;
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      std::vector<float> v = got.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &v[i], 4);
+        std::memcpy(&b, &want[i], 4);
+        if (std::isnan(v[i]) && std::isnan(want[i])) continue;
+        ASSERT_EQ(a, b) << what << ", element " << i << ": " << v[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
 TEST(FastKernels, ReluClipAndGlobalPoolMatchTheReference) {
   std::mt19937 rng(5);
   for (Shape x : {Shape{7}, Shape{2, 3, 5, 7}, Shape{1, 40000}, Shape{0, 3}}) {
@@ -1221,6 +1282,34 @@ TEST(FastKernels, ActivationsAndSoftmaxMatchTheReference) {
     attrs.Int("axis", axis);
     Compare(nn::SoftmaxFast, nn::SoftmaxReference, {x}, attrs, rng,
             "softmax " + Join(x) + " axis " + std::to_string(axis));
+  }
+}
+
+// Softmax rows with NaN or infinities where the fast row's max runs in vector lanes and where
+// it runs in its scalar tail: NaN wherever the reference has NaN, the rest as the reference.
+TEST(FastKernels, SoftmaxKeepsTheReferencesNaNAndInfinities) {
+  std::mt19937 rng(43);
+  const int64_t rows = 6, n = 37;  // 32 in lanes of eight, 5 in the tail
+  std::vector<float> data = Random(rng, rows * n);
+  data[0 * n + 3] = std::nanf("");
+  data[1 * n + 35] = std::nanf("");
+  for (int64_t i = 0; i < n; ++i) data[2 * n + i] = -INFINITY;
+  data[3 * n + 10] = INFINITY;
+  data[4 * n + 36] = INFINITY;
+  for (int64_t i = 0; i < n; ++i) data[5 * n + i] = i % 3 ? -0.0f : 0.0f;
+  Attrs attrs;
+  attrs.Int("axis", -1);
+  const rt::AttrView::List* list = attrs.Finish();
+  std::vector<Tensor> inputs = {Tensor{DType::kFloat32, Shape{rows, n}, data.data()}};
+  TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
+  ASSERT_TRUE(nn::SoftmaxReference(ref).ok());
+  ASSERT_TRUE(nn::SoftmaxFast(got).ok());
+  std::vector<float> v = got.values(), want = ref.values();
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(std::isnan(v[i]), std::isnan(want[i]))
+        << "element " << i << ": " << v[i] << " vs " << want[i];
+    if (std::isnan(want[i])) continue;
+    ASSERT_NEAR(v[i], want[i], 1e-6 + 1e-5 * std::abs(want[i])) << "element " << i;
   }
 }
 

@@ -180,7 +180,26 @@ QUILT_CLONES double Sum(const float* x, int64_t n) {
 QUILT_CLONES void SoftmaxRow(const float* __restrict x, float* __restrict y, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
   bool nan = false;
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t head = 0;
+#if defined(__GNUC__)
+  // Eight lanes of maxima and of NaN seen (a scalar max does not vectorize: its NaN rule is
+  // not the vector instruction's). The max's value does not depend on the order taken; only a
+  // zero's sign may, and e^(x - (+0)) is e^(x - (-0)).
+  typedef int32_t I8 __attribute__((vector_size(32)));
+  V8 m = V8{} - std::numeric_limits<float>::infinity();
+  I8 seen = I8{};
+  for (; head + 8 <= n; head += 8) {
+    V8 v;
+    LoadV(&v, x + head);
+    m = v > m ? v : m;
+    seen |= v != v;
+  }
+  for (int j = 0; j < 8; ++j) {
+    mx = std::max(mx, m[j]);
+    nan |= seen[j] != 0;
+  }
+#endif
+  for (int64_t i = head; i < n; ++i) {
     mx = std::max(mx, x[i]);
     nan |= x[i] != x[i];
   }

@@ -53,6 +53,7 @@ Status MaxPool(KernelContext& ctx);
 Status MaxPoolFast(KernelContext& ctx);
 Status MaxPoolWithIndices(KernelContext& ctx);
 Status AvgPool(KernelContext& ctx);
+Status AvgPoolFast(KernelContext& ctx);  // float32; the reference's sums, no cell lists
 Status LpPool(KernelContext& ctx);
 Status AdaptiveAvgPool(KernelContext& ctx);
 Status AdaptiveMaxPool(KernelContext& ctx);

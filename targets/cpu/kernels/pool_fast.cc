@@ -238,4 +238,132 @@ Status MaxPoolFast(KernelContext& ctx) {
   return Status::Ok();
 }
 
+namespace {
+
+// Per output position along one dim of an average pool: the taps [lo, hi) that read inside the
+// input, and how many read inside the input or its explicit padding (ForEachWindow's
+// padded_count factor for that dim).
+struct AvgTaps {
+  std::vector<int64_t> lo, hi, padded;
+  AvgTaps(const Window& w, int d) {
+    for (int64_t o = 0; o < w.out[d]; ++o) {
+      int64_t first = w.kernel[d], last = -1, count = 0;
+      for (int64_t k = 0; k < w.kernel[d]; ++k) {
+        int64_t i = o * w.stride[d] - w.pad_begin[d] + k * w.dilation[d];
+        if (i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d]) ++count;
+        if (i < 0 || i >= w.in[d]) continue;
+        first = std::min(first, k);
+        last = k;
+      }
+      lo.push_back(first);
+      hi.push_back(std::max(first, last + 1));
+      padded.push_back(count);
+    }
+  }
+};
+
+}  // namespace
+
+Status AvgPoolFast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32) return AvgPool(ctx);
+  Window given;
+  QUILT_RETURN_IF_ERROR(PoolWindow(ctx, x, &given));
+  bool include_pad = ctx.attrs().Bool("count_include_pad", false);
+  Shape shape = {x.shape[0], x.shape[1]};
+  for (int i = 0; i < given.rank; ++i) shape.push_back(given.out[i]);
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
+  if (y->NumElements() == 0) return Status::Ok();
+  // The window's dims right-aligned in 3 (leading dims of one cell), so the last is the
+  // contiguous one: the cells' order is unchanged.
+  Window w;
+  w.rank = kMaxSpatial;
+  for (int d = 0, shift = kMaxSpatial - given.rank; d < given.rank; ++d) {
+    w.in[d + shift] = given.in[d];
+    w.out[d + shift] = given.out[d];
+    w.kernel[d + shift] = given.kernel[d];
+    w.stride[d + shift] = given.stride[d];
+    w.dilation[d + shift] = given.dilation[d];
+    w.pad_begin[d + shift] = given.pad_begin[d];
+    w.pad_end[d + shift] = given.pad_end[d];
+  }
+  const AvgTaps taps[kMaxSpatial] = {AvgTaps(w, 0), AvgTaps(w, 1), AvgTaps(w, 2)};
+  int64_t planes = x.shape[0] * x.shape[1], in_size = w.InSize(), out_size = w.OutSize();
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * w.KernelSize()));
+  // The reference's sums: each window's cells inside the input in its order, in double, divided
+  // in double; only the cell lists it builds per window are not built.
+  // Per dim and output position: the count the window divides by, and where its first inside
+  // tap reads (the row or column of the input).
+  std::vector<int64_t> count[kMaxSpatial], first[kMaxSpatial];
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const AvgTaps& t = taps[d];
+    for (int64_t o = 0; o < w.out[d]; ++o) {
+      count[d].push_back(include_pad ? t.padded[o] : t.hi[o] - t.lo[o]);
+      first[d].push_back(o * w.stride[d] - w.pad_begin[d] + t.lo[o] * w.dilation[d]);
+    }
+  }
+  // The outputs of a row whose windows lie wholly inside along the last dim, [full_lo, full_hi):
+  // their sums run output by output within each tap (a vector loop), each output's still in
+  // its cells' order.
+  int64_t full_lo = 0, full_hi = 0;
+  {
+    const AvgTaps& t = taps[2];
+    while (full_lo < w.out[2] && (t.lo[full_lo] != 0 || t.hi[full_lo] != w.kernel[2])) ++full_lo;
+    full_hi = full_lo;
+    while (full_hi < w.out[2] && t.lo[full_hi] == 0 && t.hi[full_hi] == w.kernel[2]) ++full_hi;
+  }
+  ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
+    std::vector<double> sums(static_cast<size_t>(w.out[2]));
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* plane = px + p * in_size;
+      float* yp = py + p * out_size;
+      for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+        int64_t n0 = taps[0].hi[o0] - taps[0].lo[o0];
+        for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+          int64_t n1 = taps[1].hi[o1] - taps[1].lo[o1];
+          int64_t c01 = count[0][o0] * count[1][o1];
+          const float* corner = plane + (first[0][o0] * w.in[1] + first[1][o1]) * w.in[2];
+          float* yr = yp + (o0 * w.out[1] + o1) * w.out[2];
+          double* sum = sums.data();
+          for (int64_t o2 = 0; o2 < w.out[2]; ++o2) sum[o2] = 0;
+          for (int64_t k0 = 0; k0 < n0; ++k0) {
+            for (int64_t k1 = 0; k1 < n1; ++k1) {
+              const float* row =
+                  corner + (k0 * w.dilation[0] * w.in[1] + k1 * w.dilation[1]) * w.in[2];
+              for (int64_t o2 = 0; o2 < full_lo; ++o2) {
+                int64_t n2 = taps[2].hi[o2] - taps[2].lo[o2];
+                for (int64_t k2 = 0; k2 < n2; ++k2) {
+                  sum[o2] += static_cast<double>(row[first[2][o2] + k2 * w.dilation[2]]);
+                }
+              }
+              for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+                const float* tap = row + k2 * w.dilation[2] - w.pad_begin[2];
+                int64_t s2 = w.stride[2];
+                for (int64_t o2 = full_lo; o2 < full_hi; ++o2) {
+                  sum[o2] += static_cast<double>(tap[o2 * s2]);
+                }
+              }
+              for (int64_t o2 = full_hi; o2 < w.out[2]; ++o2) {
+                int64_t n2 = taps[2].hi[o2] - taps[2].lo[o2];
+                for (int64_t k2 = 0; k2 < n2; ++k2) {
+                  sum[o2] += static_cast<double>(row[first[2][o2] + k2 * w.dilation[2]]);
+                }
+              }
+            }
+          }
+          for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+            int64_t c = c01 * count[2][o2];
+            double v = c > 0 ? sum[o2] / static_cast<double>(c) : 0.0;
+            yr[o2] = static_cast<float>(v);
+          }
+        }
+      }
+    }
+  });
+  return Status::Ok();
+}
+
 }  // namespace quilt::cpu::nn
