@@ -585,12 +585,7 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
           }
         }
       }
-      if (epilogue) {
-        for (auto& r : a) {
-          epilogue->Apply(r[0]);
-          epilogue->Apply(r[1]);
-        }
-      }
+      if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
       int64_t cols = std::min(kDwCols, g.out[2] - o2);
       for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
         float* yr = y + (o1 + r) * g.out[2] + o2;

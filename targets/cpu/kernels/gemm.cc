@@ -318,21 +318,41 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
     e.post.Apply(y, n, row);
     return;
   }
-  RowEpilogue r(e, row);
+  if (e.pre.count == 0 && e.post.count == 0 && !e.hard_swish) {
+    // One op: its own loop (the compiler's vectors, no per-chunk dispatch).
+    float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
+    if (e.hardswish) {
+      BiasHardSwish(y, n, b);
+    } else {
+      BiasClamp(y, n, b, e.lo, e.hi);
+    }
+    return;
+  }
+  RowEpilogue(e, row).Row(y, n);
+}
+
+QUILT_CLONES void RowEpilogue::Row(float* y, int64_t n) const {
+  constexpr int kChunk = 8;  // vectors taken through the ops together
   int64_t i = 0;
+  for (; i + 8 * kChunk <= n; i += 8 * kChunk) {
+    V8 v[kChunk];
+    for (int j = 0; j < kChunk; ++j) LoadV(&v[j], y + i + 8 * j);
+    Apply<kChunk>(v);
+    for (int j = 0; j < kChunk; ++j) StoreV(y + i + 8 * j, v[j]);
+  }
   for (; i + 8 <= n; i += 8) {
-    V8 v;
-    LoadV(&v, y + i);
-    r.Apply(v);
-    StoreV(y + i, v);
+    V8 v[1];
+    LoadV(&v[0], y + i);
+    Apply<1>(v);
+    StoreV(y + i, v[0]);
   }
   if (i < n) {
     float lanes[8] = {};
     std::copy(y + i, y + n, lanes);
-    V8 v;
-    LoadV(&v, lanes);
-    r.Apply(v);
-    StoreV(lanes, v);
+    V8 v[1];
+    LoadV(&v[0], lanes);
+    Apply<1>(v);
+    StoreV(lanes, v[0]);
     std::copy(lanes, lanes + (n - i), y + i);
   }
 }

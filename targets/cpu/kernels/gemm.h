@@ -161,25 +161,34 @@ class RowEpilogue {
  public:
   RowEpilogue(const GemmEpilogue& e, int64_t row);
   bool Vector() const { return !silu_; }
-  QUILT_ALWAYS_INLINE void Apply(V8& v) const {
-    Ops(pre_, pres_, v);
-    v += bias_;
+  // y[0, n) in place.
+  void Row(float* y, int64_t n) const;
+  // v[0, kN) in place, each op over all kN vectors before the next (a branch per op, not per
+  // vector).
+  template <int kN>
+  QUILT_ALWAYS_INLINE void Apply(V8* v) const {
+    Ops<kN>(pre_, pres_, v);
+    for (int i = 0; i < kN; ++i) v[i] += bias_;
     if (hardswish_) {
-      V8 t = v + 3.0f;
-      Clamp(t, zero_, six_);
-      v *= t;
-      Rounded(v);
+      for (int i = 0; i < kN; ++i) {
+        V8 t = v[i] + 3.0f;
+        Clamp(t, zero_, six_);
+        v[i] *= t;
+        Rounded(v[i]);
+      }
     } else if (hard_swish_) {
       // ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), as std::max and std::min pick.
-      V8 t = v / 6.0f + 0.5f;
-      t = t < one_ ? t : one_;
-      t = zero_ < t ? t : zero_;
-      v *= t;
-      Rounded(v);
-    } else {
-      Clamp(v, lo_, hi_);
+      for (int i = 0; i < kN; ++i) {
+        V8 t = v[i] / 6.0f + 0.5f;
+        t = t < one_ ? t : one_;
+        t = zero_ < t ? t : zero_;
+        v[i] *= t;
+        Rounded(v[i]);
+      }
+    } else if (clamp_) {
+      for (int i = 0; i < kN; ++i) Clamp(v[i], lo_, hi_);
     }
-    Ops(post_, posts_, v);
+    Ops<kN>(post_, posts_, v);
   }
 
  private:
@@ -201,16 +210,19 @@ class RowEpilogue {
 #endif
     (void)v;
   }
-  static QUILT_ALWAYS_INLINE void Ops(const Op* ops, int count, V8& v) {
+  template <int kN>
+  static QUILT_ALWAYS_INLINE void Ops(const Op* ops, int count, V8* v) {
     for (int j = 0; j < count; ++j) {
       const Op& o = ops[j];
       if (o.op == 's') {
-        v *= o.k;
-        Rounded(v);
+        for (int i = 0; i < kN; ++i) {
+          v[i] *= o.k;
+          Rounded(v[i]);
+        }
       } else if (o.op == 'd') {
-        v /= o.k;
+        for (int i = 0; i < kN; ++i) v[i] /= o.k;
       } else {
-        v += o.k;
+        for (int i = 0; i < kN; ++i) v[i] += o.k;
       }
     }
   }
@@ -218,7 +230,7 @@ class RowEpilogue {
   Op pre_[3], post_[3];
   int pres_ = 0, posts_ = 0;
   V8 bias_, lo_, hi_, zero_, one_, six_;
-  bool hardswish_, hard_swish_, silu_;
+  bool hardswish_, hard_swish_, silu_, clamp_;
 };
 
 inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
@@ -232,6 +244,8 @@ inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
   bias_ = V8{} + (e.bias ? e.bias[row * e.bias_step] : -0.0f);  // -0 added changes no value
   lo_ = V8{} + e.lo;
   hi_ = V8{} + e.hi;
+  clamp_ = e.lo > -std::numeric_limits<float>::infinity() ||
+           e.hi < std::numeric_limits<float>::infinity();
   zero_ = V8{};
   one_ = V8{} + 1.0f;
   six_ = V8{} + 6.0f;
