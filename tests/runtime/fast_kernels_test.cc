@@ -327,6 +327,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({2, 4, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({1, 2, 1, 1, {9, 12}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  // A first layer: 3x3 of stride 2 over one to four input channels, computed directly (blocks
+  // of 4 output channels by 16 columns): output channels not a whole number of blocks, rows not
+  // a whole number of columns, uneven pads, a batch.
+  CheckConv({2, 1, 3, 16, {31, 50}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 1, 1, 6, {20, 17}, {3, 3}, {2, 2}, {1, 1}, {0, 1, 1, 0}}, rng);
+  CheckConv({1, 1, 4, 5, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}}, rng);
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
@@ -341,6 +347,7 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {2, 6, 1, 1, {10, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},   // depthwise, blocks of 4x16
       {1, 4, 1, 1, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},    // the same, strided
       {2, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},   // rows shorter than a block
+      {2, 1, 3, 6, {17, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},   // a first layer, direct
       {1, 2, 3, 2, {8, 6}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},     // grouped, dilated
       {2, 1, 2, 3, {17}, {3}, {1}, {1}, {1, 1}},                      // 1-d
       {2, 1, 16, 40, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // few columns

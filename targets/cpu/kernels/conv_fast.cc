@@ -510,20 +510,18 @@ struct DepthwiseBlockedPlane {
   }
 };
 
-// One output channel of a depthwise K x K convolution of strides kS1, kS2 (DepthwiseBlockedPlane):
-// the plane is copied into `padded` (zeros around), then each block of kDwRows output rows by
-// kDwCols columns is accumulated in eight vectors across the taps: each input row's vectors are
-// loaded once per tap column and multiplied into every output row of the block that reads them.
-// Each output sums its taps in the window's order from zero, as DepthwiseUnitStride does.
-template <int kK, int kS1, int kS2>
-QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, const Geo& g,
-                                      const DepthwiseBlockedPlane& plane, float* padded,
-                                      const RowEpilogue* epilogue) {
-  int64_t width = plane.width, row_floats = kS2 * width;
+// The padded plane of one channel x (zeros around, as the window's pads say) as `rows` rows of
+// kS2 phases of `width` floats each: padded column c in phase c % kS2 at c / kS2, so a window of
+// stride kS2 along the row reads each tap at unit stride. `line` holds 2 * width floats of
+// scratch for a stride of 2.
+template <int kS2>
+QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t rows, int64_t width,
+                                    float* padded, float* line) {
+  int64_t row_floats = kS2 * width;
   // Each row written whole, zeros and data (no call to memset or memcpy: for rows this short
   // their set-up costs more than the copy).
-  int64_t in_rows = std::clamp<int64_t>(plane.rows - g.pad[1], 0, g.in[1]);
-  for (int64_t j = 0; j < plane.rows; ++j) {
+  int64_t in_rows = std::clamp<int64_t>(rows - g.pad[1], 0, g.in[1]);
+  for (int64_t j = 0; j < rows; ++j) {
     float* pr = padded + j * row_floats;
     int64_t i1 = j - g.pad[1];
     if (i1 < 0 || i1 >= in_rows) {
@@ -540,7 +538,6 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
       // Padded column c to phase c % 2 at c / 2: the row is laid out padded in `line` first
       // (zeros around, as for a unit stride), then split into its even and odd columns eight
       // at a time by a pair of shuffles.
-      float* line = padded + plane.rows * row_floats;
       int64_t span = 2 * width;
       int64_t lead = std::min(g.pad[2], span), cols = std::min(g.in[2], span - lead);
       ZeroShort(lead, line);
@@ -565,6 +562,19 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
       }
     }
   }
+}
+
+// One output channel of a depthwise K x K convolution of strides kS1, kS2 (DepthwiseBlockedPlane):
+// the plane is copied into `padded` (zeros around), then each block of kDwRows output rows by
+// kDwCols columns is accumulated in eight vectors across the taps: each input row's vectors are
+// loaded once per tap column and multiplied into every output row of the block that reads them.
+// Each output sums its taps in the window's order from zero, as DepthwiseUnitStride does.
+template <int kK, int kS1, int kS2>
+QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, const Geo& g,
+                                      const DepthwiseBlockedPlane& plane, float* padded,
+                                      const RowEpilogue* epilogue) {
+  int64_t width = plane.width, row_floats = kS2 * width;
+  FillPhases<kS2>(x, g, plane.rows, width, padded, padded + plane.rows * row_floats);
   constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
   for (int64_t o1 = 0; o1 < g.out[1]; o1 += kDwRows) {
     const float* block = padded + o1 * kS1 * row_floats;
@@ -915,6 +925,87 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
                   });
 }
 
+// A convolution of few input channels, 3x3 of stride 2 both ways (a network's first layer on an
+// image): each channel's padded plane split once into even and odd columns (FillPhases), then
+// per output row, blocks of 4 output channels by 16 columns summed in eight vectors over every
+// input channel and tap, each input vector loaded once for the 4 channels. As a GEMM its 27-row
+// im2col panels cost as much to pack as to multiply by 16 output channels.
+struct SmallDirect {
+  int64_t rows = 0, width = 0;
+  static constexpr int64_t kChannels = 4;  // output channels of a block
+  SmallDirect(const ConvGeometry& geo, const Geo& g) {
+    if (!HasAvx2Fma() || geo.groups != 1 || geo.cg > 4 || geo.og < kChannels || g.in[0] != 1 ||
+        g.out[0] != 1 || g.kernel[0] != 1 || g.kernel[1] != 3 || g.kernel[2] != 3 ||
+        g.stride[1] != 2 || g.stride[2] != 2 || g.dilation[1] != 1 || g.dilation[2] != 1 ||
+        g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] < 8) {
+      return;
+    }
+    rows = 2 * (g.out[1] - 1) + 3;
+    width = (g.out[2] + 15) / 16 * 16 + 1;
+  }
+  explicit operator bool() const { return rows > 0; }
+  int64_t PlaneFloats() const { return rows * 2 * width; }
+};
+
+// Output rows [r0, r1) of one image: x's channels already split (`phases`, cg planes of
+// SmallDirect), weights `w` (og rounded up to whole blocks, x cg x 9, zero past og), y the
+// image's output (og planes), `epilogues` one per output channel or null.
+QUILT_AVX2_ONLY void SmallDirectRows(const float* phases, const float* w, float* y, const Geo& g,
+                                     const SmallDirect& sd, int64_t og, int64_t cg, int64_t r0,
+                                     int64_t r1, const RowEpilogue* epilogues) {
+  constexpr int64_t kC = SmallDirect::kChannels;
+  int64_t width = sd.width, plane = sd.PlaneFloats(), out_size = g.out[1] * g.out[2];
+  for (int64_t o1 = r0; o1 < r1; ++o1) {
+    for (int64_t oc = 0; oc < og; oc += kC) {
+      const float* wb = w + oc * cg * 9;
+      for (int64_t o2 = 0; o2 < g.out[2]; o2 += 16) {
+        V8 a[kC][2];
+        for (auto& q : a) q[0] = q[1] = V8{};
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          const float* wc = wb + ci * 9;
+#pragma GCC unroll 4
+          for (int k1 = 0; k1 < 3; ++k1) {
+            const float* row = phases + ci * plane + (2 * o1 + k1) * 2 * width + o2;
+#pragma GCC unroll 4
+            for (int k2 = 0; k2 < 3; ++k2) {
+              const float* src = row + (k2 % 2) * width + k2 / 2;
+              const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
+              const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
+#pragma GCC unroll 4
+              for (int q = 0; q < kC; ++q) {
+                float wv = wc[q * cg * 9 + k1 * 3 + k2];
+                a[q][0] += wv * x0;
+                a[q][1] += wv * x1;
+              }
+            }
+          }
+        }
+        int64_t cols = std::min<int64_t>(16, g.out[2] - o2);
+        for (int64_t q = 0; q < kC && oc + q < og; ++q) {
+          if (epilogues) epilogues[oc + q].Apply<2>(a[q]);
+          float* yr = y + (oc + q) * out_size + o1 * g.out[2] + o2;
+          if (cols == 16) {
+            StoreV(yr, a[q][0]);
+            StoreV(yr + 8, a[q][1]);
+          } else {
+            float lanes[16];
+            StoreV(lanes, a[q][0]);
+            StoreV(lanes + 8, a[q][1]);
+            std::copy(lanes, lanes + cols, yr);
+          }
+        }
+      }
+    }
+  }
+}
+
+QUILT_AVX2_ONLY void SmallDirectPhases(const float* x, const Geo& g, const SmallDirect& sd,
+                                       int64_t cg, float* phases, float* line) {
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    FillPhases<2>(x + ci * g.InSize(), g, sd.rows, sd.width, phases + ci * sd.PlaneFloats(), line);
+  }
+}
+
 }  // namespace
 
 Status ConvFast(KernelContext& ctx) {
@@ -973,6 +1064,34 @@ Status ConvFast(KernelContext& ctx) {
         epilogue.Channel(py + t * out_size, oc, out_size);
       }
     });
+    return Status::Ok();
+  }
+  if (SmallDirect sd(geo, g); sd) {
+    constexpr int64_t kC = SmallDirect::kChannels;
+    int64_t blocks = (geo.og + kC - 1) / kC;
+    std::vector<float> wpad(static_cast<size_t>(blocks * kC * geo.cg * 9), 0.0f);
+    std::copy(pw, pw + geo.og * geo.cg * 9, wpad.begin());
+    std::vector<RowEpilogue> rows_epilogue;
+    if (epilogue.InRegisters()) {
+      for (int64_t oc = 0; oc < geo.og; ++oc) rows_epilogue.emplace_back(epilogue.e, oc);
+    }
+    std::vector<float> phases(static_cast<size_t>(geo.cg * sd.PlaneFloats()));
+    std::vector<float> line(static_cast<size_t>(2 * sd.width));
+    int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, geo.og * g.out[2] * 27));
+    for (int64_t b = 0; b < geo.n; ++b) {
+      SmallDirectPhases(px + b * geo.c * in_size, g, sd, geo.cg, phases.data(), line.data());
+      float* yb = py + b * geo.o * out_size;
+      ctx.ParallelFor(g.out[1], grain, [&](int64_t r0, int64_t r1) {
+        SmallDirectRows(phases.data(), wpad.data(), yb, g, sd, geo.og, geo.cg, r0, r1,
+                        rows_epilogue.empty() ? nullptr : rows_epilogue.data());
+        if (rows_epilogue.empty() && epilogue.active) {  // a silu: a pass over each row
+          for (int64_t oc = 0; oc < geo.og; ++oc) {
+            float* yr = yb + oc * out_size + r0 * g.out[2];
+            FinishRow(epilogue.e, yr, (r1 - r0) * g.out[2], oc);
+          }
+        }
+      });
+    }
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;

@@ -157,7 +157,7 @@ void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
 // The epilogue of one row with that row's constants, applied to eight values at a time in
 // registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no multiply
 // and add fused into one). Not for a silu (Vector() is false), whose sigmoid is a loop.
-class RowEpilogue {
+class alignas(32) RowEpilogue {
  public:
   RowEpilogue(const GemmEpilogue& e, int64_t row);
   bool Vector() const { return !silu_; }
@@ -194,7 +194,7 @@ class RowEpilogue {
  private:
   struct Op {
     char op;
-    V8 k;
+    alignas(32) V8 k;
   };
   // min(max(v, lo), hi), NaN kept, as BiasClamp.
   static QUILT_ALWAYS_INLINE void Clamp(V8& v, const V8& lo, const V8& hi) {
@@ -229,7 +229,9 @@ class RowEpilogue {
 
   Op pre_[3], post_[3];
   int pres_ = 0, posts_ = 0;
-  V8 bias_, lo_, hi_, zero_, one_, six_;
+  // 32-byte aligned explicitly: without AVX a 32-byte vector type is aligned to 16 only, and
+  // the AVX2 copies of the kernels read these with aligned loads.
+  alignas(32) V8 bias_, lo_, hi_, zero_, one_, six_;
   bool hardswish_, hard_swish_, silu_, clamp_;
 };
 
