@@ -138,10 +138,18 @@ class GraphLowering {
         bool elementwise = step.kernel == cpu::kFusedElementwise ||
                            (op && (op->pattern == ir::OpPattern::kElementwise ||
                                    op->pattern == ir::OpPattern::kBroadcast));
-        if (!elementwise || step.outputs.size() != 1) continue;
+        // A reshape on the CPU writes its data input's bytes unchanged: in that input's memory
+        // its copy is skipped (the kernel copies only between two buffers).
+        bool view =
+            (step.kernel == "reshape" || step.kernel == "squeeze" ||
+             step.kernel == "expand_dims") &&
+            step.outputs.size() == 1 && plannable(step.outputs[0]) &&
+            spec_.devices[static_cast<size_t>(g_.values[step.outputs[0]].device)].kind == "cpu";
+        if ((!elementwise && !view) || step.outputs.size() != 1) continue;
         int out = step.outputs[0];
         if (!plannable(out)) continue;
-        for (int in : step.inputs) {
+        for (size_t i = 0; i < step.inputs.size() && (!view || i == 0); ++i) {
+          int in = step.inputs[i];
           if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
           const ValueSpec& a = g_.values[in];
           const ValueSpec& b = g_.values[out];

@@ -110,6 +110,62 @@ TEST(Pipeline, TheCpuAsTwoDevicesRunsWithCopiesInPlace) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }
 
+// A reshape on the CPU whose data input dies there takes that input's memory, and its copy is
+// skipped; one whose input is read later gets memory of its own. The result, by hand.
+constexpr const char* kReshapes = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        a = R.nn.relu(x)
+        r = R.reshape(a, (3, 2))
+        b = R.multiply(r, r)
+        s = R.reshape(b, (6,))
+        t = R.reshape(b, (2, 3))
+        v = R.reshape(s, (2, 3))
+        u = R.add(v, t)
+        return u
+)";
+
+TEST(Pipeline, AReshapeWhoseInputDiesThereTakesItsMemory) {
+  Expected<Compiled> c = Compile(Parse(kReshapes), CompileOptions{});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  // Each reshape step's input and output offsets, in step order.
+  std::vector<std::pair<int64_t, int64_t>> reshapes;
+  for (const pkg::Step* st : *g.steps()) {
+    if (st->kernel()->str() != "reshape") continue;
+    const pkg::Value* in = g.values()->Get(st->inputs()->Get(0));
+    const pkg::Value* out = g.values()->Get(st->outputs()->Get(0));
+    ASSERT_GE(in->arena_offset(), 0);
+    ASSERT_GE(out->arena_offset(), 0);
+    reshapes.emplace_back(in->arena_offset(), out->arena_offset());
+  }
+  ASSERT_EQ(reshapes.size(), 4u);
+  EXPECT_EQ(reshapes[0].first, reshapes[0].second);  // r: a dies here
+  EXPECT_NE(reshapes[1].first, reshapes[1].second);  // s: b is read again by t
+  EXPECT_EQ(reshapes[2].first, reshapes[2].second);  // t: b's last reader
+  EXPECT_EQ(reshapes[3].first, reshapes[3].second);  // v: s dies here
+
+  std::unique_ptr<rt::Session> session;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &session).ok());
+  std::vector<float> x = {1, -2, 3, 0.5f, 4, -1};
+  for (int run = 0; run < 2; ++run) {
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = session->Run({test::Input("x", x, {2, 3})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> got = test::Floats(out[0]);
+    ASSERT_EQ(got.size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+      float a = x[i] > 0 ? x[i] : 0.0f;
+      EXPECT_EQ(got[i], 2 * a * a) << "run " << run << ", element " << i;
+    }
+  }
+}
+
 // "kind:N" and "kind -device=N" name the machine's device N: the package's device id, which the
 // runtime opens.
 constexpr const char* kRelu = R"(
