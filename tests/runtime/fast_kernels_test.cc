@@ -580,14 +580,54 @@ TEST(FastKernels, MaxPoolMatchesTheReference) {
 }
 
 // The fast average pool sums each window's cells in the reference's order and precision, so
-// it gives the reference's values bit for bit: with and without the padding counted, ceil mode,
-// dilation, ranks 1 to 3, windows wholly in the padding, NaN and infinities.
+// it gives the reference's values bit for bit.
+void CheckAvgPoolExactly(const Shape& x, const std::vector<int64_t>& kernel,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                         const std::vector<int64_t>& pads, bool ceil_mode, bool include_pad,
+                         int specials, std::mt19937& rng) {
+  std::vector<float> data = Random(rng, Count(x));
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (specials == 1 && i % 29 == 7) data[i] = std::nanf("");
+    if (specials == 2 && i % 31 == 3) data[i] = i % 2 ? INFINITY : -INFINITY;
+    if (i % 7 == 2) data[i] *= 1e6f;  // magnitudes far apart: the order of the sum shows
+  }
+  Attrs attrs;
+  attrs.Ints("pool_size", kernel)
+      .Ints("strides", stride)
+      .Ints("dilation", dilation)
+      .Ints("padding", pads)
+      .Bool("ceil_mode", ceil_mode)
+      .Bool("count_include_pad", include_pad);
+  const rt::AttrView::List* list = attrs.Finish();
+  std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
+  std::string what = "avg pool (" + Join(x) + ") kernel " + Join(kernel) + " strides " +
+                     Join(stride) + " dilation " + Join(dilation) + " pads " + Join(pads);
+  TestContext ref(inputs, list, nullptr);
+  ASSERT_TRUE(nn::AvgPool(ref).ok()) << what;
+  std::vector<float> want = ref.values();
+  rt::ThreadPool three(3);
+  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    TestContext got(inputs, list, pool);
+    ASSERT_TRUE(nn::AvgPoolFast(got).ok()) << what;
+    ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+    std::vector<float> v = got.values();
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &v[i], 4);
+      std::memcpy(&b, &want[i], 4);
+      if (std::isnan(v[i]) && std::isnan(want[i])) continue;
+      ASSERT_EQ(a, b) << what << ", element " << i << ": " << v[i] << " vs " << want[i];
+    }
+  }
+}
+
+// With and without the padding counted, ceil mode, dilation, ranks 1 to 3, windows wholly in
+// the padding, NaN and infinities.
 TEST(FastKernels, AvgPoolMatchesTheReferenceExactly) {
   std::mt19937 rng(29);
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  rt::ThreadPool three(3);
   for (int iter = 0; iter < 150; ++iter) {
     int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
     Shape x = {pick(1, 2), pick(1, 5)};
@@ -604,40 +644,22 @@ TEST(FastKernels, AvgPoolMatchesTheReferenceExactly) {
     }
     std::vector<int64_t> pads = pads_begin;
     pads.insert(pads.end(), pads_end.begin(), pads_end.end());
-    std::vector<float> data = Random(rng, Count(x));
-    for (size_t i = 0; i < data.size(); ++i) {
-      if (iter % 4 == 1 && i % 29 == 7) data[i] = std::nanf("");
-      if (iter % 4 == 2 && i % 31 == 3) data[i] = i % 2 ? INFINITY : -INFINITY;
-      if (i % 7 == 2) data[i] *= 1e6f;  // magnitudes far apart: the order of the sum shows
-    }
-    Attrs attrs;
-    attrs.Ints("pool_size", kernel)
-        .Ints("strides", stride)
-        .Ints("dilation", dilation)
-        .Ints("padding", pads)
-        .Bool("ceil_mode", iter % 3 == 0)
-        .Bool("count_include_pad", iter % 2 == 0);
-    const rt::AttrView::List* list = attrs.Finish();
-    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
-    std::string what = "avg pool (" + Join(x) + ") kernel " + Join(kernel) + " strides " +
-                       Join(stride) + " dilation " + Join(dilation) + " pads " + Join(pads);
-    TestContext ref(inputs, list, nullptr);
-    ASSERT_TRUE(nn::AvgPool(ref).ok()) << what;
-    std::vector<float> want = ref.values();
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(inputs, list, pool);
-      ASSERT_TRUE(nn::AvgPoolFast(got).ok()) << what;
-      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
-      std::vector<float> v = got.values();
-      for (size_t i = 0; i < v.size(); ++i) {
-        uint32_t a, b;
-        std::memcpy(&a, &v[i], 4);
-        std::memcpy(&b, &want[i], 4);
-        if (std::isnan(v[i]) && std::isnan(want[i])) continue;
-        ASSERT_EQ(a, b) << what << ", element " << i << ": " << v[i] << " vs " << want[i];
-      }
-    }
+    CheckAvgPoolExactly(x, kernel, stride, dilation, pads, iter % 3 == 0, iter % 2 == 0, iter % 4,
+                        rng);
+    if (HasFatalFailure()) return;
   }
+}
+
+// Rows of one output (global pools, windows as wide as the row), taken eight planes at a time:
+// plane counts not a multiple of eight, padding counted or not, NaN and infinities.
+TEST(FastKernels, AvgPoolOfOneOutputPerRowMatchesTheReferenceExactly) {
+  std::mt19937 rng(47);
+  CheckAvgPoolExactly({2, 11, 7, 7}, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, false, 0, rng);
+  CheckAvgPoolExactly({1, 9, 5, 6}, {3, 6}, {1, 1}, {1, 1}, {1, 0, 1, 0}, false, true, 1, rng);
+  CheckAvgPoolExactly({1, 9, 5, 6}, {3, 6}, {2, 1}, {1, 1}, {1, 0, 1, 0}, true, false, 2, rng);
+  CheckAvgPoolExactly({3, 5, 40}, {40}, {1}, {1}, {0, 0}, false, false, 1, rng);
+  CheckAvgPoolExactly({1, 17, 3, 4, 5}, {2, 2, 5}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, false,
+                      false, 0, rng);
 }
 
 TEST(FastKernels, ReluClipAndGlobalPoolMatchTheReference) {

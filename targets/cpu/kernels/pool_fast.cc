@@ -315,6 +315,46 @@ Status AvgPoolFast(KernelContext& ctx) {
     full_hi = full_lo;
     while (full_hi < w.out[2] && t.lo[full_hi] == 0 && t.hi[full_hi] == w.kernel[2]) ++full_hi;
   }
+  if (w.out[2] == 1) {
+    // One output per row (a global pool, or a window as wide as the row): eight planes at a
+    // time, each lane's sum in the cells' order, so eight sums are in flight instead of one
+    // chain of dependent adds.
+    constexpr int64_t kLanes = 8;
+    int64_t groups = (planes + kLanes - 1) / kLanes;
+    ctx.ParallelFor(groups, std::max<int64_t>(1, grain / kLanes), [&](int64_t g0, int64_t g1) {
+      for (int64_t gi = g0; gi < g1; ++gi) {
+        int64_t p0 = gi * kLanes, lanes = std::min(kLanes, planes - p0);
+        const float* plane[kLanes];
+        for (int64_t l = 0; l < kLanes; ++l)
+          plane[l] = px + (p0 + std::min(l, lanes - 1)) * in_size;
+        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+            int64_t n0 = taps[0].hi[o0] - taps[0].lo[o0], n1 = taps[1].hi[o1] - taps[1].lo[o1];
+            int64_t n2 = taps[2].hi[0] - taps[2].lo[0];
+            int64_t corner = (first[0][o0] * w.in[1] + first[1][o1]) * w.in[2] + first[2][0];
+            double sum[kLanes] = {};
+            for (int64_t k0 = 0; k0 < n0; ++k0) {
+              for (int64_t k1 = 0; k1 < n1; ++k1) {
+                int64_t row =
+                    corner + (k0 * w.dilation[0] * w.in[1] + k1 * w.dilation[1]) * w.in[2];
+                for (int64_t k2 = 0; k2 < n2; ++k2) {
+                  int64_t at = row + k2 * w.dilation[2];
+                  for (int64_t l = 0; l < kLanes; ++l) sum[l] += static_cast<double>(plane[l][at]);
+                }
+              }
+            }
+            int64_t c = count[0][o0] * count[1][o1] * count[2][0];
+            int64_t yi = o0 * w.out[1] + o1;
+            for (int64_t l = 0; l < lanes; ++l) {
+              double v = c > 0 ? sum[l] / static_cast<double>(c) : 0.0;
+              py[(p0 + l) * out_size + yi] = static_cast<float>(v);
+            }
+          }
+        }
+      }
+    });
+    return Status::Ok();
+  }
   ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
     std::vector<double> sums(static_cast<size_t>(w.out[2]));
     for (int64_t p = p0; p < p1; ++p) {
