@@ -88,8 +88,14 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
     }
     std::optional<int64_t> in = AsInt(out[axes[i]]);
     if (!in) {
-      if (v != 1.0) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
-      continue;
+      if (v == 1.0) continue;
+      // A whole-number scale of a dim known by name: floor(d * v) is d * v exactly (a detector's
+      // 2x upsampling of an image of any size keeps its dims, and what reads it its fusions).
+      if (v >= 2 && v <= 1024 && v == std::floor(v)) {
+        out[axes[i]] = out[axes[i]] * IntImm(static_cast<int64_t>(v));
+        continue;
+      }
+      return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
     }
     std::optional<int64_t> d = ResizedDim(std::floor(static_cast<double>(*in) * v));
     if (!d) return DimOutOfRange(axes[i]);

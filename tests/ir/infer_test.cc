@@ -2,6 +2,8 @@
 // rules, and the shape rules of the first ops, each checked against hand-computed results.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "ir/builder.h"
 #include "ir/op_infer.h"
 
@@ -239,6 +241,34 @@ TEST(Shapes, SplitIntoSectionsStaticAndSymbolic) {
   EXPECT_NE(InferError(OpKind::kSplit, {Tensor("x", Dims({4, 4}))}, a)
                 .find("indices_or_sections must be empty when sections is given"),
             std::string::npos);
+}
+
+Expr FloatConstant(std::vector<float> values) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
+  std::memcpy(bytes->data(), values.data(), bytes->size());
+  Expected<Expr> c = MakeConstant(DataType::kFloat32, {static_cast<int64_t>(values.size())}, bytes);
+  EXPECT_TRUE(c);
+  return *c;
+}
+
+// A resize by constant scales of dims known only by name: a whole-number scale multiplies the
+// dim (floor(d * 2) is d * 2 for every count d); any other keeps only the rank, since the dim
+// is then floor(d * s), which the dims cannot say.
+TEST(Shapes, ResizeByWholeScalesOfSymbolicDims) {
+  PrimExpr h = SymVar("h"), w = SymVar("w");
+  Var x = Tensor("x", {IntImm(1), IntImm(3), h, w});
+  Expr none = FloatConstant({});
+  auto sizes = std::make_shared<std::vector<uint8_t>>();
+  Expected<Expr> no_sizes = MakeConstant(DataType::kInt64, {0}, sizes);
+  ASSERT_TRUE(no_sizes);
+  StructInfo s = Infer(OpKind::kResize, {x, none, FloatConstant({1, 1, 2, 3}), *no_sizes});
+  ASSERT_TRUE(s->shape);
+  EXPECT_EQ(ToString((*s->shape)[1]), "3");
+  EXPECT_EQ(ToString((*s->shape)[2]), "h * 2");
+  EXPECT_EQ(ToString((*s->shape)[3]), "w * 3");
+  s = Infer(OpKind::kResize, {x, none, FloatConstant({1, 1, 1.5f, 2}), *no_sizes});
+  EXPECT_FALSE(s->shape);
+  EXPECT_EQ(s->ndim, 4);
 }
 
 TEST(Shapes, TensorToShapeOfUnknownLengthHasUnknownRank) {
