@@ -323,6 +323,10 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 2, 1, 1, {4, 18}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({1, 2, 1, 1, {6, 20}, {3, 3}, {1, 1}, {1, 1}, {3, 3, 3, 3}}, rng);
   CheckConv({1, 2, 1, 1, {5, 33}, {5, 5}, {2, 2}, {1, 1}, {5, 3, 4, 6}}, rng);
+  // Planes of several strips (16 output rows at a unit stride, 8 strided), the last partial.
+  CheckConv({1, 2, 1, 1, {37, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, rng);
+  CheckConv({1, 2, 1, 1, {40, 18}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}}, rng);
+  CheckConv({1, 3, 1, 1, {35, 16}, {3, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}}, rng);
   // Strided ones with rows shorter than a block (the block's other columns on zeros).
   CheckConv({1, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({2, 4, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);

@@ -475,6 +475,11 @@ constexpr int64_t kDwRows = 4;
 // Output columns of a block: two vectors.
 constexpr int64_t kDwCols = 16;
 
+// Output rows of a strip (DepthwiseBlockedPlane): 16 at a unit stride down the plane, 8 at a
+// stride of 2 (whose strip reads twice the rows).
+constexpr int64_t kDwStripUnit = 16;
+constexpr int64_t kDwStripStrided = 8;
+
 // The padded plane DepthwiseBlocked reads, for a square K x K window of strides s1, s2 along
 // the plane's rows and columns and unit dilation: `rows` rows, each split into s2 phases of
 // `width` floats (padded column c in phase c % s2 at c / s2), so every tap of every output
@@ -500,31 +505,35 @@ struct DepthwiseBlockedPlane {
     int64_t whole = (g.out[1] + kDwRows - 1) / kDwRows * kDwRows;
     if (g.out[1] < kDwRows || 3 * whole > 4 * g.out[1]) return;
     k = g.kernel[1];
-    rows = g.stride[1] * ((g.out[1] + kDwRows - 1) / kDwRows * kDwRows - 1) + k;
+    strip = std::min(whole, g.stride[1] == 1 ? kDwStripUnit : kDwStripStrided);
+    rows = g.stride[1] * (strip - 1) + k;
     width = (g.out[2] + kDwCols - 1) / kDwCols * kDwCols + (k - 1) / g.stride[2];
   }
   explicit operator bool() const { return k > 0; }
+  // Output rows computed from one fill of the plane (a strip), a whole number of blocks: the
+  // plane holds the strip's input rows only, so a large image's stays in cache between its fill
+  // and its reads.
+  int64_t strip = 0;
   // The plane, and for a stride of 2 along the row one padded row (`line`) before its split.
   int64_t Floats(const Geo& g) const {
     return rows * g.stride[2] * width + (g.stride[2] == 2 ? 2 * width : 0);
   }
 };
 
-// The padded plane of one channel x (zeros around, as the window's pads say) as `rows` rows of
-// kS2 phases of `width` floats each: padded column c in phase c % kS2 at c / kS2, so a window of
-// stride kS2 along the row reads each tap at unit stride. `line` holds 2 * width floats of
-// scratch for a stride of 2.
+// Rows [first, first + rows) of the padded plane of one channel x (zeros around, as the window's
+// pads say), each as kS2 phases of `width` floats each: padded column c in phase c % kS2 at c /
+// kS2, so a window of stride kS2 along the row reads each tap at unit stride. `line` holds 2 *
+// width floats of scratch for a stride of 2.
 template <int kS2>
-QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t rows, int64_t width,
-                                    float* padded, float* line) {
+QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t first, int64_t rows,
+                                    int64_t width, float* padded, float* line) {
   int64_t row_floats = kS2 * width;
   // Each row written whole, zeros and data (no call to memset or memcpy: for rows this short
-  // their set-up costs more than the copy).
-  int64_t in_rows = std::clamp<int64_t>(rows - g.pad[1], 0, g.in[1]);
+  // their set-up costs more than the copy). Row j is the padded plane's row first + j.
   for (int64_t j = 0; j < rows; ++j) {
     float* pr = padded + j * row_floats;
-    int64_t i1 = j - g.pad[1];
-    if (i1 < 0 || i1 >= in_rows) {
+    int64_t i1 = first + j - g.pad[1];
+    if (i1 < 0 || i1 >= g.in[1]) {
       ZeroShort(row_floats, pr);
       continue;
     }
@@ -574,48 +583,53 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
                                       const DepthwiseBlockedPlane& plane, float* padded,
                                       const RowEpilogue* epilogue) {
   int64_t width = plane.width, row_floats = kS2 * width;
-  FillPhases<kS2>(x, g, plane.rows, width, padded, padded + plane.rows * row_floats);
   constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
-  for (int64_t o1 = 0; o1 < g.out[1]; o1 += kDwRows) {
-    const float* block = padded + o1 * kS1 * row_floats;
-    for (int64_t o2 = 0; o2 < g.out[2]; o2 += kDwCols) {
-      V8 a[kDwRows][2];
-      for (auto& r : a) r[0] = r[1] = V8{};
+  for (int64_t s0 = 0; s0 < g.out[1]; s0 += plane.strip) {
+    int64_t s1 = std::min(g.out[1], s0 + plane.strip);
+    int64_t blocks = (s1 - s0 + kDwRows - 1) / kDwRows;
+    FillPhases<kS2>(x, g, kS1 * s0, kS1 * (blocks * kDwRows - 1) + kK, width, padded,
+                    padded + plane.rows * row_floats);
+    for (int64_t o1 = s0; o1 < s1; o1 += kDwRows) {
+      const float* block = padded + (o1 - s0) * kS1 * row_floats;
+      for (int64_t o2 = 0; o2 < g.out[2]; o2 += kDwCols) {
+        V8 a[kDwRows][2];
+        for (auto& r : a) r[0] = r[1] = V8{};
 #pragma GCC unroll 16
-      for (int j = 0; j < kSpan; ++j) {
-        const float* row = block + j * row_floats + o2;
-        // The weights as read anew for each input row: kept from being loaded once for the
-        // whole block, where 25 broadcast weights would not fit the registers with the sums.
-        const float* wj = w;
-        asm volatile("" : "+r"(wj));
+        for (int j = 0; j < kSpan; ++j) {
+          const float* row = block + j * row_floats + o2;
+          // The weights as read anew for each input row: kept from being loaded once for the
+          // whole block, where 25 broadcast weights would not fit the registers with the sums.
+          const float* wj = w;
+          asm volatile("" : "+r"(wj));
 #pragma GCC unroll 8
-        for (int k2 = 0; k2 < kK; ++k2) {
-          const float* src = row + (k2 % kS2) * width + k2 / kS2;
-          const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
-          const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
+          for (int k2 = 0; k2 < kK; ++k2) {
+            const float* src = row + (k2 % kS2) * width + k2 / kS2;
+            const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
+            const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
 #pragma GCC unroll 4
-          for (int r = 0; r < kDwRows; ++r) {
-            int k1 = j - kS1 * r;
-            if (k1 >= 0 && k1 < kK) {
-              float wv = wj[k1 * kK + k2];
-              a[r][0] += wv * x0;
-              a[r][1] += wv * x1;
+            for (int r = 0; r < kDwRows; ++r) {
+              int k1 = j - kS1 * r;
+              if (k1 >= 0 && k1 < kK) {
+                float wv = wj[k1 * kK + k2];
+                a[r][0] += wv * x0;
+                a[r][1] += wv * x1;
+              }
             }
           }
         }
-      }
-      if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
-      int64_t cols = std::min(kDwCols, g.out[2] - o2);
-      for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
-        float* yr = y + (o1 + r) * g.out[2] + o2;
-        if (cols == kDwCols) {
-          StoreV(yr, a[r][0]);
-          StoreV(yr + 8, a[r][1]);
-        } else {
-          float lanes[kDwCols];
-          StoreV(lanes, a[r][0]);
-          StoreV(lanes + 8, a[r][1]);
-          std::copy(lanes, lanes + cols, yr);
+        if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
+        int64_t cols = std::min(kDwCols, g.out[2] - o2);
+        for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
+          float* yr = y + (o1 + r) * g.out[2] + o2;
+          if (cols == kDwCols) {
+            StoreV(yr, a[r][0]);
+            StoreV(yr + 8, a[r][1]);
+          } else {
+            float lanes[kDwCols];
+            StoreV(lanes, a[r][0]);
+            StoreV(lanes + 8, a[r][1]);
+            std::copy(lanes, lanes + cols, yr);
+          }
         }
       }
     }
@@ -1002,7 +1016,8 @@ QUILT_AVX2_ONLY void SmallDirectRows(const float* phases, const float* w, float*
 QUILT_AVX2_ONLY void SmallDirectPhases(const float* x, const Geo& g, const SmallDirect& sd,
                                        int64_t cg, float* phases, float* line) {
   for (int64_t ci = 0; ci < cg; ++ci) {
-    FillPhases<2>(x + ci * g.InSize(), g, sd.rows, sd.width, phases + ci * sd.PlaneFloats(), line);
+    FillPhases<2>(x + ci * g.InSize(), g, 0, sd.rows, sd.width, phases + ci * sd.PlaneFloats(),
+                  line);
   }
 }
 
