@@ -940,10 +940,10 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
 }
 
 // A convolution of few input channels, 3x3 of stride 2 both ways (a network's first layer on an
-// image): each channel's padded plane split once into even and odd columns (FillPhases), then
-// per output row, blocks of 4 output channels by 16 columns summed in eight vectors over every
-// input channel and tap, each input vector loaded once for the 4 channels. As a GEMM its 27-row
-// im2col panels cost as much to pack as to multiply by 16 output channels.
+// image): each channel's padded rows split into even and odd columns (FillPhases), a strip of
+// output rows at a time, then per output row, blocks of 4 output channels by 16 columns summed in
+// eight vectors over every input channel and tap, each input vector loaded once for the 4 channels.
+// As a GEMM its 27-row im2col panels cost as much to pack as to multiply by 16 output channels.
 struct SmallDirect {
   int64_t rows = 0, width = 0;
   static constexpr int64_t kChannels = 4;  // output channels of a block
@@ -954,16 +954,22 @@ struct SmallDirect {
         g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] < 8) {
       return;
     }
-    rows = 2 * (g.out[1] - 1) + 3;
+    strip = std::min<int64_t>(g.out[1], kStrip);
+    rows = 2 * (strip - 1) + 3;
     width = (g.out[2] + 15) / 16 * 16 + 1;
   }
   explicit operator bool() const { return rows > 0; }
+  // One channel's phases for a strip of output rows.
   int64_t PlaneFloats() const { return rows * 2 * width; }
+  // Output rows computed from one fill of the phases: a large image's strip stays in cache.
+  static constexpr int64_t kStrip = 8;
+  int64_t strip = 0;
 };
 
-// Output rows [r0, r1) of one image: x's channels already split (`phases`, cg planes of
-// SmallDirect), weights `w` (og rounded up to whole blocks, x cg x 9, zero past og), y the
-// image's output (og planes), `epilogues` one per output channel or null.
+// Output rows [r0, r1) of one image: the rows of x's channels they read already split
+// (`phases`, cg planes of SmallDirect whose first row is padded row 2 * r0), weights `w` (og
+// rounded up to whole blocks, x cg x 9, zero past og), y the image's output (og planes),
+// `epilogues` one per output channel or null.
 QUILT_AVX2_ONLY void SmallDirectRows(const float* phases, const float* w, float* y, const Geo& g,
                                      const SmallDirect& sd, int64_t og, int64_t cg, int64_t r0,
                                      int64_t r1, const RowEpilogue* epilogues) {
@@ -979,7 +985,7 @@ QUILT_AVX2_ONLY void SmallDirectRows(const float* phases, const float* w, float*
           const float* wc = wb + ci * 9;
 #pragma GCC unroll 4
           for (int k1 = 0; k1 < 3; ++k1) {
-            const float* row = phases + ci * plane + (2 * o1 + k1) * 2 * width + o2;
+            const float* row = phases + ci * plane + (2 * (o1 - r0) + k1) * 2 * width + o2;
 #pragma GCC unroll 4
             for (int k2 = 0; k2 < 3; ++k2) {
               const float* src = row + (k2 % 2) * width + k2 / 2;
@@ -1013,11 +1019,13 @@ QUILT_AVX2_ONLY void SmallDirectRows(const float* phases, const float* w, float*
   }
 }
 
+// The phases SmallDirectRows reads for output rows [r0, r1).
 QUILT_AVX2_ONLY void SmallDirectPhases(const float* x, const Geo& g, const SmallDirect& sd,
-                                       int64_t cg, float* phases, float* line) {
+                                       int64_t cg, int64_t r0, int64_t r1, float* phases,
+                                       float* line) {
   for (int64_t ci = 0; ci < cg; ++ci) {
-    FillPhases<2>(x + ci * g.InSize(), g, 0, sd.rows, sd.width, phases + ci * sd.PlaneFloats(),
-                  line);
+    FillPhases<2>(x + ci * g.InSize(), g, 2 * r0, 2 * (r1 - r0 - 1) + 3, sd.width,
+                  phases + ci * sd.PlaneFloats(), line);
   }
 }
 
@@ -1090,13 +1098,17 @@ Status ConvFast(KernelContext& ctx) {
     if (epilogue.InRegisters()) {
       for (int64_t oc = 0; oc < geo.og; ++oc) rows_epilogue.emplace_back(epilogue.e, oc);
     }
-    std::vector<float> phases(static_cast<size_t>(geo.cg * sd.PlaneFloats()));
-    std::vector<float> line(static_cast<size_t>(2 * sd.width));
-    int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, geo.og * g.out[2] * 27));
-    for (int64_t b = 0; b < geo.n; ++b) {
-      SmallDirectPhases(px + b * geo.c * in_size, g, sd, geo.cg, phases.data(), line.data());
-      float* yb = py + b * geo.o * out_size;
-      ctx.ParallelFor(g.out[1], grain, [&](int64_t r0, int64_t r1) {
+    // A task per (image, strip of output rows), each filling its strip's phases itself.
+    int64_t strips = (g.out[1] + sd.strip - 1) / sd.strip;
+    ctx.ParallelFor(geo.n * strips, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<float> phases(static_cast<size_t>(geo.cg * sd.PlaneFloats()));
+      std::vector<float> line(static_cast<size_t>(2 * sd.width));
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t b = t / strips, r0 = t % strips * sd.strip;
+        int64_t r1 = std::min(g.out[1], r0 + sd.strip);
+        SmallDirectPhases(px + b * geo.c * in_size, g, sd, geo.cg, r0, r1, phases.data(),
+                          line.data());
+        float* yb = py + b * geo.o * out_size;
         SmallDirectRows(phases.data(), wpad.data(), yb, g, sd, geo.og, geo.cg, r0, r1,
                         rows_epilogue.empty() ? nullptr : rows_epilogue.data());
         if (rows_epilogue.empty() && epilogue.active) {  // a silu: a pass over each row
@@ -1105,8 +1117,8 @@ Status ConvFast(KernelContext& ctx) {
             FinishRow(epilogue.e, yr, (r1 - r0) * g.out[2], oc);
           }
         }
-      });
-    }
+      }
+    });
     return Status::Ok();
   }
   int64_t k = geo.cg * ks;
