@@ -80,8 +80,11 @@ class QuiltEngine:
                         ("shape", C.POINTER(C.c_int64)), ("data", C.c_void_p),
                         ("byte_size", C.c_size_t)]
 
-        class Options(C.Structure):
-            _fields_ = [("threads", C.c_int32), ("devices", C.c_char_p)]
+        class Options(C.Structure):  # quilt_session_options_t, every field (0: its default)
+            _fields_ = [("threads", C.c_int32), ("devices", C.c_char_p),
+                        ("max_threads", C.c_int32), ("max_loop_iterations", C.c_int64),
+                        ("max_arena_bytes", C.c_int64), ("max_workers", C.c_int32),
+                        ("max_run_bytes", C.c_int64)]
 
         self.C, self.Tensor = C, Tensor
         self.numpy = {v: k for k, v in self.DTYPES.items()}
@@ -101,7 +104,7 @@ class QuiltEngine:
         self.package = C.c_void_p()
         self._check(lib.quilt_package_load_file(spec["package"].encode(), C.byref(self.package)))
         self.session = C.c_void_p()
-        opts = Options(threads, None)
+        opts = Options(threads=threads)
         self._check(lib.quilt_session_create(self.package, C.byref(opts), C.byref(self.session)))
         feeds = {k: v for k, v in feeds.items() if k in spec["quilt_inputs"]}
         self.keep = []

@@ -19,6 +19,23 @@
 namespace quilt::cpu::nn {
 namespace {
 
+// A per-thread buffer of at least n floats, kept from call to call (it only grows), one per
+// slot: a conv's large scratch is not allocated and freed on every run, where the C library may
+// hand it back to the system and fault every page in again on the next run (nudenet-320n through
+// libquilt.so: 3,000 page faults a run, 4 ms of 29). Its contents are whatever the last user left.
+// Slots 0 and 1: the GEMM paths of ConvFast; 2 to 4: a Winograd block's (per task).
+float* Scratch(int slot, int64_t n) {
+  constexpr int kSlots = 5;
+  thread_local std::vector<float> slots[kSlots];
+  std::vector<float>& v = slots[slot];
+  if (static_cast<int64_t>(v.size()) < n) {
+    v.clear();
+    v.shrink_to_fit();
+    v.resize(static_cast<size_t>(n));
+  }
+  return v.data();
+}
+
 // Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
 // panel. Compiled for AVX2 too (QUILT_CLONES): the strided gathers vectorize there.
 QUILT_CLONES void PackIm2Col(const float* x_, int64_t channels_, const Geo& g, int64_t j,
@@ -908,26 +925,23 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
       WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n);
     });
   };
-  // The scratch of a block: every element is written before it is read, so none is cleared.
-  struct Scratch {
-    std::unique_ptr<float[]> v, m, rows;
+  // The scratch of a block (this thread's Scratch slots 2 to 4): every element is written
+  // before it is read, so none is cleared.
+  struct Buffers {
+    float *v, *m, *rows;
   };
   auto buffers = [&] {
-    return Scratch{std::make_unique_for_overwrite<float[]>(static_cast<size_t>(16 * cg * most)),
-                   std::make_unique_for_overwrite<float[]>(static_cast<size_t>(16 * og * most)),
-                   std::make_unique_for_overwrite<float[]>(
-                       static_cast<size_t>(8 * (2 * tiles_w + 2) + 2 * tiles_w))};
+    return Buffers{Scratch(2, 16 * cg * most), Scratch(3, 16 * og * most),
+                   Scratch(4, 8 * (2 * tiles_w + 2) + 2 * tiles_w)};
   };
   if (blocks < threads) {
     // Few blocks (small images): one at a time, each GEMM on the run's threads.
-    Scratch b = buffers();
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      run(blk, ctx.thread_pool(), b.v.get(), b.m.get(), b.rows.get());
-    }
+    Buffers b = buffers();
+    for (int64_t blk = 0; blk < blocks; ++blk) run(blk, ctx.thread_pool(), b.v, b.m, b.rows);
   } else {
     ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-      Scratch b = buffers();
-      for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, b.v.get(), b.m.get(), b.rows.get());
+      Buffers b = buffers();
+      for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, b.v, b.m, b.rows);
     });
   }
   int64_t out_size = oh * ow, planes = geo.n * geo.o;
@@ -1150,13 +1164,11 @@ Status ConvFast(KernelContext& ctx) {
   };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
-    // Both written whole before they are read: not cleared.
-    auto c =
-        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(geo.og * geo.n * out_size));
+    // Both written whole before they are read (Scratch slots 1 and 0): not cleared.
+    float* c = Scratch(1, geo.og * geo.n * out_size);
     int64_t cols = geo.n * out_size;
     bool write = k * cols <= kMaxWrittenIm2Col;
-    auto written =
-        std::make_unique_for_overwrite<float[]>(write ? static_cast<size_t>(k * cols) : 0);
+    float* written = write ? Scratch(0, k * cols) : nullptr;
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       GemmEpilogue e;
       if (write) {
@@ -1166,14 +1178,14 @@ Status ConvFast(KernelContext& ctx) {
             for (int64_t ci = r0; ci < r1; ++ci) {
               for (int64_t i = 0; i < geo.n; ++i) {
                 CopyShort(px + (i * geo.c + grp * geo.cg + ci) * in_size, out_size,
-                          written.get() + ci * cols + i * out_size);
+                          written + ci * cols + i * out_size);
               }
             }
           });
         } else if (geo.n > g.out[2]) {
           ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
             WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g, r0, r1,
-                             written.get(), cols);
+                             written, cols);
           });
         } else {
           // A task per (image, input channel): the channel's ks rows of the image's columns.
@@ -1182,20 +1194,20 @@ Status ConvFast(KernelContext& ctx) {
             for (int64_t t = t0; t < t1; ++t) {
               int64_t i = t / geo.cg, ci = t % geo.cg;
               WriteIm2Col(px + (i * geo.c + grp * geo.cg + ci) * in_size, 1, g,
-                          written.get() + ci * ks * cols + i * out_size, cols);
+                          written + ci * ks * cols + i * out_size, cols);
             }
           });
         }
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written.get(), k, cols), c.get(),
-              cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written, k, cols), c, cols,
+              ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
       } else {
         BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c.get(), cols, ctx.thread_pool(),
+        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c, cols, ctx.thread_pool(),
               epilogue.From(grp * geo.og, &e), weights(grp));
       }
       for (int64_t oc = 0; oc < geo.og; ++oc) {
         for (int64_t i = 0; i < geo.n; ++i) {
-          const float* from = c.get() + oc * cols + i * out_size;
+          const float* from = c + oc * cols + i * out_size;
           CopyShort(from, out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
         }
       }
@@ -1206,11 +1218,15 @@ Status ConvFast(KernelContext& ctx) {
   if (grid.Fits(g)) {
     // Per image: the padded copy of all its channels, then per group one GEMM on the grid
     // (og x out[1] * wp) and the kept columns of each row moved into y.
-    std::vector<float> padded(static_cast<size_t>(grid.Floats(g, geo.c)));
+    // Scratch slot 0: Fill clears each channel's plane; the floats past the last one, which the
+    // last row's window reads, are cleared here. Slot 1: C, written whole by the product.
+    int64_t padded_floats = grid.Floats(g, geo.c);
+    float* padded = Scratch(0, padded_floats);
+    std::fill(padded + geo.c * grid.Plane(), padded + padded_floats, 0.0f);
     // The grid's rows are wp apart; one output row (a 1-d conv) needs only its out[2] columns.
     int64_t row_stride = g.out[1] == 1 ? g.out[2] : grid.wp;
     int64_t cols = g.out[1] * row_stride;
-    std::vector<float> c(static_cast<size_t>(geo.og * cols));
+    float* c = Scratch(1, geo.og * cols);
     std::vector<int64_t> offs(static_cast<size_t>(k));
     for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
@@ -1222,18 +1238,18 @@ Status ConvFast(KernelContext& ctx) {
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Plane()));
     for (int64_t b = 0; b < geo.n; ++b) {
       ctx.ParallelFor(geo.c, fill_grain, [&](int64_t c0, int64_t c1) {
-        grid.Fill(px + b * geo.c * in_size, g, c0, c1, padded.data());
+        grid.Fill(px + b * geo.c * in_size, g, c0, c1, padded);
       });
       for (int64_t grp = 0; grp < geo.groups; ++grp) {
         GemmEpilogue e;
-        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
-                  padded.data() + grp * geo.cg * grid.Plane(), offs.data(), c.data(), cols,
-                  ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
+        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, padded + grp * geo.cg * grid.Plane(),
+                  offs.data(), c, cols, ctx.thread_pool(), epilogue.From(grp * geo.og, &e),
+                  weights(grp));
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
         int64_t rows = geo.og * g.out[1];
         ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / g.out[2]), [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) {
-            const float* from = c.data() + r * row_stride;  // row r % out[1] of channel r / out[1]
+            const float* from = c + r * row_stride;  // row r % out[1] of channel r / out[1]
             std::copy(from, from + g.out[2], yg + r * g.out[2]);
           }
         });
