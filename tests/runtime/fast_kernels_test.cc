@@ -549,27 +549,38 @@ TEST(FastKernels, BatchNormMatchesTheReference) {
   }
 }
 
-TEST(FastKernels, MaxPoolMatchesTheReference) {
-  std::mt19937 rng(3);
+// A random pooling window for the iter-th case: rank 1 to 3, kernels up to 4, strides up to 3,
+// dilations up to 2, pads up to half the kernel and one, an input at least the window.
+struct PoolCase {
+  Shape x;
+  std::vector<int64_t> kernel, stride, dilation, pads;
+};
+PoolCase RandomPool(std::mt19937& rng, int iter) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
+  int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
+  PoolCase c;
+  c.x = {pick(1, 2), pick(1, 5)};
+  std::vector<int64_t> pads_end;
+  for (int d = 0; d < rank; ++d) {
+    int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
+    int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
+    c.kernel.push_back(k);
+    c.stride.push_back(pick(1, 3));
+    c.dilation.push_back(dil);
+    c.x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
+    c.pads.push_back(pb);
+    pads_end.push_back(pe);
+  }
+  c.pads.insert(c.pads.end(), pads_end.begin(), pads_end.end());
+  return c;
+}
+
+TEST(FastKernels, MaxPoolMatchesTheReference) {
+  std::mt19937 rng(3);
   for (int iter = 0; iter < 150; ++iter) {
-    int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
-    Shape x = {pick(1, 2), pick(1, 5)};
-    std::vector<int64_t> kernel, stride, dilation, pads_begin, pads_end;
-    for (int d = 0; d < rank; ++d) {
-      int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
-      int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
-      kernel.push_back(k);
-      stride.push_back(pick(1, 3));
-      dilation.push_back(dil);
-      x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
-      pads_begin.push_back(pb);
-      pads_end.push_back(pe);
-    }
-    std::vector<int64_t> pads = pads_begin;
-    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    auto [x, kernel, stride, dilation, pads] = RandomPool(rng, iter);
     Attrs attrs;
     attrs.Ints("pool_size", kernel)
         .Ints("strides", stride)
@@ -629,25 +640,8 @@ void CheckAvgPoolExactly(const Shape& x, const std::vector<int64_t>& kernel,
 // the padding, NaN and infinities.
 TEST(FastKernels, AvgPoolMatchesTheReferenceExactly) {
   std::mt19937 rng(29);
-  auto pick = [&](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
   for (int iter = 0; iter < 150; ++iter) {
-    int rank = iter % 5 == 0 ? 1 : (iter % 7 == 0 ? 3 : 2);
-    Shape x = {pick(1, 2), pick(1, 5)};
-    std::vector<int64_t> kernel, stride, dilation, pads_begin, pads_end;
-    for (int d = 0; d < rank; ++d) {
-      int64_t k = pick(1, 4), dil = pick(1, 2), dk = (k - 1) * dil + 1;
-      int64_t pb = pick(0, (k - 1) / 2 + 1), pe = pick(0, (k - 1) / 2 + 1);
-      kernel.push_back(k);
-      stride.push_back(pick(1, 3));
-      dilation.push_back(dil);
-      x.push_back(std::max<int64_t>(1, dk - pb - pe) + pick(0, rank == 3 ? 5 : 30));
-      pads_begin.push_back(pb);
-      pads_end.push_back(pe);
-    }
-    std::vector<int64_t> pads = pads_begin;
-    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    auto [x, kernel, stride, dilation, pads] = RandomPool(rng, iter);
     CheckAvgPoolExactly(x, kernel, stride, dilation, pads, iter % 3 == 0, iter % 2 == 0, iter % 4,
                         rng);
     if (HasFatalFailure()) return;

@@ -656,30 +656,16 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
 using DepthwiseBlockedFn = void (*)(const float*, const float*, float*, const Geo&,
                                     const DepthwiseBlockedPlane&, float*, const RowEpilogue*);
 
+// The instance for a K x K window of the strides (s1, s2).
+template <int kK>
+DepthwiseBlockedFn PickDepthwiseBlockedStrides(int64_t s1, int64_t s2) {
+  if (s1 == 1) return s2 == 1 ? DepthwiseBlocked<kK, 1, 1> : DepthwiseBlocked<kK, 1, 2>;
+  return s2 == 1 ? DepthwiseBlocked<kK, 2, 1> : DepthwiseBlocked<kK, 2, 2>;
+}
+
 DepthwiseBlockedFn PickDepthwiseBlocked(const Geo& g) {
-  int s = static_cast<int>(g.stride[1] * 2 + g.stride[2]);  // 3: (1, 1) ... 6: (2, 2)
-  if (g.kernel[1] == 3) {
-    switch (s) {
-      case 3:
-        return DepthwiseBlocked<3, 1, 1>;
-      case 4:
-        return DepthwiseBlocked<3, 1, 2>;
-      case 5:
-        return DepthwiseBlocked<3, 2, 1>;
-      default:
-        return DepthwiseBlocked<3, 2, 2>;
-    }
-  }
-  switch (s) {
-    case 3:
-      return DepthwiseBlocked<5, 1, 1>;
-    case 4:
-      return DepthwiseBlocked<5, 1, 2>;
-    case 5:
-      return DepthwiseBlocked<5, 2, 1>;
-    default:
-      return DepthwiseBlocked<5, 2, 2>;
-  }
+  return g.kernel[1] == 3 ? PickDepthwiseBlockedStrides<3>(g.stride[1], g.stride[2])
+                          : PickDepthwiseBlockedStrides<5>(g.stride[1], g.stride[2]);
 }
 
 // The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
