@@ -245,7 +245,7 @@ TEST(Shapes, SplitIntoSectionsStaticAndSymbolic) {
 
 Expr FloatConstant(std::vector<float> values) {
   auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
-  std::memcpy(bytes->data(), values.data(), bytes->size());
+  if (!values.empty()) std::memcpy(bytes->data(), values.data(), bytes->size());
   Expected<Expr> c = MakeConstant(DataType::kFloat32, {static_cast<int64_t>(values.size())}, bytes);
   EXPECT_TRUE(c);
   return *c;
