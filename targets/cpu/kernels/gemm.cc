@@ -311,26 +311,6 @@ void RowOps::Apply(float* y, int64_t n, int64_t row) const {
   }
 }
 
-QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
-  if (e.silu) {
-    e.pre.Apply(y, n, row);
-    BiasSilu(y, n, e.bias ? e.bias[row * e.bias_step] : -0.0f);
-    e.post.Apply(y, n, row);
-    return;
-  }
-  if (e.pre.count == 0 && e.post.count == 0 && !e.hard_swish) {
-    // One op: its own loop (the compiler's vectors, no per-chunk dispatch).
-    float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
-    if (e.hardswish) {
-      BiasHardSwish(y, n, b);
-    } else {
-      BiasClamp(y, n, b, e.lo, e.hi);
-    }
-    return;
-  }
-  RowEpilogue(e, row).Row(y, n);
-}
-
 QUILT_CLONES void RowEpilogue::Row(float* y, int64_t n) const {
   constexpr int kChunk = 8;  // vectors taken through the ops together
   int64_t i = 0;
@@ -356,6 +336,27 @@ QUILT_CLONES void RowEpilogue::Row(float* y, int64_t n) const {
     std::copy(lanes, lanes + (n - i), y + i);
   }
 }
+
+QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
+  if (e.silu) {
+    e.pre.Apply(y, n, row);
+    BiasSilu(y, n, e.bias ? e.bias[row * e.bias_step] : -0.0f);
+    e.post.Apply(y, n, row);
+    return;
+  }
+  if (e.pre.count == 0 && e.post.count == 0 && !e.hard_swish) {
+    // One op: its own loop (the compiler's vectors, no per-chunk dispatch).
+    float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
+    if (e.hardswish) {
+      BiasHardSwish(y, n, b);
+    } else {
+      BiasClamp(y, n, b, e.lo, e.hi);
+    }
+    return;
+  }
+  RowEpilogue(e, row).Row(y, n);
+}
+
 
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
