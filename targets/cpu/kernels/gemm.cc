@@ -357,7 +357,6 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
   RowEpilogue(e, row).Row(y, n);
 }
 
-
 // -0 added changes no value, so a missing bias is -0.
 QUILT_CLONES void BiasClamp(float* __restrict y, int64_t n, float b, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {
