@@ -7,7 +7,7 @@
 namespace quilt::rt {
 namespace {
 
-// The chunk index of a loop that has ended: above any chunk count.
+// The unit index of a loop that has ended: above any unit count.
 constexpr uint64_t kClosed = 0xffffffffu;
 
 // How long an idle worker (or a thread waiting for the workers) spins before it sleeps.
@@ -52,21 +52,27 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-// Claims and runs chunks of the loop of `generation` until none is left.
+// Claims and runs ranges of the loop of `generation` until none is left.
 void ThreadPool::Work(uint32_t generation) {
+  const int64_t spread = 2 * static_cast<int64_t>(threads());
   uint64_t v = next_.load(std::memory_order_acquire);
   for (;;) {
     if (static_cast<uint32_t>(v >> 32) != generation) return;
     int64_t index = static_cast<int64_t>(v & 0xffffffffu);
-    // Acquire: a chunk count of the next loop is only seen once this loop is closed (Run), so a
+    // Acquire: a unit count of the next loop is only seen once this loop is closed (Run), so a
     // compare-and-swap on this loop's `v` then fails.
-    if (index >= num_chunks_.load(std::memory_order_acquire)) return;
-    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
-    // The chunk is ours: the loop cannot end (nor its fields change) before it completes.
-    int64_t begin = index * chunk_;
-    int64_t end = std::min(n_, begin + chunk_);
+    int64_t units = units_.load(std::memory_order_acquire);
+    if (index >= units) return;
+    int64_t take = std::max<int64_t>(1, (units - index) / spread);
+    if (!next_.compare_exchange_weak(v, v + static_cast<uint64_t>(take),
+                                     std::memory_order_acq_rel)) {
+      continue;
+    }
+    // The range is ours: the loop cannot end (nor its fields change) before it completes.
+    int64_t begin = index * unit_;
+    int64_t end = std::min(n_, (index + take) * unit_);
     body_.call(body_.fn, begin, end);
-    completed_.fetch_add(1, std::memory_order_acq_rel);
+    completed_.fetch_add(take, std::memory_order_acq_rel);
     v = next_.load(std::memory_order_acquire);
   }
 }
@@ -91,24 +97,22 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
+  // Units of `grain` indices, fewer and longer where their count would not fit below kClosed.
+  constexpr int64_t kMaxUnits = int64_t{1} << 30;
+  int64_t unit = std::max(grain, (n + kMaxUnits - 1) / kMaxUnits);
+  int64_t units = (n + unit - 1) / unit;
   bool expected = false;
-  if (workers_.empty() || n <= grain ||
+  if (workers_.empty() || units <= 1 ||
       !busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     body.call(body.fn, 0, n);
     return;
   }
-  // As many chunks of at least `grain` as fit, four per thread at most (so that uneven chunks
-  // still balance), all of about the same size.
-  int64_t max_chunks = 4 * static_cast<int64_t>(threads());
-  int64_t num_chunks = std::min(n / grain, max_chunks);
-  int64_t chunk = (n + num_chunks - 1) / num_chunks;
-  num_chunks = (n + chunk - 1) / chunk;
   n_ = n;
-  chunk_ = chunk;
+  unit_ = unit;
   body_ = body;
   completed_.store(0, std::memory_order_relaxed);
   // Release: published after the last loop was closed (below), see Work.
-  num_chunks_.store(num_chunks, std::memory_order_release);
+  units_.store(units, std::memory_order_release);
   ++generation_;
   if (generation_ == 0) ++generation_;  // 0 is what a new worker has seen
   uint32_t generation = generation_;
@@ -118,12 +122,12 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
     if (sleepers_ > 0) cv_.notify_all();
   }
   Work(generation);
-  auto done = [&] { return completed_.load(std::memory_order_acquire) == num_chunks; };
+  auto done = [&] { return completed_.load(std::memory_order_acquire) == units; };
   while (!SpinUntil(done)) std::this_thread::yield();
-  // Closed: no index of this generation is below a chunk count any more. A worker that read this
-  // loop's last `next_` before it ended could otherwise see the next loop's larger chunk count
-  // and claim one more chunk of this generation (its compare-and-swap still matching), running
-  // the next loop's body and counting an extra chunk, after which that loop never completes.
+  // Closed: no index of this generation is below a unit count any more. A worker that read this
+  // loop's last `next_` before it ended could otherwise see the next loop's larger unit count
+  // and claim more units of this generation (its compare-and-swap still matching), running the
+  // next loop's body and counting extra units, after which that loop never completes.
   next_.store((static_cast<uint64_t>(generation) << 32) | kClosed, std::memory_order_relaxed);
   busy_.store(false, std::memory_order_release);
 }

@@ -9,7 +9,7 @@
 // an idle pool costs no CPU time.
 //
 // One loop runs at a time: a loop started while the pool is busy (by another thread, or from
-// inside a chunk of the running loop) runs on its calling thread alone. A session gives each of
+// inside a range of the running loop) runs on its calling thread alone. A session gives each of
 // its concurrent runs a pool of its own (SessionPools), so that case only arises for nested loops.
 #pragma once
 
@@ -37,8 +37,10 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on disjoint ranges that cover [0, n), each at least `grain` long (the
-  // last may be shorter), and returns when every call has returned. The ranges are handed out
-  // one at a time, so uneven work balances itself.
+  // last may be shorter), and returns when every call has returned. The ranges are claimed one
+  // at a time, each a share of what is left (1 / (2 * threads()) of it, at least `grain`): a
+  // loop's first ranges are long and its last ones short, so threads claim seldom and still
+  // finish together when the work is uneven or splits unevenly.
   template <typename F>
   void ParallelFor(int64_t n, int64_t grain, F&& fn) {
     if (n <= 0) return;
@@ -60,13 +62,14 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};
   std::atomic<bool> stop_{false};
-  // The running loop. `next_` holds the loop's generation (high 32 bits) and the index of the next
-  // chunk to hand out (low 32 bits); a worker claims a chunk by a compare-and-swap on it, so a
-  // worker that wakes late cannot take part in a loop that has ended.
+  // The running loop, split into `units_` units of `unit_` indices (the last may be shorter).
+  // `next_` holds the loop's generation (high 32 bits) and the next unit to hand out (low 32
+  // bits); a thread claims a range of units by a compare-and-swap on it, so a worker that wakes
+  // late cannot take part in a loop that has ended. `completed_` counts the units run.
   std::atomic<uint64_t> next_{0};
-  std::atomic<int64_t> num_chunks_{0};
+  std::atomic<int64_t> units_{0};
   std::atomic<int64_t> completed_{0};
-  int64_t n_ = 0, chunk_ = 1;
+  int64_t n_ = 0, unit_ = 1;
   Body body_;
   uint32_t generation_ = 0;
   // Sleeping workers wait on cv_ under mu_ for a new generation.

@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/src/session.h"
@@ -55,6 +57,39 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
     }
   }
   ExpectEachOnce(nullptr, 33, 1);
+}
+
+// Each claimed range is a share of the units left when it was claimed: 1 / (2 * threads) of
+// them, at least one unit of `grain` indices; only the loop's last range may be shorter.
+TEST(ThreadPool, RangesAreAShareOfWhatIsLeft) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {10, 1000, 4097}) {
+      for (int64_t grain : {1, 7}) {
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> ranges;
+        pool.ParallelFor(n, grain, [&](int64_t b, int64_t e) {
+          std::lock_guard<std::mutex> lock(mu);
+          ranges.emplace_back(b, e);
+        });
+        std::sort(ranges.begin(), ranges.end());
+        int64_t units = (n + grain - 1) / grain, at = 0;
+        for (auto [b, e] : ranges) {
+          ASSERT_EQ(b, at) << "n " << n << " grain " << grain;
+          ASSERT_EQ(b % grain, 0);
+          int64_t take = std::max<int64_t>(1, (units - b / grain) / (2 * threads));
+          EXPECT_EQ(e, std::min(n, b + take * grain))
+              << "threads " << threads << " n " << n << " grain " << grain << " at " << b;
+          at = e;
+        }
+        EXPECT_EQ(at, n);
+        if (n == 1000 && grain == 1) {
+          EXPECT_EQ(ranges.front().second, 1000 / (2 * threads));
+          EXPECT_EQ(ranges.back().second - ranges.back().first, 1);
+        }
+      }
+    }
+  }
 }
 
 TEST(ThreadPool, UsesTheWorkers) {
@@ -147,9 +182,9 @@ TEST(ThreadPool, ManyShortLoops) {
   EXPECT_EQ(total, 4 * 20000);
 }
 
-// Loops back to back whose chunk counts alternate small and large: a worker still looking at a
-// loop that has just ended must not take a chunk of it that only the next loop's count allows
-// (it ran the next loop's body and counted one chunk too many, and that loop then never
+// Loops back to back whose unit counts alternate small and large: a worker still looking at a
+// loop that has just ended must not take units of it that only the next loop's count allows
+// (it ran the next loop's body and counted units too many, and that loop then never
 // finished: a hang under load). Each loop covers every index once; the whole run finishes.
 TEST(ThreadPool, ConsecutiveLoopsOfGrowingSizeNeverTakeAnExtraChunk) {
   auto run = std::async(std::launch::async, [] {
