@@ -331,6 +331,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({2, 4, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({1, 2, 1, 1, {9, 12}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  // Batches whose images run one per thread, each with scratch of its own (a multiple of the
+  // threads, or four images per thread or more): on the padded grid (a 1 x 3 kernel, and grouped
+  // 3x3), and as im2col panels (strided, 13 images over 3 threads).
+  CheckConv({6, 1, 5, 7, {20, 16}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}}, rng);
+  CheckConv({3, 2, 3, 4, {17, 33}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({13, 1, 5, 6, {40, 30}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
   // A first layer: 3x3 of stride 2 over one to four input channels, computed directly (blocks
   // of 4 output channels by 16 columns): output channels not a whole number of blocks, rows not
   // a whole number of columns, uneven pads, a batch.
