@@ -469,6 +469,11 @@ TEST(FastKernels, MatmulMatchesTheReference) {
   }
   // A wide B (4.2 million floats).
   CheckMatmul({5, 300}, {300, 14000}, rng);
+  // Batches of products too large to count as small, run one per thread (a multiple of the
+  // threads, and 13 products, over four per thread) or each split across them (4 products).
+  CheckMatmul({3, 70, 65}, {3, 65, 64}, rng);
+  CheckMatmul({13, 40, 70}, {13, 70, 100}, rng);
+  CheckMatmul({4, 70, 65}, {4, 65, 64}, rng);
   CheckMatmul({0, 5}, {5, 7}, rng);
   CheckMatmul({4, 0}, {0, 30}, rng);
   CheckMatmul({4, 0}, {0, 3}, rng);
