@@ -455,7 +455,8 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
   current_source_ = name;
   current_op_ = node.op_type();
   NodeContext ctx(this, node, opset);
-  Expected<Outputs> outs = conv->fn(ctx);
+  std::optional<Expected<ir::Expr>> folded = FoldFloatConstants(ctx);
+  Expected<Outputs> outs = folded ? NodeContext::Single(*folded) : conv->fn(ctx);
   if (!outs) {
     // A converter's own diagnostic already names the node; wrap anything else.
     const Diagnostic& d = outs.error();

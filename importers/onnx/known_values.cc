@@ -1,6 +1,8 @@
 #include "importers/onnx/known_values.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -507,6 +509,134 @@ std::optional<KnownValues> EvaluateKnown(const NodeContext& ctx, int output,
     return std::nullopt;
   }
   return k->v;
+}
+
+std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
+  const std::string& op = ctx.op_type();
+  static const char* kOps[] = {"Add",  "Sub",   "Mul",  "Div",     "Pow",        "Min",
+                               "Max",  "Sqrt",  "Neg",  "Abs",     "Reciprocal", "Floor",
+                               "Ceil", "Round", "Cast", "CastLike"};
+  if (std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return op == o; }) ==
+          std::end(kOps) ||
+      ctx.NumOutputs() != 1 || ctx.NumInputs() < 1) {
+    return std::nullopt;
+  }
+  bool cast = op == "Cast" || op == "CastLike";
+  int operands = cast ? 1 : ctx.NumInputs();
+  const ir::ConstantNode* first = ctx.ConstantInput(0);
+  if (!first ||
+      (first->dtype != ir::DataType::kFloat32 && first->dtype != ir::DataType::kFloat64)) {
+    return std::nullopt;
+  }
+  ir::DataType in_dtype = first->dtype, out_dtype = in_dtype;
+  if (op == "Cast") {
+    Expected<int64_t> to = ctx.Int("to");
+    if (!to) return std::nullopt;
+    out_dtype = static_cast<ir::DataType>(*to);
+  } else if (op == "CastLike") {
+    if (!ctx.HasInput(1) || !ctx.InputSInfo(1)) return std::nullopt;
+    out_dtype = ctx.InputSInfo(1)->dtype;
+  }
+  bool to_int = out_dtype == ir::DataType::kInt64 || out_dtype == ir::DataType::kInt32;
+  if (out_dtype != ir::DataType::kFloat32 && out_dtype != ir::DataType::kFloat64 && !to_int) {
+    return std::nullopt;
+  }
+  std::vector<Known> in;  // shapes only; the values are in `values`
+  std::vector<std::vector<double>> values;
+  for (int i = 0; i < operands; ++i) {
+    const ir::ConstantNode* c = ctx.ConstantInput(i);
+    if (!c || c->dtype != in_dtype) return std::nullopt;
+    std::optional<std::vector<double>> v = ctx.ConstantFloats(i);
+    if (!v) return std::nullopt;
+    Shape shape(c->shape.begin(), c->shape.end());
+    in.push_back(Known{shape, {}});
+    values.push_back(std::move(*v));
+  }
+  std::optional<Shape> shape = Broadcast(in);
+  if (!shape || NumElements(*shape) > kMaxKnownElements) return std::nullopt;
+  auto at = [&](size_t j, const Shape& idx) {
+    int64_t flat = 0;
+    size_t lead = shape->size() - in[j].shape.size();
+    for (size_t d = 0; d < in[j].shape.size(); ++d) {
+      flat = flat * in[j].shape[d] + (in[j].shape[d] == 1 ? 0 : idx[lead + d]);
+    }
+    return values[j][static_cast<size_t>(flat)];
+  };
+  // One operation on operands of the input's type, computed in double and rounded to that type:
+  // for float32 operands the same as float32 arithmetic (+ - * / and sqrt are correctly rounded).
+  auto rounded = [&](double v) {
+    return in_dtype == ir::DataType::kFloat32 ? static_cast<double>(static_cast<float>(v)) : v;
+  };
+  std::vector<double> out;
+  for (int64_t e = 0; e < NumElements(*shape); ++e) {
+    Shape idx = Unravel(e, *shape);
+    double a = at(0, idx), r = a;
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
+      if (operands != 2) return std::nullopt;
+      double b = at(1, idx);
+      r = op == "Add"   ? a + b
+          : op == "Sub" ? a - b
+          : op == "Mul" ? a * b
+          : op == "Div" ? a / b
+          // pow is not correctly rounded: float32's as its kernel computes it (powf).
+          : in_dtype == ir::DataType::kFloat32
+              ? static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b)))
+              : std::pow(a, b);
+    } else if (op == "Min" || op == "Max") {
+      for (int j = 1; j < operands; ++j) {
+        double b = at(static_cast<size_t>(j), idx);
+        r = std::isnan(r) || std::isnan(b) ? std::nan("")
+            : op == "Min"                  ? std::min(r, b)
+                                           : std::max(r, b);
+      }
+    } else if (op == "Sqrt") {
+      r = std::sqrt(a);
+    } else if (op == "Neg") {
+      r = -a;
+    } else if (op == "Abs") {
+      r = std::abs(a);
+    } else if (op == "Reciprocal") {
+      r = 1.0 / a;
+    } else if (op == "Floor") {
+      r = std::floor(a);
+    } else if (op == "Ceil") {
+      r = std::ceil(a);
+    } else if (op == "Round") {
+      r = std::nearbyint(a);  // halves to even
+    }
+    if (cast) {
+      if (to_int) {
+        // Toward zero, where the value fits the type; anything else is left to the kernel.
+        double limit = out_dtype == ir::DataType::kInt64 ? 9223372036854775807.0 : 2147483647.0;
+        if (!std::isfinite(a) || std::trunc(a) >= limit || std::trunc(a) < -limit) {
+          return std::nullopt;
+        }
+        r = std::trunc(a);
+      } else if (out_dtype == ir::DataType::kFloat32) {
+        r = static_cast<double>(static_cast<float>(a));
+      }
+    } else {
+      r = rounded(r);
+    }
+    out.push_back(r);
+  }
+  std::vector<int64_t> dims(shape->begin(), shape->end());
+  std::vector<uint8_t> bytes(out.size() * 8);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out_dtype == ir::DataType::kFloat32) {
+      float f = static_cast<float>(out[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    } else if (out_dtype == ir::DataType::kFloat64) {
+      std::memcpy(bytes.data() + 8 * i, &out[i], 8);
+    } else if (out_dtype == ir::DataType::kInt64) {
+      int64_t v = static_cast<int64_t>(out[i]);
+      std::memcpy(bytes.data() + 8 * i, &v, 8);
+    } else {
+      int32_t v = static_cast<int32_t>(out[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    }
+  }
+  return ctx.Const(out_dtype, std::move(dims), bytes.data());
 }
 
 }  // namespace quilt::importers::onnx

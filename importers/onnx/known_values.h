@@ -23,4 +23,12 @@ inline constexpr int64_t kMaxKnownElements = 256;
 std::optional<KnownValues> EvaluateKnown(const NodeContext& ctx, int output,
                                          const ir::StructInfo& out);
 
+// A node of float arithmetic whose inputs are all small float constants, folded to a constant:
+// Add, Sub, Mul, Div, Pow, Min, Max, Sqrt, Reciprocal, Neg, Abs, Floor, Ceil, Round, and Cast or
+// CastLike to float32, float64 or an integer type (toward zero, where the value fits). Exporters
+// compute shapes this way too: a vision transformer's grid side is Cast(Pow(1369.0, 0.5)), and
+// with it folded the Reshape it feeds has a static shape. Each result is rounded to the input's
+// type as its kernel rounds it. nullopt where the node is not one of these.
+std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx);
+
 }  // namespace quilt::importers::onnx

@@ -202,5 +202,47 @@ TEST_F(Known, SymbolicDimsCarryThroughArithmeticAndWhere) {
   EXPECT_EQ(ir::AsInt((*s->shape)[1]), 2);
 }
 
+// Float arithmetic on constants is folded, so a Cast of it to an integer is known: a vision
+// transformer's grid side, Cast(Pow(1369.0, 0.5)) = 37, sizes its position table's Reshape.
+TEST_F(Known, FloatConstantsFoldIntoAShape) {
+  g.Initializer<float>("sq", TensorProto::FLOAT, {2}, {16.0f, 36.0f});
+  g.Initializer<float>("half", TensorProto::FLOAT, {}, {0.5f});
+  Node("Pow", {"sq", "half"}, "roots");  // (4, 6)
+  auto& c = Node("Cast", {"roots"}, "target");
+  SetInt(c, "to", TensorProto::INT64);
+  EXPECT_EQ(ReshapedTo(), (std::vector<int64_t>{4, 6}));
+}
+
+TEST_F(Known, FloatFoldsRoundHalvesToEvenAndCastsTowardZero) {
+  g.Initializer<float>("halves", TensorProto::FLOAT, {2}, {2.5f, 5.5f});
+  g.Initializer<float>("k", TensorProto::FLOAT, {2}, {2.0f, 1.0f});
+  g.Initializer<float>("frac", TensorProto::FLOAT, {2}, {-0.9f, -0.25f});
+  Node("Round", {"halves"}, "r");     // (2, 6): halves to even
+  Node("Mul", {"r", "k"}, "m");       // (4, 6)
+  Node("Sub", {"m", "frac"}, "f");    // (4.9, 6.25)
+  Node("Sqrt", {"f"}, "sq");          // (2.21, 2.5)
+  Node("Mul", {"sq", "sq"}, "back");  // (4.9, 6.25), near enough
+  Node("Floor", {"back"}, "fl");      // (4, 6)
+  Node("Neg", {"fl"}, "n");           // (-4, -6)
+  Node("Abs", {"n"}, "a");            // (4, 6)
+  Node("Reciprocal", {"a"}, "inv");   // (0.25, 0.1667)
+  Node("Div", {"a", "inv"}, "sq2");   // (16, 36)
+  Node("Sqrt", {"sq2"}, "s");         // (4, 6)
+  Node("Sub", {"s", "frac"}, "up");   // (4.9, 6.25): toward zero gives (4, 6)
+  auto& c = Node("Cast", {"up"}, "target");
+  SetInt(c, "to", TensorProto::INT64);
+  EXPECT_EQ(ReshapedTo(), (std::vector<int64_t>{4, 6}));
+}
+
+// A value beyond int64 is left to the kernel (its cast saturates): not known at import.
+TEST_F(Known, AFloatBeyondTheIntegerTypeIsNotFolded) {
+  g.Initializer<float>("big", TensorProto::FLOAT, {2}, {1e30f, 24.0f});
+  g.Initializer<float>("one", TensorProto::FLOAT, {}, {1.0f});
+  Node("Mul", {"big", "one"}, "m");
+  auto& c = Node("Cast", {"m"}, "target");
+  SetInt(c, "to", TensorProto::INT64);
+  EXPECT_EQ(ReshapedTo(), std::vector<int64_t>{});
+}
+
 }  // namespace
 }  // namespace quilt::importers::onnx
