@@ -523,12 +523,8 @@ std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
   }
   bool cast = op == "Cast" || op == "CastLike";
   int operands = cast ? 1 : ctx.NumInputs();
-  const ir::ConstantNode* first = ctx.ConstantInput(0);
-  if (!first ||
-      (first->dtype != ir::DataType::kFloat32 && first->dtype != ir::DataType::kFloat64)) {
-    return std::nullopt;
-  }
-  ir::DataType in_dtype = first->dtype, out_dtype = in_dtype;
+  if (!ctx.InputSInfo(0)) return std::nullopt;
+  ir::DataType in_dtype = ctx.InputSInfo(0)->dtype, out_dtype = in_dtype;
   if (op == "Cast") {
     Expected<int64_t> to = ctx.Int("to");
     if (!to) return std::nullopt;
@@ -538,7 +534,33 @@ std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
     out_dtype = ctx.InputSInfo(1)->dtype;
   }
   bool to_int = out_dtype == ir::DataType::kInt64 || out_dtype == ir::DataType::kInt32;
-  if (out_dtype != ir::DataType::kFloat32 && out_dtype != ir::DataType::kFloat64 && !to_int) {
+  bool to_float = out_dtype == ir::DataType::kFloat32 || out_dtype == ir::DataType::kFloat64;
+  if (!to_float && !to_int) return std::nullopt;
+  if (cast && to_float && IsIntegral(in_dtype) && in_dtype != ir::DataType::kBool) {
+    // Integers known at import (a Shape's dims, arithmetic on them) cast to a float: a float
+    // constant. A detector's anchor grid is Range(0.0, Cast(Gather(Shape(x))), 1.0) + 0.5; with
+    // the limit constant the Range has a static length.
+    std::optional<Known> k = Input(ctx, 0);
+    if (!k || static_cast<int64_t>(k->v.size()) > kMaxKnownElements) return std::nullopt;
+    std::vector<double> out;
+    for (const PrimExpr& e : k->v) {
+      std::optional<int64_t> v = Int(e);
+      if (!v || *v > (int64_t{1} << 53) || *v < -(int64_t{1} << 53)) return std::nullopt;
+      out.push_back(static_cast<double>(*v));  // exact
+    }
+    std::vector<uint8_t> bytes(out.size() * 8);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out_dtype == ir::DataType::kFloat32) {
+        float f = static_cast<float>(out[i]);  // rounded to nearest, as the kernel's cast
+        std::memcpy(bytes.data() + 4 * i, &f, 4);
+      } else {
+        std::memcpy(bytes.data() + 8 * i, &out[i], 8);
+      }
+    }
+    return ctx.Const(out_dtype, k->shape, bytes.data());
+  }
+  const ir::ConstantNode* first = ctx.ConstantInput(0);
+  if (!first || (in_dtype != ir::DataType::kFloat32 && in_dtype != ir::DataType::kFloat64)) {
     return std::nullopt;
   }
   std::vector<Known> in;  // shapes only; the values are in `values`

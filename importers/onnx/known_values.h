@@ -25,10 +25,12 @@ std::optional<KnownValues> EvaluateKnown(const NodeContext& ctx, int output,
 
 // A node of float arithmetic whose inputs are all small float constants, folded to a constant:
 // Add, Sub, Mul, Div, Pow, Min, Max, Sqrt, Reciprocal, Neg, Abs, Floor, Ceil, Round, and Cast or
-// CastLike to float32, float64 or an integer type (toward zero, where the value fits). Exporters
-// compute shapes this way too: a vision transformer's grid side is Cast(Pow(1369.0, 0.5)), and
-// with it folded the Reshape it feeds has a static shape. Each result is rounded to the input's
-// type as its kernel rounds it. nullopt where the node is not one of these.
+// CastLike to float32, float64 or an integer type (toward zero, where the value fits); also a
+// Cast of integers known at import (a Shape's dims) to a float type. Exporters compute shapes
+// this way too: a vision transformer's grid side is Cast(Pow(1369.0, 0.5)), and with it folded
+// the Reshape it feeds has a static shape; a detector's anchor grid is a Range to a dim cast to
+// float. Each result is rounded to its type as its kernel rounds it. nullopt where the node is
+// not one of these.
 std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx);
 
 }  // namespace quilt::importers::onnx

@@ -244,5 +244,40 @@ TEST_F(Known, AFloatBeyondTheIntegerTypeIsNotFolded) {
   EXPECT_EQ(ReshapedTo(), std::vector<int64_t>{});
 }
 
+// A Shape's dims cast to float, float arithmetic, and back to an integer: d's 24 elements / 6.0
+// gives the 4 rows of the Reshape.
+TEST_F(Known, IntegersCastToFloatAreConstants) {
+  Node("Shape", {"d"}, "s");  // (24)
+  auto& f = Node("Cast", {"s"}, "sf");
+  SetInt(f, "to", TensorProto::FLOAT);
+  g.Initializer<float>("six", TensorProto::FLOAT, {1}, {6.0f});
+  Node("Div", {"sf", "six"}, "rows_f");  // (4.0)
+  auto& r = Node("Cast", {"rows_f"}, "rows");
+  SetInt(r, "to", TensorProto::INT64);
+  Ints("cols", {1}, {6});
+  SetInt(Node("Concat", {"rows", "cols"}, "target"), "axis", 0);
+  EXPECT_EQ(ReshapedTo(), (std::vector<int64_t>{4, 6}));
+}
+
+// A detector's anchor grid: Range(0.0, Cast(Gather(Shape(x), 2)), 1.0) + 0.5 over an image of
+// width 20 has 20 elements, not a length known only at run time.
+TEST_F(Known, ARangeToAShapesDimCastToFloatHasAStaticLength) {
+  OnnxGraph h(17);
+  h.Input("x", TensorProto::FLOAT, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{20}});
+  h.Initializer<int64_t>("w_axis", TensorProto::INT64, {}, {3});
+  h.Initializer<float>("start", TensorProto::FLOAT, {}, {0.0f});
+  h.Initializer<float>("step", TensorProto::FLOAT, {}, {1.0f});
+  h.Initializer<float>("half", TensorProto::FLOAT, {}, {0.5f});
+  h.Node("Shape", {"x"}, {"s"}, "shape");
+  h.Node("Gather", {"s", "w_axis"}, {"w"}, "gather");
+  SetInt(h.Node("Cast", {"w"}, {"wf"}, "cast"), "to", TensorProto::FLOAT);
+  h.Node("Range", {"start", "wf", "step"}, {"r"}, "range");
+  h.Node("Add", {"r", "half"}, {"y"}, "add");
+  h.Output("y", TensorProto::FLOAT);
+  ir::StructInfo s = ImportedResult(h);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->StaticShape(), (std::optional<std::vector<int64_t>>{std::vector<int64_t>{20}}));
+}
+
 }  // namespace
 }  // namespace quilt::importers::onnx
