@@ -1,0 +1,75 @@
+// The parts of the fast float32 convolution (ConvFast) shared by its files: conv_fast.cc (the
+// GEMM and Winograd paths, and ConvFast, which picks the path) and depthwise_fast.cc (the direct
+// kernels: depthwise, and first layers over a few input channels).
+#pragma once
+
+#include "targets/cpu/kernels/conv_geo.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/nn_internal.h"
+
+namespace quilt::cpu::nn {
+
+// The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
+// no value) and bounds (infinite when there is no activation) or the hardswish.
+struct Epilogue {
+  GemmEpilogue e;
+  bool active = false;
+
+  explicit Epilogue(const ConvGeometry& geo) {
+    // The adds and multiplies in order; a last add is the bias the activation's pass adds.
+    int n = geo.affines;
+    bool bias = n > 0 && geo.affine[n - 1].op == 'b';
+    auto step = [](const Tensor* t) -> int64_t { return t->NumElements() == 1 ? 0 : 1; };
+    for (int i = 0; i < n; ++i) {
+      const Tensor* t = geo.affine[i].t;
+      if (bias && i == n - 1) {
+        e.bias = t->Data<float>();
+        e.bias_step = step(t);
+      } else {
+        e.pre.Add(geo.affine[i].op, t->Data<float>(), step(t));
+      }
+    }
+    if (geo.clamp) {
+      e.lo = static_cast<float>(geo.lo);
+      e.hi = static_cast<float>(geo.hi);
+    }
+    e.hardswish = geo.hardswish;
+    e.hard_swish = geo.hard_swish;
+    e.silu = geo.silu;
+    for (int i = 0; i < geo.posts; ++i) {
+      e.post.Add(geo.post[i].op, geo.post[i].t->Data<float>(), step(geo.post[i].t));
+    }
+    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
+  }
+
+  // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
+  const GemmEpilogue* From(int64_t oc, GemmEpilogue* out) const {
+    if (!active) return nullptr;
+    *out = e;
+    out->pre = e.pre.From(oc);
+    out->post = e.post.From(oc);
+    if (e.bias) out->bias = e.bias + oc * e.bias_step;
+    return out;
+  }
+
+  // Whether a kernel applies it to its sums in registers (RowEpilogue), not as a pass after.
+  bool InRegisters() const { return active && !e.silu; }
+
+  // Output channel oc, `size` values at y.
+  void Channel(float* y, int64_t oc, int64_t size) const {
+    if (active) FinishRow(e, y, size, oc);
+  }
+};
+
+// A grouped convolution of one input channel per group: each output channel computed directly,
+// its epilogue applied as it is done (depthwise_fast.cc).
+Status DepthwiseConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo& g,
+                         const Epilogue& epilogue);
+
+// A network's first layer, 3x3 of stride 2 over one to four input channels, computed directly
+// where the CPU has AVX2 and FMA; false (nothing done) for any other convolution
+// (depthwise_fast.cc).
+bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo& g,
+                         const Epilogue& epilogue);
+
+}  // namespace quilt::cpu::nn
