@@ -1139,33 +1139,35 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
                         {{2, 2}, {2, 2}, {0, 0, 1, 1}},
                         {{2, 2}, {1, 1}, {1, 0, 0, 1}},
                         {{3, 3}, {2, 2}, {1, 1, 1, 1}}};
+  // Rows of a few outputs, and rows long enough that their windows run in vector lanes.
   for (const Case& c : cases) {
-    Shape x = {1, 3, 9, 11};
-    std::vector<float> data = Random(rng, Count(x));
-    for (size_t i = 0; i < data.size(); ++i) {
-      if (i % 7 == 3) data[i] = std::nanf("");
-      if (i % 11 == 5) data[i] = i % 2 ? -0.0f : 0.0f;
-    }
-    Attrs attrs;
-    attrs.Ints("pool_size", c.kernel)
-        .Ints("strides", c.stride)
-        .Ints("dilation", {1, 1})
-        .Ints("padding", c.pads)
-        .Bool("ceil_mode", false);
-    const rt::AttrView::List* list = attrs.Finish();
-    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
-    TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
-    ASSERT_TRUE(nn::MaxPool(ref).ok());
-    ASSERT_TRUE(nn::MaxPoolFast(got).ok());
-    std::vector<float> v = got.values(), want = ref.values();
-    ASSERT_EQ(v.size(), want.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (std::isnan(want[i])) {
-        EXPECT_TRUE(std::isnan(v[i])) << "kernel " << Join(c.kernel) << ", element " << i;
-      } else {
-        EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
-            << "kernel " << Join(c.kernel) << ", element " << i << ": " << v[i] << " vs "
-            << want[i];
+    for (const Shape& x : {Shape{1, 3, 9, 11}, Shape{1, 2, 7, 75}}) {
+      std::vector<float> data = Random(rng, Count(x));
+      for (size_t i = 0; i < data.size(); ++i) {
+        if (i % 7 == 3) data[i] = std::nanf("");
+        if (i % 11 == 5) data[i] = i % 2 ? -0.0f : 0.0f;
+      }
+      Attrs attrs;
+      attrs.Ints("pool_size", c.kernel)
+          .Ints("strides", c.stride)
+          .Ints("dilation", {1, 1})
+          .Ints("padding", c.pads)
+          .Bool("ceil_mode", false);
+      const rt::AttrView::List* list = attrs.Finish();
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
+      TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
+      ASSERT_TRUE(nn::MaxPool(ref).ok());
+      ASSERT_TRUE(nn::MaxPoolFast(got).ok());
+      std::vector<float> v = got.values(), want = ref.values();
+      ASSERT_EQ(v.size(), want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(v[i])) << "kernel " << Join(c.kernel) << ", element " << i;
+        } else {
+          EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+              << "kernel " << Join(c.kernel) << ", element " << i << ": " << v[i] << " vs "
+              << want[i];
+        }
       }
     }
   }

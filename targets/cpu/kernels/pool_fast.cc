@@ -36,6 +36,34 @@ QUILT_ALWAYS_INLINE void MaxPoolRow(const float* const* rows, int64_t n, int64_t
   }
 }
 
+// MaxPoolRow for a window of kN rows all inside the input (the common case): the rows and taps
+// known at compile time, so each tap's loads across outputs vectorize (at stride 2, as even and
+// odd lanes) instead of a scalar walk per output.
+template <int kK, int kS, int kN>
+QUILT_ALWAYS_INLINE void MaxPoolRowOfRows(const float* const* rows, int64_t lo, int64_t hi,
+                                          int64_t pad, float* __restrict y) {
+  const float* __restrict r[kN];
+  for (int i = 0; i < kN; ++i) r[i] = rows[i] - pad;
+  for (int64_t o2 = lo; o2 < hi; ++o2) {
+    int64_t i2 = o2 * kS;
+    float best = r[0][i2];
+#pragma GCC unroll 4
+    for (int k = 1; k < kK; ++k) {
+      float v = r[0][i2 + k];
+      best = v > best ? v : best;
+    }
+#pragma GCC unroll 4
+    for (int i = 1; i < kN; ++i) {
+#pragma GCC unroll 4
+      for (int k = 0; k < kK; ++k) {
+        float v = r[i][i2 + k];
+        best = v > best ? v : best;
+      }
+    }
+    y[o2] = best;
+  }
+}
+
 // The common small windows (2 or 3 columns, stride 1 or 2, no dilation) through MaxPoolRow: each
 // output's cells in registers, in the same order, rather than a pass over the row per cell. False
 // (nothing written) for other windows.
@@ -43,6 +71,16 @@ QUILT_ALWAYS_INLINE bool MaxPoolSmallWindow(const float* const* rows, int64_t n,
                                             int64_t hi, int64_t k, int64_t s, int64_t d,
                                             int64_t pad, float* y) {
   if (d != 1 || (k != 2 && k != 3) || (s != 1 && s != 2)) return false;
+  if (n == k) {
+    if (k == 3) {
+      s == 2 ? MaxPoolRowOfRows<3, 2, 3>(rows, lo, hi, pad, y)
+             : MaxPoolRowOfRows<3, 1, 3>(rows, lo, hi, pad, y);
+    } else {
+      s == 2 ? MaxPoolRowOfRows<2, 2, 2>(rows, lo, hi, pad, y)
+             : MaxPoolRowOfRows<2, 1, 2>(rows, lo, hi, pad, y);
+    }
+    return true;
+  }
   if (k == 3) {
     s == 2 ? MaxPoolRow<3, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<3, 1>(rows, n, lo, hi, pad, y);
   } else {
