@@ -374,13 +374,21 @@ void RunSplit(Mode mode, const std::string& what) {
     return;
   }
   // OpenCL takes only the ops it has code for: at least as many tests as when this was written
-  // (floors that only move up as kernels land).
+  // (floors that only move up as kernels land). They moved down once, by the import's folding of
+  // float arithmetic on constants (FoldFloatConstants): five tests whose only work OpenCL ran
+  // was such arithmetic (the scale 1 / sqrt(head size) from a Shape, through Cast, Sqrt and Div,
+  // in test_attention_4d_fp16_expanded,
+  // test_attention_4d_gqa_with_past_and_present_fp16_expanded,
+  // test_flexattention_double_expanded_ver26 and test_linear_attention_fp16_expanded; the
+  // arithmetic on test_range_int32_type_negative_delta_expanded's frozen integer inputs, cast to
+  // float) have none left at run time,
+  // and test_flexattention_relative_positional has no OpenCL step left under the placement rules.
   if (mode == Mode::kOpenClAndCpu) {
-    constexpr int kOpenClFloor = 1011;
+    constexpr int kOpenClFloor = 1006;
     EXPECT_GE(with_dispatches, kOpenClFloor) << "fewer node tests run OpenCL code than before";
   }
   if (mode == Mode::kOpenClPlaced) {
-    constexpr int kPlacedSplitFloor = 234;
+    constexpr int kPlacedSplitFloor = 233;
     EXPECT_GE(split, kPlacedSplitFloor)
         << "fewer node tests run split between OpenCL and the CPU by rule than before";
   }
