@@ -789,17 +789,23 @@ TEST(FastKernels, RecurrentMatchesTheReference) {
     Status st = kind.reference(ref);
     ASSERT_TRUE(st.ok()) << what << ": " << st.message();
     rt::ThreadPool three(3);
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(inputs, list, pool, kind.outputs);
-      st = kind.fast(got);
-      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-      for (int o = 0; o < kind.outputs; ++o) {
-        ASSERT_EQ(got.out(o).shape, ref.out(o).shape) << what << ", output " << o;
-        std::vector<float> v = got.values(o), want = ref.values(o);
-        for (size_t i = 0; i < v.size(); ++i) {
-          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-              << what << ", output " << o << " element " << i << ": " << v[i] << " vs " << want[i]
-              << " (threads " << (pool ? 3 : 1) << ")";
+    // Without a cache, then twice with W and R constant and one cache (their packed copies, made
+    // on the first run and read on the second).
+    rt::StepCache cache;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext got(inputs, list, pool, kind.outputs);
+        if (pass > 0) got.SetCache(&cache, (uint64_t{1} << 1) | (uint64_t{1} << 2));
+        st = kind.fast(got);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+        for (int o = 0; o < kind.outputs; ++o) {
+          ASSERT_EQ(got.out(o).shape, ref.out(o).shape) << what << ", output " << o;
+          std::vector<float> v = got.values(o), want = ref.values(o);
+          for (size_t i = 0; i < v.size(); ++i) {
+            ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+                << what << ", output " << o << " element " << i << ": " << v[i] << " vs " << want[i]
+                << " (threads " << (pool ? 3 : 1) << (pass ? ", cached" : "") << ")";
+          }
         }
       }
     }

@@ -20,23 +20,6 @@
 namespace quilt::cpu::nn {
 namespace {
 
-// A per-thread buffer of at least n floats, kept from call to call (it only grows), one per
-// slot: a conv's large scratch is not allocated and freed on every run, where the C library may
-// hand it back to the system and fault every page in again on the next run (nudenet-320n through
-// libquilt.so: 3,000 page faults a run, 4 ms of 29). Its contents are whatever the last user left.
-// Slots 0 and 1: the GEMM paths of ConvFast; 2 to 4: a Winograd block's (per task).
-float* Scratch(int slot, int64_t n) {
-  constexpr int kSlots = 5;
-  thread_local std::vector<float> slots[kSlots];
-  std::vector<float>& v = slots[slot];
-  if (static_cast<int64_t>(v.size()) < n) {
-    v.clear();
-    v.shrink_to_fit();
-    v.resize(static_cast<size_t>(n));
-  }
-  return v.data();
-}
-
 // Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
 // panel. Compiled for AVX2 too (QUILT_CLONES): the strided gathers vectorize there.
 QUILT_CLONES void PackIm2Col(const float* x_, int64_t channels_, const Geo& g, int64_t j,
@@ -507,14 +490,15 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
       WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n);
     });
   };
-  // The scratch of a block (this thread's Scratch slots 2 to 4): every element is written
+  // The scratch of a block (this thread's Winograd slots): every element is written
   // before it is read, so none is cleared.
   struct Buffers {
     float *v, *m, *rows;
   };
   auto buffers = [&] {
-    return Buffers{Scratch(2, 16 * cg * most), Scratch(3, 16 * og * most),
-                   Scratch(4, 8 * (2 * tiles_w + 2) + 2 * tiles_w)};
+    return Buffers{Scratch(ScratchSlot::kWinogradInput, 16 * cg * most),
+                   Scratch(ScratchSlot::kWinogradProduct, 16 * og * most),
+                   Scratch(ScratchSlot::kWinogradRows, 8 * (2 * tiles_w + 2) + 2 * tiles_w)};
   };
   if (blocks < threads) {
     // Few blocks (small images): one at a time, each GEMM on the run's threads.
@@ -581,11 +565,11 @@ Status ConvFast(KernelContext& ctx) {
   };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
-    // Both written whole before they are read (Scratch slots 1 and 0): not cleared.
-    float* c = Scratch(1, geo.og * geo.n * out_size);
+    // Both written whole before they are read (the conv slots): not cleared.
+    float* c = Scratch(ScratchSlot::kConvOutput, geo.og * geo.n * out_size);
     int64_t cols = geo.n * out_size;
     bool write = k * cols <= kMaxWrittenIm2Col;
-    float* written = write ? Scratch(0, k * cols) : nullptr;
+    float* written = write ? Scratch(ScratchSlot::kConvInput, k * cols) : nullptr;
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       GemmEpilogue e;
       if (write) {
@@ -622,12 +606,16 @@ Status ConvFast(KernelContext& ctx) {
         Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c, cols, ctx.thread_pool(),
               epilogue.From(grp * geo.og, &e), weights(grp));
       }
-      for (int64_t oc = 0; oc < geo.og; ++oc) {
-        for (int64_t i = 0; i < geo.n; ++i) {
-          const float* from = c + oc * cols + i * out_size;
-          CopyShort(from, out_size, py + (i * geo.o + grp * geo.og + oc) * out_size);
-        }
-      }
+      // Each image's block of C into y, images split across the threads.
+      ctx.ParallelFor(geo.n, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, geo.og * out_size)),
+                      [&](int64_t i0, int64_t i1) {
+                        for (int64_t i = i0; i < i1; ++i) {
+                          float* yi = py + (i * geo.o + grp * geo.og) * out_size;
+                          for (int64_t oc = 0; oc < geo.og; ++oc) {
+                            CopyShort(c + oc * cols + i * out_size, out_size, yi + oc * out_size);
+                          }
+                        }
+                      });
     }
     return Status::Ok();
   }
@@ -655,16 +643,16 @@ Status ConvFast(KernelContext& ctx) {
         }
       }
     }
-    // This thread's scratch. Slot 0, the padded copy: Fill clears each channel's plane; the
-    // floats past the last one, which the last row's window reads, are cleared here. Slot 1: C,
-    // written whole by the product.
+    // This thread's scratch. The padded copy (kConvInput): Fill clears each channel's plane; the
+    // floats past the last one, which the last row's window reads, are cleared here. C
+    // (kConvOutput): written whole by the product.
     struct Buffers {
       float *padded, *c;
     };
     auto buffers = [&] {
-      float* padded = Scratch(0, padded_floats);
+      float* padded = Scratch(ScratchSlot::kConvInput, padded_floats);
       std::fill(padded + geo.c * grid.Plane(), padded + padded_floats, 0.0f);
-      return Buffers{padded, Scratch(1, geo.og * cols)};
+      return Buffers{padded, Scratch(ScratchSlot::kConvOutput, geo.og * cols)};
     };
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Plane()));
     auto image = [&](int64_t b, rt::ThreadPool* pool, const Buffers& buf) {

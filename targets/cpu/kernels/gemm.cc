@@ -621,4 +621,15 @@ void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
   Product(m, n, k, a, lda, a_packed, nullptr, rows, offs, c, ldc, pool, epilogue);
 }
 
+float* Scratch(ScratchSlot slot, int64_t n) {
+  thread_local std::vector<float> slots[static_cast<int>(ScratchSlot::kCount)];
+  std::vector<float>& v = slots[static_cast<int>(slot)];
+  if (static_cast<int64_t>(v.size()) < n) {
+    v.clear();
+    v.shrink_to_fit();
+    v.resize(static_cast<size_t>(n));
+  }
+  return v.data();
+}
+
 }  // namespace quilt::cpu

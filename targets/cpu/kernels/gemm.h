@@ -264,6 +264,26 @@ constexpr int64_t ExactFloatTerms(int64_t max_abs_product) {
 // For 8-bit values less zero points of their type (differences of at most 255): 258.
 constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
 
+// Per-thread scratch: a buffer of at least n floats for each slot, kept from call to call (it only
+// grows), so a kernel's large temporaries are not allocated and freed on every run, where the C
+// library may hand them back to the system and fault every page in again on the next run
+// (nudenet-320n's convs through libquilt.so: 3,000 page faults a run, 4 ms of 29). Its contents
+// are whatever the last user left. Each kernel owns its slots; one must not call another that
+// uses the same slot while it holds it.
+enum class ScratchSlot {
+  kConvInput,      // ConvFast: a batch's im2col matrix, or an image's padded copy
+  kConvOutput,     // ConvFast: the product before it is moved into y
+  kWinogradInput,  // a Winograd block's transformed input, products and rows
+  kWinogradProduct,
+  kWinogradRows,
+  kRecurrentInput,  // an RNN's input projections, recurrent projections, hidden and cell states
+  kRecurrentGates,
+  kRecurrentHidden,
+  kRecurrentCell,
+  kCount
+};
+float* Scratch(ScratchSlot slot, int64_t n);
+
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
 // thread alone); then the epilogue, if any.
 // `a_packed`: A's panels packed ahead (PackedA of these m and k), or null.

@@ -7,6 +7,7 @@
 // compares these with.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,13 @@ bool Float32(const Tensor* t) { return t != nullptr && t->dtype == DType::kFloat
 bool Optional(const Tensor* t, const Shape& shape) {
   return Absent(t) || (t->dtype == DType::kFloat32 && t->shape == shape);
 }
+
+// Constant weights packed once for the GEMM, per direction, into the step's cache: W, R (the
+// rows of the first recurrent product: all of them, or GRU's update and reset gates without
+// linear_before_reset) and GRU's hidden gate rows of R in that case.
+struct PackedRecurrent {
+  std::vector<PackedA> w, r, r_hidden;
+};
 
 template <Cell kCell>
 Status Fast(KernelContext& ctx, rt::KernelFn reference) {
@@ -161,16 +169,20 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   };
   rt::ThreadPool* pool = ctx.thread_pool();
   const int64_t cols = S * N;
-  std::vector<float> gx(static_cast<size_t>(G * cols)), gh(static_cast<size_t>(G * N));
-  std::vector<float> hs(static_cast<size_t>(H * N)), cs(static_cast<size_t>(H * N));
+  // This thread's scratch, every element written before it is read: the input projections (by
+  // the product), the recurrent ones (each step's product) and the states (from the initial ones).
+  float* gx = Scratch(ScratchSlot::kRecurrentInput, G * cols);
+  float* gh = Scratch(ScratchSlot::kRecurrentGates, G * N);
+  float* hs = Scratch(ScratchSlot::kRecurrentHidden, H * N);
+  float* cs = Scratch(ScratchSlot::kRecurrentCell, H * N);
   // GRU: the update and reset gates of a step, and r * h for the product of the hidden gate.
   std::vector<float> zs, rs, rh, ghh;
   if (kCell == Cell::kGru) {
-    zs.resize(hs.size());
-    rs.resize(hs.size());
+    zs.resize(static_cast<size_t>(H * N));
+    rs.resize(static_cast<size_t>(H * N));
     if (!lbr) {
-      rh.resize(hs.size());
-      ghh.resize(hs.size());
+      rh.resize(static_cast<size_t>(H * N));
+      ghh.resize(static_cast<size_t>(H * N));
     }
   }
   // The standard LSTM cell of a batch of one: a step's input projections, and zero peepholes.
@@ -181,6 +193,21 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   }
   // Rows of the cell's loops per task: enough elements to be worth a thread.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
+  const int64_t first_rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
+  std::shared_ptr<const PackedRecurrent> packed;
+  if (ctx.cache() && ctx.constant_input(1) && ctx.constant_input(2) && I > 0) {
+    packed = ctx.cache()->Get<PackedRecurrent>([&] {
+      auto p = std::make_shared<PackedRecurrent>();
+      for (int64_t d = 0; d < dirs; ++d) {
+        const float* W = tw->Data<float>() + d * G * I;
+        const float* R = tr->Data<float>() + d * G * H;
+        p->w.emplace_back(W, I, G, I);
+        p->r.emplace_back(R, H, first_rows, H);
+        if (kCell == Cell::kGru && !lbr) p->r_hidden.emplace_back(R + 2 * H * H, H, H, H);
+      }
+      return p;
+    });
+  }
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     const float* W = tw->Data<float>() + d * G * I;
@@ -199,16 +226,17 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     // The input projections of every step, with the biases that add to them: both of every
     // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
     if (I > 0) {
-      Sgemm(G, cols, I, W, I, TransposedB(x, I, I), gx.data(), cols, pool);
+      Sgemm(G, cols, I, W, I, TransposedB(x, I, I), gx, cols, pool, nullptr,
+            packed ? &packed->w[static_cast<size_t>(d)] : nullptr);
     } else {
-      std::fill(gx.begin(), gx.end(), 0.0f);
+      std::fill(gx, gx + G * cols, 0.0f);
     }
     if (Wb) {
       ctx.ParallelFor(G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
                       [&](int64_t j0, int64_t j1) {
                         for (int64_t j = j0; j < j1; ++j) {
                           float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
-                          float* row = gx.data() + j * cols;
+                          float* row = gx + j * cols;
                           for (int64_t c = 0; c < cols; ++c) row[c] += b;
                         }
                       });
@@ -225,11 +253,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       auto time = [&](int64_t n) { return reverse ? lens[n] - 1 - step : step; };
       // The recurrent projections of the batch (GRU without linear_before_reset: of the update
       // and reset gates; its hidden gate's comes after r is known).
-      int64_t rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
       if (N == 1) {
-        Sgemv(rows, H, R, H, hs.data(), gh.data(), pool);
+        Sgemv(first_rows, H, R, H, hs, gh, pool);
       } else {
-        Sgemm(rows, N, H, R, H, MatrixB(hs.data(), H, N), gh.data(), N, pool);
+        Sgemm(first_rows, N, H, R, H, MatrixB(hs, H, N), gh, N, pool, nullptr,
+              packed ? &packed->r[static_cast<size_t>(d)] : nullptr);
       }
       if constexpr (kCell == Cell::kRnn) {
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
@@ -255,7 +283,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         if (!lbr && N == 1) {
           Sgemv(H, H, R + 2 * H * H, H, rh.data(), ghh.data(), pool);
         } else if (!lbr) {
-          Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool);
+          Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
+                packed ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
         }
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
@@ -280,8 +309,8 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         for (int64_t j = 0; j < G; ++j) column[j] = gx[j * cols + c0];
         const float* pp = P ? P : no_peepholes.data();
         StandardLstmColumn(H, column.data(), column.data() + H, column.data() + 2 * H,
-                           column.data() + 3 * H, gh.data(), gh.data() + H, gh.data() + 2 * H,
-                           gh.data() + 3 * H, pp, pp + H, pp + 2 * H, cs.data(), hs.data());
+                           column.data() + 3 * H, gh, gh + H, gh + 2 * H, gh + 3 * H, pp, pp + H,
+                           pp + 2 * H, cs, hs);
       } else if (standard_lstm) {
         // Every row of the batch at this step's time: its columns are contiguous.
         int64_t c0 = (reverse ? S - 1 - step : step) * N;
