@@ -337,6 +337,11 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({6, 1, 5, 7, {20, 16}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}}, rng);
   CheckConv({3, 2, 3, 4, {17, 33}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({13, 1, 5, 6, {40, 30}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  // k x 1 windows without padding, where the image is the grid and the product is written into
+  // y in place: one image, grouped and dilated, and a batch of images one per thread.
+  CheckConv({1, 1, 6, 9, {12, 7}, {3, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({1, 2, 3, 4, {15, 9}, {3, 1}, {1, 1}, {2, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({3, 1, 5, 6, {20, 12}, {3, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   // A first layer: 3x3 of stride 2 over one to four input channels, computed directly (blocks
   // of 4 output channels by 16 columns): output channels not a whole number of blocks, rows not
   // a whole number of columns, uneven pads, a batch.

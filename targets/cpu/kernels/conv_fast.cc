@@ -635,6 +635,10 @@ Status ConvFast(KernelContext& ctx) {
     // The grid's rows are wp apart; one output row (a 1-d conv) needs only its out[2] columns.
     int64_t row_stride = g.out[1] == 1 ? g.out[2] : grid.wp;
     int64_t cols = g.out[1] * row_stride;
+    // A window one column wide and no padding (a k x 1 kernel): the grid is the image itself and
+    // the product's rows are y's, so both are used in place, with nothing copied in or out.
+    const bool in_place = g.kernel[2] == 1 && g.pad[1] == 0 && g.pad[2] == 0 &&
+                          grid.ph == g.in[1] && grid.wp == g.in[2] && row_stride == g.out[2];
     std::vector<int64_t> offs(static_cast<size_t>(k));
     for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
@@ -650,21 +654,26 @@ Status ConvFast(KernelContext& ctx) {
       float *padded, *c;
     };
     auto buffers = [&] {
+      if (in_place) return Buffers{nullptr, nullptr};
       float* padded = Scratch(ScratchSlot::kConvInput, padded_floats);
       std::fill(padded + geo.c * grid.Plane(), padded + padded_floats, 0.0f);
       return Buffers{padded, Scratch(ScratchSlot::kConvOutput, geo.og * cols)};
     };
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Plane()));
     auto image = [&](int64_t b, rt::ThreadPool* pool, const Buffers& buf) {
-      rt::ParallelFor(pool, geo.c, fill_grain, [&](int64_t c0, int64_t c1) {
-        grid.Fill(px + b * geo.c * in_size, g, c0, c1, buf.padded);
-      });
+      const float* grid_in = px + b * geo.c * in_size;
+      if (!in_place) {
+        rt::ParallelFor(pool, geo.c, fill_grain,
+                        [&](int64_t c0, int64_t c1) { grid.Fill(grid_in, g, c0, c1, buf.padded); });
+        grid_in = buf.padded;
+      }
       for (int64_t grp = 0; grp < geo.groups; ++grp) {
         GemmEpilogue e;
-        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
-                  buf.padded + grp * geo.cg * grid.Plane(), offs.data(), buf.c, cols, pool,
-                  epilogue.From(grp * geo.og, &e), weights(grp));
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
+        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, grid_in + grp * geo.cg * grid.Plane(),
+                  offs.data(), in_place ? yg : buf.c, cols, pool, epilogue.From(grp * geo.og, &e),
+                  weights(grp));
+        if (in_place) continue;
         int64_t rows = geo.og * g.out[1];
         rt::ParallelFor(pool, rows, std::max<int64_t>(1, 4096 / g.out[2]),
                         [&](int64_t r0, int64_t r1) {
@@ -676,7 +685,7 @@ Status ConvFast(KernelContext& ctx) {
                         });
       }
     };
-    if (by_image(padded_floats + geo.og * cols)) {
+    if (by_image(in_place ? 0 : padded_floats + geo.og * cols)) {
       ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
         Buffers buf = buffers();
         for (int64_t b = b0; b < b1; ++b) image(b, nullptr, buf);
