@@ -1247,6 +1247,10 @@ TEST(FastKernels, ResizeMatchesTheReferenceExactly) {
   };
   const Case cases[] = {
       {{1, 3, 5, 7}, {1, 1, 2, 2}, "nearest", "asymmetric", "floor"},
+      // whole-number upsampling (each input column repeated: copied as runs), and by 2 with
+      // half-pixel centres (not runs of the same column)
+      {{1, 2, 3, 5}, {1, 1, 4, 4}, "nearest", "asymmetric", "floor"},
+      {{1, 2, 4, 6}, {1, 1, 2, 2}, "nearest", "half_pixel", "round_prefer_floor"},
       {{2, 2, 6, 5}, {1, 1, 3, 0.5}, "nearest", "half_pixel", "round_prefer_ceil"},
       {{1, 2, 4, 4}, {1, 1, 1.5, 2.5}, "nearest", "align_corners", "round_prefer_floor"},
       {{1, 4, 9, 11}, {1, 1, 2, 2}, "linear", "half_pixel", ""},

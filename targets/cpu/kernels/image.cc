@@ -176,6 +176,22 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
     x_single &= t.extrapolate || (t.index.size() == 1 && t.weight[0] == 1.0);
   }
   float fill = static_cast<float>(extrapolation);
+  // With one tap per column, each column's input column (-1: extrapolated), read from one flat
+  // array rather than through each column's taps.
+  std::vector<int64_t> column;
+  // Columns that repeat each input column `repeat` times in order (nearest upsampling by a whole
+  // number): copied as runs.
+  int64_t repeat = 0;
+  if (x_single) {
+    column.resize(static_cast<size_t>(ow));
+    for (int64_t ox = 0; ox < ow; ++ox) column[ox] = tx[ox].extrapolate ? -1 : tx[ox].index[0];
+    if (iw > 0 && ow % iw == 0) {
+      repeat = ow / iw;
+      for (int64_t ox = 0; ox < ow && repeat; ++ox) {
+        if (column[ox] != ox / repeat) repeat = 0;
+      }
+    }
+  }
   auto same_taps = [](const AxisTaps& a, const AxisTaps& b) {
     return a.extrapolate == b.extrapolate && a.index == b.index && a.weight == b.weight;
   };
@@ -196,8 +212,14 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
       const float* src = x + plane * ih * iw;
       if (x_single && t.index.size() == 1 && t.weight[0] == 1.0) {
         const float* s = src + t.index[0] * iw;
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          row[ox] = tx[ox].extrapolate ? fill : s[tx[ox].index[0]];
+        if (repeat == 2) {
+          for (int64_t ix = 0; ix < iw; ++ix) row[2 * ix] = row[2 * ix + 1] = s[ix];
+        } else if (repeat > 0) {
+          for (int64_t ix = 0; ix < iw; ++ix)
+            std::fill(row + ix * repeat, row + (ix + 1) * repeat, s[ix]);
+        } else {
+          const int64_t* c = column.data();
+          for (int64_t ox = 0; ox < ow; ++ox) row[ox] = c[ox] < 0 ? fill : s[c[ox]];
         }
         continue;
       }
