@@ -485,7 +485,8 @@ class ModuleParser {
       return;
     }
     // `n = T.int64()` declares a symbolic dimension.
-    if (value.kind == PyExprKind::kCall && DottedName(*value.base).rfind("T.int", 0) == 0) {
+    if (value.kind == PyExprKind::kCall &&
+        (DottedName(*value.base) == "T.int64" || DottedName(*value.base) == "T.int32")) {
       if (!scope_.syms.count(name)) scope_.syms[name] = SymVar(name);
       return;
     }
@@ -528,9 +529,10 @@ class ModuleParser {
     for (const PyStmtPtr& s : with.body) {
       if (s.get() == output_stmt || s->kind == PyStmtKind::kPass) continue;
       if (s->kind != PyStmtKind::kAssign) Fail(s->loc, "a dataflow block holds only bindings");
+      size_t bindings = block.bindings.size();
       Assign(*s, &block, true, outputs);
-      if (!s->targets.empty() && s->targets[0]->kind == PyExprKind::kName)
-        bound.insert(s->targets[0]->name);
+      // A name the statement bound (not a symbol it declared).
+      if (block.bindings.size() > bindings) bound.insert(s->targets[0]->name);
     }
     for (const PyExprPtr& o : output_stmt->value->items) {
       if (!bound.count(o->name))

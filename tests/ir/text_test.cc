@@ -308,6 +308,26 @@ const ErrorCase kErrors[] = {
         return b
 )",
      "9:22", "R.output names 'c'"},
+    // A symbol declared in a block is not one of its bindings (this crashed the parser).
+    {"OutputNamesASymbol", R"(
+    @R.function
+    def f(a: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            n = T.int64()
+            R.output(n)
+        return a
+)",
+     "9:22", "R.output names 'n', which the block does not bind"},
+    // Only T.int64() and T.int32() declare symbols; another T.int... call is no declaration.
+    {"CallStartingLikeASymbolDeclaration", R"(
+    @R.function
+    def f(a: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            b = T.int64x.add(a, a)
+            R.output(b)
+        return b
+)",
+     "8:17", "unknown function T.int64x.add"},
     {"DataflowVarUsedOutside", R"(
     @R.function
     def f(a: R.Tensor((2, 3), "float32")):
