@@ -84,9 +84,11 @@ bool Optional(const Tensor* t, const Shape& shape) {
   return Absent(t) || (t->dtype == DType::kFloat32 && t->shape == shape);
 }
 
-// Constant weights packed once for the GEMM, per direction, into the step's cache: W, R (the
-// rows of the first recurrent product: all of them, or GRU's update and reset gates without
-// linear_before_reset) and GRU's hidden gate rows of R in that case.
+// Constant weights packed once for the GEMM, per direction, into the step's cache (one object,
+// made on the step's first run): W, and R when that run's batch has more than one row (a batch
+// of one multiplies R by a vector, reading it as it is): the rows of the first recurrent product
+// (all of them, or GRU's update and reset gates without linear_before_reset) and GRU's hidden gate
+// rows in that case. A later run of a larger batch, with no R packed, packs it as it goes.
 struct PackedRecurrent {
   std::vector<PackedA> w, r, r_hidden;
 };
@@ -199,15 +201,16 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     packed = ctx.cache()->Get<PackedRecurrent>([&] {
       auto p = std::make_shared<PackedRecurrent>();
       for (int64_t d = 0; d < dirs; ++d) {
-        const float* W = tw->Data<float>() + d * G * I;
         const float* R = tr->Data<float>() + d * G * H;
-        p->w.emplace_back(W, I, G, I);
+        p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
+        if (N == 1) continue;
         p->r.emplace_back(R, H, first_rows, H);
         if (kCell == Cell::kGru && !lbr) p->r_hidden.emplace_back(R + 2 * H * H, H, H, H);
       }
       return p;
     });
   }
+  const bool packed_r = packed && !packed->r.empty();
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     const float* W = tw->Data<float>() + d * G * I;
@@ -257,7 +260,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         Sgemv(first_rows, H, R, H, hs, gh, pool);
       } else {
         Sgemm(first_rows, N, H, R, H, MatrixB(hs, H, N), gh, N, pool, nullptr,
-              packed ? &packed->r[static_cast<size_t>(d)] : nullptr);
+              packed_r ? &packed->r[static_cast<size_t>(d)] : nullptr);
       }
       if constexpr (kCell == Cell::kRnn) {
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
@@ -284,7 +287,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           Sgemv(H, H, R + 2 * H * H, H, rh.data(), ghh.data(), pool);
         } else if (!lbr) {
           Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
-                packed ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
+                packed_r ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
         }
         ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
