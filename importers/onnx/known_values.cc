@@ -95,14 +95,20 @@ std::optional<Shape> Broadcast(const std::vector<Known>& in) {
   return out;
 }
 
+// Where element `idx` (a multi-index into `out`) of a tensor of `shape` broadcast to `out` lies
+// in its elements.
+size_t BroadcastIndex(const Shape& shape, const Shape& idx, const Shape& out) {
+  int64_t flat = 0;
+  size_t lead = out.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    flat = flat * shape[i] + (shape[i] == 1 ? 0 : idx[lead + i]);
+  }
+  return static_cast<size_t>(flat);
+}
+
 // Element `idx` (a multi-index into `out`) of `k` broadcast to `out`.
 const PrimExpr& At(const Known& k, const Shape& idx, const Shape& out) {
-  int64_t flat = 0;
-  size_t lead = out.size() - k.shape.size();
-  for (size_t i = 0; i < k.shape.size(); ++i) {
-    flat = flat * k.shape[i] + (k.shape[i] == 1 ? 0 : idx[lead + i]);
-  }
-  return k.v[static_cast<size_t>(flat)];
+  return k.v[BroadcastIndex(k.shape, idx, out)];
 }
 
 std::optional<int64_t> Int(const PrimExpr& e) { return ir::AsInt(e); }
@@ -492,6 +498,25 @@ std::optional<Known> Evaluate(const NodeContext& ctx, int output, const ir::Stru
   return std::nullopt;
 }
 
+// `values` as a constant of `dtype` (float32, float64, int64 or int32; each value already fits).
+Expected<ir::Expr> ValuesConstant(NodeContext& ctx, ir::DataType dtype, const Shape& shape,
+                                  const std::vector<double>& values) {
+  std::vector<uint8_t> bytes(values.size() * 8);
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto put = [&](auto v) { std::memcpy(bytes.data() + sizeof(v) * i, &v, sizeof(v)); };
+    if (dtype == ir::DataType::kFloat32) {
+      put(static_cast<float>(values[i]));  // rounded to nearest, as the kernels' casts
+    } else if (dtype == ir::DataType::kFloat64) {
+      put(values[i]);
+    } else if (dtype == ir::DataType::kInt64) {
+      put(static_cast<int64_t>(values[i]));
+    } else {
+      put(static_cast<int32_t>(values[i]));
+    }
+  }
+  return ctx.Const(dtype, std::vector<int64_t>(shape.begin(), shape.end()), bytes.data());
+}
+
 }  // namespace
 
 std::optional<KnownValues> EvaluateKnown(const NodeContext& ctx, int output,
@@ -548,19 +573,9 @@ std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
       if (!v || *v > (int64_t{1} << 53) || *v < -(int64_t{1} << 53)) return std::nullopt;
       out.push_back(static_cast<double>(*v));  // exact
     }
-    std::vector<uint8_t> bytes(out.size() * 8);
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out_dtype == ir::DataType::kFloat32) {
-        float f = static_cast<float>(out[i]);  // rounded to nearest, as the kernel's cast
-        std::memcpy(bytes.data() + 4 * i, &f, 4);
-      } else {
-        std::memcpy(bytes.data() + 8 * i, &out[i], 8);
-      }
-    }
-    return ctx.Const(out_dtype, k->shape, bytes.data());
+    return ValuesConstant(ctx, out_dtype, k->shape, out);
   }
-  const ir::ConstantNode* first = ctx.ConstantInput(0);
-  if (!first || (in_dtype != ir::DataType::kFloat32 && in_dtype != ir::DataType::kFloat64)) {
+  if (in_dtype != ir::DataType::kFloat32 && in_dtype != ir::DataType::kFloat64) {
     return std::nullopt;
   }
   std::vector<Known> in;  // shapes only; the values are in `values`
@@ -577,12 +592,7 @@ std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
   std::optional<Shape> shape = Broadcast(in);
   if (!shape || NumElements(*shape) > kMaxKnownElements) return std::nullopt;
   auto at = [&](size_t j, const Shape& idx) {
-    int64_t flat = 0;
-    size_t lead = shape->size() - in[j].shape.size();
-    for (size_t d = 0; d < in[j].shape.size(); ++d) {
-      flat = flat * in[j].shape[d] + (in[j].shape[d] == 1 ? 0 : idx[lead + d]);
-    }
-    return values[j][static_cast<size_t>(flat)];
+    return values[j][BroadcastIndex(in[j].shape, idx, *shape)];
   };
   // One operation on operands of the input's type, computed in double and rounded to that type:
   // for float32 operands the same as float32 arithmetic (+ - * / and sqrt are correctly rounded).
@@ -642,23 +652,7 @@ std::optional<Expected<ir::Expr>> FoldFloatConstants(NodeContext& ctx) {
     }
     out.push_back(r);
   }
-  std::vector<int64_t> dims(shape->begin(), shape->end());
-  std::vector<uint8_t> bytes(out.size() * 8);
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out_dtype == ir::DataType::kFloat32) {
-      float f = static_cast<float>(out[i]);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    } else if (out_dtype == ir::DataType::kFloat64) {
-      std::memcpy(bytes.data() + 8 * i, &out[i], 8);
-    } else if (out_dtype == ir::DataType::kInt64) {
-      int64_t v = static_cast<int64_t>(out[i]);
-      std::memcpy(bytes.data() + 8 * i, &v, 8);
-    } else {
-      int32_t v = static_cast<int32_t>(out[i]);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    }
-  }
-  return ctx.Const(out_dtype, std::move(dims), bytes.data());
+  return ValuesConstant(ctx, out_dtype, *shape, out);
 }
 
 }  // namespace quilt::importers::onnx
