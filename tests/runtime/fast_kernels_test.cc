@@ -17,6 +17,7 @@
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/image.h"
+#include "targets/cpu/kernels/int8_gemm.h"
 #include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/recurrent.h"
@@ -1421,9 +1422,19 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
           rng, "conv_transpose of a wide image");
 }
 
-// conv_integer on 8-bit data as float GEMMs in exact slabs, against the reference's integer
-// sums, bit for bit: uint8 and int8 on either side, scalar and per-channel weight zero points,
-// reductions longer than one slab (64 channels x 3 x 3), groups, strides, pads, 1-d and 2-d.
+// Int8Gemm allowed or not while it lives (the int8 paths' tests run both).
+class Int8DotAllowed {
+ public:
+  explicit Int8DotAllowed(bool allowed) { SetInt8DotAllowedForTesting(allowed); }
+  ~Int8DotAllowed() { SetInt8DotAllowedForTesting(true); }
+  Int8DotAllowed(const Int8DotAllowed&) = delete;
+  Int8DotAllowed& operator=(const Int8DotAllowed&) = delete;
+};
+
+// conv_integer on 8-bit data on the 8-bit GEMM and as float GEMMs in exact slabs, against the
+// reference's integer sums, bit for bit: uint8 and int8 on either side, scalar and per-channel
+// weight zero points, reductions longer than one slab (64 channels x 3 x 3), groups, strides,
+// pads, 1-d and 2-d, 1x1 windows.
 TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
   std::mt19937 rng(41);
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -1431,18 +1442,22 @@ TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
   };
   for (int iter = 0; iter < 60; ++iter) {
     bool x_signed = pick(0, 1), w_signed = pick(0, 1);
-    int rank = iter % 5 == 0 ? 1 : 2;
+    int rank = iter % 5 == 0 ? 1 : iter % 7 == 3 ? 3 : 2;
     int64_t groups = pick(0, 3) == 0 ? 2 : 1, cg = iter % 4 == 0 ? 64 : pick(1, 9);
     int64_t og = pick(1, 8), n = pick(1, 2);
     Shape xs = {n, groups * cg}, ws = {groups * og, cg};
     std::vector<int64_t> strides, dilation, pads(2 * rank);
     for (int d = 0; d < rank; ++d) {
-      xs.push_back(pick(3, 12));
+      xs.push_back(pick(5, rank == 3 ? 7 : 12));  // at least the dilated 3-tap span
       ws.push_back(pick(1, 3));
       strides.push_back(pick(1, 2));
       dilation.push_back(pick(1, 2));
     }
     for (int d = 0; d < 2 * rank; ++d) pads[d] = pick(0, 1);
+    if (iter % 6 == 1) {  // a 1x1 window read in place
+      for (int d = 0; d < rank; ++d) ws[2 + d] = strides[d] = 1;
+      std::fill(pads.begin(), pads.end(), 0);
+    }
     auto bytes = [&](const Shape& s, bool sign) {
       std::vector<uint8_t> v(static_cast<size_t>(Count(s)));
       for (uint8_t& b : v) b = static_cast<uint8_t>(pick(0, 255));
@@ -1468,7 +1483,10 @@ TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
     Status st = nn::ConvIntegerReference(ref);
     ASSERT_TRUE(st.ok()) << what << ": " << st.message();
     rt::ThreadPool three(3);
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    // On the 8-bit dot products where the CPU has them, and on the float GEMMs.
+    for (int path = 0; path < 4; ++path) {
+      rt::ThreadPool* pool = path % 2 ? &three : nullptr;
+      Int8DotAllowed allowed(path < 2);
       TestContext got(inputs, list, pool);
       st = nn::ConvIntegerFast(got);
       ASSERT_TRUE(st.ok()) << what << ": " << st.message();
@@ -1509,11 +1527,11 @@ TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {
   for (int64_t i = 0; i < got.out().NumElements(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
 }
 
-// com.microsoft DynamicQuantizeLSTM: the integer products from exact float GEMMs give the
-// reference's integers, so every output is the reference's bit for bit: both directions, long
-// inputs (several slabs of products), uneven sequence lengths, int8 and uint8 weights with
-// per-row or per-direction scales and zero points; without a cache and, weights constant, twice
-// on one cache.
+// com.microsoft DynamicQuantizeLSTM: the integer products from the 8-bit GEMM or exact float
+// GEMMs give the reference's integers, so every output is the reference's bit for bit: both
+// directions, long inputs (several slabs of products), uneven sequence lengths, int8 and uint8
+// weights with per-row or per-direction scales and zero points; without a cache and, weights
+// constant, twice on one cache.
 TEST(FastKernels, DynamicQuantizeLstmMatchesTheReferenceExactly) {
   std::mt19937 rng(53);
   struct Case {
@@ -1588,10 +1606,13 @@ TEST(FastKernels, DynamicQuantizeLstmMatchesTheReferenceExactly) {
     Status st = rnn::DynamicQuantizeLstmReference(ref);
     ASSERT_TRUE(st.ok()) << what << ": " << st.message();
     rt::ThreadPool three(3);
-    rt::StepCache cache;
-    for (int pass = 0; pass < 3; ++pass) {
-      TestContext got(inputs, list, pass == 1 ? &three : nullptr, 3);
-      if (pass > 0) got.SetCache(&cache, 0b111100000110);  // W, R and their scales, zero points
+    // On the 8-bit dot products where the CPU has them (passes 0 to 2), and on the float GEMMs.
+    rt::StepCache cache, float_cache;
+    for (int pass = 0; pass < 6; ++pass) {
+      Int8DotAllowed allowed(pass < 3);
+      TestContext got(inputs, list, pass % 3 == 1 ? &three : nullptr, 3);
+      // W, R and their scales and zero points constant
+      if (pass % 3 > 0) got.SetCache(pass < 3 ? &cache : &float_cache, 0b111100000110);
       st = rnn::DynamicQuantizeLstm(got);
       ASSERT_TRUE(st.ok()) << what << ": " << st.message();
       for (int o = 0; o < 3; ++o) {

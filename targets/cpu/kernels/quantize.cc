@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/int8_gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -554,14 +555,48 @@ Status QLinearMatmul(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// The weights of conv_integer as its fast paths read them, kept in the step's cache when
+// constant: for Int8ConvSums (`int8`), or (8-bit values less zero points) as floats.
+struct ConvIntegerWeights {
+  bool int8 = false;
+  Int8ConvWeights q;
+  std::vector<float> f;
+};
+
+std::shared_ptr<ConvIntegerWeights> MakeConvIntegerWeights(const Tensor& w, const Tensor& wz,
+                                                           bool wz1, int64_t oc, bool int8) {
+  auto out = std::make_shared<ConvIntegerWeights>();
+  out->int8 = int8;
+  int64_t per_channel = w.NumElements() / std::max<int64_t>(oc, 1);
+  if (int8) {
+    Int8ConvWeights& q = out->q;
+    bool flip = w.dtype == DType::kUInt8;  // int8 bytes: a uint8 weight less 128
+    PackInt8Rows(static_cast<const uint8_t*>(w.data), oc, per_channel, per_channel, flip, &q.rows);
+    Int8RowSums(q.rows, false, &q.sums);
+    q.zp.resize(static_cast<size_t>(oc));
+    for (int64_t m = 0; m < oc; ++m) {
+      q.zp[m] = static_cast<int64_t>(QRead(wz, wz1 ? 0 : m)) - (flip ? 128 : 0);
+      q.zero_zp &= q.zp[m] == 0;
+    }
+    return out;
+  }
+  out->f.resize(static_cast<size_t>(w.NumElements()));
+  for (int64_t i = 0; i < w.NumElements(); ++i) {
+    double v = w.dtype == DType::kUInt8 ? w.Data<uint8_t>()[i] : w.Data<int8_t>()[i];
+    out->f[i] = static_cast<float>(v - QRead(wz, wz1 ? 0 : i / per_channel));
+  }
+  return out;
+}
+
 // Integer convolution of (x - x_zp) by (w - w_zp[oc]): the int32 sums, one per output element.
-// `fast`: 8-bit data and weights through nn::ConvIntegerSums (float GEMMs, exact); else the
-// reference loop per output element.
-// `weights_constant`: w and wz are the same in every run (their float form is then kept in the
-// step's cache).
+// `fast`: 8-bit data and weights on Int8ConvSums where the CPU has the 8-bit dot products, else
+// through nn::ConvIntegerSums (float GEMMs, exact); else the reference loop per output element.
+// `weights_constant`: w and wz are the same in every run (their packed form is then kept in the
+// step's cache). `int32_out`: y is int32, and the 8-bit path may store the sums' low 32 bits
+// there itself, leaving `sums` empty.
 Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, const Tensor& w,
                        const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums,
-                       bool weights_constant, bool fast = true) {
+                       bool weights_constant, bool fast = true, bool int32_out = false) {
   const rt::AttrView& at = ctx.attrs();
   std::vector<int64_t> strides = at.Ints("strides"), pads = at.Ints("padding"),
                        dil = at.Ints("dilation");
@@ -597,7 +632,6 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out, y));
   int64_t total = 1;
   for (int64_t d : out) total *= d;
-  sums->assign(total, 0);
   std::vector<int64_t> xst = Strides(x.shape), wst = Strides(w.shape), ost = Strides(out);
   int64_t ksize = 1;
   for (size_t i = 0; i < k; ++i) ksize *= w.shape[2 + i];
@@ -605,38 +639,49 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   double xzv = QRead(xz, 0);
   auto eight_bit = [](DType t) { return t == DType::kUInt8 || t == DType::kInt8; };
   // Zero points of their data's type: the differences are then at most 255 in magnitude (a
-  // uint8 value less an int8 zero point reaches 383, past what the slabs assume).
-  if (fast && eight_bit(x.dtype) && eight_bit(w.dtype) && xz.dtype == x.dtype &&
-      wz.dtype == w.dtype && k <= static_cast<size_t>(nn::kMaxSpatial) &&
-      ksize <= kEightBitExactTerms && total > 0) {
+  // uint8 value less an int8 zero point reaches 383, past what the float slabs assume).
+  bool eight_bit_path = fast && eight_bit(x.dtype) && eight_bit(w.dtype) && xz.dtype == x.dtype &&
+                        wz.dtype == w.dtype && k <= static_cast<size_t>(nn::kMaxSpatial) &&
+                        total > 0;
+  bool int8 = eight_bit_path && HasInt8Dot() && wc * ksize <= kInt8MaxTerms;
+  if (eight_bit_path && (int8 || ksize <= kEightBitExactTerms)) {
+    std::shared_ptr<const ConvIntegerWeights> pw;
+    if (weights_constant && ctx.cache()) {
+      pw = ctx.cache()->Get<ConvIntegerWeights>(
+          [&] { return MakeConvIntegerWeights(w, wz, wz1, oc, int8); });
+    }
+    // (A cache made for the other path: the weights as this one reads them, for this run.)
+    if (!pw || pw->int8 != int8) pw = MakeConvIntegerWeights(w, wz, wz1, oc, int8);
+    rt::ThreadPool* pool = ctx.thread_pool();
+    if (int8) {
+      Int8ConvGeometry g;
+      for (size_t i = 0; i < k; ++i) {
+        size_t d = 3 - k + i;
+        g.in[d] = x.shape[2 + i];
+        g.out[d] = out[2 + i];
+        g.kernel[d] = w.shape[2 + i];
+        g.stride[d] = strides[i];
+        g.dilation[d] = dil[i];
+        g.pad[d] = pads[i];
+        g.padded |= pads[i] != 0 || pads[k + i] != 0;
+      }
+      bool x_flip = x.dtype == DType::kInt8;  // stored as x + 128, its zero point likewise
+      int64_t xz8 = static_cast<int64_t>(xzv) + (x_flip ? 128 : 0);
+      int32_t* out32 = int32_out ? (*y)->MutableData<int32_t>() : nullptr;
+      if (!out32) sums->assign(total, 0);
+      Int8ConvSums(static_cast<const uint8_t*>(x.data), x_flip, xz8, nb, c, groups, g, pw->q, out32,
+                   sums->data(), pool);
+      return Status::Ok();
+    }
     // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
     // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
     std::vector<float> xf(static_cast<size_t>(x.NumElements()));
-    auto to_float = [](const Tensor& t, float zero, float* out) {
-      if (t.dtype == DType::kUInt8) {
-        const uint8_t* p = t.Data<uint8_t>();
-        for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = static_cast<float>(p[i]) - zero;
-      } else {
-        const int8_t* p = t.Data<int8_t>();
-        for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = static_cast<float>(p[i]) - zero;
-      }
-    };
-    to_float(x, static_cast<float>(xzv), xf.data());
-    auto weights = [&] {
-      auto wf = std::make_shared<std::vector<float>>(static_cast<size_t>(w.NumElements()));
-      int64_t per_channel = w.NumElements() / std::max<int64_t>(oc, 1);
-      to_float(w, 0.0f, wf->data());
-      for (size_t i = 0; i < wf->size(); ++i) {
-        int64_t m = static_cast<int64_t>(i) / per_channel;
-        (*wf)[i] -= static_cast<float>(QRead(wz, wz1 ? 0 : m));
-      }
-      return wf;
-    };
-    std::shared_ptr<const std::vector<float>> wf;
-    if (weights_constant && ctx.cache()) {
-      wf = ctx.cache()->Get<std::vector<float>>(weights);
+    if (x.dtype == DType::kUInt8) {
+      const uint8_t* px = x.Data<uint8_t>();
+      for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(px[i] - xzv);
     } else {
-      wf = weights();
+      const int8_t* px = x.Data<int8_t>();
+      for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(px[i] - xzv);
     }
     nn::Window win;
     win.rank = static_cast<int>(k);
@@ -649,10 +694,11 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
       win.pad_begin[i] = pads[i];
       win.pad_end[i] = pads[k + i];
     }
-    nn::ConvIntegerSums(xf.data(), wf->data(), nb, c, oc, groups, win, sums->data(),
-                        ctx.thread_pool());
+    sums->assign(total, 0);
+    nn::ConvIntegerSums(xf.data(), pw->f.data(), nb, c, oc, groups, win, sums->data(), pool);
     return Status::Ok();
   }
+  sums->assign(total, 0);
   std::vector<int64_t> opos(k), kpos(k);
   for (int64_t o = 0; o < total; ++o) {
     int64_t rem = o;
@@ -710,8 +756,8 @@ Status ConvInteger(KernelContext& ctx, bool fast) {
   Tensor* y;
   std::vector<int64_t> sums;
   QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y,
-                                        &sums, ctx.constant_input(1) && ctx.constant_input(3),
-                                        fast));
+                                        &sums, ctx.constant_input(1) && ctx.constant_input(3), fast,
+                                        /*int32_out=*/true));
   for (size_t i = 0; i < sums.size(); ++i) {
     y->MutableData<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(sums[i]));
   }

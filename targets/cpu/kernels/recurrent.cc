@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/int8_gemm.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -30,6 +31,7 @@ using rnn::ParseActivation;
 struct QuantWeights {
   std::vector<int32_t> w;
   std::vector<float> scale;
+  std::vector<int32_t> zp;  // [dir][row j]
 };
 
 // Reads weight `q` ([dirs, cols, rows] int8 or uint8, stored transposed) with its scale and zero
@@ -62,10 +64,12 @@ Status ReadQuantWeights(const Tensor& q, const Tensor& scale, const Tensor& zp, 
   };
   out->w.resize(dirs * rows * cols);
   out->scale.resize(dirs * rows);
+  out->zp.resize(dirs * rows);
   for (int64_t d = 0; d < dirs; ++d) {
     for (int64_t j = 0; j < rows; ++j) {
       out->scale[d * rows + j] = scale.Data<float>()[scale_by_row ? d * rows + j : d];
       int32_t z = value(zp, zp_by_row ? d * rows + j : d);
+      out->zp[d * rows + j] = z;
       for (int64_t c = 0; c < cols; ++c) {
         out->w[(d * rows + j) * cols + c] = value(q, (d * cols + c) * rows + j) - z;
       }
@@ -74,17 +78,52 @@ Status ReadQuantWeights(const Tensor& q, const Tensor& scale, const Tensor& zp, 
   return Status::Ok();
 }
 
-// The same weights as floats (exact: 9-bit integers), the form the fast products read; kept in
-// the step's cache when the weights are constants.
-struct QuantFloatWeights {
+// One quantized weight (W or R) for Int8Gemm: per direction, its [cols][rows] bytes as int8
+// panels (a uint8 weight less 128), each row's sum of them and its zero point moved likewise.
+struct Int8Weight {
+  std::vector<Int8Panels> panels;  // [dir]
+  std::vector<int64_t> sums, zp;   // [dir][row j]
+};
+
+Int8Weight ToInt8Weight(const Tensor& q, const QuantWeights& read, int64_t dirs, int64_t rows,
+                        int64_t cols, rt::ThreadPool* pool) {
+  Int8Weight out;
+  bool flip = q.dtype == DType::kUInt8;
+  out.panels.resize(static_cast<size_t>(dirs));
+  out.sums.reserve(static_cast<size_t>(dirs * rows));
+  for (int64_t d = 0; d < dirs; ++d) {
+    PackInt8Panels(static_cast<const uint8_t*>(q.data) + d * cols * rows, cols, rows, rows, flip,
+                   &out.panels[d], pool);
+    std::vector<int64_t> sums;
+    Int8ColumnSums(out.panels[d], false, &sums);
+    out.sums.insert(out.sums.end(), sums.begin(), sums.end());
+  }
+  for (int32_t z : read.zp) out.zp.push_back(z - (flip ? 128 : 0));
+  return out;
+}
+
+// The weights as the fast products read them, kept in the step's cache when they are
+// constants: for Int8Gemm (`int8`), or as floats (exact: 9-bit integers) for ExactIntDots.
+struct QuantFastWeights {
+  bool int8 = false;
+  Int8Weight w8, r8;
   std::vector<float> w, r;
   std::vector<float> w_scale, r_scale;
 };
 
-std::shared_ptr<QuantFloatWeights> ToFloatWeights(const QuantWeights& w, const QuantWeights& r) {
-  auto out = std::make_shared<QuantFloatWeights>();
-  out->w.assign(w.w.begin(), w.w.end());
-  out->r.assign(r.w.begin(), r.w.end());
+std::shared_ptr<QuantFastWeights> ToFastWeights(const Tensor& tw, const Tensor& tr,
+                                                const QuantWeights& w, const QuantWeights& r,
+                                                int64_t dirs, int64_t rows, bool int8,
+                                                rt::ThreadPool* pool) {
+  auto out = std::make_shared<QuantFastWeights>();
+  out->int8 = int8;
+  if (int8) {
+    out->w8 = ToInt8Weight(tw, w, dirs, rows, tw.shape[1], pool);
+    out->r8 = ToInt8Weight(tr, r, dirs, rows, tr.shape[1], pool);
+  } else {
+    out->w.assign(w.w.begin(), w.w.end());
+    out->r.assign(r.w.begin(), r.w.end());
+  }
   out->w_scale = w.scale;
   out->r_scale = r.scale;
   return out;
@@ -110,19 +149,43 @@ void ExactIntDots(const float* a, int64_t rows, const float* b, int64_t cols, in
   }
 }
 
-// Activations quantized to uint8, less their zero point, with their scale.
+// Activations quantized to uint8 (`bytes`, with their zero point), less their zero point (`q`),
+// with their scale.
 struct QuantActs {
+  std::vector<uint8_t> bytes;
+  uint8_t zp = 0;
   std::vector<int32_t> q;
   float scale = 1;
 };
 
 void QuantizeActs(const double* v, size_t n, QuantActs* out) {
   std::vector<float> f(v, v + n);
-  std::vector<uint8_t> q(n);
-  uint8_t zp = 0;
-  DynamicQuantizeU8(f.data(), static_cast<int64_t>(n), q.data(), &out->scale, &zp);
+  out->bytes.resize(n);
+  DynamicQuantizeU8(f.data(), static_cast<int64_t>(n), out->bytes.data(), &out->scale, &out->zp);
   out->q.resize(n);
-  for (size_t i = 0; i < q.size(); ++i) out->q[i] = static_cast<int32_t>(q[i]) - zp;
+  for (size_t i = 0; i < n; ++i) out->q[i] = static_cast<int32_t>(out->bytes[i]) - out->zp;
+}
+
+// sums[q * rows + j] = sum over i < k of (a[q][i] - a.zp) * (w[i][j] - w.zp[j]) for `count` rows
+// of quantized activations (k bytes each) and direction d of an Int8Weight (k x rows): Int8Gemm's
+// int32 products with the zero points' terms added.
+void Int8Dots(const QuantActs& a, int64_t count, int64_t k, const Int8Weight& w, int64_t d,
+              int64_t rows, int64_t* sums, rt::ThreadPool* pool) {
+  Int8Rows packed;
+  PackInt8Rows(a.bytes.data(), count, k, k, false, &packed);
+  std::vector<int64_t> a_sums;
+  Int8RowSums(packed, true, &a_sums);
+  std::vector<int32_t> prod(static_cast<size_t>(count * rows));
+  Int8Gemm(packed, w.panels[d], true, prod.data(), rows, pool);
+  int64_t az = a.zp;
+  const int64_t* w_sums = w.sums.data() + d * rows;
+  const int64_t* w_zp = w.zp.data() + d * rows;
+  for (int64_t q = 0; q < count; ++q) {
+    for (int64_t j = 0; j < rows; ++j) {
+      sums[q * rows + j] =
+          prod[q * rows + j] - az * w_sums[j] - w_zp[j] * a_sums[q] + k * az * w_zp[j];
+    }
+  }
 }
 
 // The RNN, GRU and LSTM cells of ONNX, and with kQuant com.microsoft DynamicQuantizeLSTM (its
@@ -168,7 +231,7 @@ Status Recurrent(KernelContext& ctx) {
   }
   std::vector<double> x, w, r;
   QuantWeights wq, rq;
-  std::shared_ptr<const QuantFloatWeights> fw;  // kFast
+  std::shared_ptr<const QuantFastWeights> fw;  // kFast
   if constexpr (kQuant) {
     if (tx.dtype != DType::kFloat32) return Status::Error("X must be float32");
     if (layout != 0) return Status::Error("layout must be 0");
@@ -178,22 +241,28 @@ Status Recurrent(KernelContext& ctx) {
       return ReadQuantWeights(tr, *ctx.input(10), *ctx.input(11), dirs, kGates * H, H, "R", &rq);
     };
     if constexpr (kFast) {
+      // Int8Gemm where the CPU has it and no sum can overflow an int32 lane.
+      bool int8 = HasInt8Dot() && I <= kInt8MaxTerms && H <= kInt8MaxTerms;
+      auto make = [&] {
+        return ToFastWeights(tw, tr, wq, rq, dirs, kGates * H, int8, ctx.thread_pool());
+      };
       bool constant = ctx.cache() != nullptr;
       for (int i : {1, 2, 8, 9, 10, 11}) constant &= ctx.constant_input(i);
       if (constant) {
         Status st = Status::Ok();
-        fw = ctx.cache()->Get<QuantFloatWeights>([&]() -> std::shared_ptr<QuantFloatWeights> {
+        fw = ctx.cache()->Get<QuantFastWeights>([&]() -> std::shared_ptr<QuantFastWeights> {
           st = read();
-          return st.ok() ? ToFloatWeights(wq, rq) : nullptr;
+          return st.ok() ? make() : nullptr;
         });
-        // A refused weight is refused again on every run (nothing was kept).
-        if (!fw) {
+        // A refused weight is refused again on every run (nothing was kept); a cache made for
+        // the other path is read as this one reads it, for this run.
+        if (!fw || fw->int8 != int8) {
           QUILT_RETURN_IF_ERROR(st.ok() ? read() : st);
-          fw = ToFloatWeights(wq, rq);
+          fw = make();
         }
       } else {
         QUILT_RETURN_IF_ERROR(read());
-        fw = ToFloatWeights(wq, rq);
+        fw = make();
       }
       wq.scale = fw->w_scale;
       rq.scale = fw->r_scale;
@@ -295,7 +364,9 @@ Status Recurrent(KernelContext& ctx) {
   std::vector<int64_t> xdots, hdots;
   if constexpr (kQuant) {
     QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
-    if constexpr (kFast) fx.assign(qx.q.begin(), qx.q.end());
+    if constexpr (kFast) {
+      if (!fw->int8) fx.assign(qx.q.begin(), qx.q.end());
+    }
   }
   // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
   // the vectors are empty.
@@ -313,8 +384,12 @@ Status Recurrent(KernelContext& ctx) {
     std::vector<double> cs(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
     if constexpr (kQuant && kFast) {
       xdots.resize(static_cast<size_t>(longest * N * kGates * H));
-      ExactIntDots(fx.data(), longest * N, fw->w.data() + d * kGates * H * I, kGates * H, I,
-                   xdots.data(), ctx.thread_pool());
+      if (fw->int8) {
+        Int8Dots(qx, longest * N, I, fw->w8, d, kGates * H, xdots.data(), ctx.thread_pool());
+      } else {
+        ExactIntDots(fx.data(), longest * N, fw->w.data() + d * kGates * H * I, kGates * H, I,
+                     xdots.data(), ctx.thread_pool());
+      }
     }
     // Row j of the input and recurrent projections for time t and batch n.
     auto project_x = [&](int64_t t, int64_t n, int64_t j) {
@@ -365,10 +440,14 @@ Status Recurrent(KernelContext& ctx) {
         }
         QuantizeActs(h_range.data(), h_range.size(), &qh);
         if constexpr (kFast) {
-          fh.assign(qh.q.begin(), qh.q.end());
           hdots.resize(static_cast<size_t>(N * kGates * H));
-          ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H, hdots.data(),
-                       ctx.thread_pool());
+          if (fw->int8) {
+            Int8Dots(qh, N, H, fw->r8, d, kGates * H, hdots.data(), ctx.thread_pool());
+          } else {
+            fh.assign(qh.q.begin(), qh.q.end());
+            ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H,
+                         hdots.data(), ctx.thread_pool());
+          }
         }
       }
       for (int64_t n = 0; n < N; ++n) {

@@ -15,6 +15,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/depthwise_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/int8_gemm.cc
   ${QUILT_ROOT}/targets/cpu/kernels/pool.cc
   ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/manip.cc
@@ -38,5 +39,6 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|
     ${QUILT_ROOT}/targets/cpu/kernels/depthwise_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/int8_gemm.cc
     PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast;-fno-trapping-math")
 endif()

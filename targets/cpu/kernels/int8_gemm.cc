@@ -1,0 +1,324 @@
+// The 8-bit GEMM of int8_gemm.h: tiles of up to 8 rows by 32 columns (two panels), each row's
+// four bytes broadcast against a panel's 16 x 4 bytes by one vpdpbusd per panel.
+#include "targets/cpu/kernels/int8_gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define QUILT_HAS_VNNI_CODE 1
+#define QUILT_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#endif
+
+namespace quilt::cpu {
+namespace {
+
+std::atomic<bool> g_allowed{true};
+
+// 16 bytes from each of four rows (null: zeros) as 16 groups of their four bytes, each group one
+// column: one panel's k4 step.
+void Interleave4(const uint8_t* const r[4], int64_t col, int64_t cols, uint8_t flip,
+                 uint8_t* out) {
+#if defined(__SSE2__)
+  if (cols == 16) {
+    __m128i v[4];
+    __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+    for (int e = 0; e < 4; ++e) {
+      v[e] = r[e] ? _mm_xor_si128(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[e] + col)), f)
+                  : _mm_setzero_si128();
+    }
+    __m128i ab_lo = _mm_unpacklo_epi8(v[0], v[1]), ab_hi = _mm_unpackhi_epi8(v[0], v[1]);
+    __m128i cd_lo = _mm_unpacklo_epi8(v[2], v[3]), cd_hi = _mm_unpackhi_epi8(v[2], v[3]);
+    auto* o = reinterpret_cast<__m128i*>(out);
+    _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+    return;
+  }
+#endif
+  for (int64_t j = 0; j < 16; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      out[j * 4 + e] = r[e] && j < cols ? static_cast<uint8_t>(r[e][col + j] ^ flip) : 0;
+    }
+  }
+}
+
+#if defined(QUILT_HAS_VNNI_CODE)
+
+// c (mr rows, `cols` <= 32 columns) = rows x the two panels p0 and p1 (p1 right after p0).
+template <int kRows, bool kRowsUnsigned>
+QUILT_VNNI void Tile(const uint8_t* rows, int64_t stride, const uint8_t* p0, const uint8_t* p1,
+                     int64_t k4, int32_t* c, int64_t ldc, int64_t cols) {
+  __m512i acc[kRows][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < k4; ++q) {
+    __m512i b0 = _mm512_loadu_si512(p0 + q * 64);
+    __m512i b1 = _mm512_loadu_si512(p1 + q * 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      int32_t word;
+      std::memcpy(&word, rows + r * stride + q * 4, 4);
+      __m512i a = _mm512_set1_epi32(word);
+      if constexpr (kRowsUnsigned) {
+        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+      } else {
+        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, a);
+        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, a);
+      }
+    }
+  }
+  auto mask = [](int64_t left) -> __mmask16 {
+    return left >= 16 ? __mmask16(0xffff) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  };
+  __mmask16 m0 = mask(cols), m1 = mask(cols - 16);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_mask_storeu_epi32(c + r * ldc, m0, acc[r][0]);
+    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, acc[r][1]);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const uint8_t*, int64_t, int32_t*,
+                        int64_t, int64_t);
+
+template <bool kRowsUnsigned>
+TileFn TileFor(int64_t rows) {
+  switch (rows) {
+    case 1: return Tile<1, kRowsUnsigned>;
+    case 2: return Tile<2, kRowsUnsigned>;
+    case 3: return Tile<3, kRowsUnsigned>;
+    case 4: return Tile<4, kRowsUnsigned>;
+    case 5: return Tile<5, kRowsUnsigned>;
+    case 6: return Tile<6, kRowsUnsigned>;
+    case 7: return Tile<7, kRowsUnsigned>;
+    default: return Tile<8, kRowsUnsigned>;
+  }
+}
+
+#endif
+
+// Per-thread buffers kept from run to run (they only grow): an 8-bit convolution's window
+// matrix, its packed panels and its products.
+struct ConvScratch {
+  std::vector<uint8_t> cols;
+  Int8Panels panels;
+  std::vector<int32_t> prod;
+  std::vector<int64_t> col_sums;
+};
+
+ConvScratch& ThreadConvScratch() {
+  thread_local ConvScratch scratch;
+  return scratch;
+}
+
+// A convolution's input windows as a k x p byte matrix (k = channels x taps, p = output
+// positions): `flip` adds 128 to each byte, positions in the padding read `pad`.
+void Im2ColBytes(const uint8_t* x, int64_t channels, const Int8ConvGeometry& g, uint8_t flip,
+                 uint8_t pad, uint8_t* cols, rt::ThreadPool* pool) {
+  int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  int64_t in_size = g.in[0] * g.in[1] * g.in[2], p = g.out[0] * g.out[1] * g.out[2];
+  auto row = [&](int64_t r) {
+    int64_t ci = r / taps, t = r % taps;
+    int64_t k2 = t % g.kernel[2], k1 = t / g.kernel[2] % g.kernel[1],
+            k0 = t / (g.kernel[2] * g.kernel[1]);
+    const uint8_t* xc = x + ci * in_size;
+    uint8_t* dst = cols + r * p;
+    // The positions o2 whose input column lies inside: [lo, hi).
+    int64_t off2 = k2 * g.dilation[2] - g.pad[2], s2 = g.stride[2];
+    int64_t lo = off2 >= 0 ? 0 : (-off2 + s2 - 1) / s2;
+    int64_t hi = g.in[2] - off2 <= 0 ? 0 : (g.in[2] - off2 + s2 - 1) / s2;
+    lo = std::min(lo, g.out[2]);
+    hi = std::max(lo, std::min(hi, g.out[2]));
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+      int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1, dst += g.out[2]) {
+        int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+          std::memset(dst, pad, static_cast<size_t>(g.out[2]));
+          continue;
+        }
+        const uint8_t* src = xc + (i0 * g.in[1] + i1) * g.in[2] + off2;
+        std::memset(dst, pad, static_cast<size_t>(lo));
+        if (s2 == 1) {
+          for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = src[o2] ^ flip;
+        } else {
+          for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = src[o2 * s2] ^ flip;
+        }
+        std::memset(dst + hi, pad, static_cast<size_t>(g.out[2] - hi));
+      }
+    }
+  };
+  rt::ParallelFor(pool, channels * taps, std::max<int64_t>(1, 4096 / std::max<int64_t>(p, 1)),
+                  [&](int64_t r0, int64_t r1) {
+                    for (int64_t r = r0; r < r1; ++r) row(r);
+                  });
+}
+
+}  // namespace
+
+bool HasInt8Dot() {
+#if defined(QUILT_HAS_VNNI_CODE)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }();
+  return has && g_allowed.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void SetInt8DotAllowedForTesting(bool allowed) { g_allowed.store(allowed); }
+
+void Int8Panels::Resize(int64_t rows, int64_t cols) {
+  k = rows;
+  n = cols;
+  // An even number of panels: the tiles read two at a time.
+  int64_t panels_even = (panels() + 1) / 2 * 2;
+  bytes.resize(static_cast<size_t>(panels_even * k4() * 64));
+}
+
+void PackInt8Panels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, bool flip,
+                    Int8Panels* out, rt::ThreadPool* pool) {
+  out->Resize(k, n);
+  uint8_t f = flip ? 0x80 : 0;
+  int64_t k4 = out->k4(), panels = out->panels();
+  // The padding panel of an odd count stays zero.
+  if (panels % 2 == 1) std::fill_n(out->panel(panels), k4 * 64, uint8_t{0});
+  rt::ParallelFor(pool, k4, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
+                  [&](int64_t q0, int64_t q1) {
+                    for (int64_t q = q0; q < q1; ++q) {
+                      const uint8_t* r[4];
+                      for (int e = 0; e < 4; ++e) {
+                        r[e] = 4 * q + e < k ? src + (4 * q + e) * ld : nullptr;
+                      }
+                      for (int64_t p = 0; p < panels; ++p) {
+                        Interleave4(r, p * 16, std::min<int64_t>(16, n - p * 16), f,
+                                    out->panel(p) + q * 64);
+                      }
+                    }
+                  });
+}
+
+void PackInt8Rows(const uint8_t* src, int64_t m, int64_t k, int64_t ld, bool flip, Int8Rows* out) {
+  out->m = m;
+  out->k = k;
+  int64_t s = out->stride();
+  out->bytes.assign(static_cast<size_t>(m * s), 0);
+  uint8_t f = flip ? 0x80 : 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p) out->bytes[i * s + p] = src[i * ld + p] ^ f;
+  }
+}
+
+void Int8Gemm(const uint8_t* rows, int64_t m, int64_t row_stride, const Int8Panels& panels,
+              bool rows_unsigned, int32_t* c, int64_t ldc, rt::ThreadPool* pool) {
+#if defined(QUILT_HAS_VNNI_CODE)
+  int64_t n = panels.n, k4 = panels.k4();
+  if (m == 0 || n == 0) return;
+  int64_t pairs = (panels.panels() + 1) / 2, blocks = (m + 7) / 8;
+  // Tiles in column-pair order: the row blocks of a pair of panels one after another, the pair
+  // read from cache after the first.
+  rt::ParallelFor(pool, pairs * blocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t pair = t / blocks, i0 = (t % blocks) * 8;
+      int64_t mr = std::min<int64_t>(8, m - i0);
+      TileFn fn = rows_unsigned ? TileFor<true>(mr) : TileFor<false>(mr);
+      fn(rows + i0 * row_stride, row_stride, panels.panel(2 * pair), panels.panel(2 * pair + 1), k4,
+         c + i0 * ldc + pair * 32, ldc, n - pair * 32);
+    }
+  });
+#else
+  (void)rows, (void)m, (void)row_stride, (void)panels, (void)rows_unsigned, (void)c, (void)ldc, (void)pool;
+#endif
+}
+
+void Int8ConvSums(const uint8_t* x, bool x_flip, int64_t x_zero, int64_t n, int64_t c,
+                  int64_t groups, const Int8ConvGeometry& g, const Int8ConvWeights& w,
+                  int32_t* out32, int64_t* out64, rt::ThreadPool* pool) {
+  int64_t in_size = g.in[0] * g.in[1] * g.in[2], p = g.out[0] * g.out[1] * g.out[2];
+  int64_t cg = c / groups, og = w.rows.m / groups, taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  int64_t k = cg * taps;
+  // A 1x1 window with stride 1 and no padding: the image is the matrix.
+  bool direct = taps == 1 && !g.padded && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+  ConvScratch& s = ThreadConvScratch();
+  if (!direct && s.cols.size() < static_cast<size_t>(k * p)) s.cols.resize(static_cast<size_t>(k * p));
+  if (s.prod.size() < static_cast<size_t>(og * p)) s.prod.resize(static_cast<size_t>(og * p));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      const uint8_t* xg = x + (b * c + grp * cg) * in_size;
+      if (direct) {
+        PackInt8Panels(xg, k, p, p, x_flip, &s.panels, pool);
+      } else {
+        Im2ColBytes(xg, cg, g, x_flip ? 0x80 : 0, static_cast<uint8_t>(x_zero), s.cols.data(),
+                    pool);
+        PackInt8Panels(s.cols.data(), k, p, p, false, &s.panels, pool);
+      }
+      Int8Gemm(w.rows.row(grp * og), og, w.rows.stride(), s.panels, false, s.prod.data(), p, pool);
+      if (!w.zero_zp) Int8ColumnSums(s.panels, true, &s.col_sums);
+      int64_t first = (b * w.rows.m + grp * og) * p;
+      // sum (x - xz)(w - wz) = sum x w - xz sum w - wz sum x + k xz wz, per out channel.
+      rt::ParallelFor(pool, og, std::max<int64_t>(1, 16384 / std::max<int64_t>(p, 1)),
+                      [&](int64_t i0, int64_t i1) {
+                        for (int64_t i = i0; i < i1; ++i) {
+                          int64_t m = grp * og + i, zp = w.zp[m];
+                          int64_t base = k * x_zero * zp - x_zero * w.sums[m];
+                          const int32_t* pr = s.prod.data() + i * p;
+                          const int64_t* cs = s.col_sums.data();
+                          if (out32) {
+                            // Low 32 bits: the product's int32 plus base's, wrapping.
+                            uint32_t b32 = static_cast<uint32_t>(base);
+                            int32_t* o = out32 + first + i * p;
+                            for (int64_t j = 0; j < p; ++j) {
+                              uint32_t v = static_cast<uint32_t>(pr[j]) + b32;
+                              if (zp != 0) v -= static_cast<uint32_t>(zp * cs[j]);
+                              o[j] = static_cast<int32_t>(v);
+                            }
+                          } else {
+                            int64_t* o = out64 + first + i * p;
+                            for (int64_t j = 0; j < p; ++j) {
+                              o[j] = pr[j] + base - (zp != 0 ? zp * cs[j] : 0);
+                            }
+                          }
+                        }
+                      });
+    }
+  }
+}
+
+void Int8RowSums(const Int8Rows& rows, bool is_unsigned, std::vector<int64_t>* out) {
+  out->assign(static_cast<size_t>(rows.m), 0);
+  for (int64_t i = 0; i < rows.m; ++i) {
+    const uint8_t* r = rows.row(i);
+    int64_t s = 0;
+    for (int64_t p = 0; p < rows.k; ++p) s += is_unsigned ? r[p] : static_cast<int8_t>(r[p]);
+    (*out)[i] = s;
+  }
+}
+
+void Int8ColumnSums(const Int8Panels& panels, bool is_unsigned, std::vector<int64_t>* out) {
+  out->assign(static_cast<size_t>(panels.n), 0);
+  for (int64_t p = 0; p < panels.panels(); ++p) {
+    const uint8_t* b = panels.panel(p);
+    int64_t cols = std::min<int64_t>(16, panels.n - p * 16);
+    for (int64_t q = 0; q < panels.k4(); ++q) {
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t s = 0;
+        for (int e = 0; e < 4; ++e) {
+          uint8_t v = b[q * 64 + j * 4 + e];
+          s += is_unsigned ? v : static_cast<int8_t>(v);
+        }
+        (*out)[p * 16 + j] += s;
+      }
+    }
+  }
+}
+
+}  // namespace quilt::cpu
