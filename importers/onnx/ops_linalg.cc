@@ -1,5 +1,5 @@
 // Converters of the linalg category: MatMul, Gemm (composed of permute_dims, matmul, multiply
-// and add), Einsum, Det and MatMulInteger (int32 arithmetic on the zero-point-shifted inputs).
+// and add), Einsum and Det. (MatMulInteger is in ops_quantize.cc.)
 #include <cmath>
 
 #include "importers/onnx/converter.h"
@@ -109,37 +109,6 @@ Expected<Outputs> Det(NodeContext& ctx) {
   return NodeContext::Single(ctx.Emit(OpKind::kDet, {ctx.Input(0)}));
 }
 
-// astype(x, int32), minus the zero point (per row of A: a 1-D zero point becomes a column).
-Expected<ir::Expr> Shifted(NodeContext& ctx, int x_index, int zp_index, bool per_row) {
-  ir::Attrs i32;
-  i32.Set("dtype", ir::DataType::kInt32);
-  Expected<ir::Expr> x = ctx.Emit(OpKind::kAstype, {ctx.Input(x_index)}, i32);
-  if (!x || !ctx.HasInput(zp_index)) return x;
-  Expected<ir::Expr> zp = ctx.Emit(OpKind::kAstype, {ctx.Input(zp_index)}, i32);
-  if (!zp) return zp;
-  if (per_row && (*zp)->struct_info->ndim == 1 && ctx.Input(x_index)->struct_info->ndim != 1) {
-    ir::Attrs col;
-    col.Set("axis", std::vector<int64_t>{-1});
-    zp = ctx.Emit(OpKind::kExpandDims, {*zp}, col);
-    if (!zp) return zp;
-  }
-  return ctx.Emit(OpKind::kSubtract, {*x, *zp});
-}
-
-Expected<Outputs> MatMulInteger(NodeContext& ctx) {
-  if (!ctx.HasInput(0) || !ctx.HasInput(1)) return ctx.Error("needs inputs A and B");
-  for (int i : {2, 3}) {
-    if (ctx.HasInput(i) && ctx.Input(i)->struct_info->ndim > 1) {
-      return ctx.Error("zero point " + std::to_string(i) + " must be a scalar or 1-D");
-    }
-  }
-  Expected<ir::Expr> a = Shifted(ctx, 0, 2, true);
-  if (!a) return a.error();
-  Expected<ir::Expr> b = Shifted(ctx, 1, 3, false);
-  if (!b) return b.error();
-  return NodeContext::Single(ctx.Emit(OpKind::kMatmul, {*a, *b}));
-}
-
 }  // namespace
 
 const std::vector<Converter> kLinalgConverters = {
@@ -147,7 +116,6 @@ const std::vector<Converter> kLinalgConverters = {
     {"Gemm", 7, Gemm},
     {"Einsum", 12, Einsum},
     {"Det", 11, Det},
-    {"MatMulInteger", 10, MatMulInteger},
 };
 
 }  // namespace quilt::importers::onnx

@@ -1,5 +1,5 @@
 // Converters of the quantize category: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-// QLinearMatMul, ConvInteger and QLinearConv. An absent zero point is a zero scalar of the
+// QLinearMatMul, MatMulInteger, ConvInteger and QLinearConv. An absent zero point is a zero scalar of the
 // quantized dtype (the same result); an absent QLinearConv bias is a zero int32 scalar.
 #include <cmath>
 
@@ -181,6 +181,21 @@ Status ConvAttrs(NodeContext& ctx, const ir::Expr& x, const ir::Expr& w, ir::Att
   return {};
 }
 
+Expected<Outputs> MatMulInteger(NodeContext& ctx) {
+  if (!ctx.HasInput(0) || !ctx.HasInput(1)) return ctx.Error("needs inputs A and B");
+  std::vector<ir::Expr> args = {ctx.Input(0), ctx.Input(1)};
+  for (int i : {2, 3}) {
+    if (ctx.HasInput(i)) {
+      args.push_back(ctx.Input(i));
+      continue;
+    }
+    Expected<ir::Expr> z = Zero(ctx, args[i - 2]->struct_info->dtype);
+    if (!z) return z.error();
+    args.push_back(*z);
+  }
+  return NodeContext::Single(ctx.Emit(OpKind::kMatmulInteger, args));
+}
+
 Expected<Outputs> ConvInteger(NodeContext& ctx) {
   ir::Expr x = ctx.Input(0), w = ctx.Input(1);
   if (!x || !w) return ctx.Error("needs inputs x and w");
@@ -224,6 +239,7 @@ const std::vector<Converter> kQuantizeConverters = {
     {"DequantizeLinear", 10, DequantizeLinear},
     {"DynamicQuantizeLinear", 11, DynamicQuantizeLinear},
     {"QLinearMatMul", 10, QLinearMatMul},
+    {"MatMulInteger", 10, MatMulInteger},
     {"ConvInteger", 10, ConvInteger},
     {"QLinearConv", 10, QLinearConv},
 };

@@ -282,6 +282,19 @@ Expected<StructInfo> InferQLinearMatmul(const OpInfo& op, const std::vector<Expr
   return InferMatmul(mm, {Untyped(args[0], "a"), Untyped(args[3], "b")}, a);
 }
 
+Expected<StructInfo> InferMatmulInteger(const OpInfo& op, const std::vector<Expr>& args,
+                                        const Attrs&) {
+  for (auto [x, zp] : {std::pair<size_t, size_t>{0, 2}, {1, 3}}) {
+    Status s = CheckQuantized(op, args, x, zp);
+    if (!s) return s.error();
+  }
+  OpInfo mm = GetOp(OpKind::kMatmul);
+  mm.arg_names = {op.arg_names[0], op.arg_names[1]};
+  Attrs a;
+  a.Set("out_dtype", DataType::kInt32);
+  return InferMatmul(mm, {Untyped(args[0], "a"), Untyped(args[1], "b")}, a);
+}
+
 Expected<StructInfo> InferConvInteger(const OpInfo& op, const std::vector<Expr>& args,
                                       const Attrs& attrs) {
   for (auto [x, zp] : {std::pair<size_t, size_t>{0, 2}, {1, 3}}) {

@@ -416,7 +416,7 @@ class Module:
   ExpectImportError(h, {"R.linalg.det", "expects square matrices, got 2 x 3"});
 }
 
-TEST(Linalg, MatMulIntegerShiftsByPerRowZeroPoints) {
+TEST(Linalg, MatMulIntegerKeepsEightBitOperands) {
   OnnxGraph g(10);
   g.Input("a", TensorProto::UINT8, {4, 3}).Input("b", TensorProto::INT8, {3, 2});
   g.Input("az", TensorProto::UINT8, {4});
@@ -428,14 +428,15 @@ class Module:
     @R.function
     def main(a: R.Tensor((4, 3), "uint8"), b: R.Tensor((3, 2), "int8"), az: R.Tensor((4,), "uint8")) -> R.Tensor((4, 2), "int32"):
         R.func_attr({"global_symbol": "main", "output_names": ["y"]})
-        y = R.astype(a, "int32")
-        y_1 = R.astype(az, "int32")
-        y_2 = R.expand_dims(y_1, axis=[-1])
-        y_3 = R.subtract(y, y_2)
-        y_4 = R.astype(b, "int32")
-        y_5 = R.matmul(y_3, y_4)
-        return y_5
+        y = R.matmul_integer(a, b, az, R.const(0, "int8"))
+        return y
 )");
+  OnnxGraph h(10);
+  h.Input("a", TensorProto::UINT8, {4, 3}).Input("b", TensorProto::INT8, {3, 2});
+  h.Input("az", TensorProto::INT8, {4});
+  h.Node("MatMulInteger", {"a", "b", "az"}, {"y"});
+  h.Output("y", TensorProto::INT32);
+  ExpectImportError(h, {"R.matmul_integer", "'a_zero_point' is int8, 'a' is uint8"});
 }
 
 // ---------------------------------------------------------------- quantization

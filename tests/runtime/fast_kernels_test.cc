@@ -1501,6 +1501,86 @@ TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
   }
 }
 
+// matmul_integer on the 8-bit GEMM and as float GEMMs in exact slabs, against the reference's
+// integer sums bit for bit: uint8 and int8 on either side, scalar and per-row / per-column zero
+// points, 1-D operands, batches broadcast (one B for every matrix of A, and B batched too), long
+// reductions; B constant on a cache, used twice.
+TEST(FastKernels, MatmulIntegerMatchesTheReferenceExactly) {
+  std::mt19937 rng(43);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {{{3, 5}, {5, 7}},           {{28, 1024}, {1024, 70}}, {{2, 3, 9}, {9, 33}},
+                        {{2, 3, 4}, {2, 4, 17}},    {{6}, {6, 5}},            {{4, 6}, {6}},
+                        {{1, 2, 700}, {3, 700, 2}}, {{9, 1}, {1, 40}}};
+  for (int iter = 0; iter < 16; ++iter) {
+    const Case& c = cases[iter % 8];
+    bool a_signed = pick(0, 1), b_signed = pick(0, 1);
+    int64_t m = c.a.size() == 1 ? 1 : c.a[c.a.size() - 2], n = c.b.size() == 1 ? 1 : c.b.back();
+    bool per_row = iter % 3 == 1, per_col = iter % 4 == 2;
+    Shape azs = per_row ? Shape{m} : Shape{}, bzs = per_col ? Shape{n} : Shape{};
+    auto bytes = [&](const Shape& s) {
+      std::vector<uint8_t> v(static_cast<size_t>(Count(s)));
+      for (uint8_t& e : v) e = static_cast<uint8_t>(pick(0, 255));
+      return v;
+    };
+    std::vector<uint8_t> a = bytes(c.a), b = bytes(c.b), az = bytes(azs), bz = bytes(bzs);
+    if (iter >= 8) {  // extreme values: uint8 255 against int8 -128, zero points at the far end
+      for (uint8_t& e : a) e = a_signed ? 0x80 : 255;
+      for (uint8_t& e : b) e = b_signed ? 0x80 : 255;
+      for (uint8_t& e : az) e = a_signed ? 0x7f : 0;
+      for (uint8_t& e : bz) e = b_signed ? 0x7f : 0;
+    }
+    DType at = a_signed ? DType::kInt8 : DType::kUInt8, bt = b_signed ? DType::kInt8 : DType::kUInt8;
+    std::vector<Tensor> inputs = {Tensor{at, c.a, a.data()}, Tensor{bt, c.b, b.data()},
+                                  Tensor{at, azs, az.data()}, Tensor{bt, bzs, bz.data()}};
+    Attrs attrs;
+    const rt::AttrView::List* list = attrs.Finish();
+    std::string what = "matmul_integer a (" + Join(c.a) + ") b (" + Join(c.b) + ")" +
+                       (a_signed ? " int8" : " uint8") + (b_signed ? " x int8" : " x uint8");
+    TestContext ref(inputs, list, nullptr);
+    Status st = MatmulIntegerReference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    rt::ThreadPool three(3);
+    rt::StepCache cache, float_cache;
+    for (int pass = 0; pass < 6; ++pass) {
+      Int8DotAllowed allowed(pass < 3);
+      TestContext got(inputs, list, pass % 3 == 1 ? &three : nullptr);
+      if (pass % 3 > 0) got.SetCache(pass < 3 ? &cache : &float_cache, 0b1010);  // b, its zp
+      st = MatmulIntegerFast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      ASSERT_EQ(got.out().dtype, DType::kInt32);
+      const int32_t* x = static_cast<const int32_t*>(got.out().data);
+      const int32_t* y = static_cast<const int32_t*>(ref.out().data);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        ASSERT_EQ(x[i], y[i]) << what << " pass " << pass << " element " << i;
+      }
+    }
+  }
+}
+
+// The reference against hand-worked sums: [[1, 2], [3, 4]] less per-row zero points [1, 2] by
+// [[5], [6]] less 3: rows (0, 1) and (1, 2) times (2, 3): 3 and 8.
+TEST(FastKernels, MatmulIntegerReferenceByHand) {
+  uint8_t a[] = {1, 2, 3, 4}, az[] = {1, 2};
+  int8_t b[] = {5, 6}, bz = 3;
+  std::vector<Tensor> inputs = {Tensor{DType::kUInt8, {2, 2}, a}, Tensor{DType::kInt8, {2, 1}, b},
+                                Tensor{DType::kUInt8, {2}, az}, Tensor{DType::kInt8, {}, &bz}};
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Finish();
+  for (auto* kernel : {MatmulIntegerReference, MatmulIntegerFast}) {
+    TestContext got(inputs, list, nullptr);
+    ASSERT_TRUE(kernel(got).ok());
+    const int32_t* y = static_cast<const int32_t*>(got.out().data);
+    EXPECT_EQ(y[0], 3);
+    EXPECT_EQ(y[1], 8);
+  }
+}
+
 // A zero point of the other signedness than its data (uint8 data, int8 zero point: differences
 // up to 383) is outside what the exact float slabs assume; the result is still the exact sum.
 TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {

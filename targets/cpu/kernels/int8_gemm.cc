@@ -117,6 +117,14 @@ ConvScratch& ThreadConvScratch() {
   return scratch;
 }
 
+void XorCopy(uint8_t* __restrict dst, const uint8_t* __restrict src, int64_t n, uint8_t flip) {
+  if (flip == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+
 // A convolution's input windows as a k x p byte matrix (k = channels x taps, p = output
 // positions): `flip` adds 128 to each byte, positions in the padding read `pad`.
 void Im2ColBytes(const uint8_t* x, int64_t channels, const Int8ConvGeometry& g, uint8_t flip,
@@ -146,7 +154,7 @@ void Im2ColBytes(const uint8_t* x, int64_t channels, const Int8ConvGeometry& g, 
         const uint8_t* src = xc + (i0 * g.in[1] + i1) * g.in[2] + off2;
         std::memset(dst, pad, static_cast<size_t>(lo));
         if (s2 == 1) {
-          for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = src[o2] ^ flip;
+          XorCopy(dst + lo, src + lo, hi - lo, flip);
         } else {
           for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = src[o2 * s2] ^ flip;
         }
@@ -276,10 +284,15 @@ void Int8ConvSums(const uint8_t* x, bool x_flip, int64_t x_zero, int64_t n, int6
                             // Low 32 bits: the product's int32 plus base's, wrapping.
                             uint32_t b32 = static_cast<uint32_t>(base);
                             int32_t* o = out32 + first + i * p;
-                            for (int64_t j = 0; j < p; ++j) {
-                              uint32_t v = static_cast<uint32_t>(pr[j]) + b32;
-                              if (zp != 0) v -= static_cast<uint32_t>(zp * cs[j]);
-                              o[j] = static_cast<int32_t>(v);
+                            if (zp == 0) {
+                              for (int64_t j = 0; j < p; ++j) {
+                                o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32);
+                              }
+                            } else {
+                              for (int64_t j = 0; j < p; ++j) {
+                                o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32 -
+                                                            static_cast<uint32_t>(zp * cs[j]));
+                              }
                             }
                           } else {
                             int64_t* o = out64 + first + i * p;

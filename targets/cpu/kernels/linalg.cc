@@ -61,12 +61,14 @@ O StoreAcc(A v) {
 
 // numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
 // batch dims broadcast.
-Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo) {
+Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
-  if (a.dtype != b.dtype) return Status::Error("matmul operands have different element types");
+  if (out_dtype == DType::kVoid && a.dtype != b.dtype) {
+    return Status::Error("matmul operands have different element types");
+  }
   if (a.rank() == 0 || b.rank() == 0) return Status::Error("matmul operands must have rank >= 1");
-  DType out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
+  if (out_dtype == DType::kVoid) out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
   if (out_dtype == DType::kVoid) out_dtype = a.dtype;
   Shape sa = a.shape, sb = b.shape;
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
@@ -178,8 +180,16 @@ Status SmallIntMatmul(KernelContext& ctx, bool* done) {
   if (slab == 0) return Status::Ok();
   MatmulGeometry geo;
   QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo));
+  ExactIntMatmul(geo, fa->values.data(), fb->values.data(), slab, ctx.thread_pool());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ExactIntMatmul(const MatmulGeometry& geo, const float* a, const float* b, int64_t slab,
+                    rt::ThreadPool* pool) {
   int64_t m = geo.m, n = geo.n, k = geo.k;
-  if (m * n == 0) return Status::Ok();
+  if (m * n == 0) return;
   std::vector<float> part(static_cast<size_t>(m * n));
   std::vector<int64_t> sum(static_cast<size_t>(m * n));
   int32_t* py = geo.y->MutableData<int32_t>();
@@ -187,9 +197,8 @@ Status SmallIntMatmul(KernelContext& ctx, bool* done) {
     std::fill(sum.begin(), sum.end(), 0);
     for (int64_t p0 = 0; p0 < k; p0 += slab) {
       int64_t ks = std::min(slab, k - p0);
-      MatrixB mb_slab(fb->values.data() + geo.offs_b[bi] * k * n + p0 * n, ks, n);
-      Sgemm(m, n, ks, fa->values.data() + geo.offs_a[bi] * m * k + p0, k, mb_slab, part.data(), n,
-            ctx.thread_pool());
+      MatrixB mb_slab(b + geo.offs_b[bi] * k * n + p0 * n, ks, n);
+      Sgemm(m, n, ks, a + geo.offs_a[bi] * m * k + p0, k, mb_slab, part.data(), n, pool);
       for (size_t i = 0; i < part.size(); ++i) sum[i] += static_cast<int64_t>(part[i]);
     }
     int32_t* my = py + static_cast<int64_t>(bi) * m * n;
@@ -197,8 +206,9 @@ Status SmallIntMatmul(KernelContext& ctx, bool* done) {
       my[i] = static_cast<int32_t>(static_cast<uint64_t>(sum[i]));
     }
   }
-  return Status::Ok();
 }
+
+namespace {
 
 // A constant B's matrices packed whole (PackedB), one per matrix of its batch.
 struct PackedMatrices {

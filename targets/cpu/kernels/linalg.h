@@ -14,9 +14,18 @@ struct MatmulGeometry {
   DType out_dtype = DType::kVoid;
   Tensor* y = nullptr;
 };
-// Checks the operands, broadcasts the batch dims and asks for the output.
-Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo);
+// Checks the operands, broadcasts the batch dims and asks for the output. `out_dtype` (not void):
+// the output's type, the operands' types checked by the caller.
+Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype = DType::kVoid);
+// The int32 products (each sum's low 32 bits) into geo.y of matrices of integers held exactly as
+// floats, a's and b's matrices at geo's offsets: float GEMMs over slabs of `slab` products (each
+// slab's sums exact, added as integers).
+void ExactIntMatmul(const MatmulGeometry& geo, const float* a, const float* b, int64_t slab,
+                    rt::ThreadPool* pool);
 Status MatmulReference(KernelContext& ctx);
+// matmul_integer (quantize.cc): the reference loop, and the 8-bit fast paths tested against it.
+Status MatmulIntegerReference(KernelContext& ctx);
+Status MatmulIntegerFast(KernelContext& ctx);
 // Float32 through the blocked GEMM; other types go to the reference.
 Status MatmulFast(KernelContext& ctx);
 

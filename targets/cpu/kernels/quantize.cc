@@ -13,6 +13,7 @@
 
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/int8_gemm.h"
+#include "targets/cpu/kernels/linalg.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -748,6 +749,134 @@ Status CheckIntQuant(const Tensor& t, const char* what) {
   return Status::Ok();
 }
 
+// B of matmul_integer as its fast paths read it, kept in the step's cache when B and its zero
+// point are constant: for Int8Gemm (`int8`), each of its matrices as int8 panels (a uint8 value
+// less 128) with its column sums; else, less its zero point, as floats.
+struct MatmulIntegerB {
+  bool int8 = false;
+  std::vector<Int8Panels> panels;
+  std::vector<std::vector<int64_t>> sums;
+  std::vector<float> f;
+};
+
+std::shared_ptr<MatmulIntegerB> MakeMatmulIntegerB(const Tensor& b, const Tensor& bz, bool bz1,
+                                                   int64_t k, int64_t n, bool int8,
+                                                   rt::ThreadPool* pool) {
+  auto out = std::make_shared<MatmulIntegerB>();
+  out->int8 = int8;
+  int64_t count = k * n > 0 ? b.NumElements() / (k * n) : 0;
+  if (int8) {
+    out->panels.resize(static_cast<size_t>(count));
+    out->sums.resize(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      PackInt8Panels(static_cast<const uint8_t*>(b.data) + i * k * n, k, n, n,
+                     b.dtype == DType::kUInt8, &out->panels[i], pool);
+      Int8ColumnSums(out->panels[i], false, &out->sums[i]);
+    }
+    return out;
+  }
+  out->f.resize(static_cast<size_t>(b.NumElements()));
+  for (int64_t i = 0; i < b.NumElements(); ++i) {
+    out->f[i] = static_cast<float>(QRead(b, i) - QRead(bz, bz1 ? 0 : i % n));
+  }
+  return out;
+}
+
+// matmul_integer: the int32 products of (a - a_zero_point) and (b - b_zero_point), each sum's low
+// 32 bits. `fast`: 8-bit operands on Int8Gemm where the CPU has the 8-bit dot products (the zero
+// points' terms added after, as for conv_integer), else as float GEMMs in exact slabs; else, and
+// for other widths, the reference loop.
+Status MatmulInteger(KernelContext& ctx, bool fast) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  const Tensor& az = *ctx.input(2);
+  const Tensor& bz = *ctx.input(3);
+  QUILT_RETURN_IF_ERROR(CheckIntQuant(a, "a"));
+  QUILT_RETURN_IF_ERROR(CheckIntQuant(b, "b"));
+  if (az.dtype != a.dtype) return Status::Error("a_zero_point must have a's type");
+  if (bz.dtype != b.dtype) return Status::Error("b_zero_point must have b's type");
+  MatmulGeometry geo;
+  QUILT_RETURN_IF_ERROR(PrepareMatmul(ctx, &geo, DType::kInt32));
+  int64_t m = geo.m, n = geo.n, k = geo.k;
+  bool az1, bz1;
+  QUILT_RETURN_IF_ERROR(PerIndex(az, m, "a_zero_point", &az1));
+  QUILT_RETURN_IF_ERROR(PerIndex(bz, n, "b_zero_point", &bz1));
+  int32_t* y = geo.y->MutableData<int32_t>();
+  int64_t batches = static_cast<int64_t>(geo.offs_a.size());
+  if (m * n == 0 || batches == 0) return Status::Ok();
+  auto eight_bit = [](DType t) { return t == DType::kUInt8 || t == DType::kInt8; };
+  rt::ThreadPool* pool = ctx.thread_pool();
+  if (fast && k > 0 && eight_bit(a.dtype) && eight_bit(b.dtype)) {
+    bool int8 = HasInt8Dot() && k <= kInt8MaxTerms;
+    std::shared_ptr<const MatmulIntegerB> pb;
+    if (ctx.constant_input(1) && ctx.constant_input(3) && ctx.cache()) {
+      pb = ctx.cache()->Get<MatmulIntegerB>(
+          [&] { return MakeMatmulIntegerB(b, bz, bz1, k, n, int8, pool); });
+    }
+    // (A cache made for the other path: B as this one reads it, for this run.)
+    if (!pb || pb->int8 != int8) pb = MakeMatmulIntegerB(b, bz, bz1, k, n, int8, pool);
+    if (!int8) {
+      std::vector<float> af(static_cast<size_t>(a.NumElements()));
+      for (int64_t i = 0; i < a.NumElements(); ++i) {
+        af[i] = static_cast<float>(QRead(a, i) - QRead(az, az1 ? 0 : i / k % m));
+      }
+      ExactIntMatmul(geo, af.data(), pb->f.data(), kEightBitExactTerms, pool);
+      return Status::Ok();
+    }
+    // a as uint8 (an int8 value + 128) and b as int8 (a uint8 value - 128), their zero points
+    // moved likewise: sum (a - az)(b - bz) = sum a b - az sum b - bz sum a + k az bz.
+    bool a_flip = a.dtype == DType::kInt8, b_flip = b.dtype == DType::kUInt8;
+    std::vector<int64_t> azs(static_cast<size_t>(m)), bzs(static_cast<size_t>(n));
+    for (int64_t i = 0; i < m; ++i) azs[i] = static_cast<int64_t>(QRead(az, az1 ? 0 : i)) + (a_flip ? 128 : 0);
+    for (int64_t j = 0; j < n; ++j) bzs[j] = static_cast<int64_t>(QRead(bz, bz1 ? 0 : j)) - (b_flip ? 128 : 0);
+    // Every matrix of A by one B (a weight): one product of all A's rows.
+    bool one_b = true;
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      one_b &= geo.offs_b[bi] == geo.offs_b[0] && geo.offs_a[bi] == bi;
+    }
+    Int8Rows rows;
+    std::vector<int64_t> row_sums;
+    std::vector<int32_t> prod;
+    const uint8_t* pa = static_cast<const uint8_t*>(a.data);
+    for (int64_t bi = 0; bi < batches; bi += one_b ? batches : 1) {
+      int64_t count = one_b ? batches * m : m;
+      PackInt8Rows(pa + geo.offs_a[bi] * m * k, count, k, k, a_flip, &rows);
+      Int8RowSums(rows, true, &row_sums);
+      prod.resize(static_cast<size_t>(count * n));
+      const size_t bm = static_cast<size_t>(geo.offs_b[bi]);
+      Int8Gemm(rows, pb->panels[bm], true, prod.data(), n, pool);
+      const std::vector<int64_t>& col_sums = pb->sums[bm];
+      int32_t* out = y + bi * m * n;
+      rt::ParallelFor(pool, count, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t za = azs[r % m];
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t corr = k * za * bzs[j] - za * col_sums[j] - bzs[j] * row_sums[r];
+            out[r * n + j] = static_cast<int32_t>(static_cast<uint32_t>(prod[r * n + j]) +
+                                                  static_cast<uint32_t>(corr));
+          }
+        }
+      });
+    }
+    return Status::Ok();
+  }
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      double za = QRead(az, az1 ? 0 : i);
+      for (int64_t j = 0; j < n; ++j) {
+        double zb = QRead(bz, bz1 ? 0 : j);
+        int64_t acc = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          acc += static_cast<int64_t>(QRead(a, (geo.offs_a[bi] * m + i) * k + p) - za) *
+                 static_cast<int64_t>(QRead(b, (geo.offs_b[bi] * k + p) * n + j) - zb);
+        }
+        y[(bi * m + i) * n + j] = static_cast<int32_t>(static_cast<uint64_t>(acc));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status ConvInteger(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const Tensor& w = *ctx.input(1);
@@ -811,6 +940,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"dynamic_quantize", DynamicQuantize},
     {"qlinear_matmul", QLinearMatmul},
     {"conv_integer", nn::ConvIntegerFast},
+    {"matmul_integer", MatmulIntegerFast},
     {"qlinear_conv", QLinearConv},
 };
 
@@ -818,6 +948,8 @@ constexpr rt::KernelEntry kKernels[] = {
 
 std::span<const rt::KernelEntry> QuantizeKernels() { return kKernels; }
 
+Status MatmulIntegerReference(KernelContext& ctx) { return MatmulInteger(ctx, false); }
+Status MatmulIntegerFast(KernelContext& ctx) { return MatmulInteger(ctx, true); }
 Status nn::ConvIntegerReference(KernelContext& ctx) { return ConvInteger(ctx, false); }
 Status nn::ConvIntegerFast(KernelContext& ctx) { return ConvInteger(ctx, true); }
 
