@@ -1,6 +1,6 @@
 // Converters of the quantize category: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-// QLinearMatMul, MatMulInteger, ConvInteger and QLinearConv. An absent zero point is a zero scalar of the
-// quantized dtype (the same result); an absent QLinearConv bias is a zero int32 scalar.
+// QLinearMatMul, MatMulInteger, ConvInteger and QLinearConv. An absent zero point is a zero scalar
+// of the quantized dtype (the same result); an absent QLinearConv bias is a zero int32 scalar.
 #include <cmath>
 
 #include "importers/onnx/converter.h"

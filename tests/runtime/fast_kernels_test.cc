@@ -1513,9 +1513,14 @@ TEST(FastKernels, MatmulIntegerMatchesTheReferenceExactly) {
   struct Case {
     Shape a, b;
   };
-  const Case cases[] = {{{3, 5}, {5, 7}},           {{28, 1024}, {1024, 70}}, {{2, 3, 9}, {9, 33}},
-                        {{2, 3, 4}, {2, 4, 17}},    {{6}, {6, 5}},            {{4, 6}, {6}},
-                        {{1, 2, 700}, {3, 700, 2}}, {{9, 1}, {1, 40}}};
+  const Case cases[] = {{{3, 5}, {5, 7}},
+                        {{28, 1024}, {1024, 70}},
+                        {{2, 3, 9}, {9, 33}},
+                        {{2, 3, 4}, {2, 4, 17}},
+                        {{6}, {6, 5}},
+                        {{4, 6}, {6}},
+                        {{1, 2, 700}, {3, 700, 2}},
+                        {{9, 1}, {1, 40}}};
   for (int iter = 0; iter < 16; ++iter) {
     const Case& c = cases[iter % 8];
     bool a_signed = pick(0, 1), b_signed = pick(0, 1);
@@ -1534,7 +1539,8 @@ TEST(FastKernels, MatmulIntegerMatchesTheReferenceExactly) {
       for (uint8_t& e : az) e = a_signed ? 0x7f : 0;
       for (uint8_t& e : bz) e = b_signed ? 0x7f : 0;
     }
-    DType at = a_signed ? DType::kInt8 : DType::kUInt8, bt = b_signed ? DType::kInt8 : DType::kUInt8;
+    DType at = a_signed ? DType::kInt8 : DType::kUInt8,
+          bt = b_signed ? DType::kInt8 : DType::kUInt8;
     std::vector<Tensor> inputs = {Tensor{at, c.a, a.data()}, Tensor{bt, c.b, b.data()},
                                   Tensor{at, azs, az.data()}, Tensor{bt, bzs, bz.data()}};
     Attrs attrs;

@@ -23,7 +23,7 @@ TEST(Int8Gemm, MatchesIntegerLoops) {
   struct Case {
     int64_t m, n, k;
   };
-  const Case cases[] = {{1, 1, 1},   {9, 33, 5},   {8, 32, 4},    {7, 17, 13},  {3, 70, 300},
+  const Case cases[] = {{1, 1, 1},   {9, 33, 5},   {8, 32, 4},    {7, 17, 13},   {3, 70, 300},
                         {16, 16, 1}, {2, 5, 1027}, {28, 100, 64}, {1, 2048, 512}};
   rt::ThreadPool three(3);
   for (const Case& c : cases) {
@@ -45,7 +45,8 @@ TEST(Int8Gemm, MatchesIntegerLoops) {
             for (int64_t j = 0; j < c.n; ++j) {
               int64_t want = 0;
               for (int64_t p = 0; p < c.k; ++p) {
-                want += Value(a[i * c.k + p], rows_unsigned) * Value(b[p * c.n + j], !rows_unsigned);
+                want +=
+                    Value(a[i * c.k + p], rows_unsigned) * Value(b[p * c.n + j], !rows_unsigned);
               }
               ASSERT_EQ(got[i * (c.n + 3) + j], want) << what << " at " << i << ", " << j;
             }

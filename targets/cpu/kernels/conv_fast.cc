@@ -356,52 +356,83 @@ std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, i
 }
 
 // Tile rows [r0, r1) of one image (cg channels of ih x iw; tiles_w tiles a row) transformed into
-// columns [col, col + (r1 - r0) * tiles_w) of v ([16][cg][nb]). Per channel and tile row, B^T runs
-// down the four input rows it reads (zero-padded to the tiles' width) as whole-row vector
-// arithmetic, then B across each tile's four columns, tile after tile: contiguous reads and writes
-// throughout.
+// columns [col, col + (r1 - r0) * tiles_w) of v ([16][cg][nb]). Per channel and tile row, each of
+// the four input rows it reads is copied zero-padded to the tiles' width and split into its even
+// and odd columns; B^T runs down the rows and B across each tile's four columns (even t, odd t,
+// even t + 1, odd t + 1) as whole-row vector arithmetic on contiguous arrays.
+// `rows`: WinogradRowsSize(tiles_w) floats.
+int64_t WinogradRowsSize(int64_t tiles_w) { return 9 * (2 * tiles_w + 2); }
+
+// The row loops of WinogradInput, on arrays that do not overlap (so that they vectorize).
+QUILT_ALWAYS_INLINE void SplitEvenOdd(const float* __restrict row, int64_t half,
+                                      float* __restrict even, float* __restrict odd) {
+  for (int64_t t = 0; t < half; ++t) {
+    even[t] = row[2 * t];
+    odd[t] = row[2 * t + 1];
+  }
+}
+
+QUILT_ALWAYS_INLINE void WinogradBtRows(const float* __restrict d0, const float* __restrict d1,
+                                        const float* __restrict d2, const float* __restrict d3,
+                                        int64_t n, float* __restrict r0, float* __restrict r1,
+                                        float* __restrict r2, float* __restrict r3) {
+  for (int64_t t = 0; t < n; ++t) {
+    r0[t] = d0[t] - d2[t];
+    r1[t] = d1[t] + d2[t];
+    r2[t] = d2[t] - d1[t];
+    r3[t] = d1[t] - d3[t];
+  }
+}
+
+QUILT_ALWAYS_INLINE void WinogradBCols(const float* __restrict e, const float* __restrict o,
+                                       int64_t n, float* __restrict v0, float* __restrict v1,
+                                       float* __restrict v2, float* __restrict v3) {
+  for (int64_t tx = 0; tx < n; ++tx) {
+    v0[tx] = e[tx] - e[tx + 1];
+    v1[tx] = o[tx] + e[tx + 1];
+    v2[tx] = e[tx + 1] - o[tx];
+    v3[tx] = o[tx] - o[tx + 1];
+  }
+}
+
 QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t iw, int64_t pad_t,
                                 int64_t pad_l, int64_t tiles_w, int64_t r0, int64_t r1, float* rows,
                                 float* v, int64_t col, int64_t nb) {
-  int64_t wp = 2 * tiles_w + 2;
-  float* d[4] = {rows, rows + wp, rows + 2 * wp, rows + 3 * wp};
-  float* r[4] = {rows + 4 * wp, rows + 5 * wp, rows + 6 * wp, rows + 7 * wp};
+  int64_t wp = 2 * tiles_w + 2, half = tiles_w + 1;
+  float* padded = rows;
+  float *de[4], *dd[4], *re[4], *ro[4];  // even and odd columns of the input rows and of B^T d
+  for (int k = 0; k < 4; ++k) {
+    de[k] = rows + wp + (2 * k) * half;
+    dd[k] = rows + wp + (2 * k + 1) * half;
+    re[k] = rows + wp + (8 + 2 * k) * half;
+    ro[k] = rows + wp + (9 + 2 * k) * half;
+  }
+  // Columns of the padded row that read the image: [lo, hi).
+  int64_t lo = std::min(wp, pad_l), hi = std::clamp(pad_l + iw, lo, wp);
   for (int64_t c = 0; c < cg; ++c) {
     const float* xc = x + c * ih * iw;
     for (int64_t ty = r0; ty < r1; ++ty) {
       for (int k = 0; k < 4; ++k) {
         int64_t yy = 2 * ty - pad_t + k;
-        float* dk = d[k];
         if (yy < 0 || yy >= ih) {
-          std::fill(dk, dk + wp, 0.0f);
+          std::fill(de[k], de[k] + half, 0.0f);
+          std::fill(dd[k], dd[k] + half, 0.0f);
           continue;
         }
-        const float* xr = xc + yy * iw;
-        for (int64_t q = 0; q < wp; ++q) {
-          int64_t xx = q - pad_l;
-          dk[q] = xx >= 0 && xx < iw ? xr[xx] : 0.0f;
-        }
+        const float* xr = xc + yy * iw - pad_l;
+        std::fill(padded, padded + lo, 0.0f);
+        std::copy(xr + lo, xr + hi, padded + lo);
+        std::fill(padded + hi, padded + wp, 0.0f);
+        SplitEvenOdd(padded, half, de[k], dd[k]);
       }
-      for (int64_t q = 0; q < wp; ++q) {  // B^T d, down the rows
-        r[0][q] = d[0][q] - d[2][q];
-        r[1][q] = d[1][q] + d[2][q];
-        r[2][q] = d[2][q] - d[1][q];
-        r[3][q] = d[1][q] - d[3][q];
-      }
+      // B^T d, down the rows
+      WinogradBtRows(de[0], de[1], de[2], de[3], half, re[0], re[1], re[2], re[3]);
+      WinogradBtRows(dd[0], dd[1], dd[2], dd[3], half, ro[0], ro[1], ro[2], ro[3]);
       int64_t t0 = col + (ty - r0) * tiles_w;
       for (int i = 0; i < 4; ++i) {  // (B^T d) B, across each tile's columns
-        const float* ri = r[i];
-        float* v0 = v + ((i * 4 + 0) * cg + c) * nb + t0;
-        float* v1 = v + ((i * 4 + 1) * cg + c) * nb + t0;
-        float* v2 = v + ((i * 4 + 2) * cg + c) * nb + t0;
-        float* v3 = v + ((i * 4 + 3) * cg + c) * nb + t0;
-        for (int64_t tx = 0; tx < tiles_w; ++tx) {
-          float a = ri[2 * tx], b = ri[2 * tx + 1], e = ri[2 * tx + 2], f = ri[2 * tx + 3];
-          v0[tx] = a - e;
-          v1[tx] = b + e;
-          v2[tx] = e - b;
-          v3[tx] = b - f;
-        }
+        WinogradBCols(re[i], ro[i], tiles_w, v + ((i * 4 + 0) * cg + c) * nb + t0,
+                      v + ((i * 4 + 1) * cg + c) * nb + t0, v + ((i * 4 + 2) * cg + c) * nb + t0,
+                      v + ((i * 4 + 3) * cg + c) * nb + t0);
       }
     }
   }
@@ -498,7 +529,7 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   auto buffers = [&] {
     return Buffers{Scratch(ScratchSlot::kWinogradInput, 16 * cg * most),
                    Scratch(ScratchSlot::kWinogradProduct, 16 * og * most),
-                   Scratch(ScratchSlot::kWinogradRows, 8 * (2 * tiles_w + 2) + 2 * tiles_w)};
+                   Scratch(ScratchSlot::kWinogradRows, WinogradRowsSize(tiles_w))};
   };
   if (blocks < threads) {
     // Few blocks (small images): one at a time, each GEMM on the run's threads.

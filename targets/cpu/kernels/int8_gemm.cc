@@ -19,15 +19,13 @@ std::atomic<bool> g_allowed{true};
 
 // 16 bytes from each of four rows (null: zeros) as 16 groups of their four bytes, each group one
 // column: one panel's k4 step.
-void Interleave4(const uint8_t* const r[4], int64_t col, int64_t cols, uint8_t flip,
-                 uint8_t* out) {
+void Interleave4(const uint8_t* const r[4], int64_t col, int64_t cols, uint8_t flip, uint8_t* out) {
 #if defined(__SSE2__)
   if (cols == 16) {
     __m128i v[4];
     __m128i f = _mm_set1_epi8(static_cast<char>(flip));
     for (int e = 0; e < 4; ++e) {
-      v[e] = r[e] ? _mm_xor_si128(
-                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[e] + col)), f)
+      v[e] = r[e] ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[e] + col)), f)
                   : _mm_setzero_si128();
     }
     __m128i ab_lo = _mm_unpacklo_epi8(v[0], v[1]), ab_hi = _mm_unpackhi_epi8(v[0], v[1]);
@@ -90,14 +88,22 @@ using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const uint8_t*,
 template <bool kRowsUnsigned>
 TileFn TileFor(int64_t rows) {
   switch (rows) {
-    case 1: return Tile<1, kRowsUnsigned>;
-    case 2: return Tile<2, kRowsUnsigned>;
-    case 3: return Tile<3, kRowsUnsigned>;
-    case 4: return Tile<4, kRowsUnsigned>;
-    case 5: return Tile<5, kRowsUnsigned>;
-    case 6: return Tile<6, kRowsUnsigned>;
-    case 7: return Tile<7, kRowsUnsigned>;
-    default: return Tile<8, kRowsUnsigned>;
+    case 1:
+      return Tile<1, kRowsUnsigned>;
+    case 2:
+      return Tile<2, kRowsUnsigned>;
+    case 3:
+      return Tile<3, kRowsUnsigned>;
+    case 4:
+      return Tile<4, kRowsUnsigned>;
+    case 5:
+      return Tile<5, kRowsUnsigned>;
+    case 6:
+      return Tile<6, kRowsUnsigned>;
+    case 7:
+      return Tile<7, kRowsUnsigned>;
+    default:
+      return Tile<8, kRowsUnsigned>;
   }
 }
 
@@ -200,19 +206,18 @@ void PackInt8Panels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, bool f
   int64_t k4 = out->k4(), panels = out->panels();
   // The padding panel of an odd count stays zero.
   if (panels % 2 == 1) std::fill_n(out->panel(panels), k4 * 64, uint8_t{0});
-  rt::ParallelFor(pool, k4, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
-                  [&](int64_t q0, int64_t q1) {
-                    for (int64_t q = q0; q < q1; ++q) {
-                      const uint8_t* r[4];
-                      for (int e = 0; e < 4; ++e) {
-                        r[e] = 4 * q + e < k ? src + (4 * q + e) * ld : nullptr;
-                      }
-                      for (int64_t p = 0; p < panels; ++p) {
-                        Interleave4(r, p * 16, std::min<int64_t>(16, n - p * 16), f,
-                                    out->panel(p) + q * 64);
-                      }
-                    }
-                  });
+  rt::ParallelFor(
+      pool, k4, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+          const uint8_t* r[4];
+          for (int e = 0; e < 4; ++e) {
+            r[e] = 4 * q + e < k ? src + (4 * q + e) * ld : nullptr;
+          }
+          for (int64_t p = 0; p < panels; ++p) {
+            Interleave4(r, p * 16, std::min<int64_t>(16, n - p * 16), f, out->panel(p) + q * 64);
+          }
+        }
+      });
 }
 
 void PackInt8Rows(const uint8_t* src, int64_t m, int64_t k, int64_t ld, bool flip, Int8Rows* out) {
@@ -244,7 +249,8 @@ void Int8Gemm(const uint8_t* rows, int64_t m, int64_t row_stride, const Int8Pane
     }
   });
 #else
-  (void)rows, (void)m, (void)row_stride, (void)panels, (void)rows_unsigned, (void)c, (void)ldc, (void)pool;
+  (void)rows, (void)m, (void)row_stride, (void)panels, (void)rows_unsigned, (void)c, (void)ldc,
+      (void)pool;
 #endif
 }
 
@@ -257,7 +263,8 @@ void Int8ConvSums(const uint8_t* x, bool x_flip, int64_t x_zero, int64_t n, int6
   // A 1x1 window with stride 1 and no padding: the image is the matrix.
   bool direct = taps == 1 && !g.padded && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
   ConvScratch& s = ThreadConvScratch();
-  if (!direct && s.cols.size() < static_cast<size_t>(k * p)) s.cols.resize(static_cast<size_t>(k * p));
+  if (!direct && s.cols.size() < static_cast<size_t>(k * p))
+    s.cols.resize(static_cast<size_t>(k * p));
   if (s.prod.size() < static_cast<size_t>(og * p)) s.prod.resize(static_cast<size_t>(og * p));
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t grp = 0; grp < groups; ++grp) {

@@ -60,8 +60,8 @@ void PackInt8Rows(const uint8_t* src, int64_t m, int64_t k, int64_t ld, bool fli
 // the rows are int8 and the panels uint8. Only where HasInt8Dot().
 void Int8Gemm(const uint8_t* rows, int64_t m, int64_t row_stride, const Int8Panels& panels,
               bool rows_unsigned, int32_t* c, int64_t ldc, rt::ThreadPool* pool);
-inline void Int8Gemm(const Int8Rows& rows, const Int8Panels& panels, bool rows_unsigned,
-                     int32_t* c, int64_t ldc, rt::ThreadPool* pool) {
+inline void Int8Gemm(const Int8Rows& rows, const Int8Panels& panels, bool rows_unsigned, int32_t* c,
+                     int64_t ldc, rt::ThreadPool* pool) {
   Int8Gemm(rows.bytes.data(), rows.m, rows.stride(), panels, rows_unsigned, c, ldc, pool);
 }
 

@@ -827,8 +827,10 @@ Status MatmulInteger(KernelContext& ctx, bool fast) {
     // moved likewise: sum (a - az)(b - bz) = sum a b - az sum b - bz sum a + k az bz.
     bool a_flip = a.dtype == DType::kInt8, b_flip = b.dtype == DType::kUInt8;
     std::vector<int64_t> azs(static_cast<size_t>(m)), bzs(static_cast<size_t>(n));
-    for (int64_t i = 0; i < m; ++i) azs[i] = static_cast<int64_t>(QRead(az, az1 ? 0 : i)) + (a_flip ? 128 : 0);
-    for (int64_t j = 0; j < n; ++j) bzs[j] = static_cast<int64_t>(QRead(bz, bz1 ? 0 : j)) - (b_flip ? 128 : 0);
+    for (int64_t i = 0; i < m; ++i)
+      azs[i] = static_cast<int64_t>(QRead(az, az1 ? 0 : i)) + (a_flip ? 128 : 0);
+    for (int64_t j = 0; j < n; ++j)
+      bzs[j] = static_cast<int64_t>(QRead(bz, bz1 ? 0 : j)) - (b_flip ? 128 : 0);
     // Every matrix of A by one B (a weight): one product of all A's rows.
     bool one_b = true;
     for (int64_t bi = 0; bi < batches; ++bi) {
