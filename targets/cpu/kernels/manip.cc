@@ -562,11 +562,27 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
     std::memcpy(dst, src, eb);
     return Status::Ok();
   }
+  // Constant padding: trailing axes that are not padded are one with the axis before them (its
+  // padding whole rows of them), so that the rows below are long. (Another mode reads its
+  // padding from inside the axis: there an axis stays itself.)
+  Shape in_shape = x.shape, out_shape = out;
+  std::vector<int64_t> pads = width;
+  while (pm == PadMode::kConstant && in_shape.size() > 1 && pads[pads.size() - 2] == 0 &&
+         pads.back() == 0) {
+    int64_t inner = in_shape.back();
+    in_shape.pop_back();
+    out_shape.pop_back();
+    pads.resize(pads.size() - 2);
+    in_shape.back() *= inner;
+    out_shape.back() *= inner;
+    pads[pads.size() - 2] *= inner;
+    pads.back() *= inner;
+  }
   // Row by row along the last axis: the source row from the outer indices (none: the row is
   // all padding), then the columns that read inside it as one copy, the others one by one.
-  std::vector<int64_t> strides = Strides(x.shape);
-  const int last = rank - 1;
-  const int64_t n = x.shape[last], cols = out[last], b = width[2 * last];
+  std::vector<int64_t> strides = Strides(in_shape);
+  const int last = static_cast<int>(in_shape.size()) - 1;
+  const int64_t n = in_shape[last], cols = out_shape[last], b = pads[2 * last];
   const int64_t in_lo = std::clamp<int64_t>(b, 0, cols),
                 in_hi = std::clamp<int64_t>(b + n, in_lo, cols);
   const int64_t e = static_cast<int64_t>(eb);  // element bytes, for offsets
@@ -578,7 +594,7 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   for (;;) {
     const uint8_t* row = src;
     for (int k = 0; k < last && row; ++k) {
-      int64_t p = PadSource(idx[k] - width[2 * k], x.shape[k], pm);
+      int64_t p = PadSource(idx[k] - pads[2 * k], in_shape[k], pm);
       row = p < 0 ? nullptr : row + p * strides[k] * e;
     }
     for (int64_t j = 0; j < in_lo; ++j) column(row, j, dst + j * e);
@@ -590,7 +606,7 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
     for (int64_t j = in_hi; j < cols; ++j) column(row, j, dst + j * e);
     dst += cols * e;
     int k = last - 1;
-    for (; k >= 0 && ++idx[k] == out[k]; --k) idx[k] = 0;
+    for (; k >= 0 && ++idx[k] == out_shape[k]; --k) idx[k] = 0;
     if (k < 0) return Status::Ok();
   }
 }
