@@ -273,13 +273,16 @@ Status Astype(KernelContext& ctx) {
       return Status::Ok();
     });
   }
+  // Element by element, in chunks across the run's threads.
   return VisitAll(x.dtype, [&](auto stag) {
     using S = typename decltype(stag)::type;
     return VisitAll(to, [&](auto dtag) {
       using D = typename decltype(dtag)::type;
       const S* px = x.Data<S>();
       D* py = y->MutableData<D>();
-      for (int64_t i = 0; i < n; ++i) py[i] = Convert<D>(px[i]);
+      ctx.ParallelFor(n, int64_t{1} << 15, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) py[i] = Convert<D>(px[i]);
+      });
       return Status::Ok();
     });
   });

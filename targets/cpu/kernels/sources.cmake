@@ -40,5 +40,6 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|
     ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/int8_gemm.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
     PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast;-fno-trapping-math")
 endif()
