@@ -181,18 +181,25 @@ Status ConvAttrs(NodeContext& ctx, const ir::Expr& x, const ir::Expr& w, ir::Att
   return {};
 }
 
+// MatMulInteger's and ConvInteger's inputs 2 and 3, the zero points of inputs 0 and 1 (args),
+// appended to args: as given, or zeros of their data's type.
+Status AppendZeroPoints(NodeContext& ctx, std::vector<ir::Expr>* args) {
+  for (int i : {2, 3}) {
+    if (ctx.HasInput(i)) {
+      args->push_back(ctx.Input(i));
+      continue;
+    }
+    Expected<ir::Expr> z = Zero(ctx, (*args)[i - 2]->struct_info->dtype);
+    if (!z) return z.error();
+    args->push_back(*z);
+  }
+  return {};
+}
+
 Expected<Outputs> MatMulInteger(NodeContext& ctx) {
   if (!ctx.HasInput(0) || !ctx.HasInput(1)) return ctx.Error("needs inputs A and B");
   std::vector<ir::Expr> args = {ctx.Input(0), ctx.Input(1)};
-  for (int i : {2, 3}) {
-    if (ctx.HasInput(i)) {
-      args.push_back(ctx.Input(i));
-      continue;
-    }
-    Expected<ir::Expr> z = Zero(ctx, args[i - 2]->struct_info->dtype);
-    if (!z) return z.error();
-    args.push_back(*z);
-  }
+  if (Status s = AppendZeroPoints(ctx, &args); !s) return s.error();
   return NodeContext::Single(ctx.Emit(OpKind::kMatmulInteger, args));
 }
 
@@ -202,15 +209,7 @@ Expected<Outputs> ConvInteger(NodeContext& ctx) {
   ir::Attrs a;
   if (Status s = ConvAttrs(ctx, x, w, &a); !s) return s.error();
   std::vector<ir::Expr> args = {x, w};
-  for (int i : {2, 3}) {
-    if (ctx.HasInput(i)) {
-      args.push_back(ctx.Input(i));
-      continue;
-    }
-    Expected<ir::Expr> z = Zero(ctx, args[i - 2]->struct_info->dtype);
-    if (!z) return z.error();
-    args.push_back(*z);
-  }
+  if (Status s = AppendZeroPoints(ctx, &args); !s) return s.error();
   return NodeContext::Single(ctx.Emit(OpKind::kConvInteger, args, a));
 }
 

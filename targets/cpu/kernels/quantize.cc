@@ -654,17 +654,28 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
     // (A cache made for the other path: the weights as this one reads them, for this run.)
     if (!pw || pw->int8 != int8) pw = MakeConvIntegerWeights(w, wz, wz1, oc, int8);
     rt::ThreadPool* pool = ctx.thread_pool();
+    nn::Window win;
+    win.rank = static_cast<int>(k);
+    for (size_t i = 0; i < k; ++i) {
+      win.in[i] = x.shape[2 + i];
+      win.out[i] = out[2 + i];
+      win.kernel[i] = w.shape[2 + i];
+      win.stride[i] = strides[i];
+      win.dilation[i] = dil[i];
+      win.pad_begin[i] = pads[i];
+      win.pad_end[i] = pads[k + i];
+    }
     if (int8) {
-      Int8ConvGeometry g;
-      for (size_t i = 0; i < k; ++i) {
-        size_t d = 3 - k + i;
-        g.in[d] = x.shape[2 + i];
-        g.out[d] = out[2 + i];
-        g.kernel[d] = w.shape[2 + i];
-        g.stride[d] = strides[i];
-        g.dilation[d] = dil[i];
-        g.pad[d] = pads[i];
-        g.padded |= pads[i] != 0 || pads[k + i] != 0;
+      Int8ConvGeometry g;  // the window's dims right-aligned
+      for (int i = 0; i < win.rank; ++i) {
+        int d = 3 - win.rank + i;
+        g.in[d] = win.in[i];
+        g.out[d] = win.out[i];
+        g.kernel[d] = win.kernel[i];
+        g.stride[d] = win.stride[i];
+        g.dilation[d] = win.dilation[i];
+        g.pad[d] = win.pad_begin[i];
+        g.padded |= win.pad_begin[i] != 0 || win.pad_end[i] != 0;
       }
       bool x_flip = x.dtype == DType::kInt8;  // stored as x + 128, its zero point likewise
       int64_t xz8 = static_cast<int64_t>(xzv) + (x_flip ? 128 : 0);
@@ -683,17 +694,6 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
     } else {
       const int8_t* px = x.Data<int8_t>();
       for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(px[i] - xzv);
-    }
-    nn::Window win;
-    win.rank = static_cast<int>(k);
-    for (size_t i = 0; i < k; ++i) {
-      win.in[i] = x.shape[2 + i];
-      win.out[i] = out[2 + i];
-      win.kernel[i] = w.shape[2 + i];
-      win.stride[i] = strides[i];
-      win.dilation[i] = dil[i];
-      win.pad_begin[i] = pads[i];
-      win.pad_end[i] = pads[k + i];
     }
     sums->assign(total, 0);
     nn::ConvIntegerSums(xf.data(), pw->f.data(), nb, c, oc, groups, win, sums->data(), pool);
