@@ -516,6 +516,49 @@ TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
   }
 }
 
+// add, subtract and multiply of int32 operands (a quantized conv's bias): broadcast as above,
+// with values that overflow (the reference wraps), against the reference exactly.
+TEST(FastKernels, IntBinaryArithmeticMatchesTheReference) {
+  std::mt19937 rng(9);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{AddFast, AddReference},
+                                                       {SubtractFast, SubtractReference},
+                                                       {MultiplyFast, MultiplyReference}};
+  const Shape shapes[][2] = {{{1, 24, 32, 112}, {1, 24, 1, 1}},
+                             {{5, 7}, {5, 7}},
+                             {{3, 1, 70000}, {}},
+                             {{1}, {2, 3, 40000}},
+                             {{6, 1, 9}, {1, 4, 9}}};
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 15; ++iter) {
+    const Shape(&s)[2] = shapes[iter % 5];
+    std::vector<int32_t> a(static_cast<size_t>(Count(s[0]))), b(static_cast<size_t>(Count(s[1])));
+    for (int32_t& v : a) v = static_cast<int32_t>(pick(INT32_MIN, INT32_MAX));
+    for (int32_t& v : b) v = static_cast<int32_t>(pick(-70000, 70000));
+    std::vector<Tensor> inputs = {Tensor{DType::kInt32, s[0], a.data()},
+                                  Tensor{DType::kInt32, s[1], b.data()}};
+    Attrs attrs;
+    const rt::AttrView::List* list = attrs.Finish();
+    auto [fast, reference] = ops[iter % 3];
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(reference(ref).ok());
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      ASSERT_TRUE(fast(got).ok());
+      ASSERT_EQ(got.out().shape, ref.out().shape);
+      ASSERT_EQ(got.out().dtype, DType::kInt32);
+      const int32_t* x = static_cast<const int32_t*>(got.out().data);
+      const int32_t* y = static_cast<const int32_t*>(ref.out().data);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        ASSERT_EQ(x[i], y[i]) << "op " << iter % 3 << " (" << Join(s[0]) << ") and (" << Join(s[1])
+                              << ") element " << i;
+      }
+    }
+  }
+}
+
 // power with an exponent of one element 2 squares: the correctly rounded x * x, within an ulp of
 // powf (the reference), and the same NaN, infinities and signed zeros.
 TEST(FastKernels, PowerOfTwoSquares) {
@@ -1506,6 +1549,54 @@ TEST(FastKernels, ConvIntegerMatchesTheReferenceExactly) {
   }
 }
 
+// conv_integer over images of several chunks of output positions (each chunk's window matrix
+// near 96 KiB, a chunk starting inside an output row): 3x3 over 64 channels, a strided 5x5 over
+// 3, and a 1x1 over 2,048 channels read in place; int8 weights with a per-channel zero point,
+// and uint8 data of zero point 3.
+TEST(FastKernels, ConvIntegerAcrossChunksMatchesTheReference) {
+  std::mt19937 rng(45);
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads;
+  };
+  const Case cases[] = {{{1, 64, 20, 23}, {8, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}},
+                        {{2, 3, 150, 141}, {5, 3, 5, 5}, {2, 2}, {2, 1, 0, 2}},
+                        {{1, 2048, 7, 9}, {4, 2048, 1, 1}, {1, 1}, {0, 0, 0, 0}}};
+  for (const Case& c : cases) {
+    std::vector<uint8_t> x(static_cast<size_t>(Count(c.x))), w(static_cast<size_t>(Count(c.w)));
+    for (uint8_t& v : x) v = static_cast<uint8_t>(rng());
+    for (uint8_t& v : w) v = static_cast<uint8_t>(rng());
+    uint8_t xz = 3;
+    std::vector<uint8_t> wz(static_cast<size_t>(c.w[0]));
+    for (uint8_t& v : wz) v = static_cast<uint8_t>(rng() % 7);
+    std::vector<Tensor> inputs = {
+        Tensor{DType::kUInt8, c.x, x.data()}, Tensor{DType::kInt8, c.w, w.data()},
+        Tensor{DType::kUInt8, {}, &xz}, Tensor{DType::kInt8, {c.w[0]}, wz.data()}};
+    Attrs attrs;
+    attrs.Int("groups", 1)
+        .Ints("strides", c.strides)
+        .Ints("dilation", {1, 1})
+        .Ints("padding", c.pads);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::string what = "conv_integer x (" + Join(c.x) + ") w (" + Join(c.w) + ")";
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(nn::ConvIntegerReference(ref).ok()) << what;
+    rt::ThreadPool three(3);
+    for (int path = 0; path < 4; ++path) {
+      Int8DotAllowed allowed(path < 2);
+      TestContext got(inputs, list, path % 2 ? &three : nullptr);
+      Status st = nn::ConvIntegerFast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      const int32_t* a = static_cast<const int32_t*>(got.out().data);
+      const int32_t* b = static_cast<const int32_t*>(ref.out().data);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        ASSERT_EQ(a[i], b[i]) << what << " path " << path << " element " << i;
+      }
+    }
+  }
+}
+
 // matmul_integer on the 8-bit GEMM and as float GEMMs in exact slabs, against the reference's
 // integer sums bit for bit: uint8 and int8 on either side, scalar and per-row / per-column zero
 // points, 1-D operands, batches broadcast (one B for every matrix of A, and B batched too), long
@@ -1616,6 +1707,42 @@ TEST(FastKernels, ConvIntegerWithZeroPointsOfAnotherTypeIsExact) {
   const int32_t* a = static_cast<const int32_t*>(got.out().data);
   const int32_t* b = static_cast<const int32_t*>(ref.out().data);
   for (int64_t i = 0; i < got.out().NumElements(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
+}
+
+// DynamicQuantizeLinear's uint8 form against the ONNX formulas evaluated element by element in
+// float32: inputs long enough to be split across threads, with NaNs, -0 and a range that does
+// not include 0 (all positive), bit for bit, on one thread and three.
+TEST(FastKernels, DynamicQuantizeMatchesTheFormulas) {
+  std::mt19937 rng(61);
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 4; ++iter) {
+    int64_t n = iter < 2 ? (int64_t{1} << 17) + 5 : 13 + iter;
+    std::vector<float> x = Random(rng, n);
+    if (iter % 2 == 1) {
+      for (float& v : x) v = std::abs(v) + 0.5f;
+    }
+    x[n / 3] = std::nanf("");
+    x[n / 2] = -0.0f;
+    float lo = 0, hi = 0;
+    for (float v : x) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    float zp = std::nearbyint(std::min(255.0f, std::max(0.0f, -lo / scale)));
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      std::vector<uint8_t> q(static_cast<size_t>(n), 7);
+      float got_scale = 0;
+      uint8_t got_zp = 0;
+      DynamicQuantizeU8(x.data(), n, q.data(), &got_scale, &got_zp, pool);
+      ASSERT_EQ(got_scale, scale);
+      ASSERT_EQ(got_zp, static_cast<uint8_t>(zp));
+      for (int64_t i = 0; i < n; ++i) {
+        float v = std::isnan(x[i]) ? 0.0f : std::nearbyint(x[i] / scale) + zp;
+        ASSERT_EQ(q[i], static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f))) << "element " << i;
+      }
+    }
+  }
 }
 
 // com.microsoft DynamicQuantizeLSTM: the integer products from the 8-bit GEMM or exact float

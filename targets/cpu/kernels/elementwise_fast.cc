@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "targets/cpu/kernels/elementwise.h"
@@ -79,47 +80,65 @@ struct Min {
 struct Pow {
   float operator()(float a, float b) const { return std::pow(a, b); }
 };
+// int32, wrapping as the reference does (in uint32: no overflow).
+struct AddInt {
+  int32_t operator()(int32_t a, int32_t b) const {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+  }
+};
+struct SubInt {
+  int32_t operator()(int32_t a, int32_t b) const {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+  }
+};
+struct MulInt {
+  int32_t operator()(int32_t a, int32_t b) const {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+  }
+};
 
 // y[i] = op(a[i * sa], b[i * sb]), i < n.
-template <typename Op>
-QUILT_TEMPLATE_CLONES void Row(const float* __restrict a, int64_t sa, const float* __restrict b,
-                               int64_t sb, float* __restrict y, int64_t n) {
+template <typename Op, typename T = float>
+QUILT_TEMPLATE_CLONES void Row(const T* __restrict a, int64_t sa, const T* __restrict b, int64_t sb,
+                               T* __restrict y, int64_t n) {
   Op op;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
   } else if (sa == 1 && sb == 0) {
-    float bv = b[0];
+    T bv = b[0];
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
   } else if (sa == 0 && sb == 1) {
-    float av = a[0];
+    T av = a[0];
     for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
   }
 }
 
-template <typename Op>
+// Elementwise op of two float32 (T float) or int32 (T int32_t) operands, broadcast, split across
+// the threads when large; other element types go to `reference`.
+template <typename Op, typename T = float>
 Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
+  constexpr DType kType = std::is_same_v<T, float> ? DType::kFloat32 : DType::kInt32;
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
   Shape shape;
-  if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32 ||
-      !BroadcastShape(a.shape, b.shape, &shape)) {
+  if (a.dtype != kType || b.dtype != kType || !BroadcastShape(a.shape, b.shape, &shape)) {
     return reference(ctx);
   }
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, shape, &y));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, kType, shape, &y));
   int64_t total = y->NumElements();
   if (total == 0) return Status::Ok();
-  const float* pa = a.Data<float>();
-  const float* pb = b.Data<float>();
-  float* py = y->MutableData<float>();
+  const T* pa = a.Data<T>();
+  const T* pb = b.Data<T>();
+  T* py = y->MutableData<T>();
   int64_t na = a.NumElements(), nb = b.NumElements();
   if ((na == total || na == 1) && (nb == total || nb == 1)) {
     // Operands of the output's shape (less leading 1s) or of one element: one flat row.
     int64_t sa = na == total ? 1 : 0, sb = nb == total ? 1 : 0;
     ctx.ParallelFor(total, kParallelElements, [&](int64_t i0, int64_t i1) {
-      Row<Op>(pa + i0 * sa, sa, pb + i0 * sb, sb, py + i0, i1 - i0);
+      Row<Op, T>(pa + i0 * sa, sa, pb + i0 * sb, sb, py + i0, i1 - i0);
     });
     return Status::Ok();
   }
@@ -138,7 +157,7 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
       ob += idx[d] * c.sb[d];
     }
     for (int64_t r = r0; r < r1; ++r) {
-      Row<Op>(pa + oa, c.sa.back(), pb + ob, c.sb.back(), py + r * inner, inner);
+      Row<Op, T>(pa + oa, c.sa.back(), pb + ob, c.sb.back(), py + r * inner, inner);
       for (int d = outer_rank - 1; d >= 0; --d) {
         oa += c.sa[d];
         ob += c.sb[d];
@@ -240,9 +259,19 @@ Status UnaryFloat(KernelContext& ctx, rt::KernelFn reference, F f) {
 
 }  // namespace
 
-Status AddFast(KernelContext& ctx) { return BinaryFloat<Add>(ctx, AddReference); }
-Status SubtractFast(KernelContext& ctx) { return BinaryFloat<Sub>(ctx, SubtractReference); }
-Status MultiplyFast(KernelContext& ctx) { return BinaryFloat<Mul>(ctx, MultiplyReference); }
+// int32 operands (a quantized conv's bias added to its sums) take the int32 form.
+Status AddFast(KernelContext& ctx) {
+  return ctx.input(0)->dtype == DType::kInt32 ? BinaryFloat<AddInt, int32_t>(ctx, AddReference)
+                                              : BinaryFloat<Add>(ctx, AddReference);
+}
+Status SubtractFast(KernelContext& ctx) {
+  return ctx.input(0)->dtype == DType::kInt32 ? BinaryFloat<SubInt, int32_t>(ctx, SubtractReference)
+                                              : BinaryFloat<Sub>(ctx, SubtractReference);
+}
+Status MultiplyFast(KernelContext& ctx) {
+  return ctx.input(0)->dtype == DType::kInt32 ? BinaryFloat<MulInt, int32_t>(ctx, MultiplyReference)
+                                              : BinaryFloat<Mul>(ctx, MultiplyReference);
+}
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
 
 Status ExpFast(KernelContext& ctx) {
@@ -353,22 +382,67 @@ void SumAcross(const float* x, int64_t outer, int64_t len, int64_t inner, RowSum
 }
 
 // ONNX DynamicQuantizeLinear's uint8 form (declared in util.h), here to be vectorized: a NaN
-// leaves the range as it is (std::min and std::max keep their first operand against NaN), and
-// quantizes to 0.
-QUILT_CLONES void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale,
-                                    uint8_t* zero_point) {
+// leaves the range as it is (std::min and std::max keep their first operand against NaN, as the
+// lanes' compare-and-select does), and quantizes to 0.
+QUILT_CLONES void MinMaxFromZero(const float* x, int64_t n, float* lo_out, float* hi_out) {
   float lo = 0, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+#if defined(__GNUC__)
+  V8 vlo = {}, vhi = {};
+  for (; i + 8 <= n; i += 8) {
+    V8 v;
+    LoadV(&v, x + i);
+    vlo = v < vlo ? v : vlo;
+    vhi = v > vhi ? v : vhi;
+  }
+  for (int l = 0; l < 8; ++l) {
+    lo = std::min(lo, vlo[l]);
+    hi = std::max(hi, vhi[l]);
+  }
+#endif
+  for (; i < n; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
-  float s = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-  float zp = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+QUILT_CLONES void QuantizeU8(const float* x, int64_t n, float s, float zp, uint8_t* q) {
   for (int64_t i = 0; i < n; ++i) {
     float v = std::nearbyint(x[i] / s) + zp;
     v = v == v ? v : 0.0f;  // NaN
     q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v)));
   }
+}
+
+void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point,
+                       rt::ThreadPool* pool) {
+  float lo = 0, hi = 0;
+  constexpr int64_t kChunk = int64_t{1} << 15;
+  int64_t chunks = pool ? std::min<int64_t>((n + kChunk - 1) / kChunk, pool->threads()) : 1;
+  if (chunks > 1) {
+    // Each thread's slice, then the slices' ranges (the same as one pass: min and max do not
+    // depend on the order).
+    std::vector<float> los(static_cast<size_t>(chunks)), his(static_cast<size_t>(chunks));
+    int64_t per = (n + chunks - 1) / chunks;
+    rt::ParallelFor(pool, chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        int64_t b = c * per, e = std::min(n, b + per);
+        MinMaxFromZero(x + b, std::max<int64_t>(0, e - b), &los[c], &his[c]);
+      }
+    });
+    for (int64_t c = 0; c < chunks; ++c) {
+      lo = std::min(lo, los[c]);
+      hi = std::max(hi, his[c]);
+    }
+  } else {
+    MinMaxFromZero(x, n, &lo, &hi);
+  }
+  float s = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  float zp = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
+  rt::ParallelFor(pool, n, kChunk,
+                  [&](int64_t b, int64_t e) { QuantizeU8(x + b, e - b, s, zp, q + b); });
   *scale = s;
   *zero_point = static_cast<uint8_t>(zp);
 }

@@ -131,47 +131,49 @@ void XorCopy(uint8_t* __restrict dst, const uint8_t* __restrict src, int64_t n, 
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
 }
 
-// A convolution's input windows as a k x p byte matrix (k = channels x taps, p = output
-// positions): `flip` adds 128 to each byte, positions in the padding read `pad`.
+// Output positions [j0, j1) of a convolution's input windows as a k x (j1 - j0) byte matrix
+// (k = channels x taps; row stride j1 - j0): `flip` adds 128 to each byte, positions in the
+// padding read `pad`.
 void Im2ColBytes(const uint8_t* x, int64_t channels, const Int8ConvGeometry& g, uint8_t flip,
-                 uint8_t pad, uint8_t* cols, rt::ThreadPool* pool) {
+                 uint8_t pad, int64_t j0, int64_t j1, uint8_t* cols) {
   int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  int64_t in_size = g.in[0] * g.in[1] * g.in[2], p = g.out[0] * g.out[1] * g.out[2];
-  auto row = [&](int64_t r) {
+  int64_t in_size = g.in[0] * g.in[1] * g.in[2], width = j1 - j0;
+  for (int64_t r = 0; r < channels * taps; ++r) {
     int64_t ci = r / taps, t = r % taps;
     int64_t k2 = t % g.kernel[2], k1 = t / g.kernel[2] % g.kernel[1],
             k0 = t / (g.kernel[2] * g.kernel[1]);
     const uint8_t* xc = x + ci * in_size;
-    uint8_t* dst = cols + r * p;
+    uint8_t* dst = cols + r * width;
     // The positions o2 whose input column lies inside: [lo, hi).
     int64_t off2 = k2 * g.dilation[2] - g.pad[2], s2 = g.stride[2];
     int64_t lo = off2 >= 0 ? 0 : (-off2 + s2 - 1) / s2;
     int64_t hi = g.in[2] - off2 <= 0 ? 0 : (g.in[2] - off2 + s2 - 1) / s2;
     lo = std::min(lo, g.out[2]);
     hi = std::max(lo, std::min(hi, g.out[2]));
-    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+    // Runs of one output row at a time.
+    for (int64_t j = j0; j < j1;) {
+      int64_t o2 = j % g.out[2], row = j / g.out[2];
+      int64_t o1 = row % g.out[1], o0 = row / g.out[1];
+      int64_t end = std::min(g.out[2], o2 + (j1 - j));
       int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-      for (int64_t o1 = 0; o1 < g.out[1]; ++o1, dst += g.out[2]) {
-        int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
-          std::memset(dst, pad, static_cast<size_t>(g.out[2]));
-          continue;
-        }
+      int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+      uint8_t* d = dst + (j - j0) - o2;  // d[o2'] for o2' in [o2, end)
+      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+        std::memset(d + o2, pad, static_cast<size_t>(end - o2));
+      } else {
         const uint8_t* src = xc + (i0 * g.in[1] + i1) * g.in[2] + off2;
-        std::memset(dst, pad, static_cast<size_t>(lo));
+        int64_t a = std::clamp(lo, o2, end), b = std::clamp(hi, a, end);
+        std::memset(d + o2, pad, static_cast<size_t>(a - o2));
         if (s2 == 1) {
-          XorCopy(dst + lo, src + lo, hi - lo, flip);
+          XorCopy(d + a, src + a, b - a, flip);
         } else {
-          for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = src[o2 * s2] ^ flip;
+          for (int64_t q = a; q < b; ++q) d[q] = src[q * s2] ^ flip;
         }
-        std::memset(dst + hi, pad, static_cast<size_t>(g.out[2] - hi));
+        std::memset(d + b, pad, static_cast<size_t>(end - b));
       }
+      j += end - o2;
     }
-  };
-  rt::ParallelFor(pool, channels * taps, std::max<int64_t>(1, 4096 / std::max<int64_t>(p, 1)),
-                  [&](int64_t r0, int64_t r1) {
-                    for (int64_t r = r0; r < r1; ++r) row(r);
-                  });
+  }
 }
 
 }  // namespace
@@ -260,57 +262,65 @@ void Int8ConvSums(const uint8_t* x, bool x_flip, int64_t x_zero, int64_t n, int6
   int64_t in_size = g.in[0] * g.in[1] * g.in[2], p = g.out[0] * g.out[1] * g.out[2];
   int64_t cg = c / groups, og = w.rows.m / groups, taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
   int64_t k = cg * taps;
+  if (p == 0) return;
   // A 1x1 window with stride 1 and no padding: the image is the matrix.
   bool direct = taps == 1 && !g.padded && g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
-  ConvScratch& s = ThreadConvScratch();
-  if (!direct && s.cols.size() < static_cast<size_t>(k * p))
-    s.cols.resize(static_cast<size_t>(k * p));
-  if (s.prod.size() < static_cast<size_t>(og * p)) s.prod.resize(static_cast<size_t>(og * p));
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t grp = 0; grp < groups; ++grp) {
+  // Tasks of (image, group, chunk of output positions): each writes its chunk's window matrix
+  // (near 96 KiB), packs it, multiplies and stores its outputs, the matrix still in cache, with
+  // no wait between the steps.
+  int64_t chunk =
+      std::clamp<int64_t>((96 << 10) / std::max<int64_t>(k, 1) / 32 * 32, 32, (p + 31) / 32 * 32);
+  int64_t chunks = (p + chunk - 1) / chunk;
+  rt::ParallelFor(pool, n * groups * chunks, 1, [&](int64_t t0, int64_t t1) {
+    ConvScratch& s = ThreadConvScratch();
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t b = t / (groups * chunks), grp = t / chunks % groups, j0 = t % chunks * chunk;
+      int64_t width = std::min(chunk, p - j0);
       const uint8_t* xg = x + (b * c + grp * cg) * in_size;
       if (direct) {
-        PackInt8Panels(xg, k, p, p, x_flip, &s.panels, pool);
+        PackInt8Panels(xg + j0, k, width, p, x_flip, &s.panels, nullptr);
       } else {
-        Im2ColBytes(xg, cg, g, x_flip ? 0x80 : 0, static_cast<uint8_t>(x_zero), s.cols.data(),
-                    pool);
-        PackInt8Panels(s.cols.data(), k, p, p, false, &s.panels, pool);
+        if (s.cols.size() < static_cast<size_t>(k * width)) {
+          s.cols.resize(static_cast<size_t>(k * width));
+        }
+        Im2ColBytes(xg, cg, g, x_flip ? 0x80 : 0, static_cast<uint8_t>(x_zero), j0, j0 + width,
+                    s.cols.data());
+        PackInt8Panels(s.cols.data(), k, width, width, false, &s.panels, nullptr);
       }
-      Int8Gemm(w.rows.row(grp * og), og, w.rows.stride(), s.panels, false, s.prod.data(), p, pool);
+      if (s.prod.size() < static_cast<size_t>(og * width)) {
+        s.prod.resize(static_cast<size_t>(og * width));
+      }
+      Int8Gemm(w.rows.row(grp * og), og, w.rows.stride(), s.panels, false, s.prod.data(), width,
+               nullptr);
       if (!w.zero_zp) Int8ColumnSums(s.panels, true, &s.col_sums);
-      int64_t first = (b * w.rows.m + grp * og) * p;
+      const int64_t* cs = s.col_sums.data();
       // sum (x - xz)(w - wz) = sum x w - xz sum w - wz sum x + k xz wz, per out channel.
-      rt::ParallelFor(pool, og, std::max<int64_t>(1, 16384 / std::max<int64_t>(p, 1)),
-                      [&](int64_t i0, int64_t i1) {
-                        for (int64_t i = i0; i < i1; ++i) {
-                          int64_t m = grp * og + i, zp = w.zp[m];
-                          int64_t base = k * x_zero * zp - x_zero * w.sums[m];
-                          const int32_t* pr = s.prod.data() + i * p;
-                          const int64_t* cs = s.col_sums.data();
-                          if (out32) {
-                            // Low 32 bits: the product's int32 plus base's, wrapping.
-                            uint32_t b32 = static_cast<uint32_t>(base);
-                            int32_t* o = out32 + first + i * p;
-                            if (zp == 0) {
-                              for (int64_t j = 0; j < p; ++j) {
-                                o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32);
-                              }
-                            } else {
-                              for (int64_t j = 0; j < p; ++j) {
-                                o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32 -
-                                                            static_cast<uint32_t>(zp * cs[j]));
-                              }
-                            }
-                          } else {
-                            int64_t* o = out64 + first + i * p;
-                            for (int64_t j = 0; j < p; ++j) {
-                              o[j] = pr[j] + base - (zp != 0 ? zp * cs[j] : 0);
-                            }
-                          }
-                        }
-                      });
+      for (int64_t i = 0; i < og; ++i) {
+        int64_t m = grp * og + i, zp = w.zp[m];
+        int64_t base = k * x_zero * zp - x_zero * w.sums[m];
+        const int32_t* pr = s.prod.data() + i * width;
+        int64_t at = (b * w.rows.m + m) * p + j0;
+        if (out32) {
+          // Low 32 bits: the product's int32 plus base's, wrapping.
+          uint32_t b32 = static_cast<uint32_t>(base);
+          int32_t* o = out32 + at;
+          if (zp == 0) {
+            for (int64_t j = 0; j < width; ++j) {
+              o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32);
+            }
+          } else {
+            for (int64_t j = 0; j < width; ++j) {
+              o[j] = static_cast<int32_t>(static_cast<uint32_t>(pr[j]) + b32 -
+                                          static_cast<uint32_t>(zp * cs[j]));
+            }
+          }
+        } else {
+          int64_t* o = out64 + at;
+          for (int64_t j = 0; j < width; ++j) o[j] = pr[j] + base - (zp != 0 ? zp * cs[j] : 0);
+        }
+      }
     }
-  }
+  });
 }
 
 void Int8RowSums(const Int8Rows& rows, bool is_unsigned, std::vector<int64_t>* out) {

@@ -469,7 +469,8 @@ Status DynamicQuantize(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(2, DType::kUInt8, {}, &yz));
   float scale = 0;
   uint8_t zp = 0;
-  DynamicQuantizeU8(x.Data<float>(), x.NumElements(), y->MutableData<uint8_t>(), &scale, &zp);
+  DynamicQuantizeU8(x.Data<float>(), x.NumElements(), y->MutableData<uint8_t>(), &scale, &zp,
+                    ctx.thread_pool());
   ys->MutableData<float>()[0] = scale;
   yz->MutableData<uint8_t>()[0] = zp;
   return Status::Ok();

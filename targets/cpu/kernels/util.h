@@ -175,7 +175,9 @@ void WriteFloats(Tensor* t, const std::vector<double>& v);
 // (max(x, 0) - min(x, 0)) / 255 (1 / 255 when both are 0), zero point = saturate(round_half_even(
 // -min(x, 0) / scale)), q = saturate(round_half_even(x / scale) + zero point); NaN is left out of
 // the range and quantizes to 0.
-void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point);
+// Large inputs are split across `pool`'s threads (null: this thread alone), with the same result.
+void DynamicQuantizeU8(const float* x, int64_t n, uint8_t* q, float* scale, uint8_t* zero_point,
+                       rt::ThreadPool* pool = nullptr);
 
 // `axis` in [-rank, rank) made non-negative; false when out of range.
 bool NormalizeAxis(int64_t* axis, int rank);
