@@ -44,6 +44,11 @@ class Attrs {
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Ints, 0, 0, 0, ints));
     return *this;
   }
+  Attrs& Dtype(const std::string& name, DType v) {
+    auto n = fbb_.CreateString(name);
+    list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::DType, static_cast<int64_t>(v)));
+    return *this;
+  }
   Attrs& Bool(const std::string& name, bool v) {
     auto n = fbb_.CreateString(name);
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Bool, v ? 1 : 0));
@@ -554,6 +559,113 @@ TEST(FastKernels, IntBinaryArithmeticMatchesTheReference) {
       for (int64_t i = 0; i < got.out().NumElements(); ++i) {
         ASSERT_EQ(x[i], y[i]) << "op " << iter % 3 << " (" << Join(s[0]) << ") and (" << Join(s[1])
                               << ") element " << i;
+      }
+    }
+  }
+}
+
+// sqrt, floor, ceil, round, reciprocal, abs and negative of float32 bit for bit the reference's
+// (each result is the same computed any way): NaN, infinities, signed zeros, halves (round to
+// even), subnormals and large values, long enough to be split across threads.
+TEST(FastKernels, ExactUnaryMatchesTheReference) {
+  std::mt19937 rng(10);
+  std::vector<float> x = Random(rng, 100000);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1e6f;
+  for (size_t i = 3; i < x.size(); i += 11) x[i] = std::round(x[i] * 8) / 2;  // halves
+  x.insert(x.end(), {0.0f, -0.0f, std::nanf(""), INFINITY, -INFINITY, 0.5f, 1.5f, 2.5f, -2.5f,
+                     1e-40f, -1e-40f, 8388609.0f, 3e38f});
+  const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{SqrtFast, SqrtReference},
+                                                       {FloorFast, FloorReference},
+                                                       {CeilFast, CeilReference},
+                                                       {RoundFast, RoundReference},
+                                                       {ReciprocalFast, ReciprocalReference},
+                                                       {AbsFast, AbsReference},
+                                                       {NegativeFast, NegativeReference}};
+  std::vector<Tensor> inputs = {
+      Tensor{DType::kFloat32, {static_cast<int64_t>(x.size())}, x.data()}};
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Finish();
+  rt::ThreadPool three(3);
+  for (size_t o = 0; o < std::size(ops); ++o) {
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(ops[o].second(ref).ok());
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      ASSERT_TRUE(ops[o].first(got).ok());
+      std::vector<float> v = got.values(), want = ref.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << "op " << o << " of " << x[i] << ": " << v[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
+// equal, less and greater of float32 (with NaN and signed zeros) and of int32 operands,
+// broadcast, to bool: the reference's.
+TEST(FastKernels, ComparisonsMatchTheReference) {
+  std::mt19937 rng(12);
+  const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {
+      {EqualFast, EqualReference}, {LessFast, LessReference}, {GreaterFast, GreaterReference}};
+  const Shape shapes[][2] = {
+      {{4, 2048, 1}, {257}}, {{3, 50000}, {3, 50000}}, {{7, 1}, {}}, {{2, 1, 9}, {1, 5, 9}}};
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 24; ++iter) {
+    const Shape(&s)[2] = shapes[iter % 4];
+    bool ints = iter % 2 == 1;
+    std::vector<uint32_t> a(static_cast<size_t>(Count(s[0]))), b(static_cast<size_t>(Count(s[1])));
+    const float specials[] = {0.0f, -0.0f, std::nanf(""), 1.0f, -1.0f, INFINITY};
+    for (std::vector<uint32_t>* v : {&a, &b}) {
+      for (uint32_t& e : *v) {
+        e = ints ? static_cast<uint32_t>(rng() % 300)
+                 : std::bit_cast<uint32_t>(specials[rng() % std::size(specials)]);
+      }
+    }
+    DType t = ints ? DType::kInt32 : DType::kFloat32;
+    std::vector<Tensor> inputs = {Tensor{t, s[0], a.data()}, Tensor{t, s[1], b.data()}};
+    Attrs attrs;
+    const rt::AttrView::List* list = attrs.Finish();
+    auto [fast, reference] = ops[iter / 2 % 3];
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(reference(ref).ok());
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      ASSERT_TRUE(fast(got).ok());
+      ASSERT_EQ(got.out().shape, ref.out().shape);
+      ASSERT_EQ(got.out().dtype, DType::kBool);
+      const uint8_t* x = static_cast<const uint8_t*>(got.out().data);
+      const uint8_t* y = static_cast<const uint8_t*>(ref.out().data);
+      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+        ASSERT_EQ(x[i], y[i]) << "op " << iter / 2 % 3 << (ints ? " int32" : " float32") << " ("
+                              << Join(s[0]) << ") and (" << Join(s[1]) << ") element " << i;
+      }
+    }
+  }
+}
+
+// astype from bool reads each byte, any nonzero byte true: to float32, int32 and float64, long
+// enough to be split across threads.
+TEST(FastKernels, AstypeFromBoolReadsBytes) {
+  rt::KernelFn astype = FindKernel("astype");
+  ASSERT_NE(astype, nullptr);
+  int64_t n = 100003;
+  std::vector<uint8_t> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<uint8_t>(i % 5 == 0 ? 0 : i % 5 == 1 ? 1 : i);
+  rt::ThreadPool three(3);
+  for (DType to : {DType::kFloat32, DType::kInt32, DType::kFloat64}) {
+    Attrs attrs;
+    attrs.Dtype("dtype", to);
+    const rt::AttrView::List* list = attrs.Finish();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext ctx({Tensor{DType::kBool, {n}, x.data()}}, list, pool);
+      ASSERT_TRUE(astype(ctx).ok());
+      ASSERT_EQ(ctx.out().dtype, to);
+      for (int64_t i = 0; i < n; ++i) {
+        double want = x[i] != 0 ? 1.0 : 0.0, got = 0;
+        if (to == DType::kFloat32) got = static_cast<const float*>(ctx.out().data)[i];
+        if (to == DType::kInt32) got = static_cast<const int32_t*>(ctx.out().data)[i];
+        if (to == DType::kFloat64) got = static_cast<const double*>(ctx.out().data)[i];
+        ASSERT_EQ(got, want) << "element " << i << " byte " << int{x[i]};
       }
     }
   }

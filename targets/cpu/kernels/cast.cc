@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -281,7 +282,13 @@ Status Astype(KernelContext& ctx) {
       const S* px = x.Data<S>();
       D* py = y->MutableData<D>();
       ctx.ParallelFor(n, int64_t{1} << 15, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) py[i] = Convert<D>(px[i]);
+        if constexpr (std::is_same_v<S, bool> && std::is_arithmetic_v<D>) {
+          // Bools as their bytes (any nonzero byte true), without a branch per element.
+          const auto* bytes = static_cast<const uint8_t*>(x.data);
+          for (int64_t i = i0; i < i1; ++i) py[i] = static_cast<D>(bytes[i] != 0);
+        } else {
+          for (int64_t i = i0; i < i1; ++i) py[i] = Convert<D>(px[i]);
+        }
       });
       return Status::Ok();
     });

@@ -367,11 +367,16 @@ QUILT_UNARY_FLOAT(CeilOp, std::ceil(x))
 QUILT_UNARY_FLOAT(ReciprocalOp, T(1) / x)
 #undef QUILT_UNARY_FLOAT
 
-// Round half to even; NaN and infinities unchanged.
+// Round half to even; NaN and infinities unchanged; a result of 0 has x's sign (round(-0.4) is
+// -0, as numpy's and ONNX Runtime's).
 struct RoundOp {
   template <typename T>
   T operator()(T x) const {
     if (!std::isfinite(x)) return x;
+    return std::copysign(Rounded(x), x);
+  }
+  template <typename T>
+  static T Rounded(T x) {
     T f = std::floor(x);
     T diff = x - f;
     if (diff > T(0.5)) return f + 1;
@@ -528,6 +533,16 @@ Status ErfReference(KernelContext& ctx) { return Unary<ErfOp, Types::kFloat>(ctx
 Status MaximumReference(KernelContext& ctx) { return Binary<MaxOp, Types::kNumeric>(ctx); }
 Status MinimumReference(KernelContext& ctx) { return Binary<MinOp, Types::kNumeric>(ctx); }
 Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
+Status SqrtReference(KernelContext& ctx) { return Unary<SqrtOp, Types::kFloat>(ctx); }
+Status FloorReference(KernelContext& ctx) { return Unary<FloorOp, Types::kFloat>(ctx); }
+Status CeilReference(KernelContext& ctx) { return Unary<CeilOp, Types::kFloat>(ctx); }
+Status RoundReference(KernelContext& ctx) { return Unary<RoundOp, Types::kFloat>(ctx); }
+Status ReciprocalReference(KernelContext& ctx) { return Unary<ReciprocalOp, Types::kFloat>(ctx); }
+Status AbsReference(KernelContext& ctx) { return Unary<AbsOp, Types::kNumeric>(ctx); }
+Status NegativeReference(KernelContext& ctx) { return Unary<NegOp, Types::kNumeric>(ctx); }
+Status EqualReference(KernelContext& ctx) { return Binary<EqualOp, Types::kAll, true>(ctx); }
+Status LessReference(KernelContext& ctx) { return Binary<LessOp, Types::kAll, true>(ctx); }
+Status GreaterReference(KernelContext& ctx) { return Binary<GreaterOp, Types::kAll, true>(ctx); }
 
 namespace {
 
@@ -542,11 +557,11 @@ constexpr rt::KernelEntry kKernels[] = {
     {"minimum", MinimumFast},
     {"mod", Binary<ModOp, Types::kNumeric>},
     {"floor_mod", Binary<FloorModOp, Types::kNumeric>},
-    {"equal", Binary<EqualOp, Types::kAll, true>},
+    {"equal", EqualFast},
     {"not_equal", Binary<NotEqualOp, Types::kAll, true>},
-    {"less", Binary<LessOp, Types::kAll, true>},
+    {"less", LessFast},
     {"less_equal", Binary<LessEqualOp, Types::kAll, true>},
-    {"greater", Binary<GreaterOp, Types::kAll, true>},
+    {"greater", GreaterFast},
     {"greater_equal", Binary<GreaterEqualOp, Types::kAll, true>},
     {"logical_and", Binary<AndOp, Types::kBool>},
     {"logical_or", Binary<OrOp, Types::kBool>},
@@ -560,7 +575,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"right_shift", Binary<ShiftOp<false>, Types::kInteger>},
     {"exp", ExpFast},
     {"log", Unary<LogOp, Types::kFloat>},
-    {"sqrt", Unary<SqrtOp, Types::kFloat>},
+    {"sqrt", SqrtFast},
     {"rsqrt", Unary<RsqrtOp, Types::kFloat>},
     {"tanh", TanhFast},
     {"sigmoid", SigmoidFast},
@@ -576,12 +591,12 @@ constexpr rt::KernelEntry kKernels[] = {
     {"asinh", Unary<AsinhOp, Types::kFloat>},
     {"acosh", Unary<AcoshOp, Types::kFloat>},
     {"atanh", Unary<AtanhOp, Types::kFloat>},
-    {"floor", Unary<FloorOp, Types::kFloat>},
-    {"ceil", Unary<CeilOp, Types::kFloat>},
-    {"round", Unary<RoundOp, Types::kFloat>},
-    {"reciprocal", Unary<ReciprocalOp, Types::kFloat>},
-    {"abs", Unary<AbsOp, Types::kNumeric>},
-    {"negative", Unary<NegOp, Types::kNumeric>},
+    {"floor", FloorFast},
+    {"ceil", CeilFast},
+    {"round", RoundFast},
+    {"reciprocal", ReciprocalFast},
+    {"abs", AbsFast},
+    {"negative", NegativeFast},
     {"sign", Unary<SignOp, Types::kNumeric>},
     {"isnan", IsNaN},
     {"isinf", IsInf},

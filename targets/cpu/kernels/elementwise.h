@@ -21,6 +21,16 @@ Status ErfReference(KernelContext& ctx);
 Status MaximumReference(KernelContext& ctx);
 Status MinimumReference(KernelContext& ctx);
 Status ClipReference(KernelContext& ctx);
+Status SqrtReference(KernelContext& ctx);
+Status FloorReference(KernelContext& ctx);
+Status CeilReference(KernelContext& ctx);
+Status RoundReference(KernelContext& ctx);
+Status ReciprocalReference(KernelContext& ctx);
+Status AbsReference(KernelContext& ctx);
+Status NegativeReference(KernelContext& ctx);
+Status EqualReference(KernelContext& ctx);
+Status LessReference(KernelContext& ctx);
+Status GreaterReference(KernelContext& ctx);
 
 Status AddFast(KernelContext& ctx);
 Status SubtractFast(KernelContext& ctx);
@@ -39,6 +49,19 @@ Status ErfFast(KernelContext& ctx);
 Status MaximumFast(KernelContext& ctx);
 Status MinimumFast(KernelContext& ctx);
 Status ClipFast(KernelContext& ctx);
+// float32 ops whose float result is the same computed any way (correctly rounded or exact):
+// sqrt, floor, ceil, round (half to even), reciprocal, abs, negative; split across the threads.
+Status SqrtFast(KernelContext& ctx);
+Status FloorFast(KernelContext& ctx);
+Status CeilFast(KernelContext& ctx);
+Status RoundFast(KernelContext& ctx);
+Status ReciprocalFast(KernelContext& ctx);
+Status AbsFast(KernelContext& ctx);
+Status NegativeFast(KernelContext& ctx);
+// Comparisons of two float32 or two int32 operands on the broadcast rows, to bool.
+Status EqualFast(KernelContext& ctx);
+Status LessFast(KernelContext& ctx);
+Status GreaterFast(KernelContext& ctx);
 
 // The reference kernel of a reduction with a fast float32 path ("max", "min", "sum", "mean",
 // "reduce_l1", "reduce_l2", "reduce_sum_square"; reduce.cc), whose registered kernel takes that

@@ -80,6 +80,25 @@ struct Min {
 struct Pow {
   float operator()(float a, float b) const { return std::pow(a, b); }
 };
+// Comparisons, to bool (NaN: false, as the reference).
+struct Equal {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Less {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Greater {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
 // int32, wrapping as the reference does (in uint32: no overflow).
 struct AddInt {
   int32_t operator()(int32_t a, int32_t b) const {
@@ -98,9 +117,9 @@ struct MulInt {
 };
 
 // y[i] = op(a[i * sa], b[i * sb]), i < n.
-template <typename Op, typename T = float>
+template <typename Op, typename T = float, typename Out = T>
 QUILT_TEMPLATE_CLONES void Row(const T* __restrict a, int64_t sa, const T* __restrict b, int64_t sb,
-                               T* __restrict y, int64_t n) {
+                               Out* __restrict y, int64_t n) {
   Op op;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
@@ -116,10 +135,12 @@ QUILT_TEMPLATE_CLONES void Row(const T* __restrict a, int64_t sa, const T* __res
 }
 
 // Elementwise op of two float32 (T float) or int32 (T int32_t) operands, broadcast, split across
-// the threads when large; other element types go to `reference`.
-template <typename Op, typename T = float>
+// the threads when large, its result of type Out (T, or bool); other element types go to
+// `reference`.
+template <typename Op, typename T = float, typename Out = T>
 Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   constexpr DType kType = std::is_same_v<T, float> ? DType::kFloat32 : DType::kInt32;
+  constexpr DType kOut = std::is_same_v<Out, bool> ? DType::kBool : kType;
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
   Shape shape;
@@ -127,18 +148,18 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
     return reference(ctx);
   }
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, kType, shape, &y));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, kOut, shape, &y));
   int64_t total = y->NumElements();
   if (total == 0) return Status::Ok();
   const T* pa = a.Data<T>();
   const T* pb = b.Data<T>();
-  T* py = y->MutableData<T>();
+  Out* py = y->MutableData<Out>();
   int64_t na = a.NumElements(), nb = b.NumElements();
   if ((na == total || na == 1) && (nb == total || nb == 1)) {
     // Operands of the output's shape (less leading 1s) or of one element: one flat row.
     int64_t sa = na == total ? 1 : 0, sb = nb == total ? 1 : 0;
     ctx.ParallelFor(total, kParallelElements, [&](int64_t i0, int64_t i1) {
-      Row<Op, T>(pa + i0 * sa, sa, pb + i0 * sb, sb, py + i0, i1 - i0);
+      Row<Op, T, Out>(pa + i0 * sa, sa, pb + i0 * sb, sb, py + i0, i1 - i0);
     });
     return Status::Ok();
   }
@@ -157,7 +178,7 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
       ob += idx[d] * c.sb[d];
     }
     for (int64_t r = r0; r < r1; ++r) {
-      Row<Op, T>(pa + oa, c.sa.back(), pb + ob, c.sb.back(), py + r * inner, inner);
+      Row<Op, T, Out>(pa + oa, c.sa.back(), pb + ob, c.sb.back(), py + r * inner, inner);
       for (int d = outer_rank - 1; d >= 0; --d) {
         oa += c.sa[d];
         ob += c.sb[d];
@@ -286,6 +307,39 @@ Status SigmoidFast(KernelContext& ctx) {
 Status ErfFast(KernelContext& ctx) {
   return UnaryFloat(ctx, ErfReference, [](float v) { return vmath::Erf(v); });
 }
+
+Status SqrtFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, SqrtReference, [](float v) { return std::sqrt(v); });
+}
+Status FloorFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, FloorReference, [](float v) { return std::floor(v); });
+}
+Status CeilFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, CeilReference, [](float v) { return std::ceil(v); });
+}
+// Half to even: the default rounding mode's.
+Status RoundFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, RoundReference, [](float v) { return std::nearbyint(v); });
+}
+Status ReciprocalFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, ReciprocalReference, [](float v) { return 1.0f / v; });
+}
+Status AbsFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, AbsReference, [](float v) { return std::fabs(v); });
+}
+Status NegativeFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, NegativeReference, [](float v) { return -v; });
+}
+
+// A comparison on the float32 or int32 rows; other types to the reference.
+template <typename Op>
+Status CompareFast(KernelContext& ctx, rt::KernelFn reference) {
+  return ctx.input(0)->dtype == DType::kInt32 ? BinaryFloat<Op, int32_t, bool>(ctx, reference)
+                                              : BinaryFloat<Op, float, bool>(ctx, reference);
+}
+Status EqualFast(KernelContext& ctx) { return CompareFast<Equal>(ctx, EqualReference); }
+Status LessFast(KernelContext& ctx) { return CompareFast<Less>(ctx, LessReference); }
+Status GreaterFast(KernelContext& ctx) { return CompareFast<Greater>(ctx, GreaterReference); }
 
 Status MaximumFast(KernelContext& ctx) { return BinaryFloat<Max>(ctx, MaximumReference); }
 Status MinimumFast(KernelContext& ctx) { return BinaryFloat<Min>(ctx, MinimumReference); }

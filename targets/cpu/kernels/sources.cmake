@@ -31,8 +31,9 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/fused.cc
 )
 # The hot loops of the fast paths are written for the vectorizer: -O3 in every build type but
-# Debug, multiply-adds contracted into FMA where the target has it, and no floating-point traps
-# (nothing reads the exception flags; with them GCC keeps a select as a branch).
+# Debug, multiply-adds contracted into FMA where the target has it, no floating-point traps
+# (nothing reads the exception flags; with them GCC keeps a select as a branch) and no errno
+# (nothing reads it; with it GCC keeps sqrt a call).
 if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(
     ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
@@ -40,6 +41,8 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|
     ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/recurrent_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
     ${QUILT_ROOT}/targets/cpu/kernels/int8_gemm.cc
-    ${QUILT_ROOT}/targets/cpu/kernels/cast.cc
-    PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast;-fno-trapping-math")
+    PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=fast;-fno-trapping-math;-fno-math-errno")
+  # Conversions: no contraction (the narrow float formats' arithmetic stays as written).
+  set_source_files_properties(${QUILT_ROOT}/targets/cpu/kernels/cast.cc
+                              PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math")
 endif()
