@@ -1149,10 +1149,10 @@ int64_t UlpDistance(float a, float b) {
   return std::abs(key(a) - key(b));
 }
 
-// The float32 exp, tanh, sigmoid and erf kernels (vmath.h, as built for the kernels: vectorized,
-// with FMA where the CPU has it) against double precision rounded to float, over 3 million
-// inputs: a dense grid of the range where each function varies, random bit patterns of every
-// exponent, and the edges (zeros, infinities, NaN, the overflow and underflow thresholds,
+// The float32 exp, log, tanh, sigmoid and erf kernels (vmath.h, as built for the kernels:
+// vectorized, with FMA where the CPU has it) against double precision rounded to float, over 3
+// million inputs: a dense grid of the range where each function varies, random bit patterns of
+// every exponent, and the edges (zeros, infinities, NaN, the overflow and underflow thresholds,
 // subnormals). The bounds are what this code measures, a little rounded up: a change that loses
 // accuracy fails here.
 TEST(FastKernels, VectorMathIsWithinAFewUlps) {
@@ -1177,6 +1177,7 @@ TEST(FastKernels, VectorMathIsWithinAFewUlps) {
   };
   const Fn fns[] = {
       {"exp", ExpFast, [](double x) { return std::exp(x); }, 2, 0.0},
+      {"log", LogFast, [](double x) { return std::log(x); }, 2, 0.0},
       {"tanh", TanhFast, [](double x) { return std::tanh(x); }, 2, 0.0},
       {"sigmoid", SigmoidFast, [](double x) { return 1 / (1 + std::exp(-x)); }, 3, 0.0},
       {"erf", ErfFast, [](double x) { return std::erf(x); }, 3, 1.2e-7},
@@ -1212,10 +1213,11 @@ TEST(FastKernels, VectorMathIsWithinAFewUlps) {
   }
 }
 
-// The float32 kernels exp, tanh, sigmoid and erf run vmath, and other dtypes the reference.
+// The float32 kernels exp, log, tanh, sigmoid and erf run vmath, and other dtypes the reference.
 TEST(FastKernels, TranscendentalKernelsMatchTheReference) {
   std::mt19937 rng(19);
   const std::pair<rt::KernelFn, rt::KernelFn> ops[] = {{ExpFast, ExpReference},
+                                                       {LogFast, LogReference},
                                                        {TanhFast, TanhReference},
                                                        {SigmoidFast, SigmoidReference},
                                                        {ErfFast, ErfReference}};

@@ -534,6 +534,7 @@ Status MaximumReference(KernelContext& ctx) { return Binary<MaxOp, Types::kNumer
 Status MinimumReference(KernelContext& ctx) { return Binary<MinOp, Types::kNumeric>(ctx); }
 Status ClipReference(KernelContext& ctx) { return Clip(ctx); }
 Status SqrtReference(KernelContext& ctx) { return Unary<SqrtOp, Types::kFloat>(ctx); }
+Status LogReference(KernelContext& ctx) { return Unary<LogOp, Types::kFloat>(ctx); }
 Status FloorReference(KernelContext& ctx) { return Unary<FloorOp, Types::kFloat>(ctx); }
 Status CeilReference(KernelContext& ctx) { return Unary<CeilOp, Types::kFloat>(ctx); }
 Status RoundReference(KernelContext& ctx) { return Unary<RoundOp, Types::kFloat>(ctx); }
@@ -574,7 +575,7 @@ constexpr rt::KernelEntry kKernels[] = {
     {"left_shift", Binary<ShiftOp<true>, Types::kInteger>},
     {"right_shift", Binary<ShiftOp<false>, Types::kInteger>},
     {"exp", ExpFast},
-    {"log", Unary<LogOp, Types::kFloat>},
+    {"log", LogFast},
     {"sqrt", SqrtFast},
     {"rsqrt", Unary<RsqrtOp, Types::kFloat>},
     {"tanh", TanhFast},

@@ -15,6 +15,7 @@ Status MultiplyReference(KernelContext& ctx);
 Status DivideReference(KernelContext& ctx);
 Status PowerReference(KernelContext& ctx);
 Status ExpReference(KernelContext& ctx);
+Status LogReference(KernelContext& ctx);
 Status TanhReference(KernelContext& ctx);
 Status SigmoidReference(KernelContext& ctx);
 Status ErfReference(KernelContext& ctx);
@@ -42,6 +43,7 @@ Status PowerFast(KernelContext& ctx);
 // float32 through vmath.h (a few ulp from the correctly rounded value; the reference calls the
 // C library per element).
 Status ExpFast(KernelContext& ctx);
+Status LogFast(KernelContext& ctx);
 Status TanhFast(KernelContext& ctx);
 Status SigmoidFast(KernelContext& ctx);
 Status ErfFast(KernelContext& ctx);

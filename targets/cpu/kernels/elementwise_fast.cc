@@ -308,6 +308,9 @@ Status ErfFast(KernelContext& ctx) {
   return UnaryFloat(ctx, ErfReference, [](float v) { return vmath::Erf(v); });
 }
 
+Status LogFast(KernelContext& ctx) {
+  return UnaryFloat(ctx, LogReference, [](float v) { return vmath::Log(v); });
+}
 Status SqrtFast(KernelContext& ctx) {
   return UnaryFloat(ctx, SqrtReference, [](float v) { return std::sqrt(v); });
 }

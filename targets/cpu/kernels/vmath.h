@@ -1,7 +1,7 @@
-// exp, tanh, sigmoid and erf of float32, written so that a loop over them vectorizes: arithmetic,
-// bit casts, min / max and selects, no library calls (the files that loop over them are built
-// with -fno-trapping-math, without which GCC will not turn a select into vector code). Each is
-// within a few ulp of the correctly rounded value (exp, sigmoid: relative; tanh, erf: a few ulp
+// exp, log, tanh, sigmoid and erf of float32, written so that a loop over them vectorizes:
+// arithmetic, bit casts, min / max and selects, no library calls (the files that loop over them are
+// built with -fno-trapping-math, without which GCC will not turn a select into vector code). Each
+// is within a few ulp of the correctly rounded value (exp, sigmoid: relative; tanh, erf: a few ulp
 // relative, or 3e-7 absolute near 0 for erf), keeps NaN, and gives the limits at the infinities;
 // tests/runtime/fast_kernels_test.cc measures them against double precision.
 #pragma once
@@ -47,6 +47,38 @@ QUILT_ALWAYS_INLINE float Exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   return Scale(p * r * r + r + 1.0f, k);
+}
+
+// log x: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (a subnormal scaled by 2^23 first), log m by a
+// polynomial in m - 1 (Cephes' logf coefficients), plus e ln 2 in two parts. log 0 is -inf, of
+// a negative number NaN, of inf inf; NaN stays NaN.
+QUILT_ALWAYS_INLINE float Log(float x) {
+  bool subnormal = x < 1.17549435e-38f;  // (and 0 and the negatives, replaced at the end)
+  uint32_t b = std::bit_cast<uint32_t>(subnormal ? x * 8388608.0f : x);
+  int32_t e = static_cast<int32_t>((b >> 23) & 0xffu) - 126 - (subnormal ? 23 : 0);
+  float m = std::bit_cast<float>((b & 0x007fffffu) | 0x3f000000u);  // in [0.5, 1)
+  bool low = m < 0.707106781186547524f;
+  float f = low ? m + m - 1.0f : m - 1.0f;
+  float fe = static_cast<float>(low ? e - 1 : e);
+  float z = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f - 1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f - 1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f - 1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f - 2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = y * f * z;
+  y = y - 2.12194440e-4f * fe;
+  y = y - 0.5f * z;
+  float r = f + y + 0.693359375f * fe;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  r = x == kInf ? kInf : r;
+  r = x == 0.0f ? -kInf : r;
+  r = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
+  return x != x ? x : r;
 }
 
 // tanh: an odd polynomial below 0.625 (Cephes' tanhf coefficients), 1 - 2 / (e^2|x| + 1) above,
