@@ -355,23 +355,29 @@ Status Recurrent(KernelContext& ctx) {
   auto clipped = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
   auto xoff = [&](int64_t t, int64_t n) { return layout == 0 ? (t * N + n) * I : (n * S + t) * I; };
   // The quantized form quantizes X once, the steps [0, longest) of layout 0.
-  QuantActs qx, qh;
-  std::vector<double> h_range;
+  QuantActs qx;
   int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
-  // kFast: the quantized input as floats, and the integer products of a direction: the input's
-  // for every step ([t][n][gate row]), the hidden state's for the current step ([n][gate row]).
-  std::vector<float> fx, fh;
-  std::vector<int64_t> xdots, hdots;
+  // kFast: the quantized input as floats.
+  std::vector<float> fx;
   if constexpr (kQuant) {
     QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
     if constexpr (kFast) {
       if (!fw->int8) fx.assign(qx.q.begin(), qx.q.end());
     }
   }
-  // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
-  // the vectors are empty.
-  std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
-  for (int64_t d = 0; d < dirs; ++d) {
+  // Direction d, its products on `pool`'s threads.
+  auto run_direction = [&](int64_t d, rt::ThreadPool* pool) {
+    // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
+    // the vectors are empty.
+    std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
+    QuantActs qh;
+    std::vector<double> h_range;
+    // kFast: the integer products of the direction: the input's for every step ([t][n][gate
+    // row]), the hidden state's for the current step ([n][gate row]); the quantized hidden
+    // state as floats.
+    std::vector<int64_t> xdots, hdots;
+    std::vector<float> fh;
+    (void)pool;
     bool reverse = direction == "reverse" || d == 1;
     const double* Wb = b.data() + d * 2 * kGates * H;
     const double* Rb = Wb + kGates * H;
@@ -385,10 +391,10 @@ Status Recurrent(KernelContext& ctx) {
     if constexpr (kQuant && kFast) {
       xdots.resize(static_cast<size_t>(longest * N * kGates * H));
       if (fw->int8) {
-        Int8Dots(qx, longest * N, I, fw->w8, d, kGates * H, xdots.data(), ctx.thread_pool());
+        Int8Dots(qx, longest * N, I, fw->w8, d, kGates * H, xdots.data(), pool);
       } else {
         ExactIntDots(fx.data(), longest * N, fw->w.data() + d * kGates * H * I, kGates * H, I,
-                     xdots.data(), ctx.thread_pool());
+                     xdots.data(), pool);
       }
     }
     // Row j of the input and recurrent projections for time t and batch n.
@@ -442,11 +448,11 @@ Status Recurrent(KernelContext& ctx) {
         if constexpr (kFast) {
           hdots.resize(static_cast<size_t>(N * kGates * H));
           if (fw->int8) {
-            Int8Dots(qh, N, H, fw->r8, d, kGates * H, hdots.data(), ctx.thread_pool());
+            Int8Dots(qh, N, H, fw->r8, d, kGates * H, hdots.data(), pool);
           } else {
             fh.assign(qh.q.begin(), qh.q.end());
             ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H,
-                         hdots.data(), ctx.thread_pool());
+                         hdots.data(), pool);
           }
         }
       }
@@ -511,6 +517,15 @@ Status Recurrent(KernelContext& ctx) {
         yc[idx] = cs[n * H + h];
       }
     }
+  };
+  // kFast with two directions and threads: the directions side by side, each on one thread (a
+  // step's products are too small to split well, and its cell is serial); the same arithmetic.
+  if (kFast && dirs == 2 && ctx.threads() > 1) {
+    ctx.ParallelFor(dirs, 1, [&](int64_t d0, int64_t d1) {
+      for (int64_t d = d0; d < d1; ++d) run_direction(d, nullptr);
+    });
+  } else {
+    for (int64_t d = 0; d < dirs; ++d) run_direction(d, ctx.thread_pool());
   }
   WriteFloats(ty, y);
   WriteFloats(tyh, yh);
