@@ -521,6 +521,28 @@ TEST(FastKernels, BinaryArithmeticMatchesTheReference) {
   }
 }
 
+// `fast` on one thread and on three against `reference` (run once) on the same inputs: the same
+// shape, element type `dtype` and every element (of C++ type T) equal.
+template <typename T>
+void ExpectTheReferenceExactly(rt::KernelFn fast, rt::KernelFn reference,
+                               const std::vector<Tensor>& inputs, const rt::AttrView::List* list,
+                               DType dtype, const std::string& what) {
+  TestContext ref(inputs, list, nullptr);
+  ASSERT_TRUE(reference(ref).ok()) << what;
+  rt::ThreadPool three(3);
+  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    TestContext got(inputs, list, pool);
+    ASSERT_TRUE(fast(got).ok()) << what;
+    ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+    ASSERT_EQ(got.out().dtype, dtype) << what;
+    const T* x = static_cast<const T*>(got.out().data);
+    const T* y = static_cast<const T*>(ref.out().data);
+    for (int64_t i = 0; i < got.out().NumElements(); ++i) {
+      ASSERT_EQ(x[i], y[i]) << what << " element " << i;
+    }
+  }
+}
+
 // add, subtract and multiply of int32 operands (a quantized conv's bias): broadcast as above,
 // with values that overflow (the reference wraps), against the reference exactly.
 TEST(FastKernels, IntBinaryArithmeticMatchesTheReference) {
@@ -536,7 +558,6 @@ TEST(FastKernels, IntBinaryArithmeticMatchesTheReference) {
                              {{3, 1, 70000}, {}},
                              {{1}, {2, 3, 40000}},
                              {{6, 1, 9}, {1, 4, 9}}};
-  rt::ThreadPool three(3);
   for (int iter = 0; iter < 15; ++iter) {
     const Shape(&s)[2] = shapes[iter % 5];
     std::vector<int32_t> a(static_cast<size_t>(Count(s[0]))), b(static_cast<size_t>(Count(s[1])));
@@ -547,20 +568,10 @@ TEST(FastKernels, IntBinaryArithmeticMatchesTheReference) {
     Attrs attrs;
     const rt::AttrView::List* list = attrs.Finish();
     auto [fast, reference] = ops[iter % 3];
-    TestContext ref(inputs, list, nullptr);
-    ASSERT_TRUE(reference(ref).ok());
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(inputs, list, pool);
-      ASSERT_TRUE(fast(got).ok());
-      ASSERT_EQ(got.out().shape, ref.out().shape);
-      ASSERT_EQ(got.out().dtype, DType::kInt32);
-      const int32_t* x = static_cast<const int32_t*>(got.out().data);
-      const int32_t* y = static_cast<const int32_t*>(ref.out().data);
-      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
-        ASSERT_EQ(x[i], y[i]) << "op " << iter % 3 << " (" << Join(s[0]) << ") and (" << Join(s[1])
-                              << ") element " << i;
-      }
-    }
+    ExpectTheReferenceExactly<int32_t>(
+        fast, reference, inputs, list, DType::kInt32,
+        "op " + std::to_string(iter % 3) + " (" + Join(s[0]) + ") and (" + Join(s[1]) + ")");
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -609,7 +620,6 @@ TEST(FastKernels, ComparisonsMatchTheReference) {
       {EqualFast, EqualReference}, {LessFast, LessReference}, {GreaterFast, GreaterReference}};
   const Shape shapes[][2] = {
       {{4, 2048, 1}, {257}}, {{3, 50000}, {3, 50000}}, {{7, 1}, {}}, {{2, 1, 9}, {1, 5, 9}}};
-  rt::ThreadPool three(3);
   for (int iter = 0; iter < 24; ++iter) {
     const Shape(&s)[2] = shapes[iter % 4];
     bool ints = iter % 2 == 1;
@@ -626,20 +636,11 @@ TEST(FastKernels, ComparisonsMatchTheReference) {
     Attrs attrs;
     const rt::AttrView::List* list = attrs.Finish();
     auto [fast, reference] = ops[iter / 2 % 3];
-    TestContext ref(inputs, list, nullptr);
-    ASSERT_TRUE(reference(ref).ok());
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(inputs, list, pool);
-      ASSERT_TRUE(fast(got).ok());
-      ASSERT_EQ(got.out().shape, ref.out().shape);
-      ASSERT_EQ(got.out().dtype, DType::kBool);
-      const uint8_t* x = static_cast<const uint8_t*>(got.out().data);
-      const uint8_t* y = static_cast<const uint8_t*>(ref.out().data);
-      for (int64_t i = 0; i < got.out().NumElements(); ++i) {
-        ASSERT_EQ(x[i], y[i]) << "op " << iter / 2 % 3 << (ints ? " int32" : " float32") << " ("
-                              << Join(s[0]) << ") and (" << Join(s[1]) << ") element " << i;
-      }
-    }
+    ExpectTheReferenceExactly<uint8_t>(fast, reference, inputs, list, DType::kBool,
+                                       "op " + std::to_string(iter / 2 % 3) +
+                                           (ints ? " int32" : " float32") + " (" + Join(s[0]) +
+                                           ") and (" + Join(s[1]) + ")");
+    if (HasFatalFailure()) return;
   }
 }
 

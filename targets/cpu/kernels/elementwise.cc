@@ -230,36 +230,18 @@ struct FloorModOp {
   }
 };
 
-// ---- Comparison and logic.
+// ---- Comparison and logic (EqualOp, LessOp, GreaterOp: elementwise.h).
 
-struct EqualOp {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
 struct NotEqualOp {
   template <typename T>
   bool operator()(T a, T b) const {
     return a != b;
   }
 };
-struct LessOp {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
 struct LessEqualOp {
   template <typename T>
   bool operator()(T a, T b) const {
     return a <= b;
-  }
-};
-struct GreaterOp {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a > b;
   }
 };
 struct GreaterEqualOp {

@@ -9,6 +9,26 @@
 
 namespace quilt::cpu {
 
+// Comparisons of two values, shared by the reference kernels and the fast paths.
+struct EqualOp {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct LessOp {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct GreaterOp {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+
 Status AddReference(KernelContext& ctx);
 Status SubtractReference(KernelContext& ctx);
 Status MultiplyReference(KernelContext& ctx);

@@ -80,25 +80,6 @@ struct Min {
 struct Pow {
   float operator()(float a, float b) const { return std::pow(a, b); }
 };
-// Comparisons, to bool (NaN: false, as the reference).
-struct Equal {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct Less {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct Greater {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
 // int32, wrapping as the reference does (in uint32: no overflow).
 struct AddInt {
   int32_t operator()(int32_t a, int32_t b) const {
@@ -340,9 +321,9 @@ Status CompareFast(KernelContext& ctx, rt::KernelFn reference) {
   return ctx.input(0)->dtype == DType::kInt32 ? BinaryFloat<Op, int32_t, bool>(ctx, reference)
                                               : BinaryFloat<Op, float, bool>(ctx, reference);
 }
-Status EqualFast(KernelContext& ctx) { return CompareFast<Equal>(ctx, EqualReference); }
-Status LessFast(KernelContext& ctx) { return CompareFast<Less>(ctx, LessReference); }
-Status GreaterFast(KernelContext& ctx) { return CompareFast<Greater>(ctx, GreaterReference); }
+Status EqualFast(KernelContext& ctx) { return CompareFast<EqualOp>(ctx, EqualReference); }
+Status LessFast(KernelContext& ctx) { return CompareFast<LessOp>(ctx, LessReference); }
+Status GreaterFast(KernelContext& ctx) { return CompareFast<GreaterOp>(ctx, GreaterReference); }
 
 Status MaximumFast(KernelContext& ctx) { return BinaryFloat<Max>(ctx, MaximumReference); }
 Status MinimumFast(KernelContext& ctx) { return BinaryFloat<Min>(ctx, MinimumReference); }
