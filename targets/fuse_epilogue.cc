@@ -33,7 +33,9 @@ class Fusion {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
       FuseAffine(conv);
-      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv)) FusePost(conv);
+      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv)) {
+        FusePost(conv);
+      }
     }
     std::vector<StepSpec> kept;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
@@ -49,15 +51,19 @@ class Fusion {
     ++count_;
   }
 
-  // The step that alone reads the conv's result when it is an add ('b'), a multiply ('s') or a
-  // divide of the result ('d'), of those `allowed`, by a constant per channel (or, with
-  // `scalar`, of one value): the conv takes the constant as its next input and writes the step's
-  // result. Returns the letter, or 0 when there is no such step.
+  // The step that alone reads the conv's result when it is an add ('b'), a multiply ('s'), a
+  // divide of the result ('d'), a maximum ('x') or a minimum ('n'), of those `allowed`, with a
+  // constant per channel (or, with `scalar`, of one value): the conv takes the constant as its
+  // next input and writes the step's result. Returns the letter, or 0 when there is no such step.
   char FuseConstantOp(StepSpec& conv, std::string_view allowed, bool scalar) {
     int v = conv.outputs[0];
     int step = -1;
     char op = 0;
-    for (auto [kernel, letter] : {std::pair{"add", 'b'}, {"multiply", 's'}, {"divide", 'd'}}) {
+    for (auto [kernel, letter] : {std::pair{"add", 'b'},
+                                  {"multiply", 's'},
+                                  {"divide", 'd'},
+                                  {"maximum", 'x'},
+                                  {"minimum", 'n'}}) {
       if (allowed.find(letter) == std::string_view::npos) continue;
       step = SoleReader(conv, v, kernel);
       op = letter;
@@ -67,6 +73,10 @@ class Fusion {
     const StepSpec& a = g_.steps[static_cast<size_t>(step)];
     if (a.inputs.size() != 2 || (op == 'd' && a.inputs[0] != v)) return 0;
     int k = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+    // The fused maximum and minimum take the result as their first operand. Taken second, the
+    // kernel's value differs only where the two are equal, which for floats of different bits
+    // is +0 against -0: fused then only when no value of the constant is a zero.
+    if ((op == 'x' || op == 'n') && a.inputs[0] != v && !NoZero(k)) return 0;
     // The result is the conv's shape: a constant of 1s but for the conv's channels.
     if (!PerChannel(k, v, conv, scalar) || !SameType(v, a.outputs[0], true)) return 0;
     conv.inputs.push_back(k);
@@ -92,14 +102,14 @@ class Fusion {
     if (!ops.empty() && ops != "b") conv.attrs.Set("affine", ops);
   }
 
-  // On the CPU, after the activation: up to three adds, multiplies and divides (of the result by
-  // the constant) by constants, per channel or of one value, in the attribute post ('b' add, 's'
-  // multiply, 'd' divide).
+  // On the CPU, after the activation: up to three adds, multiplies, divides (of the result by the
+  // constant), maximums and minimums with constants, per channel or of one value, in the attribute
+  // post ('b' add, 's' multiply, 'd' divide, 'x' maximum, 'n' minimum).
   void FusePost(StepSpec& conv) {
     if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return;
     std::string ops;
     while (ops.size() < 3) {
-      char op = FuseConstantOp(conv, "bsd", true);
+      char op = FuseConstantOp(conv, "bsdxn", true);
       if (!op) break;
       ops += op;
     }
@@ -127,6 +137,37 @@ class Fusion {
       conv.attrs.Set("activation", std::string("clip"));
       if (lo) conv.attrs.Set("activation_min", *lo);
       if (hi) conv.attrs.Set("activation_max", *hi);
+    }
+    conv.outputs = r.outputs;
+    Remove(act);
+    return true;
+  }
+
+  // On the CPU, an nn.leakyrelu reading the conv's result alone (activation = "leaky_relu", its
+  // alpha as activation_alpha), or an nn.prelu on the channel axis whose slope is a float32
+  // constant of one value per output channel or of one for all (activation = "prelu", the slope
+  // the conv's next input).
+  bool FuseNegativeSlope(StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
+    int out = conv.outputs[0];
+    int act = SoleReader(conv, out, "nn.leakyrelu");
+    if (act < 0) act = SoleReader(conv, out, "nn.prelu");
+    if (act < 0) return false;
+    const StepSpec& r = g_.steps[static_cast<size_t>(act)];
+    if (!SameType(out, r.outputs[0]) || r.inputs.empty() || r.inputs[0] != out) return false;
+    if (r.kernel == "nn.leakyrelu") {
+      if (r.inputs.size() != 1) return false;
+      const double* alpha = r.attrs.Get<double>("alpha");
+      conv.attrs.Set("activation", std::string("leaky_relu"));
+      conv.attrs.Set("activation_alpha", alpha ? *alpha : 0.01);
+    } else {
+      const int64_t* axis = r.attrs.Get<int64_t>("axis");
+      if (r.inputs.size() != 2 || (axis && *axis != 1) || !Slope(r.inputs[1], out, conv)) {
+        return false;
+      }
+      conv.attrs.Set("activation", std::string("prelu"));
+      conv.inputs.push_back(r.inputs[1]);
+      conv.input_arity.push_back(1);
     }
     conv.outputs = r.outputs;
     Remove(act);
@@ -314,6 +355,36 @@ class Fusion {
       std::optional<int64_t> d = IntDim(b.dims[static_cast<size_t>(i)]);
       int axis = i + y.rank - b.rank;
       if (!d || *d != (axis == 1 ? *m : 1)) return false;
+    }
+    return true;
+  }
+
+  // A prelu's slope for the conv result `v`: a float32 constant on v's device of rank 0 or 1 with
+  // one value per output channel or one.
+  bool Slope(int k, int v, const StepSpec& conv) const {
+    if (k < 0) return false;
+    const ValueSpec& c = Value(k);
+    if (c.kind != pkg::ValueKind::Constant || c.dtype != kFloat32 || c.device != Value(v).device ||
+        c.rank < 0 || c.rank > 1) {
+      return false;
+    }
+    if (c.rank == 0) return true;
+    std::optional<int64_t> n = IntDim(c.dims[0]);
+    return n && (*n == 1 || n == Channels(v, conv));
+  }
+
+  // Whether the float32 constant `k`'s values are known and none is +0 or -0.
+  bool NoZero(int k) const {
+    const ValueSpec& c = Value(k);
+    if (c.kind != pkg::ValueKind::Constant || c.dtype != kFloat32 || c.buffer < 0 ||
+        c.buffer >= static_cast<int>(buffers_.size()) || !buffers_[static_cast<size_t>(c.buffer)]) {
+      return false;
+    }
+    const std::vector<uint8_t>& bytes = *buffers_[static_cast<size_t>(c.buffer)];
+    for (size_t i = 0; i + sizeof(float) <= bytes.size(); i += sizeof(float)) {
+      float x;
+      std::memcpy(&x, bytes.data() + i, sizeof x);
+      if (x == 0.0f) return false;
     }
     return true;
   }

@@ -13,10 +13,15 @@
 // chain a = add(r, 3), c = clip(a, 0, 6), y = multiply(r, c) (3 a float32 scalar constant; the
 // operands of each in either order), a and c each read once, within the chain, the conv step
 // takes activation = "hardswish" and writes y; on the CPU an nn.hard_swish (ONNX HardSwish) read
-// alone joins it as activation = "hard_swish", and SiLU, s = sigmoid(r), y = multiply(r, s) (s
-// read by the multiply alone), as activation = "silu". After an activation, on the CPU, up to
-// three adds, multiplies and divides (of the result by the constant) by constants of those shapes
-// join it in the attribute post ('b', 's', 'd'), their constants its next inputs. The fused step
+// alone joins it as activation = "hard_swish", SiLU, s = sigmoid(r), y = multiply(r, s) (s read
+// by the multiply alone), as activation = "silu", an nn.leakyrelu as activation = "leaky_relu"
+// (activation_alpha its alpha), and an nn.prelu on the channel axis whose slope is a constant of
+// one value per channel or one for all as activation = "prelu" (the slope the conv's next input).
+// After an activation, on the CPU, up to three adds, multiplies, divides (of the result by the
+// constant), maximums and minimums with constants of those shapes join it in the attribute post
+// ('b', 's', 'd', 'x', 'n'; a maximum or minimum whose first operand is the constant only when no
+// value of it is a zero, the one case where the operands' order shows), their constants its next
+// inputs. The fused step
 // writes the last value of the chain; the steps after the conv go, and the values between are
 // left unwritten and unread (so neither planned nor allocated). A value between that is a graph
 // output, is read by another step or more often, or differs in shape or element type stops the

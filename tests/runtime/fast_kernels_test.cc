@@ -356,8 +356,9 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 4, 5, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}}, rng);
 }
 
-// The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)) and/or relu, clip or
-// hardswish.
+// The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)), adds and multiplies
+// before the activation (relu, clip, the hardswishes, silu, leaky_relu, prelu) and adds,
+// multiplies, divides, maximums and minimums after it, on every path of the fast conv.
 TEST(FastKernels, ConvEpilogueMatchesTheReference) {
   std::mt19937 rng(11);
   const std::vector<ConvCase> cases = {
@@ -375,6 +376,7 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {1, 1, 4, 70, {13, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // several blocks of C
       {6, 1, 1, 9, {40}, {8}, {4}, {1}, {2, 2}},                      // images share a GEMM
       {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
+      {2, 1, 9, 10, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
   };
   struct Act {
     bool bias;
@@ -406,6 +408,13 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "hardswish", {}, "bsb", true, "dsb"},
       {true, "relu", {}, "", false, "sd"},
       {false, "clip", {{"activation_max", 0.2}}, "s", false, "bbb"},
+      {true, "leaky_relu", {{"activation_alpha", 0.2}}},
+      {false, "leaky_relu", {}},  // alpha 0.01
+      {true, "prelu", {}},
+      {false, "prelu", {}, "bs", true},
+      {true, "leaky_relu", {{"activation_alpha", 0.1}}, "", false, "x"},
+      {true, "prelu", {}, "", false, "nxb"},
+      {false, "relu", {}, "s", true, "xn"},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {
@@ -425,6 +434,7 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       if (!act.affine.empty()) attrs.Str("affine", act.affine);
       for (size_t i = 0; i < act.affine.size(); ++i) shapes.push_back(per_channel);
       if (act.bias) shapes.push_back(per_channel);
+      if (act.activation == "prelu") shapes.push_back(per_channel);  // the slope
       if (!act.post.empty()) attrs.Str("post", act.post);
       for (size_t i = 0; i < act.post.size(); ++i) shapes.push_back(per_channel);
       std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") bias " +
@@ -433,6 +443,23 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
                          "' post '" + act.post + "'";
       Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
     }
+  }
+}
+
+TEST(FastKernels, ConvRefusesASlopeOfTheWrongSizeOrNone) {
+  std::vector<float> x(1 * 2 * 4 * 4, 1.0f), w(3 * 2 * 1 * 1, 1.0f), slope(2, 0.5f);
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Str("activation", "prelu").Finish();
+  std::vector<Tensor> in = {Tensor{DType::kFloat32, {1, 2, 4, 4}, x.data()},
+                            Tensor{DType::kFloat32, {3, 2, 1, 1}, w.data()},
+                            Tensor{DType::kFloat32, {2}, slope.data()}};
+  for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
+    TestContext wrong(in, list, nullptr);
+    Status st = fn(wrong);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("(3) or one for all"), std::string::npos) << st.message();
+    TestContext none({in[0], in[1]}, list, nullptr);
+    EXPECT_FALSE(fn(none).ok());
   }
 }
 

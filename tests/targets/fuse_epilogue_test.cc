@@ -456,6 +456,66 @@ TEST(FuseEpilogue, AddsMultipliesAndDividesAfterTheActivationJoinTheConv) {
   }
 }
 
+// A LeakyRelu, or a PReLU on the channel axis with a constant slope of one value per channel or
+// of one, joins the conv on the CPU, then maximums and minimums with constants after it (a
+// Keras export's LeakyRelu and Max with a floor). A slope of another shape, a slope the run
+// gives, a PReLU on another axis, and a maximum whose first operand is a constant holding a zero
+// (where +0 against -0 would show the operands' order) stay.
+TEST(FuseEpilogue, LeakyReluPReluMaximumsAndMinimumsJoinTheConv) {
+  std::mt19937 rng(31);
+  const std::string weight = Const(rng, {4, 3, 3, 3}), shift = Const(rng, {4, 1, 1});
+  const std::string slope = Const(rng, {4}), floor = "R.const(-0.125, \"float32\")",
+                    ceiling = Const(rng, {1, 4, 1, 1}), zero = "R.const([0.0], \"float32\")";
+  const std::string biased = "c = R.add(h, " + shift + ")\n        ";
+  struct Case {
+    std::string body;
+    int steps, post;  // after fusion
+    std::string activation;
+  };
+  const std::vector<Case> cases = {
+      {"r = R.nn.leakyrelu(c, alpha=0.2)\n        return r", 1, 0, "leaky_relu"},
+      {"r = R.nn.leakyrelu(c)\n        return r", 1, 0, "leaky_relu"},
+      {"r = R.nn.prelu(c, " + slope + ")\n        return r", 1, 0, "prelu"},
+      {"r = R.nn.prelu(c, R.const([0.3], \"float32\"))\n        return r", 1, 0, "prelu"},
+      {"r = R.nn.leakyrelu(c, alpha=0.2)\n        m = R.maximum(r, " + floor +
+           ")\n        n = R.minimum(" + ceiling + ", m)\n        return n",
+       1, 1, "leaky_relu"},
+      {"r = R.nn.prelu(c, " + slope + ")\n        m = R.maximum(r, " + zero + ")\n        return m",
+       1, 1, "prelu"},
+      // Stay: the maximum's constant first and holding a zero; the slope not per channel; the
+      // slope an input of the run (p); the prelu's axis not the channels.
+      {"r = R.nn.leakyrelu(c, alpha=0.2)\n        m = R.maximum(" + zero + ", r)\n        return m",
+       2, 0, "leaky_relu"},
+      {"r = R.nn.prelu(c, " + Const(rng, {6}) + ", axis=3)\n        return r", 2, 0, ""},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = ConvThen(weight, biased + c.body);
+    Built fused = ExpectFusedSteps(mod, c.steps, rng, c.body);
+    EXPECT_EQ(fused.post, c.post) << c.body << ": " << fused.kernels;
+    LowerOptions lower;
+    lower.fuse_epilogues = true;
+    Expected<Compiled> compiled = Compile(mod, {});
+    ASSERT_TRUE(compiled) << compiled.error().ToString();
+    Expected<PackageSpec> spec = Lower(compiled->module, lower);
+    ASSERT_TRUE(spec) << spec.error().ToString();
+    const std::string* act = spec->graphs[0].steps[0].attrs.Get<std::string>("activation");
+    EXPECT_EQ(act ? *act : "", c.activation) << c.body;
+  }
+  // A slope the run gives stays a step of its own.
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32"), p: R.Tensor((4,), "float32")):
+        h = R.nn.conv2d(x, )" +
+                           weight +
+                           R"(, padding=[1, 1, 1, 1])
+        r = R.nn.prelu(h, p)
+        return r
+)");
+  EXPECT_EQ(Build(mod, true).steps, 2);
+}
+
 // Only float32 convs fuse.
 TEST(FuseEpilogue, OtherElementTypesStay) {
   ir::IRModule mod = Parse(R"(

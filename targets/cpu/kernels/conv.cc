@@ -156,13 +156,18 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   // per letter ('b', 's', 'd' divide).
   const rt::AttrView& attrs = ctx.attrs();
   std::string_view post = attrs.Str("post", "");
-  int before = ctx.num_inputs() - 2 - static_cast<int>(post.size());
+  std::string_view act = attrs.Str("activation", "");
+  int slope = act == "prelu" ? 1 : 0;  // a prelu's slope, the input after the affine ones
+  int before = ctx.num_inputs() - 2 - slope - static_cast<int>(post.size());
   std::string_view ops = attrs.Str("affine", before > 0 ? "b" : "");
   if (ops.size() > 3 || post.size() > 3 || static_cast<int>(ops.size()) != before) {
-    return Status::Error("the epilogue '" + std::string(ops) + "', '" + std::string(post) +
-                         "' needs " + Str(static_cast<int64_t>(ops.size() + post.size())) +
-                         " input(s) after the weight (at most 3 each), the step gives " +
-                         Str(ctx.num_inputs() - 2));
+    return Status::Error(
+        "the epilogue '" + std::string(ops) + "', '" + std::string(act) + "', '" +
+        std::string(post) + "' needs " +
+        Str(static_cast<int64_t>(ops.size() + slope + post.size())) +
+        " input(s) after the weight (at most 3 each before and after the activation), the step "
+        "gives " +
+        Str(ctx.num_inputs() - 2));
   }
   auto read = [&](std::string_view letters, std::string_view allowed, int first,
                   ConvGeometry::Affine* out) -> Status {
@@ -187,14 +192,21 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   geo->affines = static_cast<int>(ops.size());
   geo->posts = static_cast<int>(post.size());
   QUILT_RETURN_IF_ERROR(read(ops, "bs", 2, geo->affine));
-  QUILT_RETURN_IF_ERROR(read(post, "bsd", 2 + geo->affines, geo->post));
+  if (slope) {
+    ConvGeometry::Affine s;
+    QUILT_RETURN_IF_ERROR(read("s", "s", 2 + geo->affines, &s));
+    geo->slope = s.t;
+  }
+  QUILT_RETURN_IF_ERROR(read(post, "bsdxn", 2 + geo->affines + slope, geo->post));
   const rt::AttrView& a = attrs;
-  std::string_view act = a.Str("activation", "");
   double inf = std::numeric_limits<double>::infinity();
   geo->hardswish = act == "hardswish";
   geo->hard_swish = act == "hard_swish";
   geo->silu = act == "silu";
-  geo->clamp = !act.empty() && !geo->hardswish && !geo->hard_swish && !geo->silu;
+  geo->negative_slope = act == "prelu" || act == "leaky_relu";
+  if (act == "leaky_relu") geo->alpha = a.Float("activation_alpha", 0.01);
+  geo->clamp =
+      !act.empty() && !geo->hardswish && !geo->hard_swish && !geo->silu && !geo->negative_slope;
   if (act == "relu") {
     geo->lo = 0;
     geo->hi = inf;
@@ -256,6 +268,12 @@ Status ConvReference(KernelContext& ctx) {
     };
     auto apply = [&](const ConvGeometry::Affine& f, int64_t oc, Compute<T> v) {
       Compute<T> k = value(f, oc);
+      if (f.op == 'x' || f.op == 'n') {  // the maximum and minimum kernels'
+        if (std::isnan(static_cast<double>(v)) || std::isnan(static_cast<double>(k))) {
+          return static_cast<Compute<T>>(std::numeric_limits<double>::quiet_NaN());
+        }
+        return f.op == 'x' ? (v < k ? k : v) : (k < v ? k : v);
+      }
       return static_cast<Compute<T>>(f.op == 'b' ? v + k : f.op == 's' ? v * k : v / k);
     };
     auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
@@ -309,6 +327,11 @@ Status ConvReference(KernelContext& ctx) {
               } else if (geo.silu) {
                 double d = static_cast<double>(v);
                 v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
+              } else if (geo.negative_slope && v < zero) {
+                Compute<T> k =
+                    geo.slope ? Load(geo.slope->Data<T>()[geo.slope->NumElements() == 1 ? 0 : oc])
+                              : static_cast<Compute<T>>(geo.alpha);
+                v = static_cast<Compute<T>>(v * k);
               }
               for (int i = 0; i < geo.posts; ++i) v = apply(geo.post[i], oc, v);
               py[yi++] = Store<T>(v);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -440,10 +441,11 @@ QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t 
 
 // Tile rows [r0, r1) of one image, columns [col, ...) of the products m ([16][og][nb]), brought
 // back to 2x2 outputs in y (the image's og planes of oh x ow): A^T down each tile's four rows of
-// products, then A across, a whole tile row at a time.
+// products, then A across, a whole tile row at a time; each output row then takes the epilogue
+// (if active) while it is in cache, before it is stored.
 QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t ow,
                                  int64_t tiles_w, int64_t r0, int64_t r1, float* rows, float* y,
-                                 int64_t col, int64_t nb) {
+                                 int64_t col, int64_t nb, const Epilogue& epilogue) {
   float* s[2][4];
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 4; ++j) s[i][j] = rows + (i * 4 + j) * tiles_w;
@@ -451,6 +453,8 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
   float* line = rows + 8 * tiles_w;  // one output row, 2 * tiles_w wide
   for (int64_t o = 0; o < og; ++o) {
     float* yo = y + o * oh * ow;
+    std::optional<RowEpilogue> in_registers;
+    if (epilogue.InRegisters()) in_registers.emplace(epilogue.e, o);
     for (int64_t ty = r0; ty < r1; ++ty) {
       int64_t t0 = col + (ty - r0) * tiles_w;
       for (int j = 0; j < 4; ++j) {
@@ -469,6 +473,11 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
         for (int64_t tx = 0; tx < tiles_w; ++tx) {
           line[2 * tx] = s[i][0][tx] + s[i][1][tx] + s[i][2][tx];
           line[2 * tx + 1] = s[i][1][tx] - s[i][2][tx] - s[i][3][tx];
+        }
+        if (in_registers) {
+          in_registers->Row(line, ow);
+        } else {
+          epilogue.Channel(line, o, ow);
         }
         std::copy(line, line + ow, yo + yy * ow);
       }
@@ -518,7 +527,8 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
             n, gemm_pool, nullptr, &u.packed[static_cast<size_t>(e)]);
     }
     each([&](int64_t b, int64_t ty0, int64_t ty1, int64_t col) {
-      WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n);
+      WinogradOutput(m, og, oh, ow, tiles_w, ty0, ty1, rows, y + b * geo.o * oh * ow, col, n,
+                     epilogue);
     });
   };
   // The scratch of a block (this thread's Winograd slots): every element is written
@@ -541,13 +551,6 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
       for (int64_t blk = b0; blk < b1; ++blk) run(blk, nullptr, b.v, b.m, b.rows);
     });
   }
-  int64_t out_size = oh * ow, planes = geo.n * geo.o;
-  ctx.ParallelFor(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size)),
-                  [&](int64_t p0, int64_t p1) {
-                    for (int64_t p = p0; p < p1; ++p) {
-                      epilogue.Channel(y + p * out_size, p % geo.o, out_size);
-                    }
-                  });
 }
 
 }  // namespace

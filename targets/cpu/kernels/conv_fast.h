@@ -9,8 +9,9 @@
 
 namespace quilt::cpu::nn {
 
-// The epilogue of ConvReference in float: per output channel, a bias (none: -0, which changes
-// no value) and bounds (infinite when there is no activation) or the hardswish.
+// The epilogue of ConvReference in float: per output channel, the adds and multiplies, a bias
+// (none: -0, which changes no value), the activation (bounds, infinite when there is none), then
+// the ops after it.
 struct Epilogue {
   GemmEpilogue e;
   bool active = false;
@@ -36,10 +37,17 @@ struct Epilogue {
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
     e.silu = geo.silu;
+    e.negative_slope = geo.negative_slope;
+    if (geo.slope) {
+      e.slope = geo.slope->Data<float>();
+      e.slope_step = step(geo.slope);
+    }
+    e.alpha = static_cast<float>(geo.alpha);  // as nn.leakyrelu's float32 kernel
     for (int i = 0; i < geo.posts; ++i) {
       e.post.Add(geo.post[i].op, geo.post[i].t->Data<float>(), step(geo.post[i].t));
     }
-    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu;
+    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu ||
+             geo.negative_slope;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
@@ -49,6 +57,7 @@ struct Epilogue {
     out->pre = e.pre.From(oc);
     out->post = e.post.From(oc);
     if (e.bias) out->bias = e.bias + oc * e.bias_step;
+    if (e.slope) out->slope = e.slope + oc * e.slope_step;
     return out;
   }
 

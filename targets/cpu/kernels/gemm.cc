@@ -305,6 +305,10 @@ void RowOps::Apply(float* y, int64_t n, int64_t row) const {
       Scale(y, n, v);
     } else if (op[j] == 'd') {
       DivideConst(y, n, v);
+    } else if (op[j] == 'x') {
+      for (int64_t i = 0; i < n; ++i) y[i] = MaxOf(y[i], v);
+    } else if (op[j] == 'n') {
+      for (int64_t i = 0; i < n; ++i) y[i] = MinOf(y[i], v);
     } else {
       AddConst(y, n, v);
     }
@@ -344,7 +348,7 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
     e.post.Apply(y, n, row);
     return;
   }
-  if (e.pre.count == 0 && e.post.count == 0 && !e.hard_swish) {
+  if (e.pre.count == 0 && e.post.count == 0 && !e.hard_swish && !e.negative_slope) {
     // One op: its own loop (the compiler's vectors, no per-chunk dispatch).
     float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
     if (e.hardswish) {

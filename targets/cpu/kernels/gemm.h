@@ -96,8 +96,10 @@ class PackedA {
   std::vector<float> panels_;
 };
 
-// Up to three adds ('b'), multiplies ('s') and divides ('d', by the value) of each row i of C, in
-// order, by k[j][i * step[j]] (a step of 0: one value for every row).
+// Up to three adds ('b'), multiplies ('s'), divides ('d', by the value), maximums ('x') and
+// minimums ('n') of each row i of C, in order, with k[j][i * step[j]] (a step of 0: one value for
+// every row). A maximum or minimum is the maximum and minimum kernels' (NaN if either is NaN; of
+// equal values, the row's).
 struct RowOps {
   const float* k[3] = {};
   char op[3] = {};
@@ -132,7 +134,25 @@ struct GemmEpilogue {
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
   bool hard_swish = false;  // or ONNX HardSwish: c = c * max(0, min(1, c / 6 + 0.5))
   bool silu = false;        // or c = c * sigmoid(c) (vmath.h's sigmoid, as its kernel)
+  // or c = c < 0 ? c * slope : c (PReLU, LeakyRelu), the slope slope[i * slope_step], or `alpha`
+  // for every row when slope is null
+  bool negative_slope = false;
+  const float* slope = nullptr;
+  int64_t slope_step = 0;
+  float alpha = 0;
+  float Slope(int64_t row) const { return slope ? slope[row * slope_step] : alpha; }
 };
+
+// The maximum and minimum kernels' float32 values (elementwise_fast.cc): NaN if either operand
+// is, else the larger (smaller) with a tie going to a.
+inline float MaxOf(float a, float b) {
+  float m = a < b ? b : a;
+  return a != a || b != b ? a + b : m;
+}
+inline float MinOf(float a, float b) {
+  float m = b < a ? b : a;
+  return a != a || b != b ? a + b : m;
+}
 
 // y[i] = min(max(y[i] + b, lo), hi) over [0, n), NaN kept: the epilogue of one row.
 void BiasClamp(float* y, int64_t n, float b, float lo, float hi);
@@ -150,8 +170,8 @@ void Scale(float* y, int64_t n, float s);
 void AddConst(float* y, int64_t n, float b);
 // y[i] /= d over [0, n).
 void DivideConst(float* y, int64_t n, float d);
-// The epilogue `e` of row `row`: its ops before, its bias, the bounds or the hardswish, then its
-// ops after; one pass over the row (a silu's, one per op).
+// The epilogue `e` of row `row`: its ops before, its bias, the bounds, the hardswish or the
+// negative slope, then its ops after; one pass over the row (a silu's, one per op).
 void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
 
 // The epilogue of one row with that row's constants, applied to eight values at a time in
@@ -184,6 +204,12 @@ class alignas(32) RowEpilogue {
         t = zero_ < t ? t : zero_;
         v[i] *= t;
         Rounded(v[i]);
+      }
+    } else if (negative_slope_) {
+      for (int i = 0; i < kN; ++i) {
+        V8 t = v[i] * slope_;
+        Rounded(t);
+        v[i] = v[i] < zero_ ? t : v[i];
       }
     } else if (clamp_) {
       for (int i = 0; i < kN; ++i) Clamp(v[i], lo_, hi_);
@@ -221,6 +247,13 @@ class alignas(32) RowEpilogue {
         }
       } else if (o.op == 'd') {
         for (int i = 0; i < kN; ++i) v[i] /= o.k;
+      } else if (o.op == 'x' || o.op == 'n') {
+        // MaxOf / MinOf a lane at a time: NaN (the sum) where either is NaN.
+        for (int i = 0; i < kN; ++i) {
+          V8 m = o.op == 'x' ? (v[i] < o.k ? o.k : v[i]) : (o.k < v[i] ? o.k : v[i]);
+          V8 nan = v[i] + o.k;
+          v[i] = (v[i] != v[i]) | (o.k != o.k) ? nan : m;
+        }
       } else {
         for (int i = 0; i < kN; ++i) v[i] += o.k;
       }
@@ -231,12 +264,15 @@ class alignas(32) RowEpilogue {
   int pres_ = 0, posts_ = 0;
   // 32-byte aligned explicitly: without AVX a 32-byte vector type is aligned to 16 only, and
   // the AVX2 copies of the kernels read these with aligned loads.
-  alignas(32) V8 bias_, lo_, hi_, zero_, one_, six_;
-  bool hardswish_, hard_swish_, silu_, clamp_;
+  alignas(32) V8 bias_, lo_, hi_, zero_, one_, six_, slope_;
+  bool hardswish_, hard_swish_, silu_, negative_slope_, clamp_;
 };
 
 inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
-    : hardswish_(e.hardswish), hard_swish_(e.hard_swish), silu_(e.silu) {
+    : hardswish_(e.hardswish),
+      hard_swish_(e.hard_swish),
+      silu_(e.silu),
+      negative_slope_(e.negative_slope) {
   auto take = [row](const RowOps& ops, Op* out, int* count) {
     for (int j = 0; j < ops.count; ++j) out[j] = {ops.op[j], V8{} + ops.k[j][row * ops.step[j]]};
     *count = ops.count;
@@ -251,6 +287,7 @@ inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
   zero_ = V8{};
   one_ = V8{} + 1.0f;
   six_ = V8{} + 6.0f;
+  slope_ = V8{} + (e.negative_slope ? e.Slope(row) : 0.0f);
 }
 
 // How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds

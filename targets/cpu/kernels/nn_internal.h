@@ -97,10 +97,13 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 // activation_min, activation_max, each infinite when absent), "hardswish"
 // (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it)
 // "hard_swish" (ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), rounded as nn.hard_swish's
-// kernel rounds it) or "silu" (v * sigmoid(v), the sigmoid and multiply kernels' values), with NaN
+// kernel rounds it), "silu" (v * sigmoid(v), the sigmoid and multiply kernels' values),
+// "leaky_relu" (v < 0 ? v * activation_alpha : v, as nn.leakyrelu rounds it) or "prelu"
+// (v < 0 ? v * slope : v, as nn.prelu, the slope one more input of O values or of one), with NaN
 // and -0 kept as the relu, clip and multiply kernels keep them; then, with the attribute post (up
-// to three letters, 'b' add, 's' multiply, 'd' divide by), one more input per letter, applied the
-// same way. The inputs: the affine ones, then the post ones.
+// to three letters, 'b' add, 's' multiply, 'd' divide by, 'x' maximum, 'n' minimum: the maximum
+// and minimum kernels' values with v the first operand), one more input per letter, applied the
+// same way. The inputs: the affine ones, a prelu's slope, then the post ones.
 struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
@@ -120,6 +123,11 @@ struct ConvGeometry {
   bool hardswish = false;   // or y = y * min(max(y + 3, 0), 6)
   bool hard_swish = false;  // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
   bool silu = false;        // or y = y * sigmoid(y)
+  // or y = y < 0 ? y * slope : y, the slope per output channel or one for all (prelu), or alpha
+  // (leaky_relu: slope null)
+  bool negative_slope = false;
+  const Tensor* slope = nullptr;
+  double alpha = 0;
   double lo = 0, hi = 0;
 };
 // Checks the operands and attributes (the epilogue's too), computes the window and asks for the
