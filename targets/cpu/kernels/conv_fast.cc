@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -453,8 +452,6 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
   float* line = rows + 8 * tiles_w;  // one output row, 2 * tiles_w wide
   for (int64_t o = 0; o < og; ++o) {
     float* yo = y + o * oh * ow;
-    std::optional<RowEpilogue> in_registers;
-    if (epilogue.InRegisters()) in_registers.emplace(epilogue.e, o);
     for (int64_t ty = r0; ty < r1; ++ty) {
       int64_t t0 = col + (ty - r0) * tiles_w;
       for (int j = 0; j < 4; ++j) {
@@ -474,11 +471,7 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
           line[2 * tx] = s[i][0][tx] + s[i][1][tx] + s[i][2][tx];
           line[2 * tx + 1] = s[i][1][tx] - s[i][2][tx] - s[i][3][tx];
         }
-        if (in_registers) {
-          in_registers->Row(line, ow);
-        } else {
-          epilogue.Channel(line, o, ow);
-        }
+        epilogue.Channel(line, o, ow);
         std::copy(line, line + ow, yo + yy * ow);
       }
     }

@@ -252,7 +252,7 @@ class alignas(32) RowEpilogue {
         for (int i = 0; i < kN; ++i) {
           V8 m = o.op == 'x' ? (v[i] < o.k ? o.k : v[i]) : (o.k < v[i] ? o.k : v[i]);
           V8 nan = v[i] + o.k;
-          v[i] = (v[i] != v[i]) | (o.k != o.k) ? nan : m;
+          v[i] = ((v[i] != v[i]) | (o.k != o.k)) ? nan : m;
         }
       } else {
         for (int i = 0; i < kN; ++i) v[i] += o.k;
