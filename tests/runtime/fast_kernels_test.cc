@@ -16,6 +16,7 @@
 #include "runtime/src/kernel.h"
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/image.h"
 #include "targets/cpu/kernels/int8_gemm.h"
 #include "targets/cpu/kernels/linalg.h"
@@ -473,6 +474,71 @@ TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) {
   for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
     TestContext ctx(in, list, nullptr);
     EXPECT_FALSE(fn(ctx).ok());
+  }
+}
+
+// The AVX-512 block kernel (eight rows by 24 columns as 16 + 8 lanes) against the 8-lane one
+// and a double reference: rows not a multiple of eight, last panels of fewer than 24 columns,
+// reductions over several slabs of 128, B packed by the product or read in place (SgemmRows),
+// A packed ahead, on one thread and on three. Each sum runs over the reduction in the same order
+// in both kernels, so their values are equal bit for bit.
+TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
+  std::mt19937 rng(77);
+  rt::ThreadPool three(3);
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case cs : {Case{8, 24, 5}, Case{13, 50, 130}, Case{64, 24, 300}, Case{67, 100, 129},
+                  Case{9, 31, 1}, Case{200, 75, 260}, Case{16, 48, 128}}) {
+    std::vector<float> a = Random(rng, cs.m * cs.k), b = Random(rng, cs.k * cs.n);
+    std::vector<double> want(static_cast<size_t>(cs.m * cs.n), 0.0);
+    for (int64_t i = 0; i < cs.m; ++i) {
+      for (int64_t p = 0; p < cs.k; ++p) {
+        for (int64_t j = 0; j < cs.n; ++j) {
+          want[static_cast<size_t>(i * cs.n + j)] +=
+              static_cast<double>(a[static_cast<size_t>(i * cs.k + p)]) *
+              b[static_cast<size_t>(p * cs.n + j)];
+        }
+      }
+    }
+    std::vector<int64_t> offs(static_cast<size_t>(cs.k));
+    for (int64_t p = 0; p < cs.k; ++p) offs[static_cast<size_t>(p)] = p * cs.n;
+    PackedA packed(a.data(), cs.k, cs.m, cs.k);
+    for (int how = 0; how < 3; ++how) {
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        auto run = [&](bool avx512) {
+          SetAvx512GemmAllowedForTesting(avx512);
+          std::vector<float> c(static_cast<size_t>(cs.m * cs.n), -7.0f);
+          if (how == 0) {
+            Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n,
+                  pool);
+          } else if (how == 1) {
+            Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n,
+                  pool, nullptr, &packed);
+          } else {
+            SgemmRows(cs.m, cs.n, cs.k, a.data(), cs.k, b.data(), offs.data(), c.data(), cs.n,
+                      pool);
+          }
+          SetAvx512GemmAllowedForTesting(true);
+          return c;
+        };
+        std::vector<float> wide = run(true), narrow = run(false);
+        std::string what = "gemm " + std::to_string(cs.m) + " x " + std::to_string(cs.n) + " x " +
+                           std::to_string(cs.k) +
+                           (how == 0   ? ""
+                            : how == 1 ? ", A packed"
+                                       : ", B in place") +
+                           (pool ? ", 3 threads" : "");
+        for (size_t i = 0; i < wide.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(narrow[i]))
+              << what << ", element " << i << ": " << wide[i] << " vs " << narrow[i];
+          ASSERT_LE(std::abs(wide[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << what << ", element " << i << ": " << wide[i] << " vs " << want[i];
+        }
+      }
+    }
   }
 }
 

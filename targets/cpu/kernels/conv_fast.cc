@@ -440,8 +440,8 @@ QUILT_CLONES void WinogradInput(const float* x, int64_t cg, int64_t ih, int64_t 
 
 // Tile rows [r0, r1) of one image, columns [col, ...) of the products m ([16][og][nb]), brought
 // back to 2x2 outputs in y (the image's og planes of oh x ow): A^T down each tile's four rows of
-// products, then A across, a whole tile row at a time; each output row then takes the epilogue
-// (if active) while it is in cache, before it is stored.
+// products, then A across, a whole tile row at a time; then each plane's rows of the block take
+// the epilogue (if active) while they are in cache.
 QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t ow,
                                  int64_t tiles_w, int64_t r0, int64_t r1, float* rows, float* y,
                                  int64_t col, int64_t nb, const Epilogue& epilogue) {
@@ -471,10 +471,12 @@ QUILT_CLONES void WinogradOutput(const float* m, int64_t og, int64_t oh, int64_t
           line[2 * tx] = s[i][0][tx] + s[i][1][tx] + s[i][2][tx];
           line[2 * tx + 1] = s[i][1][tx] - s[i][2][tx] - s[i][3][tx];
         }
-        epilogue.Channel(line, o, ow);
         std::copy(line, line + ow, yo + yy * ow);
       }
     }
+    // The plane's rows of this block, one span, just written.
+    int64_t y0 = 2 * r0, y1 = std::min(oh, 2 * r1);
+    epilogue.Channel(yo + y0 * ow, o, (y1 - y0) * ow);
   }
 }
 

@@ -6,6 +6,7 @@
 #include "targets/cpu/kernels/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -138,14 +139,15 @@ QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float
 }
 
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
-// reduction of length k. B: one packed panel (nc <= kNR) at b, or, with kRows, rows b + offs[p].
+// reduction of length k. B: packed panels one after another at b (panel t at b + t * k * kNR),
+// or, with kRows, rows b + offs[p].
 template <bool kRows>
 QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
                                  const int64_t* offs, float* c, int64_t ldc) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
     for (int64_t jr = 0; jr < nc; jr += kNR) {
-      const float* bslab = kRows ? b + jr : b + pc * kNR;
+      const float* bslab = kRows ? b + jr : b + jr / kNR * k * kNR + pc * kNR;
       for (int64_t ir = 0; ir < mc; ir += kMR) {
         const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
         MicroKernelRows<kRows>(kc, apanel, bslab, kRows ? offs + pc : nullptr, c + ir * ldc + jr,
@@ -184,6 +186,153 @@ QUILT_CLONES void FewRowsPanel(int64_t m, int64_t k, const float* a, int64_t lda
 QUILT_CLONES void RowsBlock(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
                             const int64_t* offs, float* c, int64_t ldc) {
   BlockOf<true>(mc, nc, k, ap, b, offs, c, ldc);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
+#define QUILT_HAS_AVX512_GEMM 1
+#define QUILT_AVX512 __attribute__((target("avx2,fma,avx512f,avx512vl")))
+
+std::atomic<bool> g_avx512_allowed{true};
+
+// Sixteen floats, for the AVX-512 block kernel alone (never passed to or returned from a
+// function, so no ABI depends on it).
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+QUILT_ALWAYS_INLINE void LoadV16(V16* v, const float* p) {
+  *v = *reinterpret_cast<const V16Unaligned*>(p);
+}
+QUILT_ALWAYS_INLINE void StoreV16(float* p, const V16& v) {
+  *reinterpret_cast<V16Unaligned*>(p) = v;
+}
+
+// Eight rows of C (two packed panels of A, four rows each) by one panel of kNR = 24 columns,
+// as 16 + 8 lanes a row: 16 sums in registers, each A value broadcast once for 24 columns. Where
+// a CPU runs two 512-bit multiply-adds a cycle, 1.5 times the columns per cycle of the 8-lane
+// kernel (which keeps 4 x 24). Each sum runs over p in order, as MicroKernel's for two or more
+// rows does, so a row's values are the same whichever kernel computed it.
+template <bool kRows>
+QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const float* a1,
+                                         const float* b, const int64_t* offs, float* c, int64_t ldc,
+                                         int64_t nr, bool accumulate) {
+  static_assert(kNR == 24 && kMR == 4);
+  V16 wide[8];
+  V8 narrow[8];
+  for (int i = 0; i < 8; ++i) {
+    wide[i] = V16{};
+    narrow[i] = V8{};
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* row = kRows ? b + offs[p] : b + p * kNR;
+    V16 bw;
+    LoadV16(&bw, row);
+    V8 bn;
+    LoadV(&bn, row + 16);
+    for (int i = 0; i < 4; ++i) {
+      float av = a0[p * kMR + i];
+      wide[i] += av * bw;
+      narrow[i] += av * bn;
+    }
+    for (int i = 0; i < 4; ++i) {
+      float av = a1[p * kMR + i];
+      wide[4 + i] += av * bw;
+      narrow[4 + i] += av * bn;
+    }
+  }
+  if (nr == kNR) {
+    for (int i = 0; i < 8; ++i) {
+      float* ci = c + i * ldc;
+      if (accumulate) {
+        V16 ow;
+        V8 on;
+        LoadV16(&ow, ci);
+        LoadV(&on, ci + 16);
+        wide[i] += ow;
+        narrow[i] += on;
+      }
+      StoreV16(ci, wide[i]);
+      StoreV(ci + 16, narrow[i]);
+    }
+    return;
+  }
+  float out[kNR];
+  for (int i = 0; i < 8; ++i) {
+    StoreV16(out, wide[i]);
+    StoreV(out + 16, narrow[i]);
+    float* ci = c + i * ldc;
+    if (accumulate) {
+      for (int64_t j = 0; j < nr; ++j) ci[j] += out[j];
+    } else {
+      for (int64_t j = 0; j < nr; ++j) ci[j] = out[j];
+    }
+  }
+}
+
+// BlockOf with eight rows at a time where eight remain; the last rows as BlockOf takes them.
+template <bool kRows>
+QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
+                                    const float* b, const int64_t* offs, float* c, int64_t ldc) {
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    int64_t kc = std::min(kKC, k - pc);
+    for (int64_t jr = 0; jr < nc; jr += kNR) {
+      const float* bslab = kRows ? b + jr : b + jr / kNR * k * kNR + pc * kNR;
+      const int64_t* o = kRows ? offs + pc : nullptr;
+      int64_t nr = std::min(kNR, nc - jr);
+      // A last panel of at most 8 columns all as BlockOf takes it (its sums split in two, see
+      // MicroKernel), so that every value is the one the 8-lane kernel gives.
+      int64_t ir = 0;
+      for (; nr > 8 && ir + 2 * kMR <= mc; ir += 2 * kMR) {
+        const float* a0 = ap + (ir / kMR) * k * kMR + pc * kMR;
+        MicroKernel8x24<kRows>(kc, a0, a0 + k * kMR, bslab, o, c + ir * ldc + jr, ldc, nr, pc > 0);
+      }
+      for (; ir < mc; ir += kMR) {
+        const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
+        MicroKernelRows<kRows>(kc, apanel, bslab, o, c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
+                               nr, pc > 0);
+      }
+    }
+  }
+  if (k == 0) {
+    for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
+  }
+}
+
+QUILT_AVX512 void PackedBlock512(int64_t mc, int64_t nc, int64_t k, const float* ap,
+                                 const float* panel, float* c, int64_t ldc) {
+  BlockOf512<false>(mc, nc, k, ap, panel, nullptr, c, ldc);
+}
+
+QUILT_AVX512 void RowsBlock512(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
+                               const int64_t* offs, float* c, int64_t ldc) {
+  BlockOf512<true>(mc, nc, k, ap, b, offs, c, ldc);
+}
+
+bool UseAvx512Gemm() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+  }();
+  return has && g_avx512_allowed.load(std::memory_order_relaxed);
+}
+#else
+bool UseAvx512Gemm() { return false; }
+#endif
+
+// The block kernels for this CPU: with AVX-512, eight rows at a time.
+void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* panel, float* c,
+           int64_t ldc) {
+#if defined(QUILT_HAS_AVX512_GEMM)
+  if (UseAvx512Gemm()) return PackedBlock512(mc, nc, k, ap, panel, c, ldc);
+#endif
+  PackedBlock(mc, nc, k, ap, panel, c, ldc);
+}
+
+void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b, const int64_t* offs,
+           float* c, int64_t ldc) {
+#if defined(QUILT_HAS_AVX512_GEMM)
+  if (UseAvx512Gemm()) return RowsBlock512(mc, nc, k, ap, b, offs, c, ldc);
+#endif
+  RowsBlock(mc, nc, k, ap, b, offs, c, ldc);
 }
 
 // Rows [i, i + kMR) of A into a panel, k x kMR, rows past m zero.
@@ -285,6 +434,16 @@ void Finish(const GemmEpilogue* e, int64_t row0, int64_t rows, int64_t n, float*
 }
 
 }  // namespace
+
+bool HasAvx512Gemm() { return UseAvx512Gemm(); }
+
+void SetAvx512GemmAllowedForTesting(bool allowed) {
+#if defined(QUILT_HAS_AVX512_GEMM)
+  g_avx512_allowed.store(allowed);
+#else
+  (void)allowed;
+#endif
+}
 
 QUILT_CLONES void Scale(float* __restrict y, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) y[i] *= s;
@@ -535,7 +694,10 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // packed once per task and used by every row block of the group while it is in cache; the rows
   // are split into groups only when there are too few column blocks to keep every thread busy.
   int64_t mblocks = (m + kMC - 1) / kMC;
-  int64_t nc_panels = 10, groups = 1;
+  // A task's panels of B, packed one after another: at most ten, and about 1 MiB of them.
+  int64_t nc_panels =
+      rows ? 10 : std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, k * kNR), 1, 10);
+  int64_t groups = 1;
   if (threads > 1 && work >= kParallelWork) {
     int64_t want = 4 * threads;
     nc_panels = std::clamp<int64_t>((npanels + want - 1) / want, 1, nc_panels);
@@ -548,7 +710,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
-    Floats panel = rows && n % kNR == 0 ? nullptr : NewFloats(k * kNR);
+    Floats panel = rows && n % kNR != 0 ? NewFloats(k * kNR) : nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       int64_t ib0 = t % groups * per_group, ib1 = std::min(mblocks, ib0 + per_group);
       int64_t j = t / groups * nc, ncols = std::min(nc, n - j);
@@ -566,24 +728,27 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         }
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          if (whole > 0) RowsBlock(mc, whole, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
+          if (whole > 0) Block(mc, whole, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
           if (whole < ncols) {
-            PackedBlock(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole,
-                        ldc);
+            Block(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole, ldc);
           }
         }
       } else {
-        for (int64_t jr = 0; jr < ncols; jr += kNR) {
-          int64_t cols = std::min(kNR, ncols - jr);
-          const float* packed = b->Panel(j + jr);
-          if (!packed) {
-            b->Pack(j + jr, cols, panel.get());
-            packed = panel.get();
+        // The task's panels one after another (packed ahead, or packed here): each row block
+        // then runs over all of them while its panels of A are in cache, rather than all of A
+        // streaming past each panel.
+        const float* packed = b->Panel(j);
+        if (!packed) {
+          int64_t panels = (ncols + kNR - 1) / kNR;
+          float* buf = Scratch(ScratchSlot::kGemmPanels, std::max<int64_t>(1, panels * k * kNR));
+          for (int64_t jr = 0; jr < ncols; jr += kNR) {
+            b->Pack(j + jr, std::min(kNR, ncols - jr), buf + jr / kNR * k * kNR);
           }
-          for (int64_t ib = ib0; ib < ib1; ++ib) {
-            int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-            PackedBlock(mc, cols, k, ap + i * k, packed, c + i * ldc + j + jr, ldc);
-          }
+          packed = buf;
+        }
+        for (int64_t ib = ib0; ib < ib1; ++ib) {
+          int64_t i = ib * kMC, mc = std::min(kMC, m - i);
+          Block(mc, ncols, k, ap + i * k, packed, c + i * ldc + j, ldc);
         }
       }
       for (int64_t ib = ib0; ib < ib1; ++ib) {

@@ -317,9 +317,16 @@ enum class ScratchSlot {
   kRecurrentGates,
   kRecurrentHidden,
   kRecurrentCell,
+  kGemmPanels,  // a product's task: its panels of B, packed one after another
   kCount
 };
 float* Scratch(ScratchSlot slot, int64_t n);
+
+// Whether the products run the AVX-512 block kernel (eight rows by 24 columns, 16 + 8 lanes a
+// row; where the CPU has AVX-512 F and VL), and the switch tests turn the 8-lane kernel back on
+// with.
+bool HasAvx512Gemm();
+void SetAvx512GemmAllowedForTesting(bool allowed);
 
 // C = A * B, C with row stride ldc, A with row stride lda; on `pool`'s threads (null: this
 // thread alone); then the epilogue, if any.
