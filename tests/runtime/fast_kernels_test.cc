@@ -477,8 +477,9 @@ TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) {
   }
 }
 
-// The AVX-512 block kernel (eight rows by 24 columns as 16 + 8 lanes) against the 8-lane one
-// and a double reference: rows not a multiple of eight, last panels of fewer than 24 columns,
+// The AVX-512 block kernels (eight rows by 24 columns as 16 + 8 lanes, and by two panels of 24
+// as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple
+// of eight, last panels of fewer than 24 columns (a pair's second among them),
 // reductions over several slabs of 128, B packed by the product or read in place (SgemmRows),
 // A packed ahead, on one thread and on three. Each sum runs over the reduction in the same order
 // in both kernels, so their values are equal bit for bit.
@@ -490,8 +491,9 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs : {Case{8, 24, 5}, Case{13, 50, 130}, Case{64, 24, 300}, Case{67, 100, 129},
-                  Case{9, 31, 1}, Case{200, 75, 260}, Case{16, 48, 128}}) {
+  for (Case cs :
+       {Case{8, 24, 5}, Case{13, 50, 130}, Case{64, 24, 300}, Case{67, 100, 129}, Case{9, 31, 1},
+        Case{200, 75, 260}, Case{16, 48, 128}, Case{16, 40, 140}, Case{11, 37, 3}}) {
     std::vector<float> a = Random(rng, cs.m * cs.k), b = Random(rng, cs.k * cs.n);
     std::vector<double> want(static_cast<size_t>(cs.m * cs.n), 0.0);
     for (int64_t i = 0; i < cs.m; ++i) {

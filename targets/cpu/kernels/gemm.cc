@@ -267,15 +267,96 @@ QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const floa
   }
 }
 
-// BlockOf with eight rows at a time where eight remain; the last rows as BlockOf takes them.
+// Eight rows of C by two panels of 24 columns (48), as three 16-lane vectors a row: 24 sums in
+// registers, every multiply-add 16 lanes wide. B: two packed panels (b0, b1; row p of each at
+// p * kNR, the vector across them joined from their two halves), or, with kRows, 48 columns
+// of rows read in place (b0 + offs[p]). The sums run in MicroKernel8x24's order.
+template <bool kRows>
+QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const float* a1,
+                                         const float* b0, const float* b1, const int64_t* offs,
+                                         float* c, int64_t ldc, int64_t nr, bool accumulate) {
+  static_assert(kNR == 24 && kMR == 4);
+  V16 acc[8][3];
+  for (auto& row : acc) {
+    for (V16& v : row) v = V16{};
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    V16 bv[3];
+    if constexpr (kRows) {
+      const float* row = b0 + offs[p];
+      for (int v = 0; v < 3; ++v) LoadV16(&bv[v], row + 16 * v);
+    } else {
+      const float* r0 = b0 + p * kNR;
+      const float* r1 = b1 + p * kNR;
+      V8 tail, head;
+      LoadV16(&bv[0], r0);
+      LoadV(&tail, r0 + 16);
+      LoadV(&head, r1);
+      bv[1] =
+          __builtin_shufflevector(tail, head, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      LoadV16(&bv[2], r1 + 8);
+    }
+    for (int i = 0; i < 4; ++i) {
+      float av = a0[p * kMR + i];
+      for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
+    }
+    for (int i = 0; i < 4; ++i) {
+      float av = a1[p * kMR + i];
+      for (int v = 0; v < 3; ++v) acc[4 + i][v] += av * bv[v];
+    }
+  }
+  float out[3 * 16];
+  for (int i = 0; i < 8; ++i) {
+    float* ci = c + i * ldc;
+    if (nr == 48) {
+      for (int v = 0; v < 3; ++v) {
+        if (accumulate) {
+          V16 old;
+          LoadV16(&old, ci + 16 * v);
+          acc[i][v] += old;
+        }
+        StoreV16(ci + 16 * v, acc[i][v]);
+      }
+      continue;
+    }
+    for (int v = 0; v < 3; ++v) StoreV16(out + 16 * v, acc[i][v]);
+    if (accumulate) {
+      for (int64_t j = 0; j < nr; ++j) ci[j] += out[j];
+    } else {
+      for (int64_t j = 0; j < nr; ++j) ci[j] = out[j];
+    }
+  }
+}
+
+// BlockOf with eight rows at a time where eight remain, by two panels at a time where the second
+// has more than 8 columns; the rest as BlockOf takes it.
 template <bool kRows>
 QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
                                     const float* b, const int64_t* offs, float* c, int64_t ldc) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
-    for (int64_t jr = 0; jr < nc; jr += kNR) {
+    const int64_t* o = kRows ? offs + pc : nullptr;
+    int64_t jr = 0;
+    for (; jr + kNR + 8 < nc; jr += 2 * kNR) {
+      const float* b0 = kRows ? b + jr : b + jr / kNR * k * kNR + pc * kNR;
+      const float* b1 = kRows ? nullptr : b0 + k * kNR;
+      int64_t nr = std::min(2 * kNR, nc - jr);
+      int64_t ir = 0;
+      for (; ir + 2 * kMR <= mc; ir += 2 * kMR) {
+        const float* a0 = ap + (ir / kMR) * k * kMR + pc * kMR;
+        MicroKernel8x48<kRows>(kc, a0, a0 + k * kMR, b0, b1, o, c + ir * ldc + jr, ldc, nr, pc > 0);
+      }
+      for (; ir < mc; ir += kMR) {  // the last rows, panel by panel
+        const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
+        for (int64_t h = 0; h < 2; ++h) {
+          const float* bh = kRows ? b0 + h * kNR : b0 + h * k * kNR;
+          MicroKernelRows<kRows>(kc, apanel, bh, o, c + ir * ldc + jr + h * kNR, ldc,
+                                 std::min(kMR, mc - ir), std::min(kNR, nr - h * kNR), pc > 0);
+        }
+      }
+    }
+    for (; jr < nc; jr += kNR) {
       const float* bslab = kRows ? b + jr : b + jr / kNR * k * kNR + pc * kNR;
-      const int64_t* o = kRows ? offs + pc : nullptr;
       int64_t nr = std::min(kNR, nc - jr);
       // A last panel of at most 8 columns all as BlockOf takes it (its sums split in two, see
       // MicroKernel), so that every value is the one the 8-lane kernel gives.
