@@ -1,7 +1,8 @@
 // Blocked float32 GEMM. The inner kernel keeps a kMR x kGemmPanel block of C in registers and
-// walks one packed panel of A and of B; around it, C is cut into blocks of kMC rows and a few
-// panels of columns (the tasks of a parallel loop), and the reduction into slabs of kKC so that
-// a panel of B stays in the L1 cache while the panels of A stream past it. Vectors, and the AVX2
+// walks one packed panel of A and of B (where the CPU has AVX-512, eight rows by one or two
+// panels, in 16-lane vectors); around it, C is cut into blocks of kMC rows and a few panels of
+// columns (the tasks of a parallel loop), and the reduction into slabs of kKC so that a slab of
+// the task's panels of B stays in cache while the panels of A pass over it. Vectors, and the AVX2
 // copy of the block kernel: simd.h.
 #include "targets/cpu/kernels/gemm.h"
 
@@ -756,9 +757,9 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   }
   int64_t mpanels = (m + kMR - 1) / kMR;
   // B's rows read in place when given by address (SgemmRows); otherwise each task packs its
-  // panels one at a time just before the block kernel reads them, so a panel is in cache when
-  // used (B packed whole ahead of the product went out to memory and back) and no buffer of B is
-  // held.
+  // panels (at most ten, about 1 MiB) into its thread's scratch just before its row blocks read
+  // them, so they are in cache when used (B packed whole ahead of the product went out to memory
+  // and back).
   // A's panels: packed once for many products (PackedA), or here.
   Floats a_here = a_packed ? nullptr : NewFloats(mpanels * kMR * k);
   const float* ap = a_packed ? a_packed->panels() : a_here.get();
