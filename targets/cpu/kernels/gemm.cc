@@ -761,14 +761,17 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // them, so they are in cache when used (B packed whole ahead of the product went out to memory
   // and back).
   // A's panels: packed once for many products (PackedA), or here.
-  Floats a_here = a_packed ? nullptr : NewFloats(mpanels * kMR * k);
-  const float* ap = a_packed ? a_packed->panels() : a_here.get();
+  // In this thread's scratch (shared with the pool's threads for the product): a new buffer of
+  // megabytes on every call came from the system each time and faulted its pages in again.
+  float* a_here =
+      a_packed ? nullptr : Scratch(ScratchSlot::kGemmA, std::max<int64_t>(1, mpanels * kMR * k));
+  const float* ap = a_packed ? a_packed->panels() : a_here;
   if (!a_packed) {
     int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kMR));
     rt::ParallelFor(work >= kParallelWork ? pool : nullptr, mpanels, pack_grain,
                     [&](int64_t t0, int64_t t1) {
                       for (int64_t t = t0; t < t1; ++t) {
-                        PackA(a, lda, m, k, t * kMR, a_here.get() + t * kMR * k);
+                        PackA(a, lda, m, k, t * kMR, a_here + t * kMR * k);
                       }
                     });
   }
@@ -782,9 +785,15 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t groups = 1;
   if (threads > 1 && work >= kParallelWork) {
     int64_t want = 4 * threads;
-    nc_panels = std::clamp<int64_t>((npanels + want - 1) / want, 1, nc_panels);
+    // B packed ahead is read again at no cost: the rows are split among the threads first, so
+    // that a thread's tasks share its rows of A rather than every task streaming all of A.
+    if (!rows && b->Panel(0)) groups = std::min<int64_t>(mblocks, threads);
+    int64_t per = (want + groups - 1) / groups;
+    nc_panels = std::clamp<int64_t>((npanels + per - 1) / per, 1, nc_panels);
     int64_t col_blocks = (npanels + nc_panels - 1) / nc_panels;
-    if (col_blocks < want) groups = std::min(mblocks, (want + col_blocks - 1) / col_blocks);
+    if (col_blocks * groups < want) {
+      groups = std::min(mblocks, (want + col_blocks - 1) / col_blocks);
+    }
   }
   int64_t per_group = (mblocks + groups - 1) / groups;
   groups = (mblocks + per_group - 1) / per_group;
@@ -794,8 +803,9 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     Floats panel = rows && n % kNR != 0 ? NewFloats(k * kNR) : nullptr;
     for (int64_t t = t0; t < t1; ++t) {
-      int64_t ib0 = t % groups * per_group, ib1 = std::min(mblocks, ib0 + per_group);
-      int64_t j = t / groups * nc, ncols = std::min(nc, n - j);
+      // Tasks of one group of rows next to each other: a thread's run of tasks shares its rows.
+      int64_t ib0 = t / nblocks * per_group, ib1 = std::min(mblocks, ib0 + per_group);
+      int64_t j = t % nblocks * nc, ncols = std::min(nc, n - j);
       if (rows) {
         // Whole panels read in place; a last partial panel (the matrix's end) copied, so that
         // nothing past column n is read.

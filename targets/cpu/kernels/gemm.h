@@ -317,6 +317,7 @@ enum class ScratchSlot {
   kRecurrentGates,
   kRecurrentHidden,
   kRecurrentCell,
+  kGemmA,       // a product (the thread that calls it): A's packed panels, read by every task
   kGemmPanels,  // a product's task: its panels of B, packed one after another
   kCount
 };
