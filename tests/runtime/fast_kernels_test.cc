@@ -447,35 +447,30 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
   }
 }
 
-TEST(FastKernels, ConvRefusesASlopeOfTheWrongSizeOrNone) {
-  std::vector<float> x(1 * 2 * 4 * 4, 1.0f), w(3 * 2 * 1 * 1, 1.0f), slope(2, 0.5f);
+// Both convs refuse an epilogue input that does not fit its output channels (3 here): the
+// data (1, 2, 4, 4), the weight (3, 2, 1, 1), then `extra` (none when its shape is empty); each
+// message holds `want`.
+void ExpectConvRefuses(const std::string& activation, const Shape& extra, const std::string& want) {
+  std::vector<float> x(1 * 2 * 4 * 4, 1.0f), w(3 * 2 * 1 * 1, 1.0f), e(2, 0.5f);
   Attrs attrs;
-  const rt::AttrView::List* list = attrs.Str("activation", "prelu").Finish();
+  const rt::AttrView::List* list = attrs.Str("activation", activation).Finish();
   std::vector<Tensor> in = {Tensor{DType::kFloat32, {1, 2, 4, 4}, x.data()},
-                            Tensor{DType::kFloat32, {3, 2, 1, 1}, w.data()},
-                            Tensor{DType::kFloat32, {2}, slope.data()}};
+                            Tensor{DType::kFloat32, {3, 2, 1, 1}, w.data()}};
+  if (!extra.empty()) in.push_back(Tensor{DType::kFloat32, extra, e.data()});
   for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
-    TestContext wrong(in, list, nullptr);
-    Status st = fn(wrong);
-    EXPECT_FALSE(st.ok());
-    EXPECT_NE(st.message().find("(3) or one for all"), std::string::npos) << st.message();
-    TestContext none({in[0], in[1]}, list, nullptr);
-    EXPECT_FALSE(fn(none).ok());
+    TestContext ctx(in, list, nullptr);
+    Status st = fn(ctx);
+    EXPECT_FALSE(st.ok()) << activation << " with (" << Join(extra) << ")";
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
   }
 }
 
-TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) {
-  std::vector<float> x(1 * 2 * 4 * 4, 1.0f), w(3 * 2 * 1 * 1, 1.0f), b(2, 1.0f);
-  Attrs attrs;
-  const rt::AttrView::List* list = attrs.Str("activation", "relu").Finish();
-  std::vector<Tensor> in = {Tensor{DType::kFloat32, {1, 2, 4, 4}, x.data()},
-                            Tensor{DType::kFloat32, {3, 2, 1, 1}, w.data()},
-                            Tensor{DType::kFloat32, {1, 2, 1, 1}, b.data()}};
-  for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
-    TestContext ctx(in, list, nullptr);
-    EXPECT_FALSE(fn(ctx).ok());
-  }
+TEST(FastKernels, ConvRefusesASlopeOfTheWrongSizeOrNone) {
+  ExpectConvRefuses("prelu", {2}, "(3) or one for all");
+  ExpectConvRefuses("prelu", {}, "");
 }
+
+TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) { ExpectConvRefuses("relu", {1, 2, 1, 1}, ""); }
 
 // The AVX-512 block kernels (eight rows by 24 columns as 16 + 8 lanes, and by two panels of 24
 // as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple

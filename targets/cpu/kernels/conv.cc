@@ -329,8 +329,7 @@ Status ConvReference(KernelContext& ctx) {
                 v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
               } else if (geo.negative_slope && v < zero) {
                 Compute<T> k =
-                    geo.slope ? Load(geo.slope->Data<T>()[geo.slope->NumElements() == 1 ? 0 : oc])
-                              : static_cast<Compute<T>>(geo.alpha);
+                    geo.slope ? value({'s', geo.slope}, oc) : static_cast<Compute<T>>(geo.alpha);
                 v = static_cast<Compute<T>>(v * k);
               }
               for (int i = 0; i < geo.posts; ++i) v = apply(geo.post[i], oc, v);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/simd.h"
 #include "targets/cpu/kernels/vmath.h"
@@ -63,19 +64,12 @@ struct Mul {
 struct Div {
   float operator()(float a, float b) const { return a / b; }
 };
+// The conv epilogue's maximum and minimum by a constant (gemm.h) give these same values.
 struct Max {
-  float operator()(float a, float b) const {
-    float m = a < b ? b : a;
-    float nan = a + b;
-    return a != a || b != b ? nan : m;
-  }
+  float operator()(float a, float b) const { return MaxOf(a, b); }
 };
 struct Min {
-  float operator()(float a, float b) const {
-    float m = b < a ? b : a;
-    float nan = a + b;
-    return a != a || b != b ? nan : m;
-  }
+  float operator()(float a, float b) const { return MinOf(a, b); }
 };
 struct Pow {
   float operator()(float a, float b) const { return std::pow(a, b); }

@@ -777,7 +777,8 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   }
   // Tasks: a block of `nc` columns (a few panels) by a group of kMC-row blocks. Each panel of B is
   // packed once per task and used by every row block of the group while it is in cache; the rows
-  // are split into groups only when there are too few column blocks to keep every thread busy.
+  // are split into groups when B is packed ahead (one group a thread), or when there are too few
+  // column blocks to keep every thread busy.
   int64_t mblocks = (m + kMC - 1) / kMC;
   // A task's panels of B, packed one after another: at most ten, and about 1 MiB of them.
   int64_t nc_panels =

@@ -143,8 +143,9 @@ struct GemmEpilogue {
   float Slope(int64_t row) const { return slope ? slope[row * slope_step] : alpha; }
 };
 
-// The maximum and minimum kernels' float32 values (elementwise_fast.cc): NaN if either operand
-// is, else the larger (smaller) with a tie going to a.
+// The maximum and minimum kernels' float32 values (elementwise_fast.cc's Max and Min, and the
+// conv epilogue's 'x' and 'n'): NaN if either operand is, else the larger (smaller) with a tie
+// going to a.
 inline float MaxOf(float a, float b) {
   float m = a < b ? b : a;
   return a != a || b != b ? a + b : m;
