@@ -1120,9 +1120,19 @@ class Run final : public OutputAllocator {
     const DeviceTensor& t = values_[v];
     out->dtype = t.dtype;
     out->shape = t.shape;
+    Queue& q = QueueOf(ValueDevice(v));
+    const uint8_t* host = DeviceOf(ValueDevice(v)).info().host_addressable && t.data.size
+                              ? HostAddress(t.data)
+                              : nullptr;
+    if (host) {
+      // Copied straight from where it lies once its work is done: one pass over the bytes, with
+      // no clearing of the new buffer first (a detector's 1.6 MB output, every run).
+      QUILT_RETURN_IF_ERROR(WaitOnHost(q));
+      out->data.assign(host, host + t.data.size);
+      return Status::Ok();
+    }
     out->data.resize(t.data.size);
     if (t.data.size == 0) return Status::Ok();
-    Queue& q = QueueOf(ValueDevice(v));
     QUILT_RETURN_IF_ERROR(q.Read(t.data, out->data.data()));
     return WaitOnHost(q);
   }

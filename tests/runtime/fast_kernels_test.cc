@@ -472,6 +472,36 @@ TEST(FastKernels, ConvRefusesASlopeOfTheWrongSizeOrNone) {
 
 TEST(FastKernels, ConvRefusesABiasOfTheWrongSize) { ExpectConvRefuses("relu", {1, 2, 1, 1}, ""); }
 
+// The matrix-vector product of a recurrent layer's batch of one, A given transposed, against a
+// double reference within the bound of a sum of k products rounded in order (k * 2^-24 times the
+// sum of their magnitudes): columns in blocks of 64, of 8 and one by one, reductions of one to
+// 600, on one thread and on three (tasks of whole blocks).
+TEST(FastKernels, TransposedMatrixVectorMatchesTheReference) {
+  std::mt19937 rng(5);
+  rt::ThreadPool three(3);
+  for (int64_t m : {1, 7, 8, 63, 64, 65, 200, 520}) {
+    for (int64_t k : {1, 3, 64, 600}) {
+      std::vector<float> at = Random(rng, k * m), x = Random(rng, k);
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        std::vector<float> y(static_cast<size_t>(m), -7.0f);
+        SgemvTransposed(m, k, at.data(), x.data(), y.data(), pool);
+        for (int64_t j = 0; j < m; ++j) {
+          double want = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            double t =
+                static_cast<double>(at[static_cast<size_t>(p * m + j)]) * x[static_cast<size_t>(p)];
+            want += t;
+            magnitude += std::abs(t);
+          }
+          ASSERT_LE(std::abs(y[static_cast<size_t>(j)] - want),
+                    static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + 1e-30)
+              << "m " << m << " k " << k << " column " << j << (pool ? ", 3 threads" : "");
+        }
+      }
+    }
+  }
+}
+
 // The AVX-512 block kernels (eight rows by 24 columns as 16 + 8 lanes, and by two panels of 24
 // as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple
 // of eight, last panels of fewer than 24 columns (a pair's second among them),

@@ -499,6 +499,41 @@ QUILT_CLONES void NarrowProduct(int64_t m0, int64_t m1, int64_t n, int64_t k, co
   for (; i < m1; ++i) DotRowsAll<1>(n, k, a + i * lda, lda, cols, c + i * ldc, ldc);
 }
 
+// Columns [j0, j1) of y = at^T x (SgemvTransposed): 64 at a time in eight vectors of sums,
+// then eight, then one.
+QUILT_CLONES void TransposedColumns(int64_t m, int64_t k, const float* at, const float* x, float* y,
+                                    int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 64 <= j1; j += 64) {
+    V8 s[8];
+    for (V8& v : s) v = V8{};
+    for (int64_t p = 0; p < k; ++p) {
+      const float* row = at + p * m + j;
+      float xv = x[p];
+      for (int v = 0; v < 8; ++v) {
+        V8 a;
+        LoadV(&a, row + 8 * v);
+        s[v] += xv * a;
+      }
+    }
+    for (int v = 0; v < 8; ++v) StoreV(y + j + 8 * v, s[v]);
+  }
+  for (; j + 8 <= j1; j += 8) {
+    V8 s = V8{};
+    for (int64_t p = 0; p < k; ++p) {
+      V8 a;
+      LoadV(&a, at + p * m + j);
+      s += x[p] * a;
+    }
+    StoreV(y + j, s);
+  }
+  for (; j < j1; ++j) {
+    float s = 0.0f;
+    for (int64_t p = 0; p < k; ++p) s += x[p] * at[p * m + j];
+    y[j] = s;
+  }
+}
+
 struct FreeFloats {
   void operator()(float* p) const { delete[] p; }
 };
@@ -874,6 +909,17 @@ void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, fl
   int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, k));
   rt::ParallelFor(pool, m, grain,
                   [&](int64_t i0, int64_t i1) { NarrowProduct(i0, i1, 1, k, a, lda, x, y, 1); });
+}
+
+void SgemvTransposed(int64_t m, int64_t k, const float* at, const float* x, float* y,
+                     rt::ThreadPool* pool) {
+  if (m <= 0) return;
+  // Tasks of whole blocks of 64 columns, each of at least 2^15 multiply-adds.
+  int64_t blocks = (m + 63) / 64;
+  int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, 64 * k));
+  rt::ParallelFor(pool, blocks, grain, [&](int64_t b0, int64_t b1) {
+    TransposedColumns(m, k, at, x, y, b0 * 64, std::min(m, b1 * 64));
+  });
 }
 
 void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* rows,

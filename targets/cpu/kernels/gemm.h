@@ -341,6 +341,13 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
 void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, float* y,
            rt::ThreadPool* pool);
 
+// y (m) = A (m x k) times the vector x (k), A given transposed: `at` (k x m, row p at at + p * m).
+// Each y[i] sums its k products in order of p, eight columns to a vector and eight vectors at a
+// time: no sums across lanes, as the dot products of Sgemv need (a recurrent layer's step over a
+// batch of one, with R^T laid out once).
+void SgemvTransposed(int64_t m, int64_t k, const float* at, const float* x, float* y,
+                     rt::ThreadPool* pool);
+
 // The same with B's rows read in place: B[p][j] = rows[offs[p] + j] for j < n (a last partial
 // panel of columns is copied, so nothing past column n is read). For B whose rows are windows of
 // one buffer (a convolution's padded image, or a 1x1 convolution's image itself: conv_fast.cc),

@@ -91,7 +91,19 @@ bool Optional(const Tensor* t, const Shape& shape) {
 // rows in that case. A later run of a larger batch, with no R packed, packs it as it goes.
 struct PackedRecurrent {
   std::vector<PackedA> w, r, r_hidden;
+  // A batch of one: each direction's R (its first rows) and GRU's hidden-gate rows transposed,
+  // for SgemvTransposed.
+  std::vector<std::vector<float>> rt, rt_hidden;
 };
+
+// The rows x cols matrix a (row stride cols) transposed: cols x rows.
+std::vector<float> Transposed(const float* a, int64_t rows, int64_t cols) {
+  std::vector<float> t(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) t[static_cast<size_t>(j * rows + i)] = a[i * cols + j];
+  }
+  return t;
+}
 
 template <Cell kCell>
 Status Fast(KernelContext& ctx, rt::KernelFn reference) {
@@ -203,7 +215,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       for (int64_t d = 0; d < dirs; ++d) {
         const float* R = tr->Data<float>() + d * G * H;
         p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
-        if (N == 1) continue;
+        if (N == 1) {
+          p->rt.push_back(Transposed(R, first_rows, H));
+          if (kCell == Cell::kGru && !lbr) p->rt_hidden.push_back(Transposed(R + 2 * H * H, H, H));
+          continue;
+        }
         p->r.emplace_back(R, H, first_rows, H);
         if (kCell == Cell::kGru && !lbr) p->r_hidden.emplace_back(R + 2 * H * H, H, H, H);
       }
@@ -218,6 +234,24 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     const float* Wb = Absent(tb) ? nullptr : tb->Data<float>() + d * 2 * G;
     const float* Rb = Wb ? Wb + G : nullptr;
     const float* P = Absent(tp) ? nullptr : tp->Data<float>() + d * 3 * H;
+    // A batch of one: R^T for its steps' products (from the cache, or laid out here once).
+    std::vector<float> rt_here, rt_hidden_here;
+    const float* rt = nullptr;
+    const float* rt_hidden = nullptr;
+    if (N == 1) {
+      if (packed && !packed->rt.empty()) {
+        rt = packed->rt[static_cast<size_t>(d)].data();
+        if (!packed->rt_hidden.empty())
+          rt_hidden = packed->rt_hidden[static_cast<size_t>(d)].data();
+      } else {
+        rt_here = Transposed(R, first_rows, H);
+        rt = rt_here.data();
+        if (kCell == Cell::kGru && !lbr) {
+          rt_hidden_here = Transposed(R + 2 * H * H, H, H);
+          rt_hidden = rt_hidden_here.data();
+        }
+      }
+    }
     const FloatAct& f = acts[d * kActs];
     const FloatAct& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const FloatAct& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
@@ -257,7 +291,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       // The recurrent projections of the batch (GRU without linear_before_reset: of the update
       // and reset gates; its hidden gate's comes after r is known).
       if (N == 1) {
-        Sgemv(first_rows, H, R, H, hs, gh, pool);
+        SgemvTransposed(first_rows, H, rt, hs, gh, pool);
       } else {
         Sgemm(first_rows, N, H, R, H, MatrixB(hs, H, N), gh, N, pool, nullptr,
               packed_r ? &packed->r[static_cast<size_t>(d)] : nullptr);
@@ -284,7 +318,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           }
         });
         if (!lbr && N == 1) {
-          Sgemv(H, H, R + 2 * H * H, H, rh.data(), ghh.data(), pool);
+          SgemvTransposed(H, H, rt_hidden, rh.data(), ghh.data(), pool);
         } else if (!lbr) {
           Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
                 packed_r ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
