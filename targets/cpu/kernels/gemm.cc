@@ -903,14 +903,6 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
   Product(m, n, k, a, lda, a_packed, &b, nullptr, nullptr, c, ldc, pool, epilogue);
 }
 
-void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, float* y,
-           rt::ThreadPool* pool) {
-  if (m <= 0) return;
-  int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, k));
-  rt::ParallelFor(pool, m, grain,
-                  [&](int64_t i0, int64_t i1) { NarrowProduct(i0, i1, 1, k, a, lda, x, y, 1); });
-}
-
 void SgemvTransposed(int64_t m, int64_t k, const float* at, const float* x, float* y,
                      rt::ThreadPool* pool) {
   if (m <= 0) return;

@@ -336,14 +336,9 @@ void SetAvx512GemmAllowedForTesting(bool allowed);
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr,
            const PackedA* a_packed = nullptr);
-// y (m) = A (m x k, row stride lda) times the vector x (k): one dot product per row of A, with
-// nothing packed or allocated (a recurrent layer's step over a batch of one).
-void Sgemv(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, float* y,
-           rt::ThreadPool* pool);
-
 // y (m) = A (m x k) times the vector x (k), A given transposed: `at` (k x m, row p at at + p * m).
 // Each y[i] sums its k products in order of p, eight columns to a vector and eight vectors at a
-// time: no sums across lanes, as the dot products of Sgemv need (a recurrent layer's step over a
+// time: no sums across lanes, as dot products of A's rows need (a recurrent layer's step over a
 // batch of one, with R^T laid out once).
 void SgemvTransposed(int64_t m, int64_t k, const float* at, const float* x, float* y,
                      rt::ThreadPool* pool);
