@@ -357,6 +357,57 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 4, 5, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}}, rng);
 }
 
+// Windows some of whose taps read only padding for every output, which the GEMM path drops
+// (3x3 over rows of one pixel: an OCR model's neck), against the reference: images sharing a
+// GEMM, one image on the padded grid, a 1-d window left one tap wide, a dilated window, strides,
+// groups. Then one step's cache across image sizes that drop taps of rows, of columns, of both or
+// none, in two orders: each run computes with the weights its own window needs.
+TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
+  std::mt19937 rng(31);
+  CheckConv({2, 1, 16, 8, {1, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 1, 6, 5, {1, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 1, 4, 6, {1}, {3}, {1}, {1}, {1, 1}}, rng);
+  CheckConv({1, 1, 3, 4, {2, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 1}}, rng);
+  CheckConv({2, 1, 5, 7, {1, 20}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 2, 3, 4, {12, 1}, {5, 3}, {1, 1}, {1, 1}, {2, 1, 2, 1}}, rng);
+  CheckConv({3, 1, 9, 10, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  if (HasFatalFailure()) return;
+  Attrs attrs;
+  attrs.Int("groups", 1)
+      .Ints("strides", {1, 1})
+      .Ints("dilation", {1, 1})
+      .Ints("padding", {1, 1, 1, 1})
+      .Str("auto_pad", "NOTSET");
+  const rt::AttrView::List* list = attrs.Finish();
+  // Six input channels: not a Winograd step, whose cache holds its transform instead.
+  std::vector<float> w = Random(rng, 12 * 6 * 9);
+  using Size = std::pair<int64_t, int64_t>;
+  for (bool trimmed_first : {true, false}) {
+    rt::StepCache cache;
+    for (Size size : trimmed_first ? std::vector<Size>{{1, 33}, {9, 33}, {1, 33}, {9, 1}, {1, 1}}
+                                   : std::vector<Size>{{9, 33}, {1, 33}, {9, 1}, {1, 1}, {9, 33}}) {
+      int64_t h = size.first;
+      Shape xs = {1, 6, h, size.second};
+      std::vector<float> x = Random(rng, Count(xs));
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, {12, 6, 3, 3}, w.data()}};
+      TestContext ref(inputs, list, nullptr);
+      ASSERT_TRUE(nn::ConvReference(ref).ok());
+      TestContext got(inputs, list, nullptr);
+      got.SetCache(&cache, uint64_t{1} << 1);
+      Status st = nn::ConvFast(got);
+      ASSERT_TRUE(st.ok()) << st.message();
+      std::vector<float> v = got.values(), want = ref.values();
+      ASSERT_EQ(v.size(), want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+            << "image " << h << " x " << size.second << ", the cache's first image "
+            << (trimmed_first ? "1 x 33" : "9 x 33") << ", element " << i;
+      }
+    }
+  }
+}
+
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)), adds and multiplies
 // before the activation (relu, clip, the hardswishes, silu, leaky_relu, prelu) and adds,
 // multiplies, divides, maximums and minimums after it, on every path of the fast conv.

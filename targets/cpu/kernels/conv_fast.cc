@@ -548,6 +548,94 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   }
 }
 
+// The taps of a window that read only padding, for every output, dropped (a 3x3 kernel over rows
+// of one pixel: its first and last rows of taps multiply zeros alone): the window narrowed in
+// each dim to the taps that reach the input somewhere, its leading pad less the taps dropped
+// before them. False, with nothing changed, where every tap reaches the input, where no tap of a
+// dim does, or where the narrowed window would start inside the input (a negative pad).
+bool TrimTaps(const Geo& g, int64_t first[kMaxSpatial], Geo* out) {
+  *out = g;
+  bool trimmed = false;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    first[d] = 0;
+    int64_t lo = -1, hi = -1;
+    for (int64_t k = 0; k < g.kernel[d]; ++k) {
+      int64_t a, b;
+      InsideRange(k * g.dilation[d] - g.pad[d], g.stride[d], g.in[d], g.out[d], &a, &b);
+      if (a < b) {
+        if (lo < 0) lo = k;
+        hi = k;
+      }
+    }
+    if (lo < 0) return false;
+    if (lo == 0 && hi == g.kernel[d] - 1) continue;
+    if (lo * g.dilation[d] > g.pad[d]) return false;
+    first[d] = lo;
+    out->kernel[d] = hi - lo + 1;
+    out->pad[d] = g.pad[d] - lo * g.dilation[d];
+    trimmed = true;
+  }
+  if (!trimmed) *out = g;
+  return trimmed;
+}
+
+// A GEMM step's weights: packed per group for the GEMM, and, where the window's taps that read
+// only padding are dropped (TrimTaps: `trimmed`, `g` the narrowed window, `first` its first tap
+// in each dim), the weights cut to the taps kept, (o, cg, g's kernel). The step's cache holds the
+// one made on its first run; a later run whose window trims otherwise (another input size) makes
+// its own.
+struct GemmWeights {
+  bool trimmed = false;
+  Geo g;
+  int64_t first[kMaxSpatial] = {0, 0, 0};
+  std::vector<float> w;
+  std::vector<PackedA> packed;
+
+  bool Fits(bool t, const Geo& narrowed, const int64_t f[kMaxSpatial]) const {
+    if (t != trimmed) return false;
+    for (int d = 0; t && d < kMaxSpatial; ++d) {
+      if (first[d] != f[d] || g.kernel[d] != narrowed.kernel[d] || g.pad[d] != narrowed.pad[d]) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+// The GemmWeights of weights `w` (o x cg x g's kernel), narrowed to `t` where `trimmed`, packed
+// for the GEMM when `pack`.
+std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry& geo, const Geo& g,
+                                             bool trimmed, const Geo& t,
+                                             const int64_t first[kMaxSpatial], bool pack) {
+  auto out = std::make_shared<GemmWeights>();
+  out->trimmed = trimmed;
+  if (trimmed) {
+    out->g = t;
+    std::copy(first, first + kMaxSpatial, out->first);
+    int64_t rows = geo.o * geo.cg, ks = g.KernelSize();
+    out->w.resize(static_cast<size_t>(rows * t.KernelSize()));
+    float* to = out->w.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t a = 0; a < t.kernel[0]; ++a) {
+        for (int64_t b = 0; b < t.kernel[1]; ++b) {
+          const float* from =
+              w + r * ks + ((a + first[0]) * g.kernel[1] + b + first[1]) * g.kernel[2] + first[2];
+          to = std::copy(from, from + t.kernel[2], to);
+        }
+      }
+    }
+    w = out->w.data();
+  }
+  if (pack) {
+    int64_t k = geo.cg * (trimmed ? t : g).KernelSize();
+    out->packed.reserve(static_cast<size_t>(geo.groups));
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      out->packed.emplace_back(w + grp * geo.og * k, k, geo.og, k);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Status ConvFast(KernelContext& ctx) {
@@ -565,32 +653,42 @@ Status ConvFast(KernelContext& ctx) {
   Epilogue epilogue(geo);
   if (geo.cg == 1 && geo.groups > 1) return DepthwiseConvFast(ctx, geo, g, epilogue);
   if (SmallDirectConvFast(ctx, geo, g, epilogue)) return Status::Ok();
-  int64_t k = geo.cg * ks;
   // A step that may take Winograd keeps the transformed weights in its cache; when an image is
   // too small for it (a few tiles, where its 16 small GEMMs and transforms cost more than they
   // save), the step runs the GEMM path with its weights packed on the way.
   bool winograd_step = UseWinograd(geo);
-  if (winograd_step && (geo.w.out[0] + 1) / 2 * ((geo.w.out[1] + 1) / 2) >= kWinogradMinTiles) {
+  int64_t first[kMaxSpatial];
+  Geo narrowed;
+  bool trimmed = TrimTaps(g, first, &narrowed);
+  if (winograd_step && !trimmed &&
+      (geo.w.out[0] + 1) / 2 * ((geo.w.out[1] + 1) / 2) >= kWinogradMinTiles) {
     auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
     std::shared_ptr<const WinogradWeights> u =
         ctx.constant_input(1) && ctx.cache() ? ctx.cache()->Get<WinogradWeights>(make) : make();
     WinogradConv(px, *u, py, geo, epilogue, ctx);
     return Status::Ok();
   }
-  // Constant weights: each group's packed once for the GEMM, into the step's cache.
-  std::shared_ptr<const std::vector<PackedA>> packed;
+  // Constant weights: each group's packed once for the GEMM (cut to the taps kept where some read
+  // only padding), into the step's cache. A Winograd step's cache holds its transform: here, its
+  // weights are cut on each run, not packed.
+  std::shared_ptr<const GemmWeights> prepared;
   if (!winograd_step && ctx.constant_input(1) && ctx.cache()) {
-    packed = ctx.cache()->Get<std::vector<PackedA>>([&] {
-      auto v = std::make_shared<std::vector<PackedA>>();
-      v->reserve(static_cast<size_t>(geo.groups));
-      for (int64_t grp = 0; grp < geo.groups; ++grp) {
-        v->emplace_back(pw + grp * geo.og * k, k, geo.og, k);
-      }
-      return v;
-    });
+    prepared = ctx.cache()->Get<GemmWeights>(
+        [&] { return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, true); });
+    if (!prepared->Fits(trimmed, narrowed, first)) prepared = nullptr;
   }
-  auto weights = [&](int64_t grp) {
-    return packed ? &(*packed)[static_cast<size_t>(grp)] : nullptr;
+  if (!prepared && trimmed) {
+    prepared = MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, false);
+  }
+  if (trimmed) {
+    g = narrowed;
+    pw = prepared->w.data();
+    ks = g.KernelSize();
+  }
+  int64_t k = geo.cg * ks;
+  auto weights = [&](int64_t grp) -> const PackedA* {
+    return prepared && !prepared->packed.empty() ? &prepared->packed[static_cast<size_t>(grp)]
+                                                 : nullptr;
   };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
@@ -735,7 +833,7 @@ Status ConvFast(KernelContext& ctx) {
     }
   };
   // Sgemm's own scratch per image: B's panels, and A's unless packed ahead.
-  if (by_image(packed ? 0 : geo.og * k)) {
+  if (by_image(weights(0) ? 0 : geo.og * k)) {
     ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) image(b, nullptr);
     });
