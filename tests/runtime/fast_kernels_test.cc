@@ -361,7 +361,8 @@ TEST(FastKernels, ConvLargeBlocks) {
 // (3x3 over rows of one pixel: an OCR model's neck), against the reference: images sharing a
 // GEMM, one image on the padded grid, a 1-d window left one tap wide, a dilated window, strides,
 // groups. Then one step's cache across image sizes that drop taps of rows, of columns, of both or
-// none, in two orders: each run computes with the weights its own window needs.
+// none, and that take Winograd or not, in several orders: each run computes with the weights its
+// own path and window need.
 TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
   std::mt19937 rng(31);
   CheckConv({2, 1, 16, 8, {1, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
@@ -379,18 +380,25 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
       .Ints("padding", {1, 1, 1, 1})
       .Str("auto_pad", "NOTSET");
   const rt::AttrView::List* list = attrs.Finish();
-  // Six input channels: not a Winograd step, whose cache holds its transform instead.
-  std::vector<float> w = Random(rng, 12 * 6 * 9);
+  // Six input channels: a GEMM step. Ten: a step that takes Winograd on images of enough tiles
+  // (20 x 20) and the GEMM path on others, its cache holding both.
   using Size = std::pair<int64_t, int64_t>;
-  for (bool trimmed_first : {true, false}) {
+  struct Order {
+    int64_t channels;
+    std::vector<Size> sizes;
+  };
+  for (const Order& order : {Order{6, {{1, 33}, {9, 33}, {1, 33}, {9, 1}, {1, 1}}},
+                             Order{6, {{9, 33}, {1, 33}, {9, 1}, {1, 1}, {9, 33}}},
+                             Order{10, {{20, 20}, {4, 4}, {1, 33}, {20, 20}, {4, 4}}},
+                             Order{10, {{1, 33}, {4, 4}, {20, 20}, {9, 1}, {20, 20}}}}) {
+    int64_t c = order.channels;
+    std::vector<float> w = Random(rng, 12 * c * 9);
     rt::StepCache cache;
-    for (Size size : trimmed_first ? std::vector<Size>{{1, 33}, {9, 33}, {1, 33}, {9, 1}, {1, 1}}
-                                   : std::vector<Size>{{9, 33}, {1, 33}, {9, 1}, {1, 1}, {9, 33}}) {
-      int64_t h = size.first;
-      Shape xs = {1, 6, h, size.second};
+    for (Size size : order.sizes) {
+      Shape xs = {1, c, size.first, size.second};
       std::vector<float> x = Random(rng, Count(xs));
       std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
-                                    Tensor{DType::kFloat32, {12, 6, 3, 3}, w.data()}};
+                                    Tensor{DType::kFloat32, {12, c, 3, 3}, w.data()}};
       TestContext ref(inputs, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok());
       TestContext got(inputs, list, nullptr);
@@ -401,8 +409,9 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
       ASSERT_EQ(v.size(), want.size());
       for (size_t i = 0; i < v.size(); ++i) {
         ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-            << "image " << h << " x " << size.second << ", the cache's first image "
-            << (trimmed_first ? "1 x 33" : "9 x 33") << ", element " << i;
+            << c << " channels, image " << size.first << " x " << size.second
+            << ", the cache's first image " << order.sizes[0].first << " x "
+            << order.sizes[0].second << ", element " << i;
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -602,6 +603,27 @@ struct GemmWeights {
   }
 };
 
+// What a conv step keeps in its cache: each part made on the first run that needs it (a step that
+// may take Winograd runs the GEMM path on small images), from any thread.
+class ConvStepWeights {
+ public:
+  template <class F>
+  std::shared_ptr<const WinogradWeights> Winograd(F&& make) const {
+    std::call_once(winograd_once_, [&] { winograd_ = make(); });
+    return winograd_;
+  }
+  template <class F>
+  std::shared_ptr<const GemmWeights> Gemm(F&& make) const {
+    std::call_once(gemm_once_, [&] { gemm_ = make(); });
+    return gemm_;
+  }
+
+ private:
+  mutable std::once_flag winograd_once_, gemm_once_;
+  mutable std::shared_ptr<const WinogradWeights> winograd_;
+  mutable std::shared_ptr<const GemmWeights> gemm_;
+};
+
 // The GemmWeights of weights `w` (o x cg x g's kernel), narrowed to `t` where `trimmed`, packed
 // for the GEMM when `pack`.
 std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry& geo, const Geo& g,
@@ -653,28 +675,31 @@ Status ConvFast(KernelContext& ctx) {
   Epilogue epilogue(geo);
   if (geo.cg == 1 && geo.groups > 1) return DepthwiseConvFast(ctx, geo, g, epilogue);
   if (SmallDirectConvFast(ctx, geo, g, epilogue)) return Status::Ok();
-  // A step that may take Winograd keeps the transformed weights in its cache; when an image is
-  // too small for it (a few tiles, where its 16 small GEMMs and transforms cost more than they
-  // save), the step runs the GEMM path with its weights packed on the way.
-  bool winograd_step = UseWinograd(geo);
+  // Constant weights are prepared once, into the step's cache (ConvStepWeights): Winograd's
+  // transform where the step takes it, otherwise the weights packed for the GEMM (cut to the taps
+  // kept where some read only padding). A step that may take Winograd runs the GEMM path where an
+  // image is too small for it (a few tiles, where its 16 small GEMMs and transforms cost more than
+  // they save) or its window drops taps.
   int64_t first[kMaxSpatial];
   Geo narrowed;
   bool trimmed = TrimTaps(g, first, &narrowed);
-  if (winograd_step && !trimmed &&
+  const ConvStepWeights* cached = nullptr;
+  std::shared_ptr<const ConvStepWeights> hold;
+  if (ctx.constant_input(1) && ctx.cache()) {
+    hold = ctx.cache()->Get<ConvStepWeights>([] { return std::make_shared<ConvStepWeights>(); });
+    cached = hold.get();
+  }
+  if (UseWinograd(geo) && !trimmed &&
       (geo.w.out[0] + 1) / 2 * ((geo.w.out[1] + 1) / 2) >= kWinogradMinTiles) {
     auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
-    std::shared_ptr<const WinogradWeights> u =
-        ctx.constant_input(1) && ctx.cache() ? ctx.cache()->Get<WinogradWeights>(make) : make();
+    std::shared_ptr<const WinogradWeights> u = cached ? cached->Winograd(make) : make();
     WinogradConv(px, *u, py, geo, epilogue, ctx);
     return Status::Ok();
   }
-  // Constant weights: each group's packed once for the GEMM (cut to the taps kept where some read
-  // only padding), into the step's cache. A Winograd step's cache holds its transform: here, its
-  // weights are cut on each run, not packed.
   std::shared_ptr<const GemmWeights> prepared;
-  if (!winograd_step && ctx.constant_input(1) && ctx.cache()) {
-    prepared = ctx.cache()->Get<GemmWeights>(
-        [&] { return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, true); });
+  if (cached) {
+    prepared =
+        cached->Gemm([&] { return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, true); });
     if (!prepared->Fits(trimmed, narrowed, first)) prepared = nullptr;
   }
   if (!prepared && trimmed) {
