@@ -860,6 +860,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           if (whole < ncols) {
             Block(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole, ldc);
           }
+          Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
         }
       } else {
         // The task's panels one after another (packed ahead, or packed here): each row block
@@ -877,11 +878,8 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
           Block(mc, ncols, k, ap + i * k, packed, c + i * ldc + j, ldc);
+          Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
         }
-      }
-      for (int64_t ib = ib0; ib < ib1; ++ib) {
-        int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-        Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
       }
     }
   });
