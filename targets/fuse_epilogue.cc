@@ -1,5 +1,6 @@
 #include "targets/fuse_epilogue.h"
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -37,6 +38,28 @@ class Fusion {
         FusePost(conv);
       }
     }
+    return Compact();
+  }
+
+  // Each GELU an exporter wrote out of its parts on a CPU device, one nn.gelu step.
+  int RunGelu() {
+    removed_.assign(g_.steps.size(), false);
+    count_ = 0;
+    producer_.assign(g_.values.size(), -1);
+    for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+      for (int v : g_.steps[static_cast<size_t>(s)].outputs) {
+        if (v >= 0) producer_[static_cast<size_t>(v)] = s;
+      }
+    }
+    for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+      if (!removed_[static_cast<size_t>(s)]) FuseGelu(s);
+    }
+    return Compact();
+  }
+
+ private:
+  // The steps kept, in order; returns how many went.
+  int Compact() {
     std::vector<StepSpec> kept;
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       if (!removed_[s]) kept.push_back(std::move(g_.steps[s]));
@@ -45,7 +68,6 @@ class Fusion {
     return count_;
   }
 
- private:
   void Remove(int step) {
     removed_[static_cast<size_t>(step)] = true;
     ++count_;
@@ -256,6 +278,103 @@ class Fusion {
     return true;
   }
 
+  // GELU as exporters write it, from the erf step `e` = erf(t) on a CPU device: t = x * c
+  // (c within 2^-22 of 1/sqrt(2)) or x / c (of sqrt(2)); a = e + 1; then h = x * 0.5 and
+  // y = h * a, or m = x * a and y = m * 0.5, or q = a * 0.5 and y = x * q (the operands of each
+  // add and multiply in either order). Every value between read once, within the chain, each of
+  // x's shape and float32: the last step becomes nn.gelu of x, and the others go.
+  void FuseGelu(int e) {
+    const StepSpec& erf = g_.steps[static_cast<size_t>(e)];
+    if (erf.kernel != "erf" || erf.inputs.size() != 1 || erf.outputs.size() != 1 ||
+        erf.device < 0 || devices_[static_cast<size_t>(erf.device)].kind != "cpu") {
+      return;
+    }
+    int t = erf.inputs[0];
+    if (t < 0 || reads_[static_cast<size_t>(t)] != 1) return;
+    int scale = producer_[static_cast<size_t>(t)];
+    if (scale < 0 || removed_[static_cast<size_t>(scale)]) return;
+    const StepSpec& p = g_.steps[static_cast<size_t>(scale)];
+    if (p.device != erf.device || p.inputs.size() != 2 || p.outputs.size() != 1) return;
+    const float kInvSqrt2 = 0.70710678118654752f, kSqrt2 = 1.41421356237309505f;
+    int x = -1;
+    if (p.kernel == "multiply") {
+      for (int i = 0; i < 2; ++i) {
+        if (ScalarNear(p.inputs[static_cast<size_t>(1 - i)], kInvSqrt2,
+                       p.inputs[static_cast<size_t>(i)])) {
+          x = p.inputs[static_cast<size_t>(i)];
+        }
+      }
+    } else if (p.kernel == "divide" && ScalarNear(p.inputs[1], kSqrt2, p.inputs[0])) {
+      x = p.inputs[0];
+    }
+    if (x < 0 || Value(x).dtype != kFloat32 || !SameType(x, t) || !SameType(x, erf.outputs[0])) {
+      return;
+    }
+    int ev = erf.outputs[0];
+    int add = SoleReader(erf, ev, "add");
+    if (add < 0 || !BinaryWith(add, ev, 1.0f, x)) return;
+    int a = g_.steps[static_cast<size_t>(add)].outputs[0];
+    int m1 = SoleReader(erf, a, "multiply");
+    if (m1 < 0 || g_.steps[static_cast<size_t>(m1)].inputs.size() != 2) return;
+    const StepSpec& first = g_.steps[static_cast<size_t>(m1)];
+    int other = first.inputs[0] == a ? first.inputs[1] : first.inputs[0];
+    int last = -1, half = -1;
+    if (other == x) {  // m = x * a, y = m * 0.5
+      int m2 = SoleReader(erf, first.outputs[0], "multiply");
+      if (m2 < 0 || !BinaryWith(m2, first.outputs[0], 0.5f, x)) return;
+      last = m2;
+    } else if (BinaryWith(m1, a, 0.5f, x)) {  // q = a * 0.5, y = x * q
+      int m2 = SoleReader(erf, first.outputs[0], "multiply");
+      if (m2 < 0) return;
+      const StepSpec& y = g_.steps[static_cast<size_t>(m2)];
+      if (y.inputs.size() != 2 || (y.inputs[0] != x && y.inputs[1] != x) ||
+          (y.inputs[0] != first.outputs[0] && y.inputs[1] != first.outputs[0])) {
+        return;
+      }
+      last = m2;
+    } else {  // h = x * 0.5, y = h * a
+      half = other < 0 ? -1 : producer_[static_cast<size_t>(other)];
+      if (half < 0 || removed_[static_cast<size_t>(half)] ||
+          reads_[static_cast<size_t>(other)] != 1 ||
+          g_.steps[static_cast<size_t>(half)].kernel != "multiply" ||
+          g_.steps[static_cast<size_t>(half)].device != erf.device ||
+          g_.steps[static_cast<size_t>(half)].outputs.size() != 1 ||
+          !BinaryWith(half, x, 0.5f, x)) {
+        return;
+      }
+      last = m1;
+    }
+    StepSpec& y = g_.steps[static_cast<size_t>(last)];
+    if (!SameType(x, y.outputs[0]) || !SameType(x, a) ||
+        !SameType(x, g_.steps[static_cast<size_t>(m1)].outputs[0])) {
+      return;
+    }
+    y.kernel = "nn.gelu";
+    y.inputs = {x};
+    y.input_arity = {1};
+    y.attrs = ir::Attrs();
+    Remove(scale);
+    Remove(e);
+    Remove(add);
+    if (last != m1) Remove(m1);
+    if (half >= 0) Remove(half);
+  }
+
+  // Whether step `s` (on the device of x) has two operands, `v` and a float32 scalar constant
+  // equal to `value`, in either order, and a result of x's shape.
+  bool BinaryWith(int s, int v, float value, int x) const {
+    const StepSpec& b = g_.steps[static_cast<size_t>(s)];
+    if (b.inputs.size() != 2 || b.outputs.size() != 1) return false;
+    int k = b.inputs[0] == v ? b.inputs[1] : b.inputs[1] == v ? b.inputs[0] : -1;
+    return k >= 0 && ScalarConstant(k, value, x) && SameType(x, b.outputs[0]);
+  }
+
+  // A float32 scalar constant (as ScalarConstant) within 2^-22 of `value`, relatively.
+  bool ScalarNear(int k, float value, int v) const {
+    std::optional<float> x = ScalarValue(k, v);
+    return x && std::abs(*x - value) <= std::abs(value) * 0x1p-22f;
+  }
+
   static constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
 
   const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
@@ -391,21 +510,28 @@ class Fusion {
 
   // A float32 constant holding `value` alone, of rank 0 or of ones no longer than `v`'s rank.
   bool ScalarConstant(int k, float value, int v) const {
-    if (k < 0) return false;
+    std::optional<float> x = ScalarValue(k, v);
+    return x && *x == value;
+  }
+
+  // The value of a float32 constant holding one alone, of rank 0 or of ones no longer than `v`'s
+  // rank.
+  std::optional<float> ScalarValue(int k, int v) const {
+    if (k < 0) return std::nullopt;
     const ValueSpec& c = Value(k);
     if (c.kind != pkg::ValueKind::Constant || c.dtype != kFloat32 || c.rank < 0 ||
         c.rank > Value(v).rank || c.buffer < 0 || c.buffer >= static_cast<int>(buffers_.size())) {
-      return false;
+      return std::nullopt;
     }
     for (int d : c.dims) {
       std::optional<int64_t> n = IntDim(d);
-      if (!n || *n != 1) return false;
+      if (!n || *n != 1) return std::nullopt;
     }
     const auto& bytes = buffers_[static_cast<size_t>(c.buffer)];
-    if (!bytes || bytes->size() != sizeof(float)) return false;
+    if (!bytes || bytes->size() != sizeof(float)) return std::nullopt;
     float x;
     std::memcpy(&x, bytes->data(), sizeof x);
-    return x == value;
+    return x;
   }
 
   const std::vector<DeviceSpec>& devices_;
@@ -413,6 +539,7 @@ class Fusion {
   GraphSpec& g_;
   std::vector<int> reads_;
   std::vector<std::vector<int>> readers_;  // the steps reading each value, once per read
+  std::vector<int> producer_;              // the step writing each value (RunGelu), or -1
   std::vector<bool> removed_;
   int count_ = 0;
 };
@@ -421,7 +548,8 @@ class Fusion {
 
 int FuseConvEpilogues(const std::vector<DeviceSpec>& devices, const Buffers& buffers,
                       GraphSpec& g) {
-  return Fusion(devices, buffers, g).Run();
+  int removed = Fusion(devices, buffers, g).RunGelu();
+  return removed + Fusion(devices, buffers, g).Run();
 }
 
 }  // namespace quilt::compiler

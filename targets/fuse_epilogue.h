@@ -26,6 +26,10 @@
 // left unwritten and unread (so neither planned nor allocated). A value between that is a graph
 // output, is read by another step or more often, or differs in shape or element type stops the
 // chain there.
+//
+// Before the convs, on a CPU device, GELU as exporters write it out of erf (x * 1/sqrt(2) or
+// x / sqrt(2), erf, + 1, and the multiplies by x and by 0.5 in any of three orders, every value
+// between read once within the chain and of x's shape) becomes one nn.gelu step of x.
 #pragma once
 
 #include <cstdint>

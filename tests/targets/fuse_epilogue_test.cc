@@ -516,6 +516,89 @@ class Module:
   EXPECT_EQ(Build(mod, true).steps, 2);
 }
 
+// A module whose main runs `body` on x (2, 5, 7) (lines of IR text, the first unindented).
+ir::IRModule Elementwise(const std::string& body) {
+  return Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 5, 7), "float32")):
+        )" + body +
+               "\n");
+}
+
+// GELU as exporters write it out of erf becomes one nn.gelu step on the CPU: x * 1/sqrt(2) or
+// x / sqrt(2) (the constants as float32 rounds them), + 1, then (x * 0.5) * a, (x * a) * 0.5 or
+// x * (a * 0.5), operands in either order. Its values against GELU in double (within the fast
+// kernels' tolerance) and against the unfused package. Chains that differ stay as they are.
+TEST(FuseEpilogue, GeluWrittenOutOfErfBecomesOneStep) {
+  std::mt19937 rng(17);
+  const std::string half = "R.const(0.5, \"float32\")", one = "R.const(1.0, \"float32\")";
+  const std::string inv = "R.const(0.70710677, \"float32\")",
+                    root = "R.const(1.4142135, \"float32\")";
+  struct Case {
+    std::string body;
+    int steps;  // after fusion
+  };
+  const std::string scaled = "t = R.multiply(x, " + inv + ")\n        e = R.erf(t)\n        ";
+  const std::string divided = "t = R.divide(x, " + root + ")\n        e = R.erf(t)\n        ";
+  const std::vector<Case> cases = {
+      // Keras and TensorFlow's exports: h = x * 0.5, y = h * (1 + erf(x * 0.7071...)).
+      {"h = R.multiply(x, " + half + ")\n        " + scaled + "a = R.add(" + one +
+           ", e)\n        y = R.multiply(h, a)\n        return y",
+       1},
+      // PyTorch's: y = (x * (erf(x / 1.4142...) + 1)) * 0.5.
+      {divided + "a = R.add(e, " + one +
+           ")\n        m = R.multiply(x, a)\n        y = R.multiply(m, " + half +
+           ")\n        return y",
+       1},
+      // y = x * ((1 + erf(...)) * 0.5), the multiplies' operands the other way round.
+      {"t = R.multiply(" + inv + ", x)\n        e = R.erf(t)\n        a = R.add(e, " + one +
+           ")\n        q = R.multiply(" + half +
+           ", a)\n        y = R.multiply(q, x)\n        return y",
+       1},
+      // Stay: another scale; an add of 2; a value between that is also an output; a half
+      // of another value.
+      {"t = R.multiply(x, R.const(0.7, \"float32\"))\n        e = R.erf(t)\n        a = R.add(e, " +
+           one + ")\n        m = R.multiply(x, a)\n        y = R.multiply(m, " + half +
+           ")\n        return y",
+       5},
+      {divided +
+           "a = R.add(e, R.const(2.0, \"float32\"))\n        m = R.multiply(x, a)\n        y = "
+           "R.multiply(m, " +
+           half + ")\n        return y",
+       5},
+      {divided + "a = R.add(e, " + one +
+           ")\n        m = R.multiply(x, a)\n        y = R.multiply(m, " + half +
+           ")\n        return (y, a)",
+       5},
+      {"r = R.erf(x)\n        h = R.multiply(r, " + half + ")\n        " + scaled + "a = R.add(" +
+           one + ", e)\n        y = R.multiply(h, a)\n        return y",
+       6},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Elementwise(c.body);
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    EXPECT_EQ(fused.kernels.find("nn.gelu") != std::string::npos, c.steps == 1)
+        << c.body << ": " << fused.kernels;
+    ExpectFusedComputesThePlain(plain, fused, {2, 5, 7}, rng);
+    if (c.steps != 1) continue;
+    std::vector<float> x(70);
+    std::uniform_real_distribution<float> d(-6, 6);
+    for (float& v : x) v = d(rng);
+    std::vector<std::vector<float>> got =
+        RunPackage(fused.package, {test::Input("x", x, {2, 5, 7})});
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      double v = x[i], want = v / 2 * (1 + std::erf(v / std::sqrt(2.0)));
+      EXPECT_NEAR(got[0][i], want, 1e-5 + 1e-4 * std::abs(want)) << c.body << ", x " << v;
+    }
+  }
+}
+
 // Only float32 convs fuse.
 TEST(FuseEpilogue, OtherElementTypesStay) {
   ir::IRModule mod = Parse(R"(
