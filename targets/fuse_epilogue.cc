@@ -30,10 +30,12 @@ class Fusion {
   int Run() {
     removed_.assign(g_.steps.size(), false);
     count_ = 0;
+    Producers();
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
       FuseAffine(conv);
+      FuseResidual(static_cast<int>(s), conv);
       if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv)) {
         FusePost(conv);
       }
@@ -45,12 +47,7 @@ class Fusion {
   int RunGelu() {
     removed_.assign(g_.steps.size(), false);
     count_ = 0;
-    producer_.assign(g_.values.size(), -1);
-    for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
-      for (int v : g_.steps[static_cast<size_t>(s)].outputs) {
-        if (v >= 0) producer_[static_cast<size_t>(v)] = s;
-      }
-    }
+    Producers();
     for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
       if (!removed_[static_cast<size_t>(s)]) FuseGelu(s);
     }
@@ -66,6 +63,37 @@ class Fusion {
     }
     g_.steps = std::move(kept);
     return count_;
+  }
+
+  // producer_: the step writing each value, or -1.
+  void Producers() {
+    producer_.assign(g_.values.size(), -1);
+    for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
+      for (int v : g_.steps[static_cast<size_t>(s)].outputs) {
+        if (v >= 0) producer_[static_cast<size_t>(v)] = s;
+      }
+    }
+  }
+
+  // On the CPU, after the affine ops: an add reading the result alone with another value of the
+  // result's shape and element type (a residual connection), when that value is ready before the
+  // conv step runs (a graph input, a constant, or an earlier step's result). The conv takes it as
+  // its next input (attribute residual) and writes the add's result.
+  void FuseResidual(int s, StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return;
+    int v = conv.outputs[0];
+    int add = SoleReader(conv, v, "add");
+    if (add < 0) return;
+    const StepSpec& a = g_.steps[static_cast<size_t>(add)];
+    if (a.inputs.size() != 2) return;
+    int r = a.inputs[0] == v ? a.inputs[1] : a.inputs[0];
+    if (r < 0 || r == v || producer_[static_cast<size_t>(r)] >= s) return;
+    if (!SameType(v, r) || !SameType(v, a.outputs[0])) return;
+    conv.inputs.push_back(r);
+    conv.input_arity.push_back(1);
+    conv.attrs.Set("residual", int64_t{1});
+    conv.outputs = a.outputs;
+    Remove(add);
   }
 
   void Remove(int step) {
@@ -539,7 +567,7 @@ class Fusion {
   GraphSpec& g_;
   std::vector<int> reads_;
   std::vector<std::vector<int>> readers_;  // the steps reading each value, once per read
-  std::vector<int> producer_;              // the step writing each value (RunGelu), or -1
+  std::vector<int> producer_;              // the step writing each value, or -1
   std::vector<bool> removed_;
   int count_ = 0;
 };

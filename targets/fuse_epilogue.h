@@ -17,6 +17,10 @@
 // by the multiply alone), as activation = "silu", an nn.leakyrelu as activation = "leaky_relu"
 // (activation_alpha its alpha), and an nn.prelu on the channel axis whose slope is a constant of
 // one value per channel or one for all as activation = "prelu" (the slope the conv's next input).
+// On the CPU, after the adds and multiplies and before the activation, an add of another value
+// of the result's shape and element type that is ready before the conv step (a graph input, a
+// constant, or an earlier step's result: a residual connection) joins it too, the value its next
+// input (attribute residual).
 // After an activation, on the CPU, up to three adds, multiplies, divides (of the result by the
 // constant), maximums and minimums with constants of those shapes join it in the attribute post
 // ('b', 's', 'd', 'x', 'n'; a maximum or minimum whose first operand is the constant only when no

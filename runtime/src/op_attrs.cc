@@ -22,8 +22,8 @@ constexpr OpSchema kOps[] = {
 // members of a fused elementwise chain (fused.h; each member's own attributes are checked
 // against that member's op).
 // A fused conv also takes its bias as a third argument, or, with the attributes affine and post,
-// up to three constants to add and multiply by before its activation and three after, and a
-// prelu activation its slope.
+// up to three constants to add and multiply by before its activation and three after, a
+// residual tensor, and a prelu activation its slope.
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
@@ -32,14 +32,17 @@ struct Added {
 const std::vector<Added>& LoweringAttributes() {
   static const std::vector<Added> added = {
       {"nn.conv1d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post"},
-       7},
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
       {"nn.conv2d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post"},
-       7},
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
       {"nn.conv3d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post"},
-       7},
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
       {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
   };
   return added;

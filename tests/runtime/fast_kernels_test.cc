@@ -420,9 +420,9 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)), adds and multiplies
 // before the activation (relu, clip, the hardswishes, silu, leaky_relu, prelu) and adds,
 // multiplies, divides, maximums and minimums after it, on every path of the fast conv.
-TEST(FastKernels, ConvEpilogueMatchesTheReference) {
-  std::mt19937 rng(11);
-  const std::vector<ConvCase> cases = {
+// A conv on each path of the fast conv, for the epilogue tests.
+std::vector<ConvCase> EpiloguePaths() {
+  return {
       {2, 1, 3, 5, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},    // GEMM
       {1, 1, 8, 24, {7, 13}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // pointwise
       {2, 6, 1, 1, {10, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},   // depthwise, unit stride
@@ -439,6 +439,11 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
       {2, 1, 9, 10, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
   };
+}
+
+TEST(FastKernels, ConvEpilogueMatchesTheReference) {
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases = EpiloguePaths();
   struct Act {
     bool bias;
     std::string activation;
@@ -504,6 +509,79 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
                          "' post '" + act.post + "'";
       Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
     }
+  }
+}
+
+// The output dims of conv case c (explicit pads).
+Shape ConvOutShape(const ConvCase& c) {
+  Shape out = {c.n, c.groups * c.og};
+  size_t rank = c.in.size();
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dk = (c.kernel[d] - 1) * c.dilation[d] + 1;
+    out.push_back((c.in[d] + c.pads[d] + c.pads[rank + d] - dk) / c.stride[d] + 1);
+  }
+  return out;
+}
+
+// A residual input (attribute residual): a tensor of the output's shape added after the affine
+// ops and before the activation, on every path of the fast conv (added as the GEMM writes y, or
+// in a pass after the others), with a bias, affine ops, the activations and post ops around it,
+// against the reference.
+TEST(FastKernels, ConvResidualMatchesTheReference) {
+  std::mt19937 rng(19);
+  struct Act {
+    std::string affine;  // none: no input before the residual
+    std::string activation;
+    std::string post = "";
+  };
+  const std::vector<Act> acts = {
+      {"b", "relu"},       {"", ""},           {"bs", "hardswish"}, {"b", "silu"},
+      {"b", "prelu", "x"}, {"s", "clip", "b"},
+  };
+  for (const ConvCase& c : EpiloguePaths()) {
+    for (const Act& act : acts) {
+      Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
+      x.insert(x.end(), c.in.begin(), c.in.end());
+      w.insert(w.end(), c.kernel.begin(), c.kernel.end());
+      Attrs attrs;
+      attrs.Int("groups", c.groups)
+          .Ints("strides", c.stride)
+          .Ints("dilation", c.dilation)
+          .Ints("padding", c.pads)
+          .Int("residual", 1);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      if (act.activation == "clip")
+        attrs.Float("activation_min", -0.2).Float("activation_max", 0.3);
+      std::vector<Shape> shapes = {x, w};
+      Shape per_channel(x.size() - 1, 1);
+      per_channel[0] = w[0];
+      attrs.Str("affine", act.affine);
+      for (size_t i = 0; i < act.affine.size(); ++i) shapes.push_back(per_channel);
+      shapes.push_back(ConvOutShape(c));
+      if (act.activation == "prelu") shapes.push_back(per_channel);
+      if (!act.post.empty()) attrs.Str("post", act.post);
+      for (size_t i = 0; i < act.post.size(); ++i) shapes.push_back(per_channel);
+      std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") affine '" + act.affine +
+                         "' residual, activation '" + act.activation + "' post '" + act.post + "'";
+      Compare(nn::ConvFast, nn::ConvReference, shapes, attrs, rng, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // A residual of another shape is refused by both convs, with the shapes in the message.
+  std::vector<float> xv(1 * 2 * 4 * 4, 1.0f), wv(3 * 2, 1.0f), r(3 * 4 * 3, 0.5f);
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Int("residual", 1).Finish();
+  std::vector<Tensor> in = {Tensor{DType::kFloat32, {1, 2, 4, 4}, xv.data()},
+                            Tensor{DType::kFloat32, {3, 2, 1, 1}, wv.data()},
+                            Tensor{DType::kFloat32, {1, 3, 4, 3}, r.data()}};
+  for (rt::KernelFn fn : {nn::ConvFast, nn::ConvReference}) {
+    TestContext ctx(in, list, nullptr);
+    Status st = fn(ctx);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(
+        st.message().find("residual input (1, 3, 4, 3) is not of the output's shape (1, 3, 4, 4)"),
+        std::string::npos)
+        << st.message();
   }
 }
 

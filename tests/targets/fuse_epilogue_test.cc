@@ -516,6 +516,71 @@ class Module:
   EXPECT_EQ(Build(mod, true).steps, 2);
 }
 
+// On the CPU a residual add (another value of the conv result's shape, ready before the conv)
+// joins the conv between its bias and its relu: from a graph input, and from an earlier conv's
+// result, in either operand order. A residual that broadcasts, or one computed after the conv,
+// stays an add. Every fused package computes what the plain one does.
+TEST(FuseEpilogue, ResidualAddsJoinTheConv) {
+  std::mt19937 rng(23);
+  const std::string w1 = Const(rng, {4, 3, 3, 3}), w2 = Const(rng, {4, 3, 3, 3}),
+                    b1 = Const(rng, {1, 4, 1, 1}), b2 = Const(rng, {1, 4, 1, 1});
+  struct Case {
+    std::string body;
+    int steps;     // after fusion
+    int residual;  // conv steps with the attribute residual
+  };
+  const std::string head = "h1 = R.nn.conv2d(x, " + w1 + ", padding=[1, 1, 1, 1])\n        ";
+  const std::vector<Case> cases = {
+      {"h = R.nn.conv2d(x, " + w2 + ", padding=[1, 1, 1, 1])\n        c = R.add(h, " + b2 +
+           ")\n        a = R.add(c, p)\n        r = R.nn.relu(a)\n        return r",
+       1, 1},
+      {head + "h2 = R.nn.conv2d(x, " + w2 + ", padding=[1, 1, 1, 1])\n        c = R.add(h2, " + b2 +
+           ")\n        a = R.add(h1, c)\n        r = R.nn.relu(a)\n        return r",
+       2, 1},
+      // The first conv's result is the residual of the second, whose own result comes first.
+      {head + "c1 = R.add(h1, " + b1 + ")\n        h2 = R.nn.conv2d(x, " + w2 +
+           ", padding=[1, 1, 1, 1])\n        a = R.add(c1, h2)\n        return a",
+       2, 1},
+      // Stay: a residual of shape (1, 4, 1, 1), which broadcasts.
+      {"h = R.nn.conv2d(x, " + w2 +
+           ", padding=[1, 1, 1, 1])\n        a = R.add(h, q)\n        r = "
+           "R.nn.relu(a)\n        return r",
+       3, 0},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 7, 6), "float32"), p: R.Tensor((1, 4, 7, 6), "float32"), q: R.Tensor((1, 4, 1, 1), "float32")):
+        )" + c.body + "\n");
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    LowerOptions lower;
+    lower.fuse_epilogues = true;
+    Expected<Compiled> compiled = Compile(mod, {});
+    ASSERT_TRUE(compiled) << compiled.error().ToString();
+    Expected<PackageSpec> spec = Lower(compiled->module, lower);
+    ASSERT_TRUE(spec) << spec.error().ToString();
+    int residual = 0;
+    for (const StepSpec& st : spec->graphs[0].steps)
+      residual += st.attrs.Get<int64_t>("residual") != nullptr;
+    EXPECT_EQ(residual, c.residual) << c.body;
+    std::uniform_real_distribution<float> d(-2, 2);
+    std::vector<float> x(3 * 7 * 6), pv(4 * 7 * 6), qv(4);
+    for (float& v : x) v = d(rng);
+    for (float& v : pv) v = d(rng);
+    for (float& v : qv) v = d(rng);
+    auto inputs = [&] {
+      return std::vector<rt::NamedTensor>{test::Input("x", x, {1, 3, 7, 6}),
+                                          test::Input("p", pv, {1, 4, 7, 6}),
+                                          test::Input("q", qv, {1, 4, 1, 1})};
+    };
+    ExpectClose(RunPackage(fused.package, inputs()), RunPackage(plain.package, inputs()));
+  }
+}
+
 // A module whose main runs `body` on x (2, 5, 7) (lines of IR text, the first unindented).
 ir::IRModule Elementwise(const std::string& body) {
   return Parse(R"(

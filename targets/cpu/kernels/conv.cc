@@ -158,13 +158,14 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   std::string_view post = attrs.Str("post", "");
   std::string_view act = attrs.Str("activation", "");
   int slope = act == "prelu" ? 1 : 0;  // a prelu's slope, the input after the affine ones
-  int before = ctx.num_inputs() - 2 - slope - static_cast<int>(post.size());
+  int residual = attrs.Int("residual", 0) != 0 ? 1 : 0;  // the input after the affine ones
+  int before = ctx.num_inputs() - 2 - slope - residual - static_cast<int>(post.size());
   std::string_view ops = attrs.Str("affine", before > 0 ? "b" : "");
   if (ops.size() > 3 || post.size() > 3 || static_cast<int>(ops.size()) != before) {
     return Status::Error(
         "the epilogue '" + std::string(ops) + "', '" + std::string(act) + "', '" +
         std::string(post) + "' needs " +
-        Str(static_cast<int64_t>(ops.size() + slope + post.size())) +
+        Str(static_cast<int64_t>(ops.size() + residual + slope + post.size())) +
         " input(s) after the weight (at most 3 each before and after the activation), the step "
         "gives " +
         Str(ctx.num_inputs() - 2));
@@ -192,12 +193,22 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   geo->affines = static_cast<int>(ops.size());
   geo->posts = static_cast<int>(post.size());
   QUILT_RETURN_IF_ERROR(read(ops, "bs", 2, geo->affine));
+  if (residual) {
+    const Tensor* t = ctx.input(2 + geo->affines);
+    if (!t || t->dtype != x.dtype || t->shape != geo->y->shape) {
+      return Status::Error("the epilogue's residual input " +
+                           (t ? rt::ShapeString(t->shape) : std::string("(absent)")) +
+                           " is not of the output's shape " + rt::ShapeString(geo->y->shape) +
+                           " and the data's element type");
+    }
+    geo->residual = t;
+  }
   if (slope) {
     ConvGeometry::Affine s;
-    QUILT_RETURN_IF_ERROR(read("s", "s", 2 + geo->affines, &s));
+    QUILT_RETURN_IF_ERROR(read("s", "s", 2 + geo->affines + residual, &s));
     geo->slope = s.t;
   }
-  QUILT_RETURN_IF_ERROR(read(post, "bsdxn", 2 + geo->affines + slope, geo->post));
+  QUILT_RETURN_IF_ERROR(read(post, "bsdxn", 2 + geo->affines + residual + slope, geo->post));
   const rt::AttrView& a = attrs;
   double inf = std::numeric_limits<double>::infinity();
   geo->hardswish = act == "hardswish";
@@ -312,6 +323,7 @@ Status ConvReference(KernelContext& ctx) {
               if (lone_bias) acc += static_cast<double>(value(geo.affine[0], oc));
               auto v = static_cast<Compute<T>>(acc);
               for (int i = 0; i < geo.affines && !lone_bias; ++i) v = apply(geo.affine[i], oc, v);
+              if (geo.residual) v = static_cast<Compute<T>>(v + Load(geo.residual->Data<T>()[yi]));
               if (geo.clamp) {
                 if (v < lo) v = lo;
                 if (v > hi) v = hi;

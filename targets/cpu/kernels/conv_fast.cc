@@ -673,8 +673,37 @@ Status ConvFast(KernelContext& ctx) {
   int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
   if (geo.y->NumElements() == 0) return Status::Ok();
   Epilogue epilogue(geo);
-  if (geo.cg == 1 && geo.groups > 1) return DepthwiseConvFast(ctx, geo, g, epilogue);
-  if (SmallDirectConvFast(ctx, geo, g, epilogue)) return Status::Ok();
+  // A residual input (added after the affine ops, before the activation): the GEMM paths that
+  // write C into y add it as they finish each block of C (`full`, residual_done); every other
+  // path runs with no epilogue, and one pass over y then applies all of it.
+  const Epilogue full = epilogue;
+  bool residual_done = false;
+  if (geo.residual) {
+    epilogue.e = GemmEpilogue();
+    epilogue.active = false;
+  }
+  auto done = [&](Status st) -> Status {
+    if (!st.ok() || !geo.residual || residual_done) return st;
+    const float* res = geo.residual->Data<float>();
+    int64_t grain = std::max<int64_t>(1, 4096 / out_size);
+    ctx.ParallelFor(geo.n * geo.o, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        FinishRowWith(full.e, py + r * out_size, out_size, r % geo.o, res + r * out_size);
+      }
+    });
+    return Status::Ok();
+  };
+  // The epilogue of the product writing channels [grp * og, ...) of image b straight into y,
+  // with the residual where there is one.
+  auto into_y = [&](int64_t b, int64_t grp, GemmEpilogue* e) -> const GemmEpilogue* {
+    if (!geo.residual) return epilogue.From(grp * geo.og, e);
+    full.From(grp * geo.og, e);
+    e->residual = geo.residual->Data<float>() + (b * geo.o + grp * geo.og) * out_size;
+    e->residual_ld = out_size;
+    return e;
+  };
+  if (geo.cg == 1 && geo.groups > 1) return done(DepthwiseConvFast(ctx, geo, g, epilogue));
+  if (SmallDirectConvFast(ctx, geo, g, epilogue)) return done(Status::Ok());
   // Constant weights are prepared once, into the step's cache (ConvStepWeights): Winograd's
   // transform where the step takes it, otherwise the weights packed for the GEMM (cut to the taps
   // kept where some read only padding). A step that may take Winograd runs the GEMM path where an
@@ -694,7 +723,7 @@ Status ConvFast(KernelContext& ctx) {
     auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
     std::shared_ptr<const WinogradWeights> u = cached ? cached->Winograd(make) : make();
     WinogradConv(px, *u, py, geo, epilogue, ctx);
-    return Status::Ok();
+    return done(Status::Ok());
   }
   std::shared_ptr<const GemmWeights> prepared;
   if (cached) {
@@ -769,7 +798,7 @@ Status ConvFast(KernelContext& ctx) {
                         }
                       });
     }
-    return Status::Ok();
+    return done(Status::Ok());
   }
   // A batch of images each small enough: whole images on each thread (each with its own scratch),
   // not each image's fill, product and copy split across the threads, which would meet three
@@ -823,8 +852,8 @@ Status ConvFast(KernelContext& ctx) {
         GemmEpilogue e;
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
         SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, grid_in + grp * geo.cg * grid.Plane(),
-                  offs.data(), in_place ? yg : buf.c, cols, pool, epilogue.From(grp * geo.og, &e),
-                  weights(grp));
+                  offs.data(), in_place ? yg : buf.c, cols, pool,
+                  in_place ? into_y(b, grp, &e) : epilogue.From(grp * geo.og, &e), weights(grp));
         if (in_place) continue;
         int64_t rows = geo.og * g.out[1];
         rt::ParallelFor(pool, rows, std::max<int64_t>(1, 4096 / g.out[2]),
@@ -846,15 +875,16 @@ Status ConvFast(KernelContext& ctx) {
       Buffers buf = buffers();
       for (int64_t b = 0; b < geo.n; ++b) image(b, ctx.thread_pool(), buf);
     }
-    return Status::Ok();
+    residual_done = in_place;
+    return done(Status::Ok());
   }
   auto image = [&](int64_t b, rt::ThreadPool* pool) {
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       Im2Col cols(px + (b * geo.c + grp * geo.cg) * in_size, geo.cg, g);
       GemmEpilogue e;
       Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols,
-            py + (b * geo.o + grp * geo.og) * out_size, out_size, pool,
-            epilogue.From(grp * geo.og, &e), weights(grp));
+            py + (b * geo.o + grp * geo.og) * out_size, out_size, pool, into_y(b, grp, &e),
+            weights(grp));
     }
   };
   // Sgemm's own scratch per image: B's panels, and A's unless packed ahead.
@@ -865,7 +895,8 @@ Status ConvFast(KernelContext& ctx) {
   } else {
     for (int64_t b = 0; b < geo.n; ++b) image(b, ctx.thread_pool());
   }
-  return Status::Ok();
+  residual_done = true;
+  return done(Status::Ok());
 }
 
 // Per image and group, in chunks of input positions: the contribution of each input position to

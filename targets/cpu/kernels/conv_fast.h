@@ -47,7 +47,7 @@ struct Epilogue {
       e.post.Add(geo.post[i].op, geo.post[i].t->Data<float>(), step(geo.post[i].t));
     }
     active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu ||
-             geo.negative_slope;
+             geo.negative_slope || geo.residual;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.

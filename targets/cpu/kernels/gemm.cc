@@ -542,11 +542,16 @@ Floats NewFloats(int64_t n) {
   return Floats(new float[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
-// The epilogue on rows [0, rows) of C (row stride ldc), columns [0, n); `bias` for row 0.
-void Finish(const GemmEpilogue* e, int64_t row0, int64_t rows, int64_t n, float* c, int64_t ldc) {
+// The epilogue on rows [row0, row0 + rows) of C, columns [col0, col0 + n), at c (row stride ldc).
+void Finish(const GemmEpilogue* e, int64_t row0, int64_t col0, int64_t rows, int64_t n, float* c,
+            int64_t ldc) {
   if (!e) return;
   for (int64_t r = 0; r < rows; ++r) {
-    FinishRow(*e, c + r * ldc, n, row0 + r);
+    if (e->residual) {
+      FinishRowWith(*e, c + r * ldc, n, row0 + r, e->residual + (row0 + r) * e->residual_ld + col0);
+    } else {
+      FinishRow(*e, c + r * ldc, n, row0 + r);
+    }
   }
 }
 
@@ -635,6 +640,22 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
     return;
   }
   RowEpilogue(e, row).Row(y, n);
+}
+
+QUILT_CLONES void FinishRowWith(const GemmEpilogue& e, float* __restrict y, int64_t n, int64_t row,
+                                const float* __restrict res) {
+  e.pre.Apply(y, n, row);
+  float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + b;
+    y[i] = v + res[i];
+  }
+  // The activation and the ops after it, with nothing before them.
+  GemmEpilogue rest = e;
+  rest.pre = RowOps();
+  rest.bias = nullptr;
+  rest.residual = nullptr;
+  FinishRow(rest, y, n, row);
 }
 
 // -0 added changes no value, so a missing bias is -0.
@@ -773,7 +794,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
     int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
     rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
       NarrowProduct(i0, i1, n, k, a, lda, laid_out ? laid_out : cols.get(), c, ldc);
-      Finish(epilogue, i0, i1 - i0, n, c + i0 * ldc, ldc);
+      Finish(epilogue, i0, 0, i1 - i0, n, c + i0 * ldc, ldc);
     });
     return;
   }
@@ -785,7 +806,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
                       for (int64_t t = t0; t < t1; ++t) {
                         int64_t j = t * kNR, cols = std::min(kNR, n - j);
                         FewRowsPanel(m, k, a, lda, b->Panel(j), c + j, ldc, cols);
-                        Finish(epilogue, 0, m, cols, c + j, ldc);
+                        Finish(epilogue, 0, j, m, cols, c + j, ldc);
                       }
                     });
     return;
@@ -860,7 +881,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           if (whole < ncols) {
             Block(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole, ldc);
           }
-          Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
+          Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
       } else {
         // The task's panels one after another (packed ahead, or packed here): each row block
@@ -878,7 +899,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
           Block(mc, ncols, k, ap + i * k, packed, c + i * ldc + j, ldc);
-          Finish(epilogue, i, mc, ncols, c + i * ldc + j, ldc);
+          Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
       }
     }

@@ -141,6 +141,10 @@ struct GemmEpilogue {
   int64_t slope_step = 0;
   float alpha = 0;
   float Slope(int64_t row) const { return slope ? slope[row * slope_step] : alpha; }
+  // A tensor added after the bias and before the activation, element by element (a residual
+  // connection): C's element (i, j) takes residual[i * residual_ld + j]. Null: none.
+  const float* residual = nullptr;
+  int64_t residual_ld = 0;
 };
 
 // The maximum and minimum kernels' float32 values (elementwise_fast.cc's Max and Min, and the
@@ -174,6 +178,9 @@ void DivideConst(float* y, int64_t n, float d);
 // The epilogue `e` of row `row`: its ops before, its bias, the bounds, the hardswish or the
 // negative slope, then its ops after; one pass over the row (a silu's, one per op).
 void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
+// The same with `res` (n values) added after the bias and before the activation: e's ops before,
+// its bias, then y[i] + res[i], each rounded, then the rest (e.residual itself is not read).
+void FinishRowWith(const GemmEpilogue& e, float* y, int64_t n, int64_t row, const float* res);
 
 // The epilogue of one row with that row's constants, applied to eight values at a time in
 // registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no multiply

@@ -103,7 +103,10 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 // and -0 kept as the relu, clip and multiply kernels keep them; then, with the attribute post (up
 // to three letters, 'b' add, 's' multiply, 'd' divide by, 'x' maximum, 'n' minimum: the maximum
 // and minimum kernels' values with v the first operand), one more input per letter, applied the
-// same way. The inputs: the affine ones, a prelu's slope, then the post ones.
+// same way. With the attribute residual (1), one more input of the output's shape and type is
+// added element by element after the affine ones and before the activation (a residual
+// connection), rounded as the add kernel rounds it. The inputs: the affine ones, the residual, a
+// prelu's slope, then the post ones.
 struct ConvGeometry {
   int64_t n = 0, c = 0, o = 0, cg = 0, og = 0, groups = 1;  // cg, og: channels per group
   Window w;
@@ -126,6 +129,7 @@ struct ConvGeometry {
   // or y = y < 0 ? y * slope : y, the slope per output channel or one for all (prelu), or alpha
   // (leaky_relu: slope null)
   bool negative_slope = false;
+  const Tensor* residual = nullptr;  // added after the affine ops, before the activation
   const Tensor* slope = nullptr;
   double alpha = 0;
   double lo = 0, hi = 0;
