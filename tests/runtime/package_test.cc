@@ -454,8 +454,8 @@ TEST(Package, AnUnknownAttributeOfAKnownOpIsRefused) {
   EXPECT_NE(e.find("attribute '2:min' names no member of its 2 ops"), std::string::npos) << e;
 }
 
-// A kernel step gives as many arguments as its op takes (a fused conv up to seven more, the
-// constants of its epilogue and a prelu's slope), and
+// A kernel step gives as many arguments as its op takes (a fused conv up to eight more, the
+// constants of its epilogue, a residual and a prelu's slope), and
 // only control steps have subgraphs, as many as their builtin runs: the executor relies on both.
 TEST(Package, ArgumentAndSubgraphCountsMustFitTheStep) {
   compiler::PackageSpec spec = test::AddConstantPackage();
@@ -465,10 +465,10 @@ TEST(Package, ArgumentAndSubgraphCountsMustFitTheStep) {
       << e;
   spec = test::AddConstantPackage();
   spec.graphs[0].steps[0].kernel = "nn.conv2d";
-  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  spec.graphs[0].steps[0].inputs = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  spec.graphs[0].steps[0].input_arity = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   e = LoadError(compiler::WritePackage(spec));
-  EXPECT_NE(e.find("nn.conv2d takes 2 to 9 argument(s), the step gives 10"), std::string::npos)
+  EXPECT_NE(e.find("nn.conv2d takes 2 to 10 argument(s), the step gives 11"), std::string::npos)
       << e;
   spec.graphs[0].steps[0].inputs = {0, 1, 1};
   spec.graphs[0].steps[0].input_arity = {1, 1, 1};
