@@ -209,16 +209,26 @@ struct ConvCase {
   std::string auto_pad = "NOTSET";
 };
 
-void CheckConv(const ConvCase& c, std::mt19937& rng) {
-  Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
-  x.insert(x.end(), c.in.begin(), c.in.end());
-  w.insert(w.end(), c.kernel.begin(), c.kernel.end());
-  Attrs attrs;
-  attrs.Int("groups", c.groups)
+// The data (x) and weight (w) shapes of case c, and its groups, strides, dilation and pads as
+// attributes.
+void ConvShapes(const ConvCase& c, Shape* x, Shape* w) {
+  *x = {c.n, c.groups * c.cg};
+  *w = {c.groups * c.og, c.cg};
+  x->insert(x->end(), c.in.begin(), c.in.end());
+  w->insert(w->end(), c.kernel.begin(), c.kernel.end());
+}
+Attrs& ConvAttrs(const ConvCase& c, Attrs& attrs) {
+  return attrs.Int("groups", c.groups)
       .Ints("strides", c.stride)
       .Ints("dilation", c.dilation)
-      .Ints("padding", c.pads)
-      .Str("auto_pad", c.auto_pad);
+      .Ints("padding", c.pads);
+}
+
+void CheckConv(const ConvCase& c, std::mt19937& rng) {
+  Shape x, w;
+  ConvShapes(c, &x, &w);
+  Attrs attrs;
+  ConvAttrs(c, attrs).Str("auto_pad", c.auto_pad);
   std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") groups " +
                      std::to_string(c.groups) + " strides " + Join(c.stride) + " dilation " +
                      Join(c.dilation) + " pads " + Join(c.pads) + " " + c.auto_pad;
@@ -484,14 +494,10 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : acts) {
-      Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
-      x.insert(x.end(), c.in.begin(), c.in.end());
-      w.insert(w.end(), c.kernel.begin(), c.kernel.end());
+      Shape x, w;
+      ConvShapes(c, &x, &w);
       Attrs attrs;
-      attrs.Int("groups", c.groups)
-          .Ints("strides", c.stride)
-          .Ints("dilation", c.dilation)
-          .Ints("padding", c.pads);
+      ConvAttrs(c, attrs);
       if (!act.activation.empty()) attrs.Str("activation", act.activation);
       for (const auto& [name, v] : act.bounds) attrs.Float(name, v);
       std::vector<Shape> shapes = {x, w};
@@ -540,15 +546,10 @@ TEST(FastKernels, ConvResidualMatchesTheReference) {
   };
   for (const ConvCase& c : EpiloguePaths()) {
     for (const Act& act : acts) {
-      Shape x = {c.n, c.groups * c.cg}, w = {c.groups * c.og, c.cg};
-      x.insert(x.end(), c.in.begin(), c.in.end());
-      w.insert(w.end(), c.kernel.begin(), c.kernel.end());
+      Shape x, w;
+      ConvShapes(c, &x, &w);
       Attrs attrs;
-      attrs.Int("groups", c.groups)
-          .Ints("strides", c.stride)
-          .Ints("dilation", c.dilation)
-          .Ints("padding", c.pads)
-          .Int("residual", 1);
+      ConvAttrs(c, attrs).Int("residual", 1);
       if (!act.activation.empty()) attrs.Str("activation", act.activation);
       if (act.activation == "clip")
         attrs.Float("activation_min", -0.2).Float("activation_max", 0.3);

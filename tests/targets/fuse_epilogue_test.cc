@@ -111,6 +111,15 @@ Built Build(const ir::IRModule& mod, bool fuse) {
   return b;
 }
 
+// `mod` compiled and lowered with the epilogues fused.
+Expected<PackageSpec> LowerFused(const ir::IRModule& mod) {
+  Expected<Compiled> compiled = Compile(mod, {});
+  if (!compiled) return compiled.error();
+  LowerOptions lower;
+  lower.fuse_epilogues = true;
+  return Lower(compiled->module, lower);
+}
+
 std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package,
                                            std::vector<rt::NamedTensor> inputs) {
   std::unique_ptr<rt::LoadedPackage> loaded;
@@ -492,11 +501,7 @@ TEST(FuseEpilogue, LeakyReluPReluMaximumsAndMinimumsJoinTheConv) {
     ir::IRModule mod = ConvThen(weight, biased + c.body);
     Built fused = ExpectFusedSteps(mod, c.steps, rng, c.body);
     EXPECT_EQ(fused.post, c.post) << c.body << ": " << fused.kernels;
-    LowerOptions lower;
-    lower.fuse_epilogues = true;
-    Expected<Compiled> compiled = Compile(mod, {});
-    ASSERT_TRUE(compiled) << compiled.error().ToString();
-    Expected<PackageSpec> spec = Lower(compiled->module, lower);
+    Expected<PackageSpec> spec = LowerFused(mod);
     ASSERT_TRUE(spec) << spec.error().ToString();
     const std::string* act = spec->graphs[0].steps[0].attrs.Get<std::string>("activation");
     EXPECT_EQ(act ? *act : "", c.activation) << c.body;
@@ -557,11 +562,7 @@ class Module:
     Built plain = Build(mod, false);
     Built fused = Build(mod, true);
     EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
-    LowerOptions lower;
-    lower.fuse_epilogues = true;
-    Expected<Compiled> compiled = Compile(mod, {});
-    ASSERT_TRUE(compiled) << compiled.error().ToString();
-    Expected<PackageSpec> spec = Lower(compiled->module, lower);
+    Expected<PackageSpec> spec = LowerFused(mod);
     ASSERT_TRUE(spec) << spec.error().ToString();
     int residual = 0;
     for (const StepSpec& st : spec->graphs[0].steps)
