@@ -552,10 +552,11 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
 // The taps of a window that read only padding, for every output, dropped (a 3x3 kernel over rows
 // of one pixel: its first and last rows of taps multiply zeros alone): the window narrowed in
 // each dim to the taps that reach the input somewhere, its leading pad less the taps dropped
-// before them. False, with nothing changed, where every tap reaches the input, where no tap of a
-// dim does, or where the narrowed window would start inside the input (a negative pad).
+// before them, into `out`, with each dim's first tap kept in `first`. False, `out` untouched,
+// where every tap reaches the input, where no tap of a dim does, or where the narrowed window
+// would start inside the input (a negative pad).
 bool TrimTaps(const Geo& g, int64_t first[kMaxSpatial], Geo* out) {
-  *out = g;
+  Geo t = g;
   bool trimmed = false;
   for (int d = 0; d < kMaxSpatial; ++d) {
     first[d] = 0;
@@ -572,11 +573,11 @@ bool TrimTaps(const Geo& g, int64_t first[kMaxSpatial], Geo* out) {
     if (lo == 0 && hi == g.kernel[d] - 1) continue;
     if (lo * g.dilation[d] > g.pad[d]) return false;
     first[d] = lo;
-    out->kernel[d] = hi - lo + 1;
-    out->pad[d] = g.pad[d] - lo * g.dilation[d];
+    t.kernel[d] = hi - lo + 1;
+    t.pad[d] = g.pad[d] - lo * g.dilation[d];
     trimmed = true;
   }
-  if (!trimmed) *out = g;
+  if (trimmed) *out = t;
   return trimmed;
 }
 
@@ -710,7 +711,7 @@ Status ConvFast(KernelContext& ctx) {
   // image is too small for it (a few tiles, where its 16 small GEMMs and transforms cost more than
   // they save) or its window drops taps.
   int64_t first[kMaxSpatial];
-  Geo narrowed;
+  Geo narrowed = g;
   bool trimmed = TrimTaps(g, first, &narrowed);
   const ConvStepWeights* cached = nullptr;
   std::shared_ptr<const ConvStepWeights> hold;

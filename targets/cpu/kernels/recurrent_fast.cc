@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,13 +90,6 @@ bool Optional(const Tensor* t, const Shape& shape) {
 // of one multiplies R by a vector, reading it as it is): the rows of the first recurrent product
 // (all of them, or GRU's update and reset gates without linear_before_reset) and GRU's hidden gate
 // rows in that case. A later run of a larger batch, with no R packed, packs it as it goes.
-struct PackedRecurrent {
-  std::vector<PackedA> w, r, r_hidden;
-  // A batch of one: each direction's R (its first rows) and GRU's hidden-gate rows transposed,
-  // for SgemvTransposed.
-  std::vector<std::vector<float>> rt, rt_hidden;
-};
-
 // The rows x cols matrix a (row stride cols) transposed: cols x rows.
 std::vector<float> Transposed(const float* a, int64_t rows, int64_t cols) {
   std::vector<float> t(static_cast<size_t>(rows * cols));
@@ -104,6 +98,21 @@ std::vector<float> Transposed(const float* a, int64_t rows, int64_t cols) {
   }
   return t;
 }
+
+// A batch of one: a direction's R (its first `first_rows` rows, H wide) transposed, and, for a
+// GRU without linear_before_reset (`hidden`), its hidden gate's rows (those from 2H) transposed,
+// for SgemvTransposed.
+struct TransposedR {
+  std::vector<float> first, hidden;
+  TransposedR(const float* r, int64_t first_rows, int64_t h, bool with_hidden)
+      : first(Transposed(r, first_rows, h)),
+        hidden(with_hidden ? Transposed(r + 2 * h * h, h, h) : std::vector<float>()) {}
+};
+
+struct PackedRecurrent {
+  std::vector<PackedA> w, r, r_hidden;
+  std::vector<TransposedR> rt;  // a batch of one's, per direction
+};
 
 template <Cell kCell>
 Status Fast(KernelContext& ctx, rt::KernelFn reference) {
@@ -216,8 +225,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         const float* R = tr->Data<float>() + d * G * H;
         p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
         if (N == 1) {
-          p->rt.push_back(Transposed(R, first_rows, H));
-          if (kCell == Cell::kGru && !lbr) p->rt_hidden.push_back(Transposed(R + 2 * H * H, H, H));
+          p->rt.emplace_back(R, first_rows, H, kCell == Cell::kGru && !lbr);
           continue;
         }
         p->r.emplace_back(R, H, first_rows, H);
@@ -235,21 +243,13 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     const float* Rb = Wb ? Wb + G : nullptr;
     const float* P = Absent(tp) ? nullptr : tp->Data<float>() + d * 3 * H;
     // A batch of one: R^T for its steps' products (from the cache, or laid out here once).
-    std::vector<float> rt_here, rt_hidden_here;
-    const float* rt = nullptr;
-    const float* rt_hidden = nullptr;
+    std::optional<TransposedR> rt_here;
+    const TransposedR* rt = nullptr;
     if (N == 1) {
       if (packed && !packed->rt.empty()) {
-        rt = packed->rt[static_cast<size_t>(d)].data();
-        if (!packed->rt_hidden.empty())
-          rt_hidden = packed->rt_hidden[static_cast<size_t>(d)].data();
+        rt = &packed->rt[static_cast<size_t>(d)];
       } else {
-        rt_here = Transposed(R, first_rows, H);
-        rt = rt_here.data();
-        if (kCell == Cell::kGru && !lbr) {
-          rt_hidden_here = Transposed(R + 2 * H * H, H, H);
-          rt_hidden = rt_hidden_here.data();
-        }
+        rt = &rt_here.emplace(R, first_rows, H, kCell == Cell::kGru && !lbr);
       }
     }
     const FloatAct& f = acts[d * kActs];
@@ -291,7 +291,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       // The recurrent projections of the batch (GRU without linear_before_reset: of the update
       // and reset gates; its hidden gate's comes after r is known).
       if (N == 1) {
-        SgemvTransposed(first_rows, H, rt, hs, gh, pool);
+        SgemvTransposed(first_rows, H, rt->first.data(), hs, gh, pool);
       } else {
         Sgemm(first_rows, N, H, R, H, MatrixB(hs, H, N), gh, N, pool, nullptr,
               packed_r ? &packed->r[static_cast<size_t>(d)] : nullptr);
@@ -318,7 +318,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           }
         });
         if (!lbr && N == 1) {
-          SgemvTransposed(H, H, rt_hidden, rh.data(), ghh.data(), pool);
+          SgemvTransposed(H, H, rt->hidden.data(), rh.data(), ghh.data(), pool);
         } else if (!lbr) {
           Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
                 packed_r ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
