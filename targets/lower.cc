@@ -15,6 +15,7 @@
 #include "targets/fuse_epilogue.h"
 #include "targets/memory_plan.h"
 #include "targets/opencl/emit.h"
+#include "targets/pack_weights.h"
 
 namespace quilt::compiler {
 namespace {
@@ -822,6 +823,7 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
     return Error(msg);
   }
   lowering.Finish();
+  if (options.pack_weights) PackMatmulWeights(spec);
   // Code for the devices that run generated code.
   QUILT_TRY(EmitOpenClCode(spec));
   return spec;

@@ -30,6 +30,8 @@ struct LowerOptions {
   bool fuse_epilogues = true;
   // Join chains of elementwise steps on OpenCL devices into one step each (fuse_elementwise.h).
   bool fuse_elementwise = true;
+  // Store constant matmul weights packed for the CPU's GEMM (pack_weights.h).
+  bool pack_weights = true;
 };
 
 Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});

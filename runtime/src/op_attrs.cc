@@ -23,7 +23,8 @@ constexpr OpSchema kOps[] = {
 // against that member's op).
 // A fused conv also takes its bias as a third argument, or, with the attributes affine and post,
 // up to three constants to add and multiply by before its activation and three after, a
-// residual tensor, and a prelu activation its slope.
+// residual tensor, and a prelu activation its slope. A matmul whose constant B quiltc packed into
+// the panels its kernel reads has B's shape as packed_b (targets/pack_weights.h).
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
@@ -44,6 +45,7 @@ const std::vector<Added>& LoweringAttributes() {
         "residual"},
        8},
       {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
+      {"matmul", {"packed_b"}, 0},
   };
   return added;
 }

@@ -2262,6 +2262,118 @@ TEST(FastKernels, MatmulKeepsAConstantBAcrossRuns) {
   }
 }
 
+// A B that quiltc packed into panels (targets/pack_weights.h; attribute packed_b, B's shape) is
+// read where it is: the fast kernel gives bit for bit what it gives on B as a matrix, with or
+// without the step's cache, on 1 or 3 threads, and the reference reads the panels back. Panels
+// unpack to B, the columns past n zero.
+TEST(FastKernels, MatmulReadsBPackedIntoPanels) {
+  std::mt19937 rng(53);
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {{{9, 40}, {40, 53}},          {{1, 70}, {70, 24}},
+                        {{30, 17}, {17, 9}},          {{2, 9, 40}, {2, 40, 25}},
+                        {{2, 3, 5, 40}, {3, 40, 30}}, {{4, 3, 64}, {64, 100}},
+                        {{6, 300}, {300, 70}},        {{0, 5}, {5, 30}}};
+  rt::ThreadPool three(3);
+  for (const Case& c : cases) {
+    std::string what = "matmul (" + Join(c.a) + ") x packed (" + Join(c.b) + ")";
+    int64_t k = c.b[c.b.size() - 2], n = c.b.back(), per = PackedBFloats(k, n);
+    int64_t matrices = Count(c.b) / std::max<int64_t>(1, k * n);
+    std::vector<float> a = Random(rng, Count(c.a)), b = Random(rng, Count(c.b));
+    std::vector<float> panels(static_cast<size_t>(matrices * per), -1.0f);
+    for (int64_t i = 0; i < matrices; ++i) {
+      PackBPanels(MatrixB(b.data() + i * k * n, k, n), k, n, panels.data() + i * per);
+      std::vector<float> back(static_cast<size_t>(k * n));
+      UnpackBPanels(panels.data() + i * per, k, n, back.data());
+      ASSERT_TRUE(std::equal(back.begin(), back.end(), b.begin() + i * k * n)) << what;
+      for (int64_t p = 0; p < k; ++p) {
+        for (int64_t j = n; j < per / std::max<int64_t>(1, k); ++j) {
+          int64_t at = i * per + j / kGemmPanel * k * kGemmPanel + p * kGemmPanel + j % kGemmPanel;
+          ASSERT_EQ(panels[static_cast<size_t>(at)], 0.0f) << what << ": column " << j;
+        }
+      }
+    }
+    Attrs plain_attrs, packed_attrs;
+    packed_attrs.Ints("packed_b", c.b);
+    const rt::AttrView::List* plain = plain_attrs.Finish();
+    const rt::AttrView::List* packed = packed_attrs.Finish();
+    std::vector<Tensor> as_matrix = {Tensor{DType::kFloat32, c.a, a.data()},
+                                     Tensor{DType::kFloat32, c.b, b.data()}};
+    std::vector<Tensor> as_panels = {
+        Tensor{DType::kFloat32, c.a, a.data()},
+        Tensor{DType::kFloat32, {static_cast<int64_t>(panels.size())}, panels.data()}};
+    TestContext ref(as_matrix, plain, nullptr);
+    ASSERT_TRUE(MatmulReference(ref).ok()) << what;
+    TestContext ref_packed(as_panels, packed, nullptr);
+    Status st = MatmulReference(ref_packed);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    ASSERT_EQ(ref_packed.values(), ref.values()) << what << ": the reference on the panels";
+    for (int pass = 0; pass < 4; ++pass) {
+      rt::ThreadPool* pool = pass % 2 ? &three : nullptr;
+      rt::StepCache cache, packed_cache;
+      TestContext want(as_matrix, plain, pool);
+      TestContext got(as_panels, packed, pool);
+      if (pass >= 2) {
+        want.SetCache(&cache, 0b10);
+        got.SetCache(&packed_cache, 0b10);
+      }
+      ASSERT_TRUE(MatmulFast(want).ok()) << what;
+      st = MatmulFast(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape) << what;
+      std::vector<float> v = got.values(), w = want.values(), r = ref.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(w[i]))
+            << what << ", pass " << pass << ", element " << i << ": " << v[i] << " vs " << w[i];
+        ASSERT_LE(std::abs(v[i] - r[i]), kAtol + kRtol * std::abs(r[i])) << what << ", " << i;
+      }
+    }
+  }
+}
+
+// Panels that do not fit the shape packed_b gives are refused with what is wrong, never read.
+TEST(FastKernels, MatmulRefusesPanelsThatDoNotFitTheirShape) {
+  std::vector<float> a(2 * 40, 1.0f), panels(48 * 40, 1.0f);
+  std::vector<int32_t> ints(48 * 40, 1);
+  struct Case {
+    Shape packed_b;
+    Tensor b;
+    std::string says;
+  };
+  const int64_t huge = int64_t{1} << 62;
+  const Case cases[] = {
+      {{40, 30}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, ""},
+      {{40, 49}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "needs a 1-D float32 input"},
+      {{40, 30}, Tensor{DType::kFloat32, {40, 48}, panels.data()}, "needs a 1-D float32 input"},
+      {{40, 30}, Tensor{DType::kInt32, {48 * 40}, ints.data()}, "needs a 1-D float32 input"},
+      {{30}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "at least 2 dims"},
+      {{40, -30}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "negative"},
+      {{huge, huge, 40, 30}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "too many"},
+      {{40, huge}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "too large"},
+      {{50, 30}, Tensor{DType::kFloat32, {48 * 40}, panels.data()}, "needs a 1-D float32 input"},
+  };
+  for (const Case& c : cases) {
+    Attrs attrs;
+    attrs.Ints("packed_b", c.packed_b);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, {2, 40}, a.data()}, c.b};
+    for (auto* kernel : {MatmulFast, MatmulReference}) {
+      TestContext ctx(inputs, list, nullptr);
+      Status st = kernel(ctx);
+      std::string what = "packed_b (" + Join(c.packed_b) + ")";
+      if (c.says.empty()) {
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+        for (float v : ctx.values()) ASSERT_EQ(v, 40.0f) << what;
+        continue;
+      }
+      ASSERT_FALSE(st.ok()) << what;
+      EXPECT_NE(st.message().find("packed into panels"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find(c.says), std::string::npos) << what << ": " << st.message();
+    }
+  }
+}
+
 // int32 matmul of small values (8-bit less zero points: float GEMMs in exact slabs) and of large
 // ones (the reference), with batches and a broadcast batch, bit for bit.
 TEST(FastKernels, IntegerMatmulMatchesTheReferenceExactly) {

@@ -727,19 +727,38 @@ void MatrixB::Pack(int64_t j, int64_t cols, float* panel) const {
   }
 }
 
-PackedB::PackedB(const GemmB& b, int64_t k, int64_t n)
-    : k_(k), panels_(static_cast<size_t>((n + kGemmPanel - 1) / kGemmPanel * kGemmPanel * k)) {
+void PackBPanels(const GemmB& b, int64_t k, int64_t n, float* out) {
   for (int64_t j = 0; j < n && k > 0; j += kGemmPanel) {
-    b.Pack(j, std::min(kGemmPanel, n - j), panels_.data() + j * k);
+    b.Pack(j, std::min(kGemmPanel, n - j), out + j * k);
   }
-  if (n <= kGemmPanel / 3 && k > 0) {
-    columns_.resize(static_cast<size_t>(n * k));
-    PackColumns(k, n, columns_.data());  // from the panel just packed
+}
+
+void UnpackBPanels(const float* panels, int64_t k, int64_t n, float* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* panel = panels + j / kGemmPanel * k * kGemmPanel + j % kGemmPanel;
+    for (int64_t p = 0; p < k; ++p) out[p * n + j] = panel[p * kGemmPanel];
+  }
+}
+
+PackedB::PackedB(const GemmB& b, int64_t k, int64_t n)
+    : k_(k), own_(static_cast<size_t>(PackedBFloats(k, n))), panels_(own_.data()) {
+  PackBPanels(b, k, n, own_.data());
+  LayOutColumns(n);
+}
+
+PackedB::PackedB(const float* panels, int64_t k, int64_t n) : k_(k), panels_(panels) {
+  LayOutColumns(n);
+}
+
+void PackedB::LayOutColumns(int64_t n) {
+  if (n <= kGemmPanel / 3 && k_ > 0) {
+    columns_.resize(static_cast<size_t>(n * k_));
+    PackColumns(k_, n, columns_.data());  // from the panels
   }
 }
 
 void PackedB::Pack(int64_t j, int64_t cols, float* panel) const {
-  const float* from = panels_.data() + j / kGemmPanel * k_ * kGemmPanel;
+  const float* from = panels_ + j / kGemmPanel * k_ * kGemmPanel;
   if (j % kGemmPanel == 0) {
     std::copy(from, from + k_ * kGemmPanel, panel);
     for (int64_t p = 0; cols < kGemmPanel && p < k_; ++p) {
@@ -751,8 +770,7 @@ void PackedB::Pack(int64_t j, int64_t cols, float* panel) const {
     for (int64_t q = 0; q < kGemmPanel; ++q) {
       int64_t col = j + q;
       panel[p * kGemmPanel + q] =
-          q < cols ? panels_[static_cast<size_t>(col / kGemmPanel * k_ * kGemmPanel +
-                                                 p * kGemmPanel + col % kGemmPanel)]
+          q < cols ? panels_[col / kGemmPanel * k_ * kGemmPanel + p * kGemmPanel + col % kGemmPanel]
                    : 0.0f;
     }
   }

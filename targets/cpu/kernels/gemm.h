@@ -64,20 +64,38 @@ class TransposedB final : public GemmB {
   int64_t k_, ld_;
 };
 
+// The floats of a k x n matrix packed as PackedB holds it: ceil(n / kGemmPanel) panels one after
+// another, each k rows of kGemmPanel columns, the columns past n zero.
+inline int64_t PackedBFloats(int64_t k, int64_t n) {
+  return (n + kGemmPanel - 1) / kGemmPanel * kGemmPanel * k;
+}
+// Packs B (k x n) into `out` (PackedBFloats(k, n) floats): what quiltc stores for a constant
+// matmul weight (targets/pack_weights.h) and what PackedB makes at run time.
+void PackBPanels(const GemmB& b, int64_t k, int64_t n, float* out);
+// The inverse: row-major B (k x n) back from its panels.
+void UnpackBPanels(const float* panels, int64_t k, int64_t n, float* out);
+
 // Another right operand packed whole, once: for a B that many products read (a constant weight,
-// packed when a session first runs its step and kept in the step's cache).
+// packed when a session first runs its step and kept in the step's cache), or panels packed so
+// already (a weight quiltc packed into the package), read where they are.
 class PackedB final : public GemmB {
  public:
   PackedB(const GemmB& b, int64_t k, int64_t n);
+  // Panels as PackBPanels writes them, not copied: they must outlive this object.
+  PackedB(const float* panels, int64_t k, int64_t n);
+  PackedB(const PackedB&) = delete;  // the panels may be its own
+  PackedB(PackedB&&) = default;
   void Pack(int64_t j, int64_t cols, float* panel) const override;
   const float* Panel(int64_t j) const override {
-    return panels_.empty() ? nullptr : panels_.data() + j / kGemmPanel * k_ * kGemmPanel;
+    return k_ == 0 ? nullptr : panels_ + j / kGemmPanel * k_ * kGemmPanel;
   }
   const float* Columns() const override { return columns_.empty() ? nullptr : columns_.data(); }
 
  private:
+  void LayOutColumns(int64_t n);
   int64_t k_;
-  std::vector<float> panels_;
+  std::vector<float> own_;  // the panels, where this object packed them
+  const float* panels_;
   std::vector<float> columns_;  // for a B of at most kGemmPanel / 3 columns, as Columns()
 };
 

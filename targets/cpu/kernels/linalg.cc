@@ -61,28 +61,70 @@ O StoreAcc(A v) {
 
 // numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
 // batch dims broadcast.
+namespace {
+
+// B's shape where quiltc packed it into panels (attribute packed_b), checked against the floats
+// the input holds.
+Status PackedBShape(KernelContext& ctx, Shape* shape) {
+  std::vector<int64_t> dims = ctx.attrs().Ints("packed_b");
+  const Tensor& b = *ctx.input(1);
+  std::string named = "matmul: B packed into panels, of shape " + rt::ShapeString(dims);
+  if (dims.size() < 2) return Status::Error(named + ": the shape needs at least 2 dims");
+  int64_t matrices = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Status::Error(named + ": a dim is negative");
+  }
+  for (size_t i = 0; i + 2 < dims.size(); ++i) {
+    if (__builtin_mul_overflow(matrices, dims[i], &matrices)) {
+      return Status::Error(named + ": too many matrices");
+    }
+  }
+  int64_t k = dims[dims.size() - 2], n = dims.back(), floats = 0;
+  if (n > std::numeric_limits<int64_t>::max() - kGemmPanel ||
+      __builtin_mul_overflow(matrices, (n + kGemmPanel - 1) / kGemmPanel * kGemmPanel, &floats) ||
+      __builtin_mul_overflow(floats, k, &floats)) {
+    return Status::Error(named + ": too large");
+  }
+  if (b.dtype != DType::kFloat32 || b.rank() != 1 || b.NumElements() != floats) {
+    return Status::Error(named + ", needs a 1-D float32 input of " + std::to_string(floats) +
+                         " floats; it is " + std::string(rt::DTypeName(b.dtype)) + " " +
+                         rt::ShapeString(b.shape));
+  }
+  *shape = std::move(dims);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
+  Shape sb = b.shape;
+  geo->b_packed = ctx.attrs().Has("packed_b");
+  if (geo->b_packed) QUILT_RETURN_IF_ERROR(PackedBShape(ctx, &sb));
   if (out_dtype == DType::kVoid && a.dtype != b.dtype) {
     return Status::Error("matmul operands have different element types");
   }
-  if (a.rank() == 0 || b.rank() == 0) return Status::Error("matmul operands must have rank >= 1");
+  if (a.rank() == 0 || sb.empty()) return Status::Error("matmul operands must have rank >= 1");
   if (out_dtype == DType::kVoid) out_dtype = ctx.attrs().Dtype("out_dtype", DType::kVoid);
   if (out_dtype == DType::kVoid) out_dtype = a.dtype;
-  Shape sa = a.shape, sb = b.shape;
+  if (geo->b_packed && (a.dtype != DType::kFloat32 || out_dtype != DType::kFloat32)) {
+    return Status::Error("matmul: B packed into panels needs float32 operands and output");
+  }
+  Shape sa = a.shape;
+  Shape b_shape = sb;
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
   if (a_vec) sa.insert(sa.begin(), 1);
   if (b_vec) sb.push_back(1);
   int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
   if (k != k2) {
     return Status::Error("matmul reduction dims differ: " + rt::ShapeString(a.shape) + " and " +
-                         rt::ShapeString(b.shape));
+                         rt::ShapeString(b_shape));
   }
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), batch;
   if (!BroadcastShape(ba, bb, &batch)) {
     return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
-                         " and " + rt::ShapeString(b.shape));
+                         " and " + rt::ShapeString(b_shape));
   }
   Shape out_shape = batch;
   if (!a_vec) out_shape.push_back(m);
@@ -115,6 +157,15 @@ Status MatmulReference(KernelContext& ctx) {
   const Tensor& b = *ctx.input(1);
   int64_t m = geo.m, n = geo.n, k = geo.k;
   const std::vector<int64_t>&offs_a = geo.offs_a, &offs_b = geo.offs_b;
+  // Panels quiltc packed (float32 alone), read back as row-major matrices.
+  std::vector<float> unpacked;
+  if (geo.b_packed) {
+    int64_t matrices = b.NumElements() / std::max<int64_t>(1, PackedBFloats(k, n));
+    unpacked.resize(static_cast<size_t>(matrices * k * n));
+    for (int64_t i = 0; i < matrices; ++i) {
+      UnpackBPanels(b.Data<float>() + i * PackedBFloats(k, n), k, n, unpacked.data() + i * k * n);
+    }
+  }
   Tensor* y = geo.y;
   return VisitNumeric(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -122,6 +173,9 @@ Status MatmulReference(KernelContext& ctx) {
       using O = typename decltype(otag)::type;
       const T* pa = a.Data<T>();
       const T* pb = b.Data<T>();
+      if constexpr (std::is_same_v<T, float>) {
+        if (geo.b_packed) pb = unpacked.data();
+      }
       O* py = y->MutableData<O>();
       for (size_t bi = 0; bi < offs_a.size(); ++bi) {
         const T* ma = pa + offs_a[bi] * m * k;
@@ -237,18 +291,27 @@ Status MatmulFast(KernelContext& ctx) {
   int64_t m = geo.m, n = geo.n, k = geo.k;
   int64_t batches = static_cast<int64_t>(geo.offs_a.size());
   if (m * n == 0) return Status::Ok();
-  // A constant B (a weight) is packed once, on the step's first run.
+  // A constant B (a weight) is packed once, on the step's first run, unless quiltc packed it:
+  // then its panels are read where they are.
   std::shared_ptr<const PackedMatrices> packed;
-  if (ctx.constant_input(1) && ctx.cache() && k > 0) {
-    packed = ctx.cache()->Get<PackedMatrices>([&] {
-      auto out = std::make_shared<PackedMatrices>();
-      int64_t count = ctx.input(1)->NumElements() / (k * n);
-      out->matrices.reserve(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) {
-        out->matrices.emplace_back(MatrixB(pb + i * k * n, k, n), k, n);
+  auto pack = [&] {
+    auto out = std::make_shared<PackedMatrices>();
+    int64_t floats = geo.b_packed ? PackedBFloats(k, n) : k * n;
+    int64_t count = ctx.input(1)->NumElements() / floats;
+    out->matrices.reserve(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      if (geo.b_packed) {
+        out->matrices.emplace_back(pb + i * floats, k, n);
+      } else {
+        out->matrices.emplace_back(MatrixB(pb + i * floats, k, n), k, n);
       }
-      return out;
-    });
+    }
+    return out;
+  };
+  if (ctx.constant_input(1) && ctx.cache() && k > 0) {
+    packed = ctx.cache()->Get<PackedMatrices>(pack);
+  } else if (geo.b_packed && k > 0) {
+    packed = pack();
   }
   // Output matrix bi (and, with rows past m, the ones after it, their A matrices consecutive
   // and their B the same).

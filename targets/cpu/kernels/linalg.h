@@ -13,6 +13,9 @@ struct MatmulGeometry {
   std::vector<int64_t> offs_a, offs_b;  // per output matrix: the operands' matrix indices
   DType out_dtype = DType::kVoid;
   Tensor* y = nullptr;
+  // B is float32 panels that quiltc packed (targets/pack_weights.h): the step's attribute
+  // packed_b is B's shape, each of its matrices PackedBFloats(k, n) floats of the 1-D input.
+  bool b_packed = false;
 };
 // Checks the operands, broadcasts the batch dims and asks for the output. `out_dtype` (not void):
 // the output's type, the operands' types checked by the caller.

@@ -1,0 +1,172 @@
+// Constant matmul weights stored packed for the CPU's GEMM (targets/pack_weights.h): which
+// constants are packed, what the package holds for them, and that the package computes what the
+// unpacked one does, bit for bit, and what a float64 evaluation does.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
+
+namespace quilt::compiler {
+namespace {
+
+std::vector<float> Random(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// A nested list literal of `v` in shape `dims`.
+std::string Literal(const std::vector<float>& v, const std::vector<int64_t>& dims, size_t dim = 0,
+                    size_t* at = nullptr) {
+  size_t start = 0;
+  if (!at) at = &start;
+  std::ostringstream out;
+  out.precision(9);
+  out << "[";
+  for (int64_t i = 0; i < dims[dim]; ++i) {
+    if (i) out << ", ";
+    if (dim + 1 == dims.size()) {
+      out << v[(*at)++];
+    } else {
+      out << Literal(v, dims, dim + 1, at);
+    }
+  }
+  out << "]";
+  return out.str();
+}
+
+struct Weights {
+  std::vector<float> w, wb, v, u;
+};
+
+// x @ w (w 10 x 30: packed), y @ wb (2 x 10 x 25: packed), x @ v (10 x 8: too few columns),
+// x @ u with u also added to z (read by another op): not packed.
+std::string Module(const Weights& c) {
+  return R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 10), "float32"), y: R.Tensor((2, 4, 10), "float32"), z: R.Tensor((10, 12), "float32")):
+        w = R.const()" +
+         Literal(c.w, {10, 30}) + R"(, "float32")
+        wb = R.const()" +
+         Literal(c.wb, {2, 10, 25}) + R"(, "float32")
+        v = R.const()" +
+         Literal(c.v, {10, 8}) + R"(, "float32")
+        u = R.const()" +
+         Literal(c.u, {10, 12}) + R"(, "float32")
+        a = R.matmul(x, w)
+        b = R.matmul(y, wb)
+        c = R.matmul(x, v)
+        d = R.matmul(x, u)
+        e = R.add(u, z)
+        return (a, b, c, d, e)
+)";
+}
+
+std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
+}
+
+std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
+                                    std::vector<float>& y, std::vector<float>& z) {
+  std::unique_ptr<rt::Session> s;
+  rt::SessionOptions options;
+  options.threads = 2;
+  EXPECT_TRUE(rt::Session::Create(Load(package), options, &s).ok());
+  if (!s) return {};
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run(
+      {test::Input("x", x, {3, 10}), test::Input("y", y, {2, 4, 10}), test::Input("z", z, {10, 12})},
+      &out);
+  EXPECT_TRUE(st.ok()) << st.message();
+  std::vector<std::vector<float>> values;
+  for (const rt::OwnedTensor& t : out) values.push_back(test::Floats(t));
+  return values;
+}
+
+// C (m x n) = A (m x k) B (k x n) in float64.
+std::vector<double> Product(const float* a, const float* b, int64_t m, int64_t k, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) c[i * n + j] += double{a[i * k + p]} * b[p * n + j];
+    }
+  }
+  return c;
+}
+
+TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
+  std::mt19937 rng(61);
+  Weights c{Random(rng, 300), Random(rng, 500), Random(rng, 80), Random(rng, 120)};
+  ir::IRModule mod = testing::Parse(Module(c));
+  CompileOptions options;
+  Expected<Compiled> packed = Compile(mod, options);
+  ASSERT_TRUE(packed) << packed.error().ToString();
+  options.lower.pack_weights = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+
+  // The package: the matmuls reading w and wb have packed_b, their B a 1-D value of panels.
+  std::shared_ptr<const rt::LoadedPackage> p = Load(packed->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  std::vector<std::vector<int64_t>> shapes;
+  int matmuls = 0;
+  for (const pkg::Step* s : *g.steps()) {
+    if (s->kernel()->str() != "matmul") continue;
+    ++matmuls;
+    rt::AttrView attrs(s->attrs());
+    const pkg::Value* b = g.values()->Get(static_cast<uint32_t>(s->inputs()->Get(1)));
+    if (!attrs.Has("packed_b")) {
+      EXPECT_EQ(b->dims()->size(), 2u) << "an unpacked B keeps its shape";
+      continue;
+    }
+    std::vector<int64_t> shape = attrs.Ints("packed_b");
+    ASSERT_GE(shape.size(), 2u);
+    int64_t k = shape[shape.size() - 2], n = shape.back();
+    int64_t matrices = shape.size() == 3 ? shape[0] : 1;
+    EXPECT_EQ(b->kind(), pkg::ValueKind::Constant);
+    EXPECT_EQ(b->dims()->size(), 1u);
+    EXPECT_EQ(b->byte_size(), matrices * cpu::PackedBFloats(k, n) * 4);
+    shapes.push_back(shape);
+  }
+  EXPECT_EQ(matmuls, 4);
+  EXPECT_EQ(shapes, (std::vector<std::vector<int64_t>>{{10, 30}, {2, 10, 25}}));
+  EXPECT_LE(packed->package.size(), plain->package.size() + 4096)
+      << "the panels replace the weights; they do not sit beside them";
+
+  // Both packages compute the same, bit for bit, and what float64 does.
+  std::vector<float> x = Random(rng, 30), y = Random(rng, 80), z = Random(rng, 120);
+  std::vector<std::vector<float>> got = RunPackage(packed->package, x, y, z);
+  std::vector<std::vector<float>> want = RunPackage(plain->package, x, y, z);
+  ASSERT_EQ(got.size(), 5u);
+  ASSERT_EQ(got, want);
+  std::vector<std::vector<double>> exact = {Product(x.data(), c.w.data(), 3, 10, 30), {},
+                                            Product(x.data(), c.v.data(), 3, 10, 8),
+                                            Product(x.data(), c.u.data(), 3, 10, 12), {}};
+  for (int i = 0; i < 2; ++i) {
+    std::vector<double> part = Product(y.data() + i * 40, c.wb.data() + i * 250, 4, 10, 25);
+    exact[1].insert(exact[1].end(), part.begin(), part.end());
+  }
+  for (size_t i = 0; i < 120; ++i) exact[4].push_back(double{c.u[i]} + z[i]);
+  for (size_t o = 0; o < 5; ++o) {
+    ASSERT_EQ(got[o].size(), exact[o].size()) << "output " << o;
+    for (size_t i = 0; i < exact[o].size(); ++i) {
+      EXPECT_NEAR(got[o][i], exact[o][i], 1e-5) << "output " << o << ", element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt::compiler
