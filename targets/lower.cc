@@ -563,6 +563,9 @@ class GraphLowering {
   void Finish() {
     if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, spec_.buffers, g_);
     if (pl_.options.fuse_elementwise) FuseElementwise(spec_.devices, g_);
+    if (pl_.options.pack_weights && &g_ == &spec_.graphs.front()) {
+      PackDerivedMatmulWeights(spec_.devices, g_);
+    }
     if (pl_.options.plan_memory) {
       PlanMemory();
     } else {

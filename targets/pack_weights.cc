@@ -1,11 +1,13 @@
 #include "targets/pack_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/linalg.h"
 
 namespace quilt::compiler {
 namespace {
@@ -25,24 +27,119 @@ bool StaticShape(const GraphSpec& g, const ValueSpec& v, std::vector<int64_t>* s
 }
 
 // Whether `step` is a CPU matmul of float32 operands and output that reads value `v` as B alone.
-bool TakesPackedB(const PackageSpec& spec, const GraphSpec& g, const StepSpec& step, int v) {
+bool TakesPackedB(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const StepSpec& step,
+                  int v) {
   if (step.kind != pkg::StepKind::Kernel || step.kernel != "matmul" || step.inputs.size() != 2 ||
       step.outputs.size() != 1 || step.inputs[1] != v || step.inputs[0] == v ||
-      spec.devices[static_cast<size_t>(step.device)].kind != "cpu" || step.attrs.Find("packed_b")) {
+      devices[static_cast<size_t>(step.device)].kind != "cpu" || step.attrs.Find("packed_b")) {
     return false;
   }
-  return step.inputs[0] >= 0 &&
-         g.values[static_cast<size_t>(step.inputs[0])].dtype == kFloat32 &&
+  return step.inputs[0] >= 0 && g.values[static_cast<size_t>(step.inputs[0])].dtype == kFloat32 &&
          g.values[static_cast<size_t>(step.outputs[0])].dtype == kFloat32;
 }
 
+// The steps that read each value of `g` (step, input position), less its outputs.
+std::map<int, std::vector<std::pair<size_t, size_t>>> Readers(const GraphSpec& g) {
+  std::map<int, std::vector<std::pair<size_t, size_t>>> readers;
+  for (size_t s = 0; s < g.steps.size(); ++s) {
+    for (size_t i = 0; i < g.steps[s].inputs.size(); ++i) {
+      if (g.steps[s].inputs[i] >= 0) readers[g.steps[s].inputs[i]].push_back({s, i});
+    }
+  }
+  for (int v : g.outputs) readers.erase(v);
+  return readers;
+}
+
+// k and n of a float32 B of static shape `shape` worth packing: more columns than the GEMM's
+// dot-product path takes, and a reduction.
+bool WorthPacking(const std::vector<int64_t>& shape) {
+  return shape.size() >= 2 && shape[shape.size() - 2] > 0 && shape.back() > cpu::kGemmPanel / 3;
+}
+
 }  // namespace
+
+int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& g) {
+  // The values a session makes when it is created: those of library kernels and copies reading
+  // only constants and such values (at least one), of static shapes, no graph output.
+  std::vector<bool> same(g.values.size(), false), output(g.values.size(), false);
+  for (int v : g.outputs) output[static_cast<size_t>(v)] = true;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    same[v] = g.values[v].kind == pkg::ValueKind::Constant;
+  }
+  std::vector<int> maker(g.values.size(), -1);
+  std::vector<int64_t> shape;
+  for (size_t s = 0; s < g.steps.size(); ++s) {
+    const StepSpec& step = g.steps[s];
+    for (int v : step.outputs) maker[static_cast<size_t>(v)] = static_cast<int>(s);
+    bool hoisted = (step.kind == pkg::StepKind::Kernel || step.kind == pkg::StepKind::Dispatch ||
+                    step.kernel == "copy") &&
+                   !step.inputs.empty();
+    for (int v : step.inputs) hoisted = hoisted && (v < 0 || same[static_cast<size_t>(v)]);
+    for (int v : step.outputs) {
+      const ValueSpec& value = g.values[static_cast<size_t>(v)];
+      hoisted = hoisted && !output[static_cast<size_t>(v)] && value.dtype != 0 &&
+                StaticShape(g, value, &shape);
+    }
+    if (!hoisted) continue;
+    for (int v : step.outputs) same[static_cast<size_t>(v)] = true;
+  }
+
+  // The readers take the panels first; the packing steps go in after, the last first, so that
+  // the step indices the readers were found at hold until then.
+  std::vector<std::pair<int, StepSpec>> packs;
+  for (auto& [v, reads] : Readers(g)) {
+    const ValueSpec& value = g.values[static_cast<size_t>(v)];
+    int s = maker[static_cast<size_t>(v)];
+    if (value.kind != pkg::ValueKind::Intermediate || !same[static_cast<size_t>(v)] || s < 0 ||
+        value.dtype != kFloat32 || devices[static_cast<size_t>(value.device)].kind != "cpu" ||
+        g.steps[static_cast<size_t>(s)].kind != pkg::StepKind::Kernel ||
+        !StaticShape(g, value, &shape) || !WorthPacking(shape)) {
+      continue;
+    }
+    bool all = true;
+    for (const auto& [r, i] : reads) all = all && TakesPackedB(devices, g, g.steps[r], v);
+    if (!all) continue;
+    int64_t matrices = 1;
+    for (size_t i = 0; i + 2 < shape.size(); ++i) matrices *= shape[i];
+    int64_t floats = matrices * cpu::PackedBFloats(shape[shape.size() - 2], shape.back());
+    ValueSpec panels;
+    panels.name = value.name + ".panels";
+    panels.dtype = kFloat32;
+    panels.rank = 1;
+    g.dims.push_back({pkg::DimKind::Int, 0, 0, floats});
+    panels.dims = {static_cast<int>(g.dims.size()) - 1};
+    panels.device = value.device;
+    panels.byte_size = floats * static_cast<int64_t>(sizeof(float));
+    int p = static_cast<int>(g.values.size());
+    g.values.push_back(std::move(panels));
+    for (const auto& [r, i] : reads) {
+      g.steps[r].inputs[1] = p;
+      g.steps[r].attrs.Set("packed_b", shape);
+    }
+    const StepSpec& make = g.steps[static_cast<size_t>(s)];
+    StepSpec pack;
+    pack.kernel = std::string(cpu::kMatmulPackB);
+    pack.device = make.device;
+    pack.inputs = {v};
+    pack.input_arity = {1};
+    pack.outputs = {p};
+    pack.source = make.source;
+    pack.region = make.region;
+    packs.emplace_back(s, std::move(pack));
+  }
+  // Each right after the step making its B.
+  std::stable_sort(packs.begin(), packs.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [s, pack] : packs) g.steps.insert(g.steps.begin() + s + 1, std::move(pack));
+  return static_cast<int>(packs.size());
+}
 
 int PackMatmulWeights(PackageSpec& spec) {
   // How many values and code sections name each buffer: only a buffer of one value is rewritten.
   std::vector<int> buffer_uses(spec.buffers.size(), 0);
   auto use = [&](int b) {
-    if (b >= 0 && static_cast<size_t>(b) < buffer_uses.size()) ++buffer_uses[static_cast<size_t>(b)];
+    if (b >= 0 && static_cast<size_t>(b) < buffer_uses.size())
+      ++buffer_uses[static_cast<size_t>(b)];
   };
   for (const GraphSpec& g : spec.graphs) {
     for (const ValueSpec& v : g.values) {
@@ -54,15 +151,7 @@ int PackMatmulWeights(PackageSpec& spec) {
 
   int packed = 0;
   for (GraphSpec& g : spec.graphs) {
-    // The steps that read each value (step, input position); graph inputs and outputs are out.
-    std::map<int, std::vector<std::pair<size_t, size_t>>> readers;
-    for (size_t s = 0; s < g.steps.size(); ++s) {
-      for (size_t i = 0; i < g.steps[s].inputs.size(); ++i) {
-        if (g.steps[s].inputs[i] >= 0) readers[g.steps[s].inputs[i]].push_back({s, i});
-      }
-    }
-    for (int v : g.outputs) readers.erase(v);
-    for (auto& [v, reads] : readers) {
+    for (auto& [v, reads] : Readers(g)) {
       ValueSpec& value = g.values[static_cast<size_t>(v)];
       std::vector<int64_t> shape;
       if (value.kind != pkg::ValueKind::Constant || value.dtype != kFloat32 || value.buffer < 0 ||
@@ -74,12 +163,12 @@ int PackMatmulWeights(PackageSpec& spec) {
       int64_t k = shape[shape.size() - 2], n = shape.back(), matrices = 1;
       for (size_t i = 0; i + 2 < shape.size(); ++i) matrices *= shape[i];
       const auto& bytes = spec.buffers[static_cast<size_t>(value.buffer)];
-      if (k == 0 || n <= cpu::kGemmPanel / 3 || !bytes ||
+      if (!WorthPacking(shape) || !bytes ||
           bytes->size() != static_cast<size_t>(matrices * k * n) * sizeof(float)) {
         continue;
       }
       bool all = true;
-      for (const auto& [s, i] : reads) all = all && TakesPackedB(spec, g, g.steps[s], v);
+      for (const auto& [s, i] : reads) all = all && TakesPackedB(spec.devices, g, g.steps[s], v);
       if (!all) continue;
 
       // The matrices' panels, one matrix after another.

@@ -15,4 +15,11 @@ namespace quilt::compiler {
 // Packs every such constant of `spec`; returns how many.
 int PackMatmulWeights(PackageSpec& spec);
 
+// The same for a B that a session makes from constants when it is created (the steps it runs
+// once then: runtime/src/session.cc, Hoistable), in the main graph `g`, before memory planning:
+// a matmul_pack_b step (cpu/kernels/linalg.h) after the step making it packs it there, and the
+// matmuls read the panels. The session then holds the panels alone, not B and a packed copy (an
+// int8 weight scaled to float: minilm-l6). Returns how many.
+int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& g);
+
 }  // namespace quilt::compiler

@@ -24,7 +24,8 @@ constexpr OpSchema kOps[] = {
 // A fused conv also takes its bias as a third argument, or, with the attributes affine and post,
 // up to three constants to add and multiply by before its activation and three after, a
 // residual tensor, and a prelu activation its slope. A matmul whose constant B quiltc packed into
-// the panels its kernel reads has B's shape as packed_b (targets/pack_weights.h).
+// the panels its kernel reads has B's shape as packed_b; matmul_pack_b packs a B made at session
+// creation (targets/pack_weights.h).
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
@@ -46,6 +47,7 @@ const std::vector<Added>& LoweringAttributes() {
        8},
       {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
       {"matmul", {"packed_b"}, 0},
+      {"matmul_pack_b", {}, 1},
   };
   return added;
 }

@@ -2332,6 +2332,38 @@ TEST(FastKernels, MatmulReadsBPackedIntoPanels) {
   }
 }
 
+// matmul_pack_b (a step lowering adds) writes each matrix of B as PackBPanels does, one after
+// another, and refuses what is no float32 B.
+TEST(FastKernels, MatmulPackBWritesEachMatrixsPanels) {
+  std::mt19937 rng(59);
+  Attrs attrs;
+  const rt::AttrView::List* list = attrs.Finish();
+  for (const Shape& shape : {Shape{40, 53}, Shape{2, 3, 17, 9}, Shape{0, 30}, Shape{5, 0}}) {
+    std::vector<float> b = Random(rng, Count(shape));
+    TestContext ctx({Tensor{DType::kFloat32, shape, b.data()}}, list, nullptr);
+    Status st = MatmulPackB(ctx);
+    ASSERT_TRUE(st.ok()) << Join(shape) << ": " << st.message();
+    int64_t k = shape[shape.size() - 2], n = shape.back(), per = PackedBFloats(k, n);
+    int64_t matrices = shape.size() == 4 ? 6 : 1;
+    std::vector<float> want(static_cast<size_t>(matrices * per));
+    for (int64_t i = 0; i < matrices && k > 0; ++i) {
+      PackBPanels(MatrixB(b.data() + i * k * n, k, n), k, n, want.data() + i * per);
+    }
+    ASSERT_EQ(ctx.out().shape, (Shape{matrices * per})) << Join(shape);
+    ASSERT_EQ(ctx.values(), want) << Join(shape);
+  }
+  std::vector<float> row(7, 1.0f);
+  std::vector<int32_t> ints(12, 1);
+  for (const Tensor& bad :
+       {Tensor{DType::kFloat32, {7}, row.data()}, Tensor{DType::kInt32, {3, 4}, ints.data()}}) {
+    TestContext ctx({bad}, list, nullptr);
+    Status st = MatmulPackB(ctx);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("matmul_pack_b takes one float32 input"), std::string::npos)
+        << st.message();
+  }
+}
+
 // Panels that do not fit the shape packed_b gives are refused with what is wrong, never read.
 TEST(FastKernels, MatmulRefusesPanelsThatDoNotFitTheirShape) {
   std::vector<float> a(2 * 40, 1.0f), panels(48 * 40, 1.0f);

@@ -78,17 +78,18 @@ std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes)
   return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
 }
 
-std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
-                                    std::vector<float>& y, std::vector<float>& z) {
+std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package,
+                                           std::vector<float>& x, std::vector<float>& y,
+                                           std::vector<float>& z) {
   std::unique_ptr<rt::Session> s;
   rt::SessionOptions options;
   options.threads = 2;
   EXPECT_TRUE(rt::Session::Create(Load(package), options, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
-  rt::Status st = s->Run(
-      {test::Input("x", x, {3, 10}), test::Input("y", y, {2, 4, 10}), test::Input("z", z, {10, 12})},
-      &out);
+  rt::Status st = s->Run({test::Input("x", x, {3, 10}), test::Input("y", y, {2, 4, 10}),
+                          test::Input("z", z, {10, 12})},
+                         &out);
   EXPECT_TRUE(st.ok()) << st.message();
   std::vector<std::vector<float>> values;
   for (const rt::OwnedTensor& t : out) values.push_back(test::Floats(t));
@@ -152,9 +153,11 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
   std::vector<std::vector<float>> want = RunPackage(plain->package, x, y, z);
   ASSERT_EQ(got.size(), 5u);
   ASSERT_EQ(got, want);
-  std::vector<std::vector<double>> exact = {Product(x.data(), c.w.data(), 3, 10, 30), {},
+  std::vector<std::vector<double>> exact = {Product(x.data(), c.w.data(), 3, 10, 30),
+                                            {},
                                             Product(x.data(), c.v.data(), 3, 10, 8),
-                                            Product(x.data(), c.u.data(), 3, 10, 12), {}};
+                                            Product(x.data(), c.u.data(), 3, 10, 12),
+                                            {}};
   for (int i = 0; i < 2; ++i) {
     std::vector<double> part = Product(y.data() + i * 40, c.wb.data() + i * 250, 4, 10, 25);
     exact[1].insert(exact[1].end(), part.begin(), part.end());
@@ -164,6 +167,103 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
     ASSERT_EQ(got[o].size(), exact[o].size()) << "output " << o;
     for (size_t i = 0; i < exact[o].size(); ++i) {
       EXPECT_NEAR(got[o][i], exact[o][i], 1e-5) << "output " << o << ", element " << i;
+    }
+  }
+}
+
+// An int8 weight scaled to float when the session is created (the steps it runs once then): B
+// packed there by a matmul_pack_b step after the multiply making it, the matmul reading the
+// panels. A B made from an input, or also read by another op, is not.
+constexpr const char* kScaled = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((3, 10), "float32"), z: R.Tensor((10, 30), "float32")):
+        q = R.const(Q, "int8")
+        s = R.const(S, "float32")
+        f = R.astype(q, "float32")
+        w = R.multiply(f, s)
+        u = R.multiply(f, R.const(2.0, "float32"))
+        t = R.multiply(z, s)
+        a = R.matmul(x, w)
+        b = R.matmul(x, u)
+        c = R.add(u, z)
+        d = R.matmul(x, t)
+        return (a, b, c, d)
+)";
+
+TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
+  std::mt19937 rng(67);
+  std::vector<float> q(300), s = Random(rng, 10);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  for (float& v : q) v = static_cast<float>(i8(rng));
+  std::string text = kScaled;
+  std::string q_text = Literal(q, {10, 30});
+  text.replace(text.find("Q"), 1, q_text);
+  text.replace(text.find("S, \""), 1, Literal(s, {10, 1}));
+  ir::IRModule mod = testing::Parse(text);
+  CompileOptions options;
+  options.fold_constants = false;
+  Expected<Compiled> packed = Compile(mod, options);
+  ASSERT_TRUE(packed) << packed.error().ToString();
+  options.lower.pack_weights = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+
+  std::shared_ptr<const rt::LoadedPackage> p = Load(packed->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  int packs = 0, packed_matmuls = 0;
+  for (uint32_t i = 0; i < g.steps()->size(); ++i) {
+    const pkg::Step* step = g.steps()->Get(i);
+    if (step->kernel()->str() == "matmul_pack_b") {
+      ++packs;
+      // Right after the multiply making B; its output the 1-D panels.
+      ASSERT_GT(i, 0u);
+      EXPECT_EQ(g.steps()->Get(i - 1)->kernel()->str(), "multiply");
+      const pkg::Value* out = g.values()->Get(static_cast<uint32_t>(step->outputs()->Get(0)));
+      EXPECT_EQ(out->dims()->size(), 1u);
+      EXPECT_EQ(out->byte_size(), cpu::PackedBFloats(10, 30) * 4);
+    }
+    if (step->kernel()->str() == "matmul" && rt::AttrView(step->attrs()).Has("packed_b")) {
+      ++packed_matmuls;
+      EXPECT_EQ(rt::AttrView(step->attrs()).Ints("packed_b"), (std::vector<int64_t>{10, 30}));
+    }
+  }
+  EXPECT_EQ(packs, 1);
+  EXPECT_EQ(packed_matmuls, 1);
+
+  std::vector<float> x = Random(rng, 30), z = Random(rng, 300);
+  auto run = [&](const std::vector<uint8_t>& package) {
+    std::unique_ptr<rt::Session> session;
+    EXPECT_TRUE(rt::Session::Create(Load(package), {}, &session).ok());
+    std::vector<std::vector<float>> values;
+    for (int r = 0; r < 2 && session; ++r) {  // the held panels read again by a second run
+      std::vector<rt::OwnedTensor> out;
+      rt::Status st =
+          session->Run({test::Input("x", x, {3, 10}), test::Input("z", z, {10, 30})}, &out);
+      EXPECT_TRUE(st.ok()) << st.message();
+      for (const rt::OwnedTensor& t : out) values.push_back(test::Floats(t));
+    }
+    return values;
+  };
+  std::vector<std::vector<float>> got = run(packed->package), want = run(plain->package);
+  ASSERT_EQ(got.size(), 8u);
+  ASSERT_EQ(got, want);
+  std::vector<float> w(300), u(300), t(300);
+  for (size_t i = 0; i < 300; ++i) {
+    w[i] = q[i] * s[i / 30];
+    u[i] = q[i] * 2.0f;
+    t[i] = z[i] * s[i / 30];
+  }
+  std::vector<std::vector<double>> exact = {Product(x.data(), w.data(), 3, 10, 30),
+                                            Product(x.data(), u.data(), 3, 10, 30),
+                                            {},
+                                            Product(x.data(), t.data(), 3, 10, 30)};
+  for (size_t i = 0; i < 300; ++i) exact[2].push_back(double{u[i]} + z[i]);
+  for (size_t o = 0; o < 8; ++o) {
+    for (size_t i = 0; i < exact[o % 4].size(); ++i) {
+      EXPECT_NEAR(got[o][i], exact[o % 4][i], 1e-3) << "output " << o << ", element " << i;
     }
   }
 }

@@ -349,6 +349,27 @@ Status MatmulFast(KernelContext& ctx) {
   return Status::Ok();
 }
 
+Status MatmulPackB(KernelContext& ctx) {
+  const Tensor* b = ctx.num_inputs() == 1 ? ctx.input(0) : nullptr;
+  if (!b || b->dtype != DType::kFloat32 || b->rank() < 2) {
+    return Status::Error(
+        "matmul_pack_b takes one float32 input of at least 2 dims (a matmul's B)" +
+        (b ? ", not " + std::string(rt::DTypeName(b->dtype)) + " " + rt::ShapeString(b->shape)
+           : std::string()));
+  }
+  int64_t k = b->shape[b->shape.size() - 2], n = b->shape.back(), matrices = 1;
+  for (size_t i = 0; i + 2 < b->shape.size(); ++i) matrices *= b->shape[i];
+  int64_t per = PackedBFloats(k, n);
+  Tensor* y = nullptr;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, {matrices * per}, &y));
+  const float* pb = b->Data<float>();
+  float* py = y->MutableData<float>();
+  for (int64_t i = 0; i < matrices && k > 0; ++i) {
+    PackBPanels(MatrixB(pb + i * k * n, k, n), k, n, py + i * per);
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // One einsum term: a label per dim of its operand. Letters are their char value; the "..." dims
@@ -560,6 +581,7 @@ Status Det(KernelContext& ctx) {
 
 constexpr rt::KernelEntry kKernels[] = {
     {"matmul", MatmulFast},
+    {kMatmulPackB, MatmulPackB},
     {"einsum", Einsum},
     {"linalg.det", Det},
 };

@@ -2,6 +2,7 @@
 // double or wrapping uint64) and the fast float32 path through the blocked GEMM (gemm.h).
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "targets/cpu/kernels/util.h"
@@ -31,5 +32,9 @@ Status MatmulIntegerReference(KernelContext& ctx);
 Status MatmulIntegerFast(KernelContext& ctx);
 // Float32 through the blocked GEMM; other types go to the reference.
 Status MatmulFast(KernelContext& ctx);
+// A step lowering adds (targets/pack_weights.h): a matmul's B made from constants when a session
+// is created, packed there into the panels the GEMM reads, as the matmul's packed_b input.
+inline constexpr std::string_view kMatmulPackB = "matmul_pack_b";
+Status MatmulPackB(KernelContext& ctx);
 
 }  // namespace quilt::cpu
