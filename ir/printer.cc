@@ -385,7 +385,9 @@ class FunctionPrinter {
       bool keywords = false;
       for (const AttrSpec& spec : op->attrs) {
         const AttrValue* v = call.attrs.Find(spec.name);
-        if (!v || (spec.has_default && *v == spec.default_value)) {
+        // take's axis is printed even when 0: TVM's default is None (the data flattened).
+        bool always = op->kind == OpKind::kTake && spec.name == "axis";
+        if (!v || (spec.has_default && *v == spec.default_value && !always)) {
           keywords = true;  // a skipped attribute: the ones after it need their names
           continue;
         }

@@ -555,6 +555,147 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
   return Rewrites{{binding.var.get(), *ln}};
 }
 
+// Rows taken from a table that constants make, before the table is made: for
+//   y = R.take(E, indices, axis=a)
+// with E an astype, add, subtract, multiply or divide of constants (and of such ops of
+// constants), every one of them read by nothing else and on y's vdevice, y becomes the same ops
+// of the rows taken from each constant that spans axis a (its dims right-aligned with E's, with
+// E's length there); a constant that does not reach axis a (fewer dims than E has after it) is
+// read as it is. An int8 embedding table cast and scaled per row (minilm-l6: 30522 x 384) is then
+// converted for the rows a run reads, not whole when the session is created (47 MB of floats).
+// The take's indices and mode go to every take, so an index out of range fails as before.
+class TakeFirst {
+ public:
+  TakeFirst(const FunctionView& v, const ir::Binding& b, const ir::CallNode& take, int64_t axis,
+            int64_t rank, bool dataflow)
+      : v_(v), b_(b), take_(take), axis_(axis), rank_(rank), dataflow_(dataflow) {}
+
+  // The rows of `e` (`top`: E itself, whose vars need not have one use... it must too), as an
+  // expression of the bindings made; null where the rule does not apply.
+  Expected<ir::Expr> Rows(const ir::Expr& e) {
+    const ir::StructInfo& s = e->struct_info;
+    // (A constant lives on each device that reads it; a variable must be on y's.)
+    if (!s || !s->IsTensor() || s->ndim < 0 ||
+        (As<ir::VarNode>(e) && s->vdevice != VDeviceOf(b_.var))) {
+      return ir::Expr();
+    }
+    if (s->ndim <= rank_ - 1 - axis_) return e;  // broadcast along the rows: read as it is
+    if (!VisibleAt(v_, e, b_)) return ir::Expr();
+    if (const ir::ConstantNode* c = ConstantOf(v_, e)) {
+      // Its dims right-aligned with E's: the axis is its own `a`.
+      int64_t a = axis_ - (rank_ - static_cast<int64_t>(c->shape.size()));
+      if (a < 0 || c->shape[static_cast<size_t>(a)] != length_) return ir::Expr();
+      ir::Attrs attrs = take_.attrs;
+      attrs.Set("axis", a);
+      return Bind(ir::OpKind::kTake, {e, take_.args[1]}, std::move(attrs));
+    }
+    if (s->ndim != rank_) return ir::Expr();
+    const auto* var = As<ir::VarNode>(e);
+    auto n = var ? v_.uses.find(var) : v_.uses.end();
+    auto value = var ? v_.value.find(var) : v_.value.end();
+    if (n == v_.uses.end() || n->second != 1 || value == v_.value.end()) return ir::Expr();
+    const auto* call = As<ir::CallNode>(value->second);
+    if (!call || !call->op()) return ir::Expr();
+    std::optional<std::vector<int64_t>> shape = StaticShape(s);
+    if (!shape || (*shape)[static_cast<size_t>(axis_)] != length_) return ir::Expr();
+    ir::OpKind kind = call->op()->kind;
+    bool binary = kind == ir::OpKind::kAdd || kind == ir::OpKind::kSubtract ||
+                  kind == ir::OpKind::kMultiply || kind == ir::OpKind::kDivide;
+    if ((!binary && kind != ir::OpKind::kAstype) || call->args.size() != (binary ? 2u : 1u)) {
+      return ir::Expr();
+    }
+    std::vector<ir::Expr> args;
+    for (const ir::Expr& arg : call->args) {
+      Expected<ir::Expr> rows = Rows(arg);
+      if (!rows || !*rows) return rows;
+      args.push_back(*rows);
+    }
+    return Bind(kind, std::move(args), call->attrs);
+  }
+
+  int64_t length_ = -1;  // E's length along the axis
+  std::vector<ir::Binding> made;
+
+ private:
+  Expected<ir::Expr> Bind(ir::OpKind kind, std::vector<ir::Expr> args, const ir::Attrs& attrs) {
+    Expected<ir::Expr> call = ir::MakeOpCall(kind, std::move(args), attrs);
+    if (!call) return call.error();
+    ir::Var var = ir::MakeVar(b_.var->name_hint + "_rows" + std::to_string(made.size()),
+                              ir::WithVDevice((*call)->struct_info, VDeviceOf(b_.var)), dataflow_);
+    made.push_back({var, *call, b_.source, b_.source_op});
+    return ir::Expr(var);
+  }
+
+  const FunctionView& v_;
+  const ir::Binding& b_;
+  const ir::CallNode& take_;
+  int64_t axis_, rank_;
+  bool dataflow_;
+};
+
+// The bindings TakeFirst makes for binding `b` (the last one the new value of b's variable), or
+// none.
+Expected<std::vector<ir::Binding>> TakeRowsFirst(const FunctionView& v, const ir::Binding& b,
+                                                 bool dataflow) {
+  const ir::CallNode* take = OpCallOf(b.value, ir::OpKind::kTake);
+  if (!take || take->args.size() != 2) return std::vector<ir::Binding>();
+  const ir::StructInfo& e = take->args[0]->struct_info;
+  std::optional<std::vector<int64_t>> shape = e ? StaticShape(e) : std::nullopt;
+  if (!shape || shape->empty() || ConstantOf(v, take->args[0]) || !VisibleAt(v, take->args[1], b)) {
+    return std::vector<ir::Binding>();
+  }
+  int64_t rank = static_cast<int64_t>(shape->size());
+  const int64_t* axis_attr = take->attrs.Get<int64_t>("axis");
+  int64_t axis = axis_attr ? *axis_attr : 0;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::vector<ir::Binding>();
+  TakeFirst rule(v, b, *take, axis, rank, dataflow);
+  rule.length_ = (*shape)[static_cast<size_t>(axis)];
+  Expected<ir::Expr> rows = rule.Rows(take->args[0]);
+  if (!rows) return rows.error();
+  if (!*rows || rule.made.empty() || As<ir::ConstantNode>(*rows)) return std::vector<ir::Binding>();
+  // The last binding made computes the result: it takes b's variable.
+  rule.made.back().var = b.var;
+  return std::move(rule.made);
+}
+
+Expected<ir::SeqExpr> TakeRowsFirst(const ir::SeqExpr& body) {
+  FunctionView v = View(*body);
+  std::vector<ir::BindingBlock> blocks = body->blocks;
+  bool changed = false;
+  for (ir::BindingBlock& block : blocks) {
+    std::vector<ir::Binding> out;
+    for (const ir::Binding& b : block.bindings) {
+      if (const auto* branch = As<ir::IfNode>(b.value)) {
+        Expected<ir::SeqExpr> then_branch = TakeRowsFirst(branch->then_branch);
+        if (!then_branch) return then_branch.error();
+        Expected<ir::SeqExpr> else_branch = TakeRowsFirst(branch->else_branch);
+        if (!else_branch) return else_branch.error();
+        if (*then_branch != branch->then_branch || *else_branch != branch->else_branch) {
+          Expected<ir::Expr> made = ir::MakeIf(branch->cond, *then_branch, *else_branch);
+          if (!made) return made.error();
+          ir::Binding nb = b;
+          nb.value = *made;
+          out.push_back(std::move(nb));
+          changed = true;
+          continue;
+        }
+      }
+      Expected<std::vector<ir::Binding>> made = TakeRowsFirst(v, b, block.dataflow);
+      if (!made) return made.error();
+      if (made->empty()) {
+        out.push_back(b);
+        continue;
+      }
+      changed = true;
+      for (ir::Binding& m : *made) out.push_back(std::move(m));
+    }
+    block.bindings = std::move(out);
+  }
+  if (!changed) return body;
+  return ir::MakeSeqExpr(std::move(blocks), body->body);
+}
+
 using Rule = Expected<Rewrites> (*)(const FunctionView&, const ir::Binding&);
 
 // Applies `rule` to every binding of `body` (the rewrites of one sweep touch distinct variables),
@@ -602,9 +743,19 @@ Expected<ir::Function> Sweep(const ir::Function& f, Rule rule) {
 }
 
 Expected<ir::Function> FoldFunction(const ir::Function& f) {
+  ir::Function r = f;
+  {
+    Expected<ir::SeqExpr> body = TakeRowsFirst(f->body);
+    if (!body) return body.error();
+    if (*body != f->body) {
+      Expected<ir::Function> g = ir::MakeFunction(f->params, *body, f->ret_struct_info, f->attrs,
+                                                  f->is_pure, f->is_private, f->param_defaults);
+      if (!g) return g;
+      r = *g;
+    }
+  }
   // Until no reshape or transpose of a constant is left (one of another folds in the next
   // sweep).
-  ir::Function r = f;
   for (;;) {
     Expected<ir::Function> next = Sweep(r, &FoldLayout);
     if (!next) return next;

@@ -629,3 +629,147 @@ TEST(FoldConstants, TheFoldedLayerNormIsAsCloseToFloat64AsTheSteps) {
 
 }  // namespace
 }  // namespace quilt::passes
+
+namespace quilt::passes {
+namespace {
+
+// An int8 table cast and scaled per row, and a bias along the rows' other dim, then rows taken
+// from it (a quantized embedding): the rows are taken from the constants first.
+constexpr const char* kTable = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2, 3), "int64")):
+        f = R.astype(R.const([[1, -2, 3], [4, 5, -6], [7, 8, 9], [-10, 11, 12]], "int8"), "float32")
+        w = R.multiply(f, R.const([[0.5], [0.25], [2.0], [-1.0]], "float32"))
+        b = R.add(w, R.const([1.0, 0.0, -1.0], "float32"))
+        y = R.take(b, ids, axis=0)
+        return y
+)";
+
+TEST(FoldConstants, RowsAreTakenFromTheConstantsATableIsMadeOf) {
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2, 3), "int64")):
+        q = R.take(R.const([[1, -2, 3], [4, 5, -6], [7, 8, 9], [-10, 11, 12]], "int8"), ids, axis=0)
+        f = R.astype(q, "float32")
+        s = R.take(R.const([[0.5], [0.25], [2.0], [-1.0]], "float32"), ids, axis=0)
+        w = R.multiply(f, s)
+        y = R.add(w, R.const([1.0, 0.0, -1.0], "float32"))
+        return y
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(kTable)), want));
+}
+
+// It stays where a step of the table is read elsewhere, where a constant is broadcast along the
+// rows from a dim of 1, where the table is not made of constants alone, and for a constant table.
+TEST(FoldConstants, RowsOfATableReadElsewhereOrNotMadeOfConstantsStay) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2,), "int64")):
+        w = R.multiply(R.const([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "float32"), R.const(2.0, "float32"))
+        y = R.take(w, ids, axis=0)
+        return (y, w)
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2,), "int64")):
+        w = R.multiply(R.const([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "float32"), R.const([[2.0, 3.0]], "float32"))
+        y = R.take(w, ids, axis=0)
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2,), "int64"), t: R.Tensor((3, 2), "float32")):
+        w = R.multiply(t, R.const([[2.0], [3.0], [4.0]], "float32"))
+        y = R.take(w, ids, axis=0)
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2,), "int64")):
+        y = R.take(R.const([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "float32"), ids, axis=0)
+        return y
+)");
+}
+
+// A template: Q (5 x 7 int8) and S (7 floats) are filled in.
+constexpr const char* kScaledTable = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2, 2), "int64")):
+        f = R.astype(R.const(Q, "int8"), "float32")
+        w = R.multiply(f, R.const(S, "float32"))
+        y = R.take(w, ids, axis=1)
+        return y
+)";
+
+// Along another axis too (a scale of one dim spans it); the rows computed are the ones the whole
+// table has, bit for bit, negative indices too, and an index out of range still fails the run.
+TEST(FoldConstants, RowsTakenFirstAreTheTablesRows) {
+  std::mt19937 rng(71);
+  std::uniform_int_distribution<int> i8(-128, 127);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::ostringstream q, s;
+  q << "[";
+  for (int i = 0; i < 5; ++i) {
+    q << (i ? ", [" : "[");
+    for (int j = 0; j < 7; ++j) q << (j ? ", " : "") << i8(rng);
+    q << "]";
+  }
+  q << "]";
+  s.precision(9);
+  s << "[";
+  for (int j = 0; j < 7; ++j) s << (j ? ", " : "") << u(rng);
+  s << "]";
+  std::string text = kScaledTable;
+  text.replace(text.find("Q, "), 1, q.str());
+  text.replace(text.find("S, "), 1, s.str());
+  ir::IRModule mod = Parse(text);
+  EXPECT_EQ(ir::PrintModule(RunPass("fold-constants", mod)).find("R.take(w"), std::string::npos);
+  Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
+  ASSERT_TRUE(folded) << folded.error().ToString();
+  auto run = [](const std::vector<uint8_t>& package, std::vector<int64_t> ids,
+                std::vector<float>* values) {
+    std::unique_ptr<rt::LoadedPackage> loaded;
+    rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
+    EXPECT_TRUE(st.ok()) << st.message();
+    std::unique_ptr<rt::Session> session;
+    EXPECT_TRUE(rt::Session::Create(std::shared_ptr<const rt::LoadedPackage>(std::move(loaded)), {},
+                                    &session)
+                    .ok());
+    std::vector<rt::OwnedTensor> out;
+    st = session->Run({test::Input("ids", ids, {2, 2})}, &out);
+    if (st.ok()) *values = test::Floats(out[0]);
+    return st;
+  };
+  for (const std::vector<int64_t>& ids :
+       {std::vector<int64_t>{0, 6, 3, -1}, std::vector<int64_t>{2, 2, 5, 1}}) {
+    std::vector<float> want, got;
+    rt::Status a = run(plain->package, ids, &want), b = run(folded->package, ids, &got);
+    ASSERT_TRUE(a.ok()) << a.message();
+    ASSERT_TRUE(b.ok()) << b.message();
+    ASSERT_EQ(got.size(), 5u * 2 * 2);
+    ASSERT_EQ(got, want);
+  }
+  std::vector<float> out;
+  rt::Status bad = run(folded->package, {0, 7, 1, 2}, &out);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("7"), std::string::npos) << bad.message();
+}
+
+}  // namespace
+}  // namespace quilt::passes
