@@ -7,6 +7,7 @@
 // compares these with.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -190,30 +191,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   auto state_at = [&](int64_t d, int64_t n) {
     return layout == 0 ? (d * N + n) * H : (n * dirs + d) * H;
   };
-  rt::ThreadPool* pool = ctx.thread_pool();
   const int64_t cols = S * N;
-  // This thread's scratch, every element written before it is read: the input projections (by
-  // the product), the recurrent ones (each step's product) and the states (from the initial ones).
-  float* gx = Scratch(ScratchSlot::kRecurrentInput, G * cols);
-  float* gh = Scratch(ScratchSlot::kRecurrentGates, G * N);
-  float* hs = Scratch(ScratchSlot::kRecurrentHidden, H * N);
-  float* cs = Scratch(ScratchSlot::kRecurrentCell, H * N);
-  // GRU: the update and reset gates of a step, and r * h for the product of the hidden gate.
-  std::vector<float> zs, rs, rh, ghh;
-  if (kCell == Cell::kGru) {
-    zs.resize(static_cast<size_t>(H * N));
-    rs.resize(static_cast<size_t>(H * N));
-    if (!lbr) {
-      rh.resize(static_cast<size_t>(H * N));
-      ghh.resize(static_cast<size_t>(H * N));
-    }
-  }
-  // The standard LSTM cell of a batch of one: a step's input projections, and zero peepholes.
-  std::vector<float> column, no_peepholes;
-  if (kCell == Cell::kLstm && N == 1) {
-    column.resize(static_cast<size_t>(G));
-    no_peepholes.assign(static_cast<size_t>(3 * H), 0.0f);
-  }
   // Rows of the cell's loops per task: enough elements to be worth a thread.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
   const int64_t first_rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
@@ -235,7 +213,40 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     });
   }
   const bool packed_r = packed && !packed->r.empty();
-  for (int64_t d = 0; d < dirs; ++d) {
+  // Direction d, on the session's threads (`pool`), or on the calling thread alone (null): the
+  // two directions of a bidirectional layer then run side by side, one per thread, with no
+  // threads to join at each step (below). The sums are the same either way.
+  auto run_direction = [&](int64_t d, rt::ThreadPool* pool) {
+    auto par = [&](int64_t n, int64_t g, const std::function<void(int64_t, int64_t)>& fn) {
+      if (pool) {
+        ctx.ParallelFor(n, g, fn);
+      } else if (n > 0) {
+        fn(0, n);
+      }
+    };
+    // The running thread's scratch, every element written before it is read: the input
+    // projections (by the product), the recurrent ones (each step's product) and the states
+    // (from the initial ones).
+    float* gx = Scratch(ScratchSlot::kRecurrentInput, G * cols);
+    float* gh = Scratch(ScratchSlot::kRecurrentGates, G * N);
+    float* hs = Scratch(ScratchSlot::kRecurrentHidden, H * N);
+    float* cs = Scratch(ScratchSlot::kRecurrentCell, H * N);
+    // GRU: the update and reset gates of a step, and r * h for the product of the hidden gate.
+    std::vector<float> zs, rs, rh, ghh;
+    if (kCell == Cell::kGru) {
+      zs.resize(static_cast<size_t>(H * N));
+      rs.resize(static_cast<size_t>(H * N));
+      if (!lbr) {
+        rh.resize(static_cast<size_t>(H * N));
+        ghh.resize(static_cast<size_t>(H * N));
+      }
+    }
+    // The standard LSTM cell of a batch of one: a step's input projections, and zero peepholes.
+    std::vector<float> column, no_peepholes;
+    if (kCell == Cell::kLstm && N == 1) {
+      column.resize(static_cast<size_t>(G));
+      no_peepholes.assign(static_cast<size_t>(3 * H), 0.0f);
+    }
     const bool reverse = direction == "reverse" || d == 1;
     const float* W = tw->Data<float>() + d * G * I;
     const float* R = tr->Data<float>() + d * G * H;
@@ -269,14 +280,13 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       std::fill(gx, gx + G * cols, 0.0f);
     }
     if (Wb) {
-      ctx.ParallelFor(G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
-                      [&](int64_t j0, int64_t j1) {
-                        for (int64_t j = j0; j < j1; ++j) {
-                          float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
-                          float* row = gx + j * cols;
-                          for (int64_t c = 0; c < cols; ++c) row[c] += b;
-                        }
-                      });
+      par(G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+          float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
+          float* row = gx + j * cols;
+          for (int64_t c = 0; c < cols; ++c) row[c] += b;
+        }
+      });
     }
     const float* h0 = Absent(th0) ? nullptr : th0->Data<float>();
     const float* c0 = Absent(tc0) ? nullptr : tc0->Data<float>();
@@ -297,7 +307,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
               packed_r ? &packed->r[static_cast<size_t>(d)] : nullptr);
       }
       if constexpr (kCell == Cell::kRnn) {
-        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+        par(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -306,7 +316,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           }
         });
       } else if constexpr (kCell == Cell::kGru) {
-        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+        par(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -323,7 +333,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
                 packed_r ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
         }
-        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+        par(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -351,7 +361,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       } else if (standard_lstm) {
         // Every row of the batch at this step's time: its columns are contiguous.
         int64_t c0 = (reverse ? S - 1 - step : step) * N;
-        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+        par(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             StandardLstmRow(N, &gx[h * cols + c0], &gx[(H + h) * cols + c0],
                             &gx[(2 * H + h) * cols + c0], &gx[(3 * H + h) * cols + c0], &gh[h * N],
@@ -362,7 +372,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         });
       } else {
         // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
-        ctx.ParallelFor(H, grain, [&](int64_t h0, int64_t h1) {
+        par(H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             float pi = P ? P[h] : 0.0f, po = P ? P[H + h] : 0.0f, pf = P ? P[2 * H + h] : 0.0f;
             for (int64_t n = 0; n < N; ++n) {
@@ -397,6 +407,19 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         if (yc) yc[state_at(d, n) + h] = cs[h * N + n];
       }
     }
+  };
+  rt::ThreadPool* pool = ctx.thread_pool();
+  // Side by side where a direction's recurrent matrix fits well within a core's L2 (each thread
+  // then reads its own at every step: oww-hey-mycroft's 64 KB); a larger one is split across the
+  // threads at each step, each reading its share (ddddocr-beta's 4 MB: 2 MB a core).
+  constexpr int64_t kSideBySideBytes = int64_t{1} << 20;
+  if (dirs == 2 && pool && ctx.threads() >= 2 &&
+      first_rows * H * static_cast<int64_t>(sizeof(float)) <= kSideBySideBytes) {
+    ctx.ParallelFor(2, 1, [&](int64_t d0, int64_t d1) {
+      for (int64_t d = d0; d < d1; ++d) run_direction(d, nullptr);
+    });
+  } else {
+    for (int64_t d = 0; d < dirs; ++d) run_direction(d, pool);
   }
   return Status::Ok();
 }
