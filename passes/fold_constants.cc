@@ -659,7 +659,112 @@ Expected<std::vector<ir::Binding>> TakeRowsFirst(const FunctionView& v, const ir
   return std::move(rule.made);
 }
 
-Expected<ir::SeqExpr> TakeRowsFirst(const ir::SeqExpr& body) {
+// A float32 one-hot encoding times a constant matrix (an embedding written as a product):
+//   o = R.one_hot(i, depth, R.const([0.0, 1.0])), axis -1; [r = R.reshape(o, (..., depth))]
+//   y = R.matmul(o or r, W)                         W: (depth, D), every value finite
+// becomes the rows of W the indices pick: y = R.take(T, k, axis=0, mode="clip") with
+// k = i + depth + 1 (reshaped as r is, less its last dim) and T = [0; W; W; 0] (2 depth + 2 rows):
+// an index in [-depth, depth) picks its row of W as one_hot counts it (a negative one from the
+// end), and one outside picks a row of zeros, as the product of an all-zero encoding gives. Each
+// element of y is then the weight itself, as the product gives it (0 x w adds zero; W finite).
+// On a CPU (the take's clip mode), one_hot and reshape read by nothing else, T at most 8 MB.
+Expected<std::vector<ir::Binding>> OneHotRows(const FunctionView& v, const ir::Binding& b,
+                                              bool dataflow) {
+  std::vector<ir::Binding> none;
+  const ir::CallNode* mm = OpCallOf(b.value, ir::OpKind::kMatmul);
+  std::optional<ir::VDevice> device = VDeviceOf(b.var);
+  if (!mm || mm->args.size() != 2 || (device && device->target.DeviceType() != "cpu")) {
+    return none;
+  }
+  if (const auto* dt = mm->attrs.Get<ir::DataType>("out_dtype");
+      dt && *dt != ir::DataType::kVoid && *dt != ir::DataType::kFloat32) {
+    return none;
+  }
+  const ir::ConstantNode* w = ConstantOf(v, mm->args[1]);
+  if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 2 || !w->data) return none;
+  int64_t depth = w->shape[0], cols = w->shape[1];
+  if (depth <= 0 || (2 * depth + 2) * cols * 4 > (int64_t{8} << 20)) return none;
+  std::optional<std::vector<float>> wv = Floats(w, depth * cols);
+  if (!wv) return none;
+  for (float x : *wv) {
+    if (!std::isfinite(x)) return none;
+  }
+  // Through a reshape that keeps the last dim (batch dims merged).
+  const ir::CallNode* reshape = SoleUseCall(v, mm->args[0], ir::OpKind::kReshape);
+  ir::Expr encoded = reshape ? reshape->args[0] : mm->args[0];
+  const ir::CallNode* oh = SoleUseCall(v, encoded, ir::OpKind::kOneHot);
+  if (!oh || oh->args.size() != 3 || !VisibleAt(v, oh->args[0], b) ||
+      VDeviceOf(encoded) != device || (reshape && VDeviceOf(mm->args[0]) != device)) {
+    return none;
+  }
+  const ir::StructInfo& os = encoded->struct_info;
+  const int64_t* axis = oh->attrs.Get<int64_t>("axis");
+  if (!os || !os->IsTensor() || os->dtype != ir::DataType::kFloat32 || os->ndim < 1 ||
+      (axis && *axis != -1 && *axis != os->ndim - 1)) {
+    return none;
+  }
+  std::optional<std::vector<float>> values = Floats(ConstantOf(v, oh->args[2]), 2);
+  const auto* d = As<ir::PrimValueNode>(oh->args[1]);
+  std::optional<int64_t> dv = d ? ir::AsInt(d->value) : std::nullopt;
+  if (!values || (*values)[0] != 0.0f || (*values)[1] != 1.0f || !dv || *dv != depth) return none;
+  const ir::StructInfo& is = oh->args[0]->struct_info;
+  if (!is || !is->IsTensor() ||
+      (is->dtype != ir::DataType::kInt32 && is->dtype != ir::DataType::kInt64)) {
+    return none;
+  }
+  // The reshape's shape without its last dim (which must be depth).
+  ir::Expr index_shape;
+  if (reshape) {
+    const auto* shape =
+        reshape->args.size() == 2 ? As<ir::ShapeExprNode>(reshape->args[1]) : nullptr;
+    if (!shape || shape->values.empty() || ir::AsInt(shape->values.back()) != depth) return none;
+    index_shape = ir::MakeShapeExpr(
+        std::vector<ir::PrimExpr>(shape->values.begin(), shape->values.end() - 1));
+  }
+  std::vector<float> table(static_cast<size_t>((2 * depth + 2) * cols), 0.0f);
+  std::copy(wv->begin(), wv->end(), table.begin() + cols);
+  std::copy(wv->begin(), wv->end(), table.begin() + (depth + 1) * cols);
+  Expected<ir::Expr> t = FloatConstant(table, {2 * depth + 2, cols});
+  if (!t) return t.error();
+  std::vector<uint8_t> shift_bytes(is->dtype == ir::DataType::kInt32 ? 4 : 8);
+  if (is->dtype == ir::DataType::kInt32) {
+    int32_t s32 = static_cast<int32_t>(depth + 1);
+    std::memcpy(shift_bytes.data(), &s32, 4);
+  } else {
+    int64_t s64 = depth + 1;
+    std::memcpy(shift_bytes.data(), &s64, 8);
+  }
+  Expected<ir::Expr> shift = ir::MakeConstant(
+      is->dtype, {}, std::make_shared<std::vector<uint8_t>>(std::move(shift_bytes)));
+  if (!shift) return shift.error();
+  std::vector<ir::Binding> made;
+  auto bind = [&](Expected<ir::Expr> call) -> Expected<ir::Expr> {
+    if (!call) return call.error();
+    ir::Var var = ir::MakeVar(b.var->name_hint + "_rows" + std::to_string(made.size()),
+                              ir::WithVDevice((*call)->struct_info, device), dataflow);
+    made.push_back({var, *call, b.source, b.source_op});
+    return ir::Expr(var);
+  };
+  Expected<ir::Expr> k = bind(ir::MakeOpCall(ir::OpKind::kAdd, {oh->args[0], *shift}));
+  if (k && reshape) k = bind(ir::MakeOpCall(ir::OpKind::kReshape, {*k, index_shape}));
+  if (!k) return k.error();
+  ir::Attrs attrs;
+  attrs.Set("axis", int64_t{0});
+  attrs.Set("mode", std::string("clip"));
+  Expected<ir::Expr> y = bind(ir::MakeOpCall(ir::OpKind::kTake, {*t, *k}, std::move(attrs)));
+  if (!y) return y.error();
+  made.back().var = b.var;
+  return made;
+}
+
+// A rule that replaces a binding with bindings of its own (the last takes the binding's variable),
+// or returns none.
+using BindingsRule = Expected<std::vector<ir::Binding>> (*)(const FunctionView&, const ir::Binding&,
+                                                            bool dataflow);
+
+// Applies `rule` to every binding of `body` and of the If branches bound in it (each with the
+// view of its own bindings).
+Expected<ir::SeqExpr> SweepBindings(const ir::SeqExpr& body, BindingsRule rule) {
   FunctionView v = View(*body);
   std::vector<ir::BindingBlock> blocks = body->blocks;
   bool changed = false;
@@ -667,9 +772,9 @@ Expected<ir::SeqExpr> TakeRowsFirst(const ir::SeqExpr& body) {
     std::vector<ir::Binding> out;
     for (const ir::Binding& b : block.bindings) {
       if (const auto* branch = As<ir::IfNode>(b.value)) {
-        Expected<ir::SeqExpr> then_branch = TakeRowsFirst(branch->then_branch);
+        Expected<ir::SeqExpr> then_branch = SweepBindings(branch->then_branch, rule);
         if (!then_branch) return then_branch.error();
-        Expected<ir::SeqExpr> else_branch = TakeRowsFirst(branch->else_branch);
+        Expected<ir::SeqExpr> else_branch = SweepBindings(branch->else_branch, rule);
         if (!else_branch) return else_branch.error();
         if (*then_branch != branch->then_branch || *else_branch != branch->else_branch) {
           Expected<ir::Expr> made = ir::MakeIf(branch->cond, *then_branch, *else_branch);
@@ -681,7 +786,7 @@ Expected<ir::SeqExpr> TakeRowsFirst(const ir::SeqExpr& body) {
           continue;
         }
       }
-      Expected<std::vector<ir::Binding>> made = TakeRowsFirst(v, b, block.dataflow);
+      Expected<std::vector<ir::Binding>> made = rule(v, b, block.dataflow);
       if (!made) return made.error();
       if (made->empty()) {
         out.push_back(b);
@@ -744,12 +849,12 @@ Expected<ir::Function> Sweep(const ir::Function& f, Rule rule) {
 
 Expected<ir::Function> FoldFunction(const ir::Function& f) {
   ir::Function r = f;
-  {
-    Expected<ir::SeqExpr> body = TakeRowsFirst(f->body);
+  for (BindingsRule rule : {&TakeRowsFirst, &OneHotRows}) {
+    Expected<ir::SeqExpr> body = SweepBindings(r->body, rule);
     if (!body) return body.error();
-    if (*body != f->body) {
-      Expected<ir::Function> g = ir::MakeFunction(f->params, *body, f->ret_struct_info, f->attrs,
-                                                  f->is_pure, f->is_private, f->param_defaults);
+    if (*body != r->body) {
+      Expected<ir::Function> g = ir::MakeFunction(r->params, *body, r->ret_struct_info, r->attrs,
+                                                  r->is_pure, r->is_private, r->param_defaults);
       if (!g) return g;
       r = *g;
     }

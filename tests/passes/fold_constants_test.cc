@@ -773,3 +773,155 @@ TEST(FoldConstants, RowsTakenFirstAreTheTablesRows) {
 
 }  // namespace
 }  // namespace quilt::passes
+
+namespace quilt::passes {
+namespace {
+
+// A one-hot encoding times a constant matrix (an embedding as exporters write it for Keras).
+constexpr const char* kOneHot = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((2, 3), "int32")):
+        o = R.one_hot(i, R.prim_value(3), R.const([0.0, 1.0], "float32"))
+        r = R.reshape(o, R.shape([6, 3]))
+        y = R.matmul(r, R.const([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "float32"))
+        return y
+)";
+
+TEST(FoldConstants, AOneHotEncodingTimesAConstantTakesItsRows) {
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((2, 3), "int32")):
+        k = R.add(i, R.const(4, "int32"))
+        f = R.reshape(k, R.shape([6]))
+        y = R.take(R.const([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [0.0, 0.0]], "float32"), f, axis=0, mode="clip")
+        return y
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", Parse(kOneHot)), want));
+}
+
+// It stays for other on / off values, a weight with an infinity, an encoding read elsewhere, a
+// reshape that changes the last dim, and a product on another device than the CPU.
+TEST(FoldConstants, OtherOneHotProductsStay) {
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((4,), "int32")):
+        o = R.one_hot(i, R.prim_value(2), R.const([0.0, 2.0], "float32"))
+        y = R.matmul(o, R.const([[1.0, 2.0], [3.0, 4.0]], "float32"))
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((4,), "int32")):
+        o = R.one_hot(i, R.prim_value(2), R.const([0.0, 1.0], "float32"))
+        y = R.matmul(o, R.const([[1.0, 1e39], [3.0, 4.0]], "float32"))
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((4,), "int32")):
+        o = R.one_hot(i, R.prim_value(2), R.const([0.0, 1.0], "float32"))
+        y = R.matmul(o, R.const([[1.0, 2.0], [3.0, 4.0]], "float32"))
+        return (y, o)
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((4,), "int32")):
+        o = R.one_hot(i, R.prim_value(2), R.const([0.0, 1.0], "float32"))
+        r = R.reshape(o, R.shape([2, 4]))
+        y = R.matmul(R.const([[1.0, 2.0], [3.0, 4.0]], "float32"), r)
+        return y
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("opencl", 0), I.vdevice("llvm", 0)]})
+
+    @R.function
+    def main(i: R.Tensor((4,), "int32", "opencl")):
+        o: R.Tensor((4, 2), "float32", "opencl") = R.one_hot(i, R.prim_value(2), R.const([0.0, 1.0], "float32"))
+        y: R.Tensor((4, 2), "float32", "opencl") = R.matmul(o, R.const([[1.0, 2.0], [3.0, 4.0]], "float32"))
+        return y
+)");
+}
+
+// The rows taken are the product's, for indices in range, negative ones (counted from the end)
+// and ones outside [-depth, depth) (a row of zeros), int32 and int64.
+TEST(FoldConstants, RowsTakenForAOneHotAreTheProducts) {
+  std::mt19937 rng(73);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const char* dtype : {"int32", "int64"}) {
+    std::ostringstream w;
+    w.precision(9);
+    w << "[";
+    for (int r = 0; r < 5; ++r) {
+      w << (r ? ", [" : "[");
+      for (int c = 0; c < 4; ++c) w << (c ? ", " : "") << u(rng);
+      w << "]";
+    }
+    w << "]";
+    std::string text = std::string(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(i: R.Tensor((2, 6), ")") +
+                       dtype + R"(")):
+        o = R.one_hot(i, R.prim_value(5), R.const([0.0, 1.0], "float32"))
+        r = R.reshape(o, R.shape([12, 5]))
+        y = R.matmul(r, R.const()" +
+                       w.str() + R"(, "float32"))
+        return y
+)";
+    ir::IRModule mod = Parse(text);
+    std::string folded_text = ir::PrintModule(RunPass("fold-constants", mod));
+    EXPECT_EQ(folded_text.find("one_hot"), std::string::npos) << folded_text;
+    Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
+    ASSERT_TRUE(plain) << plain.error().ToString();
+    Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
+    ASSERT_TRUE(folded) << folded.error().ToString();
+    auto run = [&](const std::vector<uint8_t>& package, auto ids) {
+      std::unique_ptr<rt::LoadedPackage> loaded;
+      rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
+      EXPECT_TRUE(st.ok()) << st.message();
+      std::unique_ptr<rt::Session> session;
+      EXPECT_TRUE(rt::Session::Create(std::shared_ptr<const rt::LoadedPackage>(std::move(loaded)),
+                                      {}, &session)
+                      .ok());
+      std::vector<rt::OwnedTensor> out;
+      st = session->Run({test::Input("i", ids, {2, 6})}, &out);
+      EXPECT_TRUE(st.ok()) << st.message();
+      return st.ok() ? test::Floats(out[0]) : std::vector<float>();
+    };
+    std::vector<int64_t> ids = {0, 4, -1, -5, 5, -6, 2, 1000000, -1000000, 3, -3, 2147483647};
+    std::vector<float> want, got;
+    if (std::string(dtype) == "int32") {
+      std::vector<int32_t> i32(ids.begin(), ids.end());
+      want = run(plain->package, i32);
+      got = run(folded->package, i32);
+    } else {
+      ids.back() = int64_t{1} << 62;
+      want = run(plain->package, ids);
+      got = run(folded->package, ids);
+    }
+    ASSERT_EQ(got.size(), 48u) << dtype;
+    ASSERT_EQ(got, want) << dtype;
+    // Rows of zeros where the index is out of range (5, -6, 1000000, -1000000, the largest).
+    for (int r : {4, 5, 7, 8, 11}) {
+      for (int c = 0; c < 4; ++c) EXPECT_EQ(got[static_cast<size_t>(r * 4 + c)], 0.0f) << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quilt::passes

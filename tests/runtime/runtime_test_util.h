@@ -70,13 +70,16 @@ inline compiler::PackageSpec AddConstantPackage() {
   return spec;
 }
 
-// A named input over `data` (borrowed: it must outlive the run), float32 or int64.
+// A named input over `data` (borrowed: it must outlive the run), float32, int64 or int32.
 template <typename T>
 inline rt::NamedTensor Input(const std::string& name, std::vector<T>& data, rt::Shape shape) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, int64_t>);
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, int64_t> ||
+                std::is_same_v<T, int32_t>);
   rt::NamedTensor t;
   t.name = name;
-  t.tensor.dtype = std::is_same_v<T, float> ? rt::DType::kFloat32 : rt::DType::kInt64;
+  t.tensor.dtype = std::is_same_v<T, float>     ? rt::DType::kFloat32
+                   : std::is_same_v<T, int64_t> ? rt::DType::kInt64
+                                                : rt::DType::kInt32;
   t.tensor.shape = std::move(shape);
   t.tensor.data = data.data();
   return t;
