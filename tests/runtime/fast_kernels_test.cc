@@ -1852,6 +1852,51 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
           rng, "conv_transpose of a wide image");
 }
 
+// One step's cached weights (W^T packed, not kept as a matrix) across images whose chunks of
+// positions take the GEMM's few-columns path (W^T then unpacked from the panels) and ones that do
+// not, in both orders; and PackedA unpacks to the matrix it packed.
+TEST(FastKernels, ConvTransposeKeepsOnlyThePackedWeights) {
+  std::mt19937 rng(41);
+  for (int64_t m : {1, 4, 7, 13}) {
+    for (int64_t k : {1, 5, 33}) {
+      std::vector<float> a = Random(rng, static_cast<size_t>(m * k)), back(a.size(), -1.0f);
+      PackedA(a.data(), k, m, k).Unpack(back.data());
+      ASSERT_EQ(back, a) << m << " x " << k;
+    }
+  }
+  Attrs attrs;
+  attrs.Int("groups", 2)
+      .Ints("strides", {2, 2})
+      .Ints("dilation", {1, 1})
+      .Ints("padding", {1, 0, 1, 0})
+      .Ints("output_padding", {1, 0});
+  const rt::AttrView::List* list = attrs.Finish();
+  Shape ws = {6, 5, 3, 3};
+  std::vector<float> w = Random(rng, static_cast<size_t>(Count(ws)));
+  rt::ThreadPool three(3);
+  rt::StepCache cache;
+  for (const Shape& xs : {Shape{1, 6, 2, 3}, Shape{2, 6, 11, 9}, Shape{1, 6, 1, 1},
+                          Shape{1, 6, 30, 20}, Shape{1, 6, 2, 2}}) {
+    std::vector<float> x = Random(rng, static_cast<size_t>(Count(xs)));
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                  Tensor{DType::kFloat32, ws, w.data()}};
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(nn::ConvTransposeReference(ref).ok());
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      got.SetCache(&cache, 0b10);
+      Status st = nn::ConvTransposeFast(got);
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_EQ(got.out().shape, ref.out().shape);
+      std::vector<float> v = got.values(), want = ref.values();
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_NEAR(v[i], want[i], kAtol + kRtol * std::abs(want[i]))
+            << "x (" << Join(xs) << "), element " << i;
+      }
+    }
+  }
+}
+
 // Int8Gemm allowed or not while it lives (the int8 paths' tests run both).
 class Int8DotAllowed {
  public:

@@ -904,23 +904,22 @@ Status ConvFast(KernelContext& ctx) {
 // every (output channel, tap) pair as one GEMM, W^T (og * taps x cg) times the image's columns
 // (cg x positions), then each pair's row added into the output at position * stride - pad +
 // tap * dilation (col2im), one output channel per task. Chunks keep the columns near 16 MiB.
-// W^T of every group (row (oc, tap), column ci), and each group's packed for the GEMM.
+// W^T of every group (row (oc, tap), column ci) packed for the GEMM. W^T itself is not kept: a
+// product that reads A as well (a chunk of few positions) gets it back from the panels.
 struct TransposedWeights {
-  std::vector<float> wt;
   std::vector<PackedA> packed;
 };
 
 std::shared_ptr<TransposedWeights> TransposeWeights(const float* w, int64_t groups, int64_t cg,
                                                     int64_t rows) {
   auto out = std::make_shared<TransposedWeights>();
-  out->wt.resize(static_cast<size_t>(groups * rows * cg));
+  std::vector<float> wt(static_cast<size_t>(rows * cg));
   for (int64_t grp = 0; grp < groups; ++grp) {
-    float* wt = out->wt.data() + grp * rows * cg;
     for (int64_t ci = 0; ci < cg; ++ci) {
       const float* wc = w + (grp * cg + ci) * rows;
       for (int64_t r = 0; r < rows; ++r) wt[r * cg + ci] = wc[r];
     }
-    out->packed.emplace_back(wt, cg, rows, cg);
+    out->packed.emplace_back(wt.data(), cg, rows, cg);
   }
   return out;
 }
@@ -939,9 +938,14 @@ void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
   auto make = [&] { return TransposeWeights(w, groups, cg, rows); };
   std::shared_ptr<const TransposedWeights> tw =
       weight_cache ? weight_cache->Get<TransposedWeights>(make) : make();
+  // W^T as a matrix, where some chunk's product reads it (few positions, or few rows).
+  int64_t last = in_size % chunk == 0 ? chunk : in_size % chunk;
+  bool reads_a = GemmReadsA(rows, std::min(chunk, last));
+  std::vector<float> wt_here(reads_a ? static_cast<size_t>(rows * cg) : 0);
   for (int64_t grp = 0; grp < groups; ++grp) {
-    const float* wt = tw->wt.data() + grp * rows * cg;
     const PackedA* packed = &tw->packed[static_cast<size_t>(grp)];
+    if (reads_a) packed->Unpack(wt_here.data());
+    const float* wt = reads_a ? wt_here.data() : nullptr;
     for (int64_t b = 0; b < n; ++b) {
       const float* xg = x + (b * c + grp * cg) * in_size;
       float* yg = y + (b * o + grp * og) * out_size;

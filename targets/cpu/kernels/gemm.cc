@@ -933,6 +933,15 @@ PackedA::PackedA(const float* a, int64_t lda, int64_t m, int64_t k)
   for (int64_t i = 0; i < m; i += kMR) PackA(a, lda, m, k, i, panels_.data() + i * k);
 }
 
+void PackedA::Unpack(float* a) const {
+  for (int64_t i = 0; i < m_; ++i) {
+    const float* panel = panels_.data() + i / kMR * kMR * k_ + i % kMR;
+    for (int64_t p = 0; p < k_; ++p) a[i * k_ + p] = panel[p * kMR];
+  }
+}
+
+bool GemmReadsA(int64_t m, int64_t n) { return n <= kNR / 3 || m < kMR; }
+
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue,
            const PackedA* a_packed) {

@@ -106,6 +106,8 @@ class PackedA {
  public:
   PackedA(const float* a, int64_t lda, int64_t m, int64_t k);
   const float* panels() const { return panels_.data(); }
+  // A back, row-major (m x k), into `a`.
+  void Unpack(float* a) const;
   int64_t m() const { return m_; }
   int64_t k() const { return k_; }
 
@@ -113,6 +115,10 @@ class PackedA {
   int64_t m_, k_;
   std::vector<float> panels_;
 };
+
+// Whether a product of m rows by n columns given a PackedA reads A itself as well (its
+// few-columns and few-rows paths): where not, A may be passed as null.
+bool GemmReadsA(int64_t m, int64_t n);
 
 // Up to three adds ('b'), multiplies ('s'), divides ('d', by the value), maximums ('x') and
 // minimums ('n') of each row i of C, in order, with k[j][i * step[j]] (a step of 0: one value for
