@@ -645,8 +645,8 @@ TEST(FastKernels, TransposedMatrixVectorMatchesTheReference) {
 // as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple
 // of eight, last panels of fewer than 24 columns (a pair's second among them),
 // reductions over several slabs of 128, B packed by the product or read in place (SgemmRows),
-// A packed ahead, on one thread and on three. Each sum runs over the reduction in the same order
-// in both kernels, so their values are equal bit for bit.
+// A packed ahead or (16-lane kernel) read in place, on one thread and on three. Each sum runs over
+// the reduction in the same order in both kernels, so their values are equal bit for bit.
 TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
@@ -1892,6 +1892,62 @@ TEST(FastKernels, ConvTransposeKeepsOnlyThePackedWeights) {
       for (size_t i = 0; i < v.size(); ++i) {
         ASSERT_NEAR(v[i], want[i], kAtol + kRtol * std::abs(want[i]))
             << "x (" << Join(xs) << "), element " << i;
+      }
+    }
+  }
+}
+
+// Large weights of a conv with few output positions are read in place by the AVX-512 GEMM, no
+// packed copy kept in the step's cache: the values are the 8-lane kernel's (weights packed) bit
+// for bit, and the reference's; across runs of one cache, on one thread and three; grouped,
+// strided, 1 x 1, and an image large enough that the weights are packed (so the cache keeps them).
+TEST(FastKernels, ConvReadsLargeWeightsInPlace) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: weights are always packed";
+  EXPECT_TRUE(GemmReadsAInPlace());
+  std::mt19937 rng(83);
+  rt::ThreadPool three(3);
+  const ConvCase cases[] = {
+      {1, 1, 64, 128, {12, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {2, 2, 96, 96, {7, 9}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 0}},
+      {1, 1, 256, 512, {10, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 64, 128, {80, 80}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+  };
+  for (const ConvCase& c : cases) {
+    Shape xs, ws;
+    ConvShapes(c, &xs, &ws);
+    ASSERT_GE(Count(ws) * 4, int64_t{1} << 18);
+    Attrs attrs;
+    const rt::AttrView::List* list = ConvAttrs(c, attrs).Finish();
+    std::vector<float> w = Random(rng, Count(ws));
+    rt::StepCache cache;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<float> x = Random(rng, Count(xs));
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, ws, w.data()}};
+      std::string what =
+          "conv x (" + Join(xs) + ") w (" + Join(ws) + "), run " + std::to_string(run);
+      TestContext ref(inputs, list, nullptr);
+      ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
+      std::vector<float> want = ref.values();
+      SetAvx512GemmAllowedForTesting(false);
+      TestContext narrow(inputs, list, nullptr);
+      Status st = nn::ConvFast(narrow);
+      SetAvx512GemmAllowedForTesting(true);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext got(inputs, list, pool);
+        got.SetCache(&cache, 0b10);
+        st = nn::ConvFast(got);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+        std::vector<float> v = got.values(), eight = narrow.values();
+        ASSERT_EQ(v.size(), want.size()) << what;
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(eight[i]))
+              << what << ", element " << i << ": " << v[i] << " vs " << eight[i];
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << what << ", element " << i;
+        }
       }
     }
   }

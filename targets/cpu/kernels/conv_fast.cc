@@ -728,8 +728,18 @@ Status ConvFast(KernelContext& ctx) {
   }
   std::shared_ptr<const GemmWeights> prepared;
   if (cached) {
-    prepared =
-        cached->Gemm([&] { return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, true); });
+    prepared = cached->Gemm([&] {
+      // Packed, except where the GEMM reads A's rows in place, the weights are large and the
+      // product has few columns: then no copy of them is kept (ddddocr-det's late 13 x 13
+      // layers: 11 MB). A's rows in place cost up to 3% of such a layer's time (they sit a
+      // power of two apart, colliding in cache), and more where many columns reuse them.
+      constexpr int64_t kInPlaceFromBytes = int64_t{1} << 18;
+      constexpr int64_t kPackedFromColumns = 1024;
+      int64_t bytes = geo.o * geo.cg * (trimmed ? narrowed : g).KernelSize() * 4;
+      bool pack =
+          !GemmReadsAInPlace() || bytes < kInPlaceFromBytes || g.OutSize() >= kPackedFromColumns;
+      return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack);
+    });
     if (!prepared->Fits(trimmed, narrowed, first)) prepared = nullptr;
   }
   if (!prepared && trimmed) {

@@ -1,9 +1,9 @@
 // Blocked float32 GEMM. The inner kernel keeps a kMR x kGemmPanel block of C in registers and
 // walks one packed panel of A and of B (where the CPU has AVX-512, eight rows by one or two
-// panels, in 16-lane vectors); around it, C is cut into blocks of kMC rows and a few panels of
-// columns (the tasks of a parallel loop), and the reduction into slabs of kKC so that a slab of
-// the task's panels of B stays in cache while the panels of A pass over it. Vectors, and the AVX2
-// copy of the block kernel: simd.h.
+// panels, in 16-lane vectors, A's rows read where they are unless packed ahead); around it, C is
+// cut into blocks of kMC rows and a few panels of columns (the tasks of a parallel loop), and the
+// reduction into slabs of kKC so that a slab of the task's panels of B stays in cache while the
+// panels of A pass over it. Vectors, and the AVX2 copy of the block kernel: simd.h.
 #include "targets/cpu/kernels/gemm.h"
 
 #include <algorithm>
@@ -103,40 +103,57 @@ QUILT_ALWAYS_INLINE void MicroKernel(int64_t kc, const float* a, const float* b,
 }
 
 // The micro kernel for mr (1 to kMR) rows, kV vectors of columns.
-template <bool kRows, int kV>
+template <bool kRows, int kV, bool kAIn = false>
 QUILT_ALWAYS_INLINE void MicroKernelRowsOf(int64_t kc, const float* a, const float* b,
                                            const int64_t* offs, float* c, int64_t ldc, int64_t mr,
-                                           int64_t nr, bool accumulate) {
+                                           int64_t nr, bool accumulate, int64_t lda = 0) {
   static_assert(kMR == 4);
   switch (mr) {
     case 4:
-      MicroKernel<kRows, 4, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      MicroKernel<kRows, 4, kAIn, kV>(kc, a, b, offs, c, ldc, nr, accumulate, lda);
       break;
     case 3:
-      MicroKernel<kRows, 3, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      MicroKernel<kRows, 3, kAIn, kV>(kc, a, b, offs, c, ldc, nr, accumulate, lda);
       break;
     case 2:
-      MicroKernel<kRows, 2, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      MicroKernel<kRows, 2, kAIn, kV>(kc, a, b, offs, c, ldc, nr, accumulate, lda);
       break;
     default:
-      MicroKernel<kRows, 1, false, kV>(kc, a, b, offs, c, ldc, nr, accumulate);
+      MicroKernel<kRows, 1, kAIn, kV>(kc, a, b, offs, c, ldc, nr, accumulate, lda);
       break;
   }
 }
 
 // The micro kernel for mr (1 to kMR) rows and nr (1 to kNR) columns: a last panel of 8 or 16
 // columns or fewer computes one or two vectors, not three.
-template <bool kRows>
+template <bool kRows, bool kAIn = false>
 QUILT_ALWAYS_INLINE void MicroKernelRows(int64_t kc, const float* a, const float* b,
                                          const int64_t* offs, float* c, int64_t ldc, int64_t mr,
-                                         int64_t nr, bool accumulate) {
+                                         int64_t nr, bool accumulate, int64_t lda = 0) {
   static_assert(kVecs == 3);
   // B's rows read in place come in whole panels (RowsBlock): only packed panels end short.
   if constexpr (!kRows) {
-    if (nr <= 8) return MicroKernelRowsOf<kRows, 1>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
-    if (nr <= 16) return MicroKernelRowsOf<kRows, 2>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+    if (nr <= 8) {
+      return MicroKernelRowsOf<kRows, 1, kAIn>(kc, a, b, offs, c, ldc, mr, nr, accumulate, lda);
+    }
+    if (nr <= 16) {
+      return MicroKernelRowsOf<kRows, 2, kAIn>(kc, a, b, offs, c, ldc, mr, nr, accumulate, lda);
+    }
   }
-  MicroKernelRowsOf<kRows, kVecs>(kc, a, b, offs, c, ldc, mr, nr, accumulate);
+  MicroKernelRowsOf<kRows, kVecs, kAIn>(kc, a, b, offs, c, ldc, mr, nr, accumulate, lda);
+}
+
+// Where A's rows [ir, ir + kMR) begin for the reduction slab from pc: in A's packed panels (`a`:
+// panels of kMR rows, each k long), or, with kAIn, in A itself (row stride lda); and A's element
+// (i, p) from there.
+template <bool kAIn>
+QUILT_ALWAYS_INLINE const float* APanel(const float* a, int64_t lda, int64_t k, int64_t ir,
+                                        int64_t pc) {
+  return kAIn ? a + ir * lda + pc : a + (ir / kMR) * k * kMR + pc * kMR;
+}
+template <bool kAIn>
+QUILT_ALWAYS_INLINE float AAt(const float* a, int64_t lda, int i, int64_t p) {
+  return kAIn ? a[i * lda + p] : a[p * kMR + i];
 }
 
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
@@ -211,10 +228,10 @@ QUILT_ALWAYS_INLINE void StoreV16(float* p, const V16& v) {
 // a CPU runs two 512-bit multiply-adds a cycle, 1.5 times the columns per cycle of the 8-lane
 // kernel (which keeps 4 x 24). Each sum runs over p in order, as MicroKernel's for two or more
 // rows does, so a row's values are the same whichever kernel computed it.
-template <bool kRows>
+template <bool kRows, bool kAIn>
 QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const float* a1,
                                          const float* b, const int64_t* offs, float* c, int64_t ldc,
-                                         int64_t nr, bool accumulate) {
+                                         int64_t nr, bool accumulate, int64_t lda) {
   static_assert(kNR == 24 && kMR == 4);
   V16 wide[8];
   V8 narrow[8];
@@ -229,12 +246,12 @@ QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const floa
     V8 bn;
     LoadV(&bn, row + 16);
     for (int i = 0; i < 4; ++i) {
-      float av = a0[p * kMR + i];
+      float av = AAt<kAIn>(a0, lda, i, p);
       wide[i] += av * bw;
       narrow[i] += av * bn;
     }
     for (int i = 0; i < 4; ++i) {
-      float av = a1[p * kMR + i];
+      float av = AAt<kAIn>(a1, lda, i, p);
       wide[4 + i] += av * bw;
       narrow[4 + i] += av * bn;
     }
@@ -272,10 +289,11 @@ QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const floa
 // registers, every multiply-add 16 lanes wide. B: two packed panels (b0, b1; row p of each at
 // p * kNR, the vector across them joined from their two halves), or, with kRows, 48 columns
 // of rows read in place (b0 + offs[p]). The sums run in MicroKernel8x24's order.
-template <bool kRows>
+template <bool kRows, bool kAIn>
 QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const float* a1,
                                          const float* b0, const float* b1, const int64_t* offs,
-                                         float* c, int64_t ldc, int64_t nr, bool accumulate) {
+                                         float* c, int64_t ldc, int64_t nr, bool accumulate,
+                                         int64_t lda) {
   static_assert(kNR == 24 && kMR == 4);
   V16 acc[8][3];
   for (auto& row : acc) {
@@ -298,11 +316,11 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
       LoadV16(&bv[2], r1 + 8);
     }
     for (int i = 0; i < 4; ++i) {
-      float av = a0[p * kMR + i];
+      float av = AAt<kAIn>(a0, lda, i, p);
       for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
     }
     for (int i = 0; i < 4; ++i) {
-      float av = a1[p * kMR + i];
+      float av = AAt<kAIn>(a1, lda, i, p);
       for (int v = 0; v < 3; ++v) acc[4 + i][v] += av * bv[v];
     }
   }
@@ -331,9 +349,12 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
 
 // BlockOf with eight rows at a time where eight remain, by two panels at a time where the second
 // has more than 8 columns; the rest as BlockOf takes it.
-template <bool kRows>
+template <bool kRows, bool kAIn = false>
 QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
-                                    const float* b, const int64_t* offs, float* c, int64_t ldc) {
+                                    const float* b, const int64_t* offs, float* c, int64_t ldc,
+                                    int64_t lda = 0) {
+  // The next four rows of A: the next panel, or kMR rows down in A itself.
+  const int64_t next = kAIn ? kMR * lda : k * kMR;
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
     const int64_t* o = kRows ? offs + pc : nullptr;
@@ -344,15 +365,17 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
       int64_t nr = std::min(2 * kNR, nc - jr);
       int64_t ir = 0;
       for (; ir + 2 * kMR <= mc; ir += 2 * kMR) {
-        const float* a0 = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernel8x48<kRows>(kc, a0, a0 + k * kMR, b0, b1, o, c + ir * ldc + jr, ldc, nr, pc > 0);
+        const float* a0 = APanel<kAIn>(ap, lda, k, ir, pc);
+        MicroKernel8x48<kRows, kAIn>(kc, a0, a0 + next, b0, b1, o, c + ir * ldc + jr, ldc, nr,
+                                     pc > 0, lda);
       }
       for (; ir < mc; ir += kMR) {  // the last rows, panel by panel
-        const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
+        const float* apanel = APanel<kAIn>(ap, lda, k, ir, pc);
         for (int64_t h = 0; h < 2; ++h) {
           const float* bh = kRows ? b0 + h * kNR : b0 + h * k * kNR;
-          MicroKernelRows<kRows>(kc, apanel, bh, o, c + ir * ldc + jr + h * kNR, ldc,
-                                 std::min(kMR, mc - ir), std::min(kNR, nr - h * kNR), pc > 0);
+          MicroKernelRows<kRows, kAIn>(kc, apanel, bh, o, c + ir * ldc + jr + h * kNR, ldc,
+                                       std::min(kMR, mc - ir), std::min(kNR, nr - h * kNR), pc > 0,
+                                       lda);
         }
       }
     }
@@ -363,13 +386,14 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
       // MicroKernel), so that every value is the one the 8-lane kernel gives.
       int64_t ir = 0;
       for (; nr > 8 && ir + 2 * kMR <= mc; ir += 2 * kMR) {
-        const float* a0 = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernel8x24<kRows>(kc, a0, a0 + k * kMR, bslab, o, c + ir * ldc + jr, ldc, nr, pc > 0);
+        const float* a0 = APanel<kAIn>(ap, lda, k, ir, pc);
+        MicroKernel8x24<kRows, kAIn>(kc, a0, a0 + next, bslab, o, c + ir * ldc + jr, ldc, nr,
+                                     pc > 0, lda);
       }
       for (; ir < mc; ir += kMR) {
-        const float* apanel = ap + (ir / kMR) * k * kMR + pc * kMR;
-        MicroKernelRows<kRows>(kc, apanel, bslab, o, c + ir * ldc + jr, ldc, std::min(kMR, mc - ir),
-                               nr, pc > 0);
+        const float* apanel = APanel<kAIn>(ap, lda, k, ir, pc);
+        MicroKernelRows<kRows, kAIn>(kc, apanel, bslab, o, c + ir * ldc + jr, ldc,
+                                     std::min(kMR, mc - ir), nr, pc > 0, lda);
       }
     }
   }
@@ -388,6 +412,18 @@ QUILT_AVX512 void RowsBlock512(int64_t mc, int64_t nc, int64_t k, const float* a
   BlockOf512<true>(mc, nc, k, ap, b, offs, c, ldc);
 }
 
+// The same with A's rows read where they are (row stride lda), not from packed panels.
+QUILT_AVX512 void PackedBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const float* a,
+                                        int64_t lda, const float* panel, float* c, int64_t ldc) {
+  BlockOf512<false, true>(mc, nc, k, a, panel, nullptr, c, ldc, lda);
+}
+
+QUILT_AVX512 void RowsBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const float* a,
+                                      int64_t lda, const float* b, const int64_t* offs, float* c,
+                                      int64_t ldc) {
+  BlockOf512<true, true>(mc, nc, k, a, b, offs, c, ldc, lda);
+}
+
 bool UseAvx512Gemm() {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -400,21 +436,29 @@ bool UseAvx512Gemm() {
 bool UseAvx512Gemm() { return false; }
 #endif
 
+// A block's rows of A: its packed panels (lda 0), or, for the AVX-512 kernels alone, A itself
+// with row stride lda.
+struct ARows {
+  const float* a;
+  int64_t lda;
+};
+
 // The block kernels for this CPU: with AVX-512, eight rows at a time.
-void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* panel, float* c,
-           int64_t ldc) {
+void Block(int64_t mc, int64_t nc, int64_t k, ARows a, const float* panel, float* c, int64_t ldc) {
 #if defined(QUILT_HAS_AVX512_GEMM)
-  if (UseAvx512Gemm()) return PackedBlock512(mc, nc, k, ap, panel, c, ldc);
+  if (a.lda > 0) return PackedBlock512InPlace(mc, nc, k, a.a, a.lda, panel, c, ldc);
+  if (UseAvx512Gemm()) return PackedBlock512(mc, nc, k, a.a, panel, c, ldc);
 #endif
-  PackedBlock(mc, nc, k, ap, panel, c, ldc);
+  PackedBlock(mc, nc, k, a.a, panel, c, ldc);
 }
 
-void Block(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b, const int64_t* offs,
+void Block(int64_t mc, int64_t nc, int64_t k, ARows a, const float* b, const int64_t* offs,
            float* c, int64_t ldc) {
 #if defined(QUILT_HAS_AVX512_GEMM)
-  if (UseAvx512Gemm()) return RowsBlock512(mc, nc, k, ap, b, offs, c, ldc);
+  if (a.lda > 0) return RowsBlock512InPlace(mc, nc, k, a.a, a.lda, b, offs, c, ldc);
+  if (UseAvx512Gemm()) return RowsBlock512(mc, nc, k, a.a, b, offs, c, ldc);
 #endif
-  RowsBlock(mc, nc, k, ap, b, offs, c, ldc);
+  RowsBlock(mc, nc, k, a.a, b, offs, c, ldc);
 }
 
 // Rows [i, i + kMR) of A into a panel, k x kMR, rows past m zero.
@@ -837,10 +881,17 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // A's panels: packed once for many products (PackedA), or here.
   // In this thread's scratch (shared with the pool's threads for the product): a new buffer of
   // megabytes on every call came from the system each time and faulted its pages in again.
-  float* a_here =
-      a_packed ? nullptr : Scratch(ScratchSlot::kGemmA, std::max<int64_t>(1, mpanels * kMR * k));
+  // Or, with the AVX-512 kernels, A's rows read where they are: nothing packed, and a weight
+  // needs no packed copy kept beside it (GemmReadsAInPlace).
+  const bool a_in_place = !a_packed && GemmReadsAInPlace();
+  float* a_here = a_packed || a_in_place
+                      ? nullptr
+                      : Scratch(ScratchSlot::kGemmA, std::max<int64_t>(1, mpanels * kMR * k));
   const float* ap = a_packed ? a_packed->panels() : a_here;
-  if (!a_packed) {
+  auto a_rows = [&](int64_t i) {
+    return a_in_place ? ARows{a + i * lda, lda} : ARows{ap + i * k, 0};
+  };
+  if (!a_packed && !a_in_place) {
     int64_t pack_grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * kMR));
     rt::ParallelFor(work >= kParallelWork ? pool : nullptr, mpanels, pack_grain,
                     [&](int64_t t0, int64_t t1) {
@@ -895,9 +946,9 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         }
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          if (whole > 0) Block(mc, whole, k, ap + i * k, rows + j, offs, c + i * ldc + j, ldc);
+          if (whole > 0) Block(mc, whole, k, a_rows(i), rows + j, offs, c + i * ldc + j, ldc);
           if (whole < ncols) {
-            Block(mc, ncols - whole, k, ap + i * k, panel.get(), c + i * ldc + j + whole, ldc);
+            Block(mc, ncols - whole, k, a_rows(i), panel.get(), c + i * ldc + j + whole, ldc);
           }
           Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
@@ -916,7 +967,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         }
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          Block(mc, ncols, k, ap + i * k, packed, c + i * ldc + j, ldc);
+          Block(mc, ncols, k, a_rows(i), packed, c + i * ldc + j, ldc);
           Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
       }
@@ -941,6 +992,8 @@ void PackedA::Unpack(float* a) const {
 }
 
 bool GemmReadsA(int64_t m, int64_t n) { return n <= kNR / 3 || m < kMR; }
+
+bool GemmReadsAInPlace() { return UseAvx512Gemm(); }
 
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue,

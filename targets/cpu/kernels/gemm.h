@@ -119,6 +119,10 @@ class PackedA {
 // Whether a product of m rows by n columns given a PackedA reads A itself as well (its
 // few-columns and few-rows paths): where not, A may be passed as null.
 bool GemmReadsA(int64_t m, int64_t n);
+// Whether a product given A without a PackedA reads A's rows where they are (the AVX-512 block
+// kernels), as fast as from panels, rather than packing them for each product: a constant A
+// then needs no PackedA kept beside it.
+bool GemmReadsAInPlace();
 
 // Up to three adds ('b'), multiplies ('s'), divides ('d', by the value), maximums ('x') and
 // minimums ('n') of each row i of C, in order, with k[j][i * step[j]] (a step of 0: one value for
