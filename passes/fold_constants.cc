@@ -757,6 +757,20 @@ Expected<std::vector<ir::Binding>> OneHotRows(const FunctionView& v, const ir::B
   return made;
 }
 
+// The If that `b` binds with each branch swept by `sweep` (each with the view of its own
+// bindings), or null where `b` binds no If or no branch changed.
+template <class F>
+Expected<ir::Expr> SweptIf(const ir::Binding& b, F&& sweep) {
+  const auto* branch = As<ir::IfNode>(b.value);
+  if (!branch) return ir::Expr();
+  Expected<ir::SeqExpr> then_branch = sweep(branch->then_branch);
+  if (!then_branch) return then_branch.error();
+  Expected<ir::SeqExpr> else_branch = sweep(branch->else_branch);
+  if (!else_branch) return else_branch.error();
+  if (*then_branch == branch->then_branch && *else_branch == branch->else_branch) return ir::Expr();
+  return ir::MakeIf(branch->cond, *then_branch, *else_branch);
+}
+
 // A rule that replaces a binding with bindings of its own (the last takes the binding's variable),
 // or returns none.
 using BindingsRule = Expected<std::vector<ir::Binding>> (*)(const FunctionView&, const ir::Binding&,
@@ -771,20 +785,15 @@ Expected<ir::SeqExpr> SweepBindings(const ir::SeqExpr& body, BindingsRule rule) 
   for (ir::BindingBlock& block : blocks) {
     std::vector<ir::Binding> out;
     for (const ir::Binding& b : block.bindings) {
-      if (const auto* branch = As<ir::IfNode>(b.value)) {
-        Expected<ir::SeqExpr> then_branch = SweepBindings(branch->then_branch, rule);
-        if (!then_branch) return then_branch.error();
-        Expected<ir::SeqExpr> else_branch = SweepBindings(branch->else_branch, rule);
-        if (!else_branch) return else_branch.error();
-        if (*then_branch != branch->then_branch || *else_branch != branch->else_branch) {
-          Expected<ir::Expr> made = ir::MakeIf(branch->cond, *then_branch, *else_branch);
-          if (!made) return made.error();
-          ir::Binding nb = b;
-          nb.value = *made;
-          out.push_back(std::move(nb));
-          changed = true;
-          continue;
-        }
+      Expected<ir::Expr> swept =
+          SweptIf(b, [&](const ir::SeqExpr& branch) { return SweepBindings(branch, rule); });
+      if (!swept) return swept.error();
+      if (*swept) {
+        ir::Binding nb = b;
+        nb.value = *swept;
+        out.push_back(std::move(nb));
+        changed = true;
+        continue;
       }
       Expected<std::vector<ir::Binding>> made = rule(v, b, block.dataflow);
       if (!made) return made.error();
@@ -812,16 +821,11 @@ Expected<ir::SeqExpr> Sweep(const ir::SeqExpr& body, Rule rule) {
   std::map<const ir::VarNode*, ir::Expr> replace;
   for (const ir::BindingBlock& block : blocks) {
     for (const ir::Binding& b : block.bindings) {
-      if (const auto* branch = As<ir::IfNode>(b.value)) {
-        Expected<ir::SeqExpr> then_branch = Sweep(branch->then_branch, rule);
-        if (!then_branch) return then_branch.error();
-        Expected<ir::SeqExpr> else_branch = Sweep(branch->else_branch, rule);
-        if (!else_branch) return else_branch.error();
-        if (*then_branch != branch->then_branch || *else_branch != branch->else_branch) {
-          Expected<ir::Expr> made = ir::MakeIf(branch->cond, *then_branch, *else_branch);
-          if (!made) return made.error();
-          replace[b.var.get()] = *made;
-        }
+      if (As<ir::IfNode>(b.value)) {
+        Expected<ir::Expr> swept =
+            SweptIf(b, [&](const ir::SeqExpr& branch) { return Sweep(branch, rule); });
+        if (!swept) return swept.error();
+        if (*swept) replace[b.var.get()] = *swept;
         continue;
       }
       Expected<Rewrites> r = rule(v, b);

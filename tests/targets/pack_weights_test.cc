@@ -71,6 +71,18 @@ class Module:
 )";
 }
 
+// `mod` compiled with `options`, and again without packed weights.
+void CompileBoth(const ir::IRModule& mod, CompileOptions options, std::vector<uint8_t>* packed,
+                 std::vector<uint8_t>* plain) {
+  Expected<Compiled> with = Compile(mod, options);
+  ASSERT_TRUE(with) << with.error().ToString();
+  *packed = with->package;
+  options.lower.pack_weights = false;
+  Expected<Compiled> without = Compile(mod, options);
+  ASSERT_TRUE(without) << without.error().ToString();
+  *plain = without->package;
+}
+
 std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
   std::unique_ptr<rt::LoadedPackage> p;
   rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
@@ -111,15 +123,11 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
   std::mt19937 rng(61);
   Weights c{Random(rng, 300), Random(rng, 500), Random(rng, 80), Random(rng, 120)};
   ir::IRModule mod = testing::Parse(Module(c));
-  CompileOptions options;
-  Expected<Compiled> packed = Compile(mod, options);
-  ASSERT_TRUE(packed) << packed.error().ToString();
-  options.lower.pack_weights = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
+  std::vector<uint8_t> packed, plain;
+  ASSERT_NO_FATAL_FAILURE(CompileBoth(mod, CompileOptions(), &packed, &plain));
 
   // The package: the matmuls reading w and wb have packed_b, their B a 1-D value of panels.
-  std::shared_ptr<const rt::LoadedPackage> p = Load(packed->package);
+  std::shared_ptr<const rt::LoadedPackage> p = Load(packed);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   std::vector<std::vector<int64_t>> shapes;
@@ -144,13 +152,13 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
   }
   EXPECT_EQ(matmuls, 4);
   EXPECT_EQ(shapes, (std::vector<std::vector<int64_t>>{{10, 30}, {2, 10, 25}}));
-  EXPECT_LE(packed->package.size(), plain->package.size() + 4096)
+  EXPECT_LE(packed.size(), plain.size() + 4096)
       << "the panels replace the weights; they do not sit beside them";
 
   // Both packages compute the same, bit for bit, and what float64 does.
   std::vector<float> x = Random(rng, 30), y = Random(rng, 80), z = Random(rng, 120);
-  std::vector<std::vector<float>> got = RunPackage(packed->package, x, y, z);
-  std::vector<std::vector<float>> want = RunPackage(plain->package, x, y, z);
+  std::vector<std::vector<float>> got = RunPackage(packed, x, y, z);
+  std::vector<std::vector<float>> want = RunPackage(plain, x, y, z);
   ASSERT_EQ(got.size(), 5u);
   ASSERT_EQ(got, want);
   std::vector<std::vector<double>> exact = {Product(x.data(), c.w.data(), 3, 10, 30),
@@ -204,13 +212,10 @@ TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
   ir::IRModule mod = testing::Parse(text);
   CompileOptions options;
   options.fold_constants = false;
-  Expected<Compiled> packed = Compile(mod, options);
-  ASSERT_TRUE(packed) << packed.error().ToString();
-  options.lower.pack_weights = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
+  std::vector<uint8_t> packed, plain;
+  ASSERT_NO_FATAL_FAILURE(CompileBoth(mod, options, &packed, &plain));
 
-  std::shared_ptr<const rt::LoadedPackage> p = Load(packed->package);
+  std::shared_ptr<const rt::LoadedPackage> p = Load(packed);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   int packs = 0, packed_matmuls = 0;
@@ -247,7 +252,7 @@ TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
     }
     return values;
   };
-  std::vector<std::vector<float>> got = run(packed->package), want = run(plain->package);
+  std::vector<std::vector<float>> got = run(packed), want = run(plain);
   ASSERT_EQ(got.size(), 8u);
   ASSERT_EQ(got, want);
   std::vector<float> w(300), u(300), t(300);
