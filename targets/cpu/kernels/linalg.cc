@@ -114,8 +114,8 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   Shape sa = a.shape;
   Shape b_shape = sb;
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
+  if (a_vec) sa = Shape{1, sa[0]};
+  if (b_vec) sb = Shape{sb[0], 1};
   int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
   if (k != k2) {
     return Status::Error("matmul reduction dims differ: " + rt::ShapeString(a.shape) + " and " +
