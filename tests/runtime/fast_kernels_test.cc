@@ -1617,7 +1617,7 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
 
 // Adaptive max pooling of 1 to 3 dims, windows from the whole plane to one cell, with NaN (first
 // or later in a window), signed zeros (a window whose greatest is zero, -0 or 0 first) and
-// negatives: bit for bit the reference's walk.
+// negatives, and planes with no cells (every window empty): bit for bit the reference's walk.
 TEST(FastKernels, AdaptiveMaxPoolMatchesTheReferenceExactly) {
   std::mt19937 rng(71);
   struct Case {
@@ -1628,7 +1628,8 @@ TEST(FastKernels, AdaptiveMaxPoolMatchesTheReferenceExactly) {
                         {{1, 4, 37}, {1}},        {{1, 3, 37}, {37}},
                         {{1, 2, 9, 11}, {1, 1}},  {{1, 2, 9, 11}, {3, 4}},
                         {{2, 1, 9, 11}, {9, 11}}, {{1, 1, 4, 5, 6}, {2, 3, 2}},
-                        {{4, 512, 508}, {1}}};
+                        {{4, 512, 508}, {1}},     {{1, 2, 0}, {3}},
+                        {{1, 2, 0, 4}, {2, 2}}};
   for (const Case& c : cases) {
     std::vector<float> data = Random(rng, Count(c.x));
     for (size_t i = 0; i < data.size(); ++i) {

@@ -310,7 +310,8 @@ Status AdaptiveMaxPool(KernelContext& ctx) { return AdaptivePool<true>(ctx); }
 // when the greatest is zero). So the greatest is found row by row with vector maxima.
 Status AdaptiveMaxPoolFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  if (x.dtype != DType::kFloat32) return AdaptivePool<true>(ctx);
+  // No cells (a dim of 0): every window is empty, and the reference says what that gives.
+  if (x.dtype != DType::kFloat32 || x.NumElements() == 0) return AdaptivePool<true>(ctx);
   Window w;
   Tensor* y;
   QUILT_RETURN_IF_ERROR(AdaptiveWindow(ctx, x, &w, &y));
