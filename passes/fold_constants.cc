@@ -555,6 +555,32 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
   return Rewrites{{binding.var.get(), *ln}};
 }
 
+// The bindings a rule makes in place of binding `b`: each a new variable named after b's, on b's
+// vdevice and from b's source node, in b's block; the last computes b's value and takes b's
+// variable (Finish).
+class MadeBindings {
+ public:
+  MadeBindings(const ir::Binding& b, bool dataflow) : b_(b), dataflow_(dataflow) {}
+  // `call` bound to a new variable, which is returned.
+  Expected<ir::Expr> Bind(Expected<ir::Expr> call) {
+    if (!call) return call.error();
+    ir::Var var = ir::MakeVar(b_.var->name_hint + "_rows" + std::to_string(made_.size()),
+                              ir::WithVDevice((*call)->struct_info, VDeviceOf(b_.var)), dataflow_);
+    made_.push_back({var, *call, b_.source, b_.source_op});
+    return ir::Expr(var);
+  }
+  bool empty() const { return made_.empty(); }
+  std::vector<ir::Binding> Finish() {
+    made_.back().var = b_.var;
+    return std::move(made_);
+  }
+
+ private:
+  const ir::Binding& b_;
+  bool dataflow_;
+  std::vector<ir::Binding> made_;
+};
+
 // Rows taken from a table that constants make, before the table is made: for
 //   y = R.take(E, indices, axis=a)
 // with E an astype, add, subtract, multiply or divide of constants (and of such ops of
@@ -567,11 +593,11 @@ Expected<Rewrites> FoldLayerNorm(const FunctionView& v, const ir::Binding& bindi
 class TakeFirst {
  public:
   TakeFirst(const FunctionView& v, const ir::Binding& b, const ir::CallNode& take, int64_t axis,
-            int64_t rank, bool dataflow)
-      : v_(v), b_(b), take_(take), axis_(axis), rank_(rank), dataflow_(dataflow) {}
+            int64_t rank, int64_t length, bool dataflow)
+      : made(b, dataflow), v_(v), b_(b), take_(take), axis_(axis), rank_(rank), length_(length) {}
 
-  // The rows of `e` (`top`: E itself, whose vars need not have one use... it must too), as an
-  // expression of the bindings made; null where the rule does not apply.
+  // The rows of `e` (E, or an operand of one of its steps), as an expression of the bindings
+  // made; null where the rule does not apply.
   Expected<ir::Expr> Rows(const ir::Expr& e) {
     const ir::StructInfo& s = e->struct_info;
     // (A constant lives on each device that reads it; a variable must be on y's.)
@@ -587,7 +613,7 @@ class TakeFirst {
       if (a < 0 || c->shape[static_cast<size_t>(a)] != length_) return ir::Expr();
       ir::Attrs attrs = take_.attrs;
       attrs.Set("axis", a);
-      return Bind(ir::OpKind::kTake, {e, take_.args[1]}, std::move(attrs));
+      return made.Bind(ir::MakeOpCall(ir::OpKind::kTake, {e, take_.args[1]}, std::move(attrs)));
     }
     if (s->ndim != rank_) return ir::Expr();
     const auto* var = As<ir::VarNode>(e);
@@ -610,27 +636,17 @@ class TakeFirst {
       if (!rows || !*rows) return rows;
       args.push_back(*rows);
     }
-    return Bind(kind, std::move(args), call->attrs);
+    return made.Bind(ir::MakeOpCall(kind, std::move(args), call->attrs));
   }
 
-  int64_t length_ = -1;  // E's length along the axis
-  std::vector<ir::Binding> made;
+  MadeBindings made;
 
  private:
-  Expected<ir::Expr> Bind(ir::OpKind kind, std::vector<ir::Expr> args, const ir::Attrs& attrs) {
-    Expected<ir::Expr> call = ir::MakeOpCall(kind, std::move(args), attrs);
-    if (!call) return call.error();
-    ir::Var var = ir::MakeVar(b_.var->name_hint + "_rows" + std::to_string(made.size()),
-                              ir::WithVDevice((*call)->struct_info, VDeviceOf(b_.var)), dataflow_);
-    made.push_back({var, *call, b_.source, b_.source_op});
-    return ir::Expr(var);
-  }
-
   const FunctionView& v_;
   const ir::Binding& b_;
   const ir::CallNode& take_;
   int64_t axis_, rank_;
-  bool dataflow_;
+  int64_t length_;  // E's length along the axis
 };
 
 // The bindings TakeFirst makes for binding `b` (the last one the new value of b's variable), or
@@ -649,14 +665,11 @@ Expected<std::vector<ir::Binding>> TakeRowsFirst(const FunctionView& v, const ir
   int64_t axis = axis_attr ? *axis_attr : 0;
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return std::vector<ir::Binding>();
-  TakeFirst rule(v, b, *take, axis, rank, dataflow);
-  rule.length_ = (*shape)[static_cast<size_t>(axis)];
+  TakeFirst rule(v, b, *take, axis, rank, (*shape)[static_cast<size_t>(axis)], dataflow);
   Expected<ir::Expr> rows = rule.Rows(take->args[0]);
   if (!rows) return rows.error();
   if (!*rows || rule.made.empty() || As<ir::ConstantNode>(*rows)) return std::vector<ir::Binding>();
-  // The last binding made computes the result: it takes b's variable.
-  rule.made.back().var = b.var;
-  return std::move(rule.made);
+  return rule.made.Finish();
 }
 
 // A float32 one-hot encoding times a constant matrix (an embedding written as a product):
@@ -737,24 +750,16 @@ Expected<std::vector<ir::Binding>> OneHotRows(const FunctionView& v, const ir::B
   Expected<ir::Expr> shift = ir::MakeConstant(
       is->dtype, {}, std::make_shared<std::vector<uint8_t>>(std::move(shift_bytes)));
   if (!shift) return shift.error();
-  std::vector<ir::Binding> made;
-  auto bind = [&](Expected<ir::Expr> call) -> Expected<ir::Expr> {
-    if (!call) return call.error();
-    ir::Var var = ir::MakeVar(b.var->name_hint + "_rows" + std::to_string(made.size()),
-                              ir::WithVDevice((*call)->struct_info, device), dataflow);
-    made.push_back({var, *call, b.source, b.source_op});
-    return ir::Expr(var);
-  };
-  Expected<ir::Expr> k = bind(ir::MakeOpCall(ir::OpKind::kAdd, {oh->args[0], *shift}));
-  if (k && reshape) k = bind(ir::MakeOpCall(ir::OpKind::kReshape, {*k, index_shape}));
+  MadeBindings made(b, dataflow);
+  Expected<ir::Expr> k = made.Bind(ir::MakeOpCall(ir::OpKind::kAdd, {oh->args[0], *shift}));
+  if (k && reshape) k = made.Bind(ir::MakeOpCall(ir::OpKind::kReshape, {*k, index_shape}));
   if (!k) return k.error();
   ir::Attrs attrs;
   attrs.Set("axis", int64_t{0});
   attrs.Set("mode", std::string("clip"));
-  Expected<ir::Expr> y = bind(ir::MakeOpCall(ir::OpKind::kTake, {*t, *k}, std::move(attrs)));
+  Expected<ir::Expr> y = made.Bind(ir::MakeOpCall(ir::OpKind::kTake, {*t, *k}, std::move(attrs)));
   if (!y) return y.error();
-  made.back().var = b.var;
-  return made;
+  return made.Finish();
 }
 
 // The If that `b` binds with each branch swept by `sweep` (each with the view of its own

@@ -56,6 +56,35 @@ bool WorthPacking(const std::vector<int64_t>& shape) {
   return shape.size() >= 2 && shape[shape.size() - 2] > 0 && shape.back() > cpu::kGemmPanel / 3;
 }
 
+// The matrices of a B of shape [..., k, n].
+int64_t Matrices(const std::vector<int64_t>& shape) {
+  int64_t matrices = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) matrices *= shape[i];
+  return matrices;
+}
+
+// Whether every one of `reads` (step, input position) is a matmul that takes value `v` as its B
+// packed (TakesPackedB).
+bool AllTakePackedB(const std::vector<DeviceSpec>& devices, const GraphSpec& g,
+                    const std::vector<std::pair<size_t, size_t>>& reads, int v) {
+  for (const auto& [s, i] : reads) {
+    if (!TakesPackedB(devices, g, g.steps[s], v)) return false;
+  }
+  return true;
+}
+
+// Value `value` made the 1-D float32 panels of a B of shape `shape`, and its readers told so.
+void AsPanels(GraphSpec& g, ValueSpec& value, const std::vector<int64_t>& shape,
+              const std::vector<std::pair<size_t, size_t>>& reads) {
+  int64_t floats = Matrices(shape) * cpu::PackedBFloats(shape[shape.size() - 2], shape.back());
+  g.dims.push_back({pkg::DimKind::Int, 0, 0, floats});
+  value.dtype = kFloat32;
+  value.rank = 1;
+  value.dims = {static_cast<int>(g.dims.size()) - 1};
+  value.byte_size = floats * static_cast<int64_t>(sizeof(float));
+  for (const auto& [s, i] : reads) g.steps[s].attrs.Set("packed_b", shape);
+}
+
 }  // namespace
 
 int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& g) {
@@ -96,26 +125,14 @@ int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& 
         !StaticShape(g, value, &shape) || !WorthPacking(shape)) {
       continue;
     }
-    bool all = true;
-    for (const auto& [r, i] : reads) all = all && TakesPackedB(devices, g, g.steps[r], v);
-    if (!all) continue;
-    int64_t matrices = 1;
-    for (size_t i = 0; i + 2 < shape.size(); ++i) matrices *= shape[i];
-    int64_t floats = matrices * cpu::PackedBFloats(shape[shape.size() - 2], shape.back());
+    if (!AllTakePackedB(devices, g, reads, v)) continue;
     ValueSpec panels;
     panels.name = value.name + ".panels";
-    panels.dtype = kFloat32;
-    panels.rank = 1;
-    g.dims.push_back({pkg::DimKind::Int, 0, 0, floats});
-    panels.dims = {static_cast<int>(g.dims.size()) - 1};
     panels.device = value.device;
-    panels.byte_size = floats * static_cast<int64_t>(sizeof(float));
     int p = static_cast<int>(g.values.size());
     g.values.push_back(std::move(panels));
-    for (const auto& [r, i] : reads) {
-      g.steps[r].inputs[1] = p;
-      g.steps[r].attrs.Set("packed_b", shape);
-    }
+    AsPanels(g, g.values.back(), shape, reads);
+    for (const auto& [r, i] : reads) g.steps[r].inputs[1] = p;
     const StepSpec& make = g.steps[static_cast<size_t>(s)];
     StepSpec pack;
     pack.kernel = std::string(cpu::kMatmulPackB);
@@ -157,37 +174,24 @@ int PackMatmulWeights(PackageSpec& spec) {
       if (value.kind != pkg::ValueKind::Constant || value.dtype != kFloat32 || value.buffer < 0 ||
           value.default_buffer >= 0 || buffer_uses[static_cast<size_t>(value.buffer)] != 1 ||
           spec.devices[static_cast<size_t>(value.device)].kind != "cpu" ||
-          !StaticShape(g, value, &shape) || shape.size() < 2) {
+          !StaticShape(g, value, &shape) || !WorthPacking(shape)) {
         continue;
       }
-      int64_t k = shape[shape.size() - 2], n = shape.back(), matrices = 1;
-      for (size_t i = 0; i + 2 < shape.size(); ++i) matrices *= shape[i];
+      int64_t k = shape[shape.size() - 2], n = shape.back(), matrices = Matrices(shape);
       const auto& bytes = spec.buffers[static_cast<size_t>(value.buffer)];
-      if (!WorthPacking(shape) || !bytes ||
-          bytes->size() != static_cast<size_t>(matrices * k * n) * sizeof(float)) {
+      if (!bytes || bytes->size() != static_cast<size_t>(matrices * k * n) * sizeof(float) ||
+          !AllTakePackedB(spec.devices, g, reads, v)) {
         continue;
       }
-      bool all = true;
-      for (const auto& [s, i] : reads) all = all && TakesPackedB(spec.devices, g, g.steps[s], v);
-      if (!all) continue;
-
       // The matrices' panels, one matrix after another.
-      int64_t per_matrix = cpu::PackedBFloats(k, n);
       std::vector<float> b(static_cast<size_t>(matrices * k * n));
       std::memcpy(b.data(), bytes->data(), bytes->size());
-      std::vector<float> panels(static_cast<size_t>(matrices * per_matrix));
-      for (int64_t m = 0; m < matrices; ++m) {
-        cpu::PackBPanels(cpu::MatrixB(b.data() + m * k * n, k, n), k, n,
-                         panels.data() + m * per_matrix);
-      }
+      std::vector<float> panels(static_cast<size_t>(matrices * cpu::PackedBFloats(k, n)));
+      cpu::PackBMatrices(b.data(), matrices, k, n, panels.data());
       auto out = std::make_shared<std::vector<uint8_t>>(panels.size() * sizeof(float));
       std::memcpy(out->data(), panels.data(), out->size());
       spec.buffers[static_cast<size_t>(value.buffer)] = std::move(out);
-      g.dims.push_back({pkg::DimKind::Int, 0, 0, matrices * per_matrix});
-      value.rank = 1;
-      value.dims = {static_cast<int>(g.dims.size()) - 1};
-      value.byte_size = matrices * per_matrix * static_cast<int64_t>(sizeof(float));
-      for (const auto& [s, i] : reads) g.steps[s].attrs.Set("packed_b", shape);
+      AsPanels(g, value, shape, reads);
       ++packed;
     }
   }

@@ -777,6 +777,12 @@ void PackBPanels(const GemmB& b, int64_t k, int64_t n, float* out) {
   }
 }
 
+void PackBMatrices(const float* b, int64_t matrices, int64_t k, int64_t n, float* out) {
+  for (int64_t i = 0; i < matrices && k > 0; ++i) {
+    PackBPanels(MatrixB(b + i * k * n, k, n), k, n, out + i * PackedBFloats(k, n));
+  }
+}
+
 void UnpackBPanels(const float* panels, int64_t k, int64_t n, float* out) {
   for (int64_t j = 0; j < n; ++j) {
     const float* panel = panels + j / kGemmPanel * k * kGemmPanel + j % kGemmPanel;

@@ -72,6 +72,9 @@ inline int64_t PackedBFloats(int64_t k, int64_t n) {
 // Packs B (k x n) into `out` (PackedBFloats(k, n) floats): what quiltc stores for a constant
 // matmul weight (targets/pack_weights.h) and what PackedB makes at run time.
 void PackBPanels(const GemmB& b, int64_t k, int64_t n, float* out);
+// The same for `matrices` row-major k x n matrices one after another at b, their panels one
+// matrix after another (PackedBFloats(k, n) floats each) into `out`.
+void PackBMatrices(const float* b, int64_t matrices, int64_t k, int64_t n, float* out);
 // The inverse: row-major B (k x n) back from its panels.
 void UnpackBPanels(const float* panels, int64_t k, int64_t n, float* out);
 

@@ -59,8 +59,6 @@ O StoreAcc(A v) {
 
 }  // namespace
 
-// numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
-// batch dims broadcast.
 namespace {
 
 // B's shape where quiltc packed it into panels (attribute packed_b), checked against the floats
@@ -96,6 +94,8 @@ Status PackedBShape(KernelContext& ctx, Shape* shape) {
 
 }  // namespace
 
+// numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
+// batch dims broadcast.
 Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
@@ -362,11 +362,7 @@ Status MatmulPackB(KernelContext& ctx) {
   int64_t per = PackedBFloats(k, n);
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, {matrices * per}, &y));
-  const float* pb = b->Data<float>();
-  float* py = y->MutableData<float>();
-  for (int64_t i = 0; i < matrices && k > 0; ++i) {
-    PackBPanels(MatrixB(pb + i * k * n, k, n), k, n, py + i * per);
-  }
+  PackBMatrices(b->Data<float>(), matrices, k, n, y->MutableData<float>());
   return Status::Ok();
 }
 

@@ -7,7 +7,6 @@
 // compares these with.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -217,13 +216,6 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   // two directions of a bidirectional layer then run side by side, one per thread, with no
   // threads to join at each step (below). The sums are the same either way.
   auto run_direction = [&](int64_t d, rt::ThreadPool* pool) {
-    auto par = [&](int64_t n, int64_t g, const std::function<void(int64_t, int64_t)>& fn) {
-      if (pool) {
-        ctx.ParallelFor(n, g, fn);
-      } else if (n > 0) {
-        fn(0, n);
-      }
-    };
     // The running thread's scratch, every element written before it is read: the input
     // projections (by the product), the recurrent ones (each step's product) and the states
     // (from the initial ones).
@@ -280,13 +272,14 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       std::fill(gx, gx + G * cols, 0.0f);
     }
     if (Wb) {
-      par(G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t j0, int64_t j1) {
-        for (int64_t j = j0; j < j1; ++j) {
-          float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
-          float* row = gx + j * cols;
-          for (int64_t c = 0; c < cols; ++c) row[c] += b;
-        }
-      });
+      rt::ParallelFor(pool, G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
+                      [&](int64_t j0, int64_t j1) {
+                        for (int64_t j = j0; j < j1; ++j) {
+                          float b = Wb[j] + (lbr && j >= 2 * H ? 0.0f : Rb[j]);
+                          float* row = gx + j * cols;
+                          for (int64_t c = 0; c < cols; ++c) row[c] += b;
+                        }
+                      });
     }
     const float* h0 = Absent(th0) ? nullptr : th0->Data<float>();
     const float* c0 = Absent(tc0) ? nullptr : tc0->Data<float>();
@@ -307,7 +300,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
               packed_r ? &packed->r[static_cast<size_t>(d)] : nullptr);
       }
       if constexpr (kCell == Cell::kRnn) {
-        par(H, grain, [&](int64_t h0, int64_t h1) {
+        rt::ParallelFor(pool, H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -316,7 +309,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           }
         });
       } else if constexpr (kCell == Cell::kGru) {
-        par(H, grain, [&](int64_t h0, int64_t h1) {
+        rt::ParallelFor(pool, H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -333,7 +326,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           Sgemm(H, N, H, R + 2 * H * H, H, MatrixB(rh.data(), H, N), ghh.data(), N, pool, nullptr,
                 packed_r ? &packed->r_hidden[static_cast<size_t>(d)] : nullptr);
         }
-        par(H, grain, [&](int64_t h0, int64_t h1) {
+        rt::ParallelFor(pool, H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             for (int64_t n = 0; n < N; ++n) {
               if (step >= lens[n]) continue;
@@ -361,7 +354,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       } else if (standard_lstm) {
         // Every row of the batch at this step's time: its columns are contiguous.
         int64_t c0 = (reverse ? S - 1 - step : step) * N;
-        par(H, grain, [&](int64_t h0, int64_t h1) {
+        rt::ParallelFor(pool, H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             StandardLstmRow(N, &gx[h * cols + c0], &gx[(H + h) * cols + c0],
                             &gx[(2 * H + h) * cols + c0], &gx[(3 * H + h) * cols + c0], &gh[h * N],
@@ -372,7 +365,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         });
       } else {
         // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
-        par(H, grain, [&](int64_t h0, int64_t h1) {
+        rt::ParallelFor(pool, H, grain, [&](int64_t h0, int64_t h1) {
           for (int64_t h = h0; h < h1; ++h) {
             float pi = P ? P[h] : 0.0f, po = P ? P[H + h] : 0.0f, pf = P ? P[2 * H + h] : 0.0f;
             for (int64_t n = 0; n < N; ++n) {
