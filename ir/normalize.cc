@@ -84,6 +84,17 @@ class Normalizer : public NormalizeHooks::Emitter {
     source_op_ = saved_op;
     Expected<Expr> body = Visit(seq->body);
     if (!body) return Error(body.error().message, "function '" + func_name_ + "', return");
+    // A block's result that is a call, an If or a block (as the text form writes a branch's last
+    // binding, `z = R.exp(x)`) is bound to a variable of its own, as TVM's normalizer does: a
+    // block ends in a leaf.
+    if (ExprKind k = (*body)->kind;
+        k == ExprKind::kCall || k == ExprKind::kIf || k == ExprKind::kSeqExpr) {
+      BindingBlock result{false, {}};
+      Var v = MakeVar("lv", (*body)->struct_info, false);
+      result.bindings.push_back({v, *body, saved_source, saved_op});
+      blocks.push_back(std::move(result));
+      body = Expr(v);
+    }
     if (top && hooks_.result) {
       BindingBlock tail{false, {}};
       block_ = &tail;

@@ -110,7 +110,8 @@ class QuiltEngine:
         self.keep = []
         self.inputs = (Tensor * len(feeds))()
         for i, (name, arr) in enumerate(feeds.items()):
-            arr = np.ascontiguousarray(arr)
+            # (np.ascontiguousarray makes a scalar 1-D: the reshape keeps its rank.)
+            arr = np.ascontiguousarray(arr).reshape(np.shape(arr))
             shape = (C.c_int64 * max(arr.ndim, 1))(*arr.shape)
             self.keep += [arr, shape, name.encode()]
             self.inputs[i] = Tensor(self.keep[-1], self.DTYPES[arr.dtype], arr.ndim, shape,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, from a fresh Debian 12 machine:
 #   1. set-up (Debian packages, .venv), 2. formatting, 3. build with warnings as errors and its
-#   tests, 4. the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer (the fuzz
+#   tests, and a runtime built with one package's kernels alone, 4. the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer (the fuzz
 #   regression inputs among them), 5. the runtime's concurrency tests under ThreadSanitizer,
 #   6. the fuzz targets (clang, libFuzzer): a short run of each from its seeds.
 set -euo pipefail
@@ -19,6 +19,9 @@ bash scripts/check-runtime-deps.sh build-runtime
 echo "== build (RelWithDebInfo) and tests"
 bash scripts/build.sh
 (cd build && ctest --output-on-failure -j"$(nproc)")
+
+echo "== a runtime built with a package's kernels alone (QUILT_KERNELS)"
+.venv/bin/python scripts/check_selective_runtime.py
 
 echo "== ASan+UBSan build and tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DQUILT_SANITIZE=ON >/dev/null

@@ -1,11 +1,14 @@
 #include "tools/package_summary.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "runtime/src/dims.h"
+#include "runtime/src/kernel.h"
 #include "runtime/src/session.h"
+#include "targets/cpu/kernels/fused.h"
 
 namespace quilt::tools {
 namespace {
@@ -139,6 +142,24 @@ std::string SummarizePackage(const rt::LoadedPackage& package, bool list_steps) 
     os << "\n";
   }
   return os.str();
+}
+
+std::vector<std::string> PackageKernels(const rt::LoadedPackage& package) {
+  std::set<std::string> names;
+  for (const pkg::Graph* g : *package.root().graphs()) {
+    if (!g->steps()) continue;
+    for (const pkg::Step* s : *g->steps()) {
+      const flatbuffers::String* name = s->kind() == pkg::StepKind::Dispatch ? s->op()
+                                        : s->kind() == pkg::StepKind::Kernel ? s->kernel()
+                                                                             : nullptr;
+      if (!name || !name->size()) continue;
+      names.insert(name->str());
+      if (name->string_view() == cpu::kFusedElementwise) {
+        for (std::string_view op : rt::AttrView(s->attrs()).Strs("ops")) names.emplace(op);
+      }
+    }
+  }
+  return {names.begin(), names.end()};
 }
 
 }  // namespace quilt::tools

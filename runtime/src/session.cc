@@ -10,6 +10,7 @@
 
 #include "runtime/src/device/device.h"
 #include "runtime/src/dims.h"
+#include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
 namespace {
@@ -339,6 +340,12 @@ Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
       if (!st.ok()) {
         std::string& list = (*missing)[device.info().kind];
         list += (list.empty() ? "" : ", ") + StepName(g, i);
+        // What the device said, where it is more than that it has no kernel of the step's name
+        // (a fused step's member).
+        if (st.message() != "no " + std::string(DeviceKindTitle(device.info().kind)) +
+                                " kernel for " + step->kernel()->str()) {
+          list += " [" + st.message() + "]";
+        }
       }
       for (int32_t v : *step->inputs()) {
         if (v < 0) continue;
@@ -576,6 +583,11 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     for (const auto& [kind, steps] : missing) {
       message += (message.empty() ? "" : "; ") + std::string("no ") +
                  std::string(DeviceKindTitle(kind)) + " kernel for " + steps;
+    }
+    // Devices that run the CPU's kernels, in a runtime built with chosen ones: how to build one
+    // with those it lacks.
+    if (missing.count(DeviceKind::kCpu) || missing.count(DeviceKind::kTest)) {
+      message += cpu::KernelMissingHint();
     }
     return Status::Error(message);
   }

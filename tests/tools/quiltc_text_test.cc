@@ -214,4 +214,44 @@ class Module:
       << c.out;
 }
 
+// A branch whose last binding is a call (`z = R.exp(x)`, as TVM prints a branch) is a block
+// ending in that call: normalization binds it, as TVM's does, and the package runs either branch.
+constexpr char kBranchEndingInACall[] = R"(@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 2), "float32"), flag: R.Tensor((), "bool")):
+        if flag:
+            z = R.exp(x)
+        else:
+            z = R.nn.relu(x)
+        return z
+)";
+
+TEST_F(QuiltcTextTest, ABranchEndingInACallCompilesAndRuns) {
+  std::string module = Write("branch.qir", kBranchEndingInACall);
+  Result c = Tool("quiltc", module + " -o " + Path("m.quilt"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  std::vector<float> x = {-1.5f, 0.0f, 0.5f, 2.0f};
+  ASSERT_TRUE(quilt::tools::WriteNpy(Path("x.npy"), Floats(x, {2, 2})));
+  for (bool flag : {true, false}) {
+    quilt::rt::OwnedTensor f;
+    f.dtype = quilt::rt::DType::kBool;
+    f.data = {static_cast<uint8_t>(flag)};
+    ASSERT_TRUE(quilt::tools::WriteNpy(Path("flag.npy"), f));
+    std::string out = Path(flag ? "then" : "else");
+    Result r = Tool("quilt-run", Path("m.quilt") + " --input x=" + Path("x.npy") +
+                                     " --input flag=" + Path("flag.npy") + " --output-dir " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    quilt::Expected<quilt::rt::OwnedTensor> z = quilt::tools::ReadNpy(out + "/z.npy");
+    ASSERT_TRUE(z) << z.error().ToString();
+    ASSERT_EQ(z->shape, (quilt::rt::Shape{2, 2}));
+    std::vector<float> got(4);
+    std::memcpy(got.data(), z->data.data(), 16);
+    for (int i = 0; i < 4; ++i) {
+      double want = flag ? std::exp(double(x[i])) : std::max(double(x[i]), 0.0);
+      EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, want)) << flag << " " << i;
+    }
+  }
+}
+
 }  // namespace

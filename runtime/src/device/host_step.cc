@@ -3,6 +3,7 @@
 #include <string>
 
 #include "quilt/package_generated.h"
+#include "targets/cpu/kernels/fused.h"
 #include "targets/cpu/kernels/registry.h"
 
 namespace quilt::rt {
@@ -17,7 +18,19 @@ Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* 
                          std::string(pkg::EnumNameStepKind(step.kind())) + " step");
   }
   *fn = cpu::FindKernel(*name);
-  if (!*fn) return Status::Error("no " + std::string(device) + " kernel for " + std::string(*name));
+  if (!*fn) {
+    return Status::Error("no " + std::string(device) + " kernel for " + std::string(*name));
+  }
+  // A fused step runs its members' kernels: one missing (a build with chosen kernels) is refused
+  // here, when the session is created, not at its first run.
+  if (*name == cpu::kFusedElementwise) {
+    for (std::string_view op : AttrView(step.attrs()).Strs("ops")) {
+      if (!cpu::FindKernel(op)) {
+        return Status::Error("no " + std::string(device) + " kernel for " + std::string(op) +
+                             ", a member of the step");
+      }
+    }
+  }
   return Status::Ok();
 }
 

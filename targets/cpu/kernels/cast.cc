@@ -296,7 +296,7 @@ Status Astype(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"astype", Astype},
+    Kernel("astype", Astype),
 };
 
 }  // namespace

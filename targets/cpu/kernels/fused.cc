@@ -80,7 +80,10 @@ Status FusedElementwise(KernelContext& ctx) {
     std::string where =
         "fused_elementwise member " + std::to_string(m) + " (" + std::string(ops[m]) + ")";
     rt::KernelFn fn = FindKernel(ops[m]);
-    if (!fn) return Status::Error(where + ": the CPU has no kernel for it");
+    if (!fn) {
+      return Status::Error(where + ": the CPU has no kernel for it" +
+                           std::string(KernelMissingHint()));
+    }
     if (arity[m] < 0 || next + static_cast<size_t>(arity[m]) > args.size()) {
       return Status::Error(where + ": its operands run past the step's args");
     }
@@ -109,7 +112,7 @@ Status FusedElementwise(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {kFusedElementwise, FusedElementwise},
+    Kernel(kFusedElementwise, FusedElementwise),
 };
 
 }  // namespace

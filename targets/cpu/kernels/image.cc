@@ -823,11 +823,11 @@ Status NonMaxSuppression(KernelContext& ctx) {
 
 // Kernels of this family, by op name (see ir/ops/image.def for each op's arguments and attributes).
 constexpr rt::KernelEntry kKernels[] = {
-    {"image.resize", Resize},
-    {"image.grid_sample", GridSample},
-    {"image.affine_grid", AffineGrid},
-    {"vision.roi_align", RoiAlign},
-    {"vision.non_max_suppression", NonMaxSuppression},
+    Kernel("image.resize", Resize),
+    Kernel("image.grid_sample", GridSample),
+    Kernel("image.affine_grid", AffineGrid),
+    Kernel("vision.roi_align", RoiAlign),
+    Kernel("vision.non_max_suppression", NonMaxSuppression),
 };
 
 }  // namespace

@@ -128,7 +128,7 @@ Status NdOffsets(const Tensor& x, const Tensor& ind, int64_t b, std::vector<int6
   offsets->assign(tuples, 0);
   for (int64_t t = 0; t < tuples; ++t) {
     for (int64_t j = 0; j < k; ++j) {
-      int64_t v;
+      int64_t v = 0;  // set by NormalizeIndex; GCC at -O3 cannot always see it
       QUILT_RETURN_IF_ERROR(NormalizeIndex(idx[t * k + j], slice[j], &v));
       (*offsets)[t] += v * strides[j];
     }
@@ -257,7 +257,7 @@ Status ScatterElements(KernelContext& ctx) {
   const Tensor& ind = *ctx.input(1);
   const Tensor& upd = *ctx.input(2);
   int rank = x.rank();
-  Reduction red;
+  Reduction red = Reduction::kUpdate;  // set by ParseReduction
   QUILT_RETURN_IF_ERROR(ParseReduction(ctx.attrs().Str("reduction", "update"), &red));
   if (ind.rank() != rank || upd.shape != ind.shape) {
     return Status::Error("indices " + rt::ShapeString(ind.shape) + " and updates " +
@@ -288,7 +288,7 @@ Status ScatterND(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const Tensor& ind = *ctx.input(1);
   const Tensor& upd = *ctx.input(2);
-  Reduction red;
+  Reduction red = Reduction::kUpdate;  // set by ParseReduction
   QUILT_RETURN_IF_ERROR(ParseReduction(ctx.attrs().Str("reduction", "update"), &red));
   if (ind.rank() < 1) return Status::Error("indices must have rank >= 1");
   int64_t k = ind.shape.back();
@@ -587,16 +587,16 @@ Status Topk(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"take", Take},
-    {"gather_elements", GatherElements},
-    {"gather_nd", GatherND},
-    {"scatter_elements", ScatterElements},
-    {"scatter_nd", ScatterND},
-    {"one_hot", OneHot},
-    {"nonzero", Nonzero},
-    {"compress", Compress},
-    {"unique", Unique},
-    {"topk", Topk},
+    Kernel("take", Take),
+    Kernel("gather_elements", GatherElements),
+    Kernel("gather_nd", GatherND),
+    Kernel("scatter_elements", ScatterElements),
+    Kernel("scatter_nd", ScatterND),
+    Kernel("one_hot", OneHot),
+    Kernel("nonzero", Nonzero),
+    Kernel("compress", Compress),
+    Kernel("unique", Unique),
+    Kernel("topk", Topk),
 };
 
 }  // namespace

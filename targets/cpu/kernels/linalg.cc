@@ -576,10 +576,10 @@ Status Det(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"matmul", MatmulFast},
-    {kMatmulPackB, MatmulPackB},
-    {"einsum", Einsum},
-    {"linalg.det", Det},
+    Kernel("matmul", MatmulFast),
+    Kernel(kMatmulPackB, MatmulPackB),
+    Kernel("einsum", Einsum),
+    Kernel("linalg.det", Det),
 };
 
 }  // namespace

@@ -938,13 +938,13 @@ Status QLinearConv(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"quantize", Quantize},
-    {"dequantize", Dequantize},
-    {"dynamic_quantize", DynamicQuantize},
-    {"qlinear_matmul", QLinearMatmul},
-    {"conv_integer", nn::ConvIntegerFast},
-    {"matmul_integer", MatmulIntegerFast},
-    {"qlinear_conv", QLinearConv},
+    Kernel("quantize", Quantize),
+    Kernel("dequantize", Dequantize),
+    Kernel("dynamic_quantize", DynamicQuantize),
+    Kernel("qlinear_matmul", QLinearMatmul),
+    Kernel("conv_integer", nn::ConvIntegerFast),
+    Kernel("matmul_integer", MatmulIntegerFast),
+    Kernel("qlinear_conv", QLinearConv),
 };
 
 }  // namespace

@@ -685,9 +685,11 @@ Status DeformConv(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.rnn", rnn::RnnFast},       {"nn.gru", rnn::GruFast},
-    {"nn.lstm", rnn::LstmFast},     {"nn.dynamic_quantize_lstm", rnn::DynamicQuantizeLstm},
-    {"nn.deform_conv", DeformConv},
+    Kernel("nn.rnn", rnn::RnnFast),
+    Kernel("nn.gru", rnn::GruFast),
+    Kernel("nn.lstm", rnn::LstmFast),
+    Kernel("nn.dynamic_quantize_lstm", rnn::DynamicQuantizeLstm),
+    Kernel("nn.deform_conv", DeformConv),
 };
 
 }  // namespace

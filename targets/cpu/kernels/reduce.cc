@@ -589,22 +589,22 @@ Status SoftmaxCrossEntropy(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"sum", Reduce<Red::kSum>},
-    {"mean", Reduce<Red::kMean>},
-    {"max", Reduce<Red::kMax>},
-    {"min", Reduce<Red::kMin>},
-    {"prod", Reduce<Red::kProd>},
-    {"reduce_l1", Reduce<Red::kL1>},
-    {"reduce_l2", Reduce<Red::kL2>},
-    {"reduce_log_sum", Reduce<Red::kLogSum>},
-    {"reduce_log_sum_exp", Reduce<Red::kLogSumExp>},
-    {"reduce_sum_square", Reduce<Red::kSumSquare>},
-    {"argmax", ArgReduce<true>},
-    {"argmin", ArgReduce<false>},
-    {"cumsum", Scan<false>},
-    {"cumprod", Scan<true>},
-    {"nn.nll_loss", NllLoss},
-    {"nn.softmax_cross_entropy", SoftmaxCrossEntropy},
+    Kernel("sum", Reduce<Red::kSum>),
+    Kernel("mean", Reduce<Red::kMean>),
+    Kernel("max", Reduce<Red::kMax>),
+    Kernel("min", Reduce<Red::kMin>),
+    Kernel("prod", Reduce<Red::kProd>),
+    Kernel("reduce_l1", Reduce<Red::kL1>),
+    Kernel("reduce_l2", Reduce<Red::kL2>),
+    Kernel("reduce_log_sum", Reduce<Red::kLogSum>),
+    Kernel("reduce_log_sum_exp", Reduce<Red::kLogSumExp>),
+    Kernel("reduce_sum_square", Reduce<Red::kSumSquare>),
+    Kernel("argmax", ArgReduce<true>),
+    Kernel("argmin", ArgReduce<false>),
+    Kernel("cumsum", Scan<false>),
+    Kernel("cumprod", Scan<true>),
+    Kernel("nn.nll_loss", NllLoss),
+    Kernel("nn.softmax_cross_entropy", SoftmaxCrossEntropy),
 };
 
 }  // namespace

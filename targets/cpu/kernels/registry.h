@@ -5,9 +5,25 @@
 #include <span>
 #include <string_view>
 
+#include "quilt/kernel_selection.h"
 #include "runtime/src/kernel.h"
 
 namespace quilt::cpu {
+
+// Whether this build has `op`'s kernel: every kernel, unless the runtime was built with a chosen
+// list of them (the CMake option QUILT_KERNELS, runtime/README.md).
+consteval bool KernelChosen(std::string_view op) {
+  if (kEveryKernel) return true;
+  for (std::string_view chosen : kChosenKernels)
+    if (chosen == op) return true;
+  return false;
+}
+
+// A family table's entry. A kernel the build did not choose gets no function: nothing refers to
+// it, and the linker drops its code.
+consteval rt::KernelEntry Kernel(std::string_view op, rt::KernelFn fn) {
+  return {op, KernelChosen(op) ? fn : nullptr};
+}
 
 // Each family file defines one of these.
 std::span<const rt::KernelEntry> ElementwiseKernels();
@@ -30,5 +46,8 @@ std::span<const rt::KernelEntry> FusedKernels();  // fused.h: steps lowering mak
 rt::KernelFn FindKernel(std::string_view op);
 // Every op name with a CPU kernel.
 std::span<const rt::KernelEntry> AllKernels();
+// What to add to "no CPU kernel for OP": in a build with chosen kernels, that the build may have
+// left it out, and how to build one with it. Empty in a build with every kernel.
+std::string_view KernelMissingHint();
 
 }  // namespace quilt::cpu

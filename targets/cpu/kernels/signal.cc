@@ -301,12 +301,12 @@ Status MelWeightMatrix(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"signal.dft", Dft},
-    {"signal.stft", Stft},
-    {"signal.hann_window", Window<WindowKind::kHann>},
-    {"signal.hamming_window", Window<WindowKind::kHamming>},
-    {"signal.blackman_window", Window<WindowKind::kBlackman>},
-    {"signal.mel_weight_matrix", MelWeightMatrix},
+    Kernel("signal.dft", Dft),
+    Kernel("signal.stft", Stft),
+    Kernel("signal.hann_window", Window<WindowKind::kHann>),
+    Kernel("signal.hamming_window", Window<WindowKind::kHamming>),
+    Kernel("signal.blackman_window", Window<WindowKind::kBlackman>),
+    Kernel("signal.mel_weight_matrix", MelWeightMatrix),
 };
 
 }  // namespace

@@ -96,7 +96,7 @@ Status TfIdfVectorizer(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.tfidf_vectorizer", TfIdfVectorizer},
+    Kernel("nn.tfidf_vectorizer", TfIdfVectorizer),
 };
 
 }  // namespace

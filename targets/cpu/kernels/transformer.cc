@@ -600,12 +600,12 @@ Status CausalConvWithState(KernelContext& ctx) {
 }
 
 constexpr rt::KernelEntry kKernels[] = {
-    {"nn.attention", Attention},
-    {"nn.rotary_embedding", RotaryEmbedding},
-    {"nn.swiglu", SwiGLU},
-    {"tensor_scatter", TensorScatter},
-    {"nn.linear_attention", LinearAttention},
-    {"nn.causal_conv_with_state", CausalConvWithState},
+    Kernel("nn.attention", Attention),
+    Kernel("nn.rotary_embedding", RotaryEmbedding),
+    Kernel("nn.swiglu", SwiGLU),
+    Kernel("tensor_scatter", TensorScatter),
+    Kernel("nn.linear_attention", LinearAttention),
+    Kernel("nn.causal_conv_with_state", CausalConvWithState),
 };
 
 }  // namespace
