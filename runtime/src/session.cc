@@ -318,7 +318,7 @@ Builtin BuiltinOf(const pkg::Step& step) {
 // Steps their device cannot run are added to `missing`, by device kind; a step that reads a
 // value held on another device (only copies and control steps may) is an error.
 Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
-                 std::map<DeviceKind, std::string>* missing, GraphPlan* out) {
+                 std::map<DeviceKind, std::vector<std::string>>* missing, GraphPlan* out) {
   GraphPlan& plan = *out;
   plan.graph = &g;
   int num_steps = static_cast<int>(g.steps()->size());
@@ -338,14 +338,14 @@ Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
         return Status::Error(StepName(g, i) + ": " + st.message());
       }
       if (!st.ok()) {
-        std::string& list = (*missing)[device.info().kind];
-        list += (list.empty() ? "" : ", ") + StepName(g, i);
+        std::string name = StepName(g, i);
         // What the device said, where it is more than that it has no kernel of the step's name
         // (a fused step's member).
         if (st.message() != "no " + std::string(DeviceKindTitle(device.info().kind)) +
                                 " kernel for " + step->kernel()->str()) {
-          list += " [" + st.message() + "]";
+          name += " [" + st.message() + "]";
         }
+        (*missing)[device.info().kind].push_back(std::move(name));
       }
       for (int32_t v : *step->inputs()) {
         if (v < 0) continue;
@@ -573,16 +573,25 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
       }
     }
   }
-  std::map<DeviceKind, std::string> missing;
+  std::map<DeviceKind, std::vector<std::string>> missing;
   plans.graphs.resize(p.graphs()->size());
   for (uint32_t gi = 0; gi < p.graphs()->size(); ++gi) {
     QUILT_RETURN_IF_ERROR(PlanGraph(*p.graphs()->Get(gi), plans, &missing, &plans.graphs[gi]));
   }
   if (!missing.empty()) {
     std::string message;
+    // The first few steps of each device, and how many more: a package of a runtime built
+    // without one kernel may have hundreds of its steps.
+    constexpr size_t kNamed = 4;
     for (const auto& [kind, steps] : missing) {
       message += (message.empty() ? "" : "; ") + std::string("no ") +
-                 std::string(DeviceKindTitle(kind)) + " kernel for " + steps;
+                 std::string(DeviceKindTitle(kind)) + " kernel for ";
+      for (size_t i = 0; i < steps.size() && i < kNamed; ++i) {
+        message += (i ? ", " : "") + steps[i];
+      }
+      if (steps.size() > kNamed) {
+        message += " and " + std::to_string(steps.size() - kNamed) + " more steps";
+      }
     }
     // Devices that run the CPU's kernels, in a runtime built with chosen ones: how to build one
     // with those it lacks.

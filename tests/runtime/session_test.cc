@@ -141,6 +141,43 @@ TEST(Session, UnknownKernelIsRefusedAtCreation) {
   EXPECT_EQ(st.message(), "no CPU kernel for step 0 (nn.frobnicate, node 'add0')");
 }
 
+// A package with many steps of a kernel the runtime lacks (one built with chosen kernels): the
+// message names the first four and counts the rest.
+TEST(Session, ManyStepsWithoutAKernelAreNamedFourAndCounted) {
+  compiler::PackageSpec spec = test::AddConstantPackage();
+  compiler::GraphSpec& g = spec.graphs[0];
+  // A chain of six steps: y = f(x, c), then each reads the value before it and c.
+  compiler::StepSpec first = g.steps[0];
+  first.kernel = "nn.frobnicate";
+  g.steps.clear();
+  std::vector<std::string> names;
+  int last = 2;  // y
+  for (int i = 0; i < 6; ++i) {
+    compiler::StepSpec step = first;
+    step.source = "f" + std::to_string(i);
+    if (i > 0) {
+      compiler::ValueSpec y = g.values[2];
+      y.name = "y" + std::to_string(i);
+      g.values.push_back(y);
+      step.inputs = {last, 1};
+      last = static_cast<int>(g.values.size()) - 1;
+      step.outputs = {last};
+    }
+    g.steps.push_back(step);
+    names.push_back("step " + std::to_string(i) + " (nn.frobnicate, node 'f" + std::to_string(i) +
+                    "')");
+  }
+  g.outputs = {last};
+  std::vector<uint8_t> bytes = compiler::WritePackage(spec);
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::unique_ptr<rt::Session> s;
+  st = rt::Session::Create(std::move(p), {}, &s);
+  EXPECT_EQ(st.message(), "no CPU kernel for " + names[0] + ", " + names[1] + ", " + names[2] +
+                              ", " + names[3] + " and 2 more steps");
+}
+
 TEST(Session, DisallowedDeviceIsRefused) {
   std::vector<uint8_t> bytes = compiler::WritePackage(test::AddConstantPackage());
   std::unique_ptr<rt::LoadedPackage> p;

@@ -44,7 +44,14 @@ struct V8 {
 #define QUILT_NO_CLONES 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES)
+// Nor where the build's own baseline has AVX2 and FMA (-march=x86-64-v3, or native on such a
+// CPU): the baseline copy would be the AVX2 one again, and the library then runs only on such
+// CPUs anyway.
+#if defined(__AVX2__) && defined(__FMA__)
+#define QUILT_BASELINE_HAS_AVX2_FMA 1
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES) && \
+    !defined(QUILT_BASELINE_HAS_AVX2_FMA)
 #if __has_attribute(target_clones)
 #define QUILT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
@@ -55,7 +62,8 @@ struct V8 {
 // A hot function compiled for AVX2 + FMA alone, with no baseline copy: for a fast path whose
 // baseline copy would only add size. Its caller takes it only where HasAvx2Fma(), and a general
 // kernel elsewhere.
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES)
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(QUILT_NO_CLONES) && \
+    !defined(QUILT_BASELINE_HAS_AVX2_FMA)
 #define QUILT_AVX2_ONLY __attribute__((target("arch=x86-64-v3")))
 inline bool HasAvx2Fma() {
   static const bool has = [] {
