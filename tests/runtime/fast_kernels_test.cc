@@ -641,6 +641,40 @@ TEST(FastKernels, TransposedMatrixVectorMatchesTheReference) {
   }
 }
 
+// y = A x with A laid out transposed in blocks of 64 columns (TransposedBlocks), as a recurrent
+// layer's step over a batch of one runs it: rows of A (columns of the layout) not a multiple of
+// 64 or of 8, a single one, on one thread and on three (each sum in the order of p either way, so
+// the same bits), against a double reference.
+TEST(FastKernels, SgemvTransposedMatchesADoubleReference) {
+  std::mt19937 rng(91);
+  rt::ThreadPool three(3);
+  for (int64_t m : {1, 7, 8, 63, 64, 65, 130, 200, 2048}) {
+    for (int64_t k : {1, 5, 33, 512}) {
+      std::vector<float> a = Random(rng, m * k), x = Random(rng, k);
+      std::vector<float> at = TransposedBlocks(a.data(), m, k);
+      ASSERT_EQ(at.size(), static_cast<size_t>(m * k));
+      std::vector<float> one(static_cast<size_t>(m), -7.0f), many(one);
+      SgemvTransposed(m, k, at.data(), x.data(), one.data(), nullptr);
+      SgemvTransposed(m, k, at.data(), x.data(), many.data(), &three);
+      for (int64_t i = 0; i < m; ++i) {
+        double want = 0, size = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double t =
+              static_cast<double>(a[static_cast<size_t>(i * k + p)]) * x[static_cast<size_t>(p)];
+          want += t;
+          size += std::fabs(t);
+        }
+        std::string what =
+            std::to_string(m) + " x " + std::to_string(k) + ", row " + std::to_string(i);
+        EXPECT_NEAR(one[static_cast<size_t>(i)], want, 1e-6 * size + 1e-30) << what;
+        EXPECT_EQ(std::bit_cast<uint32_t>(one[static_cast<size_t>(i)]),
+                  std::bit_cast<uint32_t>(many[static_cast<size_t>(i)]))
+            << what << ": 1 and 3 threads differ";
+      }
+    }
+  }
+}
+
 // The AVX-512 block kernels (eight rows by 24 columns as 16 + 8 lanes, and by two panels of 24
 // as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple
 // of eight, last panels of fewer than 24 columns (a pair's second among them),

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/simd.h"
@@ -374,10 +375,15 @@ void SetAvx512GemmAllowedForTesting(bool allowed);
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr,
            const PackedA* a_packed = nullptr);
-// y (m) = A (m x k) times the vector x (k), A given transposed: `at` (k x m, row p at at + p * m).
-// Each y[i] sums its k products in order of p, eight columns to a vector and eight vectors at a
-// time: no sums across lanes, as dot products of A's rows need (a recurrent layer's step over a
-// batch of one, with R^T laid out once).
+// y (m) = A (m x k) times the vector x (k), A given transposed in blocks of kTransposedBlock
+// columns (TransposedBlocks): block b holds A^T's columns [64b, 64b + w), w = min(64, m - 64b),
+// at at + 64b * k, as k rows of w. Each block is one contiguous stream, which the hardware
+// prefetchers follow; rows of A^T m apart would cross a page at every row of a wide A. Each y[i]
+// sums its k products in order of p, eight columns to a vector and eight vectors at a time: no
+// sums across lanes, as dot products of A's rows need (a recurrent layer's step over a batch of
+// one, with R^T laid out once).
+inline constexpr int64_t kTransposedBlock = 64;
+std::vector<float> TransposedBlocks(const float* a, int64_t m, int64_t k);
 void SgemvTransposed(int64_t m, int64_t k, const float* at, const float* x, float* y,
                      rt::ThreadPool* pool);
 

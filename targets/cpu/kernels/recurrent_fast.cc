@@ -90,23 +90,14 @@ bool Optional(const Tensor* t, const Shape& shape) {
 // of one multiplies R by a vector, reading it as it is): the rows of the first recurrent product
 // (all of them, or GRU's update and reset gates without linear_before_reset) and GRU's hidden gate
 // rows in that case. A later run of a larger batch, with no R packed, packs it as it goes.
-// The rows x cols matrix a (row stride cols) transposed: cols x rows.
-std::vector<float> Transposed(const float* a, int64_t rows, int64_t cols) {
-  std::vector<float> t(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) t[static_cast<size_t>(j * rows + i)] = a[i * cols + j];
-  }
-  return t;
-}
-
 // A batch of one: a direction's R (its first `first_rows` rows, H wide) transposed, and, for a
 // GRU without linear_before_reset (`hidden`), its hidden gate's rows (those from 2H) transposed,
-// for SgemvTransposed.
+// in SgemvTransposed's blocks of columns.
 struct TransposedR {
   std::vector<float> first, hidden;
   TransposedR(const float* r, int64_t first_rows, int64_t h, bool with_hidden)
-      : first(Transposed(r, first_rows, h)),
-        hidden(with_hidden ? Transposed(r + 2 * h * h, h, h) : std::vector<float>()) {}
+      : first(TransposedBlocks(r, first_rows, h)),
+        hidden(with_hidden ? TransposedBlocks(r + 2 * h * h, h, h) : std::vector<float>()) {}
 };
 
 struct PackedRecurrent {
