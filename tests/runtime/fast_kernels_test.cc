@@ -101,8 +101,16 @@ class TestContext final : public rt::KernelContext {
   const Tensor* input(int i) const override {
     return i >= 0 && i < num_inputs() ? &inputs_[i] : nullptr;
   }
-  int ArgBegin(int arg) const override { return arg; }
-  int ArgSize(int arg) const override { return arg < num_inputs() ? 1 : 0; }
+  int ArgBegin(int arg) const override {
+    if (variadic_ == 0) return arg;
+    return arg == 0 ? 0 : variadic_ + arg - 1;
+  }
+  int ArgSize(int arg) const override {
+    if (variadic_ > 0 && arg == 0) return variadic_;
+    return ArgBegin(arg) < num_inputs() ? 1 : 0;
+  }
+  // The first argument takes the first `n` inputs (a variadic one: concat's tensors).
+  void SetVariadicFirst(int n) { variadic_ = n; }
   int num_outputs() const override { return static_cast<int>(outs_.size()); }
   DType output_dtype(int) const override { return DType::kFloat32; }
   Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
@@ -141,6 +149,7 @@ class TestContext final : public rt::KernelContext {
   std::vector<std::vector<float>> data_;
   rt::StepCache* cache_ = nullptr;
   uint64_t constant_ = 0;
+  int variadic_ = 0;
 };
 
 std::vector<float> Random(std::mt19937& rng, int64_t n) {
@@ -636,6 +645,63 @@ TEST(FastKernels, TransposedMatrixVectorMatchesTheReference) {
                     static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + 1e-30)
               << "m " << m << " k " << k << " column " << j << (pool ? ", 3 threads" : "");
         }
+      }
+    }
+  }
+}
+
+// A concat large enough to be copied on the step's threads: along an axis with one outer step
+// (each piece split into blocks) and along an inner one with many (split across them), on one
+// thread and on three, against the elements placed by hand.
+TEST(FastKernels, LargeConcatsOnSeveralThreadsPlaceEveryElement) {
+  rt::KernelFn concat = FindKernel("concat");
+  ASSERT_NE(concat, nullptr);
+  rt::ThreadPool three(3);
+  struct Case {
+    Shape base;  // the shape of every tensor but along `axis`
+    int64_t axis;
+    std::vector<int64_t> sizes;  // each tensor's extent along `axis`
+  };
+  for (const Case& cs : {Case{{1, 0, 64, 64}, 1, {5, 17, 40}},
+                         Case{{8, 4, 0, 32}, 2, {100, 157, 300}}, Case{{3, 0, 5}, 1, {9000, 7}}}) {
+    std::vector<std::vector<float>> data;
+    std::vector<Tensor> inputs;
+    for (size_t t = 0; t < cs.sizes.size(); ++t) {
+      Shape shape = cs.base;
+      shape[static_cast<size_t>(cs.axis)] = cs.sizes[t];
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      data.emplace_back(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) data.back()[static_cast<size_t>(i)] = float(t * 1000000 + i);
+      inputs.push_back(Tensor{DType::kFloat32, shape, data.back().data()});
+    }
+    int64_t outer = 1, inner = 1, total = 0;
+    for (int64_t d = 0; d < cs.axis; ++d) outer *= cs.base[static_cast<size_t>(d)];
+    for (size_t d = static_cast<size_t>(cs.axis) + 1; d < cs.base.size(); ++d) inner *= cs.base[d];
+    for (int64_t e : cs.sizes) total += e;
+    // Output element (o, a, i): tensor t's element (o, a - start of t, i).
+    std::vector<float> want;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t t = 0; t < cs.sizes.size(); ++t) {
+        for (int64_t a = 0; a < cs.sizes[t] * inner; ++a) {
+          want.push_back(data[t][static_cast<size_t>(o * cs.sizes[t] * inner + a)]);
+        }
+      }
+    }
+    ASSERT_EQ(static_cast<int64_t>(want.size()), outer * total * inner);
+    Attrs attrs;
+    attrs.Int("axis", cs.axis);
+    const rt::AttrView::List* list = attrs.Finish();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext ctx(inputs, list, pool);
+      ctx.SetVariadicFirst(static_cast<int>(inputs.size()));
+      Status st = concat(ctx);
+      ASSERT_TRUE(st.ok()) << st.message();
+      std::vector<float> got = ctx.values();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i])
+            << "axis " << cs.axis << ", element " << i << (pool ? ", 3 threads" : "");
       }
     }
   }
