@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -659,6 +660,94 @@ TEST(FastKernels, TransposedMatrixVectorMatchesTheReference) {
           }
         }
       }
+    }
+  }
+}
+
+// Slices and transposes large enough to be copied on the step's threads (CopyStrided: rows of
+// the merged view split among them; a single long run split into blocks), on one thread and on
+// three, against the elements picked by hand.
+TEST(FastKernels, LargeSlicesAndTransposesOnSeveralThreadsPickEveryElement) {
+  rt::KernelFn slice = FindKernel("strided_slice");
+  rt::KernelFn permute = FindKernel("permute_dims");
+  ASSERT_NE(slice, nullptr);
+  ASSERT_NE(permute, nullptr);
+  rt::ThreadPool three(3);
+  // x: (3, 322, 322), x[c][h][w] = c * 1e6 + h * 1000 + w (exact in float).
+  const int64_t C = 3, H = 322, W = 322;
+  std::vector<float> x(static_cast<size_t>(C * H * W));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w)
+        x[static_cast<size_t>((c * H + h) * W + w)] = float(c * 1000000 + h * 1000 + w);
+  Tensor tx{DType::kFloat32, {C, H, W}, x.data()};
+  auto value = [&](int64_t c, int64_t h, int64_t w) { return float(c * 1000000 + h * 1000 + w); };
+  struct Case {
+    std::string what;
+    rt::KernelFn fn;
+    std::function<void(Attrs&)> attrs;
+    Shape out;
+    std::function<float(int64_t, int64_t, int64_t)> want;  // at output (i, j, k)
+  };
+  std::vector<Case> cases = {
+      // Every second row and column, from 1 (a space-to-depth's slice): strided rows.
+      {"x[:, 1::2, 1::2]",
+       slice,
+       [](Attrs& a) {
+         a.Ints("axes", {1, 2}).Ints("begin", {1, 1}).Ints("end", {H, W}).Ints("strides", {2, 2});
+       },
+       {C, 161, 161},
+       [&](int64_t i, int64_t j, int64_t k) { return value(i, 1 + 2 * j, 1 + 2 * k); }},
+      // Rows 5 to 300 whole: contiguous rows, merged into one long run per channel.
+      {"x[:, 5:300, :]",
+       slice,
+       [](Attrs& a) {
+         a.Ints("axes", {1}).Ints("begin", {5}).Ints("end", {300}).Ints("strides", {1});
+       },
+       {C, 295, W},
+       [&](int64_t i, int64_t j, int64_t k) { return value(i, 5 + j, k); }},
+      // The whole tensor from channel 1: one run of 2 * H * W elements, split into blocks.
+      {"x[1:]",
+       slice,
+       [](Attrs& a) {
+         a.Ints("axes", {0}).Ints("begin", {1}).Ints("end", {C}).Ints("strides", {1});
+       },
+       {C - 1, H, W},
+       [&](int64_t i, int64_t j, int64_t k) { return value(1 + i, j, k); }},
+      // Channels last: every element its own piece.
+      {"permute (1, 2, 0)",
+       permute,
+       [](Attrs& a) {
+         a.Ints("axes", {1, 2, 0});
+       },
+       {H, W, C},
+       [&](int64_t i, int64_t j, int64_t k) { return value(k, i, j); }},
+      // Rows and columns swapped.
+      {"permute (0, 2, 1)",
+       permute,
+       [](Attrs& a) {
+         a.Ints("axes", {0, 2, 1});
+       },
+       {C, W, H},
+       [&](int64_t i, int64_t j, int64_t k) { return value(i, k, j); }},
+  };
+  for (const Case& cs : cases) {
+    Attrs attrs;
+    cs.attrs(attrs);
+    const rt::AttrView::List* list = attrs.Finish();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext ctx({tx}, list, pool);
+      Status st = cs.fn(ctx);
+      ASSERT_TRUE(st.ok()) << cs.what << ": " << st.message();
+      ASSERT_EQ(ctx.out().shape, cs.out) << cs.what;
+      std::vector<float> got = ctx.values();
+      for (int64_t i = 0; i < cs.out[0]; ++i)
+        for (int64_t j = 0; j < cs.out[1]; ++j)
+          for (int64_t k = 0; k < cs.out[2]; ++k) {
+            size_t at = static_cast<size_t>((i * cs.out[1] + j) * cs.out[2] + k);
+            ASSERT_EQ(got[at], cs.want(i, j, k)) << cs.what << " at (" << i << ", " << j << ", "
+                                                 << k << ")" << (pool ? ", 3 threads" : "");
+          }
     }
   }
 }

@@ -145,7 +145,7 @@ Status PermuteDims(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   std::vector<int64_t> in_strides = Strides(x.shape), strides(rank);
   for (int k = 0; k < rank; ++k) strides[k] = in_strides[perm[k]];
-  CopyStrided(x.data, out, strides, eb, y->data);
+  CopyStrided(x.data, out, strides, eb, y->data, ctx.thread_pool());
   return Status::Ok();
 }
 
@@ -524,7 +524,7 @@ Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
     view[k] = out[k] > 1 ? step[k] * in_strides[k] : 0;
   }
   CopyStrided(static_cast<const uint8_t*>(x.data) + base * static_cast<int64_t>(eb), out, view, eb,
-              y->data);
+              y->data, ctx.thread_pool());
   return Status::Ok();
 }
 

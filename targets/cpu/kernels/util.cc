@@ -37,35 +37,23 @@ void CopyRow(const uint8_t* src, int64_t stride, int64_t n, uint8_t* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * EB, src + i * stride * EB, EB);
 }
 
-}  // namespace
-
-void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
-                 size_t eb, void* dst) {
-  // Dims of one dropped; a dim merged into the one inside it where the two are contiguous.
-  std::vector<int64_t> dims, st;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] == 0) return;
-    if (shape[k] == 1) continue;
-    if (!dims.empty() && st.back() == strides[k] * shape[k]) {
-      dims.back() *= shape[k];
-      st.back() = strides[k];
-      continue;
-    }
-    dims.push_back(shape[k]);
-    st.push_back(strides[k]);
-  }
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  if (dims.empty()) {
-    std::memcpy(d, s, eb);
-    return;
-  }
+// Rows [r0, r1) of a merged view (every dim but the last a row index, in order): each row's
+// elements from s at its offset, written one row after another from d.
+void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vector<int64_t>& st,
+              size_t eb, int64_t r0, int64_t r1, uint8_t* d) {
   int outer_rank = static_cast<int>(dims.size()) - 1;
   int64_t inner = dims.back(), inner_stride = st.back();
   size_t row_bytes = static_cast<size_t>(inner) * eb;
+  // Row r0's index along each outer dim, and its offset.
   std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
   int64_t off = 0;
-  for (;;) {
+  for (int64_t r = r0, ax = outer_rank - 1; ax >= 0; --ax) {
+    idx[static_cast<size_t>(ax)] = r % dims[static_cast<size_t>(ax)];
+    r /= dims[static_cast<size_t>(ax)];
+    off += idx[static_cast<size_t>(ax)] * st[static_cast<size_t>(ax)];
+  }
+  d += static_cast<size_t>(r0) * row_bytes;
+  for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = s + off * static_cast<int64_t>(eb);
     if (inner_stride == 1) {
       std::memcpy(d, row, row_bytes);
@@ -90,15 +78,68 @@ void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>
       }
     }
     d += row_bytes;
-    int ax = outer_rank - 1;
-    for (; ax >= 0; --ax) {
-      off += st[ax];
-      if (++idx[ax] < dims[ax]) break;
-      off -= st[ax] * dims[ax];
-      idx[ax] = 0;
+    for (int ax = outer_rank - 1; ax >= 0; --ax) {
+      off += st[static_cast<size_t>(ax)];
+      if (++idx[static_cast<size_t>(ax)] < dims[static_cast<size_t>(ax)]) break;
+      off -= st[static_cast<size_t>(ax)] * dims[static_cast<size_t>(ax)];
+      idx[static_cast<size_t>(ax)] = 0;
     }
-    if (ax < 0) return;
   }
+}
+
+}  // namespace
+
+void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
+                 size_t eb, void* dst, rt::ThreadPool* pool) {
+  // Dims of one dropped; a dim merged into the one inside it where the two are contiguous.
+  std::vector<int64_t> dims, st;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0) return;
+    if (shape[k] == 1) continue;
+    if (!dims.empty() && st.back() == strides[k] * shape[k]) {
+      dims.back() *= shape[k];
+      st.back() = strides[k];
+      continue;
+    }
+    dims.push_back(shape[k]);
+    st.push_back(strides[k]);
+  }
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  if (dims.empty()) {
+    std::memcpy(d, s, eb);
+    return;
+  }
+  // A single run (one merged dim) as rows of a block each, so that it too can be split.
+  constexpr int64_t kBlock = 16384;  // elements
+  if (dims.size() == 1 && dims[0] > 2 * kBlock) {
+    int64_t n = dims[0], stride = st[0];
+    if (n % kBlock == 0) {
+      dims = {n / kBlock, kBlock};
+      st = {stride * kBlock, stride};
+    } else {
+      // The whole blocks, then the rest.
+      int64_t whole = n / kBlock * kBlock;
+      CopyStrided(s, {whole}, {stride}, eb, d, pool);
+      CopyStrided(s + whole * stride * static_cast<int64_t>(eb), {n - whole}, {stride}, eb,
+                  d + static_cast<size_t>(whole) * eb, pool);
+      return;
+    }
+  }
+  int64_t rows = 1;
+  for (size_t k = 0; k + 1 < dims.size(); ++k) rows *= dims[k];
+  // A large copy on the pool's threads, rows split among them: memory-bound, and two cores move
+  // more bytes than one. The same bytes land in the same places either way.
+  int64_t bytes = rows * dims.back() * static_cast<int64_t>(eb);
+  constexpr int64_t kParallelBytes = int64_t{1} << 18;
+  if (pool && pool->threads() > 1 && rows > 1 && bytes >= kParallelBytes) {
+    int64_t row_bytes = std::max<int64_t>(1, dims.back() * static_cast<int64_t>(eb));
+    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_bytes);
+    rt::ParallelFor(pool, rows, grain,
+                    [&](int64_t r0, int64_t r1) { CopyRows(s, dims, st, eb, r0, r1, d); });
+    return;
+  }
+  CopyRows(s, dims, st, eb, 0, rows, d);
 }
 
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
