@@ -753,8 +753,8 @@ TEST(FastKernels, LargeSlicesAndTransposesOnSeveralThreadsPickEveryElement) {
 }
 
 // A concat large enough to be copied on the step's threads: along an axis with one outer step
-// (each piece split into blocks) and along an inner one with many (split across them), on one
-// thread and on three, against the elements placed by hand.
+// (its large pieces copied in blocks by CopyStrided) and along an inner one with many (split
+// across them), on one thread and on three, against the elements placed by hand.
 TEST(FastKernels, LargeConcatsOnSeveralThreadsPlaceEveryElement) {
   rt::KernelFn concat = FindKernel("concat");
   ASSERT_NE(concat, nullptr);

@@ -158,10 +158,6 @@ void CopyPieces(const T* src, int64_t chunk, int64_t outer, int64_t row, T* dst)
   }
 }
 
-// A copy of at least this many bytes runs on the step's threads, in blocks of kCopyBlock.
-constexpr int64_t kParallelCopyBytes = int64_t{1} << 18;
-constexpr int64_t kCopyBlock = int64_t{1} << 16;
-
 Status Concat(KernelContext& ctx) {
   int begin = ctx.ArgBegin(0), count = ctx.ArgSize(0);
   if (count < 1) return Status::Error("concat needs at least one tensor");
@@ -193,48 +189,35 @@ Status Concat(KernelContext& ctx) {
   int64_t outer = Product(out, 0, axis), inner = Product(out, axis + 1);
   auto* dst = static_cast<uint8_t*>(y->data);
   int64_t row = out[axis] * inner;  // elements of one outer step of the output
-  // A large concat of pieces of some size, on the step's threads: a copy is memory-bound, and two
-  // cores move more bytes than one. Across the outer steps where there are enough of them, else
-  // each piece in blocks. The same bytes land in the same places either way.
-  int64_t total = y->NumElements() * static_cast<int64_t>(eb);
-  bool pieces_of_some_size = true;
-  for (int t = 0; t < count; ++t) {
-    pieces_of_some_size &=
-        ctx.input(begin + t)->shape[axis] * inner * static_cast<int64_t>(eb) > 32;
-  }
-  if (ctx.threads() > 1 && total >= kParallelCopyBytes && pieces_of_some_size) {
-    auto piece = [&](int64_t o, int t, int64_t at, int64_t from, int64_t to) {
-      const Tensor& p = *ctx.input(begin + t);
-      int64_t chunk = p.shape[axis] * inner * static_cast<int64_t>(eb);
-      CopyBytes(dst + (o * row + at * inner) * static_cast<int64_t>(eb) + from,
-                static_cast<const uint8_t*>(p.data) + o * chunk + from, to - from);
-    };
-    if (outer >= 4 * ctx.threads()) {
+  // A large concat on the step's threads: a copy is memory-bound, and two cores move more bytes
+  // than one. Many outer steps (of pieces of some size) are split among the threads here; a few
+  // large pieces each go to CopyStrided, which splits a long run into blocks. The same bytes land
+  // in the same places either way.
+  const bool parallel =
+      ctx.threads() > 1 && y->NumElements() * static_cast<int64_t>(eb) >= kParallelCopyBytes;
+  const bool many_steps = outer >= 4 * ctx.threads();
+  if (parallel && many_steps) {
+    bool pieces_of_some_size = true;
+    for (int t = 0; t < count; ++t) {
+      pieces_of_some_size &=
+          ctx.input(begin + t)->shape[axis] * inner * static_cast<int64_t>(eb) > 32;
+    }
+    if (pieces_of_some_size) {
       int64_t grain = std::max<int64_t>(1, kParallelCopyBytes / std::max<int64_t>(1, row * eb));
       ctx.ParallelFor(outer, grain, [&](int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; ++o) {
           int64_t at = 0;
           for (int t = 0; t < count; ++t) {
-            int64_t chunk = ctx.input(begin + t)->shape[axis] * inner * static_cast<int64_t>(eb);
-            piece(o, t, at, 0, chunk);
-            at += ctx.input(begin + t)->shape[axis];
+            const Tensor& p = *ctx.input(begin + t);
+            int64_t chunk = p.shape[axis] * inner;
+            CopyBytes(dst + (o * row + at * inner) * eb,
+                      static_cast<const uint8_t*>(p.data) + o * chunk * eb, chunk * eb);
+            at += p.shape[axis];
           }
         }
       });
       return Status::Ok();
     }
-    for (int64_t o = 0; o < outer; ++o) {
-      int64_t at = 0;
-      for (int t = 0; t < count; ++t) {
-        int64_t chunk = ctx.input(begin + t)->shape[axis] * inner * static_cast<int64_t>(eb);
-        int64_t blocks = (chunk + kCopyBlock - 1) / kCopyBlock;
-        ctx.ParallelFor(blocks, 1, [&](int64_t b0, int64_t b1) {
-          piece(o, t, at, b0 * kCopyBlock, std::min(chunk, b1 * kCopyBlock));
-        });
-        at += ctx.input(begin + t)->shape[axis];
-      }
-    }
-    return Status::Ok();
   }
   int64_t at = 0;  // where the current tensor starts along the axis
   for (int t = 0; t < count; ++t) {
@@ -253,7 +236,12 @@ Status Concat(KernelContext& ctx) {
       }
     } else {
       for (int64_t o = 0; o < outer; ++o) {
-        CopyBytes(dst + (o * row + at * inner) * eb, src + o * chunk * eb, chunk * eb);
+        uint8_t* to = dst + (o * row + at * inner) * eb;
+        if (parallel && !many_steps) {
+          CopyStrided(src + o * chunk * eb, {chunk}, {1}, eb, to, ctx.thread_pool());
+        } else {
+          CopyBytes(to, src + o * chunk * eb, chunk * eb);
+        }
       }
     }
     at += p.shape[axis];

@@ -37,6 +37,28 @@ void CopyRow(const uint8_t* src, int64_t stride, int64_t n, uint8_t* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * EB, src + i * stride * EB, EB);
 }
 
+// `n` elements `stride` apart from s to dense d.
+void CopyRun(const uint8_t* s, int64_t stride, int64_t n, size_t eb, uint8_t* d) {
+  if (stride == 1) {
+    std::memcpy(d, s, static_cast<size_t>(n) * eb);
+    return;
+  }
+  switch (eb) {
+    case 1:
+      return CopyRow<1>(s, stride, n, d);
+    case 2:
+      return CopyRow<2>(s, stride, n, d);
+    case 4:
+      return CopyRow<4>(s, stride, n, d);
+    case 8:
+      return CopyRow<8>(s, stride, n, d);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(d + i * eb, s + i * stride * static_cast<int64_t>(eb), eb);
+      }
+  }
+}
+
 // Rows [r0, r1) of a merged view (every dim but the last a row index, in order): each row's
 // elements from s at its offset, written one row after another from d.
 void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vector<int64_t>& st,
@@ -54,29 +76,7 @@ void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vec
   }
   d += static_cast<size_t>(r0) * row_bytes;
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = s + off * static_cast<int64_t>(eb);
-    if (inner_stride == 1) {
-      std::memcpy(d, row, row_bytes);
-    } else {
-      switch (eb) {
-        case 1:
-          CopyRow<1>(row, inner_stride, inner, d);
-          break;
-        case 2:
-          CopyRow<2>(row, inner_stride, inner, d);
-          break;
-        case 4:
-          CopyRow<4>(row, inner_stride, inner, d);
-          break;
-        case 8:
-          CopyRow<8>(row, inner_stride, inner, d);
-          break;
-        default:
-          for (int64_t i = 0; i < inner; ++i) {
-            std::memcpy(d + i * eb, row + i * inner_stride * static_cast<int64_t>(eb), eb);
-          }
-      }
-    }
+    CopyRun(s + off * static_cast<int64_t>(eb), inner_stride, inner, eb, d);
     d += row_bytes;
     for (int ax = outer_rank - 1; ax >= 0; --ax) {
       off += st[static_cast<size_t>(ax)];
@@ -110,33 +110,27 @@ void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>
     std::memcpy(d, s, eb);
     return;
   }
-  // A single run (one merged dim) as rows of a block each, so that it too can be split.
-  constexpr int64_t kBlock = 16384;  // elements
-  if (dims.size() == 1 && dims[0] > 2 * kBlock) {
-    int64_t n = dims[0], stride = st[0];
-    if (n % kBlock == 0) {
-      dims = {n / kBlock, kBlock};
-      st = {stride * kBlock, stride};
-    } else {
-      // The whole blocks, then the rest.
-      int64_t whole = n / kBlock * kBlock;
-      CopyStrided(s, {whole}, {stride}, eb, d, pool);
-      CopyStrided(s + whole * stride * static_cast<int64_t>(eb), {n - whole}, {stride}, eb,
-                  d + static_cast<size_t>(whole) * eb, pool);
-      return;
-    }
-  }
   int64_t rows = 1;
   for (size_t k = 0; k + 1 < dims.size(); ++k) rows *= dims[k];
-  // A large copy on the pool's threads, rows split among them: memory-bound, and two cores move
-  // more bytes than one. The same bytes land in the same places either way.
-  int64_t bytes = rows * dims.back() * static_cast<int64_t>(eb);
-  constexpr int64_t kParallelBytes = int64_t{1} << 18;
-  if (pool && pool->threads() > 1 && rows > 1 && bytes >= kParallelBytes) {
-    int64_t row_bytes = std::max<int64_t>(1, dims.back() * static_cast<int64_t>(eb));
-    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_bytes);
-    rt::ParallelFor(pool, rows, grain,
-                    [&](int64_t r0, int64_t r1) { CopyRows(s, dims, st, eb, r0, r1, d); });
+  const int64_t inner = dims.back(), inner_stride = st.back();
+  // A large copy on the pool's threads: memory-bound, and two cores move more bytes than one.
+  // The rows split among them, or a single run cut into blocks of 64 KB. The same bytes land in
+  // the same places either way.
+  if (pool && pool->threads() > 1 &&
+      rows * inner * static_cast<int64_t>(eb) >= kParallelCopyBytes) {
+    constexpr int64_t kBlockBytes = int64_t{1} << 16;
+    if (rows > 1) {
+      int64_t grain = std::max<int64_t>(1, kBlockBytes / (inner * static_cast<int64_t>(eb)));
+      rt::ParallelFor(pool, rows, grain,
+                      [&](int64_t r0, int64_t r1) { CopyRows(s, dims, st, eb, r0, r1, d); });
+      return;
+    }
+    const int64_t per = std::max<int64_t>(1, kBlockBytes / static_cast<int64_t>(eb));
+    rt::ParallelFor(pool, (inner + per - 1) / per, 1, [&](int64_t b0, int64_t b1) {
+      int64_t e0 = b0 * per, e1 = std::min(inner, b1 * per);
+      CopyRun(s + e0 * inner_stride * static_cast<int64_t>(eb), inner_stride, e1 - e0, eb,
+              d + static_cast<size_t>(e0) * eb);
+    });
     return;
   }
   CopyRows(s, dims, st, eb, 0, rows, d);

@@ -129,8 +129,10 @@ std::vector<int64_t> Strides(const Shape& shape);
 // Copies the strided view of `src` into the dense `dst`: element idx of `shape` is read from
 // src + (sum of idx[k] * strides[k]) elements of `eb` bytes (strides may be negative or 0).
 // Runs of the innermost dims go as one memcpy where the view is contiguous: a slice, a
-// transpose or a broadcast at memory speed rather than element by element. A large copy runs on
-// `pool`'s threads where one is given.
+// transpose or a broadcast at memory speed rather than element by element. A copy of at least
+// kParallelCopyBytes runs on `pool`'s threads where one is given: the view's rows split among
+// them, or a single run cut into blocks.
+inline constexpr int64_t kParallelCopyBytes = int64_t{1} << 18;
 void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
                  size_t eb, void* dst, rt::ThreadPool* pool = nullptr);
 
