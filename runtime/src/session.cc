@@ -341,8 +341,7 @@ Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
         std::string name = StepName(g, i);
         // What the device said, where it is more than that it has no kernel of the step's name
         // (a fused step's member).
-        if (st.message() != "no " + std::string(DeviceKindTitle(device.info().kind)) +
-                                " kernel for " + step->kernel()->str()) {
+        if (st.message() != NoKernelMessage(device.info().kind, step->kernel()->string_view())) {
           name += " [" + st.message() + "]";
         }
         (*missing)[device.info().kind].push_back(std::move(name));
@@ -584,14 +583,14 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
     // without one kernel may have hundreds of its steps.
     constexpr size_t kNamed = 4;
     for (const auto& [kind, steps] : missing) {
-      message += (message.empty() ? "" : "; ") + std::string("no ") +
-                 std::string(DeviceKindTitle(kind)) + " kernel for ";
+      std::string named;
       for (size_t i = 0; i < steps.size() && i < kNamed; ++i) {
-        message += (i ? ", " : "") + steps[i];
+        named += (i ? ", " : "") + steps[i];
       }
       if (steps.size() > kNamed) {
-        message += " and " + std::to_string(steps.size() - kNamed) + " more steps";
+        named += " and " + std::to_string(steps.size() - kNamed) + " more steps";
       }
+      message += (message.empty() ? "" : "; ") + NoKernelMessage(kind, named);
     }
     // Devices that run the CPU's kernels, in a runtime built with chosen ones: how to build one
     // with those it lacks.

@@ -113,7 +113,7 @@ class CpuDevice final : public Device {
                  std::unique_ptr<PreparedStep>* out) const override {
     KernelFn fn;
     std::string_view name;
-    QUILT_RETURN_IF_ERROR(FindHostKernel(step, "CPU", &fn, &name));
+    QUILT_RETURN_IF_ERROR(FindHostKernel(step, DeviceKind::kCpu, &fn, &name));
     *out = std::make_unique<CpuStep>(fn);
     return Status::Ok();
   }

@@ -32,6 +32,10 @@ std::string_view DeviceKindTitle(DeviceKind kind) {
   return "?";
 }
 
+std::string NoKernelMessage(DeviceKind kind, std::string_view kernel) {
+  return "no " + std::string(DeviceKindTitle(kind)) + " kernel for " + std::string(kernel);
+}
+
 std::optional<DeviceKind> ParseDeviceKind(std::string_view name) {
   for (DeviceKind k : kDeviceKinds) {
     if (DeviceKindName(k) == name) return k;

@@ -47,6 +47,8 @@ std::string_view DeviceKindName(DeviceKind kind);
 std::optional<DeviceKind> ParseDeviceKind(std::string_view name);
 // "CPU", "OpenCL", "CUDA", "test device": the kind as messages name it.
 std::string_view DeviceKindTitle(DeviceKind kind);
+// "no CPU kernel for add": how a device says it has no kernel of that name.
+std::string NoKernelMessage(DeviceKind kind, std::string_view kernel);
 // "cpu, opencl, cuda, test", for messages.
 std::string DeviceKindList();
 

@@ -8,26 +8,24 @@
 
 namespace quilt::rt {
 
-Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* fn,
+Status FindHostKernel(const pkg::Step& step, DeviceKind device, KernelFn* fn,
                       std::string_view* name) {
   *name = step.kernel() ? step.kernel()->string_view() : std::string_view();
   if (step.kind() == pkg::StepKind::Dispatch && step.op() && step.op()->size()) {
     *name = step.op()->string_view();
   } else if (step.kind() != pkg::StepKind::Kernel) {
-    return Status::Error("the " + std::string(device) + " runs only library kernels, not a " +
+    return Status::Error("the " + std::string(DeviceKindTitle(device)) +
+                         " runs only library kernels, not a " +
                          std::string(pkg::EnumNameStepKind(step.kind())) + " step");
   }
   *fn = cpu::FindKernel(*name);
-  if (!*fn) {
-    return Status::Error("no " + std::string(device) + " kernel for " + std::string(*name));
-  }
+  if (!*fn) return Status::Error(NoKernelMessage(device, *name));
   // A fused step runs its members' kernels: one missing (a build with chosen kernels) is refused
   // here, when the session is created, not at its first run.
   if (*name == cpu::kFusedElementwise) {
     for (std::string_view op : AttrView(step.attrs()).Strs("ops")) {
       if (!cpu::FindKernel(op)) {
-        return Status::Error("no " + std::string(device) + " kernel for " + std::string(op) +
-                             ", a member of the step");
+        return Status::Error(NoKernelMessage(device, op) + ", a member of the step");
       }
     }
   }

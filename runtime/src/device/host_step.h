@@ -13,10 +13,11 @@
 
 namespace quilt::rt {
 
-// The CPU kernel that runs `step` on a device with the CPU's kernels (`device`: its name in
-// messages, "CPU"): a library kernel by its op name, or a dispatch step handed over by a device
-// whose code did not load, by the op it names. `name` is set to the kernel's op name.
-Status FindHostKernel(const pkg::Step& step, std::string_view device, KernelFn* fn,
+// The CPU kernel that runs `step` on a device of kind `device` with the CPU's kernels: a library
+// kernel by its op name, or a dispatch step handed over by a device whose code did not load, by
+// the op it names. `name` is set to the kernel's op name. A kernel the CPU lacks is refused with
+// NoKernelMessage; a fused step's missing member with more.
+Status FindHostKernel(const pkg::Step& step, DeviceKind device, KernelFn* fn,
                       std::string_view* name);
 
 class HostStepContext final : public KernelContext {

@@ -181,7 +181,7 @@ class TestDevice final : public Device {
                  std::unique_ptr<PreparedStep>* out) const override {
     KernelFn fn;
     std::string_view name;
-    QUILT_RETURN_IF_ERROR(FindHostKernel(step, "test device", &fn, &name));
+    QUILT_RETURN_IF_ERROR(FindHostKernel(step, DeviceKind::kTest, &fn, &name));
     std::string what(name);
     if (step.source() && step.source()->size()) what += ", node '" + step.source()->str() + "'";
     *out = std::make_unique<TestStep>(fn, what);
