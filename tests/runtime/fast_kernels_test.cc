@@ -369,6 +369,18 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 6, 9, {12, 7}, {3, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({1, 2, 3, 4, {15, 9}, {3, 1}, {1, 1}, {2, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({3, 1, 5, 6, {20, 12}, {3, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  // Strided windows on the grid of phase planes (each row of the im2col matrix one plane read
+  // from an offset): a network's 7x7 stem of stride 2 (every phase read), a 1x1 of stride 2 (one
+  // phase: the image subsampled, at odd sizes), a dilated 3x3 of stride 3 (a dilation of 2 reads
+  // phases 0, 2 and 1), strides (2, 1) and (1, 3) with uneven pads, a strided 1-d window, and a
+  // stride of 5 (past the phases' limit: im2col panels).
+  CheckConv({2, 1, 3, 20, {45, 38}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}}, rng);
+  CheckConv({1, 1, 17, 30, {15, 13}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({1, 1, 5, 9, {31, 34}, {3, 3}, {3, 3}, {2, 2}, {2, 1, 0, 2}}, rng);
+  CheckConv({1, 2, 4, 6, {21, 30}, {3, 5}, {2, 1}, {1, 1}, {1, 2, 0, 1}}, rng);
+  CheckConv({2, 1, 6, 11, {26, 40}, {4, 3}, {1, 3}, {1, 1}, {0, 1, 2, 1}}, rng);
+  CheckConv({1, 1, 4, 8, {200}, {9}, {2}, {1}, {4, 3}}, rng);
+  CheckConv({1, 1, 3, 7, {33, 36}, {5, 5}, {5, 5}, {1, 1}, {1, 1, 1, 1}}, rng);
   // A first layer: 3x3 of stride 2 over one to four input channels, computed directly (blocks
   // of 4 output channels by 16 columns): output channels not a whole number of blocks, rows not
   // a whole number of columns, uneven pads, a batch.

@@ -3,9 +3,9 @@
 // 3x3 of unit strides on a large enough image as Winograd F(2x2, 3x3); every other one is a GEMM
 // per image and group, weights (og x cg * kernel) times the im2col view of the image
 // (cg * kernel x out), packed straight from the image without an im2col buffer, or read in
-// place on a zero-padded grid at unit strides; images of few output positions share one GEMM per
-// group, their im2col views side by side. The epilogue (affine ops, activation, post ops) runs
-// in the GEMM on each block of C. Checked against ConvReference by
+// place on a zero-padded grid (at strides, on the image's phase planes); images of few output
+// positions share one GEMM per group, their im2col views side by side. The epilogue (affine ops,
+// activation, post ops) runs in the GEMM on each block of C. Checked against ConvReference by
 // tests/runtime/fast_kernels_test.cc.
 #include "targets/cpu/kernels/conv_fast.h"
 
@@ -176,42 +176,92 @@ class BatchIm2Col final : public GemmB {
   Geo g_;
 };
 
-// A unit-stride convolution of one or two spatial dims seen on a grid: the image copied once into
-// a zero-padded plane per channel (ph rows of wp), and the output computed at every column of
-// that width, of which the first out[2] of each row are kept. Row (c, k1, k2) of the im2col
-// matrix is then the padded image itself from offset c * ph * wp + k1 * d1 * wp + k2 * d2: a
-// product reads each of its rows in place (SgemmRows): nothing is packed.
-struct UnitStrideGrid {
-  int64_t ph = 0, wp = 0;
+// A convolution of one or two spatial dims seen on a grid. At unit strides the image is copied
+// once into a zero-padded plane per channel (ph rows of wp), and the output computed at every
+// column of that width, of which the first out[2] of each row are kept. Row (c, k1, k2) of the
+// im2col matrix is then the padded image itself from offset c * ph * wp + k1 * d1 * wp + k2 * d2:
+// a product reads each of its rows in place (SgemmRows): nothing is packed.
+//
+// At strides s1 x s2 the padded image is split into phases, plane (r1, r2) holding its rows r1,
+// r1 + s1, ... and columns r2, r2 + s2, ...: tap (k1, k2) of output (o1, o2) reads padded
+// position (o1 * s1 + k1 * d1, o2 * s2 + k2 * d2), which is position (o1 + k1 * d1 / s1, o2 +
+// k2 * d2 / s2) of phase ((k1 * d1) % s1, (k2 * d2) % s2). Each row of the im2col matrix is
+// again one plane read from an offset, and each input element is copied once, where packing the
+// im2col matrix panel by panel gathers every element once per tap (a network's 7x7 stem of
+// stride 2: 49 strided gathers of the image). Only the phases some tap reads are made (a 1x1
+// kernel of stride 2 reads one: the image subsampled).
+struct ConvGrid {
+  static constexpr int64_t kMaxStride = 4;
+  int64_t ph = 0, wp = 0;  // each phase plane
+  int64_t s1 = 1, s2 = 1;
+  int64_t phases = 0;  // planes per channel
+  // The plane index of phase (r1, r2) at [r1 * s2 + r2], -1 where no tap reads it.
+  int64_t phase_of[kMaxStride * kMaxStride] = {};
 
-  // False when the convolution is not one (strides, a 3-d window, a pointwise kernel, which
-  // reads the image in place anyway), or when the grid's extra columns would cost more than a
-  // quarter of the product.
+  // False when the convolution is not one (a 3-d window, a negative pad, strides over
+  // kMaxStride), for a pointwise kernel at unit strides (which reads the image in place anyway),
+  // and when the grid's extra columns would cost more than a quarter of the product.
   bool Fits(const Geo& g) {
-    if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || g.KernelSize() == 1) return false;
-    if (g.stride[1] != 1 || g.stride[2] != 1 || g.pad[1] < 0 || g.pad[2] < 0) return false;
-    ph = g.out[1] + (g.kernel[1] - 1) * g.dilation[1];
-    wp = g.out[2] + (g.kernel[2] - 1) * g.dilation[2];
+    if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1) return false;
+    s1 = g.stride[1];
+    s2 = g.stride[2];
+    if (s1 == 1 && s2 == 1 && g.KernelSize() == 1) return false;
+    if (s1 > kMaxStride || s2 > kMaxStride || g.pad[1] < 0 || g.pad[2] < 0) return false;
+    ph = g.out[1] + (g.kernel[1] - 1) * g.dilation[1] / s1;
+    wp = g.out[2] + (g.kernel[2] - 1) * g.dilation[2] / s2;
+    std::fill(std::begin(phase_of), std::end(phase_of), -1);
+    for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+      for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+        phase_of[k1 * g.dilation[1] % s1 * s2 + k2 * g.dilation[2] % s2] = 0;
+      }
+    }
+    phases = 0;
+    for (int64_t& p : phase_of) {
+      if (p == 0) p = phases++;
+    }
     // The padding columns of each row are computed and dropped: at most a quarter more. One
     // output row (a 1-d conv) computes only its own columns.
     return g.out[1] == 1 || 4 * (wp - g.out[2]) <= g.out[2];
   }
   int64_t Plane() const { return ph * wp; }
-  // Floats of the padded copy of `channels` channels: the last row's window reads past its plane
-  // by the width of the kernel.
+  int64_t Channel() const { return phases * Plane(); }
+  // Floats of the planes of `channels` channels: the last row's window reads past its plane by
+  // the width of the kernel.
   int64_t Floats(const Geo& g, int64_t channels) const {
-    return channels * Plane() + (g.kernel[2] - 1) * g.dilation[2];
+    return channels * Channel() + (g.kernel[2] - 1) * g.dilation[2] / s2;
   }
-  // Channels [c0, c1) of image x into `padded`.
-  void Fill(const float* x, const Geo& g, int64_t c0, int64_t c1, float* padded) const {
-    int64_t rows = std::clamp<int64_t>(ph - g.pad[1], 0, g.in[1]);
-    int64_t cols = std::clamp<int64_t>(wp - g.pad[2], 0, g.in[2]);
+  // Where row (ci, k1, k2) of the im2col matrix starts.
+  int64_t Offset(const Geo& g, int64_t ci, int64_t k1, int64_t k2) const {
+    int64_t a = k1 * g.dilation[1], b = k2 * g.dilation[2];
+    int64_t plane = ci * phases + phase_of[a % s1 * s2 + b % s2];
+    return plane * Plane() + a / s1 * wp + b / s2;
+  }
+  // Channels [c0, c1) of image x into `planes`.
+  void Fill(const float* x, const Geo& g, int64_t c0, int64_t c1, float* planes) const {
     for (int64_t c = c0; c < c1; ++c) {
-      float* pc = padded + c * Plane();
-      std::fill(pc, pc + Plane(), 0.0f);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* from = x + (c * g.in[1] + r) * g.in[2];
-        std::copy(from, from + cols, pc + (g.pad[1] + r) * wp + g.pad[2]);
+      for (int64_t r1 = 0; r1 < s1; ++r1) {
+        for (int64_t r2 = 0; r2 < s2; ++r2) {
+          int64_t index = phase_of[r1 * s2 + r2];
+          if (index < 0) continue;
+          float* plane = planes + (c * phases + index) * Plane();
+          // Plane row i reads image row i * s1 + r1 - pad1, column j column j * s2 + r2 - pad2.
+          int64_t i0, i1, j0, j1;
+          InsideRange(r1 - g.pad[1], s1, g.in[1], ph, &i0, &i1);
+          InsideRange(r2 - g.pad[2], s2, g.in[2], wp, &j0, &j1);
+          std::fill(plane, plane + i0 * wp, 0.0f);
+          for (int64_t i = i0; i < i1; ++i) {
+            float* to = plane + i * wp;
+            const float* from = x + (c * g.in[1] + i * s1 + r1 - g.pad[1]) * g.in[2];
+            std::fill(to, to + j0, 0.0f);
+            if (s2 == 1) {
+              std::copy(from + j0 + r2 - g.pad[2], from + j1 + r2 - g.pad[2], to + j0);
+            } else {
+              for (int64_t j = j0; j < j1; ++j) to[j] = from[j * s2 + r2 - g.pad[2]];
+            }
+            std::fill(to + j1, to + wp, 0.0f);
+          }
+          std::fill(plane + i1 * wp, plane + Plane(), 0.0f);
+        }
       }
     }
   }
@@ -819,23 +869,30 @@ Status ConvFast(KernelContext& ctx) {
     return threads > 1 && (geo.n % threads == 0 || geo.n >= 4 * threads) &&
            scratch_floats <= kMaxImageScratch;
   };
-  UnitStrideGrid grid;
-  if (grid.Fits(g)) {
+  // A strided window on the phase planes only for a reduction of up to 1,536 rows: the product
+  // then reads each row of B from another page, and at 2,304 rows (3x3 over 256 channels) that
+  // cost more than packing the im2col matrix saved.
+  constexpr int64_t kStridedGridMaxK = 1536;
+  ConvGrid grid;
+  if (grid.Fits(g) && ((grid.s1 == 1 && grid.s2 == 1) || k <= kStridedGridMaxK)) {
     // Per image: the padded copy of all its channels, then per group one GEMM on the grid
     // (og x out[1] * wp) and the kept columns of each row moved into y.
     int64_t padded_floats = grid.Floats(g, geo.c);
     // The grid's rows are wp apart; one output row (a 1-d conv) needs only its out[2] columns.
     int64_t row_stride = g.out[1] == 1 ? g.out[2] : grid.wp;
     int64_t cols = g.out[1] * row_stride;
-    // A window one column wide and no padding (a k x 1 kernel): the grid is the image itself and
-    // the product's rows are y's, so both are used in place, with nothing copied in or out.
-    const bool in_place = g.kernel[2] == 1 && g.pad[1] == 0 && g.pad[2] == 0 &&
-                          grid.ph == g.in[1] && grid.wp == g.in[2] && row_stride == g.out[2];
+    // Where the grid has no extra columns (one output row, or a kernel one column wide at a unit
+    // stride with no padding, or a 1x1 kernel), the product's rows are y's: it writes y itself.
+    // A window one column wide with no padding at unit strides (a k x 1 kernel) reads the image
+    // itself as its grid: nothing is copied in or out.
+    const bool writes_y = row_stride == g.out[2];
+    const bool in_place = writes_y && g.kernel[2] == 1 && g.pad[1] == 0 && g.pad[2] == 0 &&
+                          grid.s1 == 1 && grid.s2 == 1 && grid.ph == g.in[1] && grid.wp == g.in[2];
     std::vector<int64_t> offs(static_cast<size_t>(k));
     for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
       for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
         for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++p) {
-          offs[p] = ci * grid.Plane() + k1 * g.dilation[1] * grid.wp + k2 * g.dilation[2];
+          offs[p] = grid.Offset(g, ci, k1, k2);
         }
       }
     }
@@ -848,10 +905,10 @@ Status ConvFast(KernelContext& ctx) {
     auto buffers = [&] {
       if (in_place) return Buffers{nullptr, nullptr};
       float* padded = Scratch(ScratchSlot::kConvInput, padded_floats);
-      std::fill(padded + geo.c * grid.Plane(), padded + padded_floats, 0.0f);
-      return Buffers{padded, Scratch(ScratchSlot::kConvOutput, geo.og * cols)};
+      std::fill(padded + geo.c * grid.Channel(), padded + padded_floats, 0.0f);
+      return Buffers{padded, writes_y ? nullptr : Scratch(ScratchSlot::kConvOutput, geo.og * cols)};
     };
-    int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Plane()));
+    int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Channel()));
     auto image = [&](int64_t b, rt::ThreadPool* pool, const Buffers& buf) {
       const float* grid_in = px + b * geo.c * in_size;
       if (!in_place) {
@@ -862,10 +919,11 @@ Status ConvFast(KernelContext& ctx) {
       for (int64_t grp = 0; grp < geo.groups; ++grp) {
         GemmEpilogue e;
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
-        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, grid_in + grp * geo.cg * grid.Plane(),
-                  offs.data(), in_place ? yg : buf.c, cols, pool,
-                  in_place ? into_y(b, grp, &e) : epilogue.From(grp * geo.og, &e), weights(grp));
-        if (in_place) continue;
+        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
+                  grid_in + grp * geo.cg * grid.Channel(), offs.data(), writes_y ? yg : buf.c, cols,
+                  pool, writes_y ? into_y(b, grp, &e) : epilogue.From(grp * geo.og, &e),
+                  weights(grp));
+        if (writes_y) continue;
         int64_t rows = geo.og * g.out[1];
         rt::ParallelFor(pool, rows, std::max<int64_t>(1, 4096 / g.out[2]),
                         [&](int64_t r0, int64_t r1) {
@@ -877,7 +935,7 @@ Status ConvFast(KernelContext& ctx) {
                         });
       }
     };
-    if (by_image(in_place ? 0 : padded_floats + geo.og * cols)) {
+    if (by_image((in_place ? 0 : padded_floats) + (writes_y ? 0 : geo.og * cols))) {
       ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
         Buffers buf = buffers();
         for (int64_t b = b0; b < b1; ++b) image(b, nullptr, buf);
@@ -886,7 +944,7 @@ Status ConvFast(KernelContext& ctx) {
       Buffers buf = buffers();
       for (int64_t b = 0; b < geo.n; ++b) image(b, ctx.thread_pool(), buf);
     }
-    residual_done = in_place;
+    residual_done = writes_y;
     return done(Status::Ok());
   }
   auto image = [&](int64_t b, rt::ThreadPool* pool) {

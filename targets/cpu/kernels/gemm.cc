@@ -324,10 +324,12 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
       for (int v = 0; v < 3; ++v) acc[4 + i][v] += av * bv[v];
     }
   }
-  float out[3 * 16];
-  for (int i = 0; i < 8; ++i) {
-    float* ci = c + i * ldc;
-    if (nr == 48) {
+  if (nr == 48) {
+    // Unrolled, so that the sums go from their registers to C.
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      float* ci = c + i * ldc;
+#pragma GCC unroll 3
       for (int v = 0; v < 3; ++v) {
         if (accumulate) {
           V16 old;
@@ -336,8 +338,12 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
         }
         StoreV16(ci + 16 * v, acc[i][v]);
       }
-      continue;
     }
+    return;
+  }
+  float out[3 * 16];
+  for (int i = 0; i < 8; ++i) {
+    float* ci = c + i * ldc;
     for (int v = 0; v < 3; ++v) StoreV16(out + 16 * v, acc[i][v]);
     if (accumulate) {
       for (int64_t j = 0; j < nr; ++j) ci[j] += out[j];
