@@ -932,7 +932,10 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
     // that a thread's tasks share its rows of A rather than every task streaming all of A.
     if (!rows && b->Panel(0)) groups = std::min<int64_t>(mblocks, threads);
     int64_t per = (want + groups - 1) / groups;
-    nc_panels = std::clamp<int64_t>((npanels + per - 1) / per, 1, nc_panels);
+    // At least two panels a task where there are two: the AVX-512 kernel computes them as one
+    // block of 48 columns, half again as fast per multiply-add as a panel alone.
+    nc_panels = std::clamp<int64_t>((npanels + per - 1) / per, std::min<int64_t>(2, npanels),
+                                    nc_panels);
     int64_t col_blocks = (npanels + nc_panels - 1) / nc_panels;
     if (col_blocks * groups < want) {
       groups = std::min(mblocks, (want + col_blocks - 1) / col_blocks);
