@@ -2134,6 +2134,72 @@ TEST(FastKernels, ConvReadsLargeWeightsInPlace) {
   }
 }
 
+// The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
+// as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
+// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one,
+// two and three 32-column blocks with and without a short rest, several strips, a bias and
+// hardswish, a bias and relu, and none; on one thread and on three.
+TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
+  std::mt19937 rng(29);
+  rt::ThreadPool three(3);
+  const ConvCase cases[] = {
+      {2, 5, 1, 1, {13, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 3, 1, 1, {37, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 4, 1, 1, {12, 80}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 3, 1, 1, {20, 98}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {2, 2, 1, 1, {24, 70}, {5, 5}, {2, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 2, 1, 1, {9, 130}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 2}},
+      {1, 2, 1, 1, {40, 33}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}},
+  };
+  struct Act {
+    bool bias;
+    std::string activation;
+  };
+  for (const ConvCase& c : cases) {
+    for (const Act& act : {Act{true, "hardswish"}, Act{true, "relu"}, Act{false, ""}}) {
+      Shape xs, ws;
+      ConvShapes(c, &xs, &ws);
+      Attrs attrs;
+      ConvAttrs(c, attrs);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      const rt::AttrView::List* list = attrs.Finish();
+      std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
+      Shape per_channel = {ws[0], 1, 1};
+      std::vector<float> bias = Random(rng, ws[0]);
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, ws, w.data()}};
+      if (act.bias) inputs.push_back(Tensor{DType::kFloat32, per_channel, bias.data()});
+      std::string what = "depthwise x (" + Join(xs) + ") w (" + Join(ws) + ") strides " +
+                         Join(c.stride) + (act.bias ? " bias" : "") + " activation '" +
+                         act.activation + "'";
+      TestContext ref(inputs, list, nullptr);
+      ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
+      std::vector<float> want = ref.values();
+      SetAvx512GemmAllowedForTesting(false);
+      TestContext narrow(inputs, list, nullptr);
+      Status st = nn::ConvFast(narrow);
+      SetAvx512GemmAllowedForTesting(true);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      std::vector<float> eight = narrow.values();
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext got(inputs, list, pool);
+        st = nn::ConvFast(got);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+        std::vector<float> v = got.values();
+        ASSERT_EQ(v.size(), want.size()) << what;
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(eight[i]))
+              << what << ", element " << i << ": " << v[i] << " vs " << eight[i];
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << what << ", element " << i;
+        }
+      }
+    }
+  }
+}
+
 // Int8Gemm allowed or not while it lives (the int8 paths' tests run both).
 class Int8DotAllowed {
  public:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/conv_fast.h"
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/simd.h"
 
 namespace quilt::cpu::nn {
@@ -293,6 +294,59 @@ QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t first,
   }
 }
 
+// The blocks of kDwRows output rows from o1 by kDwCols columns across the plane's width (from
+// column `from`, a multiple of kDwCols), each
+// accumulated in eight 8-lane vectors across the taps: each input row's vectors are loaded once
+// per tap column and multiplied into every output row of the block that reads them. `block`:
+// the padded plane's first row the block reads.
+template <int kK, int kS1, int kS2>
+QUILT_ALWAYS_INLINE void DepthwiseBlockRow(const float* block, int64_t row_floats, int64_t width,
+                                           const float* w, const Geo& g, int64_t o1, float* y,
+                                           const RowEpilogue* epilogue, int64_t from = 0) {
+  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
+  for (int64_t o2 = from; o2 < g.out[2]; o2 += kDwCols) {
+    V8 a[kDwRows][2];
+    for (auto& r : a) r[0] = r[1] = V8{};
+#pragma GCC unroll 16
+    for (int j = 0; j < kSpan; ++j) {
+      const float* row = block + j * row_floats + o2;
+      // The weights as read anew for each input row: kept from being loaded once for the
+      // whole block, where 25 broadcast weights would not fit the registers with the sums.
+      const float* wj = w;
+      asm volatile("" : "+r"(wj));
+#pragma GCC unroll 8
+      for (int k2 = 0; k2 < kK; ++k2) {
+        const float* src = row + (k2 % kS2) * width + k2 / kS2;
+        const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
+        const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < kDwRows; ++r) {
+          int k1 = j - kS1 * r;
+          if (k1 >= 0 && k1 < kK) {
+            float wv = wj[k1 * kK + k2];
+            a[r][0] += wv * x0;
+            a[r][1] += wv * x1;
+          }
+        }
+      }
+    }
+    if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
+    int64_t cols = std::min(kDwCols, g.out[2] - o2);
+    for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
+      float* yr = y + (o1 + r) * g.out[2] + o2;
+      if (cols == kDwCols) {
+        StoreV(yr, a[r][0]);
+        StoreV(yr + 8, a[r][1]);
+      } else {
+        float lanes[kDwCols];
+        StoreV(lanes, a[r][0]);
+        StoreV(lanes + 8, a[r][1]);
+        std::copy(lanes, lanes + cols, yr);
+      }
+    }
+  }
+}
+
 // One output channel of a depthwise K x K convolution of strides kS1, kS2 (DepthwiseBlockedPlane):
 // the plane is copied into `padded` (zeros around), then each block of kDwRows output rows by
 // kDwCols columns is accumulated in eight vectors across the taps: each input row's vectors are
@@ -303,7 +357,6 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
                                       const DepthwiseBlockedPlane& plane, float* padded,
                                       const RowEpilogue* epilogue) {
   int64_t width = plane.width, row_floats = kS2 * width;
-  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
   for (int64_t s0 = 0; s0 < g.out[1]; s0 += plane.strip) {
     int64_t s1 = std::min(g.out[1], s0 + plane.strip);
     int64_t blocks = (s1 - s0 + kDwRows - 1) / kDwRows;
@@ -311,47 +364,7 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
                     padded + plane.rows * row_floats);
     for (int64_t o1 = s0; o1 < s1; o1 += kDwRows) {
       const float* block = padded + (o1 - s0) * kS1 * row_floats;
-      for (int64_t o2 = 0; o2 < g.out[2]; o2 += kDwCols) {
-        V8 a[kDwRows][2];
-        for (auto& r : a) r[0] = r[1] = V8{};
-#pragma GCC unroll 16
-        for (int j = 0; j < kSpan; ++j) {
-          const float* row = block + j * row_floats + o2;
-          // The weights as read anew for each input row: kept from being loaded once for the
-          // whole block, where 25 broadcast weights would not fit the registers with the sums.
-          const float* wj = w;
-          asm volatile("" : "+r"(wj));
-#pragma GCC unroll 8
-          for (int k2 = 0; k2 < kK; ++k2) {
-            const float* src = row + (k2 % kS2) * width + k2 / kS2;
-            const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
-            const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
-#pragma GCC unroll 4
-            for (int r = 0; r < kDwRows; ++r) {
-              int k1 = j - kS1 * r;
-              if (k1 >= 0 && k1 < kK) {
-                float wv = wj[k1 * kK + k2];
-                a[r][0] += wv * x0;
-                a[r][1] += wv * x1;
-              }
-            }
-          }
-        }
-        if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
-        int64_t cols = std::min(kDwCols, g.out[2] - o2);
-        for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
-          float* yr = y + (o1 + r) * g.out[2] + o2;
-          if (cols == kDwCols) {
-            StoreV(yr, a[r][0]);
-            StoreV(yr + 8, a[r][1]);
-          } else {
-            float lanes[kDwCols];
-            StoreV(lanes, a[r][0]);
-            StoreV(lanes + 8, a[r][1]);
-            std::copy(lanes, lanes + cols, yr);
-          }
-        }
-      }
+      DepthwiseBlockRow<kK, kS1, kS2>(block, row_floats, width, w, g, o1, y, epilogue);
     }
   }
 }
@@ -359,9 +372,114 @@ QUILT_AVX2_ONLY void DepthwiseBlocked(const float* x, const float* w, float* y, 
 using DepthwiseBlockedFn = void (*)(const float*, const float*, float*, const Geo&,
                                     const DepthwiseBlockedPlane&, float*, const RowEpilogue*);
 
-// The instance for a K x K window of the strides (s1, s2).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
+#define QUILT_HAS_AVX512_DEPTHWISE 1
+// Sixteen floats, for the AVX-512 depthwise kernel alone (never passed to or returned from a
+// function, so no ABI depends on it).
+typedef float DwV16 __attribute__((vector_size(64)));
+typedef float DwV16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+QUILT_ALWAYS_INLINE void StoreDwV16(float* p, const DwV16& v) {
+  *reinterpret_cast<DwV16Unaligned*>(p) = v;
+}
+
+// kDwRows output rows by 32 columns of a DepthwiseBlocked512 block, two 16-lane vectors a row,
+// summed across the taps in DepthwiseBlockRow's order: each input row's vectors loaded once per
+// tap column and multiplied into every output row that reads them.
+template <int kK, int kS1, int kS2>
+QUILT_ALWAYS_INLINE void DepthwiseRows32(const float* block, int64_t row_floats, int64_t width,
+                                         const float* w, DwV16 (&a)[kDwRows][2]) {
+  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows the block reads
+  for (auto& r : a) r[0] = r[1] = DwV16{};
+#pragma GCC unroll 16
+  for (int j = 0; j < kSpan; ++j) {
+    const float* row = block + j * row_floats;
+    // The weights read anew for each input row, as DepthwiseBlockRow does (each multiply-add
+    // takes its weight from memory, broadcast).
+    const float* wj = w;
+    asm volatile("" : "+r"(wj));
+#pragma GCC unroll 8
+    for (int k2 = 0; k2 < kK; ++k2) {
+      const float* src = row + (k2 % kS2) * width + k2 / kS2;
+      DwV16 x0 = *reinterpret_cast<const DwV16Unaligned*>(src);
+      DwV16 x1 = *reinterpret_cast<const DwV16Unaligned*>(src + 16);
+      // Kept in registers: otherwise each multiply-add reads its input vector from memory again
+      // (most of them across two cache lines) and its weight broadcast into a register.
+      asm("" : "+v"(x0), "+v"(x1));
+#pragma GCC unroll 4
+      for (int r = 0; r < kDwRows; ++r) {
+        int k1 = j - kS1 * r;
+        if (k1 >= 0 && k1 < kK) {
+          float wv = wj[k1 * kK + k2];
+          a[r][0] += wv * x0;
+          a[r][1] += wv * x1;
+        }
+      }
+    }
+  }
+}
+
+// DepthwiseBlocked with 16-lane vectors: blocks of kDwRows output rows by 32 columns, eight
+// vectors of sums as in the 8-lane kernel (so that as many multiply-adds are in flight), twice
+// the columns each; a row's last columns short of 32 as DepthwiseBlockRow computes them. Each
+// sum runs over the taps in the 8-lane kernel's order, so the values are the same bit for bit.
+template <int kK, int kS1, int kS2>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
+    const float* x, const float* w, float* y, const Geo& g, const DepthwiseBlockedPlane& plane,
+    float* padded, const RowEpilogue* epilogue) {
+  constexpr int64_t kCols = 2 * kDwCols;
+  int64_t width = plane.width, row_floats = kS2 * width;
+  // The columns the plane's width holds for blocks of 32 (it is laid out for blocks of 16).
+  int64_t wide = (g.out[2] + kDwCols - 1) / kDwCols * kDwCols / kCols * kCols;
+  for (int64_t s0 = 0; s0 < g.out[1]; s0 += plane.strip) {
+    int64_t s1 = std::min(g.out[1], s0 + plane.strip);
+    int64_t blocks = (s1 - s0 + kDwRows - 1) / kDwRows;
+    FillPhases<kS2>(x, g, kS1 * s0, kS1 * (blocks * kDwRows - 1) + kK, width, padded,
+                    padded + plane.rows * row_floats);
+    for (int64_t o1 = s0; o1 < s1; o1 += kDwRows) {
+      const float* block = padded + (o1 - s0) * kS1 * row_floats;
+      for (int64_t o2 = 0; o2 < wide; o2 += kCols) {
+        DwV16 a[kDwRows][2];
+        DepthwiseRows32<kK, kS1, kS2>(block + o2, row_floats, width, w, a);
+        int64_t cols = std::min(kCols, g.out[2] - o2);
+        for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
+          float* yr = y + (o1 + r) * g.out[2] + o2;
+          if (cols == kCols) {
+            StoreDwV16(yr, a[r][0]);
+            StoreDwV16(yr + 16, a[r][1]);
+          } else {
+            float lanes[kCols];
+            StoreDwV16(lanes, a[r][0]);
+            StoreDwV16(lanes + 16, a[r][1]);
+            std::copy(lanes, lanes + cols, yr);
+          }
+        }
+      }
+      DepthwiseBlockRow<kK, kS1, kS2>(block, row_floats, width, w, g, o1, y, nullptr, wide);
+      // The epilogue over the block's rows while they are in cache, by the library's own loop:
+      // applied here to sixteen vectors in registers, it compiled (for AVX-512) to lane
+      // shuffles that cost more than the pass.
+      if (epilogue) {
+        int64_t rows = std::min(kDwRows, g.out[1] - o1);
+        epilogue->Row(y + o1 * g.out[2], rows * g.out[2]);
+      }
+    }
+  }
+}
+
+template <int kK>
+DepthwiseBlockedFn PickDepthwiseBlocked512Strides(int64_t s1, int64_t s2) {
+  if (s1 == 1) return s2 == 1 ? DepthwiseBlocked512<kK, 1, 1> : DepthwiseBlocked512<kK, 1, 2>;
+  return s2 == 1 ? DepthwiseBlocked512<kK, 2, 1> : DepthwiseBlocked512<kK, 2, 2>;
+}
+#endif
+
+// The instance for a K x K window of the strides (s1, s2): the 16-lane kernel where the CPU has
+// AVX-512 (and the GEMM's switch allows it: tests compare the two).
 template <int kK>
 DepthwiseBlockedFn PickDepthwiseBlockedStrides(int64_t s1, int64_t s2) {
+#if defined(QUILT_HAS_AVX512_DEPTHWISE)
+  if (HasAvx512Gemm()) return PickDepthwiseBlocked512Strides<kK>(s1, s2);
+#endif
   if (s1 == 1) return s2 == 1 ? DepthwiseBlocked<kK, 1, 1> : DepthwiseBlocked<kK, 1, 2>;
   return s2 == 1 ? DepthwiseBlocked<kK, 2, 1> : DepthwiseBlocked<kK, 2, 2>;
 }

@@ -934,8 +934,8 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
     int64_t per = (want + groups - 1) / groups;
     // At least two panels a task where there are two: the AVX-512 kernel computes them as one
     // block of 48 columns, half again as fast per multiply-add as a panel alone.
-    nc_panels = std::clamp<int64_t>((npanels + per - 1) / per, std::min<int64_t>(2, npanels),
-                                    nc_panels);
+    nc_panels =
+        std::clamp<int64_t>((npanels + per - 1) / per, std::min<int64_t>(2, npanels), nc_panels);
     int64_t col_blocks = (npanels + nc_panels - 1) / nc_panels;
     if (col_blocks * groups < want) {
       groups = std::min(mblocks, (want + col_blocks - 1) / col_blocks);
