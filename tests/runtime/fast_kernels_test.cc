@@ -2138,6 +2138,69 @@ TEST(FastKernels, ConvReadsLargeWeightsInPlace) {
 // as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
 // 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one,
 // two and three 32-column blocks with and without a short rest, several strips, a bias and
+// A pointwise convolution over an image whose channels start on cache lines reads them in place
+// as B's rows (SgemmRows, nothing packed): the values are those of the same image one float off
+// (packed), bit for bit, and the reference's; 16 to 256 channels, 480 channels over a small
+// image, output channels not a multiple of 8, a bias and relu, a residual, one thread and three.
+TEST(FastKernels, PointwiseConvReadsAlignedChannelsInPlace) {
+  std::mt19937 rng(37);
+  rt::ThreadPool three(3);
+  struct Case {
+    int64_t c, o, h, w;
+    bool residual;
+  };
+  for (Case cs :
+       {Case{16, 40, 8, 32, false}, Case{64, 30, 12, 20, true}, Case{256, 19, 4, 16, false},
+        Case{480, 24, 6, 16, true}, Case{200, 8, 16, 64, false}}) {
+    Shape xs = {1, cs.c, cs.h, cs.w}, ws = {cs.o, cs.c, 1, 1}, per_channel = {cs.o, 1, 1};
+    Shape ys = {1, cs.o, cs.h, cs.w};
+    std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
+    std::vector<float> bias = Random(rng, cs.o), res = Random(rng, Count(ys));
+    // The image at a 64-byte boundary, and one float past one.
+    std::vector<float> storage(static_cast<size_t>(Count(xs) + 32));
+    float* aligned = storage.data();
+    while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;
+    std::vector<float> off_storage(static_cast<size_t>(Count(xs) + 32));
+    float* off = off_storage.data();
+    while (reinterpret_cast<uintptr_t>(off) % 64 != 4) ++off;
+    std::copy(x.begin(), x.end(), aligned);
+    std::copy(x.begin(), x.end(), off);
+    Attrs attrs;
+    attrs.Int("groups", 1)
+        .Ints("strides", {1, 1})
+        .Ints("dilation", {1, 1})
+        .Ints("padding", {0, 0, 0, 0})
+        .Str("activation", "relu");
+    if (cs.residual) attrs.Int("residual", 1);
+    const rt::AttrView::List* list = attrs.Finish();
+    auto inputs = [&](float* image) {
+      std::vector<Tensor> in = {Tensor{DType::kFloat32, xs, image},
+                                Tensor{DType::kFloat32, ws, w.data()},
+                                Tensor{DType::kFloat32, per_channel, bias.data()}};
+      if (cs.residual) in.push_back(Tensor{DType::kFloat32, ys, res.data()});
+      return in;
+    };
+    std::string what = "pointwise conv x (" + Join(xs) + ") w (" + Join(ws) + ")" +
+                       (cs.residual ? " residual" : "");
+    TestContext ref(inputs(x.data()), list, nullptr);
+    ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
+    std::vector<float> want = ref.values();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext in_place(inputs(aligned), list, pool), packed(inputs(off), list, pool);
+      ASSERT_TRUE(nn::ConvFast(in_place).ok()) << what;
+      ASSERT_TRUE(nn::ConvFast(packed).ok()) << what;
+      std::vector<float> v = in_place.values(), p = packed.values();
+      ASSERT_EQ(v.size(), want.size()) << what;
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(p[i]))
+            << what << ", element " << i << ": " << v[i] << " vs " << p[i];
+        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+            << what << ", element " << i;
+      }
+    }
+  }
+}
+
 // hardswish, a bias and relu, and none; on one thread and on three.
 TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
   if (!HasAvx512Gemm())
