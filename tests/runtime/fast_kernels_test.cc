@@ -313,8 +313,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   // 3x3 with unit strides (Winograd F(2x2, 3x3)): odd outputs (tiles past the edge), uneven and
   // no padding, batches, an output of one pixel, enough tiles for several blocks.
+  // (Winograd takes more than 32 output channels; the same windows with fewer run on the padded
+  // grid.)
+  CheckConv({2, 1, 8, 41, {7, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}}, rng);
+  CheckConv({1, 1, 16, 36, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({3, 1, 33, 33, {23, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({2, 1, 8, 9, {7, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}}, rng);
-  CheckConv({1, 1, 16, 8, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({3, 1, 33, 17, {23, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   CheckConv({1, 1, 12, 64, {61, 45}, {3, 3}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, rng);
   // More images than an output row is long (their im2col written image-innermost): a speech
@@ -412,8 +416,8 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
       .Ints("padding", {1, 1, 1, 1})
       .Str("auto_pad", "NOTSET");
   const rt::AttrView::List* list = attrs.Finish();
-  // Six input channels: a GEMM step. Ten: a step that takes Winograd on images of enough tiles
-  // (20 x 20) and the GEMM path on others, its cache holding both.
+  // Forty output channels. Six input channels: a GEMM step. Ten: a step that takes Winograd on
+  // images of enough tiles (20 x 20) and the GEMM path on others, its cache holding both.
   using Size = std::pair<int64_t, int64_t>;
   struct Order {
     int64_t channels;
@@ -424,13 +428,13 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
                              Order{10, {{20, 20}, {4, 4}, {1, 33}, {20, 20}, {4, 4}}},
                              Order{10, {{1, 33}, {4, 4}, {20, 20}, {9, 1}, {20, 20}}}}) {
     int64_t c = order.channels;
-    std::vector<float> w = Random(rng, 12 * c * 9);
+    std::vector<float> w = Random(rng, 40 * c * 9);
     rt::StepCache cache;
     for (Size size : order.sizes) {
       Shape xs = {1, c, size.first, size.second};
       std::vector<float> x = Random(rng, Count(xs));
       std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
-                                    Tensor{DType::kFloat32, {12, c, 3, 3}, w.data()}};
+                                    Tensor{DType::kFloat32, {40, c, 3, 3}, w.data()}};
       TestContext ref(inputs, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok());
       TestContext got(inputs, list, nullptr);
@@ -469,7 +473,7 @@ std::vector<ConvCase> EpiloguePaths() {
       {1, 1, 4, 70, {13, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // several blocks of C
       {6, 1, 1, 9, {40}, {8}, {4}, {1}, {2, 2}},                      // images share a GEMM
       {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
-      {2, 1, 9, 10, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
+      {2, 1, 9, 40, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
   };
 }
 

@@ -371,11 +371,18 @@ constexpr int64_t kMaxImageScratch = int64_t{1} << 20;
 // Whether a convolution may run as Winograd: decided from what is static (kernel, strides,
 // dilations, groups, channels), never the image size, so that the step's cache always holds the
 // Winograd weights (a small image takes the GEMM path without the cache).
+// Winograd's 16 GEMMs have og rows: at 32 output channels or fewer they run too far below the
+// product's speed for the 2.25 times fewer multiplies to pay (32 -> 32 channels at 56 x 56, 3
+// images: 1.37-1.49 ms Winograd, 1.16-1.29 on the padded grid; 24 -> 24 at 112 x 112: 1.10-1.12
+// and 0.92-0.98), and at 48 they pay (48 -> 48 at 56 x 56: 0.75-0.80 and 0.82; 32 -> 64 at 80 x
+// 80: 1.47-1.48 and 1.67-1.68).
+constexpr int64_t kWinogradMinOutChannels = 33;
 bool UseWinograd(const ConvGeometry& geo) {
   const Window& w = geo.w;
   return w.rank == 2 && w.kernel[0] == 3 && w.kernel[1] == 3 && w.stride[0] == 1 &&
          w.stride[1] == 1 && w.dilation[0] == 1 && w.dilation[1] == 1 && geo.groups == 1 &&
-         geo.cg >= 8 && geo.og >= 8 && w.pad_begin[0] >= 0 && w.pad_begin[1] >= 0;
+         geo.cg >= 8 && geo.og >= kWinogradMinOutChannels && w.pad_begin[0] >= 0 &&
+         w.pad_begin[1] >= 0;
 }
 
 // Output tiles per image below which a Winograd step runs the GEMM path instead (under 12x12
