@@ -699,8 +699,22 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
 
 QUILT_CLONES void FinishRowWith(const GemmEpilogue& e, float* __restrict y, int64_t n, int64_t row,
                                 const float* __restrict res) {
-  e.pre.Apply(y, n, row);
   float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
+  if (e.pre.count == 0 && e.post.count == 0 && !e.silu && !e.hardswish && !e.hard_swish &&
+      !e.negative_slope) {
+    // The bias, the residual and the bounds (a ResNet block's relu) in one pass, rounded as the
+    // passes below round them (the bounds' pass adds a bias of -0, which changes no value): a
+    // GEMM finishes each row of a block of C so, and for blocks a few panels wide the copy of
+    // the epilogue below cost more than its arithmetic.
+    for (int64_t i = 0; i < n; ++i) {
+      float v = y[i] + b;
+      v = v + res[i];
+      v = v < e.lo ? e.lo : v;
+      y[i] = v > e.hi ? e.hi : v;
+    }
+    return;
+  }
+  e.pre.Apply(y, n, row);
   for (int64_t i = 0; i < n; ++i) {
     float v = y[i] + b;
     y[i] = v + res[i];
