@@ -559,6 +559,9 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   int64_t per_block =
       std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows_total);
   int64_t blocks = (rows_total + per_block - 1) / per_block;
+  // The rows shared evenly: a last block of a few rows would run its 16 GEMMs on a few columns
+  // (3 images of 11 tile rows in blocks of 31: 31 and 2).
+  per_block = (rows_total + blocks - 1) / blocks;
   // With threads, a multiple of their number of blocks where the rows allow: each block's
   // transforms and GEMMs then run on one thread, rather than the transforms on one and every
   // small GEMM split across them.
