@@ -1999,7 +1999,9 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
   for (int iter = 0; iter < 120; ++iter) {
     int rank = iter % 9 == 0 ? 1 : (iter % 13 == 0 ? 3 : 2);
     int64_t groups = pick(0, 3) == 0 ? pick(2, 3) : 1;
-    int64_t cg = pick(1, 6), og = pick(1, 7), n = pick(1, 2);
+    // Fewer than 8 output channels, or windows that do not overlap: the col2im path; 8 or
+    // more with overlapping windows: output phase by output phase.
+    int64_t cg = pick(1, 6), og = pick(0, 1) ? pick(1, 7) : pick(8, 12), n = pick(1, 2);
     Shape x = {n, groups * cg}, w = {groups * cg, og};
     std::vector<int64_t> strides, dilation, pads(2 * rank), out_pad;
     for (int d = 0; d < rank; ++d) {
@@ -2035,11 +2037,17 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
       .Ints("output_padding", {0, 0});
   Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, {{1, 8, 70, 90}, {8, 64, 4, 4}}, big,
           rng, "conv_transpose of a wide image");
+  // A decoder's upsampling (4x4 of stride 2), each phase's reduction over 96 channels' 4 taps
+  // longer than one slab of the GEMM.
+  Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, {{2, 96, 9, 11}, {96, 20, 4, 4}}, big,
+          rng, "conv_transpose of many channels");
 }
 
-// One step's cached weights (W^T packed, not kept as a matrix) across images whose chunks of
-// positions take the GEMM's few-columns path (W^T then unpacked from the panels) and ones that do
-// not, in both orders; and PackedA unpacks to the matrix it packed.
+// One step's cached weights across images of several sizes, on one thread and three: a 2-d
+// window of 9 output channels (each output phase's weights, computed phase by phase), and one
+// of 5 and a 3-d one (W^T packed, not kept as a matrix), whose chunks of positions take the
+// GEMM's few-columns path (W^T then unpacked from the panels) and ones that do not, in both
+// orders; and PackedA unpacks to the matrix it packed.
 TEST(FastKernels, ConvTransposeKeepsOnlyThePackedWeights) {
   std::mt19937 rng(41);
   for (int64_t m : {1, 4, 7, 13}) {
@@ -2049,37 +2057,52 @@ TEST(FastKernels, ConvTransposeKeepsOnlyThePackedWeights) {
       ASSERT_EQ(back, a) << m << " x " << k;
     }
   }
-  Attrs attrs;
-  attrs.Int("groups", 2)
-      .Ints("strides", {2, 2})
-      .Ints("dilation", {1, 1})
-      .Ints("padding", {1, 0, 1, 0})
-      .Ints("output_padding", {1, 0});
-  const rt::AttrView::List* list = attrs.Finish();
-  Shape ws = {6, 5, 3, 3};
-  std::vector<float> w = Random(rng, static_cast<size_t>(Count(ws)));
   rt::ThreadPool three(3);
-  rt::StepCache cache;
-  for (const Shape& xs : {Shape{1, 6, 2, 3}, Shape{2, 6, 11, 9}, Shape{1, 6, 1, 1},
-                          Shape{1, 6, 30, 20}, Shape{1, 6, 2, 2}}) {
-    std::vector<float> x = Random(rng, static_cast<size_t>(Count(xs)));
-    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
-                                  Tensor{DType::kFloat32, ws, w.data()}};
-    TestContext ref(inputs, list, nullptr);
-    ASSERT_TRUE(nn::ConvTransposeReference(ref).ok());
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(inputs, list, pool);
-      got.SetCache(&cache, 0b10);
-      Status st = nn::ConvTransposeFast(got);
-      ASSERT_TRUE(st.ok()) << st.message();
-      ASSERT_EQ(got.out().shape, ref.out().shape);
-      std::vector<float> v = got.values(), want = ref.values();
-      for (size_t i = 0; i < v.size(); ++i) {
-        ASSERT_NEAR(v[i], want[i], kAtol + kRtol * std::abs(want[i]))
-            << "x (" << Join(xs) << "), element " << i;
+  auto check = [&](Attrs& attrs, const Shape& ws, const std::vector<Shape>& images) {
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<float> w = Random(rng, static_cast<size_t>(Count(ws)));
+    rt::StepCache cache;
+    for (const Shape& xs : images) {
+      std::vector<float> x = Random(rng, static_cast<size_t>(Count(xs)));
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, ws, w.data()}};
+      TestContext ref(inputs, list, nullptr);
+      ASSERT_TRUE(nn::ConvTransposeReference(ref).ok());
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext got(inputs, list, pool);
+        got.SetCache(&cache, 0b10);
+        Status st = nn::ConvTransposeFast(got);
+        ASSERT_TRUE(st.ok()) << st.message();
+        ASSERT_EQ(got.out().shape, ref.out().shape);
+        std::vector<float> v = got.values(), want = ref.values();
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_NEAR(v[i], want[i], kAtol + kRtol * std::abs(want[i]))
+              << "x (" << Join(xs) << "), element " << i;
+        }
       }
     }
+  };
+  for (int64_t og : {9, 5}) {
+    Attrs flat;
+    flat.Int("groups", 2)
+        .Ints("strides", {2, 2})
+        .Ints("dilation", {1, 1})
+        .Ints("padding", {1, 0, 1, 0})
+        .Ints("output_padding", {1, 0});
+    check(flat, {6, og, 3, 3},
+          {Shape{1, 6, 2, 3}, Shape{2, 6, 11, 9}, Shape{1, 6, 1, 1}, Shape{1, 6, 30, 20},
+           Shape{1, 6, 2, 2}});
+    if (HasFatalFailure()) return;
   }
+  Attrs deep;
+  deep.Int("groups", 2)
+      .Ints("strides", {2, 1, 2})
+      .Ints("dilation", {1, 1, 1})
+      .Ints("padding", {1, 0, 0, 1, 0, 1})
+      .Ints("output_padding", {1, 0, 0});
+  check(deep, {6, 5, 3, 2, 3},
+        {Shape{1, 6, 2, 3, 1}, Shape{2, 6, 5, 4, 9}, Shape{1, 6, 1, 1, 1}, Shape{1, 6, 12, 6, 20},
+         Shape{1, 6, 2, 2, 2}});
 }
 
 // Large weights of a conv with few output positions are read in place by the AVX-512 GEMM, no
