@@ -402,9 +402,12 @@ QUILT_ALWAYS_INLINE void DepthwiseRows32(const float* block, int64_t row_floats,
       const float* src = row + (k2 % kS2) * width + k2 / kS2;
       DwV16 x0 = *reinterpret_cast<const DwV16Unaligned*>(src);
       DwV16 x1 = *reinterpret_cast<const DwV16Unaligned*>(src + 16);
-      // Kept in registers: otherwise each multiply-add reads its input vector from memory again
-      // (most of them across two cache lines) and its weight broadcast into a register.
+      // Kept in registers: otherwise GCC has each multiply-add read its input vector from memory
+      // again (most of them across two cache lines) and its weight broadcast into a register.
+      // (clang takes no 64-byte operand for the constraint outside an AVX-512 build.)
+#if !defined(__clang__)
       asm("" : "+v"(x0), "+v"(x1));
+#endif
 #pragma GCC unroll 4
       for (int r = 0; r < kDwRows; ++r) {
         int k1 = j - kS1 * r;
@@ -460,7 +463,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
       // shuffles that cost more than the pass.
       if (epilogue) {
         int64_t rows = std::min(kDwRows, g.out[1] - o1);
-        epilogue->Row(y + o1 * g.out[2], rows * g.out[2]);
+        ApplyRowEpilogue(*epilogue, y + o1 * g.out[2], rows * g.out[2]);
       }
     }
   }

@@ -677,6 +677,8 @@ QUILT_CLONES void RowEpilogue::Row(float* y, int64_t n) const {
   }
 }
 
+void ApplyRowEpilogue(const RowEpilogue& e, float* y, int64_t n) { e.Row(y, n); }
+
 QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row) {
   if (e.silu) {
     e.pre.Apply(y, n, row);

@@ -221,7 +221,8 @@ class alignas(32) RowEpilogue {
  public:
   RowEpilogue(const GemmEpilogue& e, int64_t row);
   bool Vector() const { return !silu_; }
-  // y[0, n) in place.
+  // y[0, n) in place. (From another file, through ApplyRowEpilogue: clang binds a call there to a
+  // multiversioned member function to a symbol it does not emit.)
   void Row(float* y, int64_t n) const;
   // v[0, kN) in place, each op over all kN vectors before the next (a branch per op, not per
   // vector).
@@ -307,6 +308,9 @@ class alignas(32) RowEpilogue {
   alignas(32) V8 bias_, lo_, hi_, zero_, one_, six_, slope_;
   bool hardswish_, hard_swish_, silu_, negative_slope_, clamp_;
 };
+
+// e.Row(y, n), for callers outside gemm.cc.
+void ApplyRowEpilogue(const RowEpilogue& e, float* y, int64_t n);
 
 inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
     : hardswish_(e.hardswish),
