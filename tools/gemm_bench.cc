@@ -144,7 +144,7 @@ int Main(int argc, char** argv) {
   if (shapes.empty()) {
     // Large GEMMs, and the shapes of the zoo's convolutions as GEMMs (output channels x
     // positions x input channels times taps).
-    shapes = {{1024, 1024, 1024}, {512, 3136, 512}, {256, 784, 64},  {64, 784, 256},
+    shapes = {{1024, 1024, 1024}, {512, 3136, 512}, {256, 784, 64},   {64, 784, 256},
               {128, 3136, 32},    {512, 196, 128},  {256, 147, 2304}, {64, 12880, 147}};
   }
   if (thread_counts.empty()) thread_counts = {1, 2};
@@ -165,8 +165,9 @@ int Main(int argc, char** argv) {
 #endif
   if (peak == 0) std::printf("multiply-add peak: not measured on this CPU\n");
   std::printf("GEMM kernels: %s\n\n", quilt::cpu::HasAvx512Gemm() ? "16-lane (AVX-512)" : "8-lane");
-  std::printf("| M x N x K | threads | B packed by the product | A and B packed ahead | B's rows in "
-              "place |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| M x N x K | threads | B packed by the product | A and B packed ahead | B's rows in "
+      "place |\n|---|---|---|---|---|\n");
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -179,8 +180,8 @@ int Main(int argc, char** argv) {
     quilt::cpu::PackedB packed_b(matrix_b, s.k, s.n);
     std::vector<int64_t> offs(static_cast<size_t>(s.k));
     for (int64_t p = 0; p < s.k; ++p) offs[static_cast<size_t>(p)] = p * s.n;
-    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                         static_cast<double>(s.k);
+    const double flops =
+        2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     for (int threads : thread_counts) {
       std::unique_ptr<quilt::rt::ThreadPool> pool;
       if (threads > 1) pool = std::make_unique<quilt::rt::ThreadPool>(threads);
@@ -216,13 +217,13 @@ int Main(int argc, char** argv) {
         cells += cell;
       }
       std::printf("| %lld x %lld x %lld | %d |%s\n", static_cast<long long>(s.m),
-                  static_cast<long long>(s.n), static_cast<long long>(s.k), threads,
-                  cells.c_str());
+                  static_cast<long long>(s.n), static_cast<long long>(s.k), threads, cells.c_str());
     }
   }
-  std::printf("\nGFLOP/s, best / median of %d runs after 3 warm-up runs; %% of the peak times the "
-              "threads, of the best.\n",
-              runs);
+  std::printf(
+      "\nGFLOP/s, best / median of %d runs after 3 warm-up runs; %% of the peak times the "
+      "threads, of the best.\n",
+      runs);
   return 0;
 }
 

@@ -385,6 +385,11 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({2, 1, 6, 11, {26, 40}, {4, 3}, {1, 3}, {1, 1}, {0, 1, 2, 1}}, rng);
   CheckConv({1, 1, 4, 8, {200}, {9}, {2}, {1}, {4, 3}}, rng);
   CheckConv({1, 1, 3, 7, {33, 36}, {5, 5}, {5, 5}, {1, 1}, {1, 1, 1, 1}}, rng);
+  // Grids whose product is computed a strip of output rows at a time (more than 2^18 floats):
+  // unit strides (24 x 130 rows of 102: strips of 107 rows and 23), and strided (40 x 100 rows
+  // of 76).
+  CheckConv({1, 1, 5, 24, {130, 100}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
+  CheckConv({1, 1, 3, 40, {200, 150}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
   // A first layer: 3x3 of stride 2 over one to four input channels, computed directly (blocks
   // of 4 output channels by 16 columns): output channels not a whole number of blocks, rows not
   // a whole number of columns, uneven pads, a batch.

@@ -344,6 +344,8 @@ QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stri
 // packed panel by panel (BatchIm2Col): 16 MiB.
 constexpr int64_t kMaxWrittenIm2Col = int64_t{1} << 22;
 
+// The most floats of a grid's product (C) a step computes at once: a strip of output rows.
+constexpr int64_t kGridStripFloats = int64_t{1} << 18;
 // A pointwise convolution's GEMM reads the image's channels in place rather than packing them
 // for a reduction of up to 256 channels, or of up to 1,024 over images of up to 1,024 positions
 // (a slab of 128 rows then spans at most 512 KB). Measured in ppocr-v4-rec (2 images of 12 x 80
@@ -891,15 +893,26 @@ Status ConvFast(KernelContext& ctx) {
   // A strided window on the phase planes only for a reduction of up to 1,536 rows: the product
   // then reads each row of B from another page, and at 2,304 rows (3x3 over 256 channels) that
   // cost more than packing the im2col matrix saved.
+  // And only where the phase planes, kept in each thread's scratch, hold at most 2^20 floats:
+  // packing the im2col matrix keeps none (ddddocr-det's large strided layers made the planes
+  // 5 MB of peak memory more, for no time saved there).
   constexpr int64_t kStridedGridMaxK = 1536;
+  constexpr int64_t kStridedGridMaxFloats = int64_t{1} << 20;
   ConvGrid grid;
-  if (grid.Fits(g) && ((grid.s1 == 1 && grid.s2 == 1) || k <= kStridedGridMaxK)) {
+  if (grid.Fits(g) && ((grid.s1 == 1 && grid.s2 == 1) ||
+                       (k <= kStridedGridMaxK && grid.Floats(g, geo.c) <= kStridedGridMaxFloats))) {
     // Per image: the padded copy of all its channels, then per group one GEMM on the grid
     // (og x out[1] * wp) and the kept columns of each row moved into y.
     int64_t padded_floats = grid.Floats(g, geo.c);
     // The grid's rows are wp apart; one output row (a 1-d conv) needs only its out[2] columns.
     int64_t row_stride = g.out[1] == 1 ? g.out[2] : grid.wp;
     int64_t cols = g.out[1] * row_stride;
+    // Output rows whose product (og x rows x row_stride) C holds at once: C, kept in each
+    // thread's scratch for the runs after, need not hold a large image's whole product
+    // (ddddocr-det's strided layers made it 6.5 MB of peak memory more).
+    const int64_t strip_rows = std::clamp<int64_t>(
+        kGridStripFloats / std::max<int64_t>(1, geo.og * row_stride), 1, g.out[1]);
+    const int64_t strip_cols = strip_rows * row_stride;
     // Where the grid has no extra columns (one output row, or a kernel one column wide at a unit
     // stride with no padding, or a 1x1 kernel), the product's rows are y's: it writes y itself.
     // A window one column wide with no padding at unit strides (a k x 1 kernel) reads the image
@@ -925,7 +938,8 @@ Status ConvFast(KernelContext& ctx) {
       if (in_place) return Buffers{nullptr, nullptr};
       float* padded = Scratch(ScratchSlot::kConvInput, padded_floats);
       std::fill(padded + geo.c * grid.Channel(), padded + padded_floats, 0.0f);
-      return Buffers{padded, writes_y ? nullptr : Scratch(ScratchSlot::kConvOutput, geo.og * cols)};
+      return Buffers{padded,
+                     writes_y ? nullptr : Scratch(ScratchSlot::kConvOutput, geo.og * strip_cols)};
     };
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, grid.Channel()));
     auto image = [&](int64_t b, rt::ThreadPool* pool, const Buffers& buf) {
@@ -938,23 +952,33 @@ Status ConvFast(KernelContext& ctx) {
       for (int64_t grp = 0; grp < geo.groups; ++grp) {
         GemmEpilogue e;
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
-        SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k,
-                  grid_in + grp * geo.cg * grid.Channel(), offs.data(), writes_y ? yg : buf.c, cols,
-                  pool, writes_y ? into_y(b, grp, &e) : epilogue.From(grp * geo.og, &e),
-                  weights(grp));
-        if (writes_y) continue;
-        int64_t rows = geo.og * g.out[1];
-        rt::ParallelFor(pool, rows, std::max<int64_t>(1, 4096 / g.out[2]),
-                        [&](int64_t r0, int64_t r1) {
-                          for (int64_t r = r0; r < r1; ++r) {
-                            // row r % out[1] of channel r / out[1]
-                            const float* from = buf.c + r * row_stride;
-                            std::copy(from, from + g.out[2], yg + r * g.out[2]);
-                          }
-                        });
+        const float* group_in = grid_in + grp * geo.cg * grid.Channel();
+        if (writes_y) {
+          SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, group_in, offs.data(), yg, cols,
+                    pool, into_y(b, grp, &e), weights(grp));
+          continue;
+        }
+        // A strip of output rows at a time (all of them where C fits kGridStripFloats): its
+        // product, then its kept columns moved into y while they are in cache.
+        for (int64_t s0 = 0; s0 < g.out[1]; s0 += strip_rows) {
+          const int64_t s1 = std::min(g.out[1], s0 + strip_rows), n_cols = (s1 - s0) * row_stride;
+          SgemmRows(geo.og, n_cols, k, pw + grp * geo.og * k, k, group_in + s0 * row_stride,
+                    offs.data(), buf.c, n_cols, pool, epilogue.From(grp * geo.og, &e),
+                    weights(grp));
+          int64_t rows = geo.og * (s1 - s0);
+          rt::ParallelFor(
+              pool, rows, std::max<int64_t>(1, 4096 / g.out[2]), [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                  // row s0 + r % (s1 - s0) of channel r / (s1 - s0)
+                  int64_t oc = r / (s1 - s0), o1 = s0 + r % (s1 - s0);
+                  const float* from = buf.c + r * row_stride;
+                  std::copy(from, from + g.out[2], yg + (oc * g.out[1] + o1) * g.out[2]);
+                }
+              });
+        }
       }
     };
-    if (by_image((in_place ? 0 : padded_floats) + (writes_y ? 0 : geo.og * cols))) {
+    if (by_image((in_place ? 0 : padded_floats) + (writes_y ? 0 : geo.og * strip_cols))) {
       ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
         Buffers buf = buffers();
         for (int64_t b = b0; b < b1; ++b) image(b, nullptr, buf);
