@@ -2110,6 +2110,19 @@ TEST(FastKernels, ConvTransposeKeepsOnlyThePackedWeights) {
          Shape{1, 6, 2, 2, 2}});
 }
 
+// v equals `same` bit for bit and is within the fast kernels' tolerance of the reference `want`.
+void ExpectSameBitsNearReference(const std::vector<float>& v, const std::vector<float>& same,
+                                 const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(v.size(), want.size()) << what;
+  ASSERT_EQ(same.size(), want.size()) << what;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(same[i]))
+        << what << ", element " << i << ": " << v[i] << " vs " << same[i];
+    ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+        << what << ", element " << i;
+  }
+}
+
 // Large weights of a conv with few output positions are read in place by the AVX-512 GEMM, no
 // packed copy kept in the step's cache: the values are the 8-lane kernel's (weights packed) bit
 // for bit, and the reference's; across runs of one cache, on one thread and three; grouped,
@@ -2153,23 +2166,13 @@ TEST(FastKernels, ConvReadsLargeWeightsInPlace) {
         got.SetCache(&cache, 0b10);
         st = nn::ConvFast(got);
         ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-        std::vector<float> v = got.values(), eight = narrow.values();
-        ASSERT_EQ(v.size(), want.size()) << what;
-        for (size_t i = 0; i < v.size(); ++i) {
-          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(eight[i]))
-              << what << ", element " << i << ": " << v[i] << " vs " << eight[i];
-          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-              << what << ", element " << i;
-        }
+        ExpectSameBitsNearReference(got.values(), narrow.values(), want, what);
+        if (HasFatalFailure()) return;
       }
     }
   }
 }
 
-// The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
-// as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
-// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one,
-// two and three 32-column blocks with and without a short rest, several strips, a bias and
 // A pointwise convolution over an image whose channels start on cache lines reads them in place
 // as B's rows (SgemmRows, nothing packed): the values are those of the same image one float off
 // (packed), bit for bit, and the reference's; 16 to 256 channels, 480 channels over a small
@@ -2221,18 +2224,16 @@ TEST(FastKernels, PointwiseConvReadsAlignedChannelsInPlace) {
       TestContext in_place(inputs(aligned), list, pool), packed(inputs(off), list, pool);
       ASSERT_TRUE(nn::ConvFast(in_place).ok()) << what;
       ASSERT_TRUE(nn::ConvFast(packed).ok()) << what;
-      std::vector<float> v = in_place.values(), p = packed.values();
-      ASSERT_EQ(v.size(), want.size()) << what;
-      for (size_t i = 0; i < v.size(); ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(p[i]))
-            << what << ", element " << i << ": " << v[i] << " vs " << p[i];
-        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-            << what << ", element " << i;
-      }
+      ExpectSameBitsNearReference(in_place.values(), packed.values(), want, what);
+      if (HasFatalFailure()) return;
     }
   }
 }
 
+// The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
+// as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
+// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one,
+// two and three 32-column blocks with and without a short rest, several strips, a bias and
 // hardswish, a bias and relu, and none; on one thread and on three.
 TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
   if (!HasAvx512Gemm())
@@ -2282,14 +2283,8 @@ TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
         TestContext got(inputs, list, pool);
         st = nn::ConvFast(got);
         ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-        std::vector<float> v = got.values();
-        ASSERT_EQ(v.size(), want.size()) << what;
-        for (size_t i = 0; i < v.size(); ++i) {
-          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(eight[i]))
-              << what << ", element " << i << ": " << v[i] << " vs " << eight[i];
-          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-              << what << ", element " << i;
-        }
+        ExpectSameBitsNearReference(got.values(), eight, want, what);
+        if (HasFatalFailure()) return;
       }
     }
   }

@@ -294,6 +294,24 @@ QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t first,
   }
 }
 
+// A block's kDwRows rows of sums, two vectors of kLanes floats a row, into y from output row o1
+// and column o2 (`store` writes one vector at any alignment): the rows past the plane's end
+// dropped, and a row's columns past its end (its last block) through a buffer.
+template <int kLanes, typename V, typename Store>
+QUILT_ALWAYS_INLINE void StoreDepthwiseBlock(const V (&a)[kDwRows][2], const Geo& g, int64_t o1,
+                                             int64_t o2, float* y, Store store) {
+  constexpr int64_t kCols = 2 * kLanes;
+  int64_t cols = std::min(kCols, g.out[2] - o2);
+  for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
+    float* yr = y + (o1 + r) * g.out[2] + o2;
+    float lanes[kCols];
+    float* to = cols == kCols ? yr : lanes;
+    store(to, a[r][0]);
+    store(to + kLanes, a[r][1]);
+    if (cols < kCols) std::copy(lanes, lanes + cols, yr);
+  }
+}
+
 // The blocks of kDwRows output rows from o1 by kDwCols columns across the plane's width (from
 // column `from`, a multiple of kDwCols), each
 // accumulated in eight 8-lane vectors across the taps: each input row's vectors are loaded once
@@ -331,19 +349,7 @@ QUILT_ALWAYS_INLINE void DepthwiseBlockRow(const float* block, int64_t row_float
       }
     }
     if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
-    int64_t cols = std::min(kDwCols, g.out[2] - o2);
-    for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
-      float* yr = y + (o1 + r) * g.out[2] + o2;
-      if (cols == kDwCols) {
-        StoreV(yr, a[r][0]);
-        StoreV(yr + 8, a[r][1]);
-      } else {
-        float lanes[kDwCols];
-        StoreV(lanes, a[r][0]);
-        StoreV(lanes + 8, a[r][1]);
-        std::copy(lanes, lanes + cols, yr);
-      }
-    }
+    StoreDepthwiseBlock<8>(a, g, o1, o2, y, [](float* p, const V8& v) { StoreV(p, v); });
   }
 }
 
@@ -378,9 +384,6 @@ using DepthwiseBlockedFn = void (*)(const float*, const float*, float*, const Ge
 // function, so no ABI depends on it).
 typedef float DwV16 __attribute__((vector_size(64)));
 typedef float DwV16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
-QUILT_ALWAYS_INLINE void StoreDwV16(float* p, const DwV16& v) {
-  *reinterpret_cast<DwV16Unaligned*>(p) = v;
-}
 
 // kDwRows output rows by 32 columns of a DepthwiseBlocked512 block, two 16-lane vectors a row,
 // summed across the taps in DepthwiseBlockRow's order: each input row's vectors loaded once per
@@ -443,19 +446,9 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
       for (int64_t o2 = 0; o2 < wide; o2 += kCols) {
         DwV16 a[kDwRows][2];
         DepthwiseRows32<kK, kS1, kS2>(block + o2, row_floats, width, w, a);
-        int64_t cols = std::min(kCols, g.out[2] - o2);
-        for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
-          float* yr = y + (o1 + r) * g.out[2] + o2;
-          if (cols == kCols) {
-            StoreDwV16(yr, a[r][0]);
-            StoreDwV16(yr + 16, a[r][1]);
-          } else {
-            float lanes[kCols];
-            StoreDwV16(lanes, a[r][0]);
-            StoreDwV16(lanes + 16, a[r][1]);
-            std::copy(lanes, lanes + cols, yr);
-          }
-        }
+        StoreDepthwiseBlock<16>(a, g, o1, o2, y, [](float* p, const DwV16& v) {
+          *reinterpret_cast<DwV16Unaligned*>(p) = v;
+        });
       }
       DepthwiseBlockRow<kK, kS1, kS2>(block, row_floats, width, w, g, o1, y, nullptr, wide);
       // The epilogue over the block's rows while they are in cache, by the library's own loop:
