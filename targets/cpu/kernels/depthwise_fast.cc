@@ -312,42 +312,60 @@ QUILT_ALWAYS_INLINE void StoreDepthwiseBlock(const V (&a)[kDwRows][2], const Geo
   }
 }
 
+// The sums of a block of kDwRows output rows by two vectors V of kLanes columns, over the taps:
+// each input row's vectors are loaded once per tap column and multiplied into every output row
+// of the block that reads them, each output summing its taps in the window's order from zero.
+// `block`: the padded plane's first row the block reads, at the block's first column.
+// `load(&v, p)` reads a vector at any alignment (by pointer: a vector return value would change
+// the ABI; an alias of V with a lower alignment would lose it as a template argument). kPin keeps
+// the input vectors in registers (GCC otherwise has the 16-lane kernel's multiply-adds read them
+// from memory again, most across two cache lines; clang takes no 64-byte operand for that
+// constraint outside an AVX-512 build).
+template <int kK, int kS1, int kS2, int kLanes, bool kPin, typename V, typename Load>
+QUILT_ALWAYS_INLINE void DepthwiseSums(const float* block, int64_t row_floats, int64_t width,
+                                       const float* w, V (&a)[kDwRows][2], Load load) {
+  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
+  for (auto& r : a) r[0] = r[1] = V{};
+#pragma GCC unroll 16
+  for (int j = 0; j < kSpan; ++j) {
+    const float* row = block + j * row_floats;
+    // The weights as read anew for each input row: kept from being loaded once for the
+    // whole block, where 25 broadcast weights would not fit the registers with the sums.
+    const float* wj = w;
+    asm volatile("" : "+r"(wj));
+#pragma GCC unroll 8
+    for (int k2 = 0; k2 < kK; ++k2) {
+      const float* src = row + (k2 % kS2) * width + k2 / kS2;
+      V x0, x1;
+      load(&x0, src);
+      load(&x1, src + kLanes);
+#if !defined(__clang__)
+      if constexpr (kPin) asm("" : "+v"(x0), "+v"(x1));
+#endif
+#pragma GCC unroll 4
+      for (int r = 0; r < kDwRows; ++r) {
+        int k1 = j - kS1 * r;
+        if (k1 >= 0 && k1 < kK) {
+          float wv = wj[k1 * kK + k2];
+          a[r][0] += wv * x0;
+          a[r][1] += wv * x1;
+        }
+      }
+    }
+  }
+}
+
 // The blocks of kDwRows output rows from o1 by kDwCols columns across the plane's width (from
-// column `from`, a multiple of kDwCols), each
-// accumulated in eight 8-lane vectors across the taps: each input row's vectors are loaded once
-// per tap column and multiplied into every output row of the block that reads them. `block`:
-// the padded plane's first row the block reads.
+// column `from`, a multiple of kDwCols), each summed in eight 8-lane vectors (DepthwiseSums),
+// the epilogue applied in registers. `block`: the padded plane's first row the block reads.
 template <int kK, int kS1, int kS2>
 QUILT_ALWAYS_INLINE void DepthwiseBlockRow(const float* block, int64_t row_floats, int64_t width,
                                            const float* w, const Geo& g, int64_t o1, float* y,
                                            const RowEpilogue* epilogue, int64_t from = 0) {
-  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
   for (int64_t o2 = from; o2 < g.out[2]; o2 += kDwCols) {
     V8 a[kDwRows][2];
-    for (auto& r : a) r[0] = r[1] = V8{};
-#pragma GCC unroll 16
-    for (int j = 0; j < kSpan; ++j) {
-      const float* row = block + j * row_floats + o2;
-      // The weights as read anew for each input row: kept from being loaded once for the
-      // whole block, where 25 broadcast weights would not fit the registers with the sums.
-      const float* wj = w;
-      asm volatile("" : "+r"(wj));
-#pragma GCC unroll 8
-      for (int k2 = 0; k2 < kK; ++k2) {
-        const float* src = row + (k2 % kS2) * width + k2 / kS2;
-        const V8 x0 = *reinterpret_cast<const V8Unaligned*>(src);
-        const V8 x1 = *reinterpret_cast<const V8Unaligned*>(src + 8);
-#pragma GCC unroll 4
-        for (int r = 0; r < kDwRows; ++r) {
-          int k1 = j - kS1 * r;
-          if (k1 >= 0 && k1 < kK) {
-            float wv = wj[k1 * kK + k2];
-            a[r][0] += wv * x0;
-            a[r][1] += wv * x1;
-          }
-        }
-      }
-    }
+    DepthwiseSums<kK, kS1, kS2, 8, false>(block + o2, row_floats, width, w, a,
+                                          [](V8* v, const float* p) { LoadV(v, p); });
     if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
     StoreDepthwiseBlock<8>(a, g, o1, o2, y, [](float* p, const V8& v) { StoreV(p, v); });
   }
@@ -385,49 +403,10 @@ using DepthwiseBlockedFn = void (*)(const float*, const float*, float*, const Ge
 typedef float DwV16 __attribute__((vector_size(64)));
 typedef float DwV16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
 
-// kDwRows output rows by 32 columns of a DepthwiseBlocked512 block, two 16-lane vectors a row,
-// summed across the taps in DepthwiseBlockRow's order: each input row's vectors loaded once per
-// tap column and multiplied into every output row that reads them.
-template <int kK, int kS1, int kS2>
-QUILT_ALWAYS_INLINE void DepthwiseRows32(const float* block, int64_t row_floats, int64_t width,
-                                         const float* w, DwV16 (&a)[kDwRows][2]) {
-  constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows the block reads
-  for (auto& r : a) r[0] = r[1] = DwV16{};
-#pragma GCC unroll 16
-  for (int j = 0; j < kSpan; ++j) {
-    const float* row = block + j * row_floats;
-    // The weights read anew for each input row, as DepthwiseBlockRow does (each multiply-add
-    // takes its weight from memory, broadcast).
-    const float* wj = w;
-    asm volatile("" : "+r"(wj));
-#pragma GCC unroll 8
-    for (int k2 = 0; k2 < kK; ++k2) {
-      const float* src = row + (k2 % kS2) * width + k2 / kS2;
-      DwV16 x0 = *reinterpret_cast<const DwV16Unaligned*>(src);
-      DwV16 x1 = *reinterpret_cast<const DwV16Unaligned*>(src + 16);
-      // Kept in registers: otherwise GCC has each multiply-add read its input vector from memory
-      // again (most of them across two cache lines) and its weight broadcast into a register.
-      // (clang takes no 64-byte operand for the constraint outside an AVX-512 build.)
-#if !defined(__clang__)
-      asm("" : "+v"(x0), "+v"(x1));
-#endif
-#pragma GCC unroll 4
-      for (int r = 0; r < kDwRows; ++r) {
-        int k1 = j - kS1 * r;
-        if (k1 >= 0 && k1 < kK) {
-          float wv = wj[k1 * kK + k2];
-          a[r][0] += wv * x0;
-          a[r][1] += wv * x1;
-        }
-      }
-    }
-  }
-}
-
 // DepthwiseBlocked with 16-lane vectors: blocks of kDwRows output rows by 32 columns, eight
 // vectors of sums as in the 8-lane kernel (so that as many multiply-adds are in flight), twice
-// the columns each; a row's last columns short of 32 as DepthwiseBlockRow computes them. Each
-// sum runs over the taps in the 8-lane kernel's order, so the values are the same bit for bit.
+// the columns each; a row's last columns short of 32 as DepthwiseBlockRow computes them. The
+// same DepthwiseSums, so the values are the 8-lane kernel's bit for bit.
 template <int kK, int kS1, int kS2>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
     const float* x, const float* w, float* y, const Geo& g, const DepthwiseBlockedPlane& plane,
@@ -445,7 +424,9 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
       const float* block = padded + (o1 - s0) * kS1 * row_floats;
       for (int64_t o2 = 0; o2 < wide; o2 += kCols) {
         DwV16 a[kDwRows][2];
-        DepthwiseRows32<kK, kS1, kS2>(block + o2, row_floats, width, w, a);
+        DepthwiseSums<kK, kS1, kS2, 16, true>(
+            block + o2, row_floats, width, w, a,
+            [](DwV16* v, const float* p) { *v = *reinterpret_cast<const DwV16Unaligned*>(p); });
         StoreDepthwiseBlock<16>(a, g, o1, o2, y, [](float* p, const DwV16& v) {
           *reinterpret_cast<DwV16Unaligned*>(p) = v;
         });
