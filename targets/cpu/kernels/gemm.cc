@@ -156,12 +156,162 @@ QUILT_ALWAYS_INLINE float AAt(const float* a, int64_t lda, int i, int64_t p) {
   return kAIn ? a[i * lda + p] : a[p * kMR + i];
 }
 
+// A block's last panel of at most kNarrowCols columns (nr), all its rows. The panel kernels would
+// broadcast each A value for a vector of columns that are mostly padding, one load for every
+// multiply-add (a 49th column cost 1.7 times its share of 256 x 49 x 2304); these run along the
+// reduction instead, slab by slab while the slab of A is in cache from the panel kernels (a pass
+// of its own read all of A again from memory). Each sum (row i, column j) is split into kPhases
+// sums over p = q, q + 16, ... (q = 0 to 15), kept in `ph` between slabs and added at the end by
+// Phases in a fixed tree. With A in packed panels, a vector holds four p by the panel's four rows
+// (8 lanes: two), against B's values each repeated four times (`bt`, value p of column j at
+// bt[(j * k + p) * 4 + r]); with A's rows in place (AVX-512 alone), sixteen p of one row, against
+// B's column laid out in order (value p at bt[j * k + p]). Every sum then runs over the same p in
+// the same order in both, at 8 or 16 lanes: the values are the same bit for bit. Three columns
+// at most: each column reads the slab of A again, and at four the 8-lane form (whose B is four
+// times the floats) ran 5% behind the panel kernel on 256 x 28 x 2304, at eight 40%.
+constexpr int64_t kNarrowCols = 3;
+constexpr int kPhases = 16;
+// Floats of a block's phases: kMC rows by kNarrowCols columns.
+constexpr int64_t kNarrowPhaseFloats = kMC * kNarrowCols * kPhases;
+
+struct NarrowPart {
+  const float* bt;  // B's narrow columns, laid out by LayOutNarrowB
+  int64_t nr;
+  float* ph;  // kNarrowPhaseFloats
+};
+
+// B's last nr columns (B's value (p, j) from `at`), laid out along the reduction for the narrow
+// kernels, each value kRepeat times (value p of column j at bt[(j * k + p) * kRepeat + r]).
+template <int kRepeat, typename At>
+QUILT_ALWAYS_INLINE void LayOutNarrowB(int64_t k, int64_t nr, At at, float* bt) {
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < nr; ++j) {
+      const float v = at(p, j);
+      float* to = bt + (j * k + p) * kRepeat;
+      for (int r = 0; r < kRepeat; ++r) to[r] = v;
+    }
+  }
+}
+
+// One sum from its phases (ph[q * stride], q = 0 to 15), halves added pairwise, into C.
+QUILT_ALWAYS_INLINE void Phases(const float* ph, int stride, float* c) {
+  float s[kPhases];
+  for (int q = 0; q < kPhases; ++q) s[q] = ph[q * stride];
+  for (int w = kPhases / 2; w >= 1; w /= 2) {
+    for (int q = 0; q < w; ++q) s[q] = s[q] + s[q + w];
+  }
+  *c = s[0];
+}
+
+// Packed A: panels of kMR rows (panel g at a + g * next, its row p at p * kMR), kL lanes a vector
+// (V, loaded by `load`), kNarrowGroup(kL) panels at a time. The phases of panel g, column j: 64
+// floats at ph + (g * nr + j) * 64, phase q of row i at q * 4 + i.
+constexpr int kNarrowGroup(int lanes) {
+  // Four at 16 lanes (16 sums in registers); one at 8, whose 8 sums fill half of AVX2's registers.
+  return lanes == 16 ? 4 : 1;
+}
+
+// Columns [j0, j0 + kC) of the sums' p in [p0, p1) (multiples of kPhases; from 0 on: the phases
+// start at zero), kNarrowGroup(kL) / kC panels at a time.
+template <typename V, int kL, int kC, typename Load>
+QUILT_ALWAYS_INLINE void NarrowPanelsSlabOf(int64_t mc, const float* a, int64_t next,
+                                            const NarrowPart& n, int64_t j0, int64_t k, int64_t p0,
+                                            int64_t p1, Load load) {
+  static_assert(kMR == 4 && (kL == 8 || kL == 16));
+  constexpr int kG = kNarrowGroup(kL);
+  constexpr int kP = kG / kC;  // panels at a time
+  static_assert(kP * kC == kG);
+  constexpr int kS = kPhases * kMR / kL;  // vectors of sums a panel
+  const int64_t panels = (mc + kMR - 1) / kMR;
+  for (int64_t g0 = 0; g0 < panels; g0 += kP) {
+    // Panels past the block's last read its first again, their sums dropped.
+    const float* ag[kP];
+    for (int g = 0; g < kP; ++g) ag[g] = a + (g0 + g < panels ? g0 + g : 0) * next;
+    // Panel g0 + g's phases for column j: at ph[c] + g * 64 (c = j - j0).
+    const int64_t first = g0 / kG * kG;
+    float* ph[kC];
+    const float* bj[kC];
+    for (int c = 0; c < kC; ++c) {
+      bj[c] = n.bt + (j0 + c) * k * 4;
+      ph[c] = n.ph + (first * n.nr + (j0 + c) * kG + (g0 - first)) * kPhases * kMR;
+    }
+    V acc[kP][kC][kS];
+    for (int g = 0; g < kP; ++g) {
+      for (int c = 0; c < kC; ++c) {
+        for (int s = 0; s < kS; ++s) {
+          if (p0 == 0) {
+            acc[g][c][s] = V{};
+          } else {
+            load(&acc[g][c][s], ph[c] + g * kPhases * kMR + s * kL);
+          }
+        }
+      }
+    }
+    for (int64_t p = p0; p < p1; p += kPhases) {
+      for (int s = 0; s < kS; ++s) {
+        V bv[kC];
+        for (int c = 0; c < kC; ++c) load(&bv[c], bj[c] + p * 4 + s * kL);
+        for (int g = 0; g < kP; ++g) {
+          V av;
+          load(&av, ag[g] + p * kMR + s * kL);
+          for (int c = 0; c < kC; ++c) acc[g][c][s] += av * bv[c];
+        }
+      }
+    }
+    for (int g = 0; g < kP; ++g) {
+      for (int c = 0; c < kC; ++c) {
+        for (int s = 0; s < kS; ++s) {
+          std::memcpy(ph[c] + g * kPhases * kMR + s * kL, &acc[g][c][s], sizeof(V));
+        }
+      }
+    }
+  }
+}
+
+// Two columns at a time where the vectors are 16 lanes (each panel's vector loaded once for
+// both), then one.
+template <typename V, int kL, typename Load>
+QUILT_ALWAYS_INLINE void NarrowPanelsSlab(int64_t mc, const float* a, int64_t next,
+                                          const NarrowPart& n, int64_t k, int64_t p0, int64_t p1,
+                                          Load load) {
+  int64_t j = 0;
+  if constexpr (kL == 16) {
+    for (; j + 2 <= n.nr; j += 2) NarrowPanelsSlabOf<V, kL, 2>(mc, a, next, n, j, k, p0, p1, load);
+  }
+  for (; j < n.nr; ++j) NarrowPanelsSlabOf<V, kL, 1>(mc, a, next, n, j, k, p0, p1, load);
+}
+
+// The sums' last p (past the last multiple of kPhases), then C's columns.
+template <int kG>
+QUILT_ALWAYS_INLINE void NarrowPanelsFinish(int64_t mc, const float* a, int64_t next,
+                                            const NarrowPart& n, int64_t k, float* c, int64_t ldc) {
+  const int64_t whole = k / kPhases * kPhases;
+  if (whole == 0) std::memset(n.ph, 0, sizeof(float) * kNarrowPhaseFloats);
+  for (int64_t ir = 0; ir < mc; ir += kMR) {
+    const int64_t panel = ir / kMR, g0 = panel / kG * kG;
+    const float* ap = a + panel * next;
+    for (int64_t j = 0; j < n.nr; ++j) {
+      const float* bj = n.bt + j * k * 4;
+      float* ph = n.ph + (g0 * n.nr + j * kG + (panel - g0)) * kPhases * kMR;
+      for (int64_t p = whole; p < k; ++p) {
+        for (int i = 0; i < kMR; ++i) ph[(p - whole) * kMR + i] += ap[p * kMR + i] * bj[p * 4];
+      }
+      for (int64_t i = 0; i < std::min<int64_t>(kMR, mc - ir); ++i) {
+        Phases(ph + i, kMR, c + (ir + i) * ldc + j);
+      }
+    }
+  }
+}
+
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
 // reduction of length k. B: packed panels one after another at b (panel t at b + t * k * kNR),
 // or, with kRows, rows b + offs[p].
+// With `narrow`, its columns come after them (C's columns nc on), slab by slab.
 template <bool kRows>
 QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
-                                 const int64_t* offs, float* c, int64_t ldc) {
+                                 const int64_t* offs, float* c, int64_t ldc,
+                                 const NarrowPart* narrow) {
+  const int64_t whole = k / kPhases * kPhases;
   for (int64_t pc = 0; pc < k; pc += kKC) {
     int64_t kc = std::min(kKC, k - pc);
     for (int64_t jr = 0; jr < nc; jr += kNR) {
@@ -172,15 +322,20 @@ QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float*
                                ldc, std::min(kMR, mc - ir), std::min(kNR, nc - jr), pc > 0);
       }
     }
+    if (narrow && pc < whole) {
+      NarrowPanelsSlab<V8, 8>(mc, ap, k * kMR, *narrow, k, pc, std::min(whole, pc + kc),
+                              [](V8* v, const float* p) { LoadV(v, p); });
+    }
   }
+  if (narrow) NarrowPanelsFinish<kNarrowGroup(8)>(mc, ap, k * kMR, *narrow, k, c + nc, ldc);
   if (k == 0) {
     for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
   }
 }
 
 QUILT_CLONES void PackedBlock(int64_t mc, int64_t nc, int64_t k, const float* ap,
-                              const float* panel, float* c, int64_t ldc) {
-  BlockOf<false>(mc, nc, k, ap, panel, nullptr, c, ldc);
+                              const float* panel, float* c, int64_t ldc, const NarrowPart* narrow) {
+  BlockOf<false>(mc, nc, k, ap, panel, nullptr, c, ldc, narrow);
 }
 
 // C (m x nr, m < kMR) = A (m x k, rows read in place) times one packed panel of B (k x kNR, its
@@ -202,8 +357,8 @@ QUILT_CLONES void FewRowsPanel(int64_t m, int64_t k, const float* a, int64_t lda
 }
 
 QUILT_CLONES void RowsBlock(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
-                            const int64_t* offs, float* c, int64_t ldc) {
-  BlockOf<true>(mc, nc, k, ap, b, offs, c, ldc);
+                            const int64_t* offs, float* c, int64_t ldc, const NarrowPart* narrow) {
+  BlockOf<true>(mc, nc, k, ap, b, offs, c, ldc, narrow);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
@@ -353,12 +508,86 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
   }
 }
 
+// The narrow kernels with A's rows read in place (row i at a + i * lda): a vector is sixteen p of
+// one row, kNarrowRows512 rows at a time. The phases of row i, column j: 16 floats at
+// ph + ((i / 8 * nr + j) * 8 + i % 8) * 16.
+constexpr int kNarrowRows512 = 8;
+
+// Columns [j0, j0 + kC) of the sums, kR rows at a time: kR * kC sums in registers, each row's
+// vector loaded once for kC columns.
+template <int kC, int kR>
+QUILT_ALWAYS_INLINE void NarrowRowsSlabOf512(int64_t mc, const float* a, int64_t lda,
+                                             const NarrowPart& n, int64_t j0, int64_t k, int64_t p0,
+                                             int64_t p1) {
+  constexpr int kG = kNarrowRows512;
+  static_assert(kG % kR == 0);
+  for (int64_t ir = 0; ir < mc; ir += kR) {
+    // Rows past the block's last read its first again, their sums dropped.
+    const float* r[kR];
+    for (int i = 0; i < kR; ++i) r[i] = a + (ir + i < mc ? ir + i : 0) * lda;
+    float* ph[kC];
+    const float* bj[kC];
+    for (int c = 0; c < kC; ++c) {
+      bj[c] = n.bt + (j0 + c) * k;
+      ph[c] = n.ph + ((ir / kG * n.nr + j0 + c) * kG + ir % kG) * kPhases;
+    }
+    V16 acc[kR][kC];
+    for (int i = 0; i < kR; ++i) {
+      for (int c = 0; c < kC; ++c) {
+        if (p0 == 0) {
+          acc[i][c] = V16{};
+        } else {
+          LoadV16(&acc[i][c], ph[c] + i * kPhases);
+        }
+      }
+    }
+    for (int64_t p = p0; p < p1; p += kPhases) {
+      V16 bv[kC];
+      for (int c = 0; c < kC; ++c) LoadV16(&bv[c], bj[c] + p);
+      for (int i = 0; i < kR; ++i) {
+        V16 av;
+        LoadV16(&av, r[i] + p);
+        for (int c = 0; c < kC; ++c) acc[i][c] += av * bv[c];
+      }
+    }
+    for (int i = 0; i < kR; ++i) {
+      for (int c = 0; c < kC; ++c) StoreV16(ph[c] + i * kPhases, acc[i][c]);
+    }
+  }
+}
+
+// Two columns at a time (each row's vector loaded once for both), then one.
+QUILT_ALWAYS_INLINE void NarrowRowsSlab512(int64_t mc, const float* a, int64_t lda,
+                                           const NarrowPart& n, int64_t k, int64_t p0, int64_t p1) {
+  int64_t j = 0;
+  for (; j + 2 <= n.nr; j += 2) NarrowRowsSlabOf512<2, 8>(mc, a, lda, n, j, k, p0, p1);
+  for (; j < n.nr; ++j) NarrowRowsSlabOf512<1, 8>(mc, a, lda, n, j, k, p0, p1);
+}
+
+QUILT_ALWAYS_INLINE void NarrowRowsFinish512(int64_t mc, const float* a, int64_t lda,
+                                             const NarrowPart& n, int64_t k, float* c,
+                                             int64_t ldc) {
+  constexpr int kR = kNarrowRows512;
+  const int64_t whole = k / kPhases * kPhases;
+  if (whole == 0) std::memset(n.ph, 0, sizeof(float) * kNarrowPhaseFloats);
+  for (int64_t i = 0; i < mc; ++i) {
+    const float* row = a + i * lda;
+    for (int64_t j = 0; j < n.nr; ++j) {
+      const float* bj = n.bt + j * k;
+      float* ph = n.ph + ((i / kR * n.nr + j) * kR + i % kR) * kPhases;
+      for (int64_t p = whole; p < k; ++p) ph[p - whole] += row[p] * bj[p];
+      Phases(ph, 1, c + i * ldc + j);
+    }
+  }
+}
+
 // BlockOf with eight rows at a time where eight remain, by two panels at a time where the second
 // has more than 8 columns; the rest as BlockOf takes it.
 template <bool kRows, bool kAIn = false>
 QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
                                     const float* b, const int64_t* offs, float* c, int64_t ldc,
-                                    int64_t lda = 0) {
+                                    const NarrowPart* narrow, int64_t lda = 0) {
+  const int64_t whole = k / kPhases * kPhases;
   // The next four rows of A: the next panel, or kMR rows down in A itself.
   const int64_t next = kAIn ? kMR * lda : k * kMR;
   for (int64_t pc = 0; pc < k; pc += kKC) {
@@ -388,8 +617,6 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
     for (; jr < nc; jr += kNR) {
       const float* bslab = kRows ? b + jr : b + jr / kNR * k * kNR + pc * kNR;
       int64_t nr = std::min(kNR, nc - jr);
-      // A last panel of at most 8 columns all as BlockOf takes it (its sums split in two, see
-      // MicroKernel), so that every value is the one the 8-lane kernel gives.
       int64_t ir = 0;
       for (; nr > 8 && ir + 2 * kMR <= mc; ir += 2 * kMR) {
         const float* a0 = APanel<kAIn>(ap, lda, k, ir, pc);
@@ -402,6 +629,21 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
                                      std::min(kMR, mc - ir), nr, pc > 0, lda);
       }
     }
+    if (narrow && pc < whole) {
+      if constexpr (kAIn) {
+        NarrowRowsSlab512(mc, ap, lda, *narrow, k, pc, std::min(whole, pc + kc));
+      } else {
+        NarrowPanelsSlab<V16, 16>(mc, ap, next, *narrow, k, pc, std::min(whole, pc + kc),
+                                  [](V16* v, const float* p) { LoadV16(v, p); });
+      }
+    }
+  }
+  if (narrow) {
+    if constexpr (kAIn) {
+      NarrowRowsFinish512(mc, ap, lda, *narrow, k, c + nc, ldc);
+    } else {
+      NarrowPanelsFinish<kNarrowGroup(16)>(mc, ap, next, *narrow, k, c + nc, ldc);
+    }
   }
   if (k == 0) {
     for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
@@ -409,25 +651,28 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
 }
 
 QUILT_AVX512 void PackedBlock512(int64_t mc, int64_t nc, int64_t k, const float* ap,
-                                 const float* panel, float* c, int64_t ldc) {
-  BlockOf512<false>(mc, nc, k, ap, panel, nullptr, c, ldc);
+                                 const float* panel, float* c, int64_t ldc,
+                                 const NarrowPart* narrow) {
+  BlockOf512<false>(mc, nc, k, ap, panel, nullptr, c, ldc, narrow);
 }
 
 QUILT_AVX512 void RowsBlock512(int64_t mc, int64_t nc, int64_t k, const float* ap, const float* b,
-                               const int64_t* offs, float* c, int64_t ldc) {
-  BlockOf512<true>(mc, nc, k, ap, b, offs, c, ldc);
+                               const int64_t* offs, float* c, int64_t ldc,
+                               const NarrowPart* narrow) {
+  BlockOf512<true>(mc, nc, k, ap, b, offs, c, ldc, narrow);
 }
 
 // The same with A's rows read where they are (row stride lda), not from packed panels.
 QUILT_AVX512 void PackedBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const float* a,
-                                        int64_t lda, const float* panel, float* c, int64_t ldc) {
-  BlockOf512<false, true>(mc, nc, k, a, panel, nullptr, c, ldc, lda);
+                                        int64_t lda, const float* panel, float* c, int64_t ldc,
+                                        const NarrowPart* narrow) {
+  BlockOf512<false, true>(mc, nc, k, a, panel, nullptr, c, ldc, narrow, lda);
 }
 
 QUILT_AVX512 void RowsBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const float* a,
                                       int64_t lda, const float* b, const int64_t* offs, float* c,
-                                      int64_t ldc) {
-  BlockOf512<true, true>(mc, nc, k, a, b, offs, c, ldc, lda);
+                                      int64_t ldc, const NarrowPart* narrow) {
+  BlockOf512<true, true>(mc, nc, k, a, b, offs, c, ldc, narrow, lda);
 }
 
 bool UseAvx512Gemm() {
@@ -449,22 +694,39 @@ struct ARows {
   int64_t lda;
 };
 
-// The block kernels for this CPU: with AVX-512, eight rows at a time.
-void Block(int64_t mc, int64_t nc, int64_t k, ARows a, const float* panel, float* c, int64_t ldc) {
+// The block kernels for this CPU: with AVX-512, eight rows at a time. With `narrow`, a last
+// narrow panel's columns after C's nc.
+void Block(int64_t mc, int64_t nc, int64_t k, ARows a, const float* panel, float* c, int64_t ldc,
+           const NarrowPart* narrow) {
 #if defined(QUILT_HAS_AVX512_GEMM)
-  if (a.lda > 0) return PackedBlock512InPlace(mc, nc, k, a.a, a.lda, panel, c, ldc);
-  if (UseAvx512Gemm()) return PackedBlock512(mc, nc, k, a.a, panel, c, ldc);
+  if (a.lda > 0) return PackedBlock512InPlace(mc, nc, k, a.a, a.lda, panel, c, ldc, narrow);
+  if (UseAvx512Gemm()) return PackedBlock512(mc, nc, k, a.a, panel, c, ldc, narrow);
 #endif
-  PackedBlock(mc, nc, k, a.a, panel, c, ldc);
+  PackedBlock(mc, nc, k, a.a, panel, c, ldc, narrow);
 }
 
 void Block(int64_t mc, int64_t nc, int64_t k, ARows a, const float* b, const int64_t* offs,
-           float* c, int64_t ldc) {
+           float* c, int64_t ldc, const NarrowPart* narrow) {
 #if defined(QUILT_HAS_AVX512_GEMM)
-  if (a.lda > 0) return RowsBlock512InPlace(mc, nc, k, a.a, a.lda, b, offs, c, ldc);
-  if (UseAvx512Gemm()) return RowsBlock512(mc, nc, k, a.a, b, offs, c, ldc);
+  if (a.lda > 0) return RowsBlock512InPlace(mc, nc, k, a.a, a.lda, b, offs, c, ldc, narrow);
+  if (UseAvx512Gemm()) return RowsBlock512(mc, nc, k, a.a, b, offs, c, ldc, narrow);
 #endif
-  RowsBlock(mc, nc, k, a.a, b, offs, c, ldc);
+  RowsBlock(mc, nc, k, a.a, b, offs, c, ldc, narrow);
+}
+
+// A task's narrow columns (k > 0): B's value (p, j) from `at`, laid out for the block kernels
+// reading A as `a` does, once for all the task's row blocks, in this thread's scratch.
+template <typename At>
+NarrowPart LayOutNarrow(int64_t k, ARows a, int64_t nr, At at) {
+  const int repeat = a.lda > 0 ? 1 : 4;
+  float* buf = Scratch(ScratchSlot::kGemmNarrow, kNarrowPhaseFloats + nr * k * repeat);
+  float* bt = buf + kNarrowPhaseFloats;
+  if (repeat == 1) {
+    LayOutNarrowB<1>(k, nr, at, bt);
+  } else {
+    LayOutNarrowB<4>(k, nr, at, bt);
+  }
+  return NarrowPart{bt, nr, buf};
 }
 
 // Rows [i, i + kMR) of A into a panel, k x kMR, rows past m zero.
@@ -963,16 +1225,23 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
-    Floats panel = rows && n % kNR != 0 ? NewFloats(k * kNR) : nullptr;
+    // A last panel of at most kNarrowCols columns runs along the reduction (NarrowPart).
+    const bool narrow_tail = k > 0 && n % kNR <= kNarrowCols;
+    Floats panel = rows && n % kNR != 0 && !narrow_tail ? NewFloats(k * kNR) : nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       // Tasks of one group of rows next to each other: a thread's run of tasks shares its rows.
       int64_t ib0 = t / nblocks * per_group, ib1 = std::min(mblocks, ib0 + per_group);
       int64_t j = t % nblocks * nc, ncols = std::min(nc, n - j);
       if (rows) {
-        // Whole panels read in place; a last partial panel (the matrix's end) copied, so that
-        // nothing past column n is read.
+        // Whole panels read in place; a last partial panel (the matrix's end) laid out for the
+        // narrow kernels, or copied, so that nothing past column n is read.
         int64_t whole = ncols / kNR * kNR;
-        if (whole < ncols) {
+        NarrowPart narrow{};
+        if (whole < ncols && narrow_tail) {
+          narrow = LayOutNarrow(k, a_rows(0), ncols - whole, [&](int64_t p, int64_t jj) {
+            return rows[offs[p] + j + whole + jj];
+          });
+        } else if (whole < ncols) {
           for (int64_t p = 0; p < k; ++p) {
             const float* from = rows + offs[p] + j + whole;
             float* to = panel.get() + p * kNR;
@@ -980,11 +1249,15 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
             std::fill(to + (ncols - whole), to + kNR, 0.0f);
           }
         }
+        const NarrowPart* np = narrow.nr > 0 ? &narrow : nullptr;
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          if (whole > 0) Block(mc, whole, k, a_rows(i), rows + j, offs, c + i * ldc + j, ldc);
-          if (whole < ncols) {
-            Block(mc, ncols - whole, k, a_rows(i), panel.get(), c + i * ldc + j + whole, ldc);
+          if (whole > 0 || np) {
+            Block(mc, whole, k, a_rows(i), rows + j, offs, c + i * ldc + j, ldc, np);
+          }
+          if (whole < ncols && !np) {
+            Block(mc, ncols - whole, k, a_rows(i), panel.get(), c + i * ldc + j + whole, ldc,
+                  nullptr);
           }
           Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
@@ -1001,9 +1274,18 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           }
           packed = buf;
         }
+        int64_t body = ncols;
+        NarrowPart narrow{};
+        if (ncols % kNR != 0 && narrow_tail) {
+          body = ncols / kNR * kNR;
+          const float* last = packed + body / kNR * k * kNR;
+          narrow = LayOutNarrow(k, a_rows(0), ncols - body,
+                                [&](int64_t p, int64_t jj) { return last[p * kNR + jj]; });
+        }
+        const NarrowPart* np = narrow.nr > 0 ? &narrow : nullptr;
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
-          Block(mc, ncols, k, a_rows(i), packed, c + i * ldc + j, ldc);
+          Block(mc, body, k, a_rows(i), packed, c + i * ldc + j, ldc, np);
           Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
         }
       }

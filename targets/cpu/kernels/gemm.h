@@ -363,6 +363,7 @@ enum class ScratchSlot {
   kRecurrentCell,
   kGemmA,       // a product (the thread that calls it): A's packed panels, read by every task
   kGemmPanels,  // a product's task: its panels of B, packed one after another
+  kGemmNarrow,  // a product's task: a last panel's few columns of B, laid out along the reduction
   kCount
 };
 float* Scratch(ScratchSlot slot, int64_t n);
