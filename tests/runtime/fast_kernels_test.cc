@@ -166,11 +166,11 @@ int64_t Count(const Shape& s) {
   return n;
 }
 
-// Runs `fast` and `reference` on the same inputs and compares (with 1 and 3 threads).
+// Runs `fast` and `reference` on the same inputs and compares (with 1 and `threads` threads).
 // `positive`: inputs (by index) whose values must be positive.
 void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>& shapes,
              Attrs& attrs, std::mt19937& rng, const std::string& what,
-             const std::vector<size_t>& positive = {}) {
+             const std::vector<size_t>& positive = {}, int threads = 3) {
   const rt::AttrView::List* list = attrs.Finish();
   std::vector<std::vector<float>> data;
   std::vector<Tensor> inputs;
@@ -185,12 +185,12 @@ void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>
   Status st = reference(ref);
   ASSERT_TRUE(st.ok()) << what << ": " << st.message();
   std::vector<float> want = ref.values();
-  rt::ThreadPool three(3);
+  rt::ThreadPool several(threads);
   // Without a cache, then twice with every input constant and one cache (what the first run
   // keeps, the second reads).
   for (int pass = 0; pass < 3; ++pass) {
     rt::StepCache cache;
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &several}) {
       TestContext got(inputs, list, pool);
       if (pass > 0) got.SetCache(&cache, ~uint64_t{0});
       st = fast(got);
@@ -201,7 +201,7 @@ void Compare(rt::KernelFn fast, rt::KernelFn reference, const std::vector<Shape>
         if (v[i] == want[i] || (std::isnan(v[i]) && std::isnan(want[i]))) continue;  // inf, NaN
         ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
             << what << ", element " << i << " of " << v.size() << ": " << v[i] << " vs " << want[i]
-            << " (threads " << (pool ? 3 : 1) << (pass ? ", cached" : "") << ")";
+            << " (threads " << (pool ? threads : 1) << (pass ? ", cached" : "") << ")";
       }
     }
   }
@@ -234,7 +234,7 @@ Attrs& ConvAttrs(const ConvCase& c, Attrs& attrs) {
       .Ints("padding", c.pads);
 }
 
-void CheckConv(const ConvCase& c, std::mt19937& rng) {
+void CheckConv(const ConvCase& c, std::mt19937& rng, int threads = 3) {
   Shape x, w;
   ConvShapes(c, &x, &w);
   Attrs attrs;
@@ -242,7 +242,7 @@ void CheckConv(const ConvCase& c, std::mt19937& rng) {
   std::string what = "conv x (" + Join(x) + ") w (" + Join(w) + ") groups " +
                      std::to_string(c.groups) + " strides " + Join(c.stride) + " dilation " +
                      Join(c.dilation) + " pads " + Join(c.pads) + " " + c.auto_pad;
-  Compare(nn::ConvFast, nn::ConvReference, {x, w}, attrs, rng, what);
+  Compare(nn::ConvFast, nn::ConvReference, {x, w}, attrs, rng, what, {}, threads);
 }
 
 TEST(FastKernels, ConvMatchesTheReference) {
@@ -291,6 +291,21 @@ TEST(FastKernels, ConvMatchesTheReference) {
       c.pads.push_back(std::max<int64_t>(pe, dk - c.in[d] - c.pads[d]));
     }
     CheckConv(c, rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A batch whose images do not share evenly among the threads (fewer than four a thread): as many
+// as do run whole on each thread, the rest one at a time across the threads. 3 and 5 images at 2
+// threads, 4 and 5 at 3: a 1x1 reading the channels in place, a 3x3 on the padded grid, one of
+// stride 2 on the phase planes, and a kernel too wide for the grid (im2col).
+TEST(FastKernels, ConvSplitsABatchIntoWholeImagesAndTheRest) {
+  std::mt19937 rng(4321);
+  for (auto [n, threads] : {std::pair{3, 2}, std::pair{5, 2}, std::pair{4, 3}, std::pair{5, 3}}) {
+    CheckConv({n, 1, 24, 20, {16, 16}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng, threads);
+    CheckConv({n, 1, 8, 12, {13, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng, threads);
+    CheckConv({n, 1, 6, 10, {20, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng, threads);
+    CheckConv({n, 1, 4, 6, {6, 60}, {3, 39}, {1, 1}, {1, 1}, {1, 19, 1, 19}}, rng, threads);
     if (HasFatalFailure()) return;
   }
 }
@@ -951,7 +966,8 @@ TEST(FastKernels, MatmulMatchesTheReference) {
   // A wide B (4.2 million floats).
   CheckMatmul({5, 300}, {300, 14000}, rng);
   // Batches of products too large to count as small, run one per thread (a multiple of the
-  // threads, and 13 products, over four per thread) or each split across them (4 products).
+  // threads, and 13 products, over four per thread), or as many as share evenly so and the rest
+  // each split across them (4 products: three, then one).
   CheckMatmul({3, 70, 65}, {3, 65, 64}, rng);
   CheckMatmul({13, 40, 70}, {13, 70, 100}, rng);
   CheckMatmul({4, 70, 65}, {4, 65, 64}, rng);

@@ -885,10 +885,13 @@ Status ConvFast(KernelContext& ctx) {
   // A batch of images each small enough: whole images on each thread (each with its own scratch),
   // not each image's fill, product and copy split across the threads, which would meet three
   // times per image (oww-embedding's 16 images of 24 x 74 x 32 at 2 threads: 1.43x -> 1.9x).
-  auto by_image = [&](int64_t scratch_floats) {
+  // The images run so: all of them where they share evenly among the threads or are many, else
+  // as many as share evenly, the rest one at a time split across the threads (3 images at 2
+  // threads: two whole, then the third; whole, one thread ran two while the other waited).
+  auto by_image = [&](int64_t scratch_floats) -> int64_t {
     int64_t threads = static_cast<int64_t>(ctx.threads());
-    return threads > 1 && (geo.n % threads == 0 || geo.n >= 4 * threads) &&
-           scratch_floats <= kMaxImageScratch;
+    if (threads <= 1 || scratch_floats > kMaxImageScratch) return 0;
+    return geo.n % threads == 0 || geo.n >= 4 * threads ? geo.n : geo.n / threads * threads;
   };
   // A strided window on the phase planes only for a reduction of up to 1,536 rows: the product
   // then reads each row of B from another page, and at 2,304 rows (3x3 over 256 channels) that
@@ -978,14 +981,17 @@ Status ConvFast(KernelContext& ctx) {
         }
       }
     };
-    if (by_image((in_place ? 0 : padded_floats) + (writes_y ? 0 : geo.og * strip_cols))) {
-      ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
+    const int64_t whole =
+        by_image((in_place ? 0 : padded_floats) + (writes_y ? 0 : geo.og * strip_cols));
+    if (whole > 0) {
+      ctx.ParallelFor(whole, 1, [&](int64_t b0, int64_t b1) {
         Buffers buf = buffers();
         for (int64_t b = b0; b < b1; ++b) image(b, nullptr, buf);
       });
-    } else {
+    }
+    if (whole < geo.n) {
       Buffers buf = buffers();
-      for (int64_t b = 0; b < geo.n; ++b) image(b, ctx.thread_pool(), buf);
+      for (int64_t b = whole; b < geo.n; ++b) image(b, ctx.thread_pool(), buf);
     }
     residual_done = writes_y;
     return done(Status::Ok());
@@ -1016,13 +1022,13 @@ Status ConvFast(KernelContext& ctx) {
     }
   };
   // Sgemm's own scratch per image: B's panels, and A's unless packed ahead.
-  if (by_image(weights(0) ? 0 : geo.og * k)) {
-    ctx.ParallelFor(geo.n, 1, [&](int64_t b0, int64_t b1) {
+  const int64_t whole = by_image(weights(0) ? 0 : geo.og * k);
+  if (whole > 0) {
+    ctx.ParallelFor(whole, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) image(b, nullptr);
     });
-  } else {
-    for (int64_t b = 0; b < geo.n; ++b) image(b, ctx.thread_pool());
   }
+  for (int64_t b = whole; b < geo.n; ++b) image(b, ctx.thread_pool());
   residual_done = true;
   return done(Status::Ok());
 }

