@@ -927,6 +927,16 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
 // rows in several blocks of 64 and not a multiple of four or eight; a task's block all narrow
 // (3 threads, 25 columns). Where the CPU has AVX-512, its kernels (A packed, or rows in place)
 // give the 8-lane kernel's values bit for bit.
+// Products of at most eight columns: dot products along A's rows, eight lanes at a time:
+// matrix-vector products of rows by six and the rest, two to eight columns by three rows and the
+// rest, reductions short of eight, of whole multiples and with a tail.
+TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
+  std::mt19937 rng(79);
+  CheckGemmWays({GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
+                 GemmCase{40, 2, 129}, GemmCase{4, 7, 1}},
+                rng);
+}
+
 TEST(FastKernels, GemmNarrowLastColumnsMatchTheReference) {
   std::mt19937 rng(78);
   CheckGemmWays({GemmCase{13, 25, 7}, GemmCase{70, 26, 16}, GemmCase{67, 49, 300},
