@@ -849,14 +849,20 @@ struct GemmCase {
   int64_t m, n, k;
 };
 
+// The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds (applied by
+// the AVX-512 block kernels as they store C); or a bias and a hardswish (a pass over each block).
+enum class GemmEpilogueKind { kNone, kBiasResidualClamp, kBiasHardSwish };
+
 // C = A B for each case three ways (B packed by the product, A packed ahead, B's rows read in
-// place), on one thread and on three, against a double reference; and where the CPU has AVX-512,
-// with the 16-lane kernels against the 8-lane ones, bit for bit.
-void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng) {
+// place), on one thread and on three, with `kind`'s epilogue, against a double reference; and
+// where the CPU has AVX-512, with the 16-lane kernels against the 8-lane ones, bit for bit.
+void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
+                   GemmEpilogueKind kind = GemmEpilogueKind::kNone) {
   rt::ThreadPool three(3);
   const bool both = HasAvx512Gemm();
   for (GemmCase cs : cases) {
     std::vector<float> a = Random(rng, cs.m * cs.k), b = Random(rng, cs.k * cs.n);
+    std::vector<float> bias = Random(rng, cs.m), residual = Random(rng, cs.m * cs.n);
     std::vector<double> want(static_cast<size_t>(cs.m * cs.n), 0.0);
     for (int64_t i = 0; i < cs.m; ++i) {
       for (int64_t p = 0; p < cs.k; ++p) {
@@ -867,6 +873,29 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng) {
         }
       }
     }
+    GemmEpilogue epilogue;
+    if (kind != GemmEpilogueKind::kNone) {
+      epilogue.bias = bias.data();
+      for (int64_t i = 0; i < cs.m; ++i) {
+        for (int64_t j = 0; j < cs.n; ++j) {
+          double& v = want[static_cast<size_t>(i * cs.n + j)];
+          v += bias[static_cast<size_t>(i)];
+          if (kind == GemmEpilogueKind::kBiasResidualClamp) {
+            v = std::clamp(v + residual[static_cast<size_t>(i * cs.n + j)], -0.5, 1.5);
+          } else {
+            v = v * std::clamp(v + 3, 0.0, 6.0);
+          }
+        }
+      }
+    }
+    if (kind == GemmEpilogueKind::kBiasResidualClamp) {
+      epilogue.residual = residual.data();
+      epilogue.residual_ld = cs.n;
+      epilogue.lo = -0.5f;
+      epilogue.hi = 1.5f;
+    }
+    epilogue.hardswish = kind == GemmEpilogueKind::kBiasHardSwish;
+    const GemmEpilogue* e = kind == GemmEpilogueKind::kNone ? nullptr : &epilogue;
     std::vector<int64_t> offs(static_cast<size_t>(cs.k));
     for (int64_t p = 0; p < cs.k; ++p) offs[static_cast<size_t>(p)] = p * cs.n;
     PackedA packed(a.data(), cs.k, cs.m, cs.k);
@@ -877,13 +906,13 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng) {
           std::vector<float> c(static_cast<size_t>(cs.m * cs.n), -7.0f);
           if (how == 0) {
             Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n,
-                  pool);
+                  pool, e);
           } else if (how == 1) {
             Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n,
-                  pool, nullptr, &packed);
+                  pool, e, &packed);
           } else {
-            SgemmRows(cs.m, cs.n, cs.k, a.data(), cs.k, b.data(), offs.data(), c.data(), cs.n,
-                      pool);
+            SgemmRows(cs.m, cs.n, cs.k, a.data(), cs.k, b.data(), offs.data(), c.data(), cs.n, pool,
+                      e);
           }
           SetAvx512GemmAllowedForTesting(true);
           return c;
@@ -935,6 +964,20 @@ TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
   CheckGemmWays({GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
                  GemmCase{40, 2, 129}, GemmCase{4, 7, 1}},
                 rng);
+}
+
+// The bias, a residual and bounds applied by the AVX-512 block kernels as they store C (in the
+// registers of the 8 x 48 kernel, on each other tile just after it), against the 8-lane kernel's
+// pass over each block after it, bit for bit, and a double reference: tiles of every kernel
+// (8 x 48, 8 x 24, the last rows, a pair's short second panel, narrow last columns), several
+// slabs, several row blocks, one thread and three; and a hardswish, which both leave to the pass.
+TEST(FastKernels, GemmEpilogueMatchesTheReference) {
+  std::mt19937 rng(80);
+  const std::vector<GemmCase> cases = {GemmCase{67, 100, 129}, GemmCase{13, 50, 300},
+                                       GemmCase{130, 147, 40}, GemmCase{9, 31, 1},
+                                       GemmCase{16, 96, 2},    GemmCase{20, 3, 33}};
+  CheckGemmWays(cases, rng, GemmEpilogueKind::kBiasResidualClamp);
+  CheckGemmWays(cases, rng, GemmEpilogueKind::kBiasHardSwish);
 }
 
 TEST(FastKernels, GemmNarrowLastColumnsMatchTheReference) {
