@@ -303,6 +303,31 @@ QUILT_ALWAYS_INLINE void NarrowPanelsFinish(int64_t mc, const float* a, int64_t 
   }
 }
 
+// A block's epilogue of the bias, a residual and the bounds (FusesInRegisters) applied by its
+// block kernel, tile by tile on the last slab of the reduction, rather than in a pass over the
+// block after it (Finish): in the registers of the 8 x 48 kernel as it stores C, and by Finish on
+// each other tile just stored, while it is in L1. The block's first row and column in the
+// product: row0, col0.
+struct FusedEpilogue {
+  const GemmEpilogue* e;  // FusesInRegisters
+  int64_t row0, col0;
+};
+
+// The bias, a residual and the bounds alone (a ResNet block's relu; FinishRowWith's one pass).
+inline bool FusesInRegisters(const GemmEpilogue& e) {
+  return e.pre.count == 0 && e.post.count == 0 && !e.silu && !e.hardswish && !e.hard_swish &&
+         !e.negative_slope;
+}
+
+void Finish(const GemmEpilogue* e, int64_t row0, int64_t col0, int64_t rows, int64_t n, float* c,
+            int64_t ldc);
+
+// Finish on the tile of rows [ir, ir + rows) and columns [jc, jc + cols) of the block at c.
+inline void FinishTile(const FusedEpilogue& f, float* c, int64_t ldc, int64_t ir, int64_t jc,
+                       int64_t rows, int64_t cols) {
+  Finish(f.e, f.row0 + ir, f.col0 + jc, rows, cols, c + ir * ldc + jc, ldc);
+}
+
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
 // reduction of length k. B: packed panels one after another at b (panel t at b + t * k * kNR),
 // or, with kRows, rows b + offs[p].
@@ -376,31 +401,6 @@ QUILT_ALWAYS_INLINE void LoadV16(V16* v, const float* p) {
 }
 QUILT_ALWAYS_INLINE void StoreV16(float* p, const V16& v) {
   *reinterpret_cast<V16Unaligned*>(p) = v;
-}
-
-// A block's epilogue of the bias, a residual and the bounds (FusesInRegisters) applied by its
-// block kernel, tile by tile on the last slab of the reduction, rather than in a pass over the
-// block after it (Finish): in the registers of the 8 x 48 kernel as it stores C, and by Finish on
-// each other tile just stored, while it is in L1. The block's first row and column in the
-// product: row0, col0.
-struct FusedEpilogue {
-  const GemmEpilogue* e;  // FusesInRegisters
-  int64_t row0, col0;
-};
-
-// The bias, a residual and the bounds alone (a ResNet block's relu; FinishRowWith's one pass).
-inline bool FusesInRegisters(const GemmEpilogue& e) {
-  return e.pre.count == 0 && e.post.count == 0 && !e.silu && !e.hardswish && !e.hard_swish &&
-         !e.negative_slope;
-}
-
-void Finish(const GemmEpilogue* e, int64_t row0, int64_t col0, int64_t rows, int64_t n, float* c,
-            int64_t ldc);
-
-// Finish on the tile of rows [ir, ir + rows) and columns [jc, jc + cols) of the block at c.
-inline void FinishTile(const FusedEpilogue& f, float* c, int64_t ldc, int64_t ir, int64_t jc,
-                       int64_t rows, int64_t cols) {
-  Finish(f.e, f.row0 + ir, f.col0 + jc, rows, cols, c + ir * ldc + jc, ldc);
 }
 
 // Eight rows of C (two packed panels of A, four rows each) by one panel of kNR = 24 columns,
@@ -1451,6 +1451,12 @@ void SgemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
                const int64_t* offs, float* c, int64_t ldc, rt::ThreadPool* pool,
                const GemmEpilogue* epilogue, const PackedA* a_packed) {
   if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    // No reduction, and perhaps no rows to read (null): C is zero, then the epilogue.
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    Finish(epilogue, 0, 0, m, n, c, ldc);
+    return;
+  }
   Product(m, n, k, a, lda, a_packed, nullptr, rows, offs, c, ldc, pool, epilogue);
 }
 
