@@ -328,6 +328,18 @@ inline void FinishTile(const FusedEpilogue& f, float* c, int64_t ldc, int64_t ir
   Finish(f.e, f.row0 + ir, f.col0 + jc, rows, cols, c + ir * ldc + jc, ldc);
 }
 
+// The narrow kernels out of line, one copy for every block kernel that calls them (a copy in each
+// was 140 KB of the library).
+QUILT_CLONES void NarrowPanelsSlab8(int64_t mc, const float* a, int64_t next, const NarrowPart& n,
+                                    int64_t k, int64_t p0, int64_t p1) {
+  NarrowPanelsSlab<V8, 8>(mc, a, next, n, k, p0, p1, [](V8* v, const float* p) { LoadV(v, p); });
+}
+
+QUILT_CLONES void NarrowPanelsFinish8(int64_t mc, const float* a, int64_t next, const NarrowPart& n,
+                                      int64_t k, float* c, int64_t ldc) {
+  NarrowPanelsFinish<kNarrowGroup(8)>(mc, a, next, n, k, c, ldc);
+}
+
 // One block of C: rows [0, mc) from the packed A panels at `ap`, columns [0, nc) of B, the whole
 // reduction of length k. B: packed panels one after another at b (panel t at b + t * k * kNR),
 // or, with kRows, rows b + offs[p].
@@ -347,12 +359,11 @@ QUILT_ALWAYS_INLINE void BlockOf(int64_t mc, int64_t nc, int64_t k, const float*
                                ldc, std::min(kMR, mc - ir), std::min(kNR, nc - jr), pc > 0);
       }
     }
-    if (narrow && pc < whole) {
-      NarrowPanelsSlab<V8, 8>(mc, ap, k * kMR, *narrow, k, pc, std::min(whole, pc + kc),
-                              [](V8* v, const float* p) { LoadV(v, p); });
-    }
+    // Called for every slab (past `whole`, a slab with nothing to add): a test of pc here had the
+    // compiler split the slab loop in two, a copy of every kernel in each.
+    if (narrow) NarrowPanelsSlab8(mc, ap, k * kMR, *narrow, k, pc, std::min(whole, pc + kc));
   }
-  if (narrow) NarrowPanelsFinish<kNarrowGroup(8)>(mc, ap, k * kMR, *narrow, k, c + nc, ldc);
+  if (narrow) NarrowPanelsFinish8(mc, ap, k * kMR, *narrow, k, c + nc, ldc);
   if (k == 0) {
     for (int64_t i = 0; i < mc; ++i) std::fill(c + i * ldc, c + i * ldc + nc, 0.0f);
   }
@@ -637,6 +648,31 @@ QUILT_ALWAYS_INLINE void NarrowRowsFinish512(int64_t mc, const float* a, int64_t
   }
 }
 
+__attribute__((noinline)) QUILT_AVX512 void NarrowRowsSlab16(int64_t mc, const float* a,
+                                                             int64_t lda, const NarrowPart& n,
+                                                             int64_t k, int64_t p0, int64_t p1) {
+  NarrowRowsSlab512(mc, a, lda, n, k, p0, p1);
+}
+
+__attribute__((noinline)) QUILT_AVX512 void NarrowRowsFinish16(int64_t mc, const float* a,
+                                                               int64_t lda, const NarrowPart& n,
+                                                               int64_t k, float* c, int64_t ldc) {
+  NarrowRowsFinish512(mc, a, lda, n, k, c, ldc);
+}
+
+__attribute__((noinline)) QUILT_AVX512 void NarrowPanelsSlab16(int64_t mc, const float* a,
+                                                               int64_t next, const NarrowPart& n,
+                                                               int64_t k, int64_t p0, int64_t p1) {
+  NarrowPanelsSlab<V16, 16>(mc, a, next, n, k, p0, p1,
+                            [](V16* v, const float* p) { LoadV16(v, p); });
+}
+
+__attribute__((noinline)) QUILT_AVX512 void NarrowPanelsFinish16(int64_t mc, const float* a,
+                                                                 int64_t next, const NarrowPart& n,
+                                                                 int64_t k, float* c, int64_t ldc) {
+  NarrowPanelsFinish<kNarrowGroup(16)>(mc, a, next, n, k, c, ldc);
+}
+
 // BlockOf with eight rows at a time where eight remain, by two panels at a time where the second
 // has more than 8 columns; the rest as BlockOf takes it.
 template <bool kRows, bool kAIn = false>
@@ -693,20 +729,21 @@ QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const flo
         if (fin) FinishTile(*fin, c, ldc, ir, jr, std::min(kMR, mc - ir), nr);
       }
     }
-    if (narrow && pc < whole) {
+    // Called for every slab (past `whole`, a slab with nothing to add): a test of pc here had the
+    // compiler split the slab loop in two, a copy of every kernel in each (36 KB a block kernel).
+    if (narrow) {
       if constexpr (kAIn) {
-        NarrowRowsSlab512(mc, ap, lda, *narrow, k, pc, std::min(whole, pc + kc));
+        NarrowRowsSlab16(mc, ap, lda, *narrow, k, pc, std::min(whole, pc + kc));
       } else {
-        NarrowPanelsSlab<V16, 16>(mc, ap, next, *narrow, k, pc, std::min(whole, pc + kc),
-                                  [](V16* v, const float* p) { LoadV16(v, p); });
+        NarrowPanelsSlab16(mc, ap, next, *narrow, k, pc, std::min(whole, pc + kc));
       }
     }
   }
   if (narrow) {
     if constexpr (kAIn) {
-      NarrowRowsFinish512(mc, ap, lda, *narrow, k, c + nc, ldc);
+      NarrowRowsFinish16(mc, ap, lda, *narrow, k, c + nc, ldc);
     } else {
-      NarrowPanelsFinish<kNarrowGroup(16)>(mc, ap, next, *narrow, k, c + nc, ldc);
+      NarrowPanelsFinish16(mc, ap, next, *narrow, k, c + nc, ldc);
     }
     if (fused) FinishTile(*fused, c, ldc, 0, nc, mc, narrow->nr);
   }
