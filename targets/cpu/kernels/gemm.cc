@@ -205,7 +205,8 @@ QUILT_ALWAYS_INLINE void Phases(const float* ph, int stride, float* c) {
 
 // Packed A: panels of kMR rows (panel g at a + g * next, its row p at p * kMR), kL lanes a vector
 // (V, loaded by `load`), kNarrowGroup(kL) panels at a time. The phases of panel g, column j: 64
-// floats at ph + (g * nr + j) * 64, phase q of row i at q * 4 + i.
+// floats at ph + (g0 * nr + j * kG + g - g0) * 64 (g0: the first panel of g's group of kG),
+// phase q of row i at q * 4 + i.
 constexpr int kNarrowGroup(int lanes) {
   // Four at 16 lanes (16 sums in registers); one at 8, whose 8 sums fill half of AVX2's registers.
   return lanes == 16 ? 4 : 1;
@@ -281,12 +282,12 @@ QUILT_ALWAYS_INLINE void NarrowPanelsSlab(int64_t mc, const float* a, int64_t ne
   for (; j < n.nr; ++j) NarrowPanelsSlabOf<V, kL, 1>(mc, a, next, n, j, k, p0, p1, load);
 }
 
-// The sums' last p (past the last multiple of kPhases), then C's columns.
+// The sums' last p (past the last multiple of kPhases), then C's columns. The phases are the
+// slabs': the first slab's call (p0 = 0) sets them, even with nothing to add (k < 16).
 template <int kG>
 QUILT_ALWAYS_INLINE void NarrowPanelsFinish(int64_t mc, const float* a, int64_t next,
                                             const NarrowPart& n, int64_t k, float* c, int64_t ldc) {
   const int64_t whole = k / kPhases * kPhases;
-  if (whole == 0) std::memset(n.ph, 0, sizeof(float) * kNarrowPhaseFloats);
   for (int64_t ir = 0; ir < mc; ir += kMR) {
     const int64_t panel = ir / kMR, g0 = panel / kG * kG;
     const float* ap = a + panel * next;
@@ -624,19 +625,19 @@ QUILT_ALWAYS_INLINE void NarrowRowsSlabOf512(int64_t mc, const float* a, int64_t
 }
 
 // Two columns at a time (each row's vector loaded once for both), then one.
-QUILT_ALWAYS_INLINE void NarrowRowsSlab512(int64_t mc, const float* a, int64_t lda,
-                                           const NarrowPart& n, int64_t k, int64_t p0, int64_t p1) {
+__attribute__((noinline)) QUILT_AVX512 void NarrowRowsSlab16(int64_t mc, const float* a,
+                                                             int64_t lda, const NarrowPart& n,
+                                                             int64_t k, int64_t p0, int64_t p1) {
   int64_t j = 0;
   for (; j + 2 <= n.nr; j += 2) NarrowRowsSlabOf512<2, 8>(mc, a, lda, n, j, k, p0, p1);
   for (; j < n.nr; ++j) NarrowRowsSlabOf512<1, 8>(mc, a, lda, n, j, k, p0, p1);
 }
 
-QUILT_ALWAYS_INLINE void NarrowRowsFinish512(int64_t mc, const float* a, int64_t lda,
-                                             const NarrowPart& n, int64_t k, float* c,
-                                             int64_t ldc) {
+__attribute__((noinline)) QUILT_AVX512 void NarrowRowsFinish16(int64_t mc, const float* a,
+                                                               int64_t lda, const NarrowPart& n,
+                                                               int64_t k, float* c, int64_t ldc) {
   constexpr int kR = kNarrowRows512;
   const int64_t whole = k / kPhases * kPhases;
-  if (whole == 0) std::memset(n.ph, 0, sizeof(float) * kNarrowPhaseFloats);
   for (int64_t i = 0; i < mc; ++i) {
     const float* row = a + i * lda;
     for (int64_t j = 0; j < n.nr; ++j) {
@@ -646,18 +647,6 @@ QUILT_ALWAYS_INLINE void NarrowRowsFinish512(int64_t mc, const float* a, int64_t
       Phases(ph, 1, c + i * ldc + j);
     }
   }
-}
-
-__attribute__((noinline)) QUILT_AVX512 void NarrowRowsSlab16(int64_t mc, const float* a,
-                                                             int64_t lda, const NarrowPart& n,
-                                                             int64_t k, int64_t p0, int64_t p1) {
-  NarrowRowsSlab512(mc, a, lda, n, k, p0, p1);
-}
-
-__attribute__((noinline)) QUILT_AVX512 void NarrowRowsFinish16(int64_t mc, const float* a,
-                                                               int64_t lda, const NarrowPart& n,
-                                                               int64_t k, float* c, int64_t ldc) {
-  NarrowRowsFinish512(mc, a, lda, n, k, c, ldc);
 }
 
 __attribute__((noinline)) QUILT_AVX512 void NarrowPanelsSlab16(int64_t mc, const float* a,
