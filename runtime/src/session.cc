@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "runtime/src/device/device.h"
@@ -75,6 +76,19 @@ struct LoopHeld {
 };
 }  // namespace
 
+namespace {
+// What a run leaves for the next one of its session: the vectors it indexes by value, whose
+// tensors' shapes keep their capacity, so that a run in steady state allocates none of them.
+// Never a buffer: the memory a run held is released when it ends.
+struct RunState {
+  std::vector<DeviceTensor> values;
+  std::vector<BufferPtr> owned;
+  std::vector<uint64_t> counted;
+  StepArgs args;
+  Shape known;
+};
+}  // namespace
+
 struct Session::Plans {
   // The devices that run the package, one per physical device (a package's cpu vdevices
   // share one), and for each device of the package the index of its device here (-1: unused).
@@ -88,6 +102,23 @@ struct Session::Plans {
   std::vector<GraphPlan> graphs;  // per graph of the package
   const pkg::Package* package = nullptr;
   SessionLimits limits;
+  // The states of finished runs, for the next ones (at most one per run at a time, kept up to
+  // kIdleRunStates).
+  static constexpr size_t kIdleRunStates = 8;
+  std::mutex idle_mu;
+  std::vector<std::unique_ptr<RunState>> idle;
+
+  std::unique_ptr<RunState> TakeRunState() {
+    std::lock_guard<std::mutex> lock(idle_mu);
+    if (idle.empty()) return std::make_unique<RunState>();
+    std::unique_ptr<RunState> state = std::move(idle.back());
+    idle.pop_back();
+    return state;
+  }
+  void KeepRunState(std::unique_ptr<RunState> state) {
+    std::lock_guard<std::mutex> lock(idle_mu);
+    if (idle.size() < kIdleRunStates) idle.push_back(std::move(state));
+  }
 };
 
 Session::~Session() = default;
@@ -676,8 +707,9 @@ class Run final : public OutputAllocator {
   Run(const Session::Plans& plans, const std::vector<std::unique_ptr<Queue>>& queues, int graph,
       int depth = 0, RunProfile* profile = nullptr,
       std::chrono::steady_clock::time_point start = {}, const RunControl* control = nullptr,
-      uint64_t* memory = nullptr)
-      : control_(control),
+      uint64_t* memory = nullptr, RunState* state = nullptr)
+      : state_(state),
+        control_(control),
         memory_(memory),
         plans_(plans),
         queues_(queues),
@@ -688,8 +720,21 @@ class Run final : public OutputAllocator {
         graph_(graph),
         profile_(profile),
         start_(start) {
+    if (state_) {
+      values_ = std::move(state_->values);
+      owned_ = std::move(state_->owned);
+      counted_ = std::move(state_->counted);
+      args_ = std::move(state_->args);
+      known_ = std::move(state_->known);
+    }
     size_t n = g_.values()->size();
     values_.resize(n);
+    // A state's tensors name the buffers of the run before: cleared, their shapes' memory kept.
+    for (DeviceTensor& t : values_) {
+      t.dtype = DType::kVoid;
+      t.shape.clear();
+      t.data = {};
+    }
     owned_.resize(n);
     counted_.assign(n, 0);
   }
@@ -698,6 +743,16 @@ class Run final : public OutputAllocator {
     for (size_t v = 0; v < counted_.size(); ++v) Uncount(counted_[v]);
     for (const BufferPtr& a : arenas_) {
       if (a) Uncount(a->size());
+    }
+    if (state_) {
+      for (BufferPtr& b : owned_) b.reset();
+      args_.inputs.clear();
+      args_.outputs.clear();
+      state_->values = std::move(values_);
+      state_->owned = std::move(owned_);
+      state_->counted = std::move(counted_);
+      state_->args = std::move(args_);
+      state_->known = std::move(known_);
     }
   }
 
@@ -850,6 +905,12 @@ class Run final : public OutputAllocator {
   // OutputAllocator: memory for output i of the current step, of this dtype and shape, on its
   // value's device (in the arena where the plan put it and the size is the planned one).
   Status Allocate(int i, DType dtype, Shape shape, DeviceTensor** out) override {
+    return Place(i, dtype, shape, out);
+  }
+
+  // Allocate with the shape copied into the value's own (whose capacity a run in steady state
+  // has already: no allocation).
+  Status Place(int i, DType dtype, const Shape& shape, DeviceTensor** out) {
     if (i < 0 || i >= num_outputs()) {
       return Status::Error("kernel asked for output " + std::to_string(i) + " of " +
                            std::to_string(num_outputs()));
@@ -867,7 +928,7 @@ class Run final : public OutputAllocator {
     const pkg::Value* value = g_.values()->Get(v);
     DeviceTensor& t = values_[v];
     t.dtype = dtype;
-    t.shape = std::move(shape);
+    t.shape.assign(shape.begin(), shape.end());
     auto device = static_cast<size_t>(value->device());
     Release(v);
     if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device] &&
@@ -1029,14 +1090,13 @@ class Run final : public OutputAllocator {
     args_.allocate = this;
     args_.placed = true;
     for (int i = 0; i < num_outputs(); ++i) {
-      std::optional<Shape> shape = KnownShape(step_->outputs()->Get(i));
-      if (!shape) {
+      if (!KnownShape(step_->outputs()->Get(i), &known_)) {
         args_.outputs.clear();
         args_.placed = false;
         break;
       }
       DeviceTensor* t;
-      QUILT_RETURN_IF_ERROR(Allocate(i, args_.output_dtypes[i], std::move(*shape), &t));
+      QUILT_RETURN_IF_ERROR(Place(i, args_.output_dtypes[i], known_, &t));
       args_.outputs.push_back(t);
     }
     args_.dims.clear();
@@ -1056,19 +1116,19 @@ class Run final : public OutputAllocator {
     return QueueOf(step_->device()).Run(prepared, args_);
   }
 
-  // The shape of value v as the compiler's dims give it now, if they do (and its dtype is known).
-  std::optional<Shape> KnownShape(int v) const {
+  // The shape of value v as the compiler's dims give it now, into `shape`, if they do (and its
+  // dtype is known).
+  bool KnownShape(int v, Shape* shape) const {
     const pkg::Value* value = g_.values()->Get(v);
-    if (value->dtype() == 0 || value->rank() < 0 || !value->dims()) return std::nullopt;
-    Shape shape;
+    if (value->dtype() == 0 || value->rank() < 0 || !value->dims()) return false;
+    shape->clear();
     for (int32_t d : *value->dims()) {
       std::optional<int64_t> e = env_.Eval(d);
-      if (!e || *e < 0) return std::nullopt;
-      shape.push_back(*e);
+      if (!e || *e < 0) return false;
+      shape->push_back(*e);
     }
     // A shape past the runtime's: left to Allocate, which says so.
-    if (!ShapeFits(shape)) return std::nullopt;
-    return shape;
+    return ShapeFits(*shape);
   }
 
   // copy(x...): each input to the output of the same position, from its device to the step's.
@@ -1553,6 +1613,7 @@ class Run final : public OutputAllocator {
     return Status::Ok();
   }
 
+  RunState* state_;  // where the vectors come from and go back to (null: the run's own)
   const RunControl* control_;
   uint64_t* memory_;
   std::vector<uint64_t> counted_;  // per value: the bytes of owned_ counted in *memory_
@@ -1571,6 +1632,7 @@ class Run final : public OutputAllocator {
   const pkg::Step* step_ = nullptr;
   AttrView attrs_{nullptr};
   StepArgs args_;  // of the current kernel step, reused
+  Shape known_;    // an output's shape from the compiler's dims (RunKernel), reused
 };
 
 }  // namespace
@@ -1616,10 +1678,14 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
   uint64_t memory = 0;
-  class Run run(*plans_, queues, 0, 0, profile, start, control, &memory);
-  QUILT_RETURN_IF_ERROR(run.Execute(given));
-  for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
-  QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));
+  std::unique_ptr<RunState> state = plans_->TakeRunState();
+  {
+    class Run run(*plans_, queues, 0, 0, profile, start, control, &memory, state.get());
+    QUILT_RETURN_IF_ERROR(run.Execute(given));
+    for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
+    QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));
+  }
+  plans_->KeepRunState(std::move(state));
   if (profile) {
     profile->total_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

@@ -231,6 +231,34 @@ TEST(Session, EightThreadsRunOneSessionAtOnceWithIdenticalResults) {
   }
 }
 
+// Runs one after another reuse the state a finished run leaves (its values' vectors): batch sizes
+// that grow and shrink, and a run refused after it bound an input, leave nothing behind that the
+// next one reads.
+TEST(Session, RunsAfterOthersOfOtherShapesAndAFailureComputeTheirOwn) {
+  auto s = Open(TwoInputPackage());
+  for (int n : {3, 1, 5, 0, 2, 5, 1}) {
+    if (n == 0) {  // b's n disagrees with a's: refused once a is bound
+      std::vector<float> a(6), b(9);
+      EXPECT_NE(RunError(*s, {test::Input("a", a, {2, 3}), test::Input("b", b, {3, 3})}), "");
+      continue;
+    }
+    std::vector<float> a(3 * n), b(3 * n);
+    for (int i = 0; i < 3 * n; ++i) {
+      a[i] = static_cast<float>(i + n);
+      b[i] = static_cast<float>(2 * i - n);
+    }
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = s->Run({test::Input("a", a, {n, 3}), test::Input("b", b, {n, 3})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape, (rt::Shape{n, 3}));
+    std::vector<float> z = test::Floats(out[0]);
+    ASSERT_EQ(z.size(), static_cast<size_t>(3 * n));
+    for (int i = 0; i < 3 * n; ++i)
+      EXPECT_EQ(z[i], (a[i] + b[i]) * a[i]) << "n " << n << " at " << i;
+  }
+}
+
 // A run holds at most SessionLimits::max_run_bytes at once (arenas and values outside them),
 // refused with a limit status naming the value and the limit; and a run control's time budget
 // cancels a run still going when it runs out.

@@ -231,24 +231,41 @@ struct ConvGrid {
   int64_t Floats(const Geo& g, int64_t channels) const {
     return channels * Channel() + (g.kernel[2] - 1) * g.dilation[2] / s2;
   }
-  // Where row (ci, k1, k2) of the im2col matrix starts.
-  int64_t Offset(const Geo& g, int64_t ci, int64_t k1, int64_t k2) const {
-    int64_t a = k1 * g.dilation[1], b = k2 * g.dilation[2];
-    int64_t plane = ci * phases + phase_of[a % s1 * s2 + b % s2];
-    return plane * Plane() + a / s1 * wp + b / s2;
+  // Where row (ci, k1, k2) of the im2col matrix starts, for the `cg` channels of a group, at
+  // offs[(ci * kernel[1] + k1) * kernel[2] + k2]: the taps' offsets within a channel worked out
+  // once (their divisions by the strides), then each channel's a whole channel further on.
+  void Offsets(const Geo& g, int64_t cg, int64_t* offs) const {
+    int64_t taps = g.kernel[1] * g.kernel[2];
+    for (int64_t k1 = 0, p = 0; k1 < g.kernel[1]; ++k1) {
+      int64_t a = k1 * g.dilation[1];
+      for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++p) {
+        int64_t b = k2 * g.dilation[2];
+        offs[p] = phase_of[a % s1 * s2 + b % s2] * Plane() + a / s1 * wp + b / s2;
+      }
+    }
+    for (int64_t ci = 1; ci < cg; ++ci) {
+      for (int64_t p = 0; p < taps; ++p) offs[ci * taps + p] = offs[p] + ci * Channel();
+    }
   }
   // Channels [c0, c1) of image x into `planes`.
   void Fill(const float* x, const Geo& g, int64_t c0, int64_t c1, float* planes) const {
+    // Plane row i of phase (r1, r2) reads image row i * s1 + r1 - pad1, column j column
+    // j * s2 + r2 - pad2: the rows [i0, i1) and columns [j0, j1) that lie inside the image, the
+    // same for every channel (worked out once: a 1-d conv's planes are a few floats each).
+    int64_t rows[kMaxStride][2], cols[kMaxStride][2];
+    for (int64_t r = 0; r < s1; ++r) {
+      InsideRange(r - g.pad[1], s1, g.in[1], ph, &rows[r][0], &rows[r][1]);
+    }
+    for (int64_t r = 0; r < s2; ++r) {
+      InsideRange(r - g.pad[2], s2, g.in[2], wp, &cols[r][0], &cols[r][1]);
+    }
     for (int64_t c = c0; c < c1; ++c) {
       for (int64_t r1 = 0; r1 < s1; ++r1) {
         for (int64_t r2 = 0; r2 < s2; ++r2) {
           int64_t index = phase_of[r1 * s2 + r2];
           if (index < 0) continue;
           float* plane = planes + (c * phases + index) * Plane();
-          // Plane row i reads image row i * s1 + r1 - pad1, column j column j * s2 + r2 - pad2.
-          int64_t i0, i1, j0, j1;
-          InsideRange(r1 - g.pad[1], s1, g.in[1], ph, &i0, &i1);
-          InsideRange(r2 - g.pad[2], s2, g.in[2], wp, &j0, &j1);
+          int64_t i0 = rows[r1][0], i1 = rows[r1][1], j0 = cols[r2][0], j1 = cols[r2][1];
           std::fill(plane, plane + i0 * wp, 0.0f);
           for (int64_t i = i0; i < i1; ++i) {
             float* to = plane + i * wp;
@@ -924,13 +941,7 @@ Status ConvFast(KernelContext& ctx) {
     const bool in_place = writes_y && g.kernel[2] == 1 && g.pad[1] == 0 && g.pad[2] == 0 &&
                           grid.s1 == 1 && grid.s2 == 1 && grid.ph == g.in[1] && grid.wp == g.in[2];
     std::vector<int64_t> offs(static_cast<size_t>(k));
-    for (int64_t ci = 0, p = 0; ci < geo.cg; ++ci) {
-      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2, ++p) {
-          offs[p] = grid.Offset(g, ci, k1, k2);
-        }
-      }
-    }
+    grid.Offsets(g, geo.cg, offs.data());
     // This thread's scratch. The padded copy (kConvInput): Fill clears each channel's plane; the
     // floats past the last one, which the last row's window reads, are cleared here. C
     // (kConvOutput): written whole by the product.
