@@ -87,6 +87,12 @@ std::vector<int64_t> AttrView::Ints(std::string_view name) const {
   return {a->ints()->begin(), a->ints()->end()};
 }
 
+std::span<const int64_t> AttrView::IntsView(std::string_view name) const {
+  const pkg::Attr* a = Find(name);
+  if (!a || a->type() != pkg::AttrType::Ints || !a->ints()) return {};
+  return {a->ints()->data(), a->ints()->size()};
+}
+
 std::vector<double> AttrView::Floats(std::string_view name) const {
   const pkg::Attr* a = Find(name);
   if (!a || a->type() != pkg::AttrType::Floats || !a->floats()) return {};

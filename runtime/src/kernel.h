@@ -56,6 +56,8 @@ class AttrView {
   std::string_view Str(std::string_view name, std::string_view fallback = {}) const;
   DType Dtype(std::string_view name, DType fallback = DType::kVoid) const;
   std::vector<int64_t> Ints(std::string_view name) const;
+  // The same list read in place, valid while the package is (a kernel's per-run reads: no copy).
+  std::span<const int64_t> IntsView(std::string_view name) const;
   std::vector<double> Floats(std::string_view name) const;
   std::vector<std::string_view> Strs(std::string_view name) const;
   // Every attribute of the step, whatever the prefix.

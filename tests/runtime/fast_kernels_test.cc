@@ -245,6 +245,39 @@ void CheckConv(const ConvCase& c, std::mt19937& rng, int threads = 3) {
   Compare(nn::ConvFast, nn::ConvReference, {x, w}, attrs, rng, what, {}, threads);
 }
 
+// The window's lists are read from the step's attributes in place: one of the wrong length is
+// refused with its name and both lengths; absent ones are their defaults (stride and dilation 1, no
+// padding), as the same conv with them written out computes.
+TEST(FastKernels, ConvWindowListsOfTheWrongLengthAreRefusedAndAbsentOnesDefault) {
+  std::mt19937 rng(77);
+  std::vector<float> x = Random(rng, 2 * 5 * 6), w = Random(rng, 3 * 2 * 3 * 3);
+  std::vector<Tensor> inputs = {Tensor{DType::kFloat32, {1, 2, 5, 6}, x.data()},
+                                Tensor{DType::kFloat32, {3, 2, 3, 3}, w.data()}};
+  for (const char* name : {"strides", "dilation", "padding"}) {
+    Attrs attrs;
+    attrs.Ints(name, {1, 1, 1});
+    TestContext ctx(inputs, attrs.Finish(), nullptr);
+    rt::Status st = nn::ConvFast(ctx);
+    EXPECT_EQ(st.message(), std::string(name) + " has 3 values, expected " +
+                                (std::string(name) == "padding" ? "4" : "2"));
+  }
+  Attrs none, written;
+  written.Ints("strides", {1, 1}).Ints("dilation", {1, 1}).Ints("padding", {0, 0, 0, 0});
+  TestContext a(inputs, none.Finish(), nullptr), b(inputs, written.Finish(), nullptr);
+  ASSERT_TRUE(nn::ConvFast(a).ok());
+  ASSERT_TRUE(nn::ConvFast(b).ok());
+  ASSERT_EQ(a.out().shape, (Shape{1, 3, 3, 4}));
+  EXPECT_EQ(a.values(), b.values());
+  // y[0, 0, 0, 0] by hand: the 2 x 3 x 3 window at the origin.
+  double sum = 0;
+  for (int c = 0; c < 2; ++c) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) sum += double{x[(c * 5 + i) * 6 + j]} * w[(c * 3 + i) * 3 + j];
+    }
+  }
+  EXPECT_NEAR(a.values()[0], sum, 1e-5);
+}
+
 TEST(FastKernels, ConvMatchesTheReference) {
   std::mt19937 rng(1234);
   auto pick = [&](int64_t lo, int64_t hi) {

@@ -28,13 +28,12 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 }  // namespace
 
-Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
-                std::vector<int64_t>* out) {
-  if (!attrs.Has(name)) {
-    out->assign(n, fill);
-    return Status::Ok();
-  }
-  *out = attrs.Ints(name);
+// The list attribute `name` read in place: `n` values, or none (absent: `fill` stands for each).
+Status IntsAttrView(const rt::AttrView& attrs, const char* name, size_t n,
+                    std::span<const int64_t>* out) {
+  *out = {};
+  if (!attrs.Has(name)) return Status::Ok();
+  *out = attrs.IntsView(name);
   if (out->size() != n) {
     return Status::Error(std::string(name) + " has " + Str(static_cast<int64_t>(out->size())) +
                          " values, expected " + Str(static_cast<int64_t>(n)));
@@ -42,17 +41,33 @@ Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t f
   return Status::Ok();
 }
 
-Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
-                  const std::vector<int64_t>& kernel, Window* w) {
+Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
+                std::vector<int64_t>* out) {
+  std::span<const int64_t> view;
+  QUILT_RETURN_IF_ERROR(IntsAttrView(attrs, name, n, &view));
+  if (view.empty()) {
+    out->assign(n, fill);
+  } else {
+    out->assign(view.begin(), view.end());
+  }
+  return Status::Ok();
+}
+
+Status MakeWindow(const rt::AttrView& attrs, std::span<const int64_t> in,
+                  std::span<const int64_t> kernel, Window* w) {
   size_t r = in.size();
   if (r < 1 || r > kMaxSpatial || kernel.size() != r) {
     return Status::Error("unsupported window: " + Str(static_cast<int64_t>(r)) + " spatial dims, " +
                          Str(static_cast<int64_t>(kernel.size())) + " kernel dims");
   }
-  std::vector<int64_t> strides, dilation, padding;
-  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "strides", r, 1, &strides));
-  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "dilation", r, 1, &dilation));
-  QUILT_RETURN_IF_ERROR(IntsAttr(attrs, "padding", 2 * r, 0, &padding));
+  // Read in place (a conv's window is made at every run): absent lists read as their defaults.
+  std::span<const int64_t> strides_attr, dilation_attr, padding_attr;
+  QUILT_RETURN_IF_ERROR(IntsAttrView(attrs, "strides", r, &strides_attr));
+  QUILT_RETURN_IF_ERROR(IntsAttrView(attrs, "dilation", r, &dilation_attr));
+  QUILT_RETURN_IF_ERROR(IntsAttrView(attrs, "padding", 2 * r, &padding_attr));
+  auto at = [](std::span<const int64_t> list, size_t i, int64_t fill) {
+    return list.empty() ? fill : list[i];
+  };
   bool ceil_mode = attrs.Bool("ceil_mode", false);
   std::string_view auto_pad = attrs.Str("auto_pad", "NOTSET");
   bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
@@ -62,7 +77,7 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
   *w = Window();
   w->rank = static_cast<int>(r);
   for (size_t i = 0; i < r; ++i) {
-    int64_t s = strides[i], d = dilation[i], k = kernel[i];
+    int64_t s = at(strides_attr, i, 1), d = at(dilation_attr, i, 1), k = kernel[i];
     if (s < 1) return Status::Error("strides must be positive, got " + Str(s));
     if (d < 1) return Status::Error("dilation must be positive, got " + Str(d));
     if (k < 1) return Status::Error("kernel size must be positive, got " + Str(k));
@@ -86,8 +101,8 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
       pe = total - pb;
     } else {
       if (auto_pad == "NOTSET") {
-        pb = padding[i];
-        pe = padding[r + i];
+        pb = at(padding_attr, i, 0);
+        pe = at(padding_attr, r + i, 0);
         if (pb < 0 || pe < 0) {
           return Status::Error("pads must be non-negative, got " + Str(std::min(pb, pe)));
         }
@@ -126,13 +141,14 @@ Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
 namespace {
 
 // The spatial dims of a (N, C, spatial...) shape.
-std::vector<int64_t> Spatial(const Shape& s) {
-  return std::vector<int64_t>(s.begin() + 2, s.end());
-}
+std::span<const int64_t> Spatial(const Shape& s) { return std::span<const int64_t>(s).subspan(2); }
 
 // (N, C, out...) for a window.
 Shape OutShape(int64_t n, int64_t c, const Window& w) {
-  Shape s = {n, c};
+  Shape s;
+  s.reserve(static_cast<size_t>(2 + w.rank));
+  s.push_back(n);
+  s.push_back(c);
   for (int i = 0; i < w.rank; ++i) s.push_back(w.out[i]);
   return s;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "targets/cpu/kernels/manip_util.h"
 #include "targets/cpu/kernels/registry.h"
@@ -477,9 +478,8 @@ void SliceAxis(int64_t dim, int64_t begin, int64_t end, int64_t step, int64_t* f
   *first = begin;
 }
 
-Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
-                 const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
-                 const std::vector<int64_t>& strides) {
+Status SliceImpl(KernelContext& ctx, std::span<const int64_t> axes, std::span<const int64_t> begin,
+                 std::span<const int64_t> end, std::span<const int64_t> strides) {
   const Tensor& x = *ctx.input(0);
   int rank = x.rank();
   if (begin.size() != axes.size() || end.size() != axes.size() || strides.size() != axes.size()) {
@@ -518,14 +518,15 @@ Status SliceImpl(KernelContext& ctx, const std::vector<int64_t>& axes,
 
 Status StridedSlice(KernelContext& ctx) {
   const rt::AttrView& a = ctx.attrs();
-  return SliceImpl(ctx, a.Ints("axes"), a.Ints("begin"), a.Ints("end"), a.Ints("strides"));
+  return SliceImpl(ctx, a.IntsView("axes"), a.IntsView("begin"), a.IntsView("end"),
+                   a.IntsView("strides"));
 }
 
 Status DynamicStridedSlice(KernelContext& ctx) {
   std::vector<int64_t> v[3];
   const char* names[3] = {"begin", "end", "strides"};
   for (int i = 0; i < 3; ++i) QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(i + 1), names[i], &v[i]));
-  return SliceImpl(ctx, ctx.attrs().Ints("axes"), v[0], v[1], v[2]);
+  return SliceImpl(ctx, ctx.attrs().IntsView("axes"), v[0], v[1], v[2]);
 }
 
 // ---- padding ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "runtime/src/kernel.h"
@@ -82,8 +83,8 @@ struct Window {
 // The window of a conv or pool over spatial dims `in` with kernel dims `kernel`, from the
 // attributes strides, dilation, padding, ceil_mode and auto_pad (ir/ops/nn.def), with the output
 // size computed as the IR rule does.
-Status MakeWindow(const rt::AttrView& attrs, const std::vector<int64_t>& in,
-                  const std::vector<int64_t>& kernel, Window* w);
+Status MakeWindow(const rt::AttrView& attrs, std::span<const int64_t> in,
+                  std::span<const int64_t> kernel, Window* w);
 
 // Convolution (conv.cc, conv_fast.cc): data (N, C, spatial...), weight (O, C / groups,
 // kernel...) -> (N, O, out...).
