@@ -994,9 +994,10 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
 // rest, reductions short of eight, of whole multiples and with a tail.
 TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
   std::mt19937 rng(79);
-  CheckGemmWays({GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
-                 GemmCase{40, 2, 129}, GemmCase{4, 7, 1}},
-                rng);
+  CheckGemmWays(
+      {GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
+       GemmCase{40, 2, 129}, GemmCase{4, 7, 1}, GemmCase{12, 6, 64}, GemmCase{30, 4, 387}},
+      rng);
 }
 
 // The bias, a residual and bounds applied by the AVX-512 block kernels as they store C (in the
@@ -1895,9 +1896,10 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
                         {{2, 2}, {2, 2}, {0, 0, 1, 1}},
                         {{2, 2}, {1, 1}, {1, 0, 0, 1}},
                         {{3, 3}, {2, 2}, {1, 1, 1, 1}}};
-  // Rows of a few outputs, and rows long enough that their windows run in vector lanes.
+  // Rows of a few outputs, rows long enough that their windows run in vector lanes, and rows of
+  // 10 or 11 outputs rounded up (ceil_mode), as MTCNN's pools are.
   for (const Case& c : cases) {
-    for (const Shape& x : {Shape{1, 3, 9, 11}, Shape{1, 2, 7, 75}}) {
+    for (const Shape& x : {Shape{1, 3, 9, 11}, Shape{1, 2, 7, 75}, Shape{2, 2, 22, 21}}) {
       std::vector<float> data = Random(rng, Count(x));
       for (size_t i = 0; i < data.size(); ++i) {
         if (i % 7 == 3) data[i] = std::nanf("");
@@ -1908,7 +1910,7 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
           .Ints("strides", c.stride)
           .Ints("dilation", {1, 1})
           .Ints("padding", c.pads)
-          .Bool("ceil_mode", false);
+          .Bool("ceil_mode", x[3] == 21);
       const rt::AttrView::List* list = attrs.Finish();
       std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
       TestContext ref(inputs, list, nullptr), got(inputs, list, nullptr);
