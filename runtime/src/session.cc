@@ -67,6 +67,9 @@ struct GraphPlan {
   // it only makes such outputs (a copy nothing else reads), which the loop's iterations skip.
   std::vector<bool> loop_passthrough;
   std::vector<bool> loop_skip;
+  // A while_loop body: per input, whether it is the same tensor in every iteration of every run
+  // (MarkSameLoopInputs). Empty for other graphs.
+  std::vector<bool> same_inputs;
 };
 
 // What the first iteration of one loop computed for the others: the loop-invariant values.
@@ -205,12 +208,33 @@ int MarkHoisted(GraphPlan& plan) {
   return count;
 }
 
-// Marks, per step of `plan`, the inputs that are the same tensor in every run: the package's
-// constants and the values the session holds (made by the hoisted steps, main graph only).
+// The values of `plan`'s graph that are the same tensor in every run (in a loop's body, in every
+// iteration too): the package's constants, the values the session holds (made by the hoisted
+// steps, main graph only), the inputs GraphPlan::same_inputs marks, and what the steps that read
+// only such values make from them (a body's loop-invariant steps: a weight transposed).
+std::vector<bool> SameInEveryRun(const GraphPlan& plan) {
+  const pkg::Graph& g = *plan.graph;
+  std::vector<bool> same = PackageConstants(g);
+  for (const HeldValue& h : plan.held) same[static_cast<size_t>(h.value)] = true;
+  bool any = false;
+  for (uint32_t i = 0; i < plan.same_inputs.size() && i < g.inputs()->size(); ++i) {
+    int32_t v = g.inputs()->Get(i);
+    if (!plan.same_inputs[i] || v < 0) continue;
+    same[static_cast<size_t>(v)] = true;
+    any = true;
+  }
+  if (!any) return same;
+  for (uint32_t s = 0; s < g.steps()->size(); ++s) {
+    if (!Hoistable(plan, s, same)) continue;
+    for (int32_t v : *g.steps()->Get(s)->outputs()) same[static_cast<size_t>(v)] = true;
+  }
+  return same;
+}
+
+// Marks, per step of `plan`, the inputs that are the same tensor in every run (SameInEveryRun).
 void MarkConstantInputs(GraphPlan& plan) {
   const pkg::Graph& g = *plan.graph;
-  std::vector<bool> constant = PackageConstants(g);
-  for (const HeldValue& h : plan.held) constant[static_cast<size_t>(h.value)] = true;
+  std::vector<bool> constant = SameInEveryRun(plan);
   plan.constant_inputs.assign(g.steps()->size(), 0);
   for (uint32_t s = 0; s < g.steps()->size(); ++s) {
     const pkg::Step* step = g.steps()->Get(s);
@@ -310,6 +334,67 @@ void MarkLoopInvariants(GraphPlan& body, int carried) {
     for (int32_t v : *g.steps()->Get(s)->inputs()) {
       if (v >= 0) body.loop_keep[static_cast<size_t>(v)] = true;
     }
+  }
+}
+
+// Marks the inputs of each while_loop body that are the same tensor in every iteration of every
+// run (GraphPlan::same_inputs): a captured value, or a carried value the body passes through
+// unchanged, whose source in the loop's graph is such a value (a weight that an exporter hands
+// the body as loop state, as paddle2onnx does). Their readers then keep what they derive from
+// them (a matmul's packed weight) for the session, not per iteration. A body of several loops
+// takes what all of them agree on; a graph that is also another step's subgraph (an If's branch,
+// a scan's body) none. Repeated for loops nested in bodies, one level a pass.
+void MarkSameLoopInputs(std::vector<GraphPlan>& graphs) {
+  for (size_t pass = 0; pass <= graphs.size(); ++pass) {
+    std::vector<std::vector<bool>> marks(graphs.size());
+    std::vector<bool> seen(graphs.size(), false);
+    auto meet = [&](size_t b, std::vector<bool> mark) {
+      if (!seen[b]) {
+        marks[b] = std::move(mark);
+        seen[b] = true;
+        return;
+      }
+      for (size_t i = 0; i < marks[b].size(); ++i) {
+        marks[b][i] = marks[b][i] && i < mark.size() && mark[i];
+      }
+    };
+    for (const GraphPlan& plan : graphs) {
+      std::vector<bool> same = SameInEveryRun(plan);
+      for (uint32_t s = 0; s < plan.graph->steps()->size(); ++s) {
+        const pkg::Step* step = plan.graph->steps()->Get(s);
+        if (!step->subgraphs()) continue;
+        for (uint32_t k = 0; k < step->subgraphs()->size(); ++k) {
+          auto b = static_cast<size_t>(step->subgraphs()->Get(k));
+          if (b >= graphs.size()) continue;
+          const pkg::Graph& body = *graphs[b].graph;
+          std::vector<bool> mark(body.inputs()->size(), false);
+          if (plan.builtins[s] == Builtin::kWhileLoop && k == 0 && step->inputs()) {
+            const std::vector<bool>& passed = graphs[b].loop_passthrough;
+            int carried = StepArgSize(*step, 3);
+            int init = StepArgBegin(*step, 3), captured = StepArgBegin(*step, 4);
+            for (uint32_t i = 2; i < mark.size(); ++i) {
+              bool is_carried = i < 2 + static_cast<uint32_t>(carried);
+              if (is_carried && (i - 1 >= passed.size() || !passed[i - 1])) continue;
+              if (!is_carried && static_cast<int>(i - 2) - carried >= StepArgSize(*step, 4))
+                continue;
+              int at = is_carried ? init + static_cast<int>(i - 2)
+                                  : captured + static_cast<int>(i - 2) - carried;
+              if (at < 0 || static_cast<uint32_t>(at) >= step->inputs()->size()) continue;
+              int32_t u = step->inputs()->Get(static_cast<uint32_t>(at));
+              mark[i] = u >= 0 && same[static_cast<size_t>(u)];
+            }
+          }
+          meet(b, std::move(mark));
+        }
+      }
+    }
+    bool changed = false;
+    for (size_t b = 0; b < graphs.size(); ++b) {
+      if (!seen[b] || marks[b] == graphs[b].same_inputs) continue;
+      graphs[b].same_inputs = std::move(marks[b]);
+      changed = true;
+    }
+    if (!changed) break;
   }
 }
 
@@ -633,7 +718,6 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
   // Steps that read constants alone run now, once, and their results stay with the session
   // (dequantized weights, constants moved to another device): runs start after them.
   QUILT_RETURN_IF_ERROR(HoistConstantSteps(plans));
-  for (GraphPlan& plan : plans.graphs) MarkConstantInputs(plan);
   for (GraphPlan& plan : plans.graphs) {
     for (uint32_t i = 0; i < plan.graph->steps()->size(); ++i) {
       const pkg::Step* step = plan.graph->steps()->Get(i);
@@ -645,6 +729,8 @@ Status Session::Create(std::shared_ptr<const LoadedPackage> package, const Sessi
       if (body < plans.graphs.size()) MarkLoopInvariants(plans.graphs[body], StepArgSize(*step, 3));
     }
   }
+  MarkSameLoopInputs(plans.graphs);
+  for (GraphPlan& plan : plans.graphs) MarkConstantInputs(plan);
   const pkg::Graph& g = *p.graphs()->Get(0);
   for (int32_t v : *g.inputs()) s->inputs_.push_back(SignatureOf(g, v));
   for (int32_t v : *g.outputs()) s->outputs_.push_back(SignatureOf(g, v));

@@ -103,5 +103,92 @@ TEST(LoopInvariants, ComputedOnceAndHeldForTheOtherIterations) {
   }
 }
 
+// h <- 0.5 * (h . w + h . v + h . u) for n iterations, h (1 x 2) carried; w (2 x 2) a weight of
+// the model handed to the body as loop state (carried through unchanged, as paddle2onnx's
+// decoders take theirs), v the same from an input of the model, u a weight the body reads from
+// the outer graph (captured).
+OnnxGraph WeightsAsLoopState() {
+  OnnxGraph body(13);
+  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
+  body.Input("h_in", TensorProto::FLOAT, {1, 2}).Input("w_in", TensorProto::FLOAT, {2, 2});
+  body.Input("v_in", TensorProto::FLOAT, {2, 2});
+  body.Initializer<float>("half", TensorProto::FLOAT, {}, {0.5f});
+  body.Node("Identity", {"c"}, {"c_out"}, "keep");
+  body.Node("MatMul", {"h_in", "w_in"}, {"a"}, "by_w");
+  body.Node("MatMul", {"h_in", "v_in"}, {"b"}, "by_v");
+  body.Node("MatMul", {"h_in", "u"}, {"d"}, "by_u");
+  body.Node("Add", {"a", "b"}, {"ab"}, "sum1");
+  body.Node("Add", {"ab", "d"}, {"abd"}, "sum2");
+  body.Node("Mul", {"abd", "half"}, {"h_out"}, "scale");
+  body.Output("c_out", TensorProto::BOOL, std::vector<testing::Dim>{});
+  body.Output("h_out", TensorProto::FLOAT, std::vector<testing::Dim>{1, 2});
+  body.Output("w_in", TensorProto::FLOAT, std::vector<testing::Dim>{2, 2});
+  body.Output("v_in", TensorProto::FLOAT, std::vector<testing::Dim>{2, 2});
+  OnnxGraph g(13);
+  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
+  g.Input("h", TensorProto::FLOAT, {1, 2}).Input("v", TensorProto::FLOAT, {2, 2});
+  g.Initializer<float>("w", TensorProto::FLOAT, {2, 2}, {0.5f, -1.0f, 0.75f, 0.25f});
+  g.Initializer<float>("u", TensorProto::FLOAT, {2, 2}, {-0.25f, 0.5f, 1.0f, -0.5f});
+  onnx::NodeProto& loop =
+      g.Node("Loop", {"n", "go", "h", "w", "v"}, {"h_last", "w_last", "v_last"}, "loop");
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = *body.graph();
+  g.Output("h_last", TensorProto::FLOAT);
+  g.Output("w_last", TensorProto::FLOAT);
+  g.Output("v_last", TensorProto::FLOAT);
+  return g;
+}
+
+// A weight of the model that the body takes as loop state, or captures, is the same in every
+// iteration of every run: the matmuls by w and u keep their packed weight for the session. The
+// one by v, which comes from an input, must not: runs with other v compute with theirs.
+TEST(LoopInvariants, WeightsHandedToTheBodyAsLoopStateAreKeptOnlyWhereTheyAreTheModels) {
+  OnnxGraph g = WeightsAsLoopState();
+  std::string bytes = g.Bytes();
+  Expected<ir::IRModule> mod =
+      importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "loop.onnx", {});
+  ASSERT_TRUE(mod) << mod.error().ToString();
+  Expected<Compiled> c = Compile(*mod, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  ASSERT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &loaded).ok());
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(loaded), {}, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const double w[4] = {0.5, -1, 0.75, 0.25}, u[4] = {-0.25, 0.5, 1, -0.5};
+  for (int run = 0; run < 4; ++run) {
+    int64_t n = 1 + run % 3;
+    bool go = true;
+    std::vector<float> h = {1.0f + 0.5f * static_cast<float>(run), -2.0f};
+    std::vector<float> v = {0.25f * static_cast<float>(run), 1.0f - static_cast<float>(run), 0.5f,
+                            -0.125f * static_cast<float>(run + 1)};
+    std::vector<rt::OwnedTensor> out;
+    st = s->Run({{"n", {rt::DType::kInt64, {}, &n}},
+                 {"go", {rt::DType::kBool, {}, &go}},
+                 test::Input("h", h, {1, 2}),
+                 test::Input("v", v, {2, 2})},
+                &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    double want[2] = {h[0], h[1]};
+    for (int64_t it = 0; it < n; ++it) {
+      double next[2];
+      for (int j = 0; j < 2; ++j) {
+        double sum = 0;
+        for (int k = 0; k < 2; ++k) sum += want[k] * (w[k * 2 + j] + v[k * 2 + j] + u[k * 2 + j]);
+        next[j] = 0.5 * sum;
+      }
+      want[0] = next[0];
+      want[1] = next[1];
+    }
+    ASSERT_EQ(out.size(), 3u);
+    std::vector<float> got = test::Floats(out[0]);
+    ASSERT_EQ(got.size(), 2u);
+    for (int j = 0; j < 2; ++j) EXPECT_NEAR(got[j], want[j], 1e-5) << "run " << run << ", " << j;
+    EXPECT_EQ(test::Floats(out[2]), v) << "run " << run;
+  }
+}
+
 }  // namespace
 }  // namespace quilt::compiler
