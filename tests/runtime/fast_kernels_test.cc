@@ -980,7 +980,10 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
   std::mt19937 rng(77);
   CheckGemmWays({GemmCase{8, 24, 5}, GemmCase{13, 50, 130}, GemmCase{64, 24, 300},
                  GemmCase{67, 100, 129}, GemmCase{9, 31, 1}, GemmCase{200, 75, 260},
-                 GemmCase{16, 48, 128}, GemmCase{16, 40, 140}, GemmCase{11, 37, 3}},
+                 GemmCase{16, 48, 128}, GemmCase{16, 40, 140}, GemmCase{11, 37, 3},
+                 // partial panels stored through masks: 20 and 16 of 24 columns, 44 of 48, over
+                 // several slabs (each adding to C)
+                 GemmCase{16, 20, 300}, GemmCase{9, 16, 200}, GemmCase{24, 44, 257}},
                 rng);
 }
 

@@ -12,6 +12,10 @@
 #include <memory>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "targets/cpu/kernels/simd.h"
 #include "targets/cpu/kernels/vmath.h"
 
@@ -415,15 +419,35 @@ QUILT_ALWAYS_INLINE void StoreV16(float* p, const V16& v) {
   *reinterpret_cast<V16Unaligned*>(p) = v;
 }
 
+// Lanes [0, n) of v (n in [0, 16]) stored at c, or (accumulate) added to what is there: masked,
+// so nothing past them is read or written. A partial panel's tile goes from its registers to C
+// this way, not through a buffer a float at a time (which cost a 16-column product more than a
+// 24-column one). The same sums as the whole tile's (old + new, as `+=`).
+QUILT_ALWAYS_INLINE QUILT_AVX512 void StorePart16(float* c, const V16& v, int64_t n,
+                                                  bool accumulate) {
+  const auto mask = static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u);
+  __m512 x = reinterpret_cast<const __m512&>(v);
+  if (accumulate) x = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c), x);
+  _mm512_mask_storeu_ps(c, mask, x);
+}
+QUILT_ALWAYS_INLINE QUILT_AVX512 void StorePart8(float* c, const V8& v, int64_t n,
+                                                 bool accumulate) {
+  const auto mask = static_cast<__mmask8>(n >= 8 ? 0xffu : (1u << n) - 1u);
+  __m256 x = reinterpret_cast<const __m256&>(v);
+  if (accumulate) x = _mm256_add_ps(_mm256_maskz_loadu_ps(mask, c), x);
+  _mm256_mask_storeu_ps(c, mask, x);
+}
+
 // Eight rows of C (two packed panels of A, four rows each) by one panel of kNR = 24 columns,
 // as 16 + 8 lanes a row: 16 sums in registers, each A value broadcast once for 24 columns. Where
 // a CPU runs two 512-bit multiply-adds a cycle, 1.5 times the columns per cycle of the 8-lane
 // kernel (which keeps 4 x 24). Each sum runs over p in order, as MicroKernel's for two or more
 // rows does, so a row's values are the same whichever kernel computed it.
 template <bool kRows, bool kAIn>
-QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const float* a1,
-                                         const float* b, const int64_t* offs, float* c, int64_t ldc,
-                                         int64_t nr, bool accumulate, int64_t lda) {
+QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x24(int64_t kc, const float* a0, const float* a1,
+                                                      const float* b, const int64_t* offs, float* c,
+                                                      int64_t ldc, int64_t nr, bool accumulate,
+                                                      int64_t lda) {
   static_assert(kNR == 24 && kMR == 4);
   V16 wide[8];
   V8 narrow[8];
@@ -464,16 +488,10 @@ QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const floa
     }
     return;
   }
-  float out[kNR];
   for (int i = 0; i < 8; ++i) {
-    StoreV16(out, wide[i]);
-    StoreV(out + 16, narrow[i]);
     float* ci = c + i * ldc;
-    if (accumulate) {
-      for (int64_t j = 0; j < nr; ++j) ci[j] += out[j];
-    } else {
-      for (int64_t j = 0; j < nr; ++j) ci[j] = out[j];
-    }
+    StorePart16(ci, wide[i], std::min<int64_t>(nr, 16), accumulate);
+    StorePart8(ci + 16, narrow[i], std::max<int64_t>(nr - 16, 0), accumulate);
   }
 }
 
@@ -482,11 +500,12 @@ QUILT_ALWAYS_INLINE void MicroKernel8x24(int64_t kc, const float* a0, const floa
 // p * kNR, the vector across them joined from their two halves), or, with kRows, 48 columns
 // of rows read in place (b0 + offs[p]). The sums run in MicroKernel8x24's order.
 template <bool kRows, bool kAIn>
-QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const float* a1,
-                                         const float* b0, const float* b1, const int64_t* offs,
-                                         float* c, int64_t ldc, int64_t nr, bool accumulate,
-                                         int64_t lda, const FusedEpilogue* fused = nullptr,
-                                         int64_t ir = 0, int64_t jr = 0) {
+QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a0, const float* a1,
+                                                      const float* b0, const float* b1,
+                                                      const int64_t* offs, float* c, int64_t ldc,
+                                                      int64_t nr, bool accumulate, int64_t lda,
+                                                      const FusedEpilogue* fused = nullptr,
+                                                      int64_t ir = 0, int64_t jr = 0) {
   static_assert(kNR == 24 && kMR == 4);
   V16 acc[8][3];
   for (auto& row : acc) {
@@ -564,14 +583,10 @@ QUILT_ALWAYS_INLINE void MicroKernel8x48(int64_t kc, const float* a0, const floa
     }
     return;
   }
-  float out[3 * 16];
   for (int i = 0; i < 8; ++i) {
     float* ci = c + i * ldc;
-    for (int v = 0; v < 3; ++v) StoreV16(out + 16 * v, acc[i][v]);
-    if (accumulate) {
-      for (int64_t j = 0; j < nr; ++j) ci[j] += out[j];
-    } else {
-      for (int64_t j = 0; j < nr; ++j) ci[j] = out[j];
+    for (int v = 0; v < 3; ++v) {
+      StorePart16(ci + 16 * v, acc[i][v], std::clamp<int64_t>(nr - 16 * v, 0, 16), accumulate);
     }
   }
 }
@@ -665,10 +680,10 @@ __attribute__((noinline)) QUILT_AVX512 void NarrowPanelsFinish16(int64_t mc, con
 // BlockOf with eight rows at a time where eight remain, by two panels at a time where the second
 // has more than 8 columns; the rest as BlockOf takes it.
 template <bool kRows, bool kAIn = false>
-QUILT_ALWAYS_INLINE void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
-                                    const float* b, const int64_t* offs, float* c, int64_t ldc,
-                                    const NarrowPart* narrow, const FusedEpilogue* fused,
-                                    int64_t lda = 0) {
+QUILT_ALWAYS_INLINE QUILT_AVX512 void BlockOf512(int64_t mc, int64_t nc, int64_t k, const float* ap,
+                                                 const float* b, const int64_t* offs, float* c,
+                                                 int64_t ldc, const NarrowPart* narrow,
+                                                 const FusedEpilogue* fused, int64_t lda = 0) {
   const int64_t whole = k / kPhases * kPhases;
   // The next four rows of A: the next panel, or kMR rows down in A itself.
   const int64_t next = kAIn ? kMR * lda : k * kMR;
