@@ -105,22 +105,24 @@ struct Session::Plans {
   std::vector<GraphPlan> graphs;  // per graph of the package
   const pkg::Package* package = nullptr;
   SessionLimits limits;
-  // The states of finished runs, for the next ones (at most one per run at a time, kept up to
-  // kIdleRunStates).
+  // Per graph, the states of its finished runs, for the next ones (a run of the main graph, an
+  // iteration of a loop's body, a branch taken): one per run at a time, kept up to
+  // kIdleRunStates a graph.
   static constexpr size_t kIdleRunStates = 8;
-  std::mutex idle_mu;
-  std::vector<std::unique_ptr<RunState>> idle;
+  mutable std::mutex idle_mu;
+  mutable std::vector<std::vector<std::unique_ptr<RunState>>> idle;
 
-  std::unique_ptr<RunState> TakeRunState() {
+  std::unique_ptr<RunState> TakeRunState(size_t graph) const {
     std::lock_guard<std::mutex> lock(idle_mu);
-    if (idle.empty()) return std::make_unique<RunState>();
-    std::unique_ptr<RunState> state = std::move(idle.back());
-    idle.pop_back();
+    if (graph >= idle.size() || idle[graph].empty()) return std::make_unique<RunState>();
+    std::unique_ptr<RunState> state = std::move(idle[graph].back());
+    idle[graph].pop_back();
     return state;
   }
-  void KeepRunState(std::unique_ptr<RunState> state) {
+  void KeepRunState(size_t graph, std::unique_ptr<RunState> state) const {
     std::lock_guard<std::mutex> lock(idle_mu);
-    if (idle.size() < kIdleRunStates) idle.push_back(std::move(state));
+    if (idle.size() <= graph) idle.resize(graph + 1);
+    if (idle[graph].size() < kIdleRunStates) idle[graph].push_back(std::move(state));
   }
 };
 
@@ -1355,9 +1357,16 @@ class Run final : public OutputAllocator {
                            std::to_string(plans_.graphs[graph].graph->inputs()->size()) +
                            " inputs, the step gives " + std::to_string(inputs.size()));
     }
-    class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_, memory_);
-    QUILT_RETURN_IF_ERROR(sub.Execute(inputs, loop));
-    return sub.TakeOutputs(outputs, loop != nullptr);
+    std::unique_ptr<RunState> state = plans_.TakeRunState(static_cast<size_t>(graph));
+    Status st = Status::Ok();
+    {
+      class Run sub(plans_, queues_, graph, depth_ + 1, profile_, start_, control_, memory_,
+                    state.get());
+      st = sub.Execute(inputs, loop);
+      if (st.ok()) st = sub.TakeOutputs(outputs, loop != nullptr);
+    }
+    plans_.KeepRunState(static_cast<size_t>(graph), std::move(state));
+    return st;
   }
 
   // Output i of the step from host memory.
@@ -1764,14 +1773,14 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
     QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
   }
   uint64_t memory = 0;
-  std::unique_ptr<RunState> state = plans_->TakeRunState();
+  std::unique_ptr<RunState> state = plans_->TakeRunState(0);
   {
     class Run run(*plans_, queues, 0, 0, profile, start, control, &memory, state.get());
     QUILT_RETURN_IF_ERROR(run.Execute(given));
     for (const std::unique_ptr<Queue>& q : queues) QUILT_RETURN_IF_ERROR(q->Finish());
     QUILT_RETURN_IF_ERROR(run.TakeOutputs(outputs));
   }
-  plans_->KeepRunState(std::move(state));
+  plans_->KeepRunState(0, std::move(state));
   if (profile) {
     profile->total_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
