@@ -77,7 +77,11 @@ class AttrView {
 //     ...
 //   }
 //
-// A kernel keeps only what depends on its constant inputs (and attributes) alone.
+// A kernel keeps only what depends on its constant inputs (and attributes) alone, and a copy of
+// what it derives, never a pointer into an input other than a constant of the package itself
+// (a weight quiltc packed, read where it is): a constant input has the same values in every run
+// but not always the same buffer (a loop body's weight carried as loop state is copied at every
+// run).
 class StepCache {
  public:
   // The object `make()` returns (a std::shared_ptr<T>; null: nothing worth keeping) on the first
