@@ -29,11 +29,12 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 }  // namespace
 
 // The list attribute `name` read in place: `n` values, or none (absent: `fill` stands for each).
+// One lookup where the list is there (a conv's window is made at every run); a second only for
+// an empty view, to tell an absent list from an empty or mistyped one.
 Status IntsAttrView(const rt::AttrView& attrs, const char* name, size_t n,
                     std::span<const int64_t>* out) {
-  *out = {};
-  if (!attrs.Has(name)) return Status::Ok();
   *out = attrs.IntsView(name);
+  if (out->empty() && !attrs.Has(name)) return Status::Ok();
   if (out->size() != n) {
     return Status::Error(std::string(name) + " has " + Str(static_cast<int64_t>(out->size())) +
                          " values, expected " + Str(static_cast<int64_t>(n)));
