@@ -882,9 +882,17 @@ struct GemmCase {
   int64_t m, n, k;
 };
 
-// The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds (applied by
-// the AVX-512 block kernels as they store C); or a bias and a hardswish (a pass over each block).
-enum class GemmEpilogueKind { kNone, kBiasResidualClamp, kBiasHardSwish };
+// The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds; a bias and
+// a hardswish; a bias and a silu; a scale, a bias, a residual, ONNX's HardSwish, then a maximum
+// and a divide; an add, a bias and a negative slope.
+enum class GemmEpilogueKind {
+  kNone,
+  kBiasResidualClamp,
+  kBiasHardSwish,
+  kBiasSilu,
+  kChain,
+  kLeaky
+};
 
 // C = A B for each case three ways (B packed by the product, A packed ahead, B's rows read in
 // place), on one thread and on three, with `kind`'s epilogue, against a double reference; and
@@ -907,27 +915,58 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
       }
     }
     GemmEpilogue epilogue;
+    // Per row: a scale, an add before the bias; a maximum and a divisor after the activation.
+    std::vector<float> scale = Random(rng, cs.m), add = Random(rng, cs.m),
+                       floor = Random(rng, cs.m);
+    std::vector<float> divisor(static_cast<size_t>(cs.m));
+    for (float& d : divisor) d = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
     if (kind != GemmEpilogueKind::kNone) {
       epilogue.bias = bias.data();
       for (int64_t i = 0; i < cs.m; ++i) {
+        const auto r = static_cast<size_t>(i);
         for (int64_t j = 0; j < cs.n; ++j) {
           double& v = want[static_cast<size_t>(i * cs.n + j)];
-          v += bias[static_cast<size_t>(i)];
+          const double res = residual[static_cast<size_t>(i * cs.n + j)];
+          if (kind == GemmEpilogueKind::kChain) v *= scale[r];
+          if (kind == GemmEpilogueKind::kLeaky) v += add[r];
+          v += bias[r];
           if (kind == GemmEpilogueKind::kBiasResidualClamp) {
-            v = std::clamp(v + residual[static_cast<size_t>(i * cs.n + j)], -0.5, 1.5);
-          } else {
+            v = std::clamp(v + res, -0.5, 1.5);
+          } else if (kind == GemmEpilogueKind::kBiasHardSwish) {
             v = v * std::clamp(v + 3, 0.0, 6.0);
+          } else if (kind == GemmEpilogueKind::kBiasSilu) {
+            v = v / (1 + std::exp(-v));
+          } else if (kind == GemmEpilogueKind::kChain) {
+            v += res;
+            v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+            v = std::max<double>(v, floor[r]) / divisor[r];
+          } else {
+            v = v < 0 ? v * 0.125 : v;
           }
         }
       }
     }
-    if (kind == GemmEpilogueKind::kBiasResidualClamp) {
+    if (kind == GemmEpilogueKind::kBiasResidualClamp || kind == GemmEpilogueKind::kChain) {
       epilogue.residual = residual.data();
       epilogue.residual_ld = cs.n;
+    }
+    if (kind == GemmEpilogueKind::kBiasResidualClamp) {
       epilogue.lo = -0.5f;
       epilogue.hi = 1.5f;
     }
     epilogue.hardswish = kind == GemmEpilogueKind::kBiasHardSwish;
+    epilogue.silu = kind == GemmEpilogueKind::kBiasSilu;
+    if (kind == GemmEpilogueKind::kChain) {
+      epilogue.pre.Add('s', scale.data(), 1);
+      epilogue.hard_swish = true;
+      epilogue.post.Add('x', floor.data(), 1);
+      epilogue.post.Add('d', divisor.data(), 1);
+    }
+    if (kind == GemmEpilogueKind::kLeaky) {
+      epilogue.pre.Add('b', add.data(), 1);
+      epilogue.negative_slope = true;
+      epilogue.alpha = 0.125f;
+    }
     const GemmEpilogue* e = kind == GemmEpilogueKind::kNone ? nullptr : &epilogue;
     std::vector<int64_t> offs(static_cast<size_t>(cs.k));
     for (int64_t p = 0; p < cs.k; ++p) offs[static_cast<size_t>(p)] = p * cs.n;
@@ -1003,19 +1042,24 @@ TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
       rng);
 }
 
-// The bias, a residual and bounds applied by the AVX-512 block kernels as they store C (in the
-// registers of the 8 x 48 kernel, on each other tile just after it), against the 8-lane kernel's
-// pass over each block after it, bit for bit, and a double reference: tiles of every kernel
-// (8 x 48, 8 x 24, the last rows, a pair's short second panel, narrow last columns), several
-// slabs, several row blocks, no reduction at all (B's rows in place then none to read), one
-// thread and three; and a hardswish, which both leave to the pass.
+// The epilogues applied by the AVX-512 block kernels as they store C (in the registers of the
+// 8 x 48 kernel, on each other tile just after it), against the 8-lane kernel's pass over each
+// block after it, bit for bit, and a double reference: tiles of every kernel (8 x 48, 8 x 24, the
+// last rows, a pair's short second panel, narrow last columns), several slabs, several row blocks,
+// no reduction at all (B's rows in place then none to read), one thread and three. Each kind of
+// epilogue: the bias, a residual and bounds (the 8 x 48 kernel's shortest); a hardswish; a silu
+// (vmath's sigmoid on 16 lanes against the scalar loop's); affine ops before and after ONNX's
+// HardSwish with a residual; an add and a leaky relu.
 TEST(FastKernels, GemmEpilogueMatchesTheReference) {
   std::mt19937 rng(80);
   const std::vector<GemmCase> cases = {GemmCase{67, 100, 129}, GemmCase{13, 50, 300},
                                        GemmCase{130, 147, 40}, GemmCase{9, 31, 1},
                                        GemmCase{16, 96, 0},    GemmCase{20, 3, 33}};
-  CheckGemmWays(cases, rng, GemmEpilogueKind::kBiasResidualClamp);
-  CheckGemmWays(cases, rng, GemmEpilogueKind::kBiasHardSwish);
+  for (GemmEpilogueKind kind :
+       {GemmEpilogueKind::kBiasResidualClamp, GemmEpilogueKind::kBiasHardSwish,
+        GemmEpilogueKind::kBiasSilu, GemmEpilogueKind::kChain, GemmEpilogueKind::kLeaky}) {
+    CheckGemmWays(cases, rng, kind);
+  }
 }
 
 TEST(FastKernels, GemmNarrowLastColumnsMatchTheReference) {

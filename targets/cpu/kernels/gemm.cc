@@ -308,17 +308,17 @@ QUILT_ALWAYS_INLINE void NarrowPanelsFinish(int64_t mc, const float* a, int64_t 
   }
 }
 
-// A block's epilogue of the bias, a residual and the bounds (FusesInRegisters) applied by its
-// block kernel, tile by tile on the last slab of the reduction, rather than in a pass over the
-// block after it (Finish): in the registers of the 8 x 48 kernel as it stores C, and by Finish on
-// each other tile just stored, while it is in L1. The block's first row and column in the
-// product: row0, col0.
+// A block's epilogue applied by its block kernel, tile by tile on the last slab of the reduction,
+// rather than in a pass over the block after it (Finish): in the registers of the 8 x 48 kernel as
+// it stores C, and by Finish on each other tile just stored, while it is in L1. The block's first
+// row and column in the product: row0, col0.
 struct FusedEpilogue {
-  const GemmEpilogue* e;  // FusesInRegisters
+  const GemmEpilogue* e;
   int64_t row0, col0;
 };
 
-// The bias, a residual and the bounds alone (a ResNet block's relu; FinishRowWith's one pass).
+// The bias, a residual and the bounds alone (a ResNet block's relu; FinishRowWith's one pass):
+// the 8 x 48 kernel's shortest epilogue.
 inline bool FusesInRegisters(const GemmEpilogue& e) {
   return e.pre.count == 0 && e.post.count == 0 && !e.silu && !e.hardswish && !e.hard_swish &&
          !e.negative_slope;
@@ -536,7 +536,7 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
       for (int v = 0; v < 3; ++v) acc[4 + i][v] += av * bv[v];
     }
   }
-  if (nr == 48 && fused) {
+  if (nr == 48 && fused && FusesInRegisters(*fused->e)) {
     // The epilogue on the sums in their registers, rounded as Finish rounds it (FinishRowWith
     // with a residual, else BiasClamp; a missing bias is -0).
     const GemmEpilogue& e = *fused->e;
@@ -563,6 +563,30 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
         y = y > hi ? hi : y;
         StoreV16(ci + 16 * v, y);
       }
+    }
+    return;
+  }
+  if (nr == 48 && fused) {
+    // Any other epilogue (affine ops, the hardswishes, a silu, a negative slope) a row at a
+    // time on its three vectors, as FinishRow (or FinishRowWith) computes it.
+    const GemmEpilogue& e = *fused->e;
+    for (int i = 0; i < 8; ++i) {
+      float* ci = c + i * ldc;
+      const int64_t row = fused->row0 + ir + i;
+      if (accumulate) {
+        for (int v = 0; v < 3; ++v) {
+          V16 old;
+          LoadV16(&old, ci + 16 * v);
+          acc[i][v] += old;
+        }
+      }
+      V16 res[3];
+      if (e.residual) {
+        const float* r = e.residual + row * e.residual_ld + fused->col0 + jr;
+        for (int v = 0; v < 3; ++v) LoadV16(&res[v], r + 16 * v);
+      }
+      RowEpilogueOf<V16>(e, row).Apply<3>(acc[i], e.residual ? res : nullptr);
+      for (int v = 0; v < 3; ++v) StoreV16(ci + 16 * v, acc[i][v]);
     }
     return;
   }
@@ -1349,11 +1373,12 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t nc = nc_panels * kNR;
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
-  // The bias, a residual and bounds applied by the AVX-512 block kernels as they store C (the
-  // 8-lane kernels leave them to Finish). Other epilogues run after each block: finished tile
-  // by tile instead, a hardswish 1x1 conv (64 -> 128 channels, 3 images of 28 x 28) went from
-  // 0.39-0.42 to 0.44-0.59 ms, the per-row calls on 48 columns costing more than the pass saved.
-  const bool in_registers = epilogue && FusesInRegisters(*epilogue);
+  // The epilogue applied by the AVX-512 block kernels as they store C: in the registers of the
+  // 8 x 48 kernel, and by Finish on each other tile just stored (the 8-lane kernels leave it to
+  // Finish, a pass over each block after it). Before the 8 x 48 kernel took more than the bias,
+  // a residual and the bounds, finishing the others' tiles so cost more than the pass saved (a
+  // hardswish 1x1 conv, 64 -> 128 channels, 3 images of 28 x 28: 0.39-0.42 -> 0.44-0.59 ms).
+  const bool in_registers = epilogue != nullptr;
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     // A last panel of at most kNarrowCols columns runs along the reduction (NarrowPart).
     const bool narrow_tail = k > 0 && n % kNR <= kNarrowCols;

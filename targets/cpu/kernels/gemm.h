@@ -14,6 +14,7 @@
 
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/simd.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu {
 
@@ -214,46 +215,61 @@ void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
 // its bias, then y[i] + res[i], each rounded, then the rest (e.residual itself is not read).
 void FinishRowWith(const GemmEpilogue& e, float* y, int64_t n, int64_t row, const float* res);
 
-// The epilogue of one row with that row's constants, applied to eight values at a time in
-// registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no multiply
-// and add fused into one). Not for a silu (Vector() is false), whose sigmoid is a loop.
-class alignas(32) RowEpilogue {
+// The epilogue of one row with that row's constants, applied to vectors of V (eight or sixteen
+// floats) in registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no
+// multiply and add fused into one), so that the values are FinishRow's bit for bit. It holds the
+// constants as floats, a few to copy: the 16-lane GEMM kernel makes one for each row of each tile
+// it stores.
+template <typename V>
+class RowEpilogueOf {
  public:
-  RowEpilogue(const GemmEpilogue& e, int64_t row);
+  RowEpilogueOf(const GemmEpilogue& e, int64_t row);
+  // Whether the 8-lane kernels apply it in registers: not a silu, which FinishRow's loop runs
+  // (BiasSilu); the 16-lane GEMM kernel applies that too (vmath::SigmoidOf).
   bool Vector() const { return !silu_; }
-  // y[0, n) in place. (From another file, through ApplyRowEpilogue: clang binds a call there to a
-  // multiversioned member function to a symbol it does not emit.)
-  void Row(float* y, int64_t n) const;
   // v[0, kN) in place, each op over all kN vectors before the next (a branch per op, not per
-  // vector).
+  // vector); with `res`, res[i] added to v[i] after the bias and before the activation
+  // (FinishRowWith's residual).
   template <int kN>
-  QUILT_ALWAYS_INLINE void Apply(V8* v) const {
+  QUILT_ALWAYS_INLINE void Apply(V* v, const V* res = nullptr) const {
     Ops<kN>(pre_, pres_, v);
     for (int i = 0; i < kN; ++i) v[i] += bias_;
+    if (res) {
+      for (int i = 0; i < kN; ++i) v[i] += res[i];
+    }
+    const V zero = V{}, one = V{} + 1.0f;
     if (hardswish_) {
+      const V six = V{} + 6.0f;
       for (int i = 0; i < kN; ++i) {
-        V8 t = v[i] + 3.0f;
-        Clamp(t, zero_, six_);
+        V t = v[i] + 3.0f;
+        Clamp(t, zero, six);
         v[i] *= t;
         Rounded(v[i]);
       }
     } else if (hard_swish_) {
       // ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), as std::max and std::min pick.
       for (int i = 0; i < kN; ++i) {
-        V8 t = v[i] / 6.0f + 0.5f;
-        t = t < one_ ? t : one_;
-        t = zero_ < t ? t : zero_;
+        V t = v[i] / 6.0f + 0.5f;
+        t = t < one ? t : one;
+        t = zero < t ? t : zero;
         v[i] *= t;
         Rounded(v[i]);
       }
+    } else if (silu_) {
+      for (int i = 0; i < kN; ++i) {
+        V s = v[i];
+        vmath::SigmoidOf(s);
+        v[i] = v[i] * s;
+      }
     } else if (negative_slope_) {
       for (int i = 0; i < kN; ++i) {
-        V8 t = v[i] * slope_;
+        V t = v[i] * slope_;
         Rounded(t);
-        v[i] = v[i] < zero_ ? t : v[i];
+        v[i] = v[i] < zero ? t : v[i];
       }
     } else if (clamp_) {
-      for (int i = 0; i < kN; ++i) Clamp(v[i], lo_, hi_);
+      const V lo = V{} + lo_, hi = V{} + hi_;
+      for (int i = 0; i < kN; ++i) Clamp(v[i], lo, hi);
     }
     Ops<kN>(post_, posts_, v);
   }
@@ -261,15 +277,23 @@ class alignas(32) RowEpilogue {
  private:
   struct Op {
     char op;
-    alignas(32) V8 k;
+    float k;
   };
   // min(max(v, lo), hi), NaN kept, as BiasClamp.
-  static QUILT_ALWAYS_INLINE void Clamp(V8& v, const V8& lo, const V8& hi) {
+  static QUILT_ALWAYS_INLINE void Clamp(V& v, const V& lo, const V& hi) {
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
   }
-  // A product kept from being fused with the add after it.
-  static QUILT_ALWAYS_INLINE void Rounded(V8& v) {
+  // A product kept from being fused with the add after it. On 16 lanes (only ever in AVX-512
+  // code) with GCC by an empty asm that holds the value in a register: GCC 12 takes its barrier
+  // builtin lane by lane there, 16 extracts and inserts a vector.
+  static QUILT_ALWAYS_INLINE void Rounded(V& v) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if constexpr (sizeof(V) == 64) {
+      __asm__("" : "+v"(v));
+      return;
+    }
+#endif
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_assoc_barrier)
     v = __builtin_assoc_barrier(v);
@@ -278,60 +302,66 @@ class alignas(32) RowEpilogue {
     (void)v;
   }
   template <int kN>
-  static QUILT_ALWAYS_INLINE void Ops(const Op* ops, int count, V8* v) {
+  static QUILT_ALWAYS_INLINE void Ops(const Op* ops, int count, V* v) {
     for (int j = 0; j < count; ++j) {
-      const Op& o = ops[j];
-      if (o.op == 's') {
+      const char op = ops[j].op;
+      const V k = V{} + ops[j].k;
+      if (op == 's') {
         for (int i = 0; i < kN; ++i) {
-          v[i] *= o.k;
+          v[i] *= k;
           Rounded(v[i]);
         }
-      } else if (o.op == 'd') {
-        for (int i = 0; i < kN; ++i) v[i] /= o.k;
-      } else if (o.op == 'x' || o.op == 'n') {
+      } else if (op == 'd') {
+        for (int i = 0; i < kN; ++i) v[i] /= k;
+      } else if (op == 'x' || op == 'n') {
         // MaxOf / MinOf a lane at a time: NaN (the sum) where either is NaN.
         for (int i = 0; i < kN; ++i) {
-          V8 m = o.op == 'x' ? (v[i] < o.k ? o.k : v[i]) : (o.k < v[i] ? o.k : v[i]);
-          V8 nan = v[i] + o.k;
-          v[i] = ((v[i] != v[i]) | (o.k != o.k)) ? nan : m;
+          V m = op == 'x' ? (v[i] < k ? k : v[i]) : (k < v[i] ? k : v[i]);
+          V nan = v[i] + k;
+          v[i] = ((v[i] != v[i]) | (k != k)) ? nan : m;
         }
       } else {
-        for (int i = 0; i < kN; ++i) v[i] += o.k;
+        for (int i = 0; i < kN; ++i) v[i] += k;
       }
     }
   }
 
   Op pre_[3], post_[3];
   int pres_ = 0, posts_ = 0;
-  // 32-byte aligned explicitly: without AVX a 32-byte vector type is aligned to 16 only, and
-  // the AVX2 copies of the kernels read these with aligned loads.
-  alignas(32) V8 bias_, lo_, hi_, zero_, one_, six_, slope_;
+  float bias_, lo_, hi_, slope_;
   bool hardswish_, hard_swish_, silu_, negative_slope_, clamp_;
+};
+
+// The 8-lane one, with its loop over a row.
+class RowEpilogue : public RowEpilogueOf<V8> {
+ public:
+  using RowEpilogueOf<V8>::RowEpilogueOf;
+  // y[0, n) in place (not for a silu). (From another file, through ApplyRowEpilogue: clang binds
+  // a call there to a multiversioned member function to a symbol it does not emit.)
+  void Row(float* y, int64_t n) const;
 };
 
 // e.Row(y, n), for callers outside gemm.cc.
 void ApplyRowEpilogue(const RowEpilogue& e, float* y, int64_t n);
 
-inline RowEpilogue::RowEpilogue(const GemmEpilogue& e, int64_t row)
+template <typename V>
+inline RowEpilogueOf<V>::RowEpilogueOf(const GemmEpilogue& e, int64_t row)
     : hardswish_(e.hardswish),
       hard_swish_(e.hard_swish),
       silu_(e.silu),
       negative_slope_(e.negative_slope) {
   auto take = [row](const RowOps& ops, Op* out, int* count) {
-    for (int j = 0; j < ops.count; ++j) out[j] = {ops.op[j], V8{} + ops.k[j][row * ops.step[j]]};
+    for (int j = 0; j < ops.count; ++j) out[j] = {ops.op[j], ops.k[j][row * ops.step[j]]};
     *count = ops.count;
   };
   take(e.pre, pre_, &pres_);
   take(e.post, post_, &posts_);
-  bias_ = V8{} + (e.bias ? e.bias[row * e.bias_step] : -0.0f);  // -0 added changes no value
-  lo_ = V8{} + e.lo;
-  hi_ = V8{} + e.hi;
+  bias_ = e.bias ? e.bias[row * e.bias_step] : -0.0f;  // -0 added changes no value
+  lo_ = e.lo;
+  hi_ = e.hi;
   clamp_ = e.lo > -std::numeric_limits<float>::infinity() ||
            e.hi < std::numeric_limits<float>::infinity();
-  zero_ = V8{};
-  one_ = V8{} + 1.0f;
-  six_ = V8{} + 6.0f;
-  slope_ = V8{} + (e.negative_slope ? e.Slope(row) : 0.0f);
+  slope_ = e.negative_slope ? e.Slope(row) : 0.0f;
 }
 
 // How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds

@@ -107,6 +107,45 @@ QUILT_ALWAYS_INLINE float Sigmoid(float x) {
   return x < 0.0f ? negative : d;  // NaN: d, NaN
 }
 
+#if defined(__GNUC__)
+// Exp and Sigmoid in place on a vector of floats (the compiler's generic vectors, V8 or V16; by
+// reference, and bit casts by the builtin: a vector wider than the baseline's may not cross a
+// call), lane by lane with
+// the same operations in the same order, so that a kernel holding its values in registers gets
+// what a loop over the scalar functions gets, bit for bit.
+template <typename V>
+QUILT_ALWAYS_INLINE void ExpOf(V& x) {
+  typedef int32_t I __attribute__((vector_size(sizeof(V))));
+  V c = x < -104.0f ? V{} - 104.0f : x;  // Clamp: std::max, then std::min
+  c = 88.8f < c ? V{} + 88.8f : c;
+  V t = c * 1.44269504088896341f + 12582912.0f;
+  V n = t - 12582912.0f;
+  I k = __builtin_bit_cast(I, t) - 0x4B400000;
+  V r = c - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  V p = V{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  // Scale: times 2^a, then 2^b.
+  I a = k >> 1, b = k - a;
+  x = (p * r * r + r + 1.0f) * __builtin_bit_cast(V, (a + 127) << 23) *
+      __builtin_bit_cast(V, (b + 127) << 23);
+}
+
+template <typename V>
+QUILT_ALWAYS_INLINE void SigmoidOf(V& x) {
+  typedef int32_t I __attribute__((vector_size(sizeof(V))));
+  V e = -__builtin_bit_cast(V, __builtin_bit_cast(I, x) & 0x7fffffff);
+  ExpOf(e);
+  V d = 1.0f / (1.0f + e);
+  V negative = e * d;
+  x = x < 0.0f ? negative : d;
+}
+#endif
+
 // erf: below 1, x P(x^2); from 1 to 3.92, 1 - e^(-x^2) Q(1 / x); past it 1 (erfc < 5e-9); the
 // sign put back. P and Q are least-squares fits in double (numpy.polyfit, degrees 6 and 8) of
 // erf(x) / x on [0, 1] and of erfc(x) e^(x^2) on [1, 3.92]: in float, within 3e-7 relative
