@@ -2406,9 +2406,10 @@ TEST(FastKernels, PointwiseConvReadsAlignedChannelsInPlace) {
 
 // The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
 // as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
-// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one,
-// two and three 32-column blocks with and without a short rest, several strips, a bias and
-// hardswish, a bias and relu, and none; on one thread and on three.
+// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one, two
+// and three 32-column blocks with and without a short rest, several strips, a bias and hardswish, a
+// bias and relu, affine ops around ONNX's HardSwish, a leaky relu, and none; on one thread and on
+// three.
 TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
@@ -2426,24 +2427,47 @@ TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
   struct Act {
     bool bias;
     std::string activation;
+    std::string affine = "";  // the attribute affine: one input per letter, no bias
+    std::string post = "";    // the attribute post: one input per letter after those
   };
+  const Act acts[] = {{true, "hardswish"},
+                      {true, "relu"},
+                      {false, ""},
+                      {false, "hard_swish", "bsb", "dsb"},
+                      {true, "leaky_relu", "", "xn"}};
   for (const ConvCase& c : cases) {
-    for (const Act& act : {Act{true, "hardswish"}, Act{true, "relu"}, Act{false, ""}}) {
+    for (const Act& act : acts) {
       Shape xs, ws;
       ConvShapes(c, &xs, &ws);
       Attrs attrs;
       ConvAttrs(c, attrs);
       if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      if (!act.affine.empty()) attrs.Str("affine", act.affine);
+      if (!act.post.empty()) attrs.Str("post", act.post);
       const rt::AttrView::List* list = attrs.Finish();
       std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
       Shape per_channel = {ws[0], 1, 1};
       std::vector<float> bias = Random(rng, ws[0]);
+      // Each affine and post input (a divisor kept away from zero).
+      std::vector<std::vector<float>> ops;
+      for (char op : act.affine + act.post) {
+        ops.push_back(Random(rng, ws[0]));
+        if (op == 'd') {
+          for (float& d : ops.back()) d = 0.5f + std::abs(d);
+        }
+      }
       std::vector<Tensor> inputs = {Tensor{DType::kFloat32, xs, x.data()},
                                     Tensor{DType::kFloat32, ws, w.data()}};
+      for (size_t i = 0; i < act.affine.size(); ++i) {
+        inputs.push_back(Tensor{DType::kFloat32, per_channel, ops[i].data()});
+      }
       if (act.bias) inputs.push_back(Tensor{DType::kFloat32, per_channel, bias.data()});
+      for (size_t i = act.affine.size(); i < ops.size(); ++i) {
+        inputs.push_back(Tensor{DType::kFloat32, per_channel, ops[i].data()});
+      }
       std::string what = "depthwise x (" + Join(xs) + ") w (" + Join(ws) + ") strides " +
-                         Join(c.stride) + (act.bias ? " bias" : "") + " activation '" +
-                         act.activation + "'";
+                         Join(c.stride) + (act.bias ? " bias" : "") + " affine '" + act.affine +
+                         "' activation '" + act.activation + "' post '" + act.post + "'";
       TestContext ref(inputs, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
       std::vector<float> want = ref.values();

@@ -286,7 +286,8 @@ class RowEpilogueOf {
   }
   // A product kept from being fused with the add after it. On 16 lanes (only ever in AVX-512
   // code) with GCC by an empty asm that holds the value in a register: GCC 12 takes its barrier
-  // builtin lane by lane there, 16 extracts and inserts a vector.
+  // builtin lane by lane in AVX-512 code, 16 extracts and inserts a vector (on 8 lanes too, so
+  // the 8-lane epilogue runs in AVX2 code: RowEpilogue::Row, FinishRow).
   static QUILT_ALWAYS_INLINE void Rounded(V& v) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if constexpr (sizeof(V) == 64) {
@@ -314,11 +315,21 @@ class RowEpilogueOf {
       } else if (op == 'd') {
         for (int i = 0; i < kN; ++i) v[i] /= k;
       } else if (op == 'x' || op == 'n') {
-        // MaxOf / MinOf a lane at a time: NaN (the sum) where either is NaN.
-        for (int i = 0; i < kN; ++i) {
-          V m = op == 'x' ? (v[i] < k ? k : v[i]) : (k < v[i] ? k : v[i]);
-          V nan = v[i] + k;
-          v[i] = ((v[i] != v[i]) | (k != k)) ? nan : m;
+        // MaxOf / MinOf a lane at a time: NaN (the sum) where either is NaN, k's NaN told once.
+        // (Each op a loop of its own, selects on one comparison: GCC 12 took the op's select
+        // of the two, or the or of two comparisons, on 16 lanes a lane at a time.)
+        if (ops[j].k != ops[j].k) {
+          for (int i = 0; i < kN; ++i) v[i] += k;
+        } else if (op == 'x') {
+          for (int i = 0; i < kN; ++i) {
+            V m = v[i] < k ? k : v[i];
+            v[i] = v[i] != v[i] ? v[i] + k : m;
+          }
+        } else {
+          for (int i = 0; i < kN; ++i) {
+            V m = k < v[i] ? k : v[i];
+            v[i] = v[i] != v[i] ? v[i] + k : m;
+          }
         }
       } else {
         for (int i = 0; i < kN; ++i) v[i] += k;
