@@ -2405,8 +2405,8 @@ TEST(FastKernels, PointwiseConvReadsAlignedChannelsInPlace) {
 }
 
 // The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
-// as the 8-lane kernel computes them, the epilogue a pass over each block's rows) against the
-// 8-lane kernel, bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one, two
+// in one vector a row, the epilogue a pass over each block's rows) against the 8-lane kernel,
+// bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one, two
 // and three 32-column blocks with and without a short rest, several strips, a bias and hardswish, a
 // bias and relu, affine ops around ONNX's HardSwish, a leaky relu, and none; on one thread and on
 // three.

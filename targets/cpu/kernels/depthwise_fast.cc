@@ -294,25 +294,25 @@ QUILT_ALWAYS_INLINE void FillPhases(const float* x, const Geo& g, int64_t first,
   }
 }
 
-// A block's kDwRows rows of sums, two vectors of kLanes floats a row, into y from output row o1
-// and column o2 (`store` writes one vector at any alignment): the rows past the plane's end
+// A block's kDwRows rows of sums, kVecs vectors of kLanes floats a row, into y from output row
+// o1 and column o2 (`store` writes one vector at any alignment): the rows past the plane's end
 // dropped, and a row's columns past its end (its last block) through a buffer.
-template <int kLanes, typename V, typename Store>
-QUILT_ALWAYS_INLINE void StoreDepthwiseBlock(const V (&a)[kDwRows][2], const Geo& g, int64_t o1,
+template <int kLanes, int kVecs, typename V, typename Store>
+QUILT_ALWAYS_INLINE void StoreDepthwiseBlock(const V (&a)[kDwRows][kVecs], const Geo& g, int64_t o1,
                                              int64_t o2, float* y, Store store) {
-  constexpr int64_t kCols = 2 * kLanes;
+  constexpr int64_t kCols = kVecs * kLanes;
   int64_t cols = std::min(kCols, g.out[2] - o2);
   for (int64_t r = 0; r < kDwRows && o1 + r < g.out[1]; ++r) {
     float* yr = y + (o1 + r) * g.out[2] + o2;
     float lanes[kCols];
     float* to = cols == kCols ? yr : lanes;
-    store(to, a[r][0]);
-    store(to + kLanes, a[r][1]);
+    for (int v = 0; v < kVecs; ++v) store(to + v * kLanes, a[r][v]);
     if (cols < kCols) std::copy(lanes, lanes + cols, yr);
   }
 }
 
-// The sums of a block of kDwRows output rows by two vectors V of kLanes columns, over the taps:
+// The sums of a block of kDwRows output rows by kVecs (one or two) vectors V of kLanes columns,
+// over the taps:
 // each input row's vectors are loaded once per tap column and multiplied into every output row
 // of the block that reads them, each output summing its taps in the window's order from zero.
 // `block`: the padded plane's first row the block reads, at the block's first column.
@@ -321,11 +321,14 @@ QUILT_ALWAYS_INLINE void StoreDepthwiseBlock(const V (&a)[kDwRows][2], const Geo
 // the input vectors in registers (GCC otherwise has the 16-lane kernel's multiply-adds read them
 // from memory again, most across two cache lines; clang takes no 64-byte operand for that
 // constraint outside an AVX-512 build).
-template <int kK, int kS1, int kS2, int kLanes, bool kPin, typename V, typename Load>
+template <int kK, int kS1, int kS2, int kLanes, bool kPin, int kVecs, typename V, typename Load>
 QUILT_ALWAYS_INLINE void DepthwiseSums(const float* block, int64_t row_floats, int64_t width,
-                                       const float* w, V (&a)[kDwRows][2], Load load) {
+                                       const float* w, V (&a)[kDwRows][kVecs], Load load) {
+  static_assert(kVecs == 1 || kVecs == 2);
   constexpr int kSpan = kS1 * (kDwRows - 1) + kK;  // input rows a block reads
-  for (auto& r : a) r[0] = r[1] = V{};
+  for (auto& r : a) {
+    for (V& v : r) v = V{};
+  }
 #pragma GCC unroll 16
   for (int j = 0; j < kSpan; ++j) {
     const float* row = block + j * row_floats;
@@ -338,36 +341,42 @@ QUILT_ALWAYS_INLINE void DepthwiseSums(const float* block, int64_t row_floats, i
       const float* src = row + (k2 % kS2) * width + k2 / kS2;
       V x0, x1;
       load(&x0, src);
-      load(&x1, src + kLanes);
+      if constexpr (kVecs == 2) {
+        load(&x1, src + kLanes);
 #if !defined(__clang__)
-      if constexpr (kPin) asm("" : "+v"(x0), "+v"(x1));
+        if constexpr (kPin) asm("" : "+v"(x0), "+v"(x1));
 #endif
+      } else {
+#if !defined(__clang__)
+        if constexpr (kPin) asm("" : "+v"(x0));
+#endif
+      }
 #pragma GCC unroll 4
       for (int r = 0; r < kDwRows; ++r) {
         int k1 = j - kS1 * r;
         if (k1 >= 0 && k1 < kK) {
           float wv = wj[k1 * kK + k2];
           a[r][0] += wv * x0;
-          a[r][1] += wv * x1;
+          if constexpr (kVecs == 2) a[r][1] += wv * x1;
         }
       }
     }
   }
 }
 
-// The blocks of kDwRows output rows from o1 by kDwCols columns across the plane's width (from
-// column `from`, a multiple of kDwCols), each summed in eight 8-lane vectors (DepthwiseSums),
-// the epilogue applied in registers. `block`: the padded plane's first row the block reads.
+// The blocks of kDwRows output rows from o1 by kDwCols columns across the plane's width, each
+// summed in eight 8-lane vectors (DepthwiseSums), the epilogue applied in registers. `block`:
+// the padded plane's first row the block reads.
 template <int kK, int kS1, int kS2>
 QUILT_ALWAYS_INLINE void DepthwiseBlockRow(const float* block, int64_t row_floats, int64_t width,
                                            const float* w, const Geo& g, int64_t o1, float* y,
-                                           const RowEpilogue* epilogue, int64_t from = 0) {
-  for (int64_t o2 = from; o2 < g.out[2]; o2 += kDwCols) {
+                                           const RowEpilogue* epilogue) {
+  for (int64_t o2 = 0; o2 < g.out[2]; o2 += kDwCols) {
     V8 a[kDwRows][2];
-    DepthwiseSums<kK, kS1, kS2, 8, false>(block + o2, row_floats, width, w, a,
-                                          [](V8* v, const float* p) { LoadV(v, p); });
+    DepthwiseSums<kK, kS1, kS2, 8, false, 2>(block + o2, row_floats, width, w, a,
+                                             [](V8* v, const float* p) { LoadV(v, p); });
     if (epilogue) epilogue->Apply<kDwRows * 2>(&a[0][0]);
-    StoreDepthwiseBlock<8>(a, g, o1, o2, y, [](float* p, const V8& v) { StoreV(p, v); });
+    StoreDepthwiseBlock<8, 2>(a, g, o1, o2, y, [](float* p, const V8& v) { StoreV(p, v); });
   }
 }
 
@@ -405,8 +414,11 @@ typedef float DwV16Unaligned __attribute__((vector_size(64), aligned(4), may_ali
 
 // DepthwiseBlocked with 16-lane vectors: blocks of kDwRows output rows by 32 columns, eight
 // vectors of sums as in the 8-lane kernel (so that as many multiply-adds are in flight), twice
-// the columns each; a row's last columns short of 32 as DepthwiseBlockRow computes them. The
-// same DepthwiseSums, so the values are the 8-lane kernel's bit for bit.
+// the columns each; a row's last columns short of 32 (16 at most: the plane is laid out for
+// blocks of 16) in one vector a row. The same DepthwiseSums, so the values are the 8-lane
+// kernel's bit for bit. (Those last columns as the 8-lane kernel's blocks of 16 took a third of
+// a 5x5's time over rows of 80: 0.44 ms for 240 channels of 12 x 80, 2 images, against 0.29
+// for rows of 64.)
 template <int kK, int kS1, int kS2>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
     const float* x, const float* w, float* y, const Geo& g, const DepthwiseBlockedPlane& plane,
@@ -422,16 +434,21 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseBlocked512(
                     padded + plane.rows * row_floats);
     for (int64_t o1 = s0; o1 < s1; o1 += kDwRows) {
       const float* block = padded + (o1 - s0) * kS1 * row_floats;
+      auto load = [](DwV16* v, const float* p) {
+        *v = *reinterpret_cast<const DwV16Unaligned*>(p);
+      };
+      auto store = [](float* p, const DwV16& v) { *reinterpret_cast<DwV16Unaligned*>(p) = v; };
       for (int64_t o2 = 0; o2 < wide; o2 += kCols) {
         DwV16 a[kDwRows][2];
-        DepthwiseSums<kK, kS1, kS2, 16, true>(
-            block + o2, row_floats, width, w, a,
-            [](DwV16* v, const float* p) { *v = *reinterpret_cast<const DwV16Unaligned*>(p); });
-        StoreDepthwiseBlock<16>(a, g, o1, o2, y, [](float* p, const DwV16& v) {
-          *reinterpret_cast<DwV16Unaligned*>(p) = v;
-        });
+        DepthwiseSums<kK, kS1, kS2, 16, true, 2>(block + o2, row_floats, width, w, a, load);
+        StoreDepthwiseBlock<16, 2>(a, g, o1, o2, y, store);
       }
-      DepthwiseBlockRow<kK, kS1, kS2>(block, row_floats, width, w, g, o1, y, nullptr, wide);
+      if (wide < g.out[2]) {
+        // The last (up to) 16 columns, one vector a row.
+        DwV16 a[kDwRows][1];
+        DepthwiseSums<kK, kS1, kS2, 16, true, 1>(block + wide, row_floats, width, w, a, load);
+        StoreDepthwiseBlock<16, 1>(a, g, o1, wide, y, store);
+      }
       // The epilogue over the block's rows while they are in cache, by the library's own loop:
       // applied to the sixteen-lane sums in registers (RowEpilogueOf), it measured no faster
       // (a 5x5 over 240 channels of 12 x 80, 2 images, with a hardswish: 0.54-0.56 ms either
