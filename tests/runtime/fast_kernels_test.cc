@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -2294,6 +2295,67 @@ void ExpectSameBitsNearReference(const std::vector<float>& v, const std::vector<
         << what << ", element " << i << ": " << v[i] << " vs " << same[i];
     ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
         << what << ", element " << i;
+  }
+}
+
+// The kernels of vmath's functions (exp, log, tanh, sigmoid, erf, silu, gelu) on 16 lanes where
+// the CPU has AVX-512: bit for bit their 8-lane values and near the reference, over a range that
+// reaches their limits (overflow, underflow to the subnormals, log's 0 and negatives) with NaN,
+// the infinities, zeros and subnormals among the inputs, a length that leaves a tail; on one
+// thread and three.
+TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane copies run";
+  std::mt19937 rng(97);
+  std::uniform_real_distribution<float> wide(-120.0f, 120.0f), narrow(-4.0f, 4.0f);
+  std::vector<float> x;
+  for (int i = 0; i < 600; ++i) x.push_back(wide(rng));
+  for (int i = 0; i < 600; ++i) x.push_back(narrow(rng));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f, 1e-40f, -1e-40f,
+                  88.7f, 89.0f, -103.0f, -105.0f, 3.91f, 3.93f, 0.62f, 0.63f}) {
+    x.push_back(v);
+  }
+  const Shape shape = {static_cast<int64_t>(x.size())};
+  struct Kernel {
+    const char* name;
+    rt::KernelFn fast, reference;
+  };
+  const Kernel kernels[] = {
+      {"exp", ExpFast, ExpReference},           {"log", LogFast, LogReference},
+      {"tanh", TanhFast, TanhReference},        {"sigmoid", SigmoidFast, SigmoidReference},
+      {"erf", ErfFast, ErfReference},           {"silu", nn::SiluFast, nn::SiluReference},
+      {"gelu", nn::GeluFast, nn::GeluReference}};
+  Attrs none;
+  const rt::AttrView::List* list = none.Finish();
+  rt::ThreadPool three(3);
+  for (const Kernel& k : kernels) {
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, shape, x.data()}};
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(k.reference(ref).ok()) << k.name;
+    SetAvx512GemmAllowedForTesting(false);
+    TestContext eight(inputs, list, nullptr);
+    Status st = k.fast(eight);
+    SetAvx512GemmAllowedForTesting(true);
+    ASSERT_TRUE(st.ok()) << k.name << ": " << st.message();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      st = k.fast(got);
+      ASSERT_TRUE(st.ok()) << k.name << ": " << st.message();
+      std::vector<float> v = got.values(), same = eight.values(), want = ref.values();
+      ASSERT_EQ(v.size(), x.size()) << k.name;
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(same[i]))
+            << k.name << "(" << x[i] << "): " << v[i] << " vs " << same[i];
+        if (std::isnan(want[i]) || std::isinf(want[i])) {
+          ASSERT_TRUE(std::isnan(want[i]) ? std::isnan(v[i]) : v[i] == want[i])
+              << k.name << "(" << x[i] << "): " << v[i] << " vs " << want[i];
+        } else {
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << k.name << "(" << x[i] << "): " << v[i] << " vs " << want[i];
+        }
+      }
+    }
   }
 }
 
