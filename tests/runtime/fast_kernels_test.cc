@@ -2298,11 +2298,12 @@ void ExpectSameBitsNearReference(const std::vector<float>& v, const std::vector<
   }
 }
 
-// The kernels of vmath's functions (exp, log, tanh, sigmoid, erf, silu, gelu) on 16 lanes where
-// the CPU has AVX-512: bit for bit their 8-lane values and near the reference, over a range that
-// reaches their limits (overflow, underflow to the subnormals, log's 0 and negatives) with NaN,
-// the infinities, zeros and subnormals among the inputs, a length that leaves a tail; on one
-// thread and three.
+// The kernels of vmath's functions (exp, log, tanh, sigmoid, erf, silu, gelu) and softmax's rows
+// on 16 lanes where the CPU has AVX-512: bit for bit their 8-lane values and near the reference,
+// over a range that reaches their limits (overflow, underflow to the subnormals, log's 0 and
+// negatives) with NaN, the infinities, zeros and subnormals among the inputs, lengths that leave
+// a tail (softmax: rows shorter than a vector, of whole vectors and not, a row with NaN in its
+// vector part and one with NaN in its tail, a row of infinities); on one thread and three.
 TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane copies run";
@@ -2354,6 +2355,37 @@ TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
           ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
               << k.name << "(" << x[i] << "): " << v[i] << " vs " << want[i];
         }
+      }
+    }
+  }
+  Attrs last;
+  last.Int("axis", -1);
+  const rt::AttrView::List* axis = last.Finish();
+  for (int64_t n : {5, 16, 37, 197}) {
+    const int64_t rows = 5;
+    std::vector<float> data = Random(rng, rows * n);
+    for (float& v : data) v *= 30.0f;
+    data[1 * n + 2] = std::nanf("");
+    data[2 * n + n - 1] = std::nanf("");
+    for (int64_t i = 0; i < n; ++i) data[3 * n + i] = i % 2 ? inf : -inf;
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, Shape{rows, n}, data.data()}};
+    const std::string what = "softmax of rows of " + std::to_string(n);
+    TestContext ref(inputs, axis, nullptr);
+    ASSERT_TRUE(nn::SoftmaxReference(ref).ok()) << what;
+    SetAvx512GemmAllowedForTesting(false);
+    TestContext eight(inputs, axis, nullptr);
+    Status st = nn::SoftmaxFast(eight);
+    SetAvx512GemmAllowedForTesting(true);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    TestContext got(inputs, axis, &three);
+    ASSERT_TRUE(nn::SoftmaxFast(got).ok()) << what;
+    std::vector<float> v = got.values(), same = eight.values(), want = ref.values();
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(same[i]))
+          << what << ", element " << i << ": " << v[i] << " vs " << same[i];
+      ASSERT_EQ(std::isnan(v[i]), std::isnan(want[i])) << what << ", element " << i;
+      if (!std::isnan(want[i])) {
+        ASSERT_NEAR(v[i], want[i], 1e-6 + 1e-5 * std::abs(want[i])) << what << ", element " << i;
       }
     }
   }
