@@ -295,8 +295,9 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,prefer-vector-width=512"))) voi
 #endif
 
 // y = f(x) elementwise for float32 x, split across the threads when large; any other element
-// type goes to `reference`.
-template <typename F>
+// type goes to `reference`. kWide: on 16 lanes (Map512) where the CPU has AVX-512, for vmath's
+// functions.
+template <bool kWide = false, typename F>
 Status UnaryFloat(KernelContext& ctx, rt::KernelFn reference, F f) {
   const Tensor& x = *ctx.input(0);
   if (x.dtype != DType::kFloat32) return reference(ctx);
@@ -304,27 +305,18 @@ Status UnaryFloat(KernelContext& ctx, rt::KernelFn reference, F f) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
+#if defined(QUILT_HAS_MAP512)
+  if constexpr (kWide) {
+    if (HasAvx512Gemm()) {
+      ctx.ParallelFor(x.NumElements(), kParallelElements,
+                      [&](int64_t i0, int64_t i1) { Map512(px + i0, py + i0, i1 - i0, f); });
+      return Status::Ok();
+    }
+  }
+#endif
   ctx.ParallelFor(x.NumElements(), kParallelElements,
                   [&](int64_t i0, int64_t i1) { Map(px + i0, py + i0, i1 - i0, f); });
   return Status::Ok();
-}
-
-// UnaryFloat with Map512 where the CPU has AVX-512: for vmath's functions.
-template <typename F>
-Status UnaryFloatWide(KernelContext& ctx, rt::KernelFn reference, F f) {
-#if defined(QUILT_HAS_MAP512)
-  const Tensor& x = *ctx.input(0);
-  if (x.dtype == DType::kFloat32 && HasAvx512Gemm()) {
-    Tensor* y;
-    QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
-    const float* px = x.Data<float>();
-    float* py = y->MutableData<float>();
-    ctx.ParallelFor(x.NumElements(), kParallelElements,
-                    [&](int64_t i0, int64_t i1) { Map512(px + i0, py + i0, i1 - i0, f); });
-    return Status::Ok();
-  }
-#endif
-  return UnaryFloat(ctx, reference, f);
 }
 
 }  // namespace
@@ -345,20 +337,20 @@ Status MultiplyFast(KernelContext& ctx) {
 Status DivideFast(KernelContext& ctx) { return BinaryFloat<Div>(ctx, DivideReference); }
 
 Status ExpFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, ExpReference, [](float v) { return vmath::Exp(v); });
+  return UnaryFloat<true>(ctx, ExpReference, [](float v) { return vmath::Exp(v); });
 }
 Status TanhFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, TanhReference, [](float v) { return vmath::Tanh(v); });
+  return UnaryFloat<true>(ctx, TanhReference, [](float v) { return vmath::Tanh(v); });
 }
 Status SigmoidFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, SigmoidReference, [](float v) { return vmath::Sigmoid(v); });
+  return UnaryFloat<true>(ctx, SigmoidReference, [](float v) { return vmath::Sigmoid(v); });
 }
 Status ErfFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, ErfReference, [](float v) { return vmath::Erf(v); });
+  return UnaryFloat<true>(ctx, ErfReference, [](float v) { return vmath::Erf(v); });
 }
 
 Status LogFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, LogReference, [](float v) { return vmath::Log(v); });
+  return UnaryFloat<true>(ctx, LogReference, [](float v) { return vmath::Log(v); });
 }
 Status SqrtFast(KernelContext& ctx) {
   return UnaryFloat(ctx, SqrtReference, [](float v) { return std::sqrt(v); });
@@ -613,11 +605,11 @@ Status LeakyReluFast(KernelContext& ctx) {
 }
 
 Status SiluFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, SiluReference, [](float x) { return x / (1.0f + vmath::Exp(-x)); });
+  return UnaryFloat<true>(ctx, SiluReference, [](float x) { return x / (1.0f + vmath::Exp(-x)); });
 }
 
 Status GeluFast(KernelContext& ctx) {
-  return UnaryFloatWide(ctx, GeluReference, [](float x) {
+  return UnaryFloat<true>(ctx, GeluReference, [](float x) {
     return 0.5f * x * (1.0f + vmath::Erf(x * 0.707106781186547524f));
   });
 }
