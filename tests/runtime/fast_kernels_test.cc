@@ -2302,8 +2302,9 @@ void ExpectSameBitsNearReference(const std::vector<float>& v, const std::vector<
 // on 16 lanes where the CPU has AVX-512: bit for bit their 8-lane values and near the reference,
 // over a range that reaches their limits (overflow, underflow to the subnormals, log's 0 and
 // negatives) with NaN, the infinities, zeros and subnormals among the inputs, lengths that leave
-// a tail (softmax: rows shorter than a vector, of whole vectors and not, a row with NaN in its
-// vector part and one with NaN in its tail, a row of infinities); on one thread and three.
+// a tail (softmax along the last axis: rows shorter than a vector, of whole vectors and not, a
+// row with NaN in its vector part and one with NaN in its tail, a row of infinities; and along
+// the first, lanes of each); on one thread and three.
 TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane copies run";
@@ -2358,10 +2359,17 @@ TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
       }
     }
   }
-  Attrs last;
+  Attrs last, first;
   last.Int("axis", -1);
-  const rt::AttrView::List* axis = last.Finish();
-  for (int64_t n : {5, 16, 37, 197}) {
+  first.Int("axis", 0);
+  const rt::AttrView::List* along_last = last.Finish();
+  const rt::AttrView::List* along_first = first.Finish();
+  // Rows along the last axis; then the same data along the first (each of n lanes softmaxed over
+  // the 5 rows: a NaN's, an infinity's lanes among them).
+  for (int64_t n : {5, 16, 37, 197, -5, -37, -197}) {
+    const bool across = n < 0;
+    if (across) n = -n;
+    const rt::AttrView::List* axis = across ? along_first : along_last;
     const int64_t rows = 5;
     std::vector<float> data = Random(rng, rows * n);
     for (float& v : data) v *= 30.0f;
@@ -2369,7 +2377,8 @@ TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
     data[2 * n + n - 1] = std::nanf("");
     for (int64_t i = 0; i < n; ++i) data[3 * n + i] = i % 2 ? inf : -inf;
     std::vector<Tensor> inputs = {Tensor{DType::kFloat32, Shape{rows, n}, data.data()}};
-    const std::string what = "softmax of rows of " + std::to_string(n);
+    const std::string what = "softmax of " + std::to_string(rows) + " x " + std::to_string(n) +
+                             (across ? " along the first axis" : " along the last axis");
     TestContext ref(inputs, axis, nullptr);
     ASSERT_TRUE(nn::SoftmaxReference(ref).ok()) << what;
     SetAvx512GemmAllowedForTesting(false);

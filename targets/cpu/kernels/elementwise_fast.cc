@@ -618,9 +618,11 @@ Status GeluFast(KernelContext& ctx) {
 // then one multiply by its inverse. Other axes (and dtypes): the reference.
 // Softmax along an axis of `len` rows of `inner` contiguous lanes: per lane, as SoftmaxRow (the
 // maximum, NaN if any; e^(x - max) summed in double; scaled by the sum's inverse), every step a
-// loop along the lanes. `mx` and `sum` hold `inner` values.
-QUILT_CLONES void SoftmaxAcross(const float* __restrict x, float* __restrict y, int64_t len,
-                                int64_t inner, float* __restrict mx, double* __restrict sum) {
+// loop along the lanes. `mx` and `sum` hold `inner` values. Its loops, compiled into each copy
+// below: every lane's values are the same at any vector width.
+QUILT_ALWAYS_INLINE void SoftmaxAcrossLanes(const float* __restrict x, float* __restrict y,
+                                            int64_t len, int64_t inner, float* __restrict mx,
+                                            double* __restrict sum) {
   for (int64_t i = 0; i < inner; ++i) {
     mx[i] = -std::numeric_limits<float>::infinity();
     sum[i] = 0;
@@ -649,6 +651,20 @@ QUILT_CLONES void SoftmaxAcross(const float* __restrict x, float* __restrict y, 
   }
 }
 
+QUILT_CLONES void SoftmaxAcross(const float* __restrict x, float* __restrict y, int64_t len,
+                                int64_t inner, float* __restrict mx, double* __restrict sum) {
+  SoftmaxAcrossLanes(x, y, len, inner, mx, sum);
+}
+
+#if defined(QUILT_HAS_MAP512)
+// The same on 16 lanes where the CPU has AVX-512.
+__attribute__((target("avx2,fma,avx512f,avx512vl,prefer-vector-width=512"))) void SoftmaxAcross512(
+    const float* __restrict x, float* __restrict y, int64_t len, int64_t inner,
+    float* __restrict mx, double* __restrict sum) {
+  SoftmaxAcrossLanes(x, y, len, inner, mx, sum);
+}
+#endif
+
 Status SoftmaxFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   int64_t axis = ctx.attrs().Int("axis", -1);
@@ -665,13 +681,17 @@ Status SoftmaxFast(KernelContext& ctx) {
     int64_t outer = y->NumElements() / (len * inner);
     const float* px = x.Data<float>();
     float* py = y->MutableData<float>();
+    auto across = SoftmaxAcross;
+#if defined(QUILT_HAS_MAP512)
+    if (HasAvx512Gemm()) across = SoftmaxAcross512;
+#endif
     ctx.ParallelFor(outer, std::max<int64_t>(1, kParallelElements / (len * inner)),
                     [&](int64_t o0, int64_t o1) {
                       std::vector<float> mx(static_cast<size_t>(inner));
                       std::vector<double> sum(static_cast<size_t>(inner));
                       for (int64_t o = o0; o < o1; ++o) {
-                        SoftmaxAcross(px + o * len * inner, py + o * len * inner, len, inner,
-                                      mx.data(), sum.data());
+                        across(px + o * len * inner, py + o * len * inner, len, inner, mx.data(),
+                               sum.data());
                       }
                     });
     return Status::Ok();
