@@ -1373,12 +1373,12 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t nc = nc_panels * kNR;
   int64_t nblocks = (n + nc - 1) / nc;
   rt::ThreadPool* run_pool = work >= kParallelWork ? pool : nullptr;
-  // The epilogue applied by the AVX-512 block kernels as they store C: in the registers of the
-  // 8 x 48 kernel, and by Finish on each other tile just stored (the 8-lane kernels leave it to
-  // Finish, a pass over each block after it). Before the 8 x 48 kernel took more than the bias,
-  // a residual and the bounds, finishing the others' tiles so cost more than the pass saved (a
-  // hardswish 1x1 conv, 64 -> 128 channels, 3 images of 28 x 28: 0.39-0.42 -> 0.44-0.59 ms).
-  const bool in_registers = epilogue != nullptr;
+  // The epilogue (FusedEpilogue, where there is one) applied by the AVX-512 block kernels as they
+  // store C: in the registers of the 8 x 48 kernel, and by Finish on each other tile just stored
+  // (the 8-lane kernels leave it to Finish, a pass over each block after it). Before the 8 x 48
+  // kernel took more than the bias, a residual and the bounds, finishing the others' tiles so
+  // cost more than the pass saved (a hardswish 1x1 conv, 64 -> 128 channels, 3 images of 28 x
+  // 28: 0.39-0.42 -> 0.44-0.59 ms).
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     // A last panel of at most kNarrowCols columns runs along the reduction (NarrowPart).
     const bool narrow_tail = k > 0 && n % kNR <= kNarrowCols;
@@ -1411,11 +1411,11 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           bool finished = true;
           if (whole > 0 || np) {
             finished = Block(mc, whole, k, a_rows(i), rows + j, offs, c + i * ldc + j, ldc, np,
-                             in_registers ? &f : nullptr);
+                             epilogue ? &f : nullptr);
           }
           if (whole < ncols && !np) {
             finished = Block(mc, ncols - whole, k, a_rows(i), panel.get(), c + i * ldc + j + whole,
-                             ldc, nullptr, in_registers ? &tail : nullptr) &&
+                             ldc, nullptr, epilogue ? &tail : nullptr) &&
                        finished;
           }
           if (!finished) Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
@@ -1446,7 +1446,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
           int64_t i = ib * kMC, mc = std::min(kMC, m - i);
           const FusedEpilogue f{epilogue, i, j};
           if (!Block(mc, body, k, a_rows(i), packed, c + i * ldc + j, ldc, np,
-                     in_registers ? &f : nullptr)) {
+                     epilogue ? &f : nullptr)) {
             Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);
           }
         }

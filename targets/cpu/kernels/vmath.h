@@ -110,9 +110,8 @@ QUILT_ALWAYS_INLINE float Sigmoid(float x) {
 #if defined(__GNUC__)
 // Exp and Sigmoid in place on a vector of floats (the compiler's generic vectors, V8 or V16; by
 // reference, and bit casts by the builtin: a vector wider than the baseline's may not cross a
-// call), lane by lane with
-// the same operations in the same order, so that a kernel holding its values in registers gets
-// what a loop over the scalar functions gets, bit for bit.
+// call), lane by lane with the same operations in the same order, so that a kernel holding its
+// values in registers gets what a loop over the scalar functions gets, bit for bit.
 template <typename V>
 QUILT_ALWAYS_INLINE void ExpOf(V& x) {
   typedef int32_t I __attribute__((vector_size(sizeof(V))));
