@@ -203,75 +203,32 @@ QUILT_CLONES double Sum(const float* x, int64_t n) {
   return sum;
 }
 
-// One row of softmax: max (NaN if any), then e^(x - max), summed in 8 double lanes, scaled.
-QUILT_CLONES void SoftmaxRow(const float* __restrict x, float* __restrict y, int64_t n) {
+// One row of softmax: max (NaN if any), then e^(x - max), summed in 8 double lanes, scaled. The
+// maximum in vectors V of lanes of maxima and of NaN seen (a scalar max does not vectorize: its
+// NaN rule is not the vector instruction's); its value does not depend on the order taken, only a
+// zero's sign may, and e^(x - (+0)) is e^(x - (-0)). The NaN test a select on one comparison (GCC
+// 12 takes the or of a comparison into a vector lane by lane on 16 lanes). The exps written
+// first, then summed from y in the same eight double lanes, so that a copy on 16 lanes gives the
+// 8-lane copy's values bit for bit.
+template <typename V>
+QUILT_ALWAYS_INLINE void SoftmaxRowOf(const float* __restrict x, float* __restrict y, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
   bool nan = false;
   int64_t head = 0;
 #if defined(__GNUC__)
-  // Eight lanes of maxima and of NaN seen (a scalar max does not vectorize: its NaN rule is
-  // not the vector instruction's). The max's value does not depend on the order taken; only a
-  // zero's sign may, and e^(x - (+0)) is e^(x - (-0)).
-  typedef int32_t I8 __attribute__((vector_size(32)));
-  V8 m = V8{} - std::numeric_limits<float>::infinity();
-  I8 seen = I8{};
-  for (; head + 8 <= n; head += 8) {
-    V8 v;
-    LoadV(&v, x + head);
+  constexpr int kLanes = sizeof(V) / sizeof(float);
+  typedef float VUnaligned __attribute__((vector_size(sizeof(V)), aligned(4), may_alias));
+  V m = V{} - std::numeric_limits<float>::infinity(), seen = V{};
+  for (; head + kLanes <= n; head += kLanes) {
+    V v = *reinterpret_cast<const VUnaligned*>(x + head);
     m = v > m ? v : m;
-    seen |= v != v;
+    seen = v != v ? V{} + 1.0f : seen;
   }
-  for (int j = 0; j < 8; ++j) {
-    mx = std::max(mx, m[j]);
-    nan |= seen[j] != 0;
-  }
-#endif
-  for (int64_t i = head; i < n; ++i) {
-    mx = std::max(mx, x[i]);
-    nan |= x[i] != x[i];
-  }
-  if (nan) mx = std::numeric_limits<float>::quiet_NaN();
-  double lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) {
-      float e = vmath::Exp(x[i + j] - mx);
-      y[i + j] = e;
-      lanes[j] += e;
-    }
-  }
-  double sum = 0;
-  for (double l : lanes) sum += l;
-  for (; i < n; ++i) {
-    y[i] = vmath::Exp(x[i] - mx);
-    sum += y[i];
-  }
-  float inv = static_cast<float>(1.0 / sum);
-  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
-}
-
-#if defined(QUILT_HAS_MAP512)
-// SoftmaxRow on 16 lanes, the same values bit for bit: the maximum (its value does not depend on
-// the order), then e^(x - max) 16 at a time into y, then y summed into the same eight double lanes
-// in the same order, and the same tail. The NaN test a select on one comparison (GCC 12 takes the
-// or of a comparison into a vector lane by lane on 16 lanes).
-__attribute__((target("avx2,fma,avx512f,avx512vl,prefer-vector-width=512"))) void SoftmaxRow512(
-    const float* __restrict x, float* __restrict y, int64_t n) {
-  typedef float V16 __attribute__((vector_size(64)));
-  typedef float V16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
-  float mx = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  int64_t head = 0;
-  V16 m = V16{} - std::numeric_limits<float>::infinity(), seen = V16{};
-  for (; head + 16 <= n; head += 16) {
-    V16 v = *reinterpret_cast<const V16Unaligned*>(x + head);
-    m = v > m ? v : m;
-    seen = v != v ? V16{} + 1.0f : seen;
-  }
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < kLanes; ++j) {
     mx = std::max(mx, m[j]);
     nan |= seen[j] != 0.0f;
   }
+#endif
   for (int64_t i = head; i < n; ++i) {
     mx = std::max(mx, x[i]);
     nan |= x[i] != x[i];
@@ -291,6 +248,18 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,prefer-vector-width=512"))) voi
   }
   float inv = static_cast<float>(1.0 / sum);
   for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+
+QUILT_CLONES void SoftmaxRow(const float* __restrict x, float* __restrict y, int64_t n) {
+  SoftmaxRowOf<V8>(x, y, n);
+}
+
+#if defined(QUILT_HAS_MAP512)
+// The same on 16 lanes where the CPU has AVX-512.
+__attribute__((target("avx2,fma,avx512f,avx512vl,prefer-vector-width=512"))) void SoftmaxRow512(
+    const float* __restrict x, float* __restrict y, int64_t n) {
+  typedef float V16 __attribute__((vector_size(64)));
+  SoftmaxRowOf<V16>(x, y, n);
 }
 #endif
 
