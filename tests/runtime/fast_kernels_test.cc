@@ -2507,39 +2507,23 @@ TEST(FastKernels, PointwiseConvReadsAlignedChannelsInPlace) {
   }
 }
 
-// The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
-// in one vector a row, the epilogue a pass over each block's rows) against the 8-lane kernel,
-// bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one, two
-// and three 32-column blocks with and without a short rest, several strips, a bias and hardswish, a
-// bias and relu, affine ops around ONNX's HardSwish, a leaky relu, and none; on one thread and on
-// three.
-TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
-  if (!HasAvx512Gemm())
-    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
-  std::mt19937 rng(29);
+// An epilogue for the tests below: a bias or not, an activation, and affine and post ops.
+struct ConvAct {
+  bool bias;
+  std::string activation;
+  std::string affine = "";  // the attribute affine: one input per letter, no bias
+  std::string post = "";    // the attribute post: one input per letter after those
+};
+
+// Each case with each epilogue through ConvFast where the CPU's AVX-512 kernels may run, on one
+// thread and on three, against the same with `allow(false)` (their 8-lane forms) bit for bit
+// and against the reference. `kind` names the cases in messages.
+void ExpectAvx512ConvMatchesEightLanes(const std::string& kind, const std::vector<ConvCase>& cases,
+                                       const std::vector<ConvAct>& acts, std::mt19937& rng,
+                                       void (*allow)(bool)) {
   rt::ThreadPool three(3);
-  const ConvCase cases[] = {
-      {2, 5, 1, 1, {13, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
-      {1, 3, 1, 1, {37, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
-      {1, 4, 1, 1, {12, 80}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
-      {1, 3, 1, 1, {20, 98}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
-      {2, 2, 1, 1, {24, 70}, {5, 5}, {2, 1}, {1, 1}, {2, 2, 2, 2}},
-      {1, 2, 1, 1, {9, 130}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 2}},
-      {1, 2, 1, 1, {40, 33}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}},
-  };
-  struct Act {
-    bool bias;
-    std::string activation;
-    std::string affine = "";  // the attribute affine: one input per letter, no bias
-    std::string post = "";    // the attribute post: one input per letter after those
-  };
-  const Act acts[] = {{true, "hardswish"},
-                      {true, "relu"},
-                      {false, ""},
-                      {false, "hard_swish", "bsb", "dsb"},
-                      {true, "leaky_relu", "", "xn"}};
   for (const ConvCase& c : cases) {
-    for (const Act& act : acts) {
+    for (const ConvAct& act : acts) {
       Shape xs, ws;
       ConvShapes(c, &xs, &ws);
       Attrs attrs;
@@ -2568,27 +2552,83 @@ TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
       for (size_t i = act.affine.size(); i < ops.size(); ++i) {
         inputs.push_back(Tensor{DType::kFloat32, per_channel, ops[i].data()});
       }
-      std::string what = "depthwise x (" + Join(xs) + ") w (" + Join(ws) + ") strides " +
-                         Join(c.stride) + (act.bias ? " bias" : "") + " affine '" + act.affine +
-                         "' activation '" + act.activation + "' post '" + act.post + "'";
+      std::string what = kind + " x (" + Join(xs) + ") w (" + Join(ws) + ") strides " +
+                         Join(c.stride) + " pads " + Join(c.pads) + (act.bias ? " bias" : "") +
+                         " affine '" + act.affine + "' activation '" + act.activation + "' post '" +
+                         act.post + "'";
       TestContext ref(inputs, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
       std::vector<float> want = ref.values();
-      SetAvx512GemmAllowedForTesting(false);
-      TestContext narrow(inputs, list, nullptr);
-      Status st = nn::ConvFast(narrow);
-      SetAvx512GemmAllowedForTesting(true);
-      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-      std::vector<float> eight = narrow.values();
+      // The same threads for both: a Winograd step's blocks, and so its GEMMs' shapes, depend
+      // on them.
       for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        allow(false);
+        TestContext narrow(inputs, list, pool);
+        Status st = nn::ConvFast(narrow);
+        allow(true);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
         TestContext got(inputs, list, pool);
         st = nn::ConvFast(got);
         ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-        ExpectSameBitsNearReference(got.values(), eight, want, what);
-        if (HasFatalFailure()) return;
+        ExpectSameBitsNearReference(got.values(), narrow.values(), want,
+                                    what + (pool ? ", 3 threads" : ", 1 thread"));
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
+}
+
+// The AVX-512 depthwise kernel (blocks of 4 rows by 32 columns, a row's last columns short of 32
+// in one vector a row, the epilogue a pass over each block's rows) against the 8-lane kernel,
+// bit for bit, and the reference: 3x3 and 5x5, the four strides, rows of one, two
+// and three 32-column blocks with and without a short rest, several strips, a bias and hardswish, a
+// bias and relu, affine ops around ONNX's HardSwish, a leaky relu, and none; on one thread and on
+// three.
+TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
+  std::mt19937 rng(29);
+  ExpectAvx512ConvMatchesEightLanes(
+      "depthwise",
+      {
+          {2, 5, 1, 1, {13, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+          {1, 3, 1, 1, {37, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+          {1, 4, 1, 1, {12, 80}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+          {1, 3, 1, 1, {20, 98}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+          {2, 2, 1, 1, {24, 70}, {5, 5}, {2, 1}, {1, 1}, {2, 2, 2, 2}},
+          {1, 2, 1, 1, {9, 130}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 2}},
+          {1, 2, 1, 1, {40, 33}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}},
+      },
+      {{true, "hardswish"},
+       {true, "relu"},
+       {false, ""},
+       {false, "hard_swish", "bsb", "dsb"},
+       {true, "leaky_relu", "", "xn"}},
+      rng, SetAvx512GemmAllowedForTesting);
+}
+
+// Winograd F(2x2, 3x3) with its transforms on sixteen tiles at a time (AVX-512) against the
+// transforms' loops on 8 lanes (the same GEMMs between), bit for bit, and the reference: tile rows
+// shorter than 16 tiles (14 x 14), of 16 and 2 more, of exactly 32, an odd output (a last tile half
+// outside), no padding, pads of 2, uneven pads (an image column read by no tile's first vector), a
+// batch whose images share blocks, with a bias and relu, none, and affine ops with a leaky relu; on
+// one thread and on three.
+TEST(FastKernels, WinogradTransformsOnSixteenLanesMatchEightLanes) {
+  if (!HasAvx512Gemm())
+    GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane transforms run";
+  std::mt19937 rng(31);
+  ExpectAvx512ConvMatchesEightLanes(
+      "winograd",
+      {
+          {1, 1, 8, 40, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+          {2, 1, 9, 36, {33, 35}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+          {1, 1, 8, 34, {66, 66}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+          {3, 1, 10, 48, {23, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 2, 1, 1}},
+          {1, 1, 8, 40, {12, 50}, {3, 3}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+          {1, 1, 16, 33, {13, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 0, 2}},
+      },
+      {{true, "relu"}, {false, ""}, {false, "leaky_relu", "s", "bx"}}, rng,
+      nn::SetWinograd512AllowedForTesting);
 }
 
 // Int8Gemm allowed or not while it lives (the int8 paths' tests run both).

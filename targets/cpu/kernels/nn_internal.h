@@ -143,6 +143,9 @@ Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
 // reference.
 Status ConvFast(KernelContext& ctx);
+// Tests: whether Winograd's transforms may run on 16 lanes where the CPU has AVX-512 (the GEMMs
+// between them are the GEMM's own choice).
+void SetWinograd512AllowedForTesting(bool allowed);
 // The integer convolution's sums (n, oc, out...) of xf (n, c, in...) and wf (oc, c / groups,
 // kernel...), both holding integers of at most 255 in magnitude (8-bit values less zero points of
 // their type) as floats, added into `sums`: as float GEMMs over slabs of channels of at most
