@@ -2611,8 +2611,9 @@ TEST(FastKernels, DepthwiseAvx512MatchesTheEightLaneKernel) {
 // transforms' loops on 8 lanes (the same GEMMs between), bit for bit, and the reference: tile rows
 // shorter than 16 tiles (14 x 14), of 16 and 2 more, of exactly 32, an odd output (a last tile half
 // outside), no padding, pads of 2, uneven pads (an image column read by no tile's first vector), a
-// batch whose images share blocks, with a bias and relu, none, and affine ops with a leaky relu; on
-// one thread and on three.
+// batch whose images share blocks, small images (6 x 6 outputs in 3 images, 7 x 7 in 2, 8 x 8 in
+// one: Winograd from 9 tiles an image and 16 in the batch where the CPU has AVX-512), with a bias
+// and relu, none, and affine ops with a leaky relu; on one thread and on three.
 TEST(FastKernels, WinogradTransformsOnSixteenLanesMatchEightLanes) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane transforms run";
@@ -2626,6 +2627,9 @@ TEST(FastKernels, WinogradTransformsOnSixteenLanesMatchEightLanes) {
           {3, 1, 10, 48, {23, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 2, 1, 1}},
           {1, 1, 8, 40, {12, 50}, {3, 3}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
           {1, 1, 16, 33, {13, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 0, 2}},
+          {3, 1, 8, 40, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+          {2, 1, 12, 36, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+          {1, 1, 16, 48, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       },
       {{true, "relu"}, {false, ""}, {false, "leaky_relu", "s", "bx"}}, rng,
       nn::SetWinograd512AllowedForTesting);

@@ -409,9 +409,22 @@ bool UseWinograd(const ConvGeometry& geo) {
          w.pad_begin[1] >= 0;
 }
 
-// Output tiles per image below which a Winograd step runs the GEMM path instead (under 12x12
-// outputs).
-constexpr int64_t kWinogradMinTiles = 36;
+// Whether a step that may take Winograd does on images of out0 x out1 outputs, n of them, rather
+// than the GEMM path: on enough tiles for the 16 small GEMMs and the transforms to cost less than
+// the multiplies they save. Where the transforms run on 16 lanes (AVX-512; the GEMM's switch,
+// not the transforms' own, so that tests comparing the two compare the same GEMMs), from 9 tiles
+// an image (5 x 5 outputs) and 16 in the batch, one thread, 3 images unless said (ms): 256 -> 256
+// channels at 7 x 7 1.40-1.49 on the GEMM path, 0.86-0.92 as Winograd; 128 at 8 x 8 0.50-0.54 and
+// 0.24-0.27; 64 at 10 x 10 0.23-0.26 and 0.13; 64 at 6 x 6 0.11 and 0.08; 128 at 5 x 5 0.25 and
+// 0.21; 512 at 7 x 7, one image, 1.97-2.74 and 1.62-1.69; at 2 threads 256 at 7 x 7 0.87-0.89
+// and 0.51-0.52. Fewer tiles keep the GEMM path: 128 at 4 x 4 0.16 against 0.18 as Winograd;
+// 256 at 5 x 5, one image, 0.28-0.30 against 0.43-0.48. With the 8-lane transforms, from 36
+// tiles an image (12 x 12 outputs).
+bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
+  int64_t tiles = (out0 + 1) / 2 * ((out1 + 1) / 2);
+  if (HasAvx512Gemm()) return tiles >= 9 && n * tiles >= 16;
+  return tiles >= 36;
+}
 
 // The transformed weights: U_e (og x cg) for each of the 16 elements, row-major and packed.
 struct WinogradWeights {
@@ -975,8 +988,7 @@ Status ConvFast(KernelContext& ctx) {
     hold = ctx.cache()->Get<ConvStepWeights>([] { return std::make_shared<ConvStepWeights>(); });
     cached = hold.get();
   }
-  if (UseWinograd(geo) && !trimmed &&
-      (geo.w.out[0] + 1) / 2 * ((geo.w.out[1] + 1) / 2) >= kWinogradMinTiles) {
+  if (UseWinograd(geo) && !trimmed && WinogradPays(geo.n, geo.w.out[0], geo.w.out[1])) {
     auto make = [&] { return WinogradTransform(pw, geo.og, geo.cg); };
     std::shared_ptr<const WinogradWeights> u = cached ? cached->Winograd(make) : make();
     WinogradConv(px, *u, py, geo, epilogue, ctx);
