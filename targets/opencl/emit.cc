@@ -333,7 +333,9 @@ Status EmitIdentity(GraphSpec& g, StepSpec& step, const std::string& name, std::
 }
 
 // Softmax along `axis`: one work-item per row (outer x inner rows of `len` elements, `inner`
-// apart).
+// apart); softmax and log-softmax over rows of kGroupRowLength or more contiguous elements, a
+// work-group per row, each work-item taking every kLocalSize-th element (contiguous loads across
+// the group), the maximum and the sum combined in __local memory.
 Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   std::vector<int> dims = k.Out().dims;
@@ -344,10 +346,33 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   if (axis < 0 || axis >= rank) return Error("R." + step.kernel + ": axis out of range");
   int inner = Product(g, dims, static_cast<size_t>(axis) + 1);
   std::vector<int> head(dims.begin(), dims.begin() + axis);
-  k.Long("rows", MulDim(g, Product(g, head, 0), inner));
-  k.Long("len", dims[static_cast<size_t>(axis)]);
-  k.Long("inner", inner);
+  int rows = MulDim(g, Product(g, head, 0), inner);
+  int len = dims[static_cast<size_t>(axis)];
   bool log = step.kernel == "nn.log_softmax";
+  std::optional<int64_t> static_len = StaticDim(g, len), static_inner = StaticDim(g, inner);
+  if ((log || step.kernel == "nn.softmax") && static_inner == 1 && static_len &&
+      *static_len >= kGroupRowLength) {
+    k.Long("items", MulDim(g, rows, IntDim(g, kLocalSize)));
+    k.Long("rows", rows);
+    k.Long("len", len);
+    std::string step_len = Int(kLocalSize);
+    std::string body =
+        "  long r = get_group_id(0);\n  int l = (int)get_local_id(0);\n  __local float part[" +
+        step_len + "];\n  if (r >= rows) return;\n  long base = r * len;\n" +
+        "  float m = -INFINITY;\n  for (long j = l; j < len; j += " + step_len +
+        ") m = fmax(m, x0[base + j]);\n" + GroupReduce("m", true) +
+        "  float sum = 0.0f;\n  for (long j = l; j < len; j += " + step_len +
+        ") sum += exp(x0[base + j] - m);\n" + GroupReduce("sum", false);
+    body += log ? "  float ls = log(sum);\n  for (long j = l; j < len; j += " + step_len +
+                      ") y[base + j] = x0[base + j] - m - ls;\n"
+                : "  float inv = 1.0f / sum;\n  for (long j = l; j < len; j += " + step_len +
+                      ") y[base + j] = exp(x0[base + j] - m) * inv;\n";
+    k.Finish(name, body, kLocalSize, code);
+    return {};
+  }
+  k.Long("rows", rows);
+  k.Long("len", len);
+  k.Long("inner", inner);
   std::string body = R"(  long r = get_global_id(0);
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;

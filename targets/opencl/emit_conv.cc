@@ -362,7 +362,8 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
 
 // Adaptive average and max pooling over 1 to 3 spatial dims: output cell i of n over an input of
 // m covers [floor(i * m / n), ceil((i + 1) * m / n)), as targets/cpu/kernels/pool.cc computes it
-// (a max starts from the first cell).
+// (a max starts from the first cell). Averages of whole planes of kGroupRowLength or more
+// elements (a global average pool) take a work-group per plane.
 Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const std::vector<int>& x = k.In(0).dims;
@@ -370,8 +371,28 @@ Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, s
   if (x.size() < 3 || x.size() > 5 || y.size() != x.size()) {
     return Error(Where(step) + ": data of 1 to 3 spatial dims expected");
   }
-  PassSizes(g, k, x, y);
   bool max = step.kernel.find("max") != std::string::npos;
+  // Average pooling of whole planes of kGroupRowLength or more elements: a work-group per plane.
+  int64_t plane = 1;
+  for (size_t i = 2; i < x.size() && plane > 0; ++i) {
+    std::optional<int64_t> in = StaticDim(g, x[i]), out = StaticDim(g, y[i]);
+    plane = in && out == 1 ? plane * *in : 0;
+  }
+  if (!max && plane >= kGroupRowLength) {
+    int total = Product(g, y, 0);
+    k.Long("items", MulDim(g, total, IntDim(g, kLocalSize)));
+    k.Long("total", total);
+    std::string n = Int(plane);
+    std::string body =
+        "  long r = get_group_id(0);\n  int l = (int)get_local_id(0);\n  __local float part[" +
+        Int(kLocalSize) + "];\n  if (r >= total) return;\n" +
+        "  __global const float* xp = x0 + r * " + n + ";\n  float acc = 0.0f;\n" +
+        "  for (long j = l; j < " + n + "; j += " + Int(kLocalSize) + ") acc += xp[j];\n" +
+        GroupReduce("acc", false) + "  if (l == 0) y[r] = acc / (float)" + n + ";\n";
+    k.Finish(name, body, kLocalSize, code);
+    return {};
+  }
+  PassSizes(g, k, x, y);
   std::string body = R"(  long t = get_global_id(0);
   if (t >= total) return;
   long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;

@@ -68,6 +68,15 @@ std::string NodeName(const StepSpec& step) {
 
 std::string Where(const StepSpec& step) { return "R." + step.kernel + " (" + NodeName(step) + ")"; }
 
+std::string GroupReduce(const std::string& acc, bool max) {
+  std::string both = max ? "fmax(part[l], part[l + s])" : "part[l] + part[l + s]";
+  return "  part[l] = " + acc +
+         ";\n  barrier(CLK_LOCAL_MEM_FENCE);\n  for (int s = " + std::to_string(kLocalSize / 2) +
+         "; s > 0; s >>= 1) {\n    if (l < s) part[l] = " + both +
+         ";\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n  " + acc +
+         " = part[0];\n  barrier(CLK_LOCAL_MEM_FENCE);\n";
+}
+
 std::string Int(int64_t v) {
   // The most negative long has no literal of its own.
   if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807L - 1L)";

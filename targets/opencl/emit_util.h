@@ -22,6 +22,17 @@ namespace quilt::compiler::opencl {
 // The work-group size of every kernel (fixed: each distinct size costs PoCL a compile).
 inline constexpr int64_t kLocalSize = 64;
 
+// Rows of contiguous elements at least this long take a work-group each where a kernel reduces
+// them (softmax and log-softmax, global average pooling), not a work-item: a PP-OCR recognizer's
+// 40 rows of 6,625 classes took 3.0 ms of its 13.5 on an NVIDIA H200 and 1.9 of 23.6 on PoCL as
+// 40 work-items, and a detector's global average pools over planes of 160 x 160 3.7 of 14 ms on
+// the H200.
+inline constexpr int64_t kGroupRowLength = 256;
+// A work-group's reduction of a row: each work-item's float `acc` combined with the others' (their
+// maximum, or their sum) pairwise in the group's __local float `part[kLocalSize]`, `l` the
+// work-item's local id; every work-item's `acc` then holds the result.
+std::string GroupReduce(const std::string& acc, bool max);
+
 bool SameDim(const GraphSpec& g, int a, int b);
 bool IsOne(const GraphSpec& g, int d);
 int IntDim(GraphSpec& g, int64_t v);

@@ -745,6 +745,34 @@ class Module:
   }
 }
 
+// Softmax and log-softmax over rows of 256 elements or more, a work-group per row: rows of 6,625
+// (not a multiple of the group's 64), of exactly 256 and of 300 along an inner axis of length 1
+// squeezed out, one with a NaN (every output NaN, as the CPU's), one with -inf among its values
+// and one far from zero (the maximum's shift); the shorter rows along another axis keep a
+// work-item each.
+TEST(OpenClEmit, SoftmaxOfLongRowsByWorkGroups) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 6625), "float32"), z: R.Tensor((2, 256), "float32"), w: R.Tensor((3, 300, 1), "float32")):
+        a = R.nn.softmax(x, axis=1)
+        b = R.nn.log_softmax(x, axis=-1)
+        c = R.nn.softmax(z, axis=1)
+        d = R.nn.log_softmax(w, axis=1)
+        e = R.nn.softmax(z, axis=0)
+        return (a, b, c, d, e)
+)";
+  Input x = Floats("x", {4, 6625}, 0.9f, 4.0f, 0.0003f);
+  float* v = reinterpret_cast<float*>(x.bytes.data());
+  v[6625 + 17] = std::numeric_limits<float>::quiet_NaN();
+  v[2 * 6625 + 5] = -std::numeric_limits<float>::infinity();
+  v[2 * 6625 + 6400] = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < 6625; ++j) v[3 * 6625 + j] += 1000.0f;
+  ExpectOpenClMatchesCpu(kModel, {x, Floats("z", {2, 256}), Floats("w", {3, 300, 1}, 0.5f)}, 5);
+}
+
 TEST(OpenClEmit, PoolsRowOpsAndSpaceDepthMoves) {
   OPENCL_OR_SKIP();
   constexpr const char* kModel = R"(
@@ -820,17 +848,24 @@ TEST(OpenClEmit, AdaptivePoolsToAnySize) {
 @I.ir_module
 class Module:
     @R.function
-    def main(x1: R.Tensor((2, 3, 9), "float32"), x2: R.Tensor((2, 3, 7, 5), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32")):
+    def main(x1: R.Tensor((2, 3, 9), "float32"), x2: R.Tensor((2, 3, 7, 5), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32"), x4: R.Tensor((2, 5, 23, 29), "float32"), x5: R.Tensor((3, 2, 300), "float32")):
         a = R.nn.adaptive_max_pool1d(x1, output_size=[4])
         b = R.nn.adaptive_avg_pool2d(x2, output_size=[3, 2])
         c = R.nn.adaptive_max_pool2d(x2, output_size=[1, 1])
         d = R.nn.adaptive_avg_pool3d(x3, output_size=[2, 3, 4])
         e = R.nn.adaptive_avg_pool2d(x2, output_size=[1, 1])
-        return (a, b, c, d, e)
+        f = R.nn.adaptive_avg_pool2d(x4, output_size=[1, 1])
+        g = R.nn.adaptive_avg_pool1d(x5, output_size=[1])
+        h = R.nn.adaptive_max_pool2d(x4, output_size=[1, 1])
+        return (a, b, c, d, e, f, g, h)
 )";
+  // x4 and x5: whole planes of 667 and 300 averaged by a work-group each (a max keeps a work-item
+  // per plane).
   ExpectOpenClMatchesCpu(
-      kModel, {Floats("x1", {2, 3, 9}), Floats("x2", {2, 3, 7, 5}), Floats("x3", {1, 2, 5, 4, 6})},
-      5);
+      kModel,
+      {Floats("x1", {2, 3, 9}), Floats("x2", {2, 3, 7, 5}), Floats("x3", {1, 2, 5, 4, 6}),
+       Floats("x4", {2, 5, 23, 29}, 0.5f), Floats("x5", {3, 2, 300}, 0.5f)},
+      8);
 }
 
 }  // namespace
