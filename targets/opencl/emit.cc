@@ -917,7 +917,7 @@ Status EmitSpaceDepth(GraphSpec& g, StepSpec& step, const std::string& name, std
 }
 
 // nn.adaptive_avg_pool2d to 1 x 1: the mean of each channel, one work-item per channel (to
-// other sizes: EmitAdaptivePool).
+// other sizes, and over channels of kGroupRowLength or more, a work-group each: EmitAdaptivePool).
 Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code) {
   KernelText k(g, step);
   const ValueSpec& x = k.In(0);
@@ -925,6 +925,8 @@ Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std
   if (out.size() != 4 || !IsOne(g, out[2]) || !IsOne(g, out[3])) {
     return EmitAdaptivePool(g, step, name, code);  // to another size than 1 x 1
   }
+  std::optional<int64_t> h = StaticDim(g, x.dims[2]), w = StaticDim(g, x.dims[3]);
+  if (h && w && *h * *w >= kGroupRowLength) return EmitAdaptivePool(g, step, name, code);
   k.Long("planes", MulDim(g, x.dims[0], x.dims[1]));
   k.Long("hw", MulDim(g, x.dims[2], x.dims[3]));
   k.Finish(name, R"(  long t = get_global_id(0);

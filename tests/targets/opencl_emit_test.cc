@@ -860,7 +860,7 @@ class Module:
         return (a, b, c, d, e, f, g, h)
 )";
   // x4 and x5: whole planes of 667 and 300 averaged by a work-group each (a max keeps a work-item
-  // per plane).
+  // per plane; x2's planes of 35, a work-item each).
   ExpectOpenClMatchesCpu(
       kModel,
       {Floats("x1", {2, 3, 9}), Floats("x2", {2, 3, 7, 5}), Floats("x3", {1, 2, 5, 4, 6}),
