@@ -426,10 +426,17 @@ bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
   return tiles >= 36;
 }
 
-// The transformed weights: U_e (og x cg) for each of the 16 elements, row-major and packed.
+// The transformed weights: U_e (og x cg) for each of the 16 elements, row-major, and packed where
+// the GEMM does not read A's rows in place. (With AVX-512 a packed copy beside the rows doubled
+// the memory these weights take, 16/9 of the kernel's, and ran no faster: nudenet-320n at 2
+// threads 55.1 -> 43.8 MB peak and 11.0-11.2 -> 10.9-11.0 ms, opennsfw 99.6 -> 80.0 MB and
+// 26.6-26.8 -> 25.6 ms without it.)
 struct WinogradWeights {
-  std::vector<float> u;  // [16][og][cg]
-  std::vector<PackedA> packed;
+  std::vector<float> u;         // [16][og][cg]
+  std::vector<PackedA> packed;  // empty, or one per element
+  const PackedA* Packed(int e) const {
+    return packed.empty() ? nullptr : &packed[static_cast<size_t>(e)];
+  }
 };
 
 std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, int64_t cg) {
@@ -455,7 +462,9 @@ std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, i
       }
     }
   }
-  for (int e = 0; e < 16; ++e) out->packed.emplace_back(out->u.data() + e * og * cg, cg, og, cg);
+  for (int e = 0; e < 16 && !GemmReadsAInPlace(); ++e) {
+    out->packed.emplace_back(out->u.data() + e * og * cg, cg, og, cg);
+  }
   return out;
 }
 
@@ -783,7 +792,7 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
     });
     for (int e = 0; e < 16; ++e) {
       Sgemm(og, n, cg, u.u.data() + e * og * cg, cg, MatrixB(v + e * cg * n, cg, n), m + e * og * n,
-            n, gemm_pool, nullptr, &u.packed[static_cast<size_t>(e)]);
+            n, gemm_pool, nullptr, u.Packed(e));
     }
     each([&](int64_t b, int64_t ty0, int64_t ty1, int64_t col) {
       float* yb = y + b * geo.o * oh * ow;
