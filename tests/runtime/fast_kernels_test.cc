@@ -407,6 +407,13 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 2, 1, 1, {37, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({1, 2, 1, 1, {40, 18}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}}, rng);
   CheckConv({1, 3, 1, 1, {35, 16}, {3, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}}, rng);
+  // Strided ones over small planes of 16 channels or more, sixteen channels at a time where the
+  // CPU has AVX-512: a last block of 4 and of 2 channels, a stride along one dim, uneven pads,
+  // dilation, a 1 x 1 output.
+  CheckConv({2, 20, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
+  CheckConv({1, 34, 1, 1, {9, 11}, {3, 3}, {2, 1}, {1, 1}, {1, 0, 1, 2}}, rng);
+  CheckConv({3, 16, 1, 1, {10, 9}, {3, 3}, {2, 2}, {2, 2}, {2, 2, 1, 2}}, rng);
+  CheckConv({1, 17, 1, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}}, rng);
   // Strided ones with rows shorter than a block (the block's other columns on zeros).
   CheckConv({1, 3, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, rng);
   CheckConv({2, 4, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
@@ -528,6 +535,7 @@ std::vector<ConvCase> EpiloguePaths() {
       {6, 1, 1, 9, {40}, {8}, {4}, {1}, {2, 2}},                      // images share a GEMM
       {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
       {2, 1, 9, 40, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
+      {2, 18, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},  // depthwise, 16 channels
   };
 }
 
