@@ -605,17 +605,15 @@ std::atomic<bool> g_winograd512_allowed{true};
 // elements each with their copies and splits between, took a third of a Winograd step (128 -> 128
 // channels at 14 x 14, 3 images).
 
-// The lanes of a vector of 16 image columns from column s that lie in [0, iw).
-QUILT_ALWAYS_INLINE __mmask16 ImageColumns(int64_t s, int64_t iw) {
-  int64_t lo = std::clamp<int64_t>(-s, 0, 16), hi = std::clamp<int64_t>(iw - s, 0, 16);
-  if (hi <= lo) return 0;
-  uint32_t bits = (hi == 16 ? 0xffffu : (1u << hi) - 1u) & ~((1u << lo) - 1u);
-  return static_cast<__mmask16>(bits);
-}
-
 // The first n lanes (n in [0, 16]).
 QUILT_ALWAYS_INLINE __mmask16 FirstLanes(int64_t n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u);
+  return static_cast<__mmask16>(FirstLanesBits(n));
+}
+
+// The lanes of a vector of 16 image columns from column s that lie in [0, iw): those before
+// iw - s less those before -s.
+QUILT_ALWAYS_INLINE __mmask16 ImageColumns(int64_t s, int64_t iw) {
+  return static_cast<__mmask16>(FirstLanesBits(iw - s) & ~FirstLanesBits(-s));
 }
 
 // Columns [s, s + 16) of an image row, zero outside [0, iw): nothing outside is read.

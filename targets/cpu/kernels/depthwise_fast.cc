@@ -599,15 +599,22 @@ struct DepthwiseAcross {
         (g.stride[1] < 2 && g.stride[2] < 2) || g.KernelSize() > 49) {
       return;
     }
-    // Every tap of every output inside the padded plane.
-    ph = std::max(g.in[1] + 2 * g.pad[1],
+    // Every input at its place and every tap of every output inside the padded plane.
+    ph = std::max(g.in[1] + g.pad[1],
                   (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1);
-    pw = std::max(g.in[2] + 2 * g.pad[2],
+    pw = std::max(g.in[2] + g.pad[2],
                   (g.out[2] - 1) * g.stride[2] + (g.kernel[2] - 1) * g.dilation[2] + 1);
     if (ph * pw * 16 > (int64_t{1} << 16) || g.InSize() * 16 >= (int64_t{1} << 31)) ph = pw = 0;
   }
   explicit operator bool() const { return ph > 0; }
 };
+
+// Lane l's offset, l * apart, for 16 planes `apart` floats apart (gathered and scattered).
+QUILT_ALWAYS_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl"))) __m512i LaneOffsets(
+    int64_t apart) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(apart)));
+}
 
 // Channels [0, lanes) of the planes at x (in_size apart) into y (out_size apart), weights w (ks
 // apart); `padded`: ph * pw * 16 floats.
@@ -616,16 +623,9 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void DepthwiseAcrossChannel
     int64_t lanes, float* padded) {
   const int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
   const int64_t pw = plane.pw;
-  const __mmask16 mask = static_cast<__mmask16>(lanes >= 16 ? 0xffffu : (1u << lanes) - 1u);
-  const __m512i in_at =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(in_size)));
-  const __m512i out_at =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(out_size)));
-  const __m512i w_at =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(ks)));
+  const __mmask16 mask = static_cast<__mmask16>(FirstLanesBits(lanes));
+  const __m512i in_at = LaneOffsets(in_size), out_at = LaneOffsets(out_size),
+                w_at = LaneOffsets(ks);
   std::fill(padded, padded + plane.ph * pw * 16, 0.0f);
   for (int64_t iy = 0; iy < g.in[1]; ++iy) {
     float* row = padded + ((iy + g.pad[1]) * pw + g.pad[2]) * 16;

@@ -425,14 +425,14 @@ QUILT_ALWAYS_INLINE void StoreV16(float* p, const V16& v) {
 // 24-column one). The same sums as the whole tile's (old + new, as `+=`).
 QUILT_ALWAYS_INLINE QUILT_AVX512 void StorePart16(float* c, const V16& v, int64_t n,
                                                   bool accumulate) {
-  const auto mask = static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u);
+  const auto mask = static_cast<__mmask16>(FirstLanesBits(n));
   __m512 x = reinterpret_cast<const __m512&>(v);
   if (accumulate) x = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c), x);
   _mm512_mask_storeu_ps(c, mask, x);
 }
 QUILT_ALWAYS_INLINE QUILT_AVX512 void StorePart8(float* c, const V8& v, int64_t n,
                                                  bool accumulate) {
-  const auto mask = static_cast<__mmask8>(n >= 8 ? 0xffu : (1u << n) - 1u);
+  const auto mask = static_cast<__mmask8>(FirstLanesBits(n, 8));
   __m256 x = reinterpret_cast<const __m256&>(v);
   if (accumulate) x = _mm256_add_ps(_mm256_maskz_loadu_ps(mask, c), x);
   _mm256_mask_storeu_ps(c, mask, x);

@@ -84,6 +84,12 @@ inline bool HasAvx2Fma() { return true; }
 #define QUILT_TEMPLATE_CLONES QUILT_CLONES
 #endif
 
+// The bits of lanes [0, n) of a vector of `lanes` (n clamped to [0, lanes], lanes at most 16):
+// the mask of an AVX-512 load or store of a vector's first n lanes.
+constexpr uint32_t FirstLanesBits(int64_t n, int64_t lanes = 16) {
+  return n <= 0 ? 0u : n >= lanes ? (1u << lanes) - 1u : (1u << n) - 1u;
+}
+
 // Loads and stores at any alignment. (By pointer: a vector return value would change the ABI
 // between the clones.)
 #if defined(__GNUC__)
