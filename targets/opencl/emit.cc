@@ -352,21 +352,15 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   std::optional<int64_t> static_len = StaticDim(g, len), static_inner = StaticDim(g, inner);
   if ((log || step.kernel == "nn.softmax") && static_inner == 1 && static_len &&
       *static_len >= kGroupRowLength) {
-    k.Long("items", MulDim(g, rows, IntDim(g, kLocalSize)));
-    k.Long("rows", rows);
+    std::string body = GroupPerRow(k, g, rows);
     k.Long("len", len);
-    std::string step_len = Int(kLocalSize);
-    std::string body =
-        "  long r = get_group_id(0);\n  int l = (int)get_local_id(0);\n  __local float part[" +
-        step_len + "];\n  if (r >= rows) return;\n  long base = r * len;\n" +
-        "  float m = -INFINITY;\n  for (long j = l; j < len; j += " + step_len +
-        ") m = fmax(m, x0[base + j]);\n" + GroupReduce("m", true) +
-        "  float sum = 0.0f;\n  for (long j = l; j < len; j += " + step_len +
-        ") sum += exp(x0[base + j] - m);\n" + GroupReduce("sum", false);
-    body += log ? "  float ls = log(sum);\n  for (long j = l; j < len; j += " + step_len +
-                      ") y[base + j] = x0[base + j] - m - ls;\n"
-                : "  float inv = 1.0f / sum;\n  for (long j = l; j < len; j += " + step_len +
-                      ") y[base + j] = exp(x0[base + j] - m) * inv;\n";
+    const std::string each = GroupLoop("len");
+    body += "  long base = r * len;\n  float m = -INFINITY;\n" + each +
+            " m = fmax(m, x0[base + j]);\n" + GroupReduce("m", true) + "  float sum = 0.0f;\n" +
+            each + " sum += exp(x0[base + j] - m);\n" + GroupReduce("sum", false);
+    body += log ? "  float ls = log(sum);\n" + each + " y[base + j] = x0[base + j] - m - ls;\n"
+                : "  float inv = 1.0f / sum;\n" + each +
+                      " y[base + j] = exp(x0[base + j] - m) * inv;\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }

@@ -379,16 +379,11 @@ Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, s
     plane = in && out == 1 ? plane * *in : 0;
   }
   if (!max && plane >= kGroupRowLength) {
-    int total = Product(g, y, 0);
-    k.Long("items", MulDim(g, total, IntDim(g, kLocalSize)));
-    k.Long("total", total);
     std::string n = Int(plane);
-    std::string body =
-        "  long r = get_group_id(0);\n  int l = (int)get_local_id(0);\n  __local float part[" +
-        Int(kLocalSize) + "];\n  if (r >= total) return;\n" +
-        "  __global const float* xp = x0 + r * " + n + ";\n  float acc = 0.0f;\n" +
-        "  for (long j = l; j < " + n + "; j += " + Int(kLocalSize) + ") acc += xp[j];\n" +
-        GroupReduce("acc", false) + "  if (l == 0) y[r] = acc / (float)" + n + ";\n";
+    std::string body = GroupPerRow(k, g, Product(g, y, 0)) +
+                       "  __global const float* xp = x0 + r * " + n + ";\n  float acc = 0.0f;\n" +
+                       GroupLoop(n) + " acc += xp[j];\n" + GroupReduce("acc", false) +
+                       "  if (l == 0) y[r] = acc / (float)" + n + ";\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }

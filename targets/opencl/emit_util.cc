@@ -68,6 +68,17 @@ std::string NodeName(const StepSpec& step) {
 
 std::string Where(const StepSpec& step) { return "R." + step.kernel + " (" + NodeName(step) + ")"; }
 
+std::string GroupPerRow(KernelText& k, GraphSpec& g, int rows) {
+  k.Long("items", MulDim(g, rows, IntDim(g, kLocalSize)));
+  k.Long("rows", rows);
+  return "  long r = get_group_id(0);\n  int l = (int)get_local_id(0);\n  __local float part[" +
+         Int(kLocalSize) + "];\n  if (r >= rows) return;\n";
+}
+
+std::string GroupLoop(const std::string& n) {
+  return "  for (long j = l; j < " + n + "; j += " + Int(kLocalSize) + ")";
+}
+
 std::string GroupReduce(const std::string& acc, bool max) {
   std::string both = max ? "fmax(part[l], part[l + s])" : "part[l] + part[l + s]";
   return "  part[l] = " + acc +

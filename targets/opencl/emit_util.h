@@ -22,17 +22,6 @@ namespace quilt::compiler::opencl {
 // The work-group size of every kernel (fixed: each distinct size costs PoCL a compile).
 inline constexpr int64_t kLocalSize = 64;
 
-// Rows of contiguous elements at least this long take a work-group each where a kernel reduces
-// them (softmax and log-softmax, global average pooling), not a work-item: a PP-OCR recognizer's
-// 40 rows of 6,625 classes took 3.0 ms of its 13.5 on an NVIDIA H200 and 1.9 of 23.6 on PoCL as
-// 40 work-items, and a detector's global average pools over planes of 160 x 160 3.7 of 14 ms on
-// the H200.
-inline constexpr int64_t kGroupRowLength = 256;
-// A work-group's reduction of a row: each work-item's float `acc` combined with the others' (their
-// maximum, or their sum) pairwise in the group's __local float `part[kLocalSize]`, `l` the
-// work-item's local id; every work-item's `acc` then holds the result.
-std::string GroupReduce(const std::string& acc, bool max);
-
 bool SameDim(const GraphSpec& g, int a, int b);
 bool IsOne(const GraphSpec& g, int d);
 int IntDim(GraphSpec& g, int64_t v);
@@ -89,6 +78,25 @@ class KernelText {
   std::vector<int> dims_;
   bool checked_ = false;
 };
+
+// Rows of contiguous elements at least this long take a work-group each where a kernel reduces
+// them (softmax and log-softmax, global average pooling), not a work-item: a PP-OCR recognizer's
+// 40 rows of 6,625 classes took 3.0 ms of its 13.5 on an NVIDIA H200 and 1.9 of 23.6 on PoCL as
+// 40 work-items, and a detector's global average pools over planes of 160 x 160 3.7 of 14 ms on
+// the H200.
+inline constexpr int64_t kGroupRowLength = 256;
+// A kernel with a work-group per row (before any other Long of `k`): passes its grid, `rows`
+// work-groups of kLocalSize, and the dim node `rows` as the long `rows`; returns the body's first
+// statements, declaring `r` (the row), `l` (the work-item in the group) and the group's __local
+// float `part[kLocalSize]`, the whole group done past the last row.
+std::string GroupPerRow(KernelText& k, GraphSpec& g, int rows);
+// The head of a loop of work-item `l` over its elements j of a row of `n` (a long expression):
+// every kLocalSize-th, so that the group's loads are contiguous.
+std::string GroupLoop(const std::string& n);
+// A work-group's reduction of a row: each work-item's float `acc` combined with the others' (their
+// maximum, or their sum) pairwise in `part` (GroupPerRow's); every work-item's `acc` then holds
+// the result.
+std::string GroupReduce(const std::string& acc, bool max);
 
 // Statements of a checked kernel (KernelText::Checked) for an index `index` (a long) outside
 // [-size, size) or, with `negative` false, [0, size): the run's error word takes it (when it is
