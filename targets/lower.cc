@@ -9,6 +9,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "passes/vdevice_util.h"
+#include "targets/block_layout.h"
 #include "targets/cpu/kernels/fused.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/fuse_elementwise.h"
@@ -562,6 +563,7 @@ class GraphLowering {
  public:
   void Finish() {
     if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, spec_.buffers, g_);
+    if (pl_.options.block_layout) BlockConvLayouts(spec_, g_);
     if (pl_.options.fuse_elementwise) FuseElementwise(spec_.devices, g_);
     if (pl_.options.pack_weights && &g_ == &spec_.graphs.front()) {
       PackDerivedMatmulWeights(spec_.devices, g_);

@@ -17,6 +17,7 @@
 #include "quilt/package_generated.h"
 #include "runtime/src/kernel.h"
 #include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/image.h"
@@ -2641,6 +2642,176 @@ TEST(FastKernels, WinogradTransformsOnSixteenLanesMatchEightLanes) {
       },
       {{true, "relu"}, {false, ""}, {false, "leaky_relu", "s", "bx"}}, rng,
       nn::SetWinograd512AllowedForTesting);
+}
+
+// An epilogue of the channel-blocked convolution's cases: ConvAct's, a residual input (blocked as
+// the output) and a prelu's slope per channel.
+struct BlockedAct {
+  bool bias;
+  std::string activation;
+  std::string affine = "";
+  std::string post = "";
+  bool residual = false;
+};
+
+// nn.conv2d_nchw16c (conv_blocked.h) against the reference convolution of the same NCHW tensors:
+// the data through layout_to_nchw16c (checked element by element against its definition), the
+// weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs
+// (groups 1) pointwise (a plane of 63 pixels: a row of 12-, 8- and 4-pixel tiles and single
+// ones; three output blocks: a pair and a last single block), 3x3 with a pad of 1, strided with
+// uneven pads, 5x5 dilated, a 1 x 1 plane in a batch of 4; depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; with a bias and
+// relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
+// maximum and minimum after, hardswish with a residual, silu, and a prelu of a slope per channel;
+// on one thread and three, with the AVX-512 kernels where the CPU has them and without.
+TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
+  std::mt19937 rng(53);
+  const std::vector<ConvCase> cases = {
+      {2, 1, 32, 48, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 16, 32, {10, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 32, 16, {11, 14}, {3, 3}, {2, 2}, {1, 1}, {0, 1, 2, 1}},
+      {1, 1, 16, 32, {12, 12}, {5, 5}, {1, 1}, {2, 2}, {4, 4, 4, 4}},
+      {4, 1, 64, 32, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 32, 1, 1, {14, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {2, 16, 1, 1, {13, 13}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
+      {1, 48, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 16, 1, 1, {15, 17}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+  };
+  const std::vector<BlockedAct> acts = {{true, "relu"},
+                                        {false, ""},
+                                        {false, "hard_swish", "bsb", "dsb"},
+                                        {true, "leaky_relu", "", "xn"},
+                                        {true, "hardswish", "", "", true},
+                                        {true, "silu"},
+                                        {true, "prelu"}};
+  rt::ThreadPool three(3);
+  for (const ConvCase& c : cases) {
+    Shape xs, ws;
+    ConvShapes(c, &xs, &ws);
+    const int64_t n = xs[0], ci = xs[1], co = ws[0], taps = ws[2] * ws[3];
+    const bool depthwise = c.groups > 1;
+    std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
+    std::vector<float> wb(w.size());
+    nn::BlockConvWeight(w.data(), co, ws[1], taps, depthwise, wb.data());
+    // The data blocked, checked against the layout's definition.
+    Attrs none;
+    TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+    ASSERT_TRUE(nn::ToBlocked(to).ok());
+    ASSERT_EQ(to.out().shape, (Shape{n, ci / 16, xs[2], xs[3], 16}));
+    std::vector<float> xb = to.values();
+    const int64_t plane = xs[2] * xs[3];
+    for (int64_t i = 0; i < Count(xs); ++i) {
+      int64_t p = i % plane, ch = i / plane % ci, b = i / plane / ci;
+      ASSERT_EQ(xb[((b * (ci / 16) + ch / 16) * plane + p) * 16 + ch % 16], x[i]) << i;
+    }
+    for (const BlockedAct& act : acts) {
+      Attrs attrs;
+      ConvAttrs(c, attrs).Ints("weight_shape", ws);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      if (!act.affine.empty()) attrs.Str("affine", act.affine);
+      if (!act.post.empty()) attrs.Str("post", act.post);
+      if (act.residual) attrs.Int("residual", 1);
+      const rt::AttrView::List* list = attrs.Finish();
+      Shape per_channel = {co, 1, 1};
+      std::vector<std::vector<float>> ops;
+      for (char op : act.affine + (act.bias ? "b" : "") + act.post) {
+        ops.push_back(Random(rng, co));
+        if (op == 'd') {
+          for (float& d : ops.back()) d = 0.5f + std::abs(d);
+        }
+      }
+      std::vector<float> slope = Random(rng, co);
+      // The output's shape, for the residual.
+      Attrs plain;
+      ConvAttrs(c, plain);
+      TestContext shape_of(
+          {Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, ws, w.data()}},
+          plain.Finish(), nullptr);
+      ASSERT_TRUE(nn::ConvReference(shape_of).ok());
+      Shape ys = shape_of.out().shape;
+      std::vector<float> res = Random(rng, Count(ys));
+      TestContext res_to({Tensor{DType::kFloat32, ys, res.data()}}, none.Finish(), nullptr);
+      ASSERT_TRUE(nn::ToBlocked(res_to).ok());
+      std::vector<float> res_b = res_to.values();
+      auto epilogue = [&](std::vector<Tensor>& in, bool blocked) {
+        size_t k = 0;
+        for (; k < act.affine.size() + (act.bias ? 1 : 0); ++k)
+          in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+        if (act.residual) {
+          in.push_back(blocked ? Tensor{DType::kFloat32, res_to.out().shape, res_b.data()}
+                               : Tensor{DType::kFloat32, ys, res.data()});
+        }
+        if (act.activation == "prelu")
+          in.push_back(Tensor{DType::kFloat32, per_channel, slope.data()});
+        for (; k < ops.size(); ++k)
+          in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+      };
+      std::vector<Tensor> ref_in = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, ws, w.data()}};
+      epilogue(ref_in, false);
+      std::string what = std::string(depthwise ? "depthwise" : "dense") + " x (" + Join(xs) +
+                         ") w (" + Join(ws) + ") strides " + Join(c.stride) + " dilation " +
+                         Join(c.dilation) + " pads " + Join(c.pads) + " affine '" + act.affine +
+                         "' activation '" + act.activation + "' post '" + act.post + "'" +
+                         (act.residual ? " residual" : "");
+      TestContext ref(ref_in, list, nullptr);
+      ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
+      std::vector<float> want = ref.values();
+      std::vector<Tensor> in = {
+          Tensor{DType::kFloat32, to.out().shape, xb.data()},
+          Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()}};
+      epilogue(in, true);
+      for (bool wide : {true, false}) {
+        SetAvx512GemmAllowedForTesting(wide);
+        for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+          TestContext got(in, list, pool);
+          Status st = nn::ConvBlocked(got);
+          ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+          ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
+          std::vector<float> yb = got.values();
+          TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                           pool);
+          ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
+          ASSERT_EQ(from.out().shape, ys) << what;
+          std::vector<float> v = from.values();
+          for (size_t i = 0; i < v.size(); ++i) {
+            ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+                << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
+                << ", element " << i << ": " << v[i] << " vs " << want[i];
+          }
+        }
+      }
+      SetAvx512GemmAllowedForTesting(true);
+    }
+  }
+}
+
+// What does not fit the blocked layout is refused with what it is: data of channels not a multiple
+// of 16, a weight whose laid-out size or shape does not fit the data, a grouped convolution that is
+// not depthwise.
+TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
+  std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, {1, 24, 4, 4}, x.data()}}, none.Finish(), nullptr);
+  EXPECT_EQ(nn::ToBlocked(to).message(),
+            "data (1, 24, 4, 4) is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
+  auto conv = [&](std::vector<int64_t> ws, int64_t groups, int64_t w_size) {
+    Attrs attrs;
+    attrs.Ints("weight_shape", ws).Int("groups", groups);
+    TestContext ctx({Tensor{DType::kFloat32, {1, 2, 4, 4, 16}, xb.data()},
+                     Tensor{DType::kFloat32, {w_size}, w.data()}},
+                    attrs.Finish(), nullptr);
+    return nn::ConvBlocked(ctx).message();
+  };
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 9), "");
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 8),
+            "the laid-out weight of 8192 float32 values, weight_shape (32, 32, 3, 3) and 1 "
+            "group(s) do not fit data (1, 2, 4, 4, 16) (groups 1, or a depthwise convolution of "
+            "as many channels)");
+  EXPECT_NE(conv({32, 16, 3, 3}, 1, 32 * 16 * 9), "");
+  EXPECT_NE(conv({32, 16, 3, 3}, 2, 32 * 16 * 9), "");
+  EXPECT_NE(conv({24, 32, 1, 1}, 1, 24 * 32), "");
+  EXPECT_EQ(conv({32, 1, 3, 3}, 32, 32 * 9), "");
 }
 
 // Int8Gemm allowed or not while it lives (the int8 paths' tests run both).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -164,8 +165,6 @@ Status CheckSpatialRank(const Tensor& t, const char* what) {
 
 }  // namespace
 
-namespace {
-
 Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
   // Inputs 2...: the bias, or with the attribute affine one input per letter ('b' add, 's'
@@ -246,8 +245,6 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   const Tensor& x = *ctx.input(0);
@@ -615,6 +612,9 @@ constexpr rt::KernelEntry kKernels[] = {
     Kernel("nn.conv1d", ConvFast),
     Kernel("nn.conv2d", ConvFast),
     Kernel("nn.conv3d", ConvFast),
+    Kernel(nn::kConvNchw16c, nn::ConvBlocked),
+    Kernel(nn::kToNchw16c, nn::ToBlocked),
+    Kernel(nn::kFromNchw16c, nn::FromBlocked),
     Kernel("nn.conv1d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv2d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv3d_transpose", nn::ConvTransposeFast),

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/src/thread_pool.h"
@@ -219,11 +220,20 @@ void FinishRowWith(const GemmEpilogue& e, float* y, int64_t n, int64_t row, cons
 // floats) in registers: FinishRow's ops in its order, each rounded as its own pass rounds it (no
 // multiply and add fused into one), so that the values are FinishRow's bit for bit. It holds the
 // constants as floats, a few to copy: the 16-lane GEMM kernel makes one for each row of each tile
-// it stores.
-template <typename V>
+// it stores. With K = V, a constant per lane instead: the lanes are rows (the channels of a
+// channel-blocked convolution, conv_blocked.cc), each lane's op that row's, as FinishRow's.
+// kRegisterBarrier: V is only ever used in AVX-512 code (Rounded below).
+template <typename V, typename K = float, bool kRegisterBarrier = sizeof(V) == 64>
 class RowEpilogueOf {
  public:
-  RowEpilogueOf(const GemmEpilogue& e, int64_t row);
+  RowEpilogueOf(const GemmEpilogue& e, int64_t row)
+      : RowEpilogueOf(e, row, [](const float* k, int64_t step, int64_t r, float* out) {
+          *out = k[r * step];
+        }) {}
+  // `take(values, step, row, &k)`: row `row`'s constant of an op whose values are `values`, one
+  // every `step` (0: one for all rows), as a K.
+  template <typename Take>
+  RowEpilogueOf(const GemmEpilogue& e, int64_t row, Take take);
   // Whether the 8-lane kernels apply it in registers: not a silu, which FinishRow's loop runs
   // (BiasSilu); the 16-lane GEMM kernel applies that too (vmath::SigmoidOf).
   bool Vector() const { return !silu_; }
@@ -277,7 +287,7 @@ class RowEpilogueOf {
  private:
   struct Op {
     char op;
-    float k;
+    K k;
   };
   // min(max(v, lo), hi), NaN kept, as BiasClamp.
   static QUILT_ALWAYS_INLINE void Clamp(V& v, const V& lo, const V& hi) {
@@ -290,7 +300,7 @@ class RowEpilogueOf {
   // the 8-lane epilogue runs in AVX2 code: RowEpilogue::Row, FinishRow).
   static QUILT_ALWAYS_INLINE void Rounded(V& v) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if constexpr (sizeof(V) == 64) {
+    if constexpr (kRegisterBarrier) {
       __asm__("" : "+v"(v));
       return;
     }
@@ -318,7 +328,13 @@ class RowEpilogueOf {
         // MaxOf / MinOf a lane at a time: NaN (the sum) where either is NaN, k's NaN told once.
         // (Each op a loop of its own, selects on one comparison: GCC 12 took the op's select
         // of the two, or the or of two comparisons, on 16 lanes a lane at a time.)
-        if (ops[j].k != ops[j].k) {
+        if constexpr (!std::is_same_v<K, float>) {
+          // Lanes of their own constants: NaN where either is, lane by lane.
+          for (int i = 0; i < kN; ++i) {
+            V m = op == 'x' ? (v[i] < k ? k : v[i]) : (k < v[i] ? k : v[i]);
+            v[i] = (v[i] != v[i]) | (k != k) ? v[i] + k : m;
+          }
+        } else if (ops[j].k != ops[j].k) {
           for (int i = 0; i < kN; ++i) v[i] += k;
         } else if (op == 'x') {
           for (int i = 0; i < kN; ++i) {
@@ -339,7 +355,8 @@ class RowEpilogueOf {
 
   Op pre_[3], post_[3];
   int pres_ = 0, posts_ = 0;
-  float bias_, lo_, hi_, slope_;
+  K bias_, slope_;
+  float lo_, hi_;
   bool hardswish_, hard_swish_, silu_, negative_slope_, clamp_;
 };
 
@@ -355,24 +372,39 @@ class RowEpilogue : public RowEpilogueOf<V8> {
 // e.Row(y, n), for callers outside gemm.cc.
 void ApplyRowEpilogue(const RowEpilogue& e, float* y, int64_t n);
 
-template <typename V>
-inline RowEpilogueOf<V>::RowEpilogueOf(const GemmEpilogue& e, int64_t row)
+template <typename V, typename K, bool kRegisterBarrier>
+template <typename Take>
+inline RowEpilogueOf<V, K, kRegisterBarrier>::RowEpilogueOf(const GemmEpilogue& e, int64_t row,
+                                                            Take take)
     : hardswish_(e.hardswish),
       hard_swish_(e.hard_swish),
       silu_(e.silu),
       negative_slope_(e.negative_slope) {
-  auto take = [row](const RowOps& ops, Op* out, int* count) {
-    for (int j = 0; j < ops.count; ++j) out[j] = {ops.op[j], ops.k[j][row * ops.step[j]]};
+  auto ops_of = [&](const RowOps& ops, Op* out, int* count) {
+    for (int j = 0; j < ops.count; ++j) {
+      out[j].op = ops.op[j];
+      take(ops.k[j], ops.step[j], row, &out[j].k);
+    }
     *count = ops.count;
   };
-  take(e.pre, pre_, &pres_);
-  take(e.post, post_, &posts_);
-  bias_ = e.bias ? e.bias[row * e.bias_step] : -0.0f;  // -0 added changes no value
+  ops_of(e.pre, pre_, &pres_);
+  ops_of(e.post, post_, &posts_);
+  static const float kMinusZero = -0.0f;  // -0 added changes no value
+  if (e.bias) {
+    take(e.bias, e.bias_step, row, &bias_);
+  } else {
+    take(&kMinusZero, 0, row, &bias_);
+  }
   lo_ = e.lo;
   hi_ = e.hi;
   clamp_ = e.lo > -std::numeric_limits<float>::infinity() ||
            e.hi < std::numeric_limits<float>::infinity();
-  slope_ = e.negative_slope ? e.Slope(row) : 0.0f;
+  if (e.negative_slope && e.slope) {
+    take(e.slope, e.slope_step, row, &slope_);
+  } else {
+    const float alpha = e.negative_slope ? e.alpha : 0.0f;
+    take(&alpha, 0, row, &slope_);
+  }
 }
 
 // How many products of integers, each at most `max_abs_product` in magnitude, a float sum holds

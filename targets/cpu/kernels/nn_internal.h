@@ -138,6 +138,13 @@ struct ConvGeometry {
 // Checks the operands and attributes (the epilogue's too), computes the window and asks for the
 // output.
 Status PrepareConv(KernelContext& ctx, ConvGeometry* geo);
+// The epilogue's part of it: reads inputs 2... and the attributes into geo (geo->o and geo->y
+// set before).
+Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo);
+// The channel-blocked kernels (conv_blocked.h).
+Status ConvBlocked(KernelContext& ctx);
+Status ToBlocked(KernelContext& ctx);
+Status FromBlocked(KernelContext& ctx);
 // The reference convolution (any float type), accumulating in double: the oracle.
 Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the

@@ -1,0 +1,326 @@
+#include "targets/block_layout.h"
+
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "targets/cpu/kernels/conv_blocked.h"
+
+namespace quilt::compiler {
+namespace {
+
+constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
+constexpr int64_t kBlock = cpu::nn::kChannelBlock;
+
+using Buffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
+
+class Blocking {
+ public:
+  Blocking(PackageSpec& spec, GraphSpec& g)
+      : devices_(spec.devices), buffers_(spec.buffers), graphs_(spec.graphs), g_(g) {}
+
+  int Run() {
+    for (const StepSpec& step : g_.steps) {
+      if (!step.subgraphs.empty()) return 0;  // values a body reads by scope stay as they are
+    }
+    const size_t nv = g_.values.size(), ns = g_.steps.size();
+    reads_.assign(nv, {});
+    maker_.assign(nv, -1);
+    output_.assign(nv, false);
+    for (int v : g_.outputs) output_[static_cast<size_t>(v)] = true;
+    for (size_t s = 0; s < ns; ++s) {
+      const StepSpec& step = g_.steps[s];
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        if (step.inputs[i] >= 0) reads_[static_cast<size_t>(step.inputs[i])].push_back({s, i});
+      }
+      for (int v : step.outputs) maker_[static_cast<size_t>(v)] = static_cast<int>(s);
+    }
+    // The convs that may run blocked, joined where one's result is another's data or residual.
+    conv_.assign(ns, {});
+    parent_.resize(ns);
+    std::iota(parent_.begin(), parent_.end(), size_t{0});
+    for (size_t s = 0; s < ns; ++s) conv_[s] = Eligible(s);
+    for (size_t s = 0; s < ns; ++s) {
+      if (!conv_[s].ok) continue;
+      for (int p : BlockedInputs(s)) {
+        int m = maker_[static_cast<size_t>(g_.steps[s].inputs[static_cast<size_t>(p)])];
+        if (m >= 0 && conv_[static_cast<size_t>(m)].ok) Join(s, static_cast<size_t>(m));
+      }
+    }
+    // Each group's convs and the values crossing its edge.
+    std::vector<int> convs(ns, 0);
+    std::vector<std::set<int>> crossing(ns);
+    for (size_t s = 0; s < ns; ++s) {
+      if (!conv_[s].ok) continue;
+      size_t root = Root(s);
+      ++convs[root];
+      for (int p : BlockedInputs(s)) {
+        int v = g_.steps[s].inputs[static_cast<size_t>(p)];
+        int m = maker_[static_cast<size_t>(v)];
+        if (m < 0 || !conv_[static_cast<size_t>(m)].ok || Root(static_cast<size_t>(m)) != root) {
+          crossing[root].insert(v);
+        }
+      }
+      if (ReadOutside(s)) crossing[root].insert(g_.steps[s].outputs[0]);
+    }
+    std::vector<bool> blocked(ns, false);
+    int count = 0;
+    for (size_t s = 0; s < ns; ++s) {
+      if (!conv_[s].ok) continue;
+      size_t root = Root(s);
+      blocked[s] =
+          convs[root] >= 2 && convs[root] >= static_cast<int>(crossing[root].size());
+      count += blocked[s] ? 1 : 0;
+    }
+    if (count == 0) return 0;
+    Rewrite(blocked);
+    return count;
+  }
+
+ private:
+  struct Conv {
+    bool ok = false;
+    bool depthwise = false;
+    int residual = -1;  // the residual's input position, if any
+    std::vector<int64_t> w;
+  };
+
+  // Dim d's value where it is known when compiling, else -1.
+  int64_t IntDim(int d) const {
+    const DimSpec& dim = g_.dims[static_cast<size_t>(d)];
+    return dim.kind == pkg::DimKind::Int && dim.value > 0 ? dim.value : -1;
+  }
+
+  // Whether v is a float32 tensor of rank `rank` (its dims in g_.dims), its dim 1 known.
+  bool FloatOfRank(const ValueSpec& v, int rank) const {
+    return v.dtype == kFloat32 && v.rank == rank && v.dims.size() == static_cast<size_t>(rank) &&
+           IntDim(v.dims[1]) > 0;
+  }
+
+  // Whether a and b have the same shape: each dim the same symbol or the same known size.
+  bool SameShape(const ValueSpec& a, const ValueSpec& b) const {
+    if (a.dims.size() != b.dims.size()) return false;
+    for (size_t i = 0; i < a.dims.size(); ++i) {
+      if (a.dims[i] == b.dims[i]) continue;
+      const DimSpec &p = g_.dims[static_cast<size_t>(a.dims[i])],
+                    &q = g_.dims[static_cast<size_t>(b.dims[i])];
+      bool same = p.kind == q.kind && p.a == q.a && p.b == q.b && p.value == q.value;
+      if (!same && (IntDim(a.dims[i]) < 0 || IntDim(a.dims[i]) != IntDim(b.dims[i]))) return false;
+    }
+    return true;
+  }
+
+  const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
+
+  Conv Eligible(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    Conv c;
+    if (step.kind != pkg::StepKind::Kernel || step.kernel != "nn.conv2d" ||
+        devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
+        step.inputs.size() < 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
+      return c;
+    }
+    const ValueSpec &x = Value(step.inputs[0]), &w = Value(step.inputs[1]),
+                    &y = Value(step.outputs[0]);
+    if (!FloatOfRank(x, 4) || !FloatOfRank(w, 4) || !FloatOfRank(y, 4)) return c;
+    for (int d : w.dims) c.w.push_back(IntDim(d));
+    if (c.w[0] < 0 || c.w[2] < 0 || c.w[3] < 0) return c;
+    // The weight: a constant with its values, read by this step alone.
+    if (w.kind != pkg::ValueKind::Constant || w.buffer < 0 ||
+        w.buffer >= static_cast<int>(buffers_.size()) || !buffers_[static_cast<size_t>(w.buffer)] ||
+        buffers_[static_cast<size_t>(w.buffer)]->size() !=
+            static_cast<size_t>(c.w[0] * c.w[1] * c.w[2] * c.w[3]) * sizeof(float) ||
+        reads_[static_cast<size_t>(step.inputs[1])].size() != 1 ||
+        output_[static_cast<size_t>(step.inputs[1])]) {
+      return c;
+    }
+    const int64_t* groups_attr = step.attrs.Get<int64_t>("groups");
+    const int64_t groups = groups_attr ? *groups_attr : 1;
+    const int64_t ci = IntDim(x.dims[1]), co = c.w[0];
+    if (ci % kBlock != 0 || co % kBlock != 0 || IntDim(y.dims[1]) != co) return c;
+    if (groups == 1) {
+      if (c.w[1] != ci) return c;
+    } else if (!(groups == ci && co == ci && c.w[1] == 1)) {
+      return c;
+    }
+    c.depthwise = groups != 1;
+    const int64_t* residual = step.attrs.Get<int64_t>("residual");
+    if (residual && *residual != 0) {
+      const std::string* act = step.attrs.Get<std::string>("activation");
+      const std::string* post = step.attrs.Get<std::string>("post");
+      int slope = act && *act == "prelu" ? 1 : 0;
+      int p = static_cast<int>(step.inputs.size()) - 1 - slope -
+              static_cast<int>(post ? post->size() : 0);
+      if (p < 2 || step.inputs[static_cast<size_t>(p)] < 0) return c;
+      const ValueSpec& r = Value(step.inputs[static_cast<size_t>(p)]);
+      if (r.dtype != kFloat32 || !SameShape(r, y)) return c;
+      c.residual = p;
+    }
+    c.ok = true;
+    return c;
+  }
+
+  // The input positions of conv s that read blocked values: its data and its residual.
+  std::vector<int> BlockedInputs(size_t s) const {
+    std::vector<int> p = {0};
+    if (conv_[s].residual >= 0) p.push_back(conv_[s].residual);
+    return p;
+  }
+
+  // Whether conv s's result is read other than as a blocked input of a conv of its group, or is
+  // a graph output.
+  bool ReadOutside(size_t s) const {
+    int v = g_.steps[s].outputs[0];
+    if (output_[static_cast<size_t>(v)]) return true;
+    for (const auto& [r, i] : reads_[static_cast<size_t>(v)]) {
+      if (!conv_[r].ok || Root(r) != Root(s)) return true;
+      bool blocked_input = false;
+      for (int p : BlockedInputs(r)) blocked_input |= static_cast<size_t>(p) == i;
+      if (!blocked_input) return true;
+    }
+    return false;
+  }
+
+  size_t Root(size_t s) const {
+    while (parent_[s] != s) s = parent_[s];
+    return s;
+  }
+  void Join(size_t a, size_t b) { parent_[Root(a)] = Root(b); }
+
+  int Dim(int64_t value) {
+    g_.dims.push_back({pkg::DimKind::Int, 0, 0, value});
+    return static_cast<int>(g_.dims.size()) - 1;
+  }
+
+  // A new intermediate value: `like` (N, C, H, W) blocked, (N, C / 16, H, W, 16), named after it.
+  int BlockedValue(const ValueSpec& like, int device) {
+    ValueSpec v;
+    v.name = like.name + ".nchw16c";
+    v.kind = pkg::ValueKind::Intermediate;
+    v.dtype = kFloat32;
+    v.rank = 5;
+    v.dims = {like.dims[0], Dim(IntDim(like.dims[1]) / kBlock), like.dims[2], like.dims[3],
+              Dim(kBlock)};
+    v.device = device;
+    // Planned where its size is known when compiling, as the value it stands for.
+    v.byte_size = like.byte_size;
+    g_.values.push_back(std::move(v));
+    return static_cast<int>(g_.values.size()) - 1;
+  }
+
+  // Conv s's weight laid out as its blocked kernel reads it, in place of its values.
+  void LayOutWeight(size_t s) {
+    const Conv& c = conv_[s];
+    ValueSpec& w = g_.values[static_cast<size_t>(g_.steps[s].inputs[1])];
+    const std::vector<uint8_t>& bytes = *buffers_[static_cast<size_t>(w.buffer)];
+    const int64_t count = c.w[0] * c.w[1] * c.w[2] * c.w[3];
+    std::vector<float> in(static_cast<size_t>(count)), out(static_cast<size_t>(count));
+    std::memcpy(in.data(), bytes.data(), bytes.size());
+    cpu::nn::BlockConvWeight(in.data(), c.w[0], c.w[1], c.w[2] * c.w[3], c.depthwise, out.data());
+    auto laid = std::make_shared<std::vector<uint8_t>>(bytes.size());
+    std::memcpy(laid->data(), out.data(), laid->size());
+    // In place of the values where no other value holds the buffer (else the package would carry
+    // both), else as a buffer of its own.
+    bool shared = false;
+    for (const GraphSpec& g : graphs_) {
+      for (const ValueSpec& v : g.values) {
+        shared |= &v != &w && (v.buffer == w.buffer || v.default_buffer == w.buffer);
+      }
+    }
+    if (shared) {
+      w.buffer = static_cast<int>(buffers_.size());
+      buffers_.push_back(std::move(laid));
+    } else {
+      buffers_[static_cast<size_t>(w.buffer)] = std::move(laid);
+    }
+    w.rank = 1;
+    w.dims = {Dim(count)};
+    w.byte_size = count * static_cast<int64_t>(sizeof(float));
+  }
+
+  static StepSpec Transform(std::string_view kernel, const StepSpec& conv, int in, int out) {
+    StepSpec t;
+    t.kernel = std::string(kernel);
+    t.device = conv.device;
+    t.inputs = {in};
+    t.input_arity = {1};
+    t.outputs = {out};
+    t.source = conv.source;
+    t.region = conv.region;
+    return t;
+  }
+
+  void Rewrite(const std::vector<bool>& blocked) {
+    const size_t ns = g_.steps.size();
+    std::vector<std::vector<StepSpec>> before(ns), after(ns);
+    // The blocked form of each value, per group (a value entering two groups is blocked for
+    // each).
+    std::vector<std::pair<size_t, int>> keys;
+    std::vector<int> blocked_of;
+    auto find = [&](size_t root, int v) -> int {
+      for (size_t k = 0; k < keys.size(); ++k) {
+        if (keys[k] == std::make_pair(root, v)) return blocked_of[k];
+      }
+      return -1;
+    };
+    for (size_t s = 0; s < ns; ++s) {
+      if (!blocked[s]) continue;
+      const size_t root = Root(s);
+      StepSpec& step = g_.steps[s];
+      for (int p : BlockedInputs(s)) {
+        int v = step.inputs[static_cast<size_t>(p)];
+        int b = find(root, v);
+        if (b < 0) {
+          b = BlockedValue(Value(v), step.device);
+          keys.push_back({root, v});
+          blocked_of.push_back(b);
+          // Made before its first reader in the group (this one: steps run in order).
+          int m = maker_[static_cast<size_t>(v)];
+          if (m < 0 || !blocked[static_cast<size_t>(m)] || Root(static_cast<size_t>(m)) != root) {
+            before[s].push_back(Transform(cpu::nn::kToNchw16c, step, v, b));
+          }
+        }
+        step.inputs[static_cast<size_t>(p)] = b;
+      }
+      const int y = step.outputs[0];
+      int yb = find(root, y);
+      if (yb < 0) {
+        yb = BlockedValue(Value(y), step.device);
+        keys.push_back({root, y});
+        blocked_of.push_back(yb);
+      }
+      if (ReadOutside(s)) after[s].push_back(Transform(cpu::nn::kFromNchw16c, step, yb, y));
+      step.outputs[0] = yb;
+      step.kernel = std::string(cpu::nn::kConvNchw16c);
+      step.attrs.Set("weight_shape", conv_[s].w);
+      LayOutWeight(s);
+    }
+    std::vector<StepSpec> steps;
+    steps.reserve(ns + 8);
+    for (size_t s = 0; s < ns; ++s) {
+      for (StepSpec& t : before[s]) steps.push_back(std::move(t));
+      steps.push_back(std::move(g_.steps[s]));
+      for (StepSpec& t : after[s]) steps.push_back(std::move(t));
+    }
+    g_.steps = std::move(steps);
+  }
+
+  const std::vector<DeviceSpec>& devices_;
+  Buffers& buffers_;
+  const std::deque<GraphSpec>& graphs_;
+  GraphSpec& g_;
+  std::vector<std::vector<std::pair<size_t, size_t>>> reads_;  // (step, input position)
+  std::vector<int> maker_;
+  std::vector<bool> output_;
+  std::vector<Conv> conv_;
+  std::vector<size_t> parent_;
+};
+
+}  // namespace
+
+int BlockConvLayouts(PackageSpec& spec, GraphSpec& g) { return Blocking(spec, g).Run();
+}
+
+}  // namespace quilt::compiler

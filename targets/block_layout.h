@@ -1,0 +1,24 @@
+// The channel-blocked layout for chains of CPU convolutions (run by Lower after the conv
+// epilogues, before memory planning; the layout and its kernels: cpu/kernels/conv_blocked.h).
+//
+// A float32 nn.conv2d step on a CPU device of static shapes whose input and output channels are
+// multiples of 16, dense (groups 1) or depthwise (one input channel per group, as many outputs),
+// whose weight is a constant that it alone reads, may run as nn.conv2d_nchw16c. Such convs are
+// joined where one's result is another's data or residual input; a group runs blocked when it has
+// at least two convs and at least as many convs as values crossing its edge (a value entering it,
+// one layout_to_nchw16c step, made before its first reader; a result read outside it or a graph
+// output, one layout_from_nchw16c step, made right after its conv, which writes the value of the
+// same name as before). Inside, each conv reads and writes the blocked values, its weight laid
+// out in the package as the kernel reads it (BlockConvWeight), its epilogue as it was. Results
+// read only inside a group are no longer written in NCHW (neither planned nor allocated).
+#pragma once
+
+#include "targets/package_spec.h"
+
+namespace quilt::compiler {
+
+// Rewrites `g`, a graph of `spec`, in place (the weights laid out in spec's buffers: in place of
+// their values where no other value holds them); returns the number of convs made blocked.
+int BlockConvLayouts(PackageSpec& spec, GraphSpec& g);
+
+}  // namespace quilt::compiler

@@ -1,0 +1,367 @@
+// Float32 convolution over channel-blocked tensors (conv_blocked.h), and the layout's transforms.
+//
+// A dense convolution computes a tile of kT output pixels of one output row by kB blocks of
+// sixteen output channels in registers: for each input channel, each tap's kB weight vectors
+// (sixteen output channels each) times the pixel's input value broadcast. A depthwise one, a tile
+// of kT pixels of one block: each tap's weight vector times the input pixel's vector. Pixels
+// whose window reaches into the padding are computed one at a time with their taps checked; a
+// pointwise convolution (1x1, unit strides, no padding) runs over a plane as one long row. The
+// epilogue (nn_internal.h) is applied to the tile in registers, a lane per output channel
+// (RowEpilogueOf with per-lane constants), before it is stored.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "targets/cpu/kernels/conv_blocked.h"
+#include "targets/cpu/kernels/conv_fast.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/simd.h"
+#include "targets/cpu/kernels/util.h"
+
+namespace quilt::cpu::nn {
+namespace {
+
+constexpr int64_t kB16 = kChannelBlock;
+
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+QUILT_ALWAYS_INLINE void Load16(V16* v, const float* p) {
+  *v = *reinterpret_cast<const V16Unaligned*>(p);
+}
+QUILT_ALWAYS_INLINE void Store16(float* p, const V16& v) {
+  *reinterpret_cast<V16Unaligned*>(p) = v;
+}
+
+// The epilogue with a constant per lane; kWide: in AVX-512 code alone.
+template <bool kWide>
+using LaneEpilogue = RowEpilogueOf<V16, V16, kWide>;
+
+// Sixteen channels' constants from `first` on: a vector of values one `step` apart (a step of 0:
+// one value for all).
+struct TakeLanes {
+  QUILT_ALWAYS_INLINE void operator()(const float* k, int64_t step, int64_t first, V16* v) const {
+    if (step == 0) {
+      *v = V16{} + k[0];
+    } else {
+      for (int l = 0; l < 16; ++l) (*v)[l] = k[(first + l) * step];
+    }
+  }
+};
+
+struct Blocked {
+  int64_t n, ib, ob;  // images, blocks of input and output channels
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+  bool depthwise, pointwise;
+  int64_t Taps() const { return kh * kw; }
+  // The output columns [lo, hi) whose every tap reads inside the row.
+  void InsideColumns(int64_t* lo, int64_t* hi) const {
+    int64_t first = (pw + sw - 1) / sw;
+    int64_t reach = iw - 1 - (kw - 1) * dw + pw;  // ox * sw <= reach
+    int64_t last = reach < 0 ? -1 : reach / sw;
+    *lo = std::min(first, ow);
+    *hi = std::clamp<int64_t>(last + 1, *lo, ow);
+  }
+};
+
+// acc[b][t] finished and stored at y (block b at y + b * block_stride, pixel t at t * 16).
+template <int kT, int kB, typename Ep>
+QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
+                                   const Ep* lanes, const float* residual) {
+  for (int b = 0; b < kB; ++b) {
+    if (lanes) {
+      if (residual) {
+        V16 res[kT];
+        for (int t = 0; t < kT; ++t) Load16(&res[t], residual + b * block_stride + t * kB16);
+        lanes[b].template Apply<kT>(acc[b], res);
+      } else {
+        lanes[b].template Apply<kT>(acc[b]);
+      }
+    }
+    for (int t = 0; t < kT; ++t) Store16(y + b * block_stride + t * kB16, acc[b][t]);
+  }
+}
+
+// Dense: output pixels [ox0, ox0 + kT) of row oy, kB output blocks from w's (the first of them),
+// over every input block of image x. kChecked: taps outside the input skipped.
+template <int kT, int kB, bool kChecked, typename Ep>
+QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                   int64_t ox0, float* y, int64_t y_block, const Ep* ep,
+                                   const float* residual) {
+  V16 acc[kB][kT];
+  for (int b = 0; b < kB; ++b)
+    for (int t = 0; t < kT; ++t) acc[b][t] = V16{};
+  const int64_t taps = c.Taps();
+  const int64_t w_block = c.ib * taps * kB16 * kB16;  // one output block's weights
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int64_t cb = 0; cb < c.ib; ++cb) {
+        const float* xr = x + ((cb * c.ih + iy) * c.iw) * kB16;
+        const float* wt = w + ((cb * taps + ky * c.kw + kx) * kB16) * kB16;
+        for (int l = 0; l < 16; ++l) {
+          V16 wv[kB];
+          for (int b = 0; b < kB; ++b) Load16(&wv[b], wt + b * w_block + l * kB16);
+          for (int t = 0; t < kT; ++t) {
+            const int64_t ix = ix0 + t * c.sw;
+            if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+            const V16 xv = V16{} + xr[ix * kB16 + l];
+            for (int b = 0; b < kB; ++b) acc[b][t] += xv * wv[b];
+          }
+        }
+      }
+    }
+  }
+  StoreTile<kT, kB, Ep>(acc, y, y_block, ep, residual);
+}
+
+// Depthwise: output pixels [ox0, ox0 + kT) of row oy of one block (x its input plane, w its
+// taps' vectors).
+template <int kT, bool kChecked, typename Ep>
+QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                   int64_t ox0, float* y, const Ep* ep,
+                                   const float* residual) {
+  V16 acc[1][kT];
+  for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    const float* xr = x + iy * c.iw * kB16;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      V16 wv;
+      Load16(&wv, w + (ky * c.kw + kx) * kB16);
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int t = 0; t < kT; ++t) {
+        const int64_t ix = ix0 + t * c.sw;
+        if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+        V16 xv;
+        Load16(&xv, xr + ix * kB16);
+        acc[0][t] += xv * wv;
+      }
+    }
+  }
+  StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
+}
+
+// One output row (oy) of kB blocks of image x: its inside columns in tiles of 12, 8, 4 and 1,
+// the columns reaching into the padding one at a time, checked.
+template <int kB, typename Ep>
+QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                  float* y, int64_t y_block, const Ep* ep,
+                                  const float* res) {
+  int64_t lo, hi;
+  c.InsideColumns(&lo, &hi);
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  for (int64_t ox = 0; ox < lo; ++ox)
+    DenseTile<1, kB, true, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+  int64_t ox = lo;
+  for (; ox + 12 <= hi; ox += 12)
+    DenseTile<12, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                             res ? res + at(ox) : nullptr);
+  for (; ox + 8 <= hi; ox += 8)
+    DenseTile<8, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+  for (; ox + 4 <= hi; ox += 4)
+    DenseTile<4, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+  for (; ox < hi; ++ox)
+    DenseTile<1, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+  for (ox = hi; ox < c.ow; ++ox)
+    DenseTile<1, kB, true, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+}
+
+template <typename Ep>
+QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                  float* y, const Ep* ep, const float* res) {
+  int64_t lo, hi;
+  c.InsideColumns(&lo, &hi);
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  for (int64_t ox = 0; ox < lo; ++ox)
+    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  int64_t ox = lo;
+  for (; ox + 16 <= hi; ox += 16)
+    DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox + 8 <= hi; ox += 8)
+    DepthTile<8, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox + 4 <= hi; ox += 4)
+    DepthTile<4, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox < hi; ++ox)
+    DepthTile<1, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (ox = hi; ox < c.ow; ++ox)
+    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+}
+
+// The rows of the work items [i0, i1): item i is image i / (groups * oh), then the group of kB
+// output blocks (dense; depthwise: one block), then the output row.
+struct Work {
+  const Blocked* c;
+  const float *x, *w, *res;
+  float* y;
+  const Epilogue* e;
+  int64_t kb;  // output blocks a dense item computes (1 or 2)
+};
+
+template <bool kWide>
+QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
+  using Ep = LaneEpilogue<kWide>;
+  const Blocked& c = *k.c;
+  const int64_t groups = (c.ob + k.kb - 1) / k.kb;
+  const int64_t in_image = c.ib * c.ih * c.iw * kB16, out_plane = c.oh * c.ow * kB16;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t oy = i % c.oh, g = i / c.oh % groups, n = i / c.oh / groups;
+    const int64_t ob = g * k.kb, kb = std::min<int64_t>(k.kb, c.ob - ob);
+    const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
+    float* y = k.y + out_at;
+    const float* res = k.res ? k.res + out_at : nullptr;
+    Ep lanes[2] = {Ep(k.e->e, ob * kB16, TakeLanes{}), Ep(k.e->e, (ob + kb - 1) * kB16, TakeLanes{})};
+    const Ep* ep = k.e->active ? lanes : nullptr;
+    if (c.depthwise) {
+      DepthRow<Ep>(c, k.x + (n * c.ib + ob) * c.ih * c.iw * kB16, k.w + ob * c.Taps() * kB16, oy, y, ep,
+               res);
+    } else if (kb == 2) {
+      DenseRow<2, Ep>(c, k.x + n * in_image, k.w + ob * c.ib * c.Taps() * kB16 * kB16, oy, y,
+                  out_plane, ep, res);
+    } else {
+      DenseRow<1, Ep>(c, k.x + n * in_image, k.w + ob * c.ib * c.Taps() * kB16 * kB16, oy, y,
+                  out_plane, ep, res);
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
+#define QUILT_BLOCKED_AVX512 1
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunItems512(const Work& k, int64_t i0,
+                                                                      int64_t i1) {
+  RunItems<true>(k, i0, i1);
+}
+#endif
+QUILT_CLONES void RunItemsAny(const Work& k, int64_t i0, int64_t i1) { RunItems<false>(k, i0, i1); }
+
+Status BlockedShapeError(const char* what, const Tensor& t) {
+  return Status::Error(std::string(what) + " " + rt::ShapeString(t.shape) +
+                       " is not a float32 (N, C / 16, H, W, 16) tensor");
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+std::string JoinInts(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+bool IsBlocked(const Tensor& t) {
+  return t.dtype == DType::kFloat32 && t.rank() == 5 && t.shape[4] == kB16;
+}
+
+}  // namespace
+
+Status ConvBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& wt = *ctx.input(1);
+  if (!IsBlocked(x)) return BlockedShapeError("data", x);
+  const rt::AttrView& attrs = ctx.attrs();
+  std::vector<int64_t> ws = attrs.Ints("weight_shape");
+  int64_t groups = attrs.Int("groups", 1);
+  const int64_t ic = x.shape[1] * kB16;
+  if (ws.size() != 4 || ws[0] % kB16 != 0 || ws[0] <= 0 || wt.dtype != DType::kFloat32 ||
+      wt.NumElements() != ws[0] * ws[1] * ws[2] * ws[3] ||
+      !(groups == 1 ? ws[1] == ic : groups == ic && ws[0] == ic && ws[1] == 1)) {
+    return Status::Error("the laid-out weight of " + Str(wt.NumElements()) +
+                         " float32 values, weight_shape (" + JoinInts(ws) + ") and " +
+                         Str(groups) + " group(s) do not fit data " + rt::ShapeString(x.shape) +
+                         " (groups 1, or a depthwise convolution of as many channels)");
+  }
+  ConvGeometry geo;
+  const int64_t spatial_in[2] = {x.shape[2], x.shape[3]};
+  QUILT_RETURN_IF_ERROR(MakeWindow(attrs, spatial_in, std::span<const int64_t>(ws).subspan(2),
+                                   &geo.w));
+  geo.n = x.shape[0];
+  geo.c = ic;
+  geo.o = ws[0];
+  geo.cg = ws[1];
+  geo.groups = groups;
+  geo.og = ws[0] / groups;
+  const Window& win = geo.w;
+  QUILT_RETURN_IF_ERROR(ctx.Output(
+      0, DType::kFloat32, Shape{geo.n, geo.o / kB16, win.out[0], win.out[1], kB16}, &geo.y));
+  QUILT_RETURN_IF_ERROR(PrepareEpilogue(ctx, &geo));
+  Blocked c{geo.n,          x.shape[1],      geo.o / kB16,  win.in[0],         win.in[1],
+            win.out[0],     win.out[1],      win.kernel[0], win.kernel[1],     win.stride[0],
+            win.stride[1],  win.dilation[0], win.dilation[1], win.pad_begin[0], win.pad_begin[1],
+            groups != 1,    false};
+  // A pointwise convolution's plane as one row.
+  c.pointwise = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
+                c.oh == c.ih && c.ow == c.iw;
+  if (c.pointwise) {
+    c.iw = c.ow = c.ih * c.iw;
+    c.ih = c.oh = 1;
+  }
+  Epilogue epilogue(geo);
+  Work k{&c,
+         x.Data<float>(),
+         wt.Data<float>(),
+         geo.residual ? geo.residual->Data<float>() : nullptr,
+         geo.y->MutableData<float>(),
+         &epilogue,
+         c.depthwise ? 1 : 2};
+  const int64_t items = c.n * ((c.ob + k.kb - 1) / k.kb) * c.oh;
+  // About 16K multiply-adds an item at least, several items a task.
+  const int64_t per_item = c.ow * c.Taps() * (c.depthwise ? 1 : c.ib * kB16 * k.kb);
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_item));
+#if defined(QUILT_BLOCKED_AVX512)
+  if (HasAvx512Gemm()) {
+    ctx.ParallelFor(items, grain, [&](int64_t i0, int64_t i1) { RunItems512(k, i0, i1); });
+    return Status::Ok();
+  }
+#endif
+  ctx.ParallelFor(items, grain, [&](int64_t i0, int64_t i1) { RunItemsAny(k, i0, i1); });
+  return Status::Ok();
+}
+
+Status ToBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32 || x.rank() != 4 || x.shape[1] % kB16 != 0) {
+    return Status::Error("data " + rt::ShapeString(x.shape) +
+                         " is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
+  }
+  const int64_t n = x.shape[0], blocks = x.shape[1] / kB16, plane = x.shape[2] * x.shape[3];
+  Tensor* y = nullptr;
+  QUILT_RETURN_IF_ERROR(
+      ctx.Output(0, DType::kFloat32, Shape{n, blocks, x.shape[2], x.shape[3], kB16}, &y));
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * 16)),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b) {
+                      const float* src = px + b * kB16 * plane;
+                      float* dst = py + b * kB16 * plane;
+                      for (int64_t p = 0; p < plane; ++p)
+                        for (int64_t l = 0; l < kB16; ++l) dst[p * kB16 + l] = src[l * plane + p];
+                    }
+                  });
+  return Status::Ok();
+}
+
+Status FromBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (!IsBlocked(x)) return BlockedShapeError("data", x);
+  const int64_t n = x.shape[0], blocks = x.shape[1], plane = x.shape[2] * x.shape[3];
+  Tensor* y = nullptr;
+  QUILT_RETURN_IF_ERROR(
+      ctx.Output(0, DType::kFloat32, Shape{n, blocks * kB16, x.shape[2], x.shape[3]}, &y));
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * 16)),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b) {
+                      const float* src = px + b * kB16 * plane;
+                      float* dst = py + b * kB16 * plane;
+                      for (int64_t l = 0; l < kB16; ++l)
+                        for (int64_t p = 0; p < plane; ++p) dst[l * plane + p] = src[p * kB16 + l];
+                    }
+                  });
+  return Status::Ok();
+}
+
+}  // namespace quilt::cpu::nn

@@ -1,0 +1,51 @@
+// The channel-blocked layout (NCHW16c) of the CPU's convolutions: a float32 tensor (N, C, H, W)
+// held as (N, C / 16, H, W, 16), each pixel's sixteen channels of a block one vector, so that a
+// convolution's multiply-adds run across sixteen output channels (dense) or sixteen channels
+// (depthwise) with no gather, whatever its stride. Its kernels (conv_blocked.cc):
+//
+//   layout_to_nchw16c    x (N, C, H, W) -> (N, C / 16, H, W, 16), C a multiple of 16
+//   layout_from_nchw16c  x (N, B, H, W, 16) -> (N, B * 16, H, W)
+//   nn.conv2d_nchw16c    x (N, I / 16, H, W, 16) and a weight laid out by BlockConvWeight ->
+//                        (N, O / 16, OH, OW, 16): nn.conv2d's attributes (strides, padding,
+//                        dilation, groups: 1, or I = O for a depthwise convolution) and its
+//                        epilogue (nn_internal.h: the per-channel inputs of O values, a residual
+//                        input blocked as the output), attribute weight_shape = (O, I / groups,
+//                        KH, KW), the weight's shape before it was laid out.
+//
+// The compiler (targets/block_layout.h) makes these steps; tests/runtime/fast_kernels_test.cc
+// checks them against the reference convolution.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace quilt::cpu::nn {
+
+constexpr int64_t kChannelBlock = 16;
+
+// The kernels' names: steps lowering makes, of no op of ir/ops.def.
+inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
+inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
+inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
+
+// The element count of a weight (o, i, taps) laid out for nn.conv2d_nchw16c: the same.
+// Dense (groups 1): (O / 16, I / 16, taps, 16 input channels, 16 output channels), so that a tap's
+// sixteen input channels' vectors of output channels lie together. Depthwise (I per group 1, O
+// channels): (O / 16, taps, 16). o (and, dense, i) multiples of 16.
+inline void BlockConvWeight(const float* w, int64_t o, int64_t i, int64_t taps, bool depthwise,
+                            float* out) {
+  const int64_t b = kChannelBlock;
+  if (depthwise) {
+    for (int64_t c = 0; c < o; ++c)
+      for (int64_t t = 0; t < taps; ++t) out[((c / b) * taps + t) * b + c % b] = w[c * taps + t];
+    return;
+  }
+  const int64_t ib = i / b;
+  for (int64_t oc = 0; oc < o; ++oc)
+    for (int64_t ic = 0; ic < i; ++ic)
+      for (int64_t t = 0; t < taps; ++t)
+        out[((((oc / b) * ib + ic / b) * taps + t) * b + ic % b) * b + oc % b] =
+            w[(oc * i + ic) * taps + t];
+}
+
+}  // namespace quilt::cpu::nn

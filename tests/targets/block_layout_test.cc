@@ -1,0 +1,191 @@
+// Chains of CPU convolutions in the channel-blocked layout (targets/block_layout.h): which convs run
+// blocked, where the layout's transforms go, that the weights are laid out in place of their
+// values, and that the package computes what the NCHW one does, its outputs under their names.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "runtime/src/session.h"
+#include "targets/compile.h"
+#include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
+
+namespace quilt::compiler {
+namespace {
+
+std::vector<float> Random(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// `R.const(...)` of v in shape dims.
+std::string Const(const std::vector<float>& v, const std::vector<int64_t>& dims) {
+  std::ostringstream out;
+  out.precision(9);
+  size_t at = 0;
+  std::function<void(size_t)> list = [&](size_t d) {
+    out << "[";
+    for (int64_t i = 0; i < dims[d]; ++i) {
+      if (i) out << ", ";
+      if (d + 1 == dims.size()) {
+        out << v[at++];
+      } else {
+        list(d + 1);
+      }
+    }
+    out << "]";
+  };
+  out << "R.const(";
+  list(0);
+  out << ", \"float32\")";
+  return out.str();
+}
+
+int64_t Count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// A pointwise conv with a bias and relu, a depthwise conv of stride 2 (also a graph output), a
+// dense 3x3 conv with the depthwise one's result as its residual, a last pointwise conv (a graph
+// output); and beside them a conv of 24 output channels, which stays NCHW. A symbolic batch.
+std::string Module(std::mt19937& rng) {
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  return R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 16, 9, 11), "float32")):
+        a = R.nn.conv2d(x, )" +
+         c({32, 16, 1, 1}) + R"()
+        a2 = R.add(a, )" +
+         c({1, 32, 1, 1}) + R"()
+        a3 = R.nn.relu(a2)
+        dw = R.nn.conv2d(a3, )" +
+         c({32, 1, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1], groups=32)
+        d = R.nn.conv2d(dw, )" +
+         c({32, 32, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+        e = R.add(d, dw)
+        f = R.nn.conv2d(e, )" +
+         c({16, 32, 1, 1}) + R"()
+        g = R.nn.conv2d(x, )" +
+         c({24, 16, 1, 1}) + R"()
+        return (f, dw, g)
+)";
+}
+
+std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
+}
+
+std::vector<rt::OwnedTensor> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
+                                 int64_t n, int threads) {
+  std::unique_ptr<rt::Session> s;
+  rt::SessionOptions options;
+  options.threads = threads;
+  EXPECT_TRUE(rt::Session::Create(Load(package), options, &s).ok());
+  if (!s) return {};
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = s->Run({test::Input("x", x, {n, 16, 9, 11})}, &out);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
+  std::mt19937 rng(71);
+  ir::IRModule mod = testing::Parse(Module(rng));
+  CompileOptions options;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.lower.block_layout = true;
+  Expected<Compiled> blocked = Compile(mod, options);
+  ASSERT_TRUE(blocked) << blocked.error().ToString();
+
+  // The steps: the four convs of the chain blocked, x blocked once before them, the two results
+  // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv not.
+  std::shared_ptr<const rt::LoadedPackage> p = Load(blocked->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  std::vector<std::string> kernels;
+  for (const pkg::Step* s : *g.steps()) {
+    std::string k = s->kernel()->str();
+    if (k.find("conv") != std::string::npos || k.find("layout") != std::string::npos) {
+      kernels.push_back(k);
+    }
+    if (k == "nn.conv2d_nchw16c") {
+      const pkg::Value* w = g.values()->Get(static_cast<uint32_t>(s->inputs()->Get(1)));
+      EXPECT_EQ(w->kind(), pkg::ValueKind::Constant);
+      EXPECT_EQ(w->dims()->size(), 1u) << "the weight laid out for the blocked kernel";
+      EXPECT_EQ(g.values()->Get(static_cast<uint32_t>(s->outputs()->Get(0)))->dims()->size(), 5u);
+    }
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{
+                         "layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                         "layout_from_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                         "layout_from_nchw16c", "nn.conv2d"}));
+  EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
+      << "the laid-out weights replace the weights; they do not sit beside them";
+
+  // The same values as the NCHW package, under the same names, at symbolic batches of 1 and 3,
+  // on one thread and two.
+  for (int64_t n : {1, 3}) {
+    std::vector<float> x = Random(rng, size_t(n * 16 * 9 * 11));
+    std::vector<rt::OwnedTensor> want = RunPackage(plain->package, x, n, 1);
+    ASSERT_EQ(want.size(), 3u);
+    for (int threads : {1, 2}) {
+      std::vector<rt::OwnedTensor> got = RunPackage(blocked->package, x, n, threads);
+      ASSERT_EQ(got.size(), 3u);
+      for (size_t o = 0; o < 3; ++o) {
+        EXPECT_EQ(got[o].name, want[o].name);
+        EXPECT_EQ(got[o].shape, want[o].shape);
+        std::vector<float> a = test::Floats(got[o]), b = test::Floats(want[o]);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::abs(b[i]))
+              << "output " << want[o].name << ", batch " << n << ", " << threads
+              << " thread(s), element " << i;
+        }
+      }
+    }
+  }
+}
+
+// A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the
+// transforms would cost what blocking saves.
+TEST(BlockLayout, LoneConvsStayNchw) {
+  std::mt19937 rng(72);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 16, 8, 8), "float32")):
+        a = R.nn.conv2d(x, )" + c({16, 16, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        b = R.nn.relu(a)
+        d = R.nn.conv2d(b, )" + c({32, 16, 1, 1}) +
+                                    R"()
+        e = R.sigmoid(d)
+        return (a, e)
+)");
+  CompileOptions options;
+  options.lower.block_layout = true;
+  Expected<Compiled> compiled = Compile(mod, options);
+  ASSERT_TRUE(compiled) << compiled.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = Load(compiled->package);
+  ASSERT_TRUE(p);
+  for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
+    EXPECT_EQ(s->kernel()->str().find("nchw16c"), std::string::npos) << s->kernel()->str();
+  }
+}
+
+}  // namespace
+}  // namespace quilt::compiler
