@@ -332,7 +332,7 @@ class RowEpilogueOf {
           // Lanes of their own constants: NaN where either is, lane by lane.
           for (int i = 0; i < kN; ++i) {
             V m = op == 'x' ? (v[i] < k ? k : v[i]) : (k < v[i] ? k : v[i]);
-            v[i] = (v[i] != v[i]) | (k != k) ? v[i] + k : m;
+            v[i] = ((v[i] != v[i]) | (k != k)) ? v[i] + k : m;
           }
         } else if (ops[j].k != ops[j].k) {
           for (int i = 0; i < kN; ++i) v[i] += k;
