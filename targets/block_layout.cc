@@ -13,6 +13,8 @@ namespace {
 
 constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
 constexpr int64_t kBlock = cpu::nn::kChannelBlock;
+// The most channels of NCHW data a blocked conv reads (its first layer's image).
+constexpr int64_t kMaxNchwChannels = 4;
 
 using Buffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
@@ -70,8 +72,7 @@ class Blocking {
     for (size_t s = 0; s < ns; ++s) {
       if (!conv_[s].ok) continue;
       size_t root = Root(s);
-      blocked[s] =
-          convs[root] >= 2 && convs[root] >= static_cast<int>(crossing[root].size());
+      blocked[s] = convs[root] >= 2 && convs[root] >= static_cast<int>(crossing[root].size());
       count += blocked[s] ? 1 : 0;
     }
     if (count == 0) return 0;
@@ -83,7 +84,8 @@ class Blocking {
   struct Conv {
     bool ok = false;
     bool depthwise = false;
-    int residual = -1;  // the residual's input position, if any
+    bool nchw_data = false;  // a first layer: its data read as it is, its result blocked
+    int residual = -1;       // the residual's input position, if any
     std::vector<int64_t> w;
   };
 
@@ -139,7 +141,10 @@ class Blocking {
     const int64_t* groups_attr = step.attrs.Get<int64_t>("groups");
     const int64_t groups = groups_attr ? *groups_attr : 1;
     const int64_t ci = IntDim(x.dims[1]), co = c.w[0];
-    if (ci % kBlock != 0 || co % kBlock != 0 || IntDim(y.dims[1]) != co) return c;
+    if (co % kBlock != 0 || IntDim(y.dims[1]) != co) return c;
+    // Data of a few channels (a network's first layer, 3 for an image) is read as it is.
+    c.nchw_data = ci % kBlock != 0;
+    if (c.nchw_data && (ci > kMaxNchwChannels || groups != 1)) return c;
     if (groups == 1) {
       if (c.w[1] != ci) return c;
     } else if (!(groups == ci && co == ci && c.w[1] == 1)) {
@@ -162,9 +167,11 @@ class Blocking {
     return c;
   }
 
-  // The input positions of conv s that read blocked values: its data and its residual.
+  // The input positions of conv s that read blocked values: its data (but NCHW data) and its
+  // residual.
   std::vector<int> BlockedInputs(size_t s) const {
-    std::vector<int> p = {0};
+    std::vector<int> p;
+    if (!conv_[s].nchw_data) p.push_back(0);
     if (conv_[s].residual >= 0) p.push_back(conv_[s].residual);
     return p;
   }
@@ -218,7 +225,8 @@ class Blocking {
     const int64_t count = c.w[0] * c.w[1] * c.w[2] * c.w[3];
     std::vector<float> in(static_cast<size_t>(count)), out(static_cast<size_t>(count));
     std::memcpy(in.data(), bytes.data(), bytes.size());
-    cpu::nn::BlockConvWeight(in.data(), c.w[0], c.w[1], c.w[2] * c.w[3], c.depthwise, out.data());
+    cpu::nn::BlockConvWeight(in.data(), c.w[0], c.w[1], c.w[2] * c.w[3], c.depthwise, out.data(),
+                             c.nchw_data ? c.w[1] : kBlock);
     auto laid = std::make_shared<std::vector<uint8_t>>(bytes.size());
     std::memcpy(laid->data(), out.data(), laid->size());
     // In place of the values where no other value holds the buffer (else the package would carry
@@ -320,7 +328,6 @@ class Blocking {
 
 }  // namespace
 
-int BlockConvLayouts(PackageSpec& spec, GraphSpec& g) { return Blocking(spec, g).Run();
-}
+int BlockConvLayouts(PackageSpec& spec, GraphSpec& g) { return Blocking(spec, g).Run(); }
 
 }  // namespace quilt::compiler

@@ -2660,7 +2660,8 @@ struct BlockedAct {
 // (groups 1) pointwise (a plane of 63 pixels: a row of 12-, 8- and 4-pixel tiles and single
 // ones; three output blocks: a pair and a last single block), 3x3 with a pad of 1, strided with
 // uneven pads, 5x5 dilated, a 1 x 1 plane in a batch of 4; depthwise 3x3 rows of 30 (16 + 8 + 4 +
-// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; with a bias and
+// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
+// NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
 // maximum and minimum after, hardswish with a residual, silu, and a prelu of a slope per channel;
 // on one thread and three, with the AVX-512 kernels where the CPU has them and without.
@@ -2676,6 +2677,9 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {2, 16, 1, 1, {13, 13}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
       {1, 48, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {1, 16, 1, 1, {15, 17}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+      {2, 1, 3, 16, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 4, 32, {9, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 8, 48, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},
@@ -2690,19 +2694,26 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
     ConvShapes(c, &xs, &ws);
     const int64_t n = xs[0], ci = xs[1], co = ws[0], taps = ws[2] * ws[3];
     const bool depthwise = c.groups > 1;
+    // Channels not a multiple of 16: a first layer, reading NCHW data.
+    const bool nchw_data = ci % 16 != 0;
     std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
     std::vector<float> wb(w.size());
-    nn::BlockConvWeight(w.data(), co, ws[1], taps, depthwise, wb.data());
+    nn::BlockConvWeight(w.data(), co, ws[1], taps, depthwise, wb.data(), nchw_data ? ci : 16);
     // The data blocked, checked against the layout's definition.
     Attrs none;
     TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
-    ASSERT_TRUE(nn::ToBlocked(to).ok());
-    ASSERT_EQ(to.out().shape, (Shape{n, ci / 16, xs[2], xs[3], 16}));
-    std::vector<float> xb = to.values();
-    const int64_t plane = xs[2] * xs[3];
-    for (int64_t i = 0; i < Count(xs); ++i) {
-      int64_t p = i % plane, ch = i / plane % ci, b = i / plane / ci;
-      ASSERT_EQ(xb[((b * (ci / 16) + ch / 16) * plane + p) * 16 + ch % 16], x[i]) << i;
+    std::vector<float> xb = x;
+    Shape xbs = xs;
+    if (!nchw_data) {
+      ASSERT_TRUE(nn::ToBlocked(to).ok());
+      ASSERT_EQ(to.out().shape, (Shape{n, ci / 16, xs[2], xs[3], 16}));
+      xb = to.values();
+      xbs = to.out().shape;
+      const int64_t plane = xs[2] * xs[3];
+      for (int64_t i = 0; i < Count(xs); ++i) {
+        int64_t p = i % plane, ch = i / plane % ci, b = i / plane / ci;
+        ASSERT_EQ(xb[((b * (ci / 16) + ch / 16) * plane + p) * 16 + ch % 16], x[i]) << i;
+      }
     }
     for (const BlockedAct& act : acts) {
       Attrs attrs;
@@ -2749,16 +2760,18 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       std::vector<Tensor> ref_in = {Tensor{DType::kFloat32, xs, x.data()},
                                     Tensor{DType::kFloat32, ws, w.data()}};
       epilogue(ref_in, false);
-      std::string what = std::string(depthwise ? "depthwise" : "dense") + " x (" + Join(xs) +
-                         ") w (" + Join(ws) + ") strides " + Join(c.stride) + " dilation " +
-                         Join(c.dilation) + " pads " + Join(c.pads) + " affine '" + act.affine +
-                         "' activation '" + act.activation + "' post '" + act.post + "'" +
-                         (act.residual ? " residual" : "");
+      std::string what = std::string(depthwise   ? "depthwise"
+                                     : nchw_data ? "dense, NCHW data,"
+                                                 : "dense") +
+                         " x (" + Join(xs) + ") w (" + Join(ws) + ") strides " + Join(c.stride) +
+                         " dilation " + Join(c.dilation) + " pads " + Join(c.pads) + " affine '" +
+                         act.affine + "' activation '" + act.activation + "' post '" + act.post +
+                         "'" + (act.residual ? " residual" : "");
       TestContext ref(ref_in, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
       std::vector<float> want = ref.values();
       std::vector<Tensor> in = {
-          Tensor{DType::kFloat32, to.out().shape, xb.data()},
+          Tensor{DType::kFloat32, xbs, xb.data()},
           Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()}};
       epilogue(in, true);
       for (bool wide : {true, false}) {

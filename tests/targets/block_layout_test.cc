@@ -1,5 +1,5 @@
-// Chains of CPU convolutions in the channel-blocked layout (targets/block_layout.h): which convs run
-// blocked, where the layout's transforms go, that the weights are laid out in place of their
+// Chains of CPU convolutions in the channel-blocked layout (targets/block_layout.h): which convs
+// run blocked, where the layout's transforms go, that the weights are laid out in place of their
 // values, and that the package computes what the NCHW one does, its outputs under their names.
 #include <gtest/gtest.h>
 
@@ -87,7 +87,7 @@ std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes)
 }
 
 std::vector<rt::OwnedTensor> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
-                                 int64_t n, int threads) {
+                                        int64_t n, int threads) {
   std::unique_ptr<rt::Session> s;
   rt::SessionOptions options;
   options.threads = threads;
@@ -127,10 +127,10 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
       EXPECT_EQ(g.values()->Get(static_cast<uint32_t>(s->outputs()->Get(0)))->dims()->size(), 5u);
     }
   }
-  EXPECT_EQ(kernels, (std::vector<std::string>{
-                         "layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                         "layout_from_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                         "layout_from_nchw16c", "nn.conv2d"}));
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "layout_from_nchw16c", "nn.conv2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d"}));
   EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
       << "the laid-out weights replace the weights; they do not sit beside them";
 

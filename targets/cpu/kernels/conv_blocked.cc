@@ -8,12 +8,14 @@
 // pointwise convolution (1x1, unit strides, no padding) runs over a plane as one long row. The
 // epilogue (nn_internal.h) is applied to the tile in registers, a lane per output channel
 // (RowEpilogueOf with per-lane constants), before it is stored.
+#include "targets/cpu/kernels/conv_blocked.h"
+
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/conv_fast.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/simd.h"
@@ -53,6 +55,10 @@ struct Blocked {
   int64_t n, ib, ob;  // images, blocks of input and output channels
   int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
   bool depthwise, pointwise;
+  // The input's channels a block (16, or with NCHW data all of them in one), and the distance
+  // between a block's pixels, its channels and the blocks: 16, 1 and a plane of 16-channel
+  // pixels; with NCHW data 1, a plane, and none.
+  int64_t lanes = kB16, x_pixel = kB16, x_lane = 1, x_block = 0;
   int64_t Taps() const { return kh * kw; }
   // The output columns [lo, hi) whose every tap reads inside the row.
   void InsideColumns(int64_t* lo, int64_t* hi) const {
@@ -84,7 +90,7 @@ QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_s
 
 // Dense: output pixels [ox0, ox0 + kT) of row oy, kB output blocks from w's (the first of them),
 // over every input block of image x. kChecked: taps outside the input skipped.
-template <int kT, int kB, bool kChecked, typename Ep>
+template <int kT, int kB, bool kChecked, bool kPlainIn, typename Ep>
 QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float* w, int64_t oy,
                                    int64_t ox0, float* y, int64_t y_block, const Ep* ep,
                                    const float* residual) {
@@ -92,23 +98,27 @@ QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float
   for (int b = 0; b < kB; ++b)
     for (int t = 0; t < kT; ++t) acc[b][t] = V16{};
   const int64_t taps = c.Taps();
-  const int64_t w_block = c.ib * taps * kB16 * kB16;  // one output block's weights
+  // kPlainIn: NCHW data (Blocked::lanes and the strides), else the blocked layout's constants.
+  const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
+                x_lane = kPlainIn ? c.x_lane : 1;
+  const int64_t w_block = c.ib * taps * lanes * kB16;  // one output block's weights
   for (int64_t ky = 0; ky < c.kh; ++ky) {
     const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
     if (iy < 0 || iy >= c.ih) continue;
     for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
       for (int64_t cb = 0; cb < c.ib; ++cb) {
-        const float* xr = x + ((cb * c.ih + iy) * c.iw) * kB16;
-        const float* wt = w + ((cb * taps + ky * c.kw + kx) * kB16) * kB16;
-        for (int l = 0; l < 16; ++l) {
+        const float* xr = x + cb * c.x_block + iy * c.iw * x_pixel;
+        const float* wt = w + ((cb * taps + ky * c.kw + kx) * lanes) * kB16;
+        for (int64_t l = 0; l < lanes; ++l) {
           V16 wv[kB];
           for (int b = 0; b < kB; ++b) Load16(&wv[b], wt + b * w_block + l * kB16);
           for (int t = 0; t < kT; ++t) {
             const int64_t ix = ix0 + t * c.sw;
             if (kChecked && (ix < 0 || ix >= c.iw)) continue;
-            const V16 xv = V16{} + xr[ix * kB16 + l];
-            for (int b = 0; b < kB; ++b) acc[b][t] += xv * wv[b];
+            // A scalar times a vector: the multiply-add broadcasts it from memory.
+            const float xs = xr[ix * x_pixel + l * x_lane];
+            for (int b = 0; b < kB; ++b) acc[b][t] += xs * wv[b];
           }
         }
       }
@@ -121,8 +131,7 @@ QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float
 // taps' vectors).
 template <int kT, bool kChecked, typename Ep>
 QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float* w, int64_t oy,
-                                   int64_t ox0, float* y, const Ep* ep,
-                                   const float* residual) {
+                                   int64_t ox0, float* y, const Ep* ep, const float* residual) {
   V16 acc[1][kT];
   for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
   for (int64_t ky = 0; ky < c.kh; ++ky) {
@@ -145,29 +154,36 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
 }
 
-// One output row (oy) of kB blocks of image x: its inside columns in tiles of 12, 8, 4 and 1,
-// the columns reaching into the padding one at a time, checked.
-template <int kB, typename Ep>
+// Output columns [c0, c1) of row oy of kB blocks of image x: those whose every tap reads inside
+// the row in tiles of 12, 8, 4 and 1, those reaching into the padding one at a time, checked.
+template <int kB, bool kPlainIn, typename Ep>
 QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float* w, int64_t oy,
-                                  float* y, int64_t y_block, const Ep* ep,
+                                  int64_t c0, int64_t c1, float* y, int64_t y_block, const Ep* ep,
                                   const float* res) {
   int64_t lo, hi;
   c.InsideColumns(&lo, &hi);
+  lo = std::clamp(lo, c0, c1);
+  hi = std::clamp(hi, lo, c1);
   auto at = [&](int64_t ox) { return ox * kB16; };
-  for (int64_t ox = 0; ox < lo; ++ox)
-    DenseTile<1, kB, true, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+  for (int64_t ox = c0; ox < lo; ++ox)
+    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                         res ? res + at(ox) : nullptr);
   int64_t ox = lo;
   for (; ox + 12 <= hi; ox += 12)
-    DenseTile<12, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                             res ? res + at(ox) : nullptr);
+    DenseTile<12, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                           res ? res + at(ox) : nullptr);
   for (; ox + 8 <= hi; ox += 8)
-    DenseTile<8, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+    DenseTile<8, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                          res ? res + at(ox) : nullptr);
   for (; ox + 4 <= hi; ox += 4)
-    DenseTile<4, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+    DenseTile<4, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                          res ? res + at(ox) : nullptr);
   for (; ox < hi; ++ox)
-    DenseTile<1, kB, false, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
-  for (ox = hi; ox < c.ow; ++ox)
-    DenseTile<1, kB, true, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep, res ? res + at(ox) : nullptr);
+    DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                          res ? res + at(ox) : nullptr);
+  for (ox = hi; ox < c1; ++ox)
+    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                         res ? res + at(ox) : nullptr);
 }
 
 template <typename Ep>
@@ -191,39 +207,66 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
     DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
 }
 
-// The rows of the work items [i0, i1): item i is image i / (groups * oh), then the group of kB
-// output blocks (dense; depthwise: one block), then the output row.
+// The work items [i0, i1). Depthwise: item i is image i / (blocks * oh), then the block, then
+// the output row. Dense: image, output row, a chunk of `chunk` columns of it, then a part of the
+// pairs of output blocks (`splits` parts, the last index: a thread's consecutive items read the
+// same input columns), each pair's tiles over the chunk in turn.
 struct Work {
   const Blocked* c;
   const float *x, *w, *res;
   float* y;
   const Epilogue* e;
-  int64_t kb;  // output blocks a dense item computes (1 or 2)
+  int64_t chunk, splits;
 };
 
 template <bool kWide>
 QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
   using Ep = LaneEpilogue<kWide>;
   const Blocked& c = *k.c;
-  const int64_t groups = (c.ob + k.kb - 1) / k.kb;
-  const int64_t in_image = c.ib * c.ih * c.iw * kB16, out_plane = c.oh * c.ow * kB16;
+  const int64_t out_plane = c.oh * c.ow * kB16;
+  auto epilogue = [&](int64_t ob, int64_t kb, Ep* lanes) -> const Ep* {
+    if (!k.e->active) return nullptr;
+    for (int64_t b = 0; b < kb; ++b) new (&lanes[b]) Ep(k.e->e, (ob + b) * kB16, TakeLanes{});
+    return lanes;
+  };
+  // Made in place per pair of blocks (trivially destroyed: no destructor runs).
+  alignas(Ep) unsigned char storage[2 * sizeof(Ep)];
+  Ep* lanes = reinterpret_cast<Ep*>(storage);
+  if (c.depthwise) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t oy = i % c.oh, ob = i / c.oh % c.ob, n = i / c.oh / c.ob;
+      const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
+      DepthRow<Ep>(c, k.x + (n * c.ib + ob) * c.ih * c.iw * kB16, k.w + ob * c.Taps() * kB16, oy,
+                   k.y + out_at, epilogue(ob, 1, lanes), k.res ? k.res + out_at : nullptr);
+    }
+    return;
+  }
+  const int64_t pairs = (c.ob + 1) / 2, chunks = (c.ow + k.chunk - 1) / k.chunk;
+  const int64_t in_image = c.ib * c.ih * c.iw * c.lanes, w_block = c.ib * c.Taps() * c.lanes * kB16;
+  const bool plain = c.x_pixel == 1;
   for (int64_t i = i0; i < i1; ++i) {
-    const int64_t oy = i % c.oh, g = i / c.oh % groups, n = i / c.oh / groups;
-    const int64_t ob = g * k.kb, kb = std::min<int64_t>(k.kb, c.ob - ob);
-    const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
-    float* y = k.y + out_at;
-    const float* res = k.res ? k.res + out_at : nullptr;
-    Ep lanes[2] = {Ep(k.e->e, ob * kB16, TakeLanes{}), Ep(k.e->e, (ob + kb - 1) * kB16, TakeLanes{})};
-    const Ep* ep = k.e->active ? lanes : nullptr;
-    if (c.depthwise) {
-      DepthRow<Ep>(c, k.x + (n * c.ib + ob) * c.ih * c.iw * kB16, k.w + ob * c.Taps() * kB16, oy, y, ep,
-               res);
-    } else if (kb == 2) {
-      DenseRow<2, Ep>(c, k.x + n * in_image, k.w + ob * c.ib * c.Taps() * kB16 * kB16, oy, y,
-                  out_plane, ep, res);
-    } else {
-      DenseRow<1, Ep>(c, k.x + n * in_image, k.w + ob * c.ib * c.Taps() * kB16 * kB16, oy, y,
-                  out_plane, ep, res);
+    const int64_t part = i % k.splits, rest = i / k.splits;
+    const int64_t col = rest % chunks, oy = rest / chunks % c.oh, n = rest / chunks / c.oh;
+    const int64_t c0 = col * k.chunk, c1 = std::min(c.ow, c0 + k.chunk);
+    const float* x = k.x + n * in_image;
+    for (int64_t pair = part * pairs / k.splits; pair < (part + 1) * pairs / k.splits; ++pair) {
+      const int64_t ob = pair * 2, kb = std::min<int64_t>(2, c.ob - ob);
+      const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
+      const Ep* ep = epilogue(ob, kb, lanes);
+      const float* res = k.res ? k.res + out_at : nullptr;
+      const float* w = k.w + ob * w_block;
+      float* y = k.y + out_at;
+      if (plain) {
+        if (kb == 2) {
+          DenseRow<2, true, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+        } else {
+          DenseRow<1, true, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+        }
+      } else if (kb == 2) {
+        DenseRow<2, false, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+      } else {
+        DenseRow<1, false, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+      }
     }
   }
 }
@@ -236,6 +279,16 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunItems512(const Work
 }
 #endif
 QUILT_CLONES void RunItemsAny(const Work& k, int64_t i0, int64_t i1) { RunItems<false>(k, i0, i1); }
+
+// A 16 x 16 tile of pixels of 16 channels to the channels' rows: dst[l * stride + q] =
+// src[q * 16 + l], each side's 16 lines once (a pass per channel over the plane read each line 16
+// times).
+QUILT_CLONES void TransposeOut(const float* src, float* dst, int64_t stride) {
+  float t[16][16];
+  std::memcpy(t, src, sizeof t);
+  for (int l = 0; l < 16; ++l)
+    for (int q = 0; q < 16; ++q) dst[l * stride + q] = t[q][l];
+}
 
 Status BlockedShapeError(const char* what, const Tensor& t) {
   return Status::Error(std::string(what) + " " + rt::ShapeString(t.shape) +
@@ -259,23 +312,25 @@ bool IsBlocked(const Tensor& t) {
 Status ConvBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const Tensor& wt = *ctx.input(1);
-  if (!IsBlocked(x)) return BlockedShapeError("data", x);
+  // NCHW data (a network's first layer: its output blocked), or blocked.
+  const bool plain = x.dtype == DType::kFloat32 && x.rank() == 4;
+  if (!plain && !IsBlocked(x)) return BlockedShapeError("data", x);
   const rt::AttrView& attrs = ctx.attrs();
   std::vector<int64_t> ws = attrs.Ints("weight_shape");
   int64_t groups = attrs.Int("groups", 1);
-  const int64_t ic = x.shape[1] * kB16;
+  const int64_t ic = plain ? x.shape[1] : x.shape[1] * kB16;
   if (ws.size() != 4 || ws[0] % kB16 != 0 || ws[0] <= 0 || wt.dtype != DType::kFloat32 ||
-      wt.NumElements() != ws[0] * ws[1] * ws[2] * ws[3] ||
+      (plain && groups != 1) || wt.NumElements() != ws[0] * ws[1] * ws[2] * ws[3] ||
       !(groups == 1 ? ws[1] == ic : groups == ic && ws[0] == ic && ws[1] == 1)) {
     return Status::Error("the laid-out weight of " + Str(wt.NumElements()) +
-                         " float32 values, weight_shape (" + JoinInts(ws) + ") and " +
-                         Str(groups) + " group(s) do not fit data " + rt::ShapeString(x.shape) +
+                         " float32 values, weight_shape (" + JoinInts(ws) + ") and " + Str(groups) +
+                         " group(s) do not fit data " + rt::ShapeString(x.shape) +
                          " (groups 1, or a depthwise convolution of as many channels)");
   }
   ConvGeometry geo;
   const int64_t spatial_in[2] = {x.shape[2], x.shape[3]};
-  QUILT_RETURN_IF_ERROR(MakeWindow(attrs, spatial_in, std::span<const int64_t>(ws).subspan(2),
-                                   &geo.w));
+  QUILT_RETURN_IF_ERROR(
+      MakeWindow(attrs, spatial_in, std::span<const int64_t>(ws).subspan(2), &geo.w));
   geo.n = x.shape[0];
   geo.c = ic;
   geo.o = ws[0];
@@ -286,10 +341,23 @@ Status ConvBlocked(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(
       0, DType::kFloat32, Shape{geo.n, geo.o / kB16, win.out[0], win.out[1], kB16}, &geo.y));
   QUILT_RETURN_IF_ERROR(PrepareEpilogue(ctx, &geo));
-  Blocked c{geo.n,          x.shape[1],      geo.o / kB16,  win.in[0],         win.in[1],
-            win.out[0],     win.out[1],      win.kernel[0], win.kernel[1],     win.stride[0],
-            win.stride[1],  win.dilation[0], win.dilation[1], win.pad_begin[0], win.pad_begin[1],
-            groups != 1,    false};
+  Blocked c{geo.n,
+            plain ? 1 : x.shape[1],
+            geo.o / kB16,
+            win.in[0],
+            win.in[1],
+            win.out[0],
+            win.out[1],
+            win.kernel[0],
+            win.kernel[1],
+            win.stride[0],
+            win.stride[1],
+            win.dilation[0],
+            win.dilation[1],
+            win.pad_begin[0],
+            win.pad_begin[1],
+            groups != 1,
+            false};
   // A pointwise convolution's plane as one row.
   c.pointwise = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
                 c.oh == c.ih && c.ow == c.iw;
@@ -297,17 +365,36 @@ Status ConvBlocked(KernelContext& ctx) {
     c.iw = c.ow = c.ih * c.iw;
     c.ih = c.oh = 1;
   }
+  if (plain) {
+    c.lanes = ic;
+    c.x_pixel = 1;
+    c.x_lane = c.ih * c.iw;
+  } else {
+    c.x_block = c.ih * c.iw * kB16;
+  }
   Epilogue epilogue(geo);
+  // A pointwise convolution's row (its plane) in chunks of 96 columns; other rows whole. The
+  // pairs of output blocks split where the images, rows and chunks alone give the threads few
+  // items.
+  const int64_t chunk = c.pointwise && !c.depthwise ? 96 : c.ow;
+  const int64_t pairs = (c.ob + 1) / 2;
+  const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * ((c.ow + chunk - 1) / chunk);
+  int64_t splits = 1;
+  while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < pairs) splits *= 2;
+  splits = std::min(splits, pairs);
   Work k{&c,
          x.Data<float>(),
          wt.Data<float>(),
          geo.residual ? geo.residual->Data<float>() : nullptr,
          geo.y->MutableData<float>(),
          &epilogue,
-         c.depthwise ? 1 : 2};
-  const int64_t items = c.n * ((c.ob + k.kb - 1) / k.kb) * c.oh;
-  // About 16K multiply-adds an item at least, several items a task.
-  const int64_t per_item = c.ow * c.Taps() * (c.depthwise ? 1 : c.ib * kB16 * k.kb);
+         chunk,
+         splits};
+  const int64_t items = rows * splits;
+  // About 16K multiply-adds of vectors an item at least, several items a task.
+  const int64_t per_item = c.depthwise
+                               ? c.ow * c.Taps()
+                               : std::min(chunk, c.ow) * c.Taps() * c.ib * c.lanes * c.ob / splits;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_item));
 #if defined(QUILT_BLOCKED_AVX512)
   if (HasAvx512Gemm()) {
@@ -357,8 +444,11 @@ Status FromBlocked(KernelContext& ctx) {
                     for (int64_t b = b0; b < b1; ++b) {
                       const float* src = px + b * kB16 * plane;
                       float* dst = py + b * kB16 * plane;
-                      for (int64_t l = 0; l < kB16; ++l)
-                        for (int64_t p = 0; p < plane; ++p) dst[l * plane + p] = src[p * kB16 + l];
+                      int64_t p = 0;
+                      for (; p + kB16 <= plane; p += kB16)
+                        TransposeOut(src + p * kB16, dst + p, plane);
+                      for (; p < plane; ++p)
+                        for (int64_t l = 0; l < kB16; ++l) dst[l * plane + p] = src[p * kB16 + l];
                     }
                   });
   return Status::Ok();

@@ -5,7 +5,8 @@
 //
 //   layout_to_nchw16c    x (N, C, H, W) -> (N, C / 16, H, W, 16), C a multiple of 16
 //   layout_from_nchw16c  x (N, B, H, W, 16) -> (N, B * 16, H, W)
-//   nn.conv2d_nchw16c    x (N, I / 16, H, W, 16) and a weight laid out by BlockConvWeight ->
+//   nn.conv2d_nchw16c    x (N, I / 16, H, W, 16), or (N, I, H, W) for a dense convolution of
+//                        NCHW data (a first layer), and a weight laid out by BlockConvWeight ->
 //                        (N, O / 16, OH, OW, 16): nn.conv2d's attributes (strides, padding,
 //                        dilation, groups: 1, or I = O for a depthwise convolution) and its
 //                        epilogue (nn_internal.h: the per-channel inputs of O values, a residual
@@ -28,24 +29,25 @@ inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
 inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
 inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
 
-// The element count of a weight (o, i, taps) laid out for nn.conv2d_nchw16c: the same.
-// Dense (groups 1): (O / 16, I / 16, taps, 16 input channels, 16 output channels), so that a tap's
-// sixteen input channels' vectors of output channels lie together. Depthwise (I per group 1, O
-// channels): (O / 16, taps, 16). o (and, dense, i) multiples of 16.
+// A weight (o, i, taps) laid out for nn.conv2d_nchw16c (the same element count). Dense (groups
+// 1): (O / 16, I / in_block, taps, in_block input channels, 16 output channels), so that a tap's
+// input channels' vectors of output channels lie together; in_block 16 for blocked data, I for
+// NCHW data. Depthwise (one input channel per group, O channels): (O / 16, taps, 16). o, and i
+// for blocked data, multiples of 16.
 inline void BlockConvWeight(const float* w, int64_t o, int64_t i, int64_t taps, bool depthwise,
-                            float* out) {
+                            float* out, int64_t in_block = kChannelBlock) {
   const int64_t b = kChannelBlock;
   if (depthwise) {
     for (int64_t c = 0; c < o; ++c)
       for (int64_t t = 0; t < taps; ++t) out[((c / b) * taps + t) * b + c % b] = w[c * taps + t];
     return;
   }
-  const int64_t ib = i / b;
+  const int64_t ib = i / in_block;
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        out[((((oc / b) * ib + ic / b) * taps + t) * b + ic % b) * b + oc % b] =
-            w[(oc * i + ic) * taps + t];
+        out[((((oc / b) * ib + ic / in_block) * taps + t) * in_block + ic % in_block) * b +
+            oc % b] = w[(oc * i + ic) * taps + t];
 }
 
 }  // namespace quilt::cpu::nn
