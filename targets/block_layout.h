@@ -1,17 +1,20 @@
 // The channel-blocked layout for chains of CPU convolutions (run by Lower after the conv
 // epilogues, before memory planning; the layout and its kernels: cpu/kernels/conv_blocked.h).
 //
-// A float32 nn.conv2d step on a CPU device of static shapes whose input and output channels are
-// multiples of 16, dense (groups 1) or depthwise (one input channel per group, as many outputs),
-// whose weight is a constant that it alone reads, may run as nn.conv2d_nchw16c; so may a dense
-// one of up to 4 input channels (a network's first layer), which reads its data as it is. Such
-// convs are joined where one's result is another's data or residual input; a group runs blocked
-// when it has at least two convs and at least as many convs as values crossing its edge (a value
-// entering it, one layout_to_nchw16c step, made before its first reader; a result read outside it
-// or a graph output, one layout_from_nchw16c step, made right after its conv, which writes the
-// value of the same name as before). Inside, each conv reads and writes the blocked values, its
-// weight laid out in the package as the kernel reads it (BlockConvWeight), its epilogue as it was.
-// Results read only inside a group are no longer written in NCHW (neither planned nor allocated).
+// A float32 nn.conv2d step on a CPU device whose channel counts are known when compiling (batch
+// and spatial dims may be symbols), input and output channels multiples of 16, dense 1x1 (groups
+// 1) or depthwise (one input channel per group, as many outputs), its weight a constant that it
+// alone reads, may run as nn.conv2d_nchw16c; so may a dense one of any window over up to 4 input
+// channels (a network's first layer), which reads its data as it is. Dense convs of larger windows
+// over blocked data stay NCHW, where Winograd and the GEMM outrun the blocked direct kernel.
+// Such convs are joined where one's result is another's data or residual input; a group runs
+// blocked when it has at least two convs and at least twice as many convs as values crossing its
+// edge (a value entering it: one layout_to_nchw16c step, made before its first reader; a result
+// read outside it or a graph output: one layout_from_nchw16c step, made right after its conv,
+// which writes the value of the same name as before). Inside, each conv reads and writes the
+// blocked values, its weight laid out in the package as the kernel reads it (BlockConvWeight), its
+// epilogue as it was. Results read only inside a group are no longer written in NCHW (neither
+// planned nor allocated).
 #pragma once
 
 #include "targets/package_spec.h"

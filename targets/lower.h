@@ -30,9 +30,9 @@ struct LowerOptions {
   bool fuse_epilogues = true;
   // Join chains of elementwise steps on OpenCL devices into one step each (fuse_elementwise.h).
   bool fuse_elementwise = true;
-  // Run chains of CPU convolutions in the channel-blocked layout (block_layout.h; quiltc
-  // --cpu-layout nchw16c). Off by default until its pointwise convs outrun the GEMM's.
-  bool block_layout = false;
+  // Run chains of CPU convolutions in the channel-blocked layout where block_layout.h's rule picks
+  // them (off: quiltc --cpu-layout nchw).
+  bool block_layout = true;
   // Store constant matmul weights packed for the CPU's GEMM (pack_weights.h).
   bool pack_weights = true;
 };

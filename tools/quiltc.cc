@@ -62,11 +62,12 @@ int Main(int argc, char** argv) {
   app.add_option("--report", reports,
                  "write the placement report: FILE.txt (text), FILE.dot (Graphviz) or FILE.json");
   app.add_flag("--print-ir-after-all", print_ir, "print the IR after each step to stderr");
-  std::string cpu_layout = "nchw";
+  std::string cpu_layout = "auto";
   app.add_option("--cpu-layout", cpu_layout,
-                 "layout of the CPU's convolutions: nchw, or nchw16c (chains of convs of 16k "
-                 "channels in the channel-blocked layout, transforms at their edges)")
-      ->check(CLI::IsMember({"nchw", "nchw16c"}));
+                 "layout of the CPU's convolutions: auto (chains of 1x1 and depthwise convs of "
+                 "16k channels in the channel-blocked layout NCHW16c, transforms at their edges; "
+                 "the default) or nchw (every conv NCHW)")
+      ->check(CLI::IsMember({"auto", "nchw"}));
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   quilt::compiler::CompileOptions options;
   // A text module: anything not named .onnx (TVMScript is Python; .qir is the usual name).
@@ -76,7 +77,7 @@ int Main(int argc, char** argv) {
   options.place = place;
   options.strict = strict;
   options.portable = portable;
-  options.lower.block_layout = cpu_layout == "nchw16c";
+  options.lower.block_layout = cpu_layout == "auto";
   if (print_ir) {
     options.after_step = [](const std::string& step, const quilt::ir::IRModule& m) {
       std::cerr << "# ----- IR after " << step << " -----\n" << quilt::ir::PrintModule(m);

@@ -52,8 +52,9 @@ int64_t Count(const std::vector<int64_t>& dims) {
 }
 
 // A pointwise conv with a bias and relu, a depthwise conv of stride 2 (also a graph output), a
-// dense 3x3 conv with the depthwise one's result as its residual, a last pointwise conv (a graph
-// output); and beside them a conv of 24 output channels, which stays NCHW. A symbolic batch.
+// pointwise conv with the depthwise one's result as its residual, another, a depthwise 3x3 and a
+// last pointwise conv (a graph output): six convs, three values crossing the group's edge. Beside
+// them a conv of 24 output channels and a dense 3x3 conv, which stay NCHW. A symbolic batch.
 std::string Module(std::mt19937& rng) {
   auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
   return R"(
@@ -69,13 +70,19 @@ class Module:
         dw = R.nn.conv2d(a3, )" +
          c({32, 1, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1], groups=32)
         d = R.nn.conv2d(dw, )" +
-         c({32, 32, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+         c({32, 32, 1, 1}) + R"()
         e = R.add(d, dw)
         f = R.nn.conv2d(e, )" +
+         c({32, 32, 1, 1}) + R"()
+        h = R.nn.conv2d(f, )" +
+         c({32, 1, 3, 3}) + R"(, padding=[1, 1, 1, 1], groups=32)
+        k = R.nn.conv2d(h, )" +
          c({16, 32, 1, 1}) + R"()
         g = R.nn.conv2d(x, )" +
          c({24, 16, 1, 1}) + R"()
-        return (f, dw, g)
+        m = R.nn.conv2d(x, )" +
+         c({16, 16, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+        return (k, dw, g, m)
 )";
 }
 
@@ -103,14 +110,16 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   std::mt19937 rng(71);
   ir::IRModule mod = testing::Parse(Module(rng));
   CompileOptions options;
+  options.lower.block_layout = false;
   Expected<Compiled> plain = Compile(mod, options);
   ASSERT_TRUE(plain) << plain.error().ToString();
   options.lower.block_layout = true;
   Expected<Compiled> blocked = Compile(mod, options);
   ASSERT_TRUE(blocked) << blocked.error().ToString();
 
-  // The steps: the four convs of the chain blocked, x blocked once before them, the two results
-  // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv not.
+  // The steps: the six convs of the chain blocked, x blocked once before them, the two results
+  // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv and
+  // the dense 3x3 conv not.
   std::shared_ptr<const rt::LoadedPackage> p = Load(blocked->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
@@ -130,7 +139,8 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   EXPECT_EQ(kernels,
             (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
                                       "layout_from_nchw16c", "nn.conv2d_nchw16c",
-                                      "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d"}));
+                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "layout_from_nchw16c", "nn.conv2d", "nn.conv2d"}));
   EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
       << "the laid-out weights replace the weights; they do not sit beside them";
 
@@ -139,11 +149,11 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   for (int64_t n : {1, 3}) {
     std::vector<float> x = Random(rng, size_t(n * 16 * 9 * 11));
     std::vector<rt::OwnedTensor> want = RunPackage(plain->package, x, n, 1);
-    ASSERT_EQ(want.size(), 3u);
+    ASSERT_EQ(want.size(), 4u);
     for (int threads : {1, 2}) {
       std::vector<rt::OwnedTensor> got = RunPackage(blocked->package, x, n, threads);
-      ASSERT_EQ(got.size(), 3u);
-      for (size_t o = 0; o < 3; ++o) {
+      ASSERT_EQ(got.size(), 4u);
+      for (size_t o = 0; o < 4; ++o) {
         EXPECT_EQ(got[o].name, want[o].name);
         EXPECT_EQ(got[o].shape, want[o].shape);
         std::vector<float> a = test::Floats(got[o]), b = test::Floats(want[o]);
