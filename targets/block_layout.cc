@@ -251,18 +251,6 @@ class Blocking {
     w.byte_size = count * static_cast<int64_t>(sizeof(float));
   }
 
-  static StepSpec Transform(std::string_view kernel, const StepSpec& conv, int in, int out) {
-    StepSpec t;
-    t.kernel = std::string(kernel);
-    t.device = conv.device;
-    t.inputs = {in};
-    t.input_arity = {1};
-    t.outputs = {out};
-    t.source = conv.source;
-    t.region = conv.region;
-    return t;
-  }
-
   void Rewrite(const std::vector<bool>& blocked) {
     const size_t ns = g_.steps.size();
     std::vector<std::vector<StepSpec>> before(ns), after(ns);
@@ -290,7 +278,7 @@ class Blocking {
           // Made before its first reader in the group (this one: steps run in order).
           int m = maker_[static_cast<size_t>(v)];
           if (m < 0 || !blocked[static_cast<size_t>(m)] || Root(static_cast<size_t>(m)) != root) {
-            before[s].push_back(Transform(cpu::nn::kToNchw16c, step, v, b));
+            before[s].push_back(OneInputStep(std::string(cpu::nn::kToNchw16c), step, v, b));
           }
         }
         step.inputs[static_cast<size_t>(p)] = b;
@@ -302,7 +290,8 @@ class Blocking {
         keys.push_back({root, y});
         blocked_of.push_back(yb);
       }
-      if (ReadOutside(s)) after[s].push_back(Transform(cpu::nn::kFromNchw16c, step, yb, y));
+      if (ReadOutside(s))
+        after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
       step.outputs[0] = yb;
       step.kernel = std::string(cpu::nn::kConvNchw16c);
       step.attrs.Set("weight_shape", conv_[s].w);

@@ -134,15 +134,7 @@ int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& 
     AsPanels(g, g.values.back(), shape, reads);
     for (const auto& [r, i] : reads) g.steps[r].inputs[1] = p;
     const StepSpec& make = g.steps[static_cast<size_t>(s)];
-    StepSpec pack;
-    pack.kernel = std::string(cpu::kMatmulPackB);
-    pack.device = make.device;
-    pack.inputs = {v};
-    pack.input_arity = {1};
-    pack.outputs = {p};
-    pack.source = make.source;
-    pack.region = make.region;
-    packs.emplace_back(s, std::move(pack));
+    packs.emplace_back(s, OneInputStep(std::string(cpu::kMatmulPackB), make, v, p));
   }
   // Each right after the step making its B.
   std::stable_sort(packs.begin(), packs.end(),

@@ -52,6 +52,20 @@ struct StepSpec {
   std::string op = {};  // Dispatch: the op its code computes
 };
 
+// A kernel step of one input and one output made beside `like` (its device, source and region):
+// a step lowering adds (a weight packed, a layout changed).
+inline StepSpec OneInputStep(std::string kernel, const StepSpec& like, int in, int out) {
+  StepSpec s;
+  s.kernel = std::move(kernel);
+  s.device = like.device;
+  s.inputs = {in};
+  s.input_arity = {1};
+  s.outputs = {out};
+  s.source = like.source;
+  s.region = like.region;
+  return s;
+}
+
 struct GraphSpec {
   std::string name = {};
   std::vector<std::string> symbols = {};

@@ -290,6 +290,20 @@ QUILT_CLONES void TransposeOut(const float* src, float* dst, int64_t stride) {
     for (int q = 0; q < 16; ++q) dst[l * stride + q] = t[q][l];
 }
 
+// fn(src, dst) for each of `blocks` blocks of 16 planes of `plane` floats of x and y (the same
+// floats in either layout), on the run's threads.
+template <typename F>
+void ForEachBlock(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t blocks, int64_t plane,
+                  F&& fn) {
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * kB16)),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b)
+                      fn(px + b * kB16 * plane, py + b * kB16 * plane);
+                  });
+}
+
 Status BlockedShapeError(const char* what, const Tensor& t) {
   return Status::Error(std::string(what) + " " + rt::ShapeString(t.shape) +
                        " is not a float32 (N, C / 16, H, W, 16) tensor");
@@ -416,17 +430,10 @@ Status ToBlocked(KernelContext& ctx) {
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(
       ctx.Output(0, DType::kFloat32, Shape{n, blocks, x.shape[2], x.shape[3], kB16}, &y));
-  const float* px = x.Data<float>();
-  float* py = y->MutableData<float>();
-  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * 16)),
-                  [&](int64_t b0, int64_t b1) {
-                    for (int64_t b = b0; b < b1; ++b) {
-                      const float* src = px + b * kB16 * plane;
-                      float* dst = py + b * kB16 * plane;
-                      for (int64_t p = 0; p < plane; ++p)
-                        for (int64_t l = 0; l < kB16; ++l) dst[p * kB16 + l] = src[l * plane + p];
-                    }
-                  });
+  ForEachBlock(ctx, x, y, n * blocks, plane, [plane](const float* src, float* dst) {
+    for (int64_t p = 0; p < plane; ++p)
+      for (int64_t l = 0; l < kB16; ++l) dst[p * kB16 + l] = src[l * plane + p];
+  });
   return Status::Ok();
 }
 
@@ -437,20 +444,12 @@ Status FromBlocked(KernelContext& ctx) {
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(
       ctx.Output(0, DType::kFloat32, Shape{n, blocks * kB16, x.shape[2], x.shape[3]}, &y));
-  const float* px = x.Data<float>();
-  float* py = y->MutableData<float>();
-  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * 16)),
-                  [&](int64_t b0, int64_t b1) {
-                    for (int64_t b = b0; b < b1; ++b) {
-                      const float* src = px + b * kB16 * plane;
-                      float* dst = py + b * kB16 * plane;
-                      int64_t p = 0;
-                      for (; p + kB16 <= plane; p += kB16)
-                        TransposeOut(src + p * kB16, dst + p, plane);
-                      for (; p < plane; ++p)
-                        for (int64_t l = 0; l < kB16; ++l) dst[l * plane + p] = src[p * kB16 + l];
-                    }
-                  });
+  ForEachBlock(ctx, x, y, n * blocks, plane, [plane](const float* src, float* dst) {
+    int64_t p = 0;
+    for (; p + kB16 <= plane; p += kB16) TransposeOut(src + p * kB16, dst + p, plane);
+    for (; p < plane; ++p)
+      for (int64_t l = 0; l < kB16; ++l) dst[l * plane + p] = src[p * kB16 + l];
+  });
   return Status::Ok();
 }
 
