@@ -73,7 +73,8 @@ struct Blocked {
 // acc[b][t] finished and stored at y (block b at y + b * block_stride, pixel t at t * 16).
 // The epilogue of n stored vectors at y (a tile of one block), with residual[t * 16] added where
 // there is one: out of line, one copy for all the tiles (applied in each tile's registers, its
-// copies made the library 8 MB larger), while the tile is in L1.
+// copies made the library 8 MB larger), while the tile is in L1. (Clones are called, never
+// inlined.)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
 __attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
     const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
@@ -90,8 +91,7 @@ __attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
   }
 }
 #endif
-__attribute__((noinline)) void FinishTile(const LaneEpilogue<false>& e, float* y, int n,
-                                          const float* residual) {
+QUILT_CLONES void FinishTile(const LaneEpilogue<false>& e, float* y, int n, const float* residual) {
   for (int t = 0; t < n; ++t) {
     V16 v, r;
     Load16(&v, y + t * kB16);
@@ -308,8 +308,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunItems512(const Work
   RunItems<true>(k, i0, i1);
 }
 #endif
-// Without AVX-512: the baseline copy alone (correct everywhere; its speed there not measured).
-void RunItemsAny(const Work& k, int64_t i0, int64_t i1) { RunItems<false>(k, i0, i1); }
+// Without AVX-512: AVX2 and baseline copies (correct everywhere; their speed not measured).
+QUILT_CLONES void RunItemsAny(const Work& k, int64_t i0, int64_t i1) { RunItems<false>(k, i0, i1); }
 
 // A 16 x 16 tile of pixels of 16 channels to the channels' rows: dst[l * stride + q] =
 // src[q * 16 + l], each side's 16 lines once (a pass per channel over the plane read each line 16
