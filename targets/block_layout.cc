@@ -1,6 +1,7 @@
 #include "targets/block_layout.h"
 
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -255,41 +256,26 @@ class Blocking {
     const size_t ns = g_.steps.size();
     std::vector<std::vector<StepSpec>> before(ns), after(ns);
     // The blocked form of each value, per group (a value entering two groups is blocked for
-    // each).
-    std::vector<std::pair<size_t, int>> keys;
-    std::vector<int> blocked_of;
-    auto find = [&](size_t root, int v) -> int {
-      for (size_t k = 0; k < keys.size(); ++k) {
-        if (keys[k] == std::make_pair(root, v)) return blocked_of[k];
-      }
-      return -1;
-    };
+    // each). A conv's result is made blocked by its conv; a value first met as an input was made
+    // outside the group (a reader runs after its maker), so it enters through a transform made
+    // before this, its first reader in the group.
+    std::map<std::pair<size_t, int>, int> blocked_of;
     for (size_t s = 0; s < ns; ++s) {
       if (!blocked[s]) continue;
       const size_t root = Root(s);
       StepSpec& step = g_.steps[s];
       for (int p : BlockedInputs(s)) {
         int v = step.inputs[static_cast<size_t>(p)];
-        int b = find(root, v);
-        if (b < 0) {
-          b = BlockedValue(Value(v), step.device);
-          keys.push_back({root, v});
-          blocked_of.push_back(b);
-          // Made before its first reader in the group (this one: steps run in order).
-          int m = maker_[static_cast<size_t>(v)];
-          if (m < 0 || !blocked[static_cast<size_t>(m)] || Root(static_cast<size_t>(m)) != root) {
-            before[s].push_back(OneInputStep(std::string(cpu::nn::kToNchw16c), step, v, b));
-          }
+        auto [it, entering] = blocked_of.try_emplace({root, v}, -1);
+        if (entering) {
+          it->second = BlockedValue(Value(v), step.device);
+          before[s].push_back(OneInputStep(std::string(cpu::nn::kToNchw16c), step, v, it->second));
         }
-        step.inputs[static_cast<size_t>(p)] = b;
+        step.inputs[static_cast<size_t>(p)] = it->second;
       }
       const int y = step.outputs[0];
-      int yb = find(root, y);
-      if (yb < 0) {
-        yb = BlockedValue(Value(y), step.device);
-        keys.push_back({root, y});
-        blocked_of.push_back(yb);
-      }
+      const int yb = BlockedValue(Value(y), step.device);
+      blocked_of[{root, y}] = yb;
       if (ReadOutside(s))
         after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
       step.outputs[0] = yb;

@@ -6,8 +6,8 @@
 // of kT pixels of one block: each tap's weight vector times the input pixel's vector. Pixels
 // whose window reaches into the padding are computed one at a time with their taps checked; a
 // pointwise convolution (1x1, unit strides, no padding) runs over a plane as one long row. The
-// epilogue (nn_internal.h) is applied to the tile in registers, a lane per output channel
-// (RowEpilogueOf with per-lane constants), before it is stored.
+// epilogue (nn_internal.h) is applied to each stored tile while it is in L1, a lane per output
+// channel (RowEpilogueOf with per-lane constants).
 #include "targets/cpu/kernels/conv_blocked.h"
 
 #include <algorithm>
@@ -70,39 +70,33 @@ struct Blocked {
   }
 };
 
-// acc[b][t] finished and stored at y (block b at y + b * block_stride, pixel t at t * 16).
 // The epilogue of n stored vectors at y (a tile of one block), with residual[t * 16] added where
-// there is one: out of line, one copy for all the tiles (applied in each tile's registers, its
-// copies made the library 8 MB larger), while the tile is in L1. (Clones are called, never
-// inlined.)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
-__attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
-    const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
+// there is one.
+template <typename Ep>
+QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float* residual) {
   for (int t = 0; t < n; ++t) {
     V16 v, r;
     Load16(&v, y + t * kB16);
     if (residual) {
       Load16(&r, residual + t * kB16);
-      e.Apply<1>(&v, &r);
+      e.template Apply<1>(&v, &r);
     } else {
-      e.Apply<1>(&v);
+      e.template Apply<1>(&v);
     }
     Store16(y + t * kB16, v);
   }
 }
+// FinishTileOf out of line, one copy per vector width for all the tiles (applied in each tile's
+// registers, its copies made the library 8 MB larger), while the tile is in L1. (Clones are
+// called, never inlined.)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
+__attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
+    const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
+  FinishTileOf(e, y, n, residual);
+}
 #endif
 QUILT_CLONES void FinishTile(const LaneEpilogue<false>& e, float* y, int n, const float* residual) {
-  for (int t = 0; t < n; ++t) {
-    V16 v, r;
-    Load16(&v, y + t * kB16);
-    if (residual) {
-      Load16(&r, residual + t * kB16);
-      e.Apply<1>(&v, &r);
-    } else {
-      e.Apply<1>(&v);
-    }
-    Store16(y + t * kB16, v);
-  }
+  FinishTileOf(e, y, n, residual);
 }
 
 // acc stored at y (block b at y + b * block_stride, pixel t at t * 16), then the epilogue.
