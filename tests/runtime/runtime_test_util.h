@@ -17,6 +17,14 @@
 
 namespace quilt::test {
 
+// A package from its bytes (a failure to load fails the test and gives null).
+inline std::shared_ptr<const rt::LoadedPackage> LoadPackage(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
+}
+
 // The threads of this process (Linux).
 inline int ProcessThreads() {
   int n = 0;

@@ -86,19 +86,12 @@ class Module:
 )";
 }
 
-std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
-  std::unique_ptr<rt::LoadedPackage> p;
-  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
-}
-
 std::vector<rt::OwnedTensor> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
                                         int64_t n, int threads) {
   std::unique_ptr<rt::Session> s;
   rt::SessionOptions options;
   options.threads = threads;
-  EXPECT_TRUE(rt::Session::Create(Load(package), options, &s).ok());
+  EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), options, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
   rt::Status st = s->Run({test::Input("x", x, {n, 16, 9, 11})}, &out);
@@ -120,7 +113,7 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   // The steps: the six convs of the chain blocked, x blocked once before them, the two results
   // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv and
   // the dense 3x3 conv not.
-  std::shared_ptr<const rt::LoadedPackage> p = Load(blocked->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   std::vector<std::string> kernels;
@@ -190,7 +183,7 @@ class Module:
   options.lower.block_layout = true;
   Expected<Compiled> compiled = Compile(mod, options);
   ASSERT_TRUE(compiled) << compiled.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(compiled->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(compiled->package);
   ASSERT_TRUE(p);
   for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
     EXPECT_EQ(s->kernel()->str().find("nchw16c"), std::string::npos) << s->kernel()->str();

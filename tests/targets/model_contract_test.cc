@@ -31,16 +31,9 @@ Expected<Compiled> CompileGraph(const OnnxGraph& g, const CompileOptions& option
   return Compile(*mod, options);
 }
 
-std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
-  std::unique_ptr<rt::LoadedPackage> p;
-  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
-}
-
 // A session on the package, null (with a failure recorded) when it does not load or open.
 std::unique_ptr<rt::Session> OpenSession(const std::vector<uint8_t>& package) {
-  std::shared_ptr<const rt::LoadedPackage> p = Load(package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(package);
   if (!p) return nullptr;
   std::unique_ptr<rt::Session> s;
   rt::Status st = rt::Session::Create(p, {}, &s);
@@ -80,7 +73,7 @@ OnnxGraph ThreeOutputs() {
 }
 
 void ExpectThreeOutputsRun(const std::vector<uint8_t>& package) {
-  std::shared_ptr<const rt::LoadedPackage> p = Load(package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(package);
   ASSERT_TRUE(p);
   EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"output_2", "output_0", "output_1", "x"}));
   std::unique_ptr<rt::Session> s;
@@ -208,7 +201,7 @@ TEST(ModelContract, AnInputFrozenAtCompileTimeDecidesTheIf) {
   options.import.input_values["c"].numbers = {1};
   Expected<Compiled> c = CompileGraph(IfWithAnInvalidBranch(), options);
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   EXPECT_EQ(InputNames(*p), (std::vector<std::string>{"x"}));
   std::unique_ptr<rt::Session> s;
@@ -352,7 +345,7 @@ rt::Status RunCountingLoop(const rt::Session& s, int64_t n, std::vector<rt::Owne
 TEST(ModelContract, LimitsAndCancellationStopARunWithTheirOwnStatus) {
   Expected<Compiled> c = CompileGraph(CountingLoop(), {});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   rt::SessionOptions options;
   options.limits.max_loop_iterations = 1000;
@@ -420,7 +413,7 @@ TEST(ModelContract, AGemmWeightIsTransposedOnceAtCompileTime) {
   g.Output("y", TensorProto::FLOAT);
   Expected<Compiled> c = CompileGraph(g, {});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
     EXPECT_NE(s->kernel()->str(), "permute_dims");
@@ -487,7 +480,7 @@ TEST(ModelContract, APlacementRuleMovesAnOpWithATupleResult) {
     split_placed = op.device == 0 && op.why == passes::OpPlacement::Why::kPinned;
   }
   EXPECT_TRUE(split_placed) << ReportText(c->report);
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"a", "nb"}));
   std::unique_ptr<rt::Session> s;

@@ -83,20 +83,13 @@ void CompileBoth(const ir::IRModule& mod, CompileOptions options, std::vector<ui
   *plain = without->package;
 }
 
-std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
-  std::unique_ptr<rt::LoadedPackage> p;
-  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
-}
-
 std::vector<std::vector<float>> RunPackage(const std::vector<uint8_t>& package,
                                            std::vector<float>& x, std::vector<float>& y,
                                            std::vector<float>& z) {
   std::unique_ptr<rt::Session> s;
   rt::SessionOptions options;
   options.threads = 2;
-  EXPECT_TRUE(rt::Session::Create(Load(package), options, &s).ok());
+  EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), options, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
   rt::Status st = s->Run({test::Input("x", x, {3, 10}), test::Input("y", y, {2, 4, 10}),
@@ -127,7 +120,7 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
   ASSERT_NO_FATAL_FAILURE(CompileBoth(mod, CompileOptions(), &packed, &plain));
 
   // The package: the matmuls reading w and wb have packed_b, their B a 1-D value of panels.
-  std::shared_ptr<const rt::LoadedPackage> p = Load(packed);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(packed);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   std::vector<std::vector<int64_t>> shapes;
@@ -215,7 +208,7 @@ TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
   std::vector<uint8_t> packed, plain;
   ASSERT_NO_FATAL_FAILURE(CompileBoth(mod, options, &packed, &plain));
 
-  std::shared_ptr<const rt::LoadedPackage> p = Load(packed);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(packed);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   int packs = 0, packed_matmuls = 0;
@@ -241,7 +234,7 @@ TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
   std::vector<float> x = Random(rng, 30), z = Random(rng, 300);
   auto run = [&](const std::vector<uint8_t>& package) {
     std::unique_ptr<rt::Session> session;
-    EXPECT_TRUE(rt::Session::Create(Load(package), {}, &session).ok());
+    EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), {}, &session).ok());
     std::vector<std::vector<float>> values;
     for (int r = 0; r < 2 && session; ++r) {  // the held panels read again by a second run
       std::vector<rt::OwnedTensor> out;

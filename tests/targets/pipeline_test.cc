@@ -35,19 +35,12 @@ class Module:
         return c
 )";
 
-std::shared_ptr<const rt::LoadedPackage> Load(const std::vector<uint8_t>& bytes) {
-  std::unique_ptr<rt::LoadedPackage> p;
-  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::shared_ptr<const rt::LoadedPackage>(std::move(p));
-}
-
 TEST(Pipeline, TheCpuAsTwoDevicesRunsWithCopiesInPlace) {
   CompileOptions options;
   options.devices = {};  // the module's own list
   Expected<Compiled> c = Compile(Parse(kTwoCpus), options);
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   // Steps on both devices, copies between them, and the constant k on both.
@@ -130,7 +123,7 @@ class Module:
 TEST(Pipeline, AReshapeWhoseInputDiesThereTakesItsMemory) {
   Expected<Compiled> c = Compile(Parse(kReshapes), CompileOptions{});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   // Each reshape step's input and output offsets, in step order.
@@ -184,7 +177,7 @@ TEST(Pipeline, ADeviceNumberBecomesThePackagesDeviceId) {
     options.devices = {device, "llvm"};
     Expected<Compiled> c = Compile(Parse(kRelu), options);
     ASSERT_TRUE(c) << device << ": " << c.error().ToString();
-    std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+    std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
     ASSERT_TRUE(p);
     EXPECT_EQ(p->root().devices()->Get(0)->kind()->str(), "opencl") << device;
     EXPECT_EQ(p->root().devices()->Get(0)->id(), id) << device;
@@ -246,7 +239,7 @@ TEST(Pipeline, ReportsMatchTheirGoldenFiles) {
   CheckGolden("chain.json", ReportJson(c->report));
   CheckGolden("chain_summary.txt", ReportSummary(c->report));
   // The text report travels in the package.
-  std::shared_ptr<const rt::LoadedPackage> p = Load(c->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p && p->root().metadata() && p->root().metadata()->placement_report());
   EXPECT_EQ(p->root().metadata()->placement_report()->str(), ReportText(c->report));
 }
