@@ -2657,9 +2657,12 @@ struct BlockedAct {
 // nn.conv2d_nchw16c (conv_blocked.h) against the reference convolution of the same NCHW tensors:
 // the data through layout_to_nchw16c (checked element by element against its definition), the
 // weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs
-// (groups 1) pointwise (a plane of 63 pixels: a row of 12-, 8- and 4-pixel tiles and single
-// ones; three output blocks: a pair and a last single block), 3x3 with a pad of 1, strided with
-// uneven pads, 5x5 dilated, a 1 x 1 plane in a batch of 4; depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// (groups 1) pointwise (a plane of 63 pixels: a row of 8-, 4- and 2-pixel tiles of three output
+// blocks, and single ones), 3x3 with a pad of 1, strided with uneven pads, 5x5 dilated, a 1 x 1
+// plane in a batch of 4, pointwise from 128 channels to 80 (a group of four output blocks and one
+// alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
+// 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
+// onto the values stored before); depthwise 3x3 rows of 30 (16 + 8 + 4 +
 // 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
 // NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
@@ -2680,6 +2683,8 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {2, 1, 3, 16, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 4, 32, {9, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 8, 48, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {2, 1, 128, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 32, 112, {6, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

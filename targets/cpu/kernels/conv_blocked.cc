@@ -1,8 +1,9 @@
 // Float32 convolution over channel-blocked tensors (conv_blocked.h), and the layout's transforms.
 //
 // A dense convolution computes a tile of kT output pixels of one output row by kB blocks of
-// sixteen output channels in registers: for each input channel, each tap's kB weight vectors
-// (sixteen output channels each) times the pixel's input value broadcast. A depthwise one, a tile
+// sixteen output channels in registers (24 vectors: 6 pixels by 4 blocks, 8 by 3, 12 by 2): for
+// each input channel, each tap's kB weight vectors (sixteen output channels each) times the
+// pixel's input value broadcast. A depthwise one, a tile
 // of kT pixels of one block: each tap's weight vector times the input pixel's vector. Pixels
 // whose window reaches into the padding are computed one at a time with their taps checked; a
 // pointwise convolution (1x1, unit strides, no padding) runs over a plane as one long row. The
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "targets/cpu/kernels/conv_fast.h"
@@ -59,6 +61,13 @@ struct Blocked {
   // between a block's pixels, its channels and the blocks: 16, 1 and a plane of 16-channel
   // pixels; with NCHW data 1, a plane, and none.
   int64_t lanes = kB16, x_pixel = kB16, x_lane = 1, x_block = 0;
+  // The input blocks [cb0, cb1) a dense tile sums; accumulate: onto the values y holds (a part of
+  // the input blocks summed before) rather than from zero.
+  int64_t cb0 = 0, cb1 = 0;
+  bool accumulate = false;
+  // The distance between an input channel's weight vectors of the tile's blocks and the next
+  // channel's: 0, the tile's blocks' (kB * 16), or more where the tile reads part of a group.
+  int64_t w_lane = 0;
   int64_t Taps() const { return kh * kw; }
   // The output columns [lo, hi) whose every tap reads inside the row.
   void InsideColumns(int64_t* lo, int64_t* hi) const {
@@ -90,7 +99,7 @@ QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float*
 // registers, its copies made the library 8 MB larger), while the tile is in L1. (Clones are
 // called, never inlined.)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
-__attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
+__attribute__((noipa, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
     const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
   FinishTileOf(e, y, n, residual);
 }
@@ -99,11 +108,26 @@ QUILT_CLONES void FinishTile(const LaneEpilogue<false>& e, float* y, int n, cons
   FinishTileOf(e, y, n, residual);
 }
 
-// acc stored at y (block b at y + b * block_stride, pixel t at t * 16), then the epilogue.
+// acc stored at y (block b at y + b * block_stride, pixel t at t * 16) with the epilogue: a bias,
+// residual and bounds applied in registers (the common case, a few instructions), any other
+// after the store (FinishTile).
 template <int kT, int kB, typename Ep>
 QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
                                    const Ep* lanes, const float* residual) {
   for (int b = 0; b < kB; ++b) {
+    if (lanes && lanes[b].BiasClampOnly()) {
+      for (int t = 0; t < kT; ++t) {
+        if (residual) {
+          V16 r;
+          Load16(&r, residual + b * block_stride + t * kB16);
+          lanes[b].template ApplyBiasClamp<1>(&acc[b][t], &r);
+        } else {
+          lanes[b].template ApplyBiasClamp<1>(&acc[b][t]);
+        }
+        Store16(y + b * block_stride + t * kB16, acc[b][t]);
+      }
+      continue;
+    }
     for (int t = 0; t < kT; ++t) Store16(y + b * block_stride + t * kB16, acc[b][t]);
     if (lanes) {
       FinishTile(lanes[b], y + b * block_stride, kT,
@@ -119,25 +143,33 @@ QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float
                                    int64_t ox0, float* y, int64_t y_block, const Ep* ep,
                                    const float* residual) {
   V16 acc[kB][kT];
-  for (int b = 0; b < kB; ++b)
-    for (int t = 0; t < kT; ++t) acc[b][t] = V16{};
-  const int64_t taps = c.Taps();
+  for (int b = 0; b < kB; ++b) {
+    for (int t = 0; t < kT; ++t) {
+      if (c.accumulate) {
+        Load16(&acc[b][t], y + b * y_block + t * kB16);
+      } else {
+        acc[b][t] = V16{};
+      }
+    }
+  }
+  const int64_t taps = c.Taps(), w_lane = c.w_lane ? c.w_lane : kB * kB16;
   // kPlainIn: NCHW data (Blocked::lanes and the strides), else the blocked layout's constants.
   const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
                 x_lane = kPlainIn ? c.x_lane : 1;
-  const int64_t w_block = c.ib * taps * lanes * kB16;  // one output block's weights
   for (int64_t ky = 0; ky < c.kh; ++ky) {
     const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
     if (iy < 0 || iy >= c.ih) continue;
     for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
-      for (int64_t cb = 0; cb < c.ib; ++cb) {
+      for (int64_t cb = c.cb0; cb < c.cb1; ++cb) {
         const float* xr = x + cb * c.x_block + iy * c.iw * x_pixel;
-        const float* wt = w + ((cb * taps + ky * c.kw + kx) * lanes) * kB16;
+        const float* wt = w + ((cb * taps + ky * c.kw + kx) * lanes) * w_lane;
         for (int64_t l = 0; l < lanes; ++l) {
           V16 wv[kB];
-          for (int b = 0; b < kB; ++b) Load16(&wv[b], wt + b * w_block + l * kB16);
+          for (int b = 0; b < kB; ++b) Load16(&wv[b], wt + l * w_lane + b * kB16);
           for (int t = 0; t < kT; ++t) {
+            // (Addressed from one register, t * 16 floats on at a unit stride, instead, GCC 12's
+            // 2 x 12 tile ran 256 -> 64 channels 20% slower.)
             const int64_t ix = ix0 + t * c.sw;
             if (kChecked && (ix < 0 || ix >= c.iw)) continue;
             // A scalar times a vector: the multiply-add broadcasts it from memory.
@@ -178,8 +210,40 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
 }
 
+// Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
+// tiles of 24 vectors (kB * kT: 4 x 6, 3 x 8, 2 x 12; one block 12), then of a half and of a
+// third of that width, then single pixels. (In registers, 4 x 6 ran at 115 GFLOP/s against 2 x
+// 12's 106 on this machine: a broadcast of the input for each 4 multiply-adds rather than 2.)
+// Without AVX-512 (16 registers of 8 lanes), tiles of 4 vectors, then single pixels.
+template <int kB, bool kPlainIn, typename Ep>
+QUILT_ALWAYS_INLINE void DenseInside(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                     int64_t lo, int64_t hi, float* y, int64_t y_block,
+                                     const Ep* ep, const float* res) {
+  constexpr bool kWide = std::is_same_v<Ep, LaneEpilogue<true>>;
+  constexpr int kT = kWide ? (kB == 1 ? 12 : 24 / kB) : (kB >= 4 ? 1 : 4 / kB);
+  constexpr int kHalf = kT / 2, kThird = kT / 3;
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  int64_t ox = lo;
+  for (; ox + kT <= hi; ox += kT)
+    DenseTile<kT, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                           res ? res + at(ox) : nullptr);
+  if constexpr (kWide) {
+    for (; ox + kHalf <= hi; ox += kHalf)
+      DenseTile<kHalf, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                res ? res + at(ox) : nullptr);
+    for (; ox + kThird <= hi; ox += kThird)
+      DenseTile<kThird, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                 res ? res + at(ox) : nullptr);
+  }
+  if constexpr (kT > 1) {
+    for (; ox < hi; ++ox)
+      DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                            res ? res + at(ox) : nullptr);
+  }
+}
+
 // Output columns [c0, c1) of row oy of kB blocks of image x: those whose every tap reads inside
-// the row in tiles of 12, 8, 4 and 1, those reaching into the padding one at a time, checked.
+// the row in tiles (DenseInside), those reaching into the padding one at a time, checked.
 template <int kB, bool kPlainIn, typename Ep>
 QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float* w, int64_t oy,
                                   int64_t c0, int64_t c1, float* y, int64_t y_block, const Ep* ep,
@@ -192,20 +256,8 @@ QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float*
   for (int64_t ox = c0; ox < lo; ++ox)
     DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
                                          res ? res + at(ox) : nullptr);
-  int64_t ox = lo;
-  for (; ox + 12 <= hi; ox += 12)
-    DenseTile<12, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                           res ? res + at(ox) : nullptr);
-  for (; ox + 8 <= hi; ox += 8)
-    DenseTile<8, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                          res ? res + at(ox) : nullptr);
-  for (; ox + 4 <= hi; ox += 4)
-    DenseTile<4, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                          res ? res + at(ox) : nullptr);
-  for (; ox < hi; ++ox)
-    DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                          res ? res + at(ox) : nullptr);
-  for (ox = hi; ox < c1; ++ox)
+  DenseInside<kB, kPlainIn, Ep>(c, x, w, oy, lo, hi, y, y_block, ep, res);
+  for (int64_t ox = hi; ox < c1; ++ox)
     DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
                                          res ? res + at(ox) : nullptr);
 }
@@ -233,15 +285,48 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
 
 // The work items [i0, i1). Depthwise: item i is image i / (blocks * oh), then the block, then
 // the output row. Dense: image, output row, a chunk of `chunk` columns of it, then a part of the
-// pairs of output blocks (`splits` parts, the last index: a thread's consecutive items read the
-// same input columns), each pair's tiles over the chunk in turn.
+// groups of output blocks (`splits` parts, the last index: a thread's consecutive items read the
+// same input columns), each group's tiles over the chunk in turn.
 struct Work {
   const Blocked* c;
   const float *x, *w, *res;
   float* y;
   const Epilogue* e;
-  int64_t chunk, splits;
+  int64_t chunk, splits, segments;
 };
+
+// DenseRow of NCHW data (plain) or blocked.
+template <int kB, typename Ep>
+QUILT_ALWAYS_INLINE void GroupRow(const Blocked& c, bool plain, const float* x, const float* w,
+                                  int64_t oy, int64_t c0, int64_t c1, float* y, int64_t y_block,
+                                  const Ep* ep, const float* res) {
+  if (plain) {
+    DenseRow<kB, true, Ep>(c, x, w, oy, c0, c1, y, y_block, ep, res);
+  } else {
+    DenseRow<kB, false, Ep>(c, x, w, oy, c0, c1, y, y_block, ep, res);
+  }
+}
+
+// GroupRow of kb blocks. (A switch, not a generic lambda: a lambda is compiled without
+// RunItems512's target.)
+template <typename Ep>
+QUILT_ALWAYS_INLINE void GroupRows(const Blocked& c, int64_t kb, bool plain, const float* x,
+                                   const float* w, int64_t oy, int64_t c0, int64_t c1, float* y,
+                                   int64_t y_block, const Ep* ep, const float* res) {
+  switch (kb) {
+    case 4:
+      GroupRow<4, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    case 3:
+      GroupRow<3, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    case 2:
+      GroupRow<2, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    default:
+      GroupRow<1, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+  }
+}
 
 template <bool kWide>
 QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
@@ -253,8 +338,8 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
     for (int64_t b = 0; b < kb; ++b) new (&lanes[b]) Ep(k.e->e, (ob + b) * kB16, TakeLanes{});
     return lanes;
   };
-  // Made in place per pair of blocks (trivially destroyed: no destructor runs).
-  alignas(Ep) unsigned char storage[2 * sizeof(Ep)];
+  // Made in place per group of blocks (trivially destroyed: no destructor runs).
+  alignas(Ep) unsigned char storage[kBlocksPerGroup * sizeof(Ep)];
   Ep* lanes = reinterpret_cast<Ep*>(storage);
   if (c.depthwise) {
     for (int64_t i = i0; i < i1; ++i) {
@@ -265,7 +350,8 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
     }
     return;
   }
-  const int64_t pairs = (c.ob + 1) / 2, chunks = (c.ow + k.chunk - 1) / k.chunk;
+  const int64_t groups = (c.ob + kBlocksPerGroup - 1) / kBlocksPerGroup;
+  const int64_t chunks = (c.ow + k.chunk - 1) / k.chunk;
   const int64_t in_image = c.ib * c.ih * c.iw * c.lanes, w_block = c.ib * c.Taps() * c.lanes * kB16;
   const bool plain = c.x_pixel == 1;
   for (int64_t i = i0; i < i1; ++i) {
@@ -273,23 +359,34 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
     const int64_t col = rest % chunks, oy = rest / chunks % c.oh, n = rest / chunks / c.oh;
     const int64_t c0 = col * k.chunk, c1 = std::min(c.ow, c0 + k.chunk);
     const float* x = k.x + n * in_image;
-    for (int64_t pair = part * pairs / k.splits; pair < (part + 1) * pairs / k.splits; ++pair) {
-      const int64_t ob = pair * 2, kb = std::min<int64_t>(2, c.ob - ob);
+    for (int64_t g = part * groups / k.splits; g < (part + 1) * groups / k.splits; ++g) {
+      const int64_t ob = g * kBlocksPerGroup, kb = std::min(kBlocksPerGroup, c.ob - ob);
       const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
       const Ep* ep = epilogue(ob, kb, lanes);
       const float* res = k.res ? k.res + out_at : nullptr;
-      const float* w = k.w + ob * w_block;
+      const float* w = k.w + ob * w_block;  // the group's weights (BlockConvWeight)
       float* y = k.y + out_at;
-      if (plain) {
-        if (kb == 2) {
-          DenseRow<2, true, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+      // The input blocks in k.segments parts, each part's weights read from L1 over the chunk's
+      // tiles; the epilogue after the last.
+      for (int64_t s = 0; s < k.segments; ++s) {
+        Blocked part_of = c;
+        part_of.cb0 = s * c.ib / k.segments;
+        part_of.cb1 = (s + 1) * c.ib / k.segments;
+        part_of.accumulate = s > 0;
+        const bool last = s + 1 == k.segments;
+        if constexpr (kWide) {
+          GroupRows(part_of, kb, plain, x, w, oy, c0, c1, y, out_plane, last ? ep : nullptr,
+                    last ? res : nullptr);
         } else {
-          DenseRow<1, true, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
+          // Without AVX-512 a block at a time (the tiles of one block alone compiled: the
+          // library's size), its weight vectors kb * 16 floats apart.
+          part_of.w_lane = kb * kB16;
+          for (int64_t b = 0; b < kb; ++b) {
+            GroupRow<1, Ep>(part_of, plain, x, w + b * kB16, oy, c0, c1, y + b * out_plane,
+                            out_plane, last && ep ? ep + b : nullptr,
+                            last && res ? res + b * out_plane : nullptr);
+          }
         }
-      } else if (kb == 2) {
-        DenseRow<2, false, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
-      } else {
-        DenseRow<1, false, Ep>(c, x, w, oy, c0, c1, y, out_plane, ep, res);
       }
     }
   }
@@ -404,6 +501,7 @@ Status ConvBlocked(KernelContext& ctx) {
     c.iw = c.ow = c.ih * c.iw;
     c.ih = c.oh = 1;
   }
+  c.cb1 = c.ib;
   if (plain) {
     c.lanes = ic;
     c.x_pixel = 1;
@@ -413,14 +511,24 @@ Status ConvBlocked(KernelContext& ctx) {
   }
   Epilogue epilogue(geo);
   // A pointwise convolution's row (its plane) in chunks of 96 columns; other rows whole. The
-  // pairs of output blocks split where the images, rows and chunks alone give the threads few
+  // groups of output blocks split where the images, rows and chunks alone give the threads few
   // items.
   const int64_t chunk = c.pointwise && !c.depthwise ? 96 : c.ow;
-  const int64_t pairs = (c.ob + 1) / 2;
+  const int64_t block_groups = (c.ob + kBlocksPerGroup - 1) / kBlocksPerGroup;
   const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * ((c.ow + chunk - 1) / chunk);
   int64_t splits = 1;
-  while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < pairs) splits *= 2;
-  splits = std::min(splits, pairs);
+  while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < block_groups) splits *= 2;
+  splits = std::min(splits, block_groups);
+  // A group's weights read in parts of at most 24 KB (L1 holds them and the tile's input over a
+  // chunk's tiles): pointwise, 6 blocks of input channels (96) for 4 blocks of output.
+  const int64_t group_block_bytes =
+      c.Taps() * c.lanes * std::min(kBlocksPerGroup, c.ob) * kB16 * int64_t{sizeof(float)};
+  constexpr int64_t kSegmentBytes = 24 << 10;
+  const int64_t segments =
+      c.depthwise || plain
+          ? 1
+          : std::clamp<int64_t>((group_block_bytes * c.ib + kSegmentBytes - 1) / kSegmentBytes, 1,
+                                c.ib);
   Work k{&c,
          x.Data<float>(),
          wt.Data<float>(),
@@ -428,7 +536,8 @@ Status ConvBlocked(KernelContext& ctx) {
          geo.y->MutableData<float>(),
          &epilogue,
          chunk,
-         splits};
+         splits,
+         segments};
   const int64_t items = rows * splits;
   // About 16K multiply-adds of vectors an item at least, several items a task.
   const int64_t per_item = c.depthwise

@@ -17,6 +17,7 @@
 // checks them against the reference convolution.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -29,11 +30,16 @@ inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
 inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
 inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
 
+// Output blocks a dense kernel's tile computes at once (its weights laid out together).
+constexpr int64_t kBlocksPerGroup = 4;
+
 // A weight (o, i, taps) laid out for nn.conv2d_nchw16c (the same element count). Dense (groups
-// 1): (O / 16, I / in_block, taps, in_block input channels, 16 output channels), so that a tap's
-// input channels' vectors of output channels lie together; in_block 16 for blocked data, I for
-// NCHW data. Depthwise (one input channel per group, O channels): (O / 16, taps, 16). o, and i
-// for blocked data, multiples of 16.
+// 1): per group of kBlocksPerGroup blocks of 16 output channels (the kernel's tile; the last
+// group the blocks left), (I / in_block, taps, in_block input channels, the group's output
+// channels), so that a tap's input channel's vectors of the group's output channels lie together
+// and a tile reads its weights as one stream; in_block 16 for blocked data, I for NCHW data.
+// Depthwise (one input channel per group, O channels): (O / 16, taps, 16). o, and i for blocked
+// data, multiples of 16.
 inline void BlockConvWeight(const float* w, int64_t o, int64_t i, int64_t taps, bool depthwise,
                             float* out, int64_t in_block = kChannelBlock) {
   const int64_t b = kChannelBlock;
@@ -42,12 +48,15 @@ inline void BlockConvWeight(const float* w, int64_t o, int64_t i, int64_t taps, 
       for (int64_t t = 0; t < taps; ++t) out[((c / b) * taps + t) * b + c % b] = w[c * taps + t];
     return;
   }
-  const int64_t ib = i / in_block;
-  for (int64_t oc = 0; oc < o; ++oc)
+  const int64_t group = kBlocksPerGroup * b;
+  for (int64_t oc = 0; oc < o; ++oc) {
+    // The group's first channel and width.
+    const int64_t first = oc / group * group, width = std::min(group, o - first);
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        out[((((oc / b) * ib + ic / in_block) * taps + t) * in_block + ic % in_block) * b +
-            oc % b] = w[(oc * i + ic) * taps + t];
+        out[first * i * taps + (((ic / in_block) * taps + t) * in_block + ic % in_block) * width +
+            oc - first] = w[(oc * i + ic) * taps + t];
+  }
 }
 
 }  // namespace quilt::cpu::nn

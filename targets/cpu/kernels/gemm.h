@@ -237,6 +237,24 @@ class RowEpilogueOf {
   // Whether the 8-lane kernels apply it in registers: not a silu, which FinishRow's loop runs
   // (BiasSilu); the 16-lane GEMM kernel applies that too (vmath::SigmoidOf).
   bool Vector() const { return !silu_; }
+  // Whether Apply is the bias, a residual and the bounds alone (no op before or after, no other
+  // activation), which ApplyBiasClamp computes with fewer instructions.
+  bool BiasClampOnly() const {
+    return pres_ == 0 && posts_ == 0 && !hardswish_ && !hard_swish_ && !silu_ && !negative_slope_;
+  }
+  // Apply<kN> for an epilogue where BiasClampOnly(): v[i] + bias, + res[i] where res is given, in
+  // the bounds: the same values.
+  template <int kN>
+  QUILT_ALWAYS_INLINE void ApplyBiasClamp(V* v, const V* res = nullptr) const {
+    for (int i = 0; i < kN; ++i) v[i] += bias_;
+    if (res) {
+      for (int i = 0; i < kN; ++i) v[i] += res[i];
+    }
+    if (clamp_) {
+      const V lo = V{} + lo_, hi = V{} + hi_;
+      for (int i = 0; i < kN; ++i) Clamp(v[i], lo, hi);
+    }
+  }
   // v[0, kN) in place, each op over all kN vectors before the next (a branch per op, not per
   // vector); with `res`, res[i] added to v[i] after the bias and before the activation
   // (FinishRowWith's residual).
