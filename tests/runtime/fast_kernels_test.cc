@@ -2659,7 +2659,7 @@ struct BlockedAct {
 // weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs
 // (groups 1) pointwise (a plane of 63 pixels: a row of 8-, 4- and 2-pixel tiles of three output
 // blocks, and single ones), 3x3 with a pad of 1, strided with uneven pads, 5x5 dilated, a 1 x 1
-// plane in a batch of 4, pointwise from 128 channels to 80 (a group of four output blocks and one
+// plane in a batch of 4, pointwise from 288 channels to 80 (a group of four output blocks and one
 // alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
 // 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
 // onto the values stored before); depthwise 3x3 rows of 30 (16 + 8 + 4 +
@@ -2683,7 +2683,7 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {2, 1, 3, 16, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 4, 32, {9, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 8, 48, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
-      {2, 1, 128, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {2, 1, 288, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {1, 1, 32, 112, {6, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
