@@ -281,6 +281,9 @@ class Blocking {
       step.outputs[0] = yb;
       step.kernel = std::string(cpu::nn::kConvNchw16c);
       step.attrs.Set("weight_shape", conv_[s].w);
+      if (!conv_[s].depthwise) {
+        step.attrs.Set(std::string(cpu::nn::kWeightGroupBlocks), cpu::nn::kBlocksPerGroup);
+      }
       LayOutWeight(s);
     }
     std::vector<StepSpec> steps;

@@ -2724,7 +2724,7 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
     }
     for (const BlockedAct& act : acts) {
       Attrs attrs;
-      ConvAttrs(c, attrs).Ints("weight_shape", ws);
+      ConvAttrs(c, attrs).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
       if (!act.activation.empty()) attrs.Str("activation", act.activation);
       if (!act.affine.empty()) attrs.Str("affine", act.affine);
       if (!act.post.empty()) attrs.Str("post", act.post);
@@ -2808,16 +2808,17 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
 
 // What does not fit the blocked layout is refused with what it is: data of channels not a multiple
 // of 16, a weight whose laid-out size or shape does not fit the data, a grouped convolution that is
-// not depthwise.
+// not depthwise, a dense weight laid out for another group of blocks.
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
   std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
   Attrs none;
   TestContext to({Tensor{DType::kFloat32, {1, 24, 4, 4}, x.data()}}, none.Finish(), nullptr);
   EXPECT_EQ(nn::ToBlocked(to).message(),
             "data (1, 24, 4, 4) is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
-  auto conv = [&](std::vector<int64_t> ws, int64_t groups, int64_t w_size) {
+  auto conv = [&](std::vector<int64_t> ws, int64_t groups, int64_t w_size,
+                  int64_t group_blocks = 4) {
     Attrs attrs;
-    attrs.Ints("weight_shape", ws).Int("groups", groups);
+    attrs.Ints("weight_shape", ws).Int("groups", groups).Int("weight_group_blocks", group_blocks);
     TestContext ctx({Tensor{DType::kFloat32, {1, 2, 4, 4, 16}, xb.data()},
                      Tensor{DType::kFloat32, {w_size}, w.data()}},
                     attrs.Finish(), nullptr);
@@ -2832,6 +2833,10 @@ TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
   EXPECT_NE(conv({32, 16, 3, 3}, 2, 32 * 16 * 9), "");
   EXPECT_NE(conv({24, 32, 1, 1}, 1, 24 * 32), "");
   EXPECT_EQ(conv({32, 1, 3, 3}, 32, 32 * 9), "");
+  // A dense weight laid out in pairs of blocks (a package of an older compiler).
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 9, 0),
+            "the laid-out weight is for groups of 0 output blocks (0: of pairs, a package of an "
+            "older quiltc); this runtime reads groups of 4: compile the model again");
 }
 
 // Int8Gemm allowed or not while it lives (the int8 paths' tests run both).

@@ -500,6 +500,13 @@ Status ConvBlocked(KernelContext& ctx) {
                          " group(s) do not fit data " + rt::ShapeString(x.shape) +
                          " (groups 1, or a depthwise convolution of as many channels)");
   }
+  if (groups == 1 && attrs.Int(kWeightGroupBlocks, 0) != kBlocksPerGroup) {
+    return Status::Error("the laid-out weight is for groups of " +
+                         Str(attrs.Int(kWeightGroupBlocks, 0)) +
+                         " output blocks (0: of pairs, a package of an older quiltc); this runtime "
+                         "reads groups of " +
+                         Str(kBlocksPerGroup) + ": compile the model again");
+  }
   ConvGeometry geo;
   const int64_t spatial_in[2] = {x.shape[2], x.shape[3]};
   QUILT_RETURN_IF_ERROR(

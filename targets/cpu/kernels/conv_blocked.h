@@ -30,8 +30,11 @@ inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
 inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
 inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
 
-// Output blocks a dense kernel's tile computes at once (its weights laid out together).
+// Output blocks a dense kernel's tile computes at once (its weights laid out together), and the
+// attribute that says the count a dense step's weight was laid out for: the kernel refuses a
+// weight laid out otherwise (a package of an older compiler) rather than read it wrong.
 constexpr int64_t kBlocksPerGroup = 4;
+inline constexpr std::string_view kWeightGroupBlocks = "weight_group_blocks";
 
 // A weight (o, i, taps) laid out for nn.conv2d_nchw16c (the same element count). Dense (groups
 // 1): per group of kBlocksPerGroup blocks of 16 output channels (the kernel's tile; the last
