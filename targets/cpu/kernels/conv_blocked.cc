@@ -66,8 +66,8 @@ struct Blocked {
   // the input blocks summed before) rather than from zero.
   int64_t cb0 = 0, cb1 = 0;
   bool accumulate = false;
-  // The distance between an input channel's weight vectors of the tile's blocks and the next
-  // channel's: 0, the tile's blocks' (kB * 16), or more where the tile reads part of a group.
+  // The distance between an input channel's weight vectors and the next channel's: its group's
+  // width (BlockConvWeight), more than a tile's blocks where the tile reads part of a group.
   int64_t w_lane = 0;
   int64_t Taps() const { return kh * kw; }
   // The output columns [lo, hi) whose every tap reads inside the row.
@@ -159,7 +159,7 @@ QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float
   constexpr bool kWholeGroup =
       std::is_same_v<Ep, LaneEpilogue<true>> && (kPlainIn || kB == kBlocksPerGroup);
   const int64_t taps = c.Taps();
-  const int64_t w_lane = kWholeGroup || c.w_lane == 0 ? kB * kB16 : c.w_lane;
+  const int64_t w_lane = kWholeGroup ? kB * kB16 : c.w_lane;
   // kPlainIn: NCHW data (Blocked::lanes and the strides), else the blocked layout's constants.
   const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
                 x_lane = kPlainIn ? c.x_lane : 1;
@@ -301,7 +301,9 @@ struct Work {
   const float *x, *w, *res;
   float* y;
   const Epilogue* e;
-  int64_t chunk, splits, segments;
+  // split_blocks: the output blocks a part is made of (whole groups with NCHW data, whose tiles
+  // read a whole group's weights; else single blocks).
+  int64_t chunk, splits, split_blocks, segments;
 };
 
 // DenseRow of NCHW data (plain) or blocked.
@@ -381,8 +383,7 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
     const float* x = k.x + n * in_image;
     // The part's output blocks [b0, b1), by the groups they fall in: a part may take some of a
     // group's blocks (their weight vectors the whole group's width apart).
-    // With NCHW data, whole groups.
-    const int64_t g = plain ? kBlocksPerGroup : 1, units = (c.ob + g - 1) / g;
+    const int64_t g = k.split_blocks, units = (c.ob + g - 1) / g;
     const int64_t b0 = std::min(c.ob, part * units / k.splits * g);
     const int64_t b1 = std::min(c.ob, (part + 1) * units / k.splits * g);
     for (int64_t ob = b0; ob < b1;) {
@@ -397,12 +398,12 @@ QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
       float* y = k.y + out_at;
       // The input blocks in k.segments parts, each part's weights read from L1 over the chunk's
       // tiles; the epilogue after the last.
+      Blocked part_of = c;
+      part_of.w_lane = width * kB16;
       for (int64_t s = 0; s < k.segments; ++s) {
-        Blocked part_of = c;
         part_of.cb0 = s * c.ib / k.segments;
         part_of.cb1 = (s + 1) * c.ib / k.segments;
         part_of.accumulate = s > 0;
-        part_of.w_lane = width * kB16;
         const bool last = s + 1 == k.segments;
         if constexpr (kWide) {
           GroupRows(part_of, kb, plain, x, w, oy, c0, c1, y, out_plane, last ? ep : nullptr,
@@ -557,10 +558,12 @@ Status ConvBlocked(KernelContext& ctx) {
   // A pointwise convolution's row (its plane) in chunks of 96 columns; other rows whole. The
   // output blocks split where the images, rows and chunks alone give the threads few items.
   const int64_t chunk = c.pointwise && !c.depthwise ? 96 : c.ow;
-  const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * ((c.ow + chunk - 1) / chunk);
+  const int64_t chunks = (c.ow + chunk - 1) / chunk;
+  const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * chunks;
   int64_t splits = 1;
   // Parts of whole groups with NCHW data (their tiles' weights read a whole group's vectors).
-  const int64_t units = plain ? (c.ob + kBlocksPerGroup - 1) / kBlocksPerGroup : c.ob;
+  const int64_t split_blocks = plain ? kBlocksPerGroup : 1;
+  const int64_t units = (c.ob + split_blocks - 1) / split_blocks;
   while (!c.depthwise && rows * splits < 4 * ctx.threads() && splits < units) splits *= 2;
   splits = std::min(splits, units);
   // A group's weights read in parts that L1 holds with the tile's input over a chunk's tiles
@@ -570,11 +573,11 @@ Status ConvBlocked(KernelContext& ctx) {
   // at 14 x 14 (3 chunks) 6% slower.
   const int64_t group_block_bytes =
       c.Taps() * c.lanes * std::min(kBlocksPerGroup, c.ob) * kB16 * int64_t{sizeof(float)};
-  const int64_t kSegmentBytes = (c.ow + chunk - 1) / chunk >= 8 ? 24 << 10 : 64 << 10;
+  const int64_t segment_bytes = chunks >= 8 ? 24 << 10 : 64 << 10;
   const int64_t segments =
       c.depthwise || plain
           ? 1
-          : std::clamp<int64_t>((group_block_bytes * c.ib + kSegmentBytes - 1) / kSegmentBytes, 1,
+          : std::clamp<int64_t>((group_block_bytes * c.ib + segment_bytes - 1) / segment_bytes, 1,
                                 c.ib);
   Work k{&c,
          x.Data<float>(),
@@ -584,6 +587,7 @@ Status ConvBlocked(KernelContext& ctx) {
          &epilogue,
          chunk,
          splits,
+         split_blocks,
          segments};
   const int64_t items = rows * splits;
   // About 16K multiply-adds of vectors an item at least, several items a task.

@@ -11,7 +11,8 @@
 //                        dilation, groups: 1, or I = O for a depthwise convolution) and its
 //                        epilogue (nn_internal.h: the per-channel inputs of O values, a residual
 //                        input blocked as the output), attribute weight_shape = (O, I / groups,
-//                        KH, KW), the weight's shape before it was laid out.
+//                        KH, KW), the weight's shape before it was laid out, and for a dense
+//                        one weight_group_blocks = kBlocksPerGroup (kWeightGroupBlocks).
 //
 // The compiler (targets/block_layout.h) makes these steps; tests/runtime/fast_kernels_test.cc
 // checks them against the reference convolution.

@@ -246,14 +246,8 @@ class RowEpilogueOf {
   // the bounds: the same values.
   template <int kN>
   QUILT_ALWAYS_INLINE void ApplyBiasClamp(V* v, const V* res = nullptr) const {
-    for (int i = 0; i < kN; ++i) v[i] += bias_;
-    if (res) {
-      for (int i = 0; i < kN; ++i) v[i] += res[i];
-    }
-    if (clamp_) {
-      const V lo = V{} + lo_, hi = V{} + hi_;
-      for (int i = 0; i < kN; ++i) Clamp(v[i], lo, hi);
-    }
+    BiasResidual<kN>(v, res);
+    if (clamp_) Bounds<kN>(v);
   }
   // v[0, kN) in place, each op over all kN vectors before the next (a branch per op, not per
   // vector); with `res`, res[i] added to v[i] after the bias and before the activation
@@ -261,10 +255,7 @@ class RowEpilogueOf {
   template <int kN>
   QUILT_ALWAYS_INLINE void Apply(V* v, const V* res = nullptr) const {
     Ops<kN>(pre_, pres_, v);
-    for (int i = 0; i < kN; ++i) v[i] += bias_;
-    if (res) {
-      for (int i = 0; i < kN; ++i) v[i] += res[i];
-    }
+    BiasResidual<kN>(v, res);
     const V zero = V{}, one = V{} + 1.0f;
     if (hardswish_) {
       const V six = V{} + 6.0f;
@@ -296,8 +287,7 @@ class RowEpilogueOf {
         v[i] = v[i] < zero ? t : v[i];
       }
     } else if (clamp_) {
-      const V lo = V{} + lo_, hi = V{} + hi_;
-      for (int i = 0; i < kN; ++i) Clamp(v[i], lo, hi);
+      Bounds<kN>(v);
     }
     Ops<kN>(post_, posts_, v);
   }
@@ -307,6 +297,20 @@ class RowEpilogueOf {
     char op;
     K k;
   };
+  // v[i] + the bias, then + res[i] where res is given (Apply's order).
+  template <int kN>
+  QUILT_ALWAYS_INLINE void BiasResidual(V* v, const V* res) const {
+    for (int i = 0; i < kN; ++i) v[i] += bias_;
+    if (res) {
+      for (int i = 0; i < kN; ++i) v[i] += res[i];
+    }
+  }
+  // v[i] in [lo_, hi_].
+  template <int kN>
+  QUILT_ALWAYS_INLINE void Bounds(V* v) const {
+    const V lo = V{} + lo_, hi = V{} + hi_;
+    for (int i = 0; i < kN; ++i) Clamp(v[i], lo, hi);
+  }
   // min(max(v, lo), hi), NaN kept, as BiasClamp.
   static QUILT_ALWAYS_INLINE void Clamp(V& v, const V& lo, const V& hi) {
     v = v < lo ? lo : v;
