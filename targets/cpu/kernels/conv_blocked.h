@@ -14,7 +14,7 @@
 //                        KH, KW), the weight's shape before it was laid out, and for a dense
 //                        one weight_group_blocks = kBlocksPerGroup (kWeightGroupBlocks).
 //
-// The compiler (targets/block_layout.h) makes these steps; tests/runtime/fast_kernels_test.cc
+// The compiler (targets/block_layout.h) makes these steps; tests/runtime/conv_blocked_test.cc
 // checks them against the reference convolution.
 #pragma once
 

@@ -1,0 +1,218 @@
+// The channel-blocked convolution's kernels (conv_blocked.h) against the reference convolution.
+#include "targets/cpu/kernels/conv_blocked.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/src/kernel.h"
+#include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/nn_internal.h"
+#include "tests/runtime/kernel_test_util.h"
+
+namespace quilt::cpu {
+namespace {
+
+using namespace kernel_test;  // NOLINT(build/namespaces): the kernels' test helpers
+
+// An epilogue of the channel-blocked convolution's cases: ConvAct's, a residual input (blocked as
+// the output) and a prelu's slope per channel.
+struct BlockedAct {
+  bool bias;
+  std::string activation;
+  std::string affine = "";
+  std::string post = "";
+  bool residual = false;
+};
+
+// nn.conv2d_nchw16c (conv_blocked.h) against the reference convolution of the same NCHW tensors:
+// the data through layout_to_nchw16c (checked element by element against its definition), the
+// weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs
+// (groups 1) pointwise (a plane of 63 pixels: a row of 8-, 4- and 2-pixel tiles of three output
+// blocks, and single ones), 3x3 with a pad of 1, strided with uneven pads, 5x5 dilated, a 1 x 1
+// plane in a batch of 4, pointwise from 288 channels to 80 (a group of four output blocks and one
+// alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
+// 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
+// onto the values stored before), pointwise from 112 channels to 64 over 784 pixels (a long row:
+// the input channels in two parts of the smaller size); depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
+// NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
+// relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
+// maximum and minimum after, hardswish with a residual, silu, and a prelu of a slope per channel;
+// on one thread and three, with the AVX-512 kernels where the CPU has them and without.
+TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
+  std::mt19937 rng(53);
+  const std::vector<ConvCase> cases = {
+      {2, 1, 32, 48, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 16, 32, {10, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 32, 16, {11, 14}, {3, 3}, {2, 2}, {1, 1}, {0, 1, 2, 1}},
+      {1, 1, 16, 32, {12, 12}, {5, 5}, {1, 1}, {2, 2}, {4, 4, 4, 4}},
+      {4, 1, 64, 32, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 32, 1, 1, {14, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {2, 16, 1, 1, {13, 13}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
+      {1, 48, 1, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 16, 1, 1, {15, 17}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+      {2, 1, 3, 16, {13, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 4, 32, {9, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 8, 48, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {2, 1, 288, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 32, 112, {6, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 112, 64, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+  };
+  const std::vector<BlockedAct> acts = {{true, "relu"},
+                                        {false, ""},
+                                        {false, "hard_swish", "bsb", "dsb"},
+                                        {true, "leaky_relu", "", "xn"},
+                                        {true, "hardswish", "", "", true},
+                                        {true, "silu"},
+                                        {true, "prelu"}};
+  rt::ThreadPool three(3);
+  for (const ConvCase& c : cases) {
+    Shape xs, ws;
+    ConvShapes(c, &xs, &ws);
+    const int64_t n = xs[0], ci = xs[1], co = ws[0], taps = ws[2] * ws[3];
+    const bool depthwise = c.groups > 1;
+    // Channels not a multiple of 16: a first layer, reading NCHW data.
+    const bool nchw_data = ci % 16 != 0;
+    std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
+    std::vector<float> wb(w.size());
+    nn::BlockConvWeight(w.data(), co, ws[1], taps, depthwise, wb.data(), nchw_data ? ci : 16);
+    // The data blocked, checked against the layout's definition.
+    Attrs none;
+    TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+    std::vector<float> xb = x;
+    Shape xbs = xs;
+    if (!nchw_data) {
+      ASSERT_TRUE(nn::ToBlocked(to).ok());
+      ASSERT_EQ(to.out().shape, (Shape{n, ci / 16, xs[2], xs[3], 16}));
+      xb = to.values();
+      xbs = to.out().shape;
+      const int64_t plane = xs[2] * xs[3];
+      for (int64_t i = 0; i < Count(xs); ++i) {
+        int64_t p = i % plane, ch = i / plane % ci, b = i / plane / ci;
+        ASSERT_EQ(xb[((b * (ci / 16) + ch / 16) * plane + p) * 16 + ch % 16], x[i]) << i;
+      }
+    }
+    for (const BlockedAct& act : acts) {
+      Attrs attrs;
+      ConvAttrs(c, attrs).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      if (!act.affine.empty()) attrs.Str("affine", act.affine);
+      if (!act.post.empty()) attrs.Str("post", act.post);
+      if (act.residual) attrs.Int("residual", 1);
+      const rt::AttrView::List* list = attrs.Finish();
+      Shape per_channel = {co, 1, 1};
+      std::vector<std::vector<float>> ops;
+      for (char op : act.affine + (act.bias ? "b" : "") + act.post) {
+        ops.push_back(Random(rng, co));
+        if (op == 'd') {
+          for (float& d : ops.back()) d = 0.5f + std::abs(d);
+        }
+      }
+      std::vector<float> slope = Random(rng, co);
+      // The output's shape, for the residual.
+      Attrs plain;
+      ConvAttrs(c, plain);
+      TestContext shape_of(
+          {Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, ws, w.data()}},
+          plain.Finish(), nullptr);
+      ASSERT_TRUE(nn::ConvReference(shape_of).ok());
+      Shape ys = shape_of.out().shape;
+      std::vector<float> res = Random(rng, Count(ys));
+      TestContext res_to({Tensor{DType::kFloat32, ys, res.data()}}, none.Finish(), nullptr);
+      ASSERT_TRUE(nn::ToBlocked(res_to).ok());
+      std::vector<float> res_b = res_to.values();
+      auto epilogue = [&](std::vector<Tensor>& in, bool blocked) {
+        size_t k = 0;
+        for (; k < act.affine.size() + (act.bias ? 1 : 0); ++k)
+          in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+        if (act.residual) {
+          in.push_back(blocked ? Tensor{DType::kFloat32, res_to.out().shape, res_b.data()}
+                               : Tensor{DType::kFloat32, ys, res.data()});
+        }
+        if (act.activation == "prelu")
+          in.push_back(Tensor{DType::kFloat32, per_channel, slope.data()});
+        for (; k < ops.size(); ++k)
+          in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+      };
+      std::vector<Tensor> ref_in = {Tensor{DType::kFloat32, xs, x.data()},
+                                    Tensor{DType::kFloat32, ws, w.data()}};
+      epilogue(ref_in, false);
+      std::string what = std::string(depthwise   ? "depthwise"
+                                     : nchw_data ? "dense, NCHW data,"
+                                                 : "dense") +
+                         " x (" + Join(xs) + ") w (" + Join(ws) + ") strides " + Join(c.stride) +
+                         " dilation " + Join(c.dilation) + " pads " + Join(c.pads) + " affine '" +
+                         act.affine + "' activation '" + act.activation + "' post '" + act.post +
+                         "'" + (act.residual ? " residual" : "");
+      TestContext ref(ref_in, list, nullptr);
+      ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
+      std::vector<float> want = ref.values();
+      std::vector<Tensor> in = {
+          Tensor{DType::kFloat32, xbs, xb.data()},
+          Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()}};
+      epilogue(in, true);
+      for (bool wide : {true, false}) {
+        SetAvx512GemmAllowedForTesting(wide);
+        for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+          TestContext got(in, list, pool);
+          Status st = nn::ConvBlocked(got);
+          ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+          ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
+          std::vector<float> yb = got.values();
+          TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                           pool);
+          ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
+          ASSERT_EQ(from.out().shape, ys) << what;
+          std::vector<float> v = from.values();
+          for (size_t i = 0; i < v.size(); ++i) {
+            ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+                << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
+                << ", element " << i << ": " << v[i] << " vs " << want[i];
+          }
+        }
+      }
+      SetAvx512GemmAllowedForTesting(true);
+    }
+  }
+}
+
+// What does not fit the blocked layout is refused with what it is: data of channels not a multiple
+// of 16, a weight whose laid-out size or shape does not fit the data, a grouped convolution that is
+// not depthwise, a dense weight laid out for another group of blocks.
+TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
+  std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, {1, 24, 4, 4}, x.data()}}, none.Finish(), nullptr);
+  EXPECT_EQ(nn::ToBlocked(to).message(),
+            "data (1, 24, 4, 4) is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
+  auto conv = [&](std::vector<int64_t> ws, int64_t groups, int64_t w_size,
+                  int64_t group_blocks = 4) {
+    Attrs attrs;
+    attrs.Ints("weight_shape", ws).Int("groups", groups).Int("weight_group_blocks", group_blocks);
+    TestContext ctx({Tensor{DType::kFloat32, {1, 2, 4, 4, 16}, xb.data()},
+                     Tensor{DType::kFloat32, {w_size}, w.data()}},
+                    attrs.Finish(), nullptr);
+    return nn::ConvBlocked(ctx).message();
+  };
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 9), "");
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 8),
+            "the laid-out weight of 8192 float32 values, weight_shape (32, 32, 3, 3) and 1 "
+            "group(s) do not fit data (1, 2, 4, 4, 16) (groups 1, or a depthwise convolution of "
+            "as many channels)");
+  EXPECT_NE(conv({32, 16, 3, 3}, 1, 32 * 16 * 9), "");
+  EXPECT_NE(conv({32, 16, 3, 3}, 2, 32 * 16 * 9), "");
+  EXPECT_NE(conv({24, 32, 1, 1}, 1, 24 * 32), "");
+  EXPECT_EQ(conv({32, 1, 3, 3}, 32, 32 * 9), "");
+  // A dense weight laid out in pairs of blocks (a package of an older compiler).
+  EXPECT_EQ(conv({32, 32, 3, 3}, 1, 32 * 32 * 9, 0),
+            "the laid-out weight is for groups of 0 output blocks (0: of pairs, a package of an "
+            "older quiltc); this runtime reads groups of 4: compile the model again");
+}
+
+}  // namespace
+}  // namespace quilt::cpu
