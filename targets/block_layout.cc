@@ -1,5 +1,6 @@
 #include "targets/block_layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -117,6 +118,12 @@ class Blocking {
 
   const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
 
+  // Whether a step's list attribute is absent (its default, ones) or all ones.
+  static bool AllOnes(const StepSpec& step, const std::string& name) {
+    const auto* list = step.attrs.Get<std::vector<int64_t>>(name);
+    return !list || std::all_of(list->begin(), list->end(), [](int64_t v) { return v == 1; });
+  }
+
   Conv Eligible(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
@@ -152,9 +159,14 @@ class Blocking {
       return c;
     }
     c.depthwise = groups != 1;
-    // Dense convs of blocked data: 1x1 alone (a 3x3's Winograd and GEMM paths on NCHW outrun the
-    // blocked direct kernel: opennsfw's 3x3 convs blocked cost it 16%).
-    if (!c.depthwise && !c.nchw_data && (c.w[2] != 1 || c.w[3] != 1)) return c;
+    // Dense convs of blocked data: 1x1, and 3x3 of unit strides and dilations, which the kernel
+    // runs as Winograd on blocked data where the image has enough tiles. (Other windows' GEMM
+    // paths on NCHW outrun the blocked direct kernel: opennsfw's 3x3 convs by that kernel cost it
+    // 16%.)
+    if (!c.depthwise && !c.nchw_data && (c.w[2] != 1 || c.w[3] != 1) &&
+        !(c.w[2] == 3 && c.w[3] == 3 && AllOnes(step, "strides") && AllOnes(step, "dilation"))) {
+      return c;
+    }
     const int64_t* residual = step.attrs.Get<int64_t>("residual");
     if (residual && *residual != 0) {
       const std::string* act = step.attrs.Get<std::string>("activation");

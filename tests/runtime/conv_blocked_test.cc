@@ -38,7 +38,12 @@ struct BlockedAct {
 // alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
 // 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
 // onto the values stored before), pointwise from 112 channels to 64 over 784 pixels (a long row:
-// the input channels in two parts of the smaller size); depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// the input channels in two parts of the smaller size); as Winograd F(2x2, 3x3) on blocked data
+// (3x3 of unit strides over images of enough tiles; the AVX-512 kernels from 9 tiles an image,
+// the others from 36): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64 over 3
+// images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on three
+// threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on three
+// threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 +
 // 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
 // NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
@@ -62,6 +67,8 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {2, 1, 288, 80, {5, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {1, 1, 32, 112, {6, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 112, 64, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {3, 1, 32, 64, {15, 17}, {3, 3}, {1, 1}, {1, 1}, {0, 1, 2, 1}},
+      {1, 1, 32, 48, {4, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},
@@ -177,6 +184,60 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
         }
       }
       SetAvx512GemmAllowedForTesting(true);
+    }
+  }
+}
+
+// Winograd on blocked data over a long reduction: 272 -> 64 channels over 8 x 8 (the products'
+// input blocks summed in two parts), its transformed weights made on the first run into the step's
+// cache and read from it on the second, on one thread and three. The data and weights positive:
+// 2,448 products a sum, whose rounding (Winograd's more than a direct sum's) a relative tolerance
+// bounds only where they do not cancel.
+TEST(FastKernels, ChannelBlockedWinogradSumsLongReductionsInParts) {
+  std::mt19937 rng(7);
+  const Shape xs = {1, 272, 8, 8}, ws = {64, 272, 3, 3};
+  std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws)), bias = Random(rng, 64);
+  for (float& v : x) v = std::abs(v) + 0.01f;
+  for (float& v : w) v = std::abs(v) + 0.01f;
+  ConvCase c{1, 1, 272, 64, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  Attrs attrs;
+  ConvAttrs(c, attrs)
+      .Ints("weight_shape", ws)
+      .Int("weight_group_blocks", 4)
+      .Str("activation", "relu");
+  const rt::AttrView::List* list = attrs.Finish();
+  const Shape per_channel = {64, 1, 1};
+  TestContext ref({Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, ws, w.data()},
+                   Tensor{DType::kFloat32, per_channel, bias.data()}},
+                  list, nullptr);
+  ASSERT_TRUE(nn::ConvReference(ref).ok());
+  std::vector<float> want = ref.values();
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+  ASSERT_TRUE(nn::ToBlocked(to).ok());
+  std::vector<float> xb = to.values(), wb(w.size());
+  nn::BlockConvWeight(w.data(), 64, 272, 9, false, wb.data());
+  rt::ThreadPool three(3);
+  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    rt::StepCache cache;
+    for (int pass = 0; pass < 2; ++pass) {
+      TestContext got({Tensor{DType::kFloat32, to.out().shape, xb.data()},
+                       Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()},
+                       Tensor{DType::kFloat32, per_channel, bias.data()}},
+                      list, pool);
+      got.SetCache(&cache, ~uint64_t{0});
+      ASSERT_TRUE(nn::ConvBlocked(got).ok());
+      std::vector<float> yb = got.values();
+      TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                       nullptr);
+      ASSERT_TRUE(nn::FromBlocked(from).ok());
+      std::vector<float> v = from.values();
+      ASSERT_EQ(v.size(), want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+            << (pool ? "3 threads" : "1 thread") << (pass ? ", cached" : "") << ", element " << i
+            << ": " << v[i] << " vs " << want[i];
+      }
     }
   }
 }

@@ -52,9 +52,11 @@ int64_t Count(const std::vector<int64_t>& dims) {
 }
 
 // A pointwise conv with a bias and relu, a depthwise conv of stride 2 (also a graph output), a
-// pointwise conv with the depthwise one's result as its residual, another, a depthwise 3x3 and a
-// last pointwise conv (a graph output): six convs, three values crossing the group's edge. Beside
-// them a conv of 24 output channels and a dense 3x3 conv, which stay NCHW. A symbolic batch.
+// pointwise conv with the depthwise one's result as its residual, another, a dense 3x3 (blocked
+// Winograd on a batch of 3, 27 tiles; the direct blocked kernel on one image), a depthwise 3x3
+// and a last pointwise conv (a graph output): seven convs, three values crossing the group's
+// edge. Beside them a conv of 24 output channels and a dense 3x3 conv of stride 2 reading the
+// last one's result, which stay NCHW. A symbolic batch.
 std::string Module(std::mt19937& rng) {
   auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
   return R"(
@@ -74,14 +76,16 @@ class Module:
         e = R.add(d, dw)
         f = R.nn.conv2d(e, )" +
          c({32, 32, 1, 1}) + R"()
-        h = R.nn.conv2d(f, )" +
+        f2 = R.nn.conv2d(f, )" +
+         c({32, 32, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+        h = R.nn.conv2d(f2, )" +
          c({32, 1, 3, 3}) + R"(, padding=[1, 1, 1, 1], groups=32)
         k = R.nn.conv2d(h, )" +
          c({16, 32, 1, 1}) + R"()
         g = R.nn.conv2d(x, )" +
          c({24, 16, 1, 1}) + R"()
-        m = R.nn.conv2d(x, )" +
-         c({16, 16, 3, 3}) + R"(, padding=[1, 1, 1, 1])
+        m = R.nn.conv2d(k, )" +
+         c({16, 16, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1])
         return (k, dw, g, m)
 )";
 }
@@ -110,9 +114,9 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   Expected<Compiled> blocked = Compile(mod, options);
   ASSERT_TRUE(blocked) << blocked.error().ToString();
 
-  // The steps: the six convs of the chain blocked, x blocked once before them, the two results
+  // The steps: the seven convs of the chain blocked, x blocked once before them, the two results
   // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv and
-  // the dense 3x3 conv not.
+  // the strided dense 3x3 conv not.
   std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
@@ -129,11 +133,11 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
       EXPECT_EQ(g.values()->Get(static_cast<uint32_t>(s->outputs()->Get(0)))->dims()->size(), 5u);
     }
   }
-  EXPECT_EQ(kernels,
-            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                                      "layout_from_nchw16c", "nn.conv2d_nchw16c",
-                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                                      "layout_from_nchw16c", "nn.conv2d", "nn.conv2d"}));
+  EXPECT_EQ(kernels, (std::vector<std::string>{
+                         "layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                         "layout_from_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                         "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                         "layout_from_nchw16c", "nn.conv2d", "nn.conv2d"}));
   EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
       << "the laid-out weights replace the weights; they do not sit beside them";
 

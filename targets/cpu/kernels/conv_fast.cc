@@ -25,6 +25,42 @@
 #endif
 
 namespace quilt::cpu::nn {
+
+// U = G g G^T of one 3x3 filter (tap t at g[t * tap_stride]), in double, element (i, j) at
+// u[i * 4 + j].
+void WinogradFilter(const float* g, int64_t tap_stride, float u[16]) {
+  double gg[4][3];  // G g: rows of g combined
+  for (int j = 0; j < 3; ++j) {
+    double a = g[j * tap_stride], b = g[(3 + j) * tap_stride], d = g[(6 + j) * tap_stride];
+    gg[0][j] = a;
+    gg[1][j] = (a + b + d) / 2;
+    gg[2][j] = (a - b + d) / 2;
+    gg[3][j] = d;
+  }
+  for (int i = 0; i < 4; ++i) {
+    double a = gg[i][0], b = gg[i][1], d = gg[i][2];
+    double r[4] = {a, (a + b + d) / 2, (a - b + d) / 2, d};
+    for (int j = 0; j < 4; ++j) u[i * 4 + j] = static_cast<float>(r[j]);
+  }
+}
+
+// Whether a step that may take Winograd does on images of out0 x out1 outputs, n of them, rather
+// than the GEMM path: on enough tiles for the 16 small GEMMs and the transforms to cost less than
+// the multiplies they save. Where the transforms run on 16 lanes (AVX-512; the GEMM's switch,
+// not the transforms' own, so that tests comparing the two compare the same GEMMs), from 9 tiles
+// an image (5 x 5 outputs) and 16 in the batch, one thread, 3 images unless said (ms): 256 -> 256
+// channels at 7 x 7 1.40-1.49 on the GEMM path, 0.86-0.92 as Winograd; 128 at 8 x 8 0.50-0.54 and
+// 0.24-0.27; 64 at 10 x 10 0.23-0.26 and 0.13; 64 at 6 x 6 0.11 and 0.08; 128 at 5 x 5 0.25 and
+// 0.21; 512 at 7 x 7, one image, 1.97-2.74 and 1.62-1.69; at 2 threads 256 at 7 x 7 0.87-0.89
+// and 0.51-0.52. Fewer tiles keep the GEMM path: 128 at 4 x 4 0.16 against 0.18 as Winograd;
+// 256 at 5 x 5, one image, 0.28-0.30 against 0.43-0.48. With the 8-lane transforms, from 36
+// tiles an image (12 x 12 outputs).
+bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
+  int64_t tiles = (out0 + 1) / 2 * ((out1 + 1) / 2);
+  if (HasAvx512Gemm()) return tiles >= 9 && n * tiles >= 16;
+  return tiles >= 36;
+}
+
 namespace {
 
 // Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
@@ -409,23 +445,6 @@ bool UseWinograd(const ConvGeometry& geo) {
          w.pad_begin[1] >= 0;
 }
 
-// Whether a step that may take Winograd does on images of out0 x out1 outputs, n of them, rather
-// than the GEMM path: on enough tiles for the 16 small GEMMs and the transforms to cost less than
-// the multiplies they save. Where the transforms run on 16 lanes (AVX-512; the GEMM's switch,
-// not the transforms' own, so that tests comparing the two compare the same GEMMs), from 9 tiles
-// an image (5 x 5 outputs) and 16 in the batch, one thread, 3 images unless said (ms): 256 -> 256
-// channels at 7 x 7 1.40-1.49 on the GEMM path, 0.86-0.92 as Winograd; 128 at 8 x 8 0.50-0.54 and
-// 0.24-0.27; 64 at 10 x 10 0.23-0.26 and 0.13; 64 at 6 x 6 0.11 and 0.08; 128 at 5 x 5 0.25 and
-// 0.21; 512 at 7 x 7, one image, 1.97-2.74 and 1.62-1.69; at 2 threads 256 at 7 x 7 0.87-0.89
-// and 0.51-0.52. Fewer tiles keep the GEMM path: 128 at 4 x 4 0.16 against 0.18 as Winograd;
-// 256 at 5 x 5, one image, 0.28-0.30 against 0.43-0.48. With the 8-lane transforms, from 36
-// tiles an image (12 x 12 outputs).
-bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
-  int64_t tiles = (out0 + 1) / 2 * ((out1 + 1) / 2);
-  if (HasAvx512Gemm()) return tiles >= 9 && n * tiles >= 16;
-  return tiles >= 36;
-}
-
 // The transformed weights: U_e (og x cg) for each of the 16 elements, row-major, and packed where
 // the GEMM does not read A's rows in place. (With AVX-512 a packed copy beside the rows doubled
 // the memory these weights take, 16/9 of the kernel's, and ran no faster: nudenet-320n at 2
@@ -444,22 +463,9 @@ std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, i
   out->u.resize(static_cast<size_t>(16 * og * cg));
   for (int64_t o = 0; o < og; ++o) {
     for (int64_t c = 0; c < cg; ++c) {
-      const float* g = w + (o * cg + c) * 9;
-      double gg[4][3];  // G g: rows of g combined
-      for (int j = 0; j < 3; ++j) {
-        double a = g[j], b = g[3 + j], d = g[6 + j];
-        gg[0][j] = a;
-        gg[1][j] = (a + b + d) / 2;
-        gg[2][j] = (a - b + d) / 2;
-        gg[3][j] = d;
-      }
-      for (int i = 0; i < 4; ++i) {
-        double a = gg[i][0], b = gg[i][1], d = gg[i][2];
-        double u[4] = {a, (a + b + d) / 2, (a - b + d) / 2, d};
-        for (int j = 0; j < 4; ++j) {
-          out->u[static_cast<size_t>(((i * 4 + j) * og + o) * cg + c)] = static_cast<float>(u[j]);
-        }
-      }
+      float u[16];
+      WinogradFilter(w + (o * cg + c) * 9, 1, u);
+      for (int e = 0; e < 16; ++e) out->u[static_cast<size_t>((e * og + o) * cg + c)] = u[e];
     }
   }
   for (int e = 0; e < 16 && !GemmReadsAInPlace(); ++e) {
