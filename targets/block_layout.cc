@@ -169,12 +169,8 @@ class Blocking {
     }
     const int64_t* residual = step.attrs.Get<int64_t>("residual");
     if (residual && *residual != 0) {
-      const std::string* act = step.attrs.Get<std::string>("activation");
-      const std::string* post = step.attrs.Get<std::string>("post");
-      int slope = act && *act == "prelu" ? 1 : 0;
-      int p = static_cast<int>(step.inputs.size()) - 1 - slope -
-              static_cast<int>(post ? post->size() : 0);
-      if (p < 2 || step.inputs[static_cast<size_t>(p)] < 0) return c;
+      const int p = ConvResidualInput(step);
+      if (p < 0) return c;
       const ValueSpec& r = Value(step.inputs[static_cast<size_t>(p)]);
       if (r.dtype != kFloat32 || !SameShape(r, y)) return c;
       c.residual = p;
@@ -322,5 +318,16 @@ class Blocking {
 }  // namespace
 
 int BlockConvLayouts(PackageSpec& spec, GraphSpec& g) { return Blocking(spec, g).Run(); }
+
+int ConvResidualInput(const StepSpec& step) {
+  const int64_t* residual = step.attrs.Get<int64_t>("residual");
+  if (!residual || *residual == 0) return -1;
+  const std::string* act = step.attrs.Get<std::string>("activation");
+  const std::string* post = step.attrs.Get<std::string>("post");
+  const int slope = act && *act == "prelu" ? 1 : 0;
+  const int p =
+      static_cast<int>(step.inputs.size()) - 1 - slope - static_cast<int>(post ? post->size() : 0);
+  return p >= 2 && step.inputs[static_cast<size_t>(p)] >= 0 ? p : -1;
+}
 
 }  // namespace quilt::compiler

@@ -3,10 +3,12 @@
 //
 // A float32 nn.conv2d step on a CPU device whose channel counts are known when compiling (batch
 // and spatial dims may be symbols), input and output channels multiples of 16, dense 1x1 (groups
-// 1) or depthwise (one input channel per group, as many outputs), its weight a constant that it
-// alone reads, may run as nn.conv2d_nchw16c; so may a dense one of any window over up to 4 input
-// channels (a network's first layer), which reads its data as it is. Dense convs of larger windows
-// over blocked data stay NCHW, where Winograd and the GEMM outrun the blocked direct kernel.
+// 1), dense 3x3 of unit strides and dilations (Winograd on blocked data where the image has
+// enough tiles) or depthwise (one input channel per group, as many outputs), its weight a
+// constant that it alone reads, may run as nn.conv2d_nchw16c; so may a dense one of any window
+// over up to 4 input channels (a network's first layer), which reads its data as it is. Dense
+// convs of other windows over blocked data stay NCHW, where the GEMM outruns the blocked direct
+// kernel.
 // Such convs are joined where one's result is another's data or residual input; a group runs
 // blocked when it has at least two convs and at least twice as many convs as values crossing its
 // edge (a value entering it: one layout_to_nchw16c step, made before its first reader; a result
@@ -24,5 +26,9 @@ namespace quilt::compiler {
 // Rewrites `g`, a graph of `spec`, in place (the weights laid out in spec's buffers: in place of
 // their values where no other value holds them); returns the number of convs made blocked.
 int BlockConvLayouts(PackageSpec& spec, GraphSpec& g);
+
+// The input position of a conv step's residual (its epilogue's "residual" attribute: the input
+// after the bias, before a prelu's slope and the ops after), or -1 where it has none.
+int ConvResidualInput(const StepSpec& step);
 
 }  // namespace quilt::compiler

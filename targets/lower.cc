@@ -9,7 +9,9 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "passes/vdevice_util.h"
+#include "runtime/src/kernel.h"
 #include "targets/block_layout.h"
+#include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/fused.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/fuse_elementwise.h"
@@ -147,10 +149,39 @@ class GraphLowering {
              step.kernel == "expand_dims") &&
             step.outputs.size() == 1 && plannable(step.outputs[0]) &&
             spec_.devices[static_cast<size_t>(g_.values[step.outputs[0]].device)].kind == "cpu";
-        if ((!elementwise && !view) || step.outputs.size() != 1) continue;
+        // A blocked conv adds its residual input as it stores each output vector, reading the
+        // residual's vector before writing the output's at the same place (conv_blocked.cc): its
+        // result may take the residual's memory where no later step reads the residual and the
+        // step reads it as nothing else (memory a ResNet block's sum would otherwise stream
+        // through the cache beside it).
+        // 1x1 convs alone (a ResNet block's last): the kernel then sums the input channels in one
+        // part, where a 3x3's direct sums in one part would round otherwise than its usual two.
+        const auto* shape = step.attrs.Get<std::vector<int64_t>>("weight_shape");
+        const bool pointwise = shape && shape->size() == 4 && (*shape)[2] == 1 && (*shape)[3] == 1;
+        const int residual =
+            step.kernel == cpu::nn::kConvNchw16c && pointwise ? ConvResidualInput(step) : -1;
+        if ((!elementwise && !view && residual < 0) || step.outputs.size() != 1) continue;
         int out = step.outputs[0];
+        if (residual >= 0) {
+          // Of a size known only when running (a symbolic batch): the executor gives the output
+          // the residual's buffer (rt::kInPlaceInput).
+          const int in = step.inputs[static_cast<size_t>(residual)];
+          const ValueSpec &a = g_.values[in], &b = g_.values[out];
+          if (a.kind == pkg::ValueKind::Intermediate && b.kind == pkg::ValueKind::Intermediate &&
+              last[in] == s && a.dtype == b.dtype && a.device == b.device &&
+              std::count(step.inputs.begin(), step.inputs.end(), in) == 1 &&
+              std::find(g_.outputs.begin(), g_.outputs.end(), in) == g_.outputs.end()) {
+            g_.steps[static_cast<size_t>(s)].attrs.Set(std::string(rt::kInPlaceInput),
+                                                       int64_t{residual});
+          }
+        }
         if (!plannable(out)) continue;
         for (size_t i = 0; i < step.inputs.size() && (!view || i == 0); ++i) {
+          if (residual >= 0 &&
+              (static_cast<int>(i) != residual ||
+               std::count(step.inputs.begin(), step.inputs.end(), step.inputs[i]) != 1)) {
+            continue;
+          }
           int in = step.inputs[i];
           if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
           const ValueSpec& a = g_.values[in];

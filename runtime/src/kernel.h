@@ -82,6 +82,12 @@ class AttrView {
 // (a weight quiltc packed, read where it is): a constant input has the same values in every run
 // but not always the same buffer (a loop body's weight carried as loop state is copied at every
 // run).
+// A step attribute: the position of an input whose memory the step's output 0 may take (the
+// kernel reads each of that input's elements before it writes the output's at the same place),
+// where that input's last reader is this step. The compiler's memory plan does this for values
+// of known size; the executor for those it allocates at run time.
+inline constexpr std::string_view kInPlaceInput = "in_place_input";
+
 class StepCache {
  public:
   // The object `make()` returns (a std::shared_ptr<T>; null: nothing worth keeping) on the first

@@ -48,6 +48,9 @@ struct GraphPlan {
   std::vector<std::unique_ptr<PreparedStep>> prepared;  // per step (null for builtins)
   std::vector<Builtin> builtins;
   std::vector<std::vector<int>> frees;  // per step: values whose last use it is
+  // Per step: the input value whose run-time buffer its output 0 may take (the compiler's
+  // "in_place_input"; an intermediate this step reads last, as nothing else), or -1.
+  std::vector<int> in_place;
   std::vector<bool> is_output;
   // Steps that read constants alone (or what such steps make), run once when the session is
   // created (main graph only); `held`: what they make that other steps read, bound in every run
@@ -489,6 +492,24 @@ Status PlanGraph(const pkg::Graph& g, const Session::Plans& plans,
       if (v >= 0) last_use[v] = i;
     }
     for (int32_t v : *step->outputs()) last_use[v] = std::max(last_use[v], i);
+  }
+  plan.in_place.assign(static_cast<size_t>(num_steps), -1);
+  for (int i = 0; i < num_steps; ++i) {
+    const pkg::Step* step = g.steps()->Get(i);
+    const int64_t p = AttrView(step->attrs()).Int(kInPlaceInput, -1);
+    if (p < 0 || p >= static_cast<int64_t>(step->inputs()->size()) ||
+        step->outputs()->size() != 1) {
+      continue;
+    }
+    const int32_t v = step->inputs()->Get(static_cast<uint32_t>(p));
+    const int32_t out = step->outputs()->Get(0);
+    if (v < 0 || v == out || g.values()->Get(v)->kind() != pkg::ValueKind::Intermediate ||
+        plan.is_output[v] || last_use[v] != i ||
+        g.values()->Get(v)->device() != g.values()->Get(out)->device() ||
+        std::count(step->inputs()->begin(), step->inputs()->end(), v) != 1) {
+      continue;
+    }
+    plan.in_place[static_cast<size_t>(i)] = v;
   }
   plan.frees.resize(num_steps);
   for (int v = 0; v < num_values; ++v) {
@@ -1019,9 +1040,18 @@ class Run final : public OutputAllocator {
     t.shape.assign(shape.begin(), shape.end());
     auto device = static_cast<size_t>(value->device());
     Release(v);
+    // The buffer of an input this step reads last, where the compiler said the kernel may write
+    // its output there (it reads each element of that input before writing the output's).
+    const int r = i == 0 ? plan_.in_place[static_cast<size_t>(step_index_)] : -1;
     if (value->arena_offset() >= 0 && device < arenas_.size() && arenas_[device] &&
         static_cast<int64_t>(bytes) == value->byte_size()) {
       t.data = {arenas_[device].get(), static_cast<uint64_t>(value->arena_offset()), bytes};
+    } else if (r >= 0 && owned_[r] && values_[r].data.buffer == owned_[r].get() &&
+               values_[r].data.offset == 0 && values_[r].data.size == bytes) {
+      owned_[v] = std::move(owned_[r]);
+      counted_[static_cast<size_t>(v)] = counted_[static_cast<size_t>(r)];
+      counted_[static_cast<size_t>(r)] = 0;
+      t.data = values_[r].data;
     } else {
       QUILT_RETURN_IF_ERROR(Count(bytes, [&] {
         return "output " + std::to_string(i) + " of shape " + ShapeString(t.shape);
@@ -1130,6 +1160,7 @@ class Run final : public OutputAllocator {
 
   Status RunStep(int s, const PreparedStep* prepared, Builtin builtin) {
     step_ = g_.steps()->Get(s);
+    step_index_ = s;
     attrs_ = AttrView(step_->attrs());
     switch (builtin) {
       case Builtin::kShapeExpr:
@@ -1725,6 +1756,7 @@ class Run final : public OutputAllocator {
   std::vector<BufferPtr> owned_;   // per value: the buffer it owns (none: in an arena or absent)
   std::vector<BufferPtr> arenas_;  // per device of the package
   const pkg::Step* step_ = nullptr;
+  int step_index_ = -1;
   AttrView attrs_{nullptr};
   StepArgs args_;  // of the current kernel step, reused
   Shape known_;    // an output's shape from the compiler's dims (RunKernel), reused

@@ -47,8 +47,10 @@ struct BlockedAct {
 // 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
 // NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
-// maximum and minimum after, hardswish with a residual, silu, and a prelu of a slope per channel;
-// on one thread and three, with the AVX-512 kernels where the CPU has them and without.
+// maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also written over
+// the residual, as the executor places an output in its residual's buffer), silu, and a prelu of a
+// slope per channel; on one thread and three, with the AVX-512 kernels where the CPU has them and
+// without.
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {
@@ -75,6 +77,7 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
                                         {false, "hard_swish", "bsb", "dsb"},
                                         {true, "leaky_relu", "", "xn"},
                                         {true, "hardswish", "", "", true},
+                                        {true, "relu", "", "", true},
                                         {true, "silu"},
                                         {true, "prelu"}};
   rt::ThreadPool three(3);
@@ -166,20 +169,30 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       for (bool wide : {true, false}) {
         SetAvx512GemmAllowedForTesting(wide);
         for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-          TestContext got(in, list, pool);
-          Status st = nn::ConvBlocked(got);
-          ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-          ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
-          std::vector<float> yb = got.values();
-          TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
-                           pool);
-          ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
-          ASSERT_EQ(from.out().shape, ys) << what;
-          std::vector<float> v = from.values();
-          for (size_t i = 0; i < v.size(); ++i) {
-            ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-                << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
-                << ", element " << i << ": " << v[i] << " vs " << want[i];
+          for (bool in_place : {false, act.residual && taps == 1}) {
+            // In place: the output written over its residual input (the executor's kInPlaceInput).
+            std::vector<float> shared = res_b;
+            std::vector<Tensor> args = in;
+            for (Tensor& t : args) {
+              if (in_place && t.data == res_b.data()) t.data = shared.data();
+            }
+            TestContext got(args, list, pool);
+            if (in_place) got.SetOutputMemory(0, shared.data());
+            Status st = nn::ConvBlocked(got);
+            ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+            ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
+            std::vector<float> yb = got.values();
+            TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                             pool);
+            ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
+            ASSERT_EQ(from.out().shape, ys) << what;
+            std::vector<float> v = from.values();
+            for (size_t i = 0; i < v.size(); ++i) {
+              ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+                  << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
+                  << (in_place ? ", in place" : "") << ", element " << i << ": " << v[i] << " vs "
+                  << want[i];
+            }
           }
         }
       }

@@ -107,11 +107,22 @@ class TestContext final : public rt::KernelContext {
     t.shape = std::move(shape);
     // Filled with garbage: a kernel must write every element. In floats, whatever the dtype.
     size_t floats = (rt::DTypeBytes(dtype, t.NumElements()) + sizeof(float) - 1) / sizeof(float);
+    if (i < static_cast<int>(memory_.size()) && memory_[i]) {
+      t.data = memory_[i];
+      *out = &t;
+      return Status::Ok();
+    }
     data_[i].assign(std::max<size_t>(floats, static_cast<size_t>(t.NumElements())) + 1,
                     std::nanf(""));
     t.data = data_[i].data();
     *out = &t;
     return Status::Ok();
+  }
+  // Output i in `memory` (as the executor places an output in an input's buffer, kInPlaceInput),
+  // not in garbage-filled memory of its own: the caller's, large enough.
+  void SetOutputMemory(int i, float* memory) {
+    memory_.resize(std::max(memory_.size(), static_cast<size_t>(i) + 1), nullptr);
+    memory_[static_cast<size_t>(i)] = memory;
   }
   const rt::AttrView& attrs() const override { return attrs_; }
   int threads() const override { return pool_ ? pool_->threads() : 1; }
@@ -125,7 +136,8 @@ class TestContext final : public rt::KernelContext {
   }
   const Tensor& out(int i = 0) const { return outs_[i]; }
   std::vector<float> values(int i = 0) const {
-    return std::vector<float>(data_[i].begin(), data_[i].begin() + outs_[i].NumElements());
+    const float* p = static_cast<const float*>(outs_[i].data);
+    return std::vector<float>(p, p + outs_[i].NumElements());
   }
 
  private:
@@ -134,6 +146,7 @@ class TestContext final : public rt::KernelContext {
   rt::ThreadPool* pool_;
   std::vector<Tensor> outs_;
   std::vector<std::vector<float>> data_;
+  std::vector<float*> memory_;
   rt::StepCache* cache_ = nullptr;
   uint64_t constant_ = 0;
   int variadic_ = 0;
