@@ -153,35 +153,35 @@ class GraphLowering {
         // residual's vector before writing the output's at the same place (conv_blocked.cc): its
         // result may take the residual's memory where no later step reads the residual and the
         // step reads it as nothing else (memory a ResNet block's sum would otherwise stream
-        // through the cache beside it).
-        // 1x1 convs alone (a ResNet block's last): the kernel then sums the input channels in one
-        // part, where a 3x3's direct sums in one part would round otherwise than its usual two.
+        // through the cache beside it). 1x1 convs alone (a ResNet block's last): the kernel then
+        // sums the input channels in one part, where a 3x3's direct sums in one part would round
+        // otherwise than its usual two.
         const auto* shape = step.attrs.Get<std::vector<int64_t>>("weight_shape");
         const bool pointwise = shape && shape->size() == 4 && (*shape)[2] == 1 && (*shape)[3] == 1;
-        const int residual =
+        int residual =
             step.kernel == cpu::nn::kConvNchw16c && pointwise ? ConvResidualInput(step) : -1;
+        if (residual >= 0 && std::count(step.inputs.begin(), step.inputs.end(),
+                                        step.inputs[static_cast<size_t>(residual)]) != 1) {
+          residual = -1;  // the step reads it as another input too
+        }
         if ((!elementwise && !view && residual < 0) || step.outputs.size() != 1) continue;
         int out = step.outputs[0];
-        if (residual >= 0) {
+        if (residual >= 0 && !plannable(out)) {
           // Of a size known only when running (a symbolic batch): the executor gives the output
           // the residual's buffer (rt::kInPlaceInput).
           const int in = step.inputs[static_cast<size_t>(residual)];
           const ValueSpec &a = g_.values[in], &b = g_.values[out];
           if (a.kind == pkg::ValueKind::Intermediate && b.kind == pkg::ValueKind::Intermediate &&
               last[in] == s && a.dtype == b.dtype && a.device == b.device &&
-              std::count(step.inputs.begin(), step.inputs.end(), in) == 1 &&
               std::find(g_.outputs.begin(), g_.outputs.end(), in) == g_.outputs.end()) {
             g_.steps[static_cast<size_t>(s)].attrs.Set(std::string(rt::kInPlaceInput),
                                                        int64_t{residual});
           }
+          continue;
         }
         if (!plannable(out)) continue;
         for (size_t i = 0; i < step.inputs.size() && (!view || i == 0); ++i) {
-          if (residual >= 0 &&
-              (static_cast<int>(i) != residual ||
-               std::count(step.inputs.begin(), step.inputs.end(), step.inputs[i]) != 1)) {
-            continue;
-          }
+          if (residual >= 0 && static_cast<int>(i) != residual) continue;
           int in = step.inputs[i];
           if (in < 0 || !plannable(in) || last[in] != s || taken[in]) continue;
           const ValueSpec& a = g_.values[in];

@@ -764,21 +764,12 @@ bool BlockedWinograd(const Blocked& c, bool plain) {
 
 void RunBlockedWinograd(KernelContext& ctx, const Blocked& c, const WinoStep& step) {
   WinoTiles all{(c.ow + 1) / 2, (c.oh + 1) / 2, 0, 0, 0};
-  // Blocks of tile rows across the batch's images, their transformed inputs and products near
-  // 2 MiB (as conv_fast.cc's Winograd), the rows shared evenly, a multiple of the threads'
-  // number of blocks where the rows allow (each block then on one thread).
+  // Blocks of tile rows across the batch's images, as conv_fast.cc's Winograd.
   const int64_t cg = c.ib * kB16, og = c.ob * kB16;
-  const int64_t rows_total = c.n * all.tiles_h;
-  int64_t per_block =
-      std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * all.tiles_w), 1, rows_total);
-  int64_t blocks = (rows_total + per_block - 1) / per_block;
-  per_block = (rows_total + blocks - 1) / blocks;
+  const WinogradBlocks plan =
+      PlanWinogradBlocks(c.n * all.tiles_h, all.tiles_w, cg, og, ctx.threads());
+  const int64_t rows_total = plan.rows, per_block = plan.per_block, blocks = plan.blocks;
   const int64_t threads = static_cast<int64_t>(ctx.threads());
-  if (threads > 1) {
-    int64_t want = std::min(rows_total, (blocks + threads - 1) / threads * threads);
-    per_block = (rows_total + want - 1) / want;
-    blocks = (rows_total + per_block - 1) / per_block;
-  }
   const int64_t most = per_block * all.tiles_w;
   auto phase = [&](const WinoTiles& w, int ph, float* v, float* m, int64_t i0, int64_t i1) {
 #if defined(QUILT_BLOCKED_AVX512)

@@ -61,6 +61,26 @@ bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
   return tiles >= 36;
 }
 
+WinogradBlocks PlanWinogradBlocks(int64_t rows, int64_t tiles_w, int64_t cg, int64_t og,
+                                  int threads) {
+  WinogradBlocks p{rows, 0, 0};
+  p.per_block = std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows);
+  p.blocks = (rows + p.per_block - 1) / p.per_block;
+  // The rows shared evenly: a last block of a few rows would run its 16 GEMMs on a few columns
+  // (3 images of 11 tile rows in blocks of 31: 31 and 2).
+  p.per_block = (rows + p.blocks - 1) / p.blocks;
+  // With threads, a multiple of their number of blocks where the rows allow: each block's
+  // transforms and GEMMs then run on one thread, rather than the transforms on one and every
+  // small GEMM split across them.
+  if (threads > 1) {
+    const int64_t t = threads;
+    const int64_t want = std::min(rows, (p.blocks + t - 1) / t * t);
+    p.per_block = (rows + want - 1) / want;
+    p.blocks = (rows + p.per_block - 1) / p.per_block;
+  }
+  return p;
+}
+
 namespace {
 
 // Columns [j, j + cols) of the im2col matrix of `channels` channels of image x (Im2Col) into a
@@ -749,22 +769,9 @@ void WinogradConv(const float* x, const WinogradWeights& u, float* y, const Conv
   int64_t tiles_w = (ow + 1) / 2, tiles_h = (oh + 1) / 2;
   // Blocks of tile rows across the batch's images (a block may end one image and start the
   // next), their transformed inputs and products near 2 MiB.
-  int64_t rows_total = geo.n * tiles_h;
-  int64_t per_block =
-      std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows_total);
-  int64_t blocks = (rows_total + per_block - 1) / per_block;
-  // The rows shared evenly: a last block of a few rows would run its 16 GEMMs on a few columns
-  // (3 images of 11 tile rows in blocks of 31: 31 and 2).
-  per_block = (rows_total + blocks - 1) / blocks;
-  // With threads, a multiple of their number of blocks where the rows allow: each block's
-  // transforms and GEMMs then run on one thread, rather than the transforms on one and every
-  // small GEMM split across them.
-  int64_t threads = static_cast<int64_t>(ctx.threads());
-  if (threads > 1) {
-    int64_t want = std::min(rows_total, (blocks + threads - 1) / threads * threads);
-    per_block = (rows_total + want - 1) / want;
-    blocks = (rows_total + per_block - 1) / per_block;
-  }
+  const WinogradBlocks plan = PlanWinogradBlocks(geo.n * tiles_h, tiles_w, cg, og, ctx.threads());
+  const int64_t rows_total = plan.rows, per_block = plan.per_block, blocks = plan.blocks;
+  const int64_t threads = static_cast<int64_t>(ctx.threads());
   int64_t most = per_block * tiles_w;
   // The 16-lane transforms where the CPU has AVX-512 (and the GEMM's switch and the transforms'
   // own allow them: tests compare the two).
