@@ -150,8 +150,8 @@ class GraphLowering {
             step.outputs.size() == 1 && plannable(step.outputs[0]) &&
             spec_.devices[static_cast<size_t>(g_.values[step.outputs[0]].device)].kind == "cpu";
         // A blocked conv adds its residual input as it stores each output vector, reading the
-        // residual's vector before writing the output's at the same place (conv_blocked.cc): its
-        // result may take the residual's memory where no later step reads the residual and the
+        // residual's vector before writing the output's at the same place (its tiles' StoreTile):
+        // its result may take the residual's memory where no later step reads the residual and the
         // step reads it as nothing else (memory a ResNet block's sum would otherwise stream
         // through the cache beside it). 1x1 convs alone (a ResNet block's last): the kernel then
         // sums the input channels in one part, where a 3x3's direct sums in one part would round

@@ -1,7 +1,8 @@
 // The channel-blocked layout (NCHW16c) of the CPU's convolutions: a float32 tensor (N, C, H, W)
 // held as (N, C / 16, H, W, 16), each pixel's sixteen channels of a block one vector, so that a
 // convolution's multiply-adds run across sixteen output channels (dense) or sixteen channels
-// (depthwise) with no gather, whatever its stride. Its kernels (conv_blocked.cc):
+// (depthwise) with no gather, whatever its stride. Its kernels (conv_blocked.cc; the tiles in
+// conv_blocked_internal.h, dense 3x3 convs as Winograd in conv_blocked_winograd.cc):
 //
 //   layout_to_nchw16c    x (N, C, H, W) -> (N, C / 16, H, W, 16), C a multiple of 16
 //   layout_from_nchw16c  x (N, B, H, W, 16) -> (N, B * 16, H, W)

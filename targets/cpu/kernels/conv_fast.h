@@ -81,8 +81,8 @@ Status DepthwiseConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
 bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo& g,
                          const Epilogue& epilogue);
 
-// Winograd F(2x2, 3x3) (conv_fast.cc; on blocked data, conv_blocked.cc): U = G g G^T of one
-// 3x3 filter (tap t at g[t * tap_stride]), element (i, j) at u[i * 4 + j]; and whether a
+// Winograd F(2x2, 3x3) (conv_fast.cc; on blocked data, conv_blocked_winograd.cc): U = G g G^T of
+// one 3x3 filter (tap t at g[t * tap_stride]), element (i, j) at u[i * 4 + j]; and whether a
 // convolution that may take it does on n images of out0 x out1 outputs (enough tiles for the
 // transforms to cost less than the multiplies they save).
 void WinogradFilter(const float* g, int64_t tap_stride, float u[16]);

