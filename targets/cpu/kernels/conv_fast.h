@@ -1,7 +1,11 @@
 // The parts of the fast float32 convolution (ConvFast) shared by its files: conv_fast.cc (the
-// GEMM and Winograd paths, and ConvFast, which picks the path) and depthwise_fast.cc (the direct
-// kernels: depthwise, and first layers over a few input channels).
+// GEMM paths, and ConvFast, which picks the path), conv_winograd.cc (Winograd F(2x2, 3x3)) and
+// depthwise_fast.cc (the direct kernels: depthwise, and first layers over a few input channels).
 #pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "targets/cpu/kernels/conv_geo.h"
 #include "targets/cpu/kernels/gemm.h"
@@ -81,8 +85,8 @@ Status DepthwiseConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
 bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo& g,
                          const Epilogue& epilogue);
 
-// Winograd F(2x2, 3x3) (conv_fast.cc; on blocked data, conv_blocked_winograd.cc): U = G g G^T of
-// one 3x3 filter (tap t at g[t * tap_stride]), element (i, j) at u[i * 4 + j]; and whether a
+// Winograd F(2x2, 3x3) (conv_winograd.cc; on blocked data, conv_blocked_winograd.cc): U = G g G^T
+// of one 3x3 filter (tap t at g[t * tap_stride]), element (i, j) at u[i * 4 + j]; and whether a
 // convolution that may take it does on n images of out0 x out1 outputs (enough tiles for the
 // transforms to cost less than the multiplies they save).
 void WinogradFilter(const float* g, int64_t tap_stride, float u[16]);
@@ -96,5 +100,26 @@ struct WinogradBlocks {
 };
 WinogradBlocks PlanWinogradBlocks(int64_t rows, int64_t tiles_w, int64_t cg, int64_t og,
                                   int threads);
+
+// ConvFast's Winograd F(2x2, 3x3) (conv_winograd.cc): whether a convolution may take it (decided
+// from what is static, so that the step's cache always holds the transformed weights), the
+// weights' transform, and the convolution of x by it into y with the epilogue.
+bool UseWinograd(const ConvGeometry& geo);
+// The transformed weights: U_e (og x cg) for each of the 16 elements, row-major, and packed where
+// the GEMM does not read A's rows in place. (With AVX-512 a packed copy beside the rows doubled
+// the memory these weights take, 16/9 of the kernel's, and ran no faster: nudenet-320n at 2
+// threads 55.1 -> 43.8 MB peak and 11.0-11.2 -> 10.9-11.0 ms, opennsfw 99.6 -> 80.0 MB and
+// 26.6-26.8 -> 25.6 ms without it.)
+struct WinogradWeights {
+  std::vector<float> u;         // [16][og][cg]
+  std::vector<PackedA> packed;  // empty, or one per element
+  const PackedA* Packed(int e) const {
+    return packed.empty() ? nullptr : &packed[static_cast<size_t>(e)];
+  }
+};
+
+std::shared_ptr<WinogradWeights> WinogradTransform(const float* w, int64_t og, int64_t cg);
+void WinogradConv(const float* x, const WinogradWeights& u, float* y, const ConvGeometry& geo,
+                  const Epilogue& epilogue, KernelContext& ctx);
 
 }  // namespace quilt::cpu::nn

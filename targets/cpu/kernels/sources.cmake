@@ -13,6 +13,7 @@ set(QUILT_CPU_KERNEL_SOURCES
   ${QUILT_ROOT}/targets/cpu/kernels/norm_fast.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
+  ${QUILT_ROOT}/targets/cpu/kernels/conv_winograd.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv_blocked.cc
   ${QUILT_ROOT}/targets/cpu/kernels/conv_blocked_winograd.cc
   ${QUILT_ROOT}/targets/cpu/kernels/depthwise_fast.cc
@@ -39,6 +40,7 @@ set(QUILT_CPU_KERNEL_SOURCES
 if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   set_source_files_properties(
     ${QUILT_ROOT}/targets/cpu/kernels/gemm.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_fast.cc
+    ${QUILT_ROOT}/targets/cpu/kernels/conv_winograd.cc
     ${QUILT_ROOT}/targets/cpu/kernels/depthwise_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/conv_blocked.cc
     ${QUILT_ROOT}/targets/cpu/kernels/conv_blocked_winograd.cc
     ${QUILT_ROOT}/targets/cpu/kernels/pool_fast.cc ${QUILT_ROOT}/targets/cpu/kernels/elementwise_fast.cc
