@@ -56,7 +56,7 @@ int64_t Count(const std::vector<int64_t>& dims) {
 // Winograd on a batch of 3, 27 tiles; the direct blocked kernel on one image), a depthwise 3x3
 // and a last pointwise conv (a graph output): seven convs, three values crossing the group's
 // edge. Beside them a conv of 24 output channels and a dense 3x3 conv of stride 2 reading the
-// last one's result, which stay NCHW. A symbolic batch.
+// depthwise conv's result, which stay NCHW. A symbolic batch.
 std::string Module(std::mt19937& rng) {
   auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
   return R"(
@@ -84,8 +84,8 @@ class Module:
          c({16, 32, 1, 1}) + R"()
         g = R.nn.conv2d(x, )" +
          c({24, 16, 1, 1}) + R"()
-        m = R.nn.conv2d(k, )" +
-         c({16, 16, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1])
+        m = R.nn.conv2d(dw, )" +
+         c({16, 32, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1])
         return (k, dw, g, m)
 )";
 }
