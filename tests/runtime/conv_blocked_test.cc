@@ -44,8 +44,11 @@ struct BlockedAct {
 // images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on three
 // threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on three
 // threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 +
-// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated; dense convs of
-// NCHW data (3, 4 and 8 channels: a first layer, its output blocked); with a bias and
+// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of
+// 40 (two 16-pixel tiles of each input vector loaded once for its taps, then 4) and 5x5 of stride
+// 2 rows of 23 (such a tile, then single pixels); dense convs of NCHW data (3, 4 and 8 channels: a
+// first layer, its output blocked; 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output
+// blocks, rows of 40, in 16-pixel tiles of each input broadcast once for its taps); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
 // maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also written over
 // the residual, as the executor places an output in its residual's buffer), silu, and a prelu of a
@@ -71,6 +74,10 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {1, 1, 112, 64, {28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {3, 1, 32, 64, {15, 17}, {3, 3}, {1, 1}, {1, 1}, {0, 1, 2, 1}},
       {1, 1, 32, 48, {4, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 32, 1, 1, {6, 40}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 16, 1, 1, {9, 45}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
+      {1, 1, 3, 16, {10, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 3, 64, {12, 80}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

