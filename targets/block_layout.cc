@@ -26,9 +26,6 @@ class Blocking {
       : devices_(spec.devices), buffers_(spec.buffers), graphs_(spec.graphs), g_(g) {}
 
   int Run() {
-    for (const StepSpec& step : g_.steps) {
-      if (!step.subgraphs.empty()) return 0;  // values a body reads by scope stay as they are
-    }
     const size_t nv = g_.values.size(), ns = g_.steps.size();
     reads_.assign(nv, {});
     maker_.assign(nv, -1);

@@ -16,6 +16,7 @@
 #include "importers/onnx/known_values.h"
 #include "importers/onnx/schema_check.h"
 #include "importers/onnx/tensor.h"
+#include "ir/op_infer.h"
 
 namespace quilt::importers::onnx {
 namespace {
@@ -176,8 +177,88 @@ ir::Expr GraphImporter::Bind(ir::Expr value, const std::string& onnx_name,
   // Constants and variables are used in place: no binding of their own.
   if (value->kind == ir::ExprKind::kConstant || ir::As<ir::VarNode>(value)) return value;
   ir::Var v = ir::MakeVar(Sanitize(onnx_name), value->struct_info);
+  bound_[v.get()] = value;
   bindings_.push_back({v, std::move(value), source, source == current_source_ ? current_op_ : ""});
   return v;
+}
+
+ir::Expr GraphImporter::BoundValue(const ir::Expr& var) const {
+  const auto* v = ir::As<ir::VarNode>(var);
+  if (!v) return nullptr;
+  auto it = bound_.find(v);
+  return it == bound_.end() ? nullptr : it->second;
+}
+
+namespace {
+
+// Whether a and b are tensors of one dtype and one known shape, dim for dim.
+bool SameTensorInfo(const ir::Expr& a, const ir::Expr& b) {
+  const ir::StructInfo &p = a->struct_info, &q = b->struct_info;
+  if (!p || !q || !p->IsTensor() || !q->IsTensor() || p->dtype != q->dtype ||
+      p->dtype == ir::DataType::kVoid || !p->shape || !q->shape ||
+      p->shape->size() != q->shape->size()) {
+    return false;
+  }
+  for (size_t i = 0; i < p->shape->size(); ++i) {
+    if (!ir::PrimEqual((*p->shape)[i], (*q->shape)[i])) return false;
+  }
+  return true;
+}
+
+// Whether every element of constant input i of the node is `value` (+0.0 and -0.0 both zero).
+bool AllElements(const NodeContext& ctx, int i, double value) {
+  const ir::ConstantNode* c = ctx.ConstantInput(i);
+  if (!c) return false;
+  std::optional<std::vector<int64_t>> shape = c->struct_info->StaticShape();
+  if (!shape) return false;
+  int64_t n = 1;
+  for (int64_t d : *shape) n *= d;
+  if (n <= 0 || n > (int64_t{1} << 20)) return false;
+  for (int64_t k = 0; k < n; ++k) {
+    std::optional<double> e = ir::ConstantElement(*c, k);
+    if (!e || *e != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// A node whose result is one of the values it reads: an Add or Sub of a constant zero, a Mul or
+// Div by a constant one, whose result has the other operand's dtype and shape (ONNX Runtime's
+// noop elimination does the same; x + 0.0 is x but for -0.0, which the add makes +0.0), or a
+// Squeeze, Unsqueeze, Reshape or Flatten whose result has the shape of a value that a chain of
+// such reshapes made it from (an exporter's Squeeze(Unsqueeze(x))). Its result is then that value
+// (null: none): a Loop body that hands a carried value back through them passes it through, and
+// what the body computes from it alone is computed once a loop (the runtime's loop invariants;
+// slanet-table's attention decoder reran a 256 x 96 x 256 product in each of its 501 steps).
+// The main graph's outputs keep a value of their own, under their names.
+ir::Expr GraphImporter::ElideNoop(const NodeContext& ctx, const ir::Expr& out) const {
+  const std::string& op = ctx.op_type();
+  if (!out || ctx.NumOutputs() != 1 || main_outputs_.count(ctx.node().output(0))) return nullptr;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    const double neutral = op == "Add" || op == "Sub" ? 0.0 : 1.0;
+    const bool commutes = op == "Add" || op == "Mul";
+    for (int i = 1; i >= (commutes ? 0 : 1); --i) {
+      ir::Expr x = ctx.Input(1 - i);
+      if (x && AllElements(ctx, i, neutral) && SameTensorInfo(x, out)) return x;
+    }
+    return nullptr;
+  }
+  if (op != "Squeeze" && op != "Unsqueeze" && op != "Reshape" && op != "Flatten") return nullptr;
+  ir::Expr v = ctx.Input(0);
+  for (int hops = 0; v && hops < 16; ++hops) {
+    if (SameTensorInfo(v, out)) return v;
+    ir::Expr b = BoundValue(v);
+    const auto* call = b ? ir::As<ir::CallNode>(b) : nullptr;
+    const ir::OpInfo* info = call ? call->op() : nullptr;
+    if (!info || call->args.empty() ||
+        (info->kind != ir::OpKind::kExpandDims && info->kind != ir::OpKind::kSqueeze &&
+         info->kind != ir::OpKind::kReshape)) {
+      break;
+    }
+    v = call->args[0];
+  }
+  return nullptr;
 }
 
 std::string GraphImporter::NodeName(const ::onnx::NodeProto& node, int index) const {
@@ -463,6 +544,9 @@ Status GraphImporter::ImportNode(const ::onnx::NodeProto& node, int index, int d
     if (d.location.empty()) return ctx.Error(d.message);
     return d;
   }
+  if (!outs->empty()) {
+    if (ir::Expr same = ElideNoop(ctx, (*outs)[0])) (*outs)[0] = same;
+  }
   for (int i = 0; i < node.output_size() && i < static_cast<int>(outs->size()); ++i) {
     if (node.output(i).empty() || !(*outs)[i]) continue;
     values_[node.output(i)] = Bind((*outs)[i], node.output(i), name);
@@ -618,6 +702,7 @@ Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(
 }
 
 Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph) {
+  for (const auto& out : graph.output()) main_outputs_.insert(out.name());
   if (Status s = DeclareInputs(graph); !s) return s.error();
   Expected<std::vector<int>> order = TopologicalOrder(graph);
   if (!order) return order.error();

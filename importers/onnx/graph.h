@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "importers/onnx/converter.h"
@@ -65,6 +66,9 @@ class GraphImporter {
   std::optional<KnownValues> Known(const std::string& name) const;
   void SetKnown(const std::string& name, KnownValues values) { known_[name] = std::move(values); }
   ir::Expr Bind(ir::Expr value, const std::string& onnx_name, const std::string& source);
+  // The value this graph bound variable `var` to (null: a parameter, a constant, a variable of
+  // an enclosing graph).
+  ir::Expr BoundValue(const ir::Expr& var) const;
   // The node being converted: its name, or "OpType#index" for an unnamed node.
   const std::string& current_source() const { return current_source_; }
   const ModelContext& model() const { return model_; }
@@ -76,6 +80,7 @@ class GraphImporter {
   Status ImportNode(const ::onnx::NodeProto& node, int index, int depth);
   Status InlineFunction(const ::onnx::NodeProto& node, const ::onnx::FunctionProto& f, int depth);
   Status CheckOutput(const ::onnx::ValueInfoProto& out, const ir::Expr& value);
+  ir::Expr ElideNoop(const NodeContext& ctx, const ir::Expr& out) const;
   std::string NodeName(const ::onnx::NodeProto& node, int index) const;
 
   const ModelContext& model_;
@@ -89,6 +94,8 @@ class GraphImporter {
   std::set<std::string> poisoned_;  // outputs of unsupported nodes
   std::vector<UnsupportedNode> unsupported_;
   std::vector<ir::Binding> bindings_;
+  std::unordered_map<const ir::VarNode*, ir::Expr> bound_;  // what each binding's var is bound to
+  std::set<std::string> main_outputs_;                      // the main graph's output names
   std::string current_source_;
   std::string current_op_;
   int inline_counter_ = 0;

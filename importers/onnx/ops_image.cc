@@ -61,12 +61,16 @@ Expected<Outputs> Resize(NodeContext& ctx) {
   Expected<ir::Expr> sizes = sizes_at < 0 ? ctx.Const(ir::DataType::kInt64, {0}, nullptr)
                                           : ctx.InputOrEmpty(sizes_at, ir::DataType::kInt64);
   if (!scales || !sizes) return ctx.Error("bad Resize inputs");
-  // Sizes known at import time (a constant, or pinned) become a constant the rule can read.
+  // Sizes known at import time (a constant, or pinned) become a constant the rule can read;
+  // sizes known by their dims (an exporter's Concat of Shape slices: another tensor's height and
+  // width) a shape, whose symbolic values the rule reads the same way.
   if (sizes_at >= 0 && ctx.HasInput(sizes_at) && !ctx.ConstantInput(sizes_at)) {
     if (std::optional<std::vector<int64_t>> k = ctx.KnownInts(sizes_at)) {
       Expected<ir::Expr> c =
           ctx.Const(ir::DataType::kInt64, {static_cast<int64_t>(k->size())}, k->data());
       if (c) sizes = *c;
+    } else if (std::optional<KnownValues> dims = ctx.Known(sizes_at)) {
+      sizes = ir::MakeShapeExpr(*dims);
     }
   }
   return NodeContext::Single(ctx.Emit(OpKind::kResize, {ctx.Input(0), *roi, *scales, *sizes}, a));

@@ -47,9 +47,32 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
   }
   std::optional<std::vector<double>> sizes = ConstantValues(args[3]);
   std::optional<std::vector<double>> scales = ConstantValues(args[2]);
-  bool has_sizes = ElementCount(args[3]) != 0, has_scales = ElementCount(args[2]) != 0;
+  // Sizes given as a shape (R.Shape, its values possibly symbolic: an exporter's sizes computed
+  // from another tensor's dims) rather than a tensor.
+  const StructInfo& sizes_info = args[3]->struct_info;
+  const bool sizes_shape = sizes_info && sizes_info->kind == StructInfoKind::kShape;
+  bool has_sizes = sizes_shape ? sizes_info->ndim != 0 : ElementCount(args[3]) != 0;
+  bool has_scales = ElementCount(args[2]) != 0;
   if (has_sizes && has_scales) return Error("only one of 'scales' and 'sizes' may be given");
   if (!has_sizes && !has_scales) return Error("one of 'scales' and 'sizes' must be given");
+  if (sizes_shape) {
+    std::optional<std::vector<PrimExpr>> values = ShapeValues(args[3]);
+    const std::string& policy = *attrs.Get<std::string>("keep_aspect_ratio_policy");
+    if (!values || !(*x)->shape || policy != "stretch") {
+      return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);
+    }
+    if (values->size() != axes.size()) {
+      return Error("sizes has " + std::to_string(values->size()) + " values for " +
+                   std::to_string(axes.size()) + " axes");
+    }
+    std::vector<PrimExpr> out = *(*x)->shape;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      std::optional<int64_t> v = AsInt((*values)[i]);
+      if (v && (*v < 0 || !ResizedDim(static_cast<double>(*v)))) return DimOutOfRange(axes[i]);
+      out[axes[i]] = (*values)[i];
+    }
+    return TensorSInfo(out, dtype);
+  }
   const std::vector<double>* given =
       has_sizes ? (sizes ? &*sizes : nullptr) : (scales ? &*scales : nullptr);
   if (!given || !(*x)->shape) return TensorSInfo(std::nullopt, dtype, std::nullopt, ndim);

@@ -173,7 +173,8 @@ std::vector<bool> PackageConstants(const pkg::Graph& g) {
 // Whether step s of `plan` may run ahead of the others it sits among (hoisted to session creation,
 // or to a loop's first iteration): a library kernel, generated code or copy that reads only
 // values in `same` (and at least one), whose outputs have static shapes and are no graph output.
-bool Hoistable(const GraphPlan& plan, uint32_t s, const std::vector<bool>& same) {
+bool Hoistable(const GraphPlan& plan, uint32_t s, const std::vector<bool>& same,
+               bool static_dims = true) {
   const pkg::Graph& g = *plan.graph;
   const pkg::Step* step = g.steps()->Get(s);
   Builtin b = plan.builtins[s];
@@ -190,6 +191,7 @@ bool Hoistable(const GraphPlan& plan, uint32_t s, const std::vector<bool>& same)
         !value->dims()) {
       return false;
     }
+    if (!static_dims) continue;
     for (int32_t d : *value->dims()) {
       if (g.dims()->Get(d)->kind() != pkg::DimKind::Int) return false;
     }
@@ -323,7 +325,9 @@ void MarkLoopInvariants(GraphPlan& body, int carried) {
   }
   std::vector<bool> invariant(num_steps, false);
   for (uint32_t s = 0; s < num_steps; ++s) {
-    if (!Hoistable(body, s, same)) continue;
+    // Of any dims: the first iteration binds them, and the later ones bind them again from
+    // what it held (Run::Execute).
+    if (!Hoistable(body, s, same, /*static_dims=*/false)) continue;
     invariant[s] = true;
     for (int32_t v : *g.steps()->Get(s)->outputs()) same[static_cast<size_t>(v)] = true;
   }
@@ -877,7 +881,16 @@ class Run final : public OutputAllocator {
     bool invariants = loop && !plan_.loop_invariant.empty();
     bool skip = invariants && loop->ready;
     if (skip) {
-      for (const HeldValue& h : loop->held) values_[static_cast<size_t>(h.value)] = h.tensor;
+      for (const HeldValue& h : loop->held) {
+        values_[static_cast<size_t>(h.value)] = h.tensor;
+        // The symbols its dims bring in, which the skipped step's output would have bound.
+        const pkg::Value* value = g_.values()->Get(static_cast<uint32_t>(h.value));
+        for (int d = 0; d < value->rank() && value->dims(); ++d) {
+          QUILT_RETURN_IF_ERROR(env_.Match(
+              value->dims()->Get(static_cast<uint32_t>(d)), h.tensor.shape[static_cast<size_t>(d)],
+              "the loop-invariant value " + std::to_string(h.value) + " dim " + std::to_string(d)));
+        }
+      }
     }
     int num_steps = static_cast<int>(g_.steps()->size());
     for (int s = 0; s < num_steps; ++s) {

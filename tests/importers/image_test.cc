@@ -65,6 +65,49 @@ class Module:
   ExpectImportError(bad, {"node 'dec' (ImageDecoder, opset 20)", "pixel_format must be RGB"});
 }
 
+// Resize to sizes an exporter computes from two tensors' dims (N and C of the data, H and W of
+// another tensor): the sizes are known by their symbols, given to the op as a shape, and the
+// result's shape is known (not only its rank), so what reads it keeps its channels.
+TEST(ImageImport, ResizeToSizesKnownByTheirSymbolsHasAKnownShape) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {"n", 4, "h", "w"});
+  g.Input("ref", TensorProto::FLOAT, {"n", 8, "h2", "w2"});
+  g.Initializer<int64_t>("b0", TensorProto::INT64, {1}, {0});
+  g.Initializer<int64_t>("b2", TensorProto::INT64, {1}, {2});
+  g.Initializer<int64_t>("b4", TensorProto::INT64, {1}, {4});
+  g.Node("Shape", {"x"}, {"sx"});
+  g.Node("Shape", {"ref"}, {"sr"});
+  g.Node("Slice", {"sx", "b0", "b2"}, {"nc"});
+  g.Node("Slice", {"sr", "b2", "b4"}, {"hw"});
+  SetInt(g.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
+  SetString(g.Node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "nearest");
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(
+        x: R.Tensor(("n", 4, "h", "w"), "float32"),
+        ref: R.Tensor(("n", 8, "h2", "w2"), "float32"),
+    ) -> R.Tensor(("n", 4, "h2", "w2"), "float32"):
+        n = T.int64()
+        h = T.int64()
+        w = T.int64()
+        h2 = T.int64()
+        w2 = T.int64()
+        R.func_attr({"global_symbol": "main", "output_names": ["y"]})
+        sx: R.Shape([n, 4, h, w]) = R.shape_of(x)
+        sx_1: R.Tensor((4,), "int64") = R.shape_to_tensor(sx)
+        sr: R.Shape([n, 8, h2, w2]) = R.shape_of(ref)
+        sr_1: R.Tensor((4,), "int64") = R.shape_to_tensor(sr)
+        nc: R.Tensor((2,), "int64") = R.strided_slice(sx_1, [0], [0], [2], [1])
+        hw: R.Tensor((2,), "int64") = R.strided_slice(sr_1, [0], [2], [4], [1])
+        sizes: R.Tensor((4,), "int64") = R.concat((nc, hw))
+        y: R.Tensor((n, 4, h2, w2), "float32") = R.image.resize(x, R.const([], "float32"), R.const([], "float32"), R.shape([n, 4, h2, w2]))
+        return y
+)");
+}
+
 TEST(ControlImport, IfWithAKnownConditionImportsTheTakenBranchInLine) {
   // The rank test of ONNX function bodies: Size(shape) == 2 is known, so only one branch stays.
   OnnxGraph g(17);

@@ -195,5 +195,89 @@ TEST(LoopInvariants, WeightsHandedToTheBodyAsLoopStateAreKeptOnlyWhereTheyAreThe
   }
 }
 
+// h <- 0.5 * h + sum over rows of x . w^T for n iterations, x (T x 3) read from the outer graph,
+// T known only when running; w (2 x 3) carried, handed back as paddle2onnx's decoders hand their
+// weights back: Squeeze(Unsqueeze(w) + 0.0). The importer makes that w itself (an add of zero
+// and a reshape back to w's shape are w), so the body passes w through and the transpose, the
+// product and its sum, of T rows, run in the first iteration only.
+OnnxGraph SymbolicInvariantsThroughNoops() {
+  OnnxGraph body(13);
+  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
+  body.Input("h_in", TensorProto::FLOAT, {1, 2}).Input("w_in", TensorProto::FLOAT, {2, 3});
+  body.Initializer<float>("half", TensorProto::FLOAT, {}, {0.5f});
+  body.Initializer<float>("zero", TensorProto::FLOAT, {}, {0.0f});
+  body.Initializer<int64_t>("axis0", TensorProto::INT64, {1}, {0});
+  body.Node("Identity", {"c"}, {"c_out"}, "keep");
+  body.Node("Unsqueeze", {"w_in", "axis0"}, {"wu"}, "unsqueeze");
+  body.Node("Add", {"wu", "zero"}, {"wz"}, "add_zero");
+  body.Node("Squeeze", {"wz", "axis0"}, {"w_out"}, "squeeze");
+  body.Node("Transpose", {"w_in"}, {"wt"}, "transpose");
+  body.Node("MatMul", {"x", "wt"}, {"p"}, "project");
+  body.Node("ReduceSum", {"p", "axis0"}, {"ps"}, "total");
+  body.Node("Mul", {"h_in", "half"}, {"hh"}, "decay");
+  body.Node("Add", {"hh", "ps"}, {"h_out"}, "step");
+  body.Output("c_out", TensorProto::BOOL, std::vector<testing::Dim>{});
+  body.Output("h_out", TensorProto::FLOAT, std::vector<testing::Dim>{1, 2});
+  body.Output("w_out", TensorProto::FLOAT, std::vector<testing::Dim>{2, 3});
+  OnnxGraph g(13);
+  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
+  g.Input("h", TensorProto::FLOAT, {1, 2}).Input("w", TensorProto::FLOAT, {2, 3});
+  g.Input("x", TensorProto::FLOAT, {"T", 3});
+  onnx::NodeProto& loop = g.Node("Loop", {"n", "go", "h", "w"}, {"h_last", "w_last"}, "loop");
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = *body.graph();
+  g.Output("h_last", TensorProto::FLOAT);
+  g.Output("w_last", TensorProto::FLOAT);
+  return g;
+}
+
+TEST(LoopInvariants, OfSymbolicShapeThroughAnExportersNoopsComputedOnce) {
+  OnnxGraph g = SymbolicInvariantsThroughNoops();
+  std::unique_ptr<rt::Session> s = Open(g);
+  ASSERT_TRUE(s);
+  for (int64_t rows : {1, 4, 2}) {
+    for (int64_t n : {1, 6}) {
+      bool go = true;
+      std::vector<float> h = {1.0f, -2.0f}, w = {0.5f, -1, 2, 3, 0.25f, -0.75f};
+      std::vector<float> x;
+      for (int64_t r = 0; r < rows * 3; ++r) x.push_back(0.25f * static_cast<float>(r % 5) - 0.5f);
+      std::vector<rt::OwnedTensor> out;
+      rt::RunProfile profile;
+      rt::Status st = s->Run({{"n", {rt::DType::kInt64, {}, &n}},
+                              {"go", {rt::DType::kBool, {}, &go}},
+                              test::Input("h", h, {1, 2}),
+                              test::Input("w", w, {2, 3}),
+                              test::Input("x", x, {rows, 3})},
+                             &out, &profile);
+      ASSERT_TRUE(st.ok()) << st.message();
+      double want[2] = {h[0], h[1]};
+      for (int64_t it = 0; it < n; ++it) {
+        for (int j = 0; j < 2; ++j) {
+          double p = 0;
+          for (int64_t r = 0; r < rows; ++r)
+            for (int k = 0; k < 3; ++k) p += double{x[r * 3 + k]} * w[j * 3 + k];
+          want[j] = 0.5 * want[j] + p;
+        }
+      }
+      ASSERT_EQ(out.size(), 2u);
+      EXPECT_EQ(test::Floats(out[1]), w) << "rows " << rows << ", n " << n;
+      std::vector<float> got = test::Floats(out[0]);
+      ASSERT_EQ(got.size(), 2u);
+      for (int j = 0; j < 2; ++j)
+        EXPECT_NEAR(got[j], want[j], 1e-5) << "rows " << rows << ", n " << n;
+      std::map<std::string, int> runs;
+      for (const rt::StepProfile& step : profile.steps) ++runs[step.node];
+      EXPECT_EQ(runs["project"], 1) << "rows " << rows << ", n " << n;
+      EXPECT_EQ(runs["total"], 1) << "rows " << rows << ", n " << n;
+      EXPECT_EQ(runs["add_zero"], 0) << "rows " << rows << ", n " << n;
+      EXPECT_EQ(runs["squeeze"], 0) << "rows " << rows << ", n " << n;
+      EXPECT_EQ(runs["decay"], n);
+      EXPECT_EQ(runs["step"], n);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace quilt::compiler

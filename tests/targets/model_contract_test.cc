@@ -97,6 +97,93 @@ TEST(ModelContract, OutputNamesSurviveTheCpu) {
   ExpectThreeOutputsRun(c->package);
 }
 
+// An add of zero, a multiply by one and a reshape back to a value's shape are that value (the
+// importer reads them as it): `same` = x + 0 keeps its own name as a graph output, `twice` = 2 *
+// Squeeze(Unsqueeze(x * 1)) reads x itself, and `wide` = x + zeros of a larger shape is an add
+// (its result has another shape than x).
+TEST(ModelContract, AddsOfZeroAndReshapesBackAreTheValueAndKeepOutputNames) {
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {1, 3});
+  g.Initializer<float>("zero", TensorProto::FLOAT, {}, {0.0f});
+  g.Initializer<float>("one", TensorProto::FLOAT, {}, {1.0f});
+  g.Initializer<float>("two", TensorProto::FLOAT, {}, {2.0f});
+  g.Initializer<float>("zeros", TensorProto::FLOAT, {2, 3}, {0, 0, 0, 0, 0, 0});
+  g.Initializer<int64_t>("axis0", TensorProto::INT64, {1}, {0});
+  g.Node("Add", {"x", "zero"}, {"same"}, "add_zero");
+  g.Node("Mul", {"one", "x"}, {"m"}, "times_one");
+  g.Node("Unsqueeze", {"m", "axis0"}, {"u"}, "unsqueeze");
+  g.Node("Squeeze", {"u", "axis0"}, {"s"}, "squeeze");
+  g.Node("Mul", {"s", "two"}, {"twice"}, "double");
+  g.Node("Add", {"x", "zeros"}, {"wide"}, "widen");
+  g.Output("same", TensorProto::FLOAT).Output("twice", TensorProto::FLOAT);
+  g.Output("wide", TensorProto::FLOAT);
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"same", "twice", "wide"}));
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+  std::vector<float> x = {1.5f, -0.25f, 3.0f};
+  std::vector<rt::OwnedTensor> out;
+  rt::RunProfile profile;
+  rt::Status st = s->Run({test::Input("x", x, {1, 3})}, &out, &profile);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(test::Floats(out[0]), x);
+  EXPECT_EQ(test::Floats(out[1]), (std::vector<float>{3.0f, -0.5f, 6.0f}));
+  EXPECT_EQ(out[2].shape, (rt::Shape{2, 3}));
+  EXPECT_EQ(test::Floats(out[2]), (std::vector<float>{1.5f, -0.25f, 3.0f, 1.5f, -0.25f, 3.0f}));
+  std::map<std::string, int> runs;
+  for (const rt::StepProfile& step : profile.steps) ++runs[step.node];
+  EXPECT_EQ(runs["times_one"], 0);
+  EXPECT_EQ(runs["unsqueeze"], 0);
+  EXPECT_EQ(runs["squeeze"], 0);
+}
+
+// Resize (nearest) of x to the height and width of another input, sizes computed as exporters
+// compute them (Concat of Shape slices): the sizes are a shape the package computes when running,
+// and the result is checked against them.
+TEST(ModelContract, ResizeToAnotherInputsHeightAndWidth) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {"n", 1, "h", "w"});
+  g.Input("ref", TensorProto::FLOAT, {"n", 2, "h2", "w2"});
+  g.Initializer<int64_t>("b0", TensorProto::INT64, {1}, {0});
+  g.Initializer<int64_t>("b2", TensorProto::INT64, {1}, {2});
+  g.Initializer<int64_t>("b4", TensorProto::INT64, {1}, {4});
+  g.Node("Shape", {"x"}, {"sx"});
+  g.Node("Shape", {"ref"}, {"sr"});
+  g.Node("Slice", {"sx", "b0", "b2"}, {"nc"});
+  g.Node("Slice", {"sr", "b2", "b4"}, {"hw"});
+  SetInt(g.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
+  onnx::NodeProto& r = g.Node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
+  onnx::AttributeProto* mode = r.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("nearest");
+  g.Output("y", TensorProto::FLOAT);
+  Expected<Compiled> c = CompileGraph(g, {});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::unique_ptr<rt::Session> s = OpenSession(c->package);
+  ASSERT_TRUE(s);
+  std::vector<float> x = {1, 2, 3, 4};
+  // Nearest, half-pixel centres rounded half to floor (Resize's defaults): 2 x 2 -> 4 x 3 takes
+  // rows 0, 0, 1, 1 (centres -0.25, 0.25, 0.75, 1.25) and columns 0, 0, 1 (-1/6, 0.5, 7/6), as
+  // ONNX Runtime does.
+  for (int64_t w2 : {3, 2}) {
+    std::vector<float> ref(static_cast<size_t>(2 * 4 * w2), 0.0f);
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st =
+        s->Run({test::Input("x", x, {1, 1, 2, 2}), test::Input("ref", ref, {1, 2, 4, w2})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape, (rt::Shape{1, 1, 4, w2}));
+    std::vector<float> want = w2 == 3 ? std::vector<float>{1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4}
+                                      : std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4};
+    EXPECT_EQ(test::Floats(out[0]), want) << "w2 " << w2;
+  }
+}
+
 TEST(ModelContract, OutputNamesSurviveASplitAcrossTwoDevices) {
   // The CPU seen as two devices (the host is the second), ops on both: copies between them, and
   // no device suffix on any name.
