@@ -9,13 +9,15 @@ models (models/zoo.toml) and their real inputs, at each thread count.
 Per model: fetch it and make its inputs (scripts/zoo_fetch.py, scripts/zoo_inputs.py), compile it
 with quiltc for the CPU (the zoo's --input-shape and --input-value), convert it for MNN
 (mnnconvert), and count the multiply-adds of its convolutions and matrix products from the shapes
-of one ONNX Runtime run. Then, per thread count, each engine runs in a fresh process of its own
-(in an order that rotates from model to model): it loads the model, runs once, and its outputs are
-compared with ONNX Runtime's at one thread within the zoo's tolerances before any timing (an
-engine whose outputs differ is reported as wrong and is not anyone's best peer); then W warm-up
-runs and timed runs, at least N and at least S seconds (at most 1000). Each process reports its
-min and median latency, its peak RSS (VmHWM) and its RSS before the engine was imported (Python,
-numpy and the inputs), so that "RSS over Python" is the engine's own memory.
+of one ONNX Runtime run. Then, per thread count, the engines take turns in R rounds (--rounds, in
+an order that rotates from model to model and round to round), each turn a fresh process: it loads
+the model, runs once, and its outputs are compared with ONNX Runtime's at one thread within the
+zoo's tolerances before any timing (an engine whose outputs differ is reported as wrong and is not
+anyone's best peer); then W warm-up runs and timed runs, at least N / R and at least S / R seconds
+(at most 1000). An engine's min and median are over the runs of all its rounds (so a slow spell of
+the machine falls on every engine rather than on whichever ran then); each process reports its
+peak RSS (VmHWM) and its RSS before the engine was imported (Python, numpy and the inputs), so that
+"RSS over Python" is the engine's own memory (the largest of its rounds).
 
 Thread settings, the same for every engine: T intra-op threads, one inference at a time, float32
 arithmetic. ONNX Runtime: intra_op_num_threads=T, inter_op_num_threads=1, sequential execution,
@@ -244,6 +246,7 @@ def worker(spec_path):
             t0 = time.perf_counter()
             engine.run()
             times.append((time.perf_counter() - t0) * 1e3)
+        res["times_ms"] = list(times)
         times.sort()
         res.update(min_ms=times[0], median_ms=times[len(times) // 2], runs=len(times))
         res["peak_rss_kb"] = _status_kb("VmHWM")
@@ -490,31 +493,44 @@ def bench_model(entry, args, out, index):
     order = list(args.engines)
     k = index % len(order)
     order = order[k:] + order[:k]
+    # Each engine's runs in args.rounds rounds, the engines taking turns round by round (a fresh
+    # process each): a slow spell of the machine falls on every engine alike rather than on
+    # whichever ran then. Its min and median are over all its rounds' runs.
+    rounds = max(1, args.rounds)
+    per_round = dict(base, runs=max(1, math.ceil(args.runs / rounds)),
+                     seconds=args.seconds / rounds)
     for threads in args.threads:
         row = {}
+        parts = {e: [] for e in order}
+        for r in range(rounds):
+            turn = order[r % len(order):] + order[:r % len(order)]
+            for engine in turn:
+                if engine in p["errors"] or (parts[engine] and parts[engine][-1].get("error")):
+                    continue
+                log(f"{name}: {engine} at {threads} thread(s), round {r + 1} of {rounds} ...")
+                res, got = run_worker(dict(per_round, engine=engine, threads=threads), p["work"],
+                                      args.timeout)
+                if not res.get("error"):
+                    ok, problems, notes = check(entry, p["names"], got, want)
+                    res["check"] = "ok" if ok else "wrong"
+                    if problems:
+                        res["problems"] = problems[:3]
+                    if notes:
+                        res["notes"] = notes
+                parts[engine].append(res)
         for engine in order:
             if engine in p["errors"]:
                 row[engine] = {"error": p["errors"][engine]}
                 continue
-            log(f"{name}: {engine} at {threads} thread(s) ...")
-            res, got = run_worker(dict(base, engine=engine, threads=threads), p["work"],
-                                  args.timeout)
+            res = combine_rounds(parts[engine])
             if not res.get("error"):
-                ok, problems, notes = check(entry, p["names"], got, want)
-                res["check"] = "ok" if ok else "wrong"
-                if problems:
-                    res["problems"] = problems[:3]
-                if notes:
-                    res["notes"] = notes
                 if p["flops"] and res.get("median_ms"):
                     res["gflops"] = p["flops"] / (res["median_ms"] * 1e6)
-                res["rss_over_python_mb"] = (res["peak_rss_kb"] - res["rss_python_kb"]) / 1024
-                res["peak_rss_mb"] = res["peak_rss_kb"] / 1024
             row[engine] = res
             log(f"{name}: {engine} t{threads}: " + (
                 res["error"] if res.get("error") else
                 f"median {res['median_ms']:.3f} ms, min {res['min_ms']:.3f} ms, "
-                f"{res['runs']} runs, {res['check']}"))
+                f"{res['runs']} runs in {res['rounds']} rounds, {res['check']}"))
         good = {e: r for e, r in row.items() if e in PEERS and r.get("check") == "ok"}
         if good:
             best = min(good, key=lambda e: good[e]["median_ms"])
@@ -530,6 +546,24 @@ def bench_model(entry, args, out, index):
     return rec
 
 
+def combine_rounds(parts):
+    """One engine's rounds as one result: its runs' min and median over every round, wrong where
+    any round's outputs were, its memory the largest of any round's."""
+    failed = [r for r in parts if r.get("error")]
+    if failed or not parts:
+        return failed[0] if failed else {"error": "no round ran"}
+    times = sorted(t for r in parts for t in r["times_ms"])
+    res = {k: v for k, v in parts[0].items() if k != "times_ms"}
+    res.update(min_ms=times[0], median_ms=times[len(times) // 2], runs=len(times),
+               rounds=len(parts), round_medians_ms=[r["median_ms"] for r in parts])
+    wrong = [r for r in parts if r.get("check") != "ok"]
+    if wrong:
+        res.update(check="wrong", problems=wrong[0].get("problems", []))
+    res["rss_over_python_mb"] = max(r["peak_rss_kb"] - r["rss_python_kb"] for r in parts) / 1024
+    res["peak_rss_mb"] = max(r["peak_rss_kb"] for r in parts) / 1024
+    return res
+
+
 def _f(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
@@ -539,7 +573,8 @@ def markdown(meta, records, lib_sizes):
              f"Machine: {meta['cpu']}, {meta['cores']} cores. Engines: quilt {meta['commit']}, "
              + ", ".join(f"{e} {v}" for e, v in meta["versions"].items() if v)
              + f". Latency in ms (min / median of at least {meta['runs']} runs and "
-               f"{meta['seconds']} s after {meta['warmup']} warm-up runs); ratio = quilt's "
+               f"{meta['seconds']} s, in {meta.get('rounds', 1)} rounds the engines take turns "
+               f"in, each after {meta['warmup']} warm-up runs); ratio = quilt's "
                "median / the best peer's median (< 1: quilt is faster); a peer whose outputs "
                "differ from ONNX Runtime's at one thread beyond the zoo's tolerances is "
                "marked wrong and is not anyone's best peer.", ""]
@@ -612,6 +647,9 @@ def parse_args(argv):
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds the engines take turns in (each a fresh process per engine; "
+                         "--runs and --seconds are the totals over the rounds)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "bench"))
     ap.add_argument("--cache", default=None)
@@ -676,7 +714,7 @@ def main(argv=None):
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu,
             "cores": os.cpu_count(), "commit": commit, "versions": versions(),
             "engines": args.engines, "threads": args.threads, "runs": args.runs,
-            "seconds": args.seconds, "warmup": args.warmup}
+            "seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds}
     lib_sizes = library_sizes(args.lib) if "quilt" in args.engines else {}
     records = []
     for i, entry in enumerate(entries):
