@@ -56,7 +56,7 @@ class Blocking {
     for (size_t s = 0; s < ns; ++s) {
       if (!conv_[s].ok) continue;
       size_t root = Root(s);
-      ++convs[root];
+      if (!conv_[s].pool) ++convs[root];
       for (int p : BlockedInputs(s)) {
         int v = g_.steps[s].inputs[static_cast<size_t>(p)];
         int m = maker_[static_cast<size_t>(v)];
@@ -82,6 +82,7 @@ class Blocking {
  private:
   struct Conv {
     bool ok = false;
+    bool pool = false;  // a max pool (no weight): blocked between blocked convs
     bool depthwise = false;
     bool nchw_data = false;  // a first layer: its data read as it is, its result blocked
     int residual = -1;       // the residual's input position, if any
@@ -124,6 +125,8 @@ class Blocking {
   Conv Eligible(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
+    if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.max_pool2d")
+      return EligiblePool(s);
     if (step.kind != pkg::StepKind::Kernel || step.kernel != "nn.conv2d" ||
         devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
         step.inputs.size() < 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
@@ -173,6 +176,26 @@ class Blocking {
       c.residual = p;
     }
     c.ok = true;
+    return c;
+  }
+
+  // A float32 2-D max pool on a CPU device of channels a multiple of 16 (known when compiling),
+  // its only result the pooled values: the same pool over blocked data
+  // (nn.max_pool2d_nchw16c), where it lies between blocked convs (a ResNet's first layer and its
+  // first block).
+  Conv EligiblePool(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    Conv c;
+    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
+        step.inputs.size() != 1 || step.inputs[0] < 0) {
+      return c;
+    }
+    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
+    if (!FloatOfRank(x, 4) || !FloatOfRank(y, 4) || IntDim(x.dims[1]) % kBlock != 0 ||
+        IntDim(y.dims[1]) != IntDim(x.dims[1])) {
+      return c;
+    }
+    c.ok = c.pool = true;
     return c;
   }
 
@@ -284,6 +307,10 @@ class Blocking {
       if (ReadOutside(s))
         after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
       step.outputs[0] = yb;
+      if (conv_[s].pool) {
+        step.kernel = std::string(cpu::nn::kMaxPoolNchw16c);
+        continue;
+      }
       step.kernel = std::string(cpu::nn::kConvNchw16c);
       step.attrs.Set("weight_shape", conv_[s].w);
       if (!conv_[s].depthwise) {

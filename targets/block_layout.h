@@ -9,6 +9,8 @@
 // over up to 4 input channels (a network's first layer), which reads its data as it is. Dense
 // convs of other windows over blocked data stay NCHW, where the GEMM outruns the blocked direct
 // kernel.
+// A float32 2-D max pool of such channels may run as nn.max_pool2d_nchw16c between them (joined as
+// a conv is, counted as none).
 // Such convs are joined where one's result is another's data or residual input; a group runs
 // blocked when it has at least two convs and at least twice as many convs as values crossing its
 // edge (a value entering it: one layout_to_nchw16c step, made before its first reader; a result

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -265,6 +266,74 @@ TEST(FastKernels, ChannelBlockedWinogradSumsLongReductionsInParts) {
 // What does not fit the blocked layout is refused with what it is: data of channels not a multiple
 // of 16, a weight whose laid-out size or shape does not fit the data, a grouped convolution that is
 // not depthwise, a dense weight laid out for another group of blocks.
+// nn.max_pool2d_nchw16c against the reference max pool of the same NCHW data, bit for bit: 3x3
+// of stride 2 with a pad of 1 (a ResNet's stem), 5x5 of stride 1 with a pad of 2 (a detector's
+// spatial pyramid), 2x2 of stride 2 on odd sizes with ceil_mode (windows reaching past the
+// input), dilated 3x3 with uneven pads, and 1x1 of stride 2 with a pad of 1 (windows of padding
+// only: -inf, as the reference's); data with NaN (first in a window or later) and signed zeros; on
+// one thread and three. A block's planes: 32 channels in two blocks, 2 images.
+TEST(FastKernels, ChannelBlockedMaxPoolMatchesTheReference) {
+  std::mt19937 rng(67);
+  struct Case {
+    std::vector<int64_t> kernel, stride, dilation, pads;
+    bool ceil;
+  };
+  const Case cases[] = {{{3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false},
+                        {{5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, false},
+                        {{2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},
+                        {{3, 3}, {1, 2}, {2, 1}, {2, 0, 1, 2}, false},
+                        {{1, 1}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false}};
+  rt::ThreadPool three(3);
+  for (const Case& c : cases) {
+    const Shape xs = {2, 32, 9, 13};
+    std::vector<float> x = Random(rng, Count(xs));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (i % 13 == 4) x[i] = std::nanf("");
+      if (i % 17 == 6) x[i] = i % 2 ? -0.0f : 0.0f;
+    }
+    Attrs attrs;
+    attrs.Ints("pool_size", c.kernel)
+        .Ints("strides", c.stride)
+        .Ints("dilation", c.dilation)
+        .Ints("padding", c.pads)
+        .Bool("ceil_mode", c.ceil);
+    const rt::AttrView::List* list = attrs.Finish();
+    TestContext ref({Tensor{DType::kFloat32, xs, x.data()}}, list, nullptr);
+    ASSERT_TRUE(nn::MaxPool(ref).ok());
+    const Shape ys = ref.out().shape;
+    std::vector<float> want = ref.values();
+    Attrs none;
+    TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+    ASSERT_TRUE(nn::ToBlocked(to).ok());
+    std::vector<float> xb = to.values();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got({Tensor{DType::kFloat32, to.out().shape, xb.data()}}, list, pool);
+      ASSERT_TRUE(nn::MaxPoolBlocked(got).ok());
+      ASSERT_EQ(got.out().shape, (Shape{ys[0], ys[1] / 16, ys[2], ys[3], 16}));
+      std::vector<float> yb = got.values();
+      TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                       nullptr);
+      ASSERT_TRUE(nn::FromBlocked(from).ok());
+      std::vector<float> v = from.values();
+      ASSERT_EQ(v.size(), want.size());
+      bool padding_only = false;
+      for (size_t i = 0; i < v.size(); ++i) {
+        padding_only |= std::isinf(want[i]);
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(v[i])) << "kernel " << Join(c.kernel) << ", element " << i;
+        } else {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+              << "kernel " << Join(c.kernel) << " strides " << Join(c.stride) << ", element " << i
+              << ": " << v[i] << " vs " << want[i] << (pool ? ", 3 threads" : "");
+        }
+      }
+      if (c.kernel[0] == 1) {
+        EXPECT_TRUE(padding_only) << "a window of padding only";
+      }
+    }
+  }
+}
+
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
   std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
   Attrs none;

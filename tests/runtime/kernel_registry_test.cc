@@ -19,11 +19,11 @@ TEST(CpuKernelRegistry, EveryKernelNamesAnIrOpOnce) {
     std::string name(k.name);
     EXPECT_TRUE(seen.insert(name).second) << "kernel '" << name << "' is registered twice";
     // or is a step lowering makes: a fused chain, a matmul's B packed (targets/pack_weights.h),
-    // the channel-blocked layout's convs and transforms (targets/block_layout.h)
+    // the channel-blocked layout's convs, max pool and transforms (targets/block_layout.h)
     EXPECT_TRUE(name == "copy" || name == quilt::cpu::kFusedElementwise ||
                 name == quilt::cpu::kMatmulPackB || name == quilt::cpu::nn::kConvNchw16c ||
                 name == quilt::cpu::nn::kToNchw16c || name == quilt::cpu::nn::kFromNchw16c ||
-                quilt::ir::FindOp(name) != nullptr)
+                name == quilt::cpu::nn::kMaxPoolNchw16c || quilt::ir::FindOp(name) != nullptr)
         << "kernel '" << name << "' names no op of ir/ops.def";
     EXPECT_NE(k.fn, nullptr) << name;
   }

@@ -165,6 +165,77 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   }
 }
 
+// A ResNet's stem: a first layer of NCHW data (7x7, stride 2), a max pool, then pointwise convs.
+// The pool runs on blocked data between them (nn.max_pool2d_nchw16c), so the whole chain is one
+// group: no transform before the pool's reader, one after the last conv; the values are the NCHW
+// package's.
+TEST(BlockLayout, AMaxPoolBetweenConvsRunsBlocked) {
+  std::mt19937 rng(73);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3, 21, 46), "float32")):
+        a = R.nn.conv2d(x, )" + c({32, 3, 7, 7}) +
+                                    R"(, strides=[2, 2], padding=[3, 3, 3, 3])
+        b = R.nn.relu(a)
+        p = R.nn.max_pool2d(b, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])
+        d = R.nn.conv2d(p, )" + c({32, 32, 1, 1}) +
+                                    R"()
+        e = R.nn.conv2d(d, )" + c({16, 32, 1, 1}) +
+                                    R"()
+        return e
+)");
+  CompileOptions options;
+  options.lower.block_layout = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.lower.block_layout = true;
+  Expected<Compiled> blocked = Compile(mod, options);
+  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
+  ASSERT_TRUE(p);
+  std::vector<std::string> kernels;
+  for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
+    std::string k = s->kernel()->str();
+    if (k.find("conv") != std::string::npos || k.find("layout") != std::string::npos ||
+        k.find("pool") != std::string::npos) {
+      kernels.push_back(k);
+    }
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"nn.conv2d_nchw16c", "nn.max_pool2d_nchw16c",
+                                               "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                               "layout_from_nchw16c"}));
+  for (int64_t n : {1, 2}) {
+    std::vector<float> x = Random(rng, size_t(n * 3 * 21 * 46));
+    auto run = [&](const std::vector<uint8_t>& package, int threads) {
+      std::unique_ptr<rt::Session> s;
+      rt::SessionOptions so;
+      so.threads = threads;
+      EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), so, &s).ok());
+      std::vector<rt::OwnedTensor> out;
+      if (!s) return out;
+      rt::Status st = s->Run({test::Input("x", x, {n, 3, 21, 46})}, &out);
+      EXPECT_TRUE(st.ok()) << st.message();
+      return out;
+    };
+    std::vector<rt::OwnedTensor> want = run(plain->package, 1);
+    ASSERT_EQ(want.size(), 1u);
+    for (int threads : {1, 2}) {
+      std::vector<rt::OwnedTensor> got = run(blocked->package, threads);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].shape, want[0].shape);
+      std::vector<float> a = test::Floats(got[0]), b = test::Floats(want[0]);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::abs(b[i]))
+            << "batch " << n << ", " << threads << " thread(s), element " << i;
+      }
+    }
+  }
+}
+
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the
 // transforms would cost what blocking saves.
 TEST(BlockLayout, LoneConvsStayNchw) {

@@ -615,6 +615,7 @@ constexpr rt::KernelEntry kKernels[] = {
     Kernel(nn::kConvNchw16c, nn::ConvBlocked),
     Kernel(nn::kToNchw16c, nn::ToBlocked),
     Kernel(nn::kFromNchw16c, nn::FromBlocked),
+    Kernel(nn::kMaxPoolNchw16c, nn::MaxPoolBlocked),
     Kernel("nn.conv1d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv2d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv3d_transpose", nn::ConvTransposeFast),

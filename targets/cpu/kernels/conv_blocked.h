@@ -14,6 +14,11 @@
 //                        input blocked as the output), attribute weight_shape = (O, I / groups,
 //                        KH, KW), the weight's shape before it was laid out, and for a dense
 //                        one weight_group_blocks = kBlocksPerGroup (kWeightGroupBlocks).
+//   nn.max_pool2d_nchw16c
+//                        x (N, C / 16, H, W, 16) -> (N, C / 16, OH, OW, 16): nn.max_pool2d's
+//                        attributes and values (a window's first cell inside the input, then a
+//                        later one only where greater, lane by lane; NaN as nn.max_pool2d keeps
+//                        it), for a pool between blocked convs.
 //
 // The compiler (targets/block_layout.h) makes these steps; tests/runtime/conv_blocked_test.cc
 // checks them against the reference convolution.
@@ -31,6 +36,7 @@ constexpr int64_t kChannelBlock = 16;
 inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
 inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
 inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
+inline constexpr std::string_view kMaxPoolNchw16c = "nn.max_pool2d_nchw16c";
 
 // Output blocks a dense kernel's tile computes at once (its weights laid out together), and the
 // attribute that says the count a dense step's weight was laid out for: the kernel refuses a
