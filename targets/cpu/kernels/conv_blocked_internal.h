@@ -224,6 +224,36 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
+// Input column j's value (a vector of sixteen channels, or one value for all lanes) times each tap
+// kx that reads it, into output (j - kx) / kSw's accumulator (SlideRow).
+template <int kT, int kKw, int kSw, typename X>
+QUILT_ALWAYS_INLINE void SlideColumn(V16 (&acc)[kT], const V16 (&wv)[kKw], int j, const X& xv) {
+#pragma GCC unroll 8
+  for (int kx = 0; kx < kKw; ++kx) {
+    const int d = j - kx;
+    if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[d / kSw] += xv * wv[kx];
+  }
+}
+
+// One kernel row's taps slid along a tile of kT outputs (kKw taps kSw apart): input column j (at
+// xr + 16 j, a vector of sixteen channels, or with kBroadcast the value xr[j], a scalar the
+// multiply-adds broadcast from memory) loaded once for the taps that read it; the loops unrolled.
+// (No lambda for the column: it would be compiled without the caller's AVX-512 target.)
+template <int kT, int kKw, int kSw, bool kBroadcast>
+QUILT_ALWAYS_INLINE void SlideRow(V16 (&acc)[kT], const V16 (&wv)[kKw], const float* xr) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+#pragma GCC unroll 64
+  for (int j = 0; j < kCols; ++j) {
+    if constexpr (kBroadcast) {
+      SlideColumn<kT, kKw, kSw>(acc, wv, j, xr[j]);
+    } else {
+      V16 xv;
+      Load16(&xv, xr + j * kB16);
+      SlideColumn<kT, kKw, kSw>(acc, wv, j, xv);
+    }
+  }
+}
+
 // Depthwise with the row's window known (kKw taps kSw apart, unit dilation), every tap inside the
 // row: output pixels [ox0, ox0 + kT) of row oy of one block. Each input vector of a kernel row is
 // loaded once and multiplied by every tap that reads it: (kT - 1) * kSw + kKw loads for kT * kKw
@@ -233,7 +263,6 @@ template <int kT, int kKw, int kSw, typename Ep>
 QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, const float* w,
                                           int64_t oy, int64_t ox0, float* y, const Ep* ep,
                                           const float* residual) {
-  constexpr int kCols = (kT - 1) * kSw + kKw;
   V16 acc[1][kT];
   for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
   for (int64_t ky = 0; ky < c.kh; ++ky) {
@@ -242,16 +271,7 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
     const float* xr = x + (iy * c.iw + ox0 * kSw - c.pw) * kB16;
     V16 wv[kKw];
     for (int kx = 0; kx < kKw; ++kx) Load16(&wv[kx], w + (ky * kKw + kx) * kB16);
-#pragma GCC unroll 64
-    for (int j = 0; j < kCols; ++j) {
-      V16 xv;
-      Load16(&xv, xr + j * kB16);
-#pragma GCC unroll 8
-      for (int kx = 0; kx < kKw; ++kx) {
-        const int d = j - kx;
-        if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[0][d / kSw] += xv * wv[kx];
-      }
-    }
+    SlideRow<kT, kKw, kSw, false>(acc[0], wv, xr);
   }
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
@@ -282,7 +302,6 @@ template <int kT, int kKw, int kSw, typename Ep>
 QUILT_ALWAYS_INLINE void PlainTileSliding(const Blocked& c, const float* x, const float* w,
                                           int64_t oy, int64_t ox0, float* y, const Ep* ep,
                                           const float* residual) {
-  constexpr int kCols = (kT - 1) * kSw + kKw;
   V16 acc[1][kT];
   for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
   for (int64_t ky = 0; ky < c.kh; ++ky) {
@@ -293,15 +312,7 @@ QUILT_ALWAYS_INLINE void PlainTileSliding(const Blocked& c, const float* x, cons
       V16 wv[kKw];
       for (int kx = 0; kx < kKw; ++kx)
         Load16(&wv[kx], w + ((ky * kKw + kx) * c.lanes + l) * c.w_lane);
-#pragma GCC unroll 64
-      for (int j = 0; j < kCols; ++j) {
-        const float xs = xr[j];
-#pragma GCC unroll 8
-        for (int kx = 0; kx < kKw; ++kx) {
-          const int d = j - kx;
-          if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[0][d / kSw] += xs * wv[kx];
-        }
-      }
+      SlideRow<kT, kKw, kSw, true>(acc[0], wv, xr);
     }
   }
   StoreTile<kT, 1, Ep>(acc, y, 0, ep, residual);
