@@ -208,11 +208,7 @@ bool SameTensorInfo(const ir::Expr& a, const ir::Expr& b) {
 // Whether every element of constant input i of the node is `value` (+0.0 and -0.0 both zero).
 bool AllElements(const NodeContext& ctx, int i, double value) {
   const ir::ConstantNode* c = ctx.ConstantInput(i);
-  if (!c) return false;
-  std::optional<std::vector<int64_t>> shape = c->struct_info->StaticShape();
-  if (!shape) return false;
-  int64_t n = 1;
-  for (int64_t d : *shape) n *= d;
+  const int64_t n = c ? c->NumElements() : 0;
   if (n <= 0 || n > (int64_t{1} << 20)) return false;
   for (int64_t k = 0; k < n; ++k) {
     std::optional<double> e = ir::ConstantElement(*c, k);

@@ -68,7 +68,7 @@ Expected<StructInfo> InferResize(const OpInfo& op, const std::vector<Expr>& args
     std::vector<PrimExpr> out = *(*x)->shape;
     for (size_t i = 0; i < axes.size(); ++i) {
       std::optional<int64_t> v = AsInt((*values)[i]);
-      if (v && (*v < 0 || !ResizedDim(static_cast<double>(*v)))) return DimOutOfRange(axes[i]);
+      if (v && !ResizedDim(static_cast<double>(*v))) return DimOutOfRange(axes[i]);
       out[axes[i]] = (*values)[i];
     }
     return TensorSInfo(out, dtype);

@@ -172,7 +172,8 @@ std::vector<bool> PackageConstants(const pkg::Graph& g) {
 
 // Whether step s of `plan` may run ahead of the others it sits among (hoisted to session creation,
 // or to a loop's first iteration): a library kernel, generated code or copy that reads only
-// values in `same` (and at least one), whose outputs have static shapes and are no graph output.
+// values in `same` (and at least one), whose outputs are no graph output and, with static_dims
+// (session creation), have static shapes.
 bool Hoistable(const GraphPlan& plan, uint32_t s, const std::vector<bool>& same,
                bool static_dims = true) {
   const pkg::Graph& g = *plan.graph;
@@ -884,12 +885,9 @@ class Run final : public OutputAllocator {
       for (const HeldValue& h : loop->held) {
         values_[static_cast<size_t>(h.value)] = h.tensor;
         // The symbols its dims bring in, which the skipped step's output would have bound.
-        const pkg::Value* value = g_.values()->Get(static_cast<uint32_t>(h.value));
-        for (int d = 0; d < value->rank() && value->dims(); ++d) {
-          QUILT_RETURN_IF_ERROR(env_.Match(
-              value->dims()->Get(static_cast<uint32_t>(d)), h.tensor.shape[static_cast<size_t>(d)],
-              "the loop-invariant value " + std::to_string(h.value) + " dim " + std::to_string(d)));
-        }
+        QUILT_RETURN_IF_ERROR(MatchDims(*g_.values()->Get(static_cast<uint32_t>(h.value)),
+                                        h.tensor.shape,
+                                        "the loop-invariant value " + std::to_string(h.value)));
       }
     }
     int num_steps = static_cast<int>(g_.steps()->size());
@@ -1147,10 +1145,7 @@ class Run final : public OutputAllocator {
                              std::to_string(DTypeAlignment(t.dtype)) + " bytes" +
                              (t.data ? " (its element's size)" : ""));
       }
-      for (int d = 0; d < value->rank(); ++d) {
-        QUILT_RETURN_IF_ERROR(
-            env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
-      }
+      QUILT_RETURN_IF_ERROR(MatchDims(*value, t.shape, where));
       uint64_t bytes = *size;
       QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
       values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};
@@ -1745,9 +1740,16 @@ class Run final : public OutputAllocator {
       return Status::Error(where + " has shape " + ShapeString(t.shape) +
                            ", the compiled model expects rank " + std::to_string(value->rank()));
     }
-    for (int d = 0; d < value->rank(); ++d) {
-      QUILT_RETURN_IF_ERROR(
-          env_.Match(value->dims()->Get(d), t.shape[d], where + " dim " + std::to_string(d)));
+    return MatchDims(*value, t.shape, where);
+  }
+
+  // The dims of `value` (its rank checked) against `shape`: its new symbols bound, the others
+  // checked, a mismatch an error naming `where` and the dim.
+  Status MatchDims(const pkg::Value& value, const Shape& shape, const std::string& where) {
+    for (int d = 0; d < value.rank(); ++d) {
+      QUILT_RETURN_IF_ERROR(env_.Match(value.dims()->Get(static_cast<uint32_t>(d)),
+                                       shape[static_cast<size_t>(d)],
+                                       where + " dim " + std::to_string(d)));
     }
     return Status::Ok();
   }

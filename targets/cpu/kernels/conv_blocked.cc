@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/conv_blocked_internal.h"
+#include "targets/cpu/kernels/conv_geo.h"
 
 namespace quilt::cpu::nn {
 namespace blocked {
@@ -70,16 +71,6 @@ QUILT_CLONES void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1) {
   RunDepthItems<false>(k, i0, i1);
 }
 
-// The taps [*lo, *hi) of a window of k taps d apart from position o * stride - pad that read
-// inside [0, n).
-inline void InsideTaps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t d, int64_t n,
-                       int64_t* lo, int64_t* hi) {
-  const int64_t start = o * stride - pad;
-  *lo = start >= 0 ? 0 : std::min(k, (-start + d - 1) / d);
-  *hi = start + (k - 1) * d < n ? k : std::max(*lo, (n - 1 - start) / d + 1);
-  *hi = std::max(*lo, std::min(*hi, k));
-}
-
 // Output row oy of one block of a max pool over blocked data (x the block's plane): per output
 // pixel, the window's first cell inside the input, then each later one where greater, lane by
 // lane (as MaxPoolPlane: NaN where the first cell is, else the greatest cell that is not; no cell
@@ -88,23 +79,23 @@ inline void InsideTaps(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_
 // pool).
 QUILT_CLONES void MaxPoolBlockedRow(const float* x, float* y, const Window& w, int64_t oy) {
   const int64_t iw = w.in[1];
-  int64_t ky0, ky1;
-  InsideTaps(oy, w.stride[0], w.pad_begin[0], w.kernel[0], w.dilation[0], w.in[0], &ky0, &ky1);
+  int64_t ky0, ky1;  // the taps [ky0, ky1] and [kx0, kx1] inside the input
+  ValidTaps(oy, w.stride[0], w.pad_begin[0], w.dilation[0], w.kernel[0], w.in[0], &ky0, &ky1);
   for (int64_t ox = 0; ox < w.out[1]; ++ox) {
     int64_t kx0, kx1;
-    InsideTaps(ox, w.stride[1], w.pad_begin[1], w.kernel[1], w.dilation[1], iw, &kx0, &kx1);
+    ValidTaps(ox, w.stride[1], w.pad_begin[1], w.dilation[1], w.kernel[1], iw, &kx0, &kx1);
     float best[kB16];
     float* out = y + ox * kB16;
-    if (ky0 >= ky1 || kx0 >= kx1) {
+    if (ky0 > ky1 || kx0 > kx1) {
       for (int l = 0; l < kB16; ++l) out[l] = -std::numeric_limits<float>::infinity();
       continue;
     }
     const int64_t iy0 = oy * w.stride[0] - w.pad_begin[0], ix0 = ox * w.stride[1] - w.pad_begin[1];
     const float* first = x + ((iy0 + ky0 * w.dilation[0]) * iw + ix0 + kx0 * w.dilation[1]) * kB16;
     for (int l = 0; l < kB16; ++l) best[l] = first[l];
-    for (int64_t ky = ky0; ky < ky1; ++ky) {
+    for (int64_t ky = ky0; ky <= ky1; ++ky) {
       const float* row = x + (iy0 + ky * w.dilation[0]) * iw * kB16;
-      for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx < kx1; ++kx) {
+      for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx <= kx1; ++kx) {
         const float* v = row + (ix0 + kx * w.dilation[1]) * kB16;
         for (int l = 0; l < kB16; ++l) best[l] = v[l] > best[l] ? v[l] : best[l];
       }

@@ -62,6 +62,17 @@ inline void InsideRange(int64_t offset, int64_t stride, int64_t in, int64_t out,
   *hi = std::clamp<int64_t>(last + 1, *lo, out);
 }
 
+// The taps k in [*first, *last] of a window dim whose input index o * stride - pad + k * dilation
+// lies in [0, in) (first > last when none).
+inline void ValidTaps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel,
+                      int64_t in, int64_t* first, int64_t* last) {
+  int64_t base = o * stride - pad;
+  *first = 0;
+  while (*first < kernel && base + *first * dilation < 0) ++*first;
+  *last = kernel - 1;
+  while (*last >= *first && base + *last * dilation >= in) --*last;
+}
+
 // Calls row(i0, i1, k0, k1) for each row of taps (k0, k1) of output row (o0, o1) whose input row
 // (i0, i1) lies inside the input, in the window's order.
 template <typename F>

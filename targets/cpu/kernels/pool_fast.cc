@@ -156,17 +156,6 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
   }
 }
 
-// The taps k in [*first, *last] of a window dim whose input index o * stride - pad + k * dilation
-// lies in [0, in) (first > last when none).
-void ValidTaps(int64_t o, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel, int64_t in,
-               int64_t* first, int64_t* last) {
-  int64_t base = o * stride - pad;
-  *first = 0;
-  while (*first < kernel && base + *first * dilation < 0) ++*first;
-  *last = kernel - 1;
-  while (*last >= *first && base + *last * dilation >= in) --*last;
-}
-
 // A max pool of a 2-d window in two passes: each input row's maximum over the window's columns
 // for every output column, then each output row's over the window's rows. The window walk
 // (MaxPoolPlane, the reference) starts from the window's first cell and lets a later cell
