@@ -201,7 +201,7 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({9, 1, 12, 33, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
   // 3x3 with unit strides (Winograd F(2x2, 3x3)): odd outputs (tiles past the edge), uneven and
   // no padding, batches, an output of one pixel, enough tiles for several blocks.
-  // (Winograd takes more than 32 output channels; the same windows with fewer run on the padded
+  // (Winograd takes 24 output channels or more; the same windows with fewer run on the padded
   // grid.)
   CheckConv({2, 1, 8, 41, {7, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}}, rng);
   CheckConv({1, 1, 16, 36, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
@@ -225,9 +225,11 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({1, 1, 3, 5, {1, 1, 19}, {1, 1, 3}, {2, 1, 1}, {1, 1, 1}, {0, 0, 1, 0, 1, 1}}, rng);
   // One input channel, not grouped, on a wide image: a GEMM of K = the kernel's size.
   CheckConv({1, 1, 1, 16, {31, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
-  // Unit strides on the padded grid (rows of B read in place): a detector's 3x3 head (a long
-  // reduction, a grid of 98 columns per row, a partial last panel), grouped, dilated with
-  // uneven pads, and a 1-d convolution.
+  // Unit strides on the padded grid (rows of B read in place): a long reduction (a detector's 3x3
+  // head, but of 23 output channels: its 24 take Winograd), a grid of 98 columns per row, a
+  // partial last panel; grouped, dilated with uneven pads, and a 1-d convolution. Then the
+  // detector's head itself as Winograd.
+  CheckConv({1, 1, 96, 23, {24, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({1, 1, 96, 24, {24, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({2, 3, 5, 6, {13, 29}, {3, 5}, {1, 1}, {2, 1}, {2, 0, 1, 3}}, rng);
   CheckConv({1, 1, 7, 9, {1, 300}, {1, 9}, {1, 1}, {1, 3}, {0, 12, 0, 12}}, rng);

@@ -81,12 +81,11 @@ WinogradBlocks PlanWinogradBlocks(int64_t rows, int64_t tiles_w, int64_t cg, int
 // Whether a convolution may run as Winograd: decided from what is static (kernel, strides,
 // dilations, groups, channels), never the image size, so that the step's cache always holds the
 // Winograd weights (a small image takes the GEMM path without the cache).
-// Winograd's 16 GEMMs have og rows: at 32 output channels or fewer they run too far below the
-// product's speed for the 2.25 times fewer multiplies to pay (32 -> 32 channels at 56 x 56, 3
-// images: 1.37-1.49 ms Winograd, 1.16-1.29 on the padded grid; 24 -> 24 at 112 x 112: 1.10-1.12
-// and 0.92-0.98), and at 48 they pay (48 -> 48 at 56 x 56: 0.75-0.80 and 0.82; 32 -> 64 at 80 x
-// 80: 1.47-1.48 and 1.67-1.68).
-constexpr int64_t kWinogradMinOutChannels = 33;
+// Winograd's 16 GEMMs have og rows: from 24 output channels they pay on this code (quilt-run
+// latency, interleaved, 1 thread, GEMM -> Winograd: 24 -> 24 at 112 x 112 1.49 -> 1.39 ms, 3
+// images of 24 -> 24 at 56 x 56 1.11 -> 1.04, 32 -> 32 1.96 -> 1.56, 96 -> 24 at 96 x 192 (a
+// text detector's head) 9.1 -> 8.6); at 16 not always (16 -> 16 at 112 x 112 0.68 -> 0.75).
+constexpr int64_t kWinogradMinOutChannels = 24;
 bool UseWinograd(const ConvGeometry& geo) {
   const Window& w = geo.w;
   return w.rank == 2 && w.kernel[0] == 3 && w.kernel[1] == 3 && w.stride[0] == 1 &&
