@@ -40,31 +40,39 @@ class Blocking {
     }
     // The convs that may run blocked, joined where one's result is another's data or residual.
     conv_.assign(ns, {});
-    parent_.resize(ns);
-    std::iota(parent_.begin(), parent_.end(), size_t{0});
     for (size_t s = 0; s < ns; ++s) conv_[s] = Eligible(s);
+    JoinChains();
+    // A gate or max pool whose result leaves its chain, of data that is there in NCHW anyway
+    // (read outside the chain, or made outside it), would add a transform and spare none: it
+    // stays as it is (a text detector's residual squeeze-and-excite blocks: x + x * gate).
+    bool pruned = false;
     for (size_t s = 0; s < ns; ++s) {
-      if (!conv_[s].ok) continue;
-      for (int p : BlockedInputs(s)) {
-        int m = maker_[static_cast<size_t>(g_.steps[s].inputs[static_cast<size_t>(p)])];
-        if (m >= 0 && conv_[static_cast<size_t>(m)].ok) Join(s, static_cast<size_t>(m));
+      const Role role = conv_[s].role;
+      if (!conv_[s].ok || (role != Role::kGate && role != Role::kMaxPool) || !ReadOutside(s)) {
+        continue;
+      }
+      const int m = MakerOfBlocked(g_.steps[s].inputs[static_cast<size_t>(conv_[s].data)]);
+      if (m < 0 || Root(static_cast<size_t>(m)) != Root(s) || ReadOutside(static_cast<size_t>(m))) {
+        conv_[s].ok = false;
+        pruned = true;
       }
     }
+    if (pruned) JoinChains();
     // Each group's convs and the values crossing its edge.
     std::vector<int> convs(ns, 0);
     std::vector<std::set<int>> crossing(ns);
     for (size_t s = 0; s < ns; ++s) {
       if (!conv_[s].ok) continue;
       size_t root = Root(s);
-      if (!conv_[s].pool) ++convs[root];
+      if (conv_[s].role == Role::kConv) ++convs[root];
       for (int p : BlockedInputs(s)) {
         int v = g_.steps[s].inputs[static_cast<size_t>(p)];
-        int m = maker_[static_cast<size_t>(v)];
-        if (m < 0 || !conv_[static_cast<size_t>(m)].ok || Root(static_cast<size_t>(m)) != root) {
-          crossing[root].insert(v);
-        }
+        int m = MakerOfBlocked(v);
+        if (m < 0 || Root(static_cast<size_t>(m)) != root) crossing[root].insert(v);
       }
-      if (ReadOutside(s)) crossing[root].insert(g_.steps[s].outputs[0]);
+      if (conv_[s].role != Role::kMean && ReadOutside(s)) {
+        crossing[root].insert(g_.steps[s].outputs[0]);
+      }
     }
     std::vector<bool> blocked(ns, false);
     int count = 0;
@@ -80,9 +88,15 @@ class Blocking {
   }
 
  private:
+  // A step of a chain: a conv; a max pool; a gate (a multiply of data by a value per channel, as
+  // a squeeze-and-excite block ends); a global average pool (its blocked data's means, (N, C, 1,
+  // 1), are the same floats in either layout: its result stays as it is, no blocked value, and
+  // nothing joins a chain through it).
+  enum class Role { kConv, kMaxPool, kGate, kMean };
   struct Conv {
     bool ok = false;
-    bool pool = false;  // a max pool (no weight): blocked between blocked convs
+    Role role = Role::kConv;
+    int data = 0;  // the position of its blocked data (a gate's: either)
     bool depthwise = false;
     bool nchw_data = false;  // a first layer: its data read as it is, its result blocked
     int residual = -1;       // the residual's input position, if any
@@ -101,15 +115,19 @@ class Blocking {
            IntDim(v.dims[1]) > 0;
   }
 
+  // Whether dims a and b are the same: the same symbol or the same known size.
+  bool SameDim(int a, int b) const {
+    if (a == b) return true;
+    const DimSpec &p = g_.dims[static_cast<size_t>(a)], &q = g_.dims[static_cast<size_t>(b)];
+    if (p.kind == q.kind && p.a == q.a && p.b == q.b && p.value == q.value) return true;
+    return IntDim(a) >= 0 && IntDim(a) == IntDim(b);
+  }
+
   // Whether a and b have the same shape: each dim the same symbol or the same known size.
   bool SameShape(const ValueSpec& a, const ValueSpec& b) const {
     if (a.dims.size() != b.dims.size()) return false;
     for (size_t i = 0; i < a.dims.size(); ++i) {
-      if (a.dims[i] == b.dims[i]) continue;
-      const DimSpec &p = g_.dims[static_cast<size_t>(a.dims[i])],
-                    &q = g_.dims[static_cast<size_t>(b.dims[i])];
-      bool same = p.kind == q.kind && p.a == q.a && p.b == q.b && p.value == q.value;
-      if (!same && (IntDim(a.dims[i]) < 0 || IntDim(a.dims[i]) != IntDim(b.dims[i]))) return false;
+      if (!SameDim(a.dims[i], b.dims[i])) return false;
     }
     return true;
   }
@@ -127,6 +145,9 @@ class Blocking {
     Conv c;
     if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.max_pool2d")
       return EligiblePool(s);
+    if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.adaptive_avg_pool2d")
+      return EligibleMean(s);
+    if (step.kind == pkg::StepKind::Kernel && step.kernel == "multiply") return EligibleGate(s);
     if (step.kind != pkg::StepKind::Kernel || step.kernel != "nn.conv2d" ||
         devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
         step.inputs.size() < 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
@@ -195,7 +216,62 @@ class Blocking {
         IntDim(y.dims[1]) != IntDim(x.dims[1])) {
       return c;
     }
-    c.ok = c.pool = true;
+    c.ok = true;
+    c.role = Role::kMaxPool;
+    return c;
+  }
+
+  // A float32 average pool on a CPU device of 16k channels to one pixel (global: ONNX's
+  // GlobalAveragePool): the means of blocked data, where its data is a chain's.
+  Conv EligibleMean(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    Conv c;
+    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
+        step.inputs.size() != 1 || step.inputs[0] < 0) {
+      return c;
+    }
+    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
+    if (!FloatOfRank(x, 4) || !FloatOfRank(y, 4) || IntDim(x.dims[1]) % kBlock != 0 ||
+        IntDim(y.dims[1]) != IntDim(x.dims[1]) || IntDim(y.dims[2]) != 1 ||
+        IntDim(y.dims[3]) != 1) {
+      return c;
+    }
+    c.ok = true;
+    c.role = Role::kMean;
+    return c;
+  }
+
+  // A float32 multiply on a CPU device of data (N, 16k, H, W) by a gate of one value per channel,
+  // (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1), the result of the data's shape: the gate read as it
+  // is (the same floats as blocked).
+  Conv EligibleGate(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    Conv c;
+    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
+        step.inputs.size() != 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
+      return c;
+    }
+    const ValueSpec& y = Value(step.outputs[0]);
+    if (!FloatOfRank(y, 4) || IntDim(y.dims[1]) % kBlock != 0) return c;
+    for (int p = 0; p < 2; ++p) {
+      const ValueSpec &x = Value(step.inputs[static_cast<size_t>(p)]),
+                      &gate = Value(step.inputs[static_cast<size_t>(1 - p)]);
+      if (x.dtype != kFloat32 || !SameShape(x, y) || gate.dtype != kFloat32 ||
+          (gate.rank != 3 && gate.rank != 4) ||
+          gate.dims.size() != static_cast<size_t>(gate.rank)) {
+        continue;
+      }
+      const size_t r = gate.dims.size();
+      const bool per_image =
+          r == 3 || IntDim(gate.dims[0]) == 1 || SameDim(gate.dims[0], y.dims[0]);
+      if (per_image && IntDim(gate.dims[r - 3]) == IntDim(y.dims[1]) &&
+          IntDim(gate.dims[r - 2]) == 1 && IntDim(gate.dims[r - 1]) == 1) {
+        c.ok = true;
+        c.role = Role::kGate;
+        c.data = p;
+        return c;
+      }
+    }
     return c;
   }
 
@@ -203,7 +279,7 @@ class Blocking {
   // residual.
   std::vector<int> BlockedInputs(size_t s) const {
     std::vector<int> p;
-    if (!conv_[s].nchw_data) p.push_back(0);
+    if (!conv_[s].nchw_data) p.push_back(conv_[s].data);
     if (conv_[s].residual >= 0) p.push_back(conv_[s].residual);
     return p;
   }
@@ -220,6 +296,30 @@ class Blocking {
       if (!blocked_input) return true;
     }
     return false;
+  }
+
+  // The step that makes v blocked in a chain, or -1 (made by no step that may run blocked, or by
+  // a global average pool, whose result is not blocked).
+  int MakerOfBlocked(int v) const {
+    const int m = maker_[static_cast<size_t>(v)];
+    return m >= 0 && conv_[static_cast<size_t>(m)].ok &&
+                   conv_[static_cast<size_t>(m)].role != Role::kMean
+               ? m
+               : -1;
+  }
+
+  // The groups of the steps that may run blocked: joined where one's result is another's
+  // blocked input.
+  void JoinChains() {
+    parent_.resize(g_.steps.size());
+    std::iota(parent_.begin(), parent_.end(), size_t{0});
+    for (size_t s = 0; s < g_.steps.size(); ++s) {
+      if (!conv_[s].ok) continue;
+      for (int p : BlockedInputs(s)) {
+        int m = MakerOfBlocked(g_.steps[s].inputs[static_cast<size_t>(p)]);
+        if (m >= 0) Join(s, static_cast<size_t>(m));
+      }
+    }
   }
 
   size_t Root(size_t s) const {
@@ -301,14 +401,24 @@ class Blocking {
         }
         step.inputs[static_cast<size_t>(p)] = it->second;
       }
+      if (conv_[s].role == Role::kMean) {
+        step.kernel = std::string(cpu::nn::kGlobalAvgPoolNchw16c);
+        continue;
+      }
       const int y = step.outputs[0];
       const int yb = BlockedValue(Value(y), step.device);
       blocked_of[{root, y}] = yb;
       if (ReadOutside(s))
         after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
       step.outputs[0] = yb;
-      if (conv_[s].pool) {
+      if (conv_[s].role == Role::kMaxPool) {
         step.kernel = std::string(cpu::nn::kMaxPoolNchw16c);
+        continue;
+      }
+      if (conv_[s].role == Role::kGate) {
+        // The kernel's inputs: data, then gate.
+        if (conv_[s].data == 1) std::swap(step.inputs[0], step.inputs[1]);
+        step.kernel = std::string(cpu::nn::kGateNchw16c);
         continue;
       }
       step.kernel = std::string(cpu::nn::kConvNchw16c);

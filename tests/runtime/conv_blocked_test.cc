@@ -11,6 +11,7 @@
 
 #include "runtime/src/kernel.h"
 #include "runtime/src/thread_pool.h"
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "tests/runtime/kernel_test_util.h"
@@ -19,6 +20,16 @@ namespace quilt::cpu {
 namespace {
 
 using namespace kernel_test;  // NOLINT(build/namespaces): the kernels' test helpers
+
+// A blocked result (the context's output) back to NCHW through layout_from_nchw16c.
+std::vector<float> Unblocked(TestContext& blocked) {
+  std::vector<float> values = blocked.values();
+  Attrs none;
+  TestContext from({Tensor{DType::kFloat32, blocked.out().shape, values.data()}}, none.Finish(),
+                   nullptr);
+  EXPECT_TRUE(nn::FromBlocked(from).ok());
+  return from.values();
+}
 
 // An epilogue of the channel-blocked convolution's cases: ConvAct's, a residual input (blocked as
 // the output) and a prelu's slope per channel.
@@ -248,11 +259,7 @@ TEST(FastKernels, ChannelBlockedWinogradSumsLongReductionsInParts) {
                       list, pool);
       got.SetCache(&cache, ~uint64_t{0});
       ASSERT_TRUE(nn::ConvBlocked(got).ok());
-      std::vector<float> yb = got.values();
-      TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
-                       nullptr);
-      ASSERT_TRUE(nn::FromBlocked(from).ok());
-      std::vector<float> v = from.values();
+      std::vector<float> v = Unblocked(got);
       ASSERT_EQ(v.size(), want.size());
       for (size_t i = 0; i < v.size(); ++i) {
         ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
@@ -310,11 +317,7 @@ TEST(FastKernels, ChannelBlockedMaxPoolMatchesTheReference) {
       TestContext got({Tensor{DType::kFloat32, to.out().shape, xb.data()}}, list, pool);
       ASSERT_TRUE(nn::MaxPoolBlocked(got).ok());
       ASSERT_EQ(got.out().shape, (Shape{ys[0], ys[1] / 16, ys[2], ys[3], 16}));
-      std::vector<float> yb = got.values();
-      TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
-                       nullptr);
-      ASSERT_TRUE(nn::FromBlocked(from).ok());
-      std::vector<float> v = from.values();
+      std::vector<float> v = Unblocked(got);
       ASSERT_EQ(v.size(), want.size());
       bool padding_only = false;
       for (size_t i = 0; i < v.size(); ++i) {
@@ -332,6 +335,75 @@ TEST(FastKernels, ChannelBlockedMaxPoolMatchesTheReference) {
       }
     }
   }
+}
+
+// A squeeze-and-excite block on blocked data: nn.global_avg_pool2d_nchw16c against the
+// reference's nn.adaptive_avg_pool2d to 1 x 1 of the NCHW data (bit for bit: both sum each
+// channel in double in the pixels' order), its result read as NCHW; multiply_channels_nchw16c
+// by gates of shapes (C, 1, 1), (1, C, 1, 1) and (N, C, 1, 1) against the reference multiply's
+// broadcast, back through layout_from_nchw16c (bit for bit), at 1 and 3 threads; gates that do
+// not fit are refused.
+TEST(FastKernels, ChannelBlockedMeanAndGateMatchTheReference) {
+  std::mt19937 rng(71);
+  rt::ThreadPool three(3);
+  const Shape xs = {2, 48, 7, 9};
+  std::vector<float> x = Random(rng, Count(xs));
+  for (float& v : x) v = v * 100.0f + 3.0f;  // means whose float sums would round differently
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+  ASSERT_TRUE(nn::ToBlocked(to).ok());
+  const Shape bs = to.out().shape;
+  std::vector<float> xb = to.values();
+  Attrs global;
+  global.Ints("output_size", {1, 1});
+  TestContext ref({Tensor{DType::kFloat32, xs, x.data()}}, global.Finish(), nullptr);
+  ASSERT_TRUE(nn::AdaptiveAvgPool(ref).ok());
+  const std::vector<float> mean = ref.values();
+  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+    TestContext got({Tensor{DType::kFloat32, bs, xb.data()}}, global.Finish(), pool);
+    ASSERT_TRUE(nn::GlobalAvgPoolBlocked(got).ok());
+    ASSERT_EQ(got.out().shape, (Shape{2, 48, 1, 1}));
+    std::vector<float> v = got.values();
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(mean[i]))
+          << "channel " << i << ": " << v[i] << " vs " << mean[i];
+    }
+  }
+  const Shape gate_shapes[] = {{48, 1, 1}, {1, 48, 1, 1}, {2, 48, 1, 1}};
+  for (const Shape& gs : gate_shapes) {
+    std::vector<float> gate = Random(rng, Count(gs));
+    TestContext want(
+        {Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+        none.Finish(), nullptr);
+    ASSERT_TRUE(MultiplyReference(want).ok());
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(
+          {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+          none.Finish(), pool);
+      ASSERT_TRUE(nn::GateBlocked(got).ok());
+      ASSERT_EQ(got.out().shape, bs);
+      std::vector<float> v = Unblocked(got);
+      ASSERT_EQ(v.size(), want.values().size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want.values()[i]))
+            << "gate " << rt::ShapeString(gs) << ", element " << i;
+      }
+    }
+  }
+  std::vector<float> gate(2 * 48 * 2, 0.5f);
+  auto refused = [&](const Shape& gs) {
+    TestContext ctx(
+        {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+        none.Finish(), nullptr);
+    return nn::GateBlocked(ctx).message();
+  };
+  EXPECT_EQ(
+      refused({2, 24, 1, 1}),
+      "gate (2, 24, 1, 1) is not float32 (C, 1, 1) or (N, C, 1, 1) for data (2, 3, 7, 9, 16)");
+  EXPECT_NE(refused({48}), "");
+  EXPECT_NE(refused({3, 48, 1, 1}), "");
+  EXPECT_NE(refused({1, 48, 2, 1}), "");
+  EXPECT_NE(refused({48, 2, 1}), "");
 }
 
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {

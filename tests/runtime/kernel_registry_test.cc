@@ -23,7 +23,9 @@ TEST(CpuKernelRegistry, EveryKernelNamesAnIrOpOnce) {
     EXPECT_TRUE(name == "copy" || name == quilt::cpu::kFusedElementwise ||
                 name == quilt::cpu::kMatmulPackB || name == quilt::cpu::nn::kConvNchw16c ||
                 name == quilt::cpu::nn::kToNchw16c || name == quilt::cpu::nn::kFromNchw16c ||
-                name == quilt::cpu::nn::kMaxPoolNchw16c || quilt::ir::FindOp(name) != nullptr)
+                name == quilt::cpu::nn::kMaxPoolNchw16c ||
+                name == quilt::cpu::nn::kGlobalAvgPoolNchw16c ||
+                name == quilt::cpu::nn::kGateNchw16c || quilt::ir::FindOp(name) != nullptr)
         << "kernel '" << name << "' names no op of ir/ops.def";
     EXPECT_NE(k.fn, nullptr) << name;
   }

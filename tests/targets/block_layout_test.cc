@@ -91,16 +91,62 @@ class Module:
 }
 
 std::vector<rt::OwnedTensor> RunPackage(const std::vector<uint8_t>& package, std::vector<float>& x,
-                                        int64_t n, int threads) {
+                                        const std::vector<int64_t>& shape, int threads) {
   std::unique_ptr<rt::Session> s;
   rt::SessionOptions options;
   options.threads = threads;
   EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), options, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
-  rt::Status st = s->Run({test::Input("x", x, {n, 16, 9, 11})}, &out);
+  rt::Status st = s->Run({test::Input("x", x, shape)}, &out);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
+}
+
+// The blocked package computes what the NCHW one does, its outputs under the same names: input x
+// of `image` dims (after the batch) at batches `batches`, on one thread and two.
+void ExpectValuesOfPlain(const Compiled& plain, const Compiled& blocked, std::mt19937& rng,
+                         const std::vector<int64_t>& image, std::vector<int64_t> batches = {1, 2}) {
+  for (int64_t n : batches) {
+    std::vector<int64_t> shape = {n};
+    shape.insert(shape.end(), image.begin(), image.end());
+    std::vector<float> x = Random(rng, size_t(Count(shape)));
+    std::vector<rt::OwnedTensor> want = RunPackage(plain.package, x, shape, 1);
+    ASSERT_FALSE(want.empty());
+    for (int threads : {1, 2}) {
+      std::vector<rt::OwnedTensor> got = RunPackage(blocked.package, x, shape, threads);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        EXPECT_EQ(got[o].name, want[o].name);
+        EXPECT_EQ(got[o].shape, want[o].shape);
+        std::vector<float> a = test::Floats(got[o]), b = test::Floats(want[o]);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::abs(b[i]))
+              << "output " << want[o].name << ", batch " << n << ", " << threads
+              << " thread(s), element " << i;
+        }
+      }
+    }
+  }
+}
+
+// The kernels of the package's main graph that are convs, pools, multiplies or layout transforms,
+// in order.
+std::vector<std::string> ChainKernels(const std::vector<uint8_t>& package) {
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(package);
+  std::vector<std::string> kernels;
+  if (!p) return kernels;
+  for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
+    std::string k = s->kernel()->str();
+    for (const char* part : {"conv", "layout", "pool", "multiply"}) {
+      if (k.find(part) != std::string::npos) {
+        kernels.push_back(k);
+        break;
+      }
+    }
+  }
+  return kernels;
 }
 
 TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
@@ -143,26 +189,7 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
 
   // The same values as the NCHW package, under the same names, at symbolic batches of 1 and 3,
   // on one thread and two.
-  for (int64_t n : {1, 3}) {
-    std::vector<float> x = Random(rng, size_t(n * 16 * 9 * 11));
-    std::vector<rt::OwnedTensor> want = RunPackage(plain->package, x, n, 1);
-    ASSERT_EQ(want.size(), 4u);
-    for (int threads : {1, 2}) {
-      std::vector<rt::OwnedTensor> got = RunPackage(blocked->package, x, n, threads);
-      ASSERT_EQ(got.size(), 4u);
-      for (size_t o = 0; o < 4; ++o) {
-        EXPECT_EQ(got[o].name, want[o].name);
-        EXPECT_EQ(got[o].shape, want[o].shape);
-        std::vector<float> a = test::Floats(got[o]), b = test::Floats(want[o]);
-        ASSERT_EQ(a.size(), b.size());
-        for (size_t i = 0; i < a.size(); ++i) {
-          ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::abs(b[i]))
-              << "output " << want[o].name << ", batch " << n << ", " << threads
-              << " thread(s), element " << i;
-        }
-      }
-    }
-  }
+  ExpectValuesOfPlain(*plain, *blocked, rng, {16, 9, 11}, {1, 3});
 }
 
 // A ResNet's stem: a first layer of NCHW data (7x7, stride 2), a max pool, then pointwise convs.
@@ -194,46 +221,65 @@ class Module:
   options.lower.block_layout = true;
   Expected<Compiled> blocked = Compile(mod, options);
   ASSERT_TRUE(blocked) << blocked.error().ToString();
-  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
-  ASSERT_TRUE(p);
-  std::vector<std::string> kernels;
-  for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
-    std::string k = s->kernel()->str();
-    if (k.find("conv") != std::string::npos || k.find("layout") != std::string::npos ||
-        k.find("pool") != std::string::npos) {
-      kernels.push_back(k);
-    }
-  }
-  EXPECT_EQ(kernels, (std::vector<std::string>{"nn.conv2d_nchw16c", "nn.max_pool2d_nchw16c",
-                                               "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                                               "layout_from_nchw16c"}));
-  for (int64_t n : {1, 2}) {
-    std::vector<float> x = Random(rng, size_t(n * 3 * 21 * 46));
-    auto run = [&](const std::vector<uint8_t>& package, int threads) {
-      std::unique_ptr<rt::Session> s;
-      rt::SessionOptions so;
-      so.threads = threads;
-      EXPECT_TRUE(rt::Session::Create(test::LoadPackage(package), so, &s).ok());
-      std::vector<rt::OwnedTensor> out;
-      if (!s) return out;
-      rt::Status st = s->Run({test::Input("x", x, {n, 3, 21, 46})}, &out);
-      EXPECT_TRUE(st.ok()) << st.message();
-      return out;
-    };
-    std::vector<rt::OwnedTensor> want = run(plain->package, 1);
-    ASSERT_EQ(want.size(), 1u);
-    for (int threads : {1, 2}) {
-      std::vector<rt::OwnedTensor> got = run(blocked->package, threads);
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_EQ(got[0].shape, want[0].shape);
-      std::vector<float> a = test::Floats(got[0]), b = test::Floats(want[0]);
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i) {
-        ASSERT_NEAR(a[i], b[i], 1e-5 + 1e-5 * std::abs(b[i]))
-            << "batch " << n << ", " << threads << " thread(s), element " << i;
-      }
-    }
-  }
+  EXPECT_EQ(
+      ChainKernels(blocked->package),
+      (std::vector<std::string>{"nn.conv2d_nchw16c", "nn.max_pool2d_nchw16c", "nn.conv2d_nchw16c",
+                                "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
+  ExpectValuesOfPlain(*plain, *blocked, rng, {3, 21, 46});
+}
+
+// Squeeze-and-excite blocks (a global average pool, two small convs, a gate multiplying the
+// data), as MobileNetV3 and PP-LCNet end their stages: the pool reads the chain's blocked data
+// (its (N, C, 1, 1) result the same floats in either layout) and the gate multiplies blocked data
+// (by a gate of (N, C, 1, 1), multiply's second operand and then its first), so the chain goes on
+// through them with no transform; the small convs on the pooled values stay NCHW. A residual
+// block's gate (e + e * gate, e read outside the chain anyway) stays a multiply. The values are the
+// NCHW package's at batch 1 and 2, 1 and 2 threads.
+TEST(BlockLayout, SqueezeAndExciteBlocksRunBlocked) {
+  std::mt19937 rng(74);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3, 12, 10), "float32")):
+        a = R.nn.conv2d(x, )" + c({32, 3, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        m = R.nn.adaptive_avg_pool2d(a, output_size=[1, 1])
+        s = R.nn.conv2d(m, )" + c({8, 32, 1, 1}) +
+                                    R"()
+        r = R.nn.relu(s)
+        t = R.nn.conv2d(r, )" + c({32, 8, 1, 1}) +
+                                    R"()
+        g = R.nn.hard_sigmoid(t, alpha=0.2, beta=0.5)
+        y = R.multiply(a, g)
+        d = R.nn.conv2d(y, )" + c({32, 1, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1], groups=32)
+        m2 = R.nn.adaptive_avg_pool2d(d, output_size=[1, 1])
+        g2 = R.sigmoid(m2)
+        k = R.multiply(g2, d)
+        e = R.nn.conv2d(k, )" + c({16, 32, 1, 1}) +
+                                    R"()
+        f = R.nn.adaptive_avg_pool2d(e, output_size=[1, 1])
+        h = R.sigmoid(f)
+        q = R.multiply(e, h)
+        z = R.add(e, q)
+        return z
+)");
+  CompileOptions options;
+  options.lower.block_layout = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.lower.block_layout = true;
+  Expected<Compiled> blocked = Compile(mod, options);
+  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  EXPECT_EQ(ChainKernels(blocked->package),
+            (std::vector<std::string>{
+                "nn.conv2d_nchw16c", "nn.global_avg_pool2d_nchw16c", "nn.conv2d", "nn.conv2d",
+                "multiply_channels_nchw16c", "nn.conv2d_nchw16c", "nn.global_avg_pool2d_nchw16c",
+                "multiply_channels_nchw16c", "nn.conv2d_nchw16c", "layout_from_nchw16c",
+                "nn.global_avg_pool2d_nchw16c", "multiply"}));
+  ExpectValuesOfPlain(*plain, *blocked, rng, {3, 12, 10});
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the

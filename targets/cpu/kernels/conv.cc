@@ -616,6 +616,8 @@ constexpr rt::KernelEntry kKernels[] = {
     Kernel(nn::kToNchw16c, nn::ToBlocked),
     Kernel(nn::kFromNchw16c, nn::FromBlocked),
     Kernel(nn::kMaxPoolNchw16c, nn::MaxPoolBlocked),
+    Kernel(nn::kGlobalAvgPoolNchw16c, nn::GlobalAvgPoolBlocked),
+    Kernel(nn::kGateNchw16c, nn::GateBlocked),
     Kernel("nn.conv1d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv2d_transpose", nn::ConvTransposeFast),
     Kernel("nn.conv3d_transpose", nn::ConvTransposeFast),

@@ -104,6 +104,24 @@ QUILT_CLONES void MaxPoolBlockedRow(const float* x, float* y, const Window& w, i
   }
 }
 
+// The mean of each lane over `pixels` vectors of 16 at x, into y[0, 16): summed in double in the
+// pixels' order (as the reference sums each plane), divided in double, rounded once.
+QUILT_CLONES void MeanBlock(const float* x, int64_t pixels, float* y) {
+  double sum[kB16] = {};
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int l = 0; l < kB16; ++l) sum[l] += static_cast<double>(x[p * kB16 + l]);
+  for (int l = 0; l < kB16; ++l)
+    y[l] = pixels > 0 ? static_cast<float>(sum[l] / static_cast<double>(pixels)) : 0.0f;
+}
+
+// y = x * gate over `pixels` vectors of 16, lane l by gate[l].
+QUILT_CLONES void ScaleBlock(const float* x, const float* gate, int64_t pixels, float* y) {
+  float g[kB16];
+  for (int l = 0; l < kB16; ++l) g[l] = gate[l];
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int l = 0; l < kB16; ++l) y[p * kB16 + l] = x[p * kB16 + l] * g[l];
+}
+
 }  // namespace blocked
 
 namespace {
@@ -316,6 +334,56 @@ Status MaxPoolBlocked(KernelContext& ctx) {
       MaxPoolBlockedRow(px + p * in_plane, py + p * out_plane + oy * w.out[1] * kB16, w, oy);
     }
   });
+  return Status::Ok();
+}
+
+Status GlobalAvgPoolBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (!IsBlocked(x)) return BlockedShapeError("data", x);
+  const int64_t blocks = x.shape[0] * x.shape[1], pixels = x.shape[2] * x.shape[3];
+  Tensor* y = nullptr;
+  // (N, C, 1, 1): the same floats as its blocked form (N, C / 16, 1, 1, 16).
+  QUILT_RETURN_IF_ERROR(
+      ctx.Output(0, DType::kFloat32, Shape{x.shape[0], x.shape[1] * kB16, 1, 1}, &y));
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  ctx.ParallelFor(blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, pixels * kB16)),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b)
+                      MeanBlock(px + b * pixels * kB16, pixels, py + b * kB16);
+                  });
+  return Status::Ok();
+}
+
+Status GateBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& gate = *ctx.input(1);
+  if (!IsBlocked(x)) return BlockedShapeError("data", x);
+  const int64_t n = x.shape[0], channels = x.shape[1] * kB16, pixels = x.shape[2] * x.shape[3];
+  // One value per channel, for every image or one per image: (C, 1, 1), (1, C, 1, 1) or
+  // (N, C, 1, 1).
+  const int r = gate.rank();
+  const bool fits = gate.dtype == DType::kFloat32 && (r == 3 || r == 4) &&
+                    gate.shape[r - 3] == channels && gate.shape[r - 2] == 1 &&
+                    gate.shape[r - 1] == 1 && (r == 3 || gate.shape[0] == 1 || gate.shape[0] == n);
+  if (!fits) {
+    return Status::Error("gate " + rt::ShapeString(gate.shape) +
+                         " is not float32 (C, 1, 1) or (N, C, 1, 1) for data " +
+                         rt::ShapeString(x.shape));
+  }
+  const int64_t image_stride = r == 4 && gate.shape[0] == n && n > 1 ? channels : 0;
+  Tensor* y = nullptr;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, x.shape, &y));
+  const float *px = x.Data<float>(), *pg = gate.Data<float>();
+  float* py = y->MutableData<float>();
+  const int64_t blocks = x.shape[1];
+  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pixels * kB16)),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b) {
+                      const float* g = pg + b / blocks * image_stride + b % blocks * kB16;
+                      ScaleBlock(px + b * pixels * kB16, g, pixels, py + b * pixels * kB16);
+                    }
+                  });
   return Status::Ok();
 }
 

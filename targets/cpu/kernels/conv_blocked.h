@@ -19,6 +19,15 @@
 //                        attributes and values (a window's first cell inside the input, then a
 //                        later one only where greater, lane by lane; NaN as nn.max_pool2d keeps
 //                        it), for a pool between blocked convs.
+//   nn.global_avg_pool2d_nchw16c
+//                        x (N, C / 16, H, W, 16) -> (N, C, 1, 1) (the same floats as its
+//                        blocked form): each channel's mean as nn.adaptive_avg_pool2d to 1 x 1
+//                        gives it (summed in double in the pixels' order), a squeeze-and-excite
+//                        block's pool.
+//   multiply_channels_nchw16c
+//                        x (N, C / 16, H, W, 16), gate (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1)
+//                        -> x's shape: x times its channel's gate value (of its image), the
+//                        block's gate.
 //
 // The compiler (targets/block_layout.h) makes these steps; tests/runtime/conv_blocked_test.cc
 // checks them against the reference convolution.
@@ -37,6 +46,8 @@ inline constexpr std::string_view kConvNchw16c = "nn.conv2d_nchw16c";
 inline constexpr std::string_view kToNchw16c = "layout_to_nchw16c";
 inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
 inline constexpr std::string_view kMaxPoolNchw16c = "nn.max_pool2d_nchw16c";
+inline constexpr std::string_view kGlobalAvgPoolNchw16c = "nn.global_avg_pool2d_nchw16c";
+inline constexpr std::string_view kGateNchw16c = "multiply_channels_nchw16c";
 
 // Output blocks a dense kernel's tile computes at once (its weights laid out together), and the
 // attribute that says the count a dense step's weight was laid out for: the kernel refuses a

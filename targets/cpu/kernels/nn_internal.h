@@ -146,6 +146,8 @@ Status ConvBlocked(KernelContext& ctx);
 Status ToBlocked(KernelContext& ctx);
 Status FromBlocked(KernelContext& ctx);
 Status MaxPoolBlocked(KernelContext& ctx);
+Status GlobalAvgPoolBlocked(KernelContext& ctx);
+Status GateBlocked(KernelContext& ctx);
 // The reference convolution (any float type), accumulating in double: the oracle.
 Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
