@@ -42,17 +42,20 @@ class Blocking {
     conv_.assign(ns, {});
     for (size_t s = 0; s < ns; ++s) conv_[s] = Eligible(s);
     JoinChains();
-    // A gate or max pool whose result leaves its chain, of data that is there in NCHW anyway
-    // (read outside the chain, or made outside it), would add a transform and spare none: it
-    // stays as it is (a text detector's residual squeeze-and-excite blocks: x + x * gate).
+    // A step other than a conv whose result leaves its chain, of data all there in NCHW anyway
+    // (each read outside the chain, or made outside it), would add a transform and spare none:
+    // it stays as it is (a text detector's residual squeeze-and-excite blocks: x + x * gate).
     bool pruned = false;
     for (size_t s = 0; s < ns; ++s) {
       const Role role = conv_[s].role;
-      if (!conv_[s].ok || (role != Role::kGate && role != Role::kMaxPool) || !ReadOutside(s)) {
-        continue;
+      if (!conv_[s].ok || role == Role::kConv || role == Role::kMean || !ReadOutside(s)) continue;
+      bool spares = false;
+      for (int p : BlockedInputs(s)) {
+        const int v = g_.steps[s].inputs[static_cast<size_t>(p)], m = MakerOfBlocked(v);
+        spares |= m >= 0 && Root(static_cast<size_t>(m)) == Root(s) &&
+                  !ValueReadOutside(static_cast<size_t>(m), v);
       }
-      const int m = MakerOfBlocked(g_.steps[s].inputs[static_cast<size_t>(conv_[s].data)]);
-      if (m < 0 || Root(static_cast<size_t>(m)) != Root(s) || ReadOutside(static_cast<size_t>(m))) {
+      if (!spares) {
         conv_[s].ok = false;
         pruned = true;
       }
@@ -70,8 +73,10 @@ class Blocking {
         int m = MakerOfBlocked(v);
         if (m < 0 || Root(static_cast<size_t>(m)) != root) crossing[root].insert(v);
       }
-      if (conv_[s].role != Role::kMean && ReadOutside(s)) {
-        crossing[root].insert(g_.steps[s].outputs[0]);
+      if (conv_[s].role != Role::kMean) {
+        for (int v : g_.steps[s].outputs) {
+          if (ValueReadOutside(s, v)) crossing[root].insert(v);
+        }
       }
     }
     std::vector<bool> blocked(ns, false);
@@ -92,7 +97,11 @@ class Blocking {
   // a squeeze-and-excite block ends); a global average pool (its blocked data's means, (N, C, 1,
   // 1), are the same floats in either layout: its result stays as it is, no blocked value, and
   // nothing joins a chain through it).
-  enum class Role { kConv, kMaxPool, kGate, kMean };
+  // Also an elementwise add, subtract or multiply of operands of the result's shape, a concat and
+  // a split along the channels, all of 16k channels each (kShaped: every input and result
+  // blocked, the kernel the same over the blocked shape, a concat's or split's axis that of the
+  // blocks).
+  enum class Role { kConv, kMaxPool, kGate, kMean, kShaped };
   struct Conv {
     bool ok = false;
     Role role = Role::kConv;
@@ -147,7 +156,13 @@ class Blocking {
       return EligiblePool(s);
     if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.adaptive_avg_pool2d")
       return EligibleMean(s);
-    if (step.kind == pkg::StepKind::Kernel && step.kernel == "multiply") return EligibleGate(s);
+    if (step.kind == pkg::StepKind::Kernel &&
+        (step.kernel == "add" || step.kernel == "subtract" || step.kernel == "multiply" ||
+         step.kernel == "concat" || step.kernel == "split")) {
+      Conv shaped = EligibleShaped(s);
+      if (shaped.ok || step.kernel != "multiply") return shaped;
+      return EligibleGate(s);
+    }
     if (step.kind != pkg::StepKind::Kernel || step.kernel != "nn.conv2d" ||
         devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
         step.inputs.size() < 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
@@ -241,6 +256,50 @@ class Blocking {
     return c;
   }
 
+  // Whether v is float32 (N, C, H, W) of C a multiple of 16 (known when compiling).
+  bool BlockableValue(int v) const {
+    if (v < 0) return false;
+    const ValueSpec& x = Value(v);
+    return FloatOfRank(x, 4) && IntDim(x.dims[1]) % kBlock == 0;
+  }
+
+  // The channel axis of a concat or split (its "axis" attribute 1, or -3 of rank 4).
+  static bool ChannelAxis(const StepSpec& step) {
+    const int64_t* axis = step.attrs.Get<int64_t>("axis");
+    return axis && (*axis == 1 || *axis == -3);
+  }
+
+  // An elementwise add, subtract or multiply on a CPU device of float32 (N, 16k, H, W) operands of
+  // the result's shape; a concat of such tensors along the channels; a split of one along them
+  // into such parts.
+  Conv EligibleShaped(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    Conv c;
+    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.inputs.empty() ||
+        step.outputs.empty()) {
+      return c;
+    }
+    for (int v : step.inputs)
+      if (!BlockableValue(v)) return c;
+    for (int v : step.outputs)
+      if (!BlockableValue(v)) return c;
+    if (step.kernel == "concat" || step.kernel == "split") {
+      if (!ChannelAxis(step) || (step.kernel == "split" && step.inputs.size() != 1) ||
+          (step.kernel == "concat" && step.outputs.size() != 1)) {
+        return c;
+      }
+    } else {
+      const ValueSpec& y = Value(step.outputs[0]);
+      if (step.inputs.size() != 2 || step.outputs.size() != 1 ||
+          !SameShape(Value(step.inputs[0]), y) || !SameShape(Value(step.inputs[1]), y)) {
+        return c;
+      }
+    }
+    c.ok = true;
+    c.role = Role::kShaped;
+    return c;
+  }
+
   // A float32 multiply on a CPU device of data (N, 16k, H, W) by a gate of one value per channel,
   // (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1), the result of the data's shape: the gate read as it
   // is (the same floats as blocked).
@@ -279,15 +338,24 @@ class Blocking {
   // residual.
   std::vector<int> BlockedInputs(size_t s) const {
     std::vector<int> p;
+    if (conv_[s].role == Role::kShaped) {  // every input
+      for (size_t i = 0; i < g_.steps[s].inputs.size(); ++i) p.push_back(static_cast<int>(i));
+      return p;
+    }
     if (!conv_[s].nchw_data) p.push_back(conv_[s].data);
     if (conv_[s].residual >= 0) p.push_back(conv_[s].residual);
     return p;
   }
 
-  // Whether conv s's result is read other than as a blocked input of a conv of its group, or is
-  // a graph output.
+  // Whether a result of step s is read other than as a blocked input of a step of its group, or
+  // is a graph output.
   bool ReadOutside(size_t s) const {
-    int v = g_.steps[s].outputs[0];
+    for (int v : g_.steps[s].outputs) {
+      if (ValueReadOutside(s, v)) return true;
+    }
+    return false;
+  }
+  bool ValueReadOutside(size_t s, int v) const {
     if (output_[static_cast<size_t>(v)]) return true;
     for (const auto& [r, i] : reads_[static_cast<size_t>(v)]) {
       if (!conv_[r].ok || Root(r) != Root(s)) return true;
@@ -349,6 +417,23 @@ class Blocking {
     return static_cast<int>(g_.values.size()) - 1;
   }
 
+  // A concat's or split's attributes over blocked data: axis 1 (the blocks'), a split's parts in
+  // blocks (their boundaries, whatever way the step gave them).
+  void SetBlockAxis(StepSpec& step) {
+    if (step.kernel != "concat" && step.kernel != "split") return;
+    step.attrs.Set("axis", int64_t{1});
+    if (step.kernel == "split") {
+      std::vector<int64_t> bounds;
+      int64_t at = 0;
+      for (size_t i = 0; i + 1 < step.outputs.size(); ++i) {
+        at += IntDim(Value(step.outputs[i]).dims[1]);  // the blocked value's dim 1: blocks
+        bounds.push_back(at);
+      }
+      step.attrs.Set("indices_or_sections", bounds);
+      step.attrs.Set("sections", int64_t{0});
+    }
+  }
+
   // Conv s's weight laid out as its blocked kernel reads it, in place of its values.
   void LayOutWeight(size_t s) {
     const Conv& c = conv_[s];
@@ -405,12 +490,17 @@ class Blocking {
         step.kernel = std::string(cpu::nn::kGlobalAvgPoolNchw16c);
         continue;
       }
-      const int y = step.outputs[0];
-      const int yb = BlockedValue(Value(y), step.device);
-      blocked_of[{root, y}] = yb;
-      if (ReadOutside(s))
-        after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
-      step.outputs[0] = yb;
+      for (int& y : step.outputs) {
+        const int yb = BlockedValue(Value(y), step.device);
+        blocked_of[{root, y}] = yb;
+        if (ValueReadOutside(s, y))
+          after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
+        y = yb;
+      }
+      if (conv_[s].role == Role::kShaped) {
+        SetBlockAxis(step);
+        continue;
+      }
       if (conv_[s].role == Role::kMaxPool) {
         step.kernel = std::string(cpu::nn::kMaxPoolNchw16c);
         continue;

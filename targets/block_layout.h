@@ -13,9 +13,13 @@
 // a conv is, counted as none); so may a squeeze-and-excite block's end: a global average pool of
 // a chain's data (nn.global_avg_pool2d_nchw16c; its (N, C, 1, 1) result the same floats in either
 // layout, so it stays as it is and nothing joins through it) and a multiply of the data by a gate
-// of one value per channel ((C, 1, 1) or (N or 1, C, 1, 1): multiply_channels_nchw16c). A max pool
-// or gate whose result leaves the chain while its data is there in NCHW anyway stays as it was
-// (it would add a transform and spare none).
+// of one value per channel ((C, 1, 1) or (N or 1, C, 1, 1): multiply_channels_nchw16c); and so
+// may an elementwise add, subtract or multiply of operands of the result's shape, a concat and a
+// split along the channels, every input and result of 16k channels: the same kernels over the
+// blocked values (their shapes alike), a concat's or split's axis that of the blocks and a
+// split's parts given in blocks (a YOLO block's split, residual add and concat). A step other
+// than a conv whose result leaves the chain while all its data is there in NCHW anyway stays as
+// it was (it would add a transform and spare none).
 // Such convs are joined where one's result is another's data or residual input; a group runs
 // blocked when it has at least two convs and at least twice as many convs as values crossing its
 // edge (a value entering it: one layout_to_nchw16c step, made before its first reader; a result

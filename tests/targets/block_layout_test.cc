@@ -133,13 +133,15 @@ void ExpectValuesOfPlain(const Compiled& plain, const Compiled& blocked, std::mt
 
 // The kernels of the package's main graph that are convs, pools, multiplies or layout transforms,
 // in order.
-std::vector<std::string> ChainKernels(const std::vector<uint8_t>& package) {
+std::vector<std::string> ChainKernels(const std::vector<uint8_t>& package,
+                                      const std::vector<std::string>& parts = {
+                                          "conv", "layout", "pool", "multiply"}) {
   std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(package);
   std::vector<std::string> kernels;
   if (!p) return kernels;
   for (const pkg::Step* s : *p->root().graphs()->Get(0)->steps()) {
     std::string k = s->kernel()->str();
-    for (const char* part : {"conv", "layout", "pool", "multiply"}) {
+    for (const std::string& part : parts) {
       if (k.find(part) != std::string::npos) {
         kernels.push_back(k);
         break;
@@ -232,9 +234,9 @@ class Module:
 // data), as MobileNetV3 and PP-LCNet end their stages: the pool reads the chain's blocked data
 // (its (N, C, 1, 1) result the same floats in either layout) and the gate multiplies blocked data
 // (by a gate of (N, C, 1, 1), multiply's second operand and then its first), so the chain goes on
-// through them with no transform; the small convs on the pooled values stay NCHW. A residual
-// block's gate (e + e * gate, e read outside the chain anyway) stays a multiply. The values are the
-// NCHW package's at batch 1 and 2, 1 and 2 threads.
+// through them with no transform; the small convs on the pooled values stay NCHW. A gate whose
+// result leaves the chain (for a sigmoid) while its data is there in NCHW anyway (a graph
+// output) stays a multiply. The values are the NCHW package's at batch 1 and 2, 1 and 2 threads.
 TEST(BlockLayout, SqueezeAndExciteBlocksRunBlocked) {
   std::mt19937 rng(74);
   auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
@@ -263,8 +265,8 @@ class Module:
         f = R.nn.adaptive_avg_pool2d(e, output_size=[1, 1])
         h = R.sigmoid(f)
         q = R.multiply(e, h)
-        z = R.add(e, q)
-        return z
+        z = R.sigmoid(q)
+        return (z, e)
 )");
   CompileOptions options;
   options.lower.block_layout = false;
@@ -280,6 +282,60 @@ class Module:
                 "multiply_channels_nchw16c", "nn.conv2d_nchw16c", "layout_from_nchw16c",
                 "nn.global_avg_pool2d_nchw16c", "multiply"}));
   ExpectValuesOfPlain(*plain, *blocked, rng, {3, 12, 10});
+}
+
+// A YOLO-style block (a conv, a split along the channels into two halves, two 3x3 convs on one
+// of them, an add of it and their result, a concat of the three, a conv), then a split at given
+// channels and a subtract of the parts before a last conv: the split, add, concat and subtract
+// run on the blocked values with their own kernels (the concat's and splits' axis that of the
+// blocks, the parts counted in blocks), so the whole is one chain: one transform in, one out.
+// The values are the NCHW package's at batch 1 and 2, 1 and 2 threads.
+TEST(BlockLayout, SplitsConcatsAndSumsJoinTheChain) {
+  std::mt19937 rng(75);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 16, 10, 12), "float32")):
+        a = R.nn.conv2d(x, )" + c({32, 16, 1, 1}) +
+                                    R"()
+        p = R.split(a, [], sections=2, axis=1)
+        s0 = p[0]
+        s1 = p[1]
+        b = R.nn.conv2d(s1, )" + c({16, 16, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        d = R.nn.conv2d(b, )" + c({16, 16, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        r = R.nn.relu(d)
+        e = R.add(s1, r)
+        f = R.concat((s0, s1, e), axis=-3)
+        g = R.nn.conv2d(f, )" + c({48, 48, 1, 1}) +
+                                    R"()
+        q = R.split(g, indices_or_sections=[32], axis=1)
+        q0 = q[0]
+        q1 = q[1]
+        h = R.nn.conv2d(q1, )" + c({32, 16, 1, 1}) +
+                                    R"()
+        t = R.subtract(q0, h)
+        k = R.nn.conv2d(t, )" + c({16, 32, 1, 1}) +
+                                    R"()
+        return k
+)");
+  CompileOptions options;
+  options.lower.block_layout = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  options.lower.block_layout = true;
+  Expected<Compiled> blocked = Compile(mod, options);
+  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  EXPECT_EQ(
+      ChainKernels(blocked->package, {"conv", "layout", "split", "concat", "add", "subtract"}),
+      (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "split",
+                                "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "add", "concat",
+                                "nn.conv2d_nchw16c", "split", "nn.conv2d_nchw16c", "subtract",
+                                "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
+  ExpectValuesOfPlain(*plain, *blocked, rng, {16, 10, 12});
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the
