@@ -143,6 +143,13 @@ class Blocking {
 
   const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
 
+  // Whether a step's strides are absent (ones) or each 1 or 2.
+  static bool StridesAtMostTwo(const StepSpec& step) {
+    const auto* list = step.attrs.Get<std::vector<int64_t>>("strides");
+    return !list ||
+           std::all_of(list->begin(), list->end(), [](int64_t v) { return v == 1 || v == 2; });
+  }
+
   // Whether a step's list attribute is absent (its default, ones) or all ones.
   static bool AllOnes(const StepSpec& step, const std::string& name) {
     const auto* list = step.attrs.Get<std::vector<int64_t>>(name);
@@ -195,12 +202,13 @@ class Blocking {
       return c;
     }
     c.depthwise = groups != 1;
-    // Dense convs of blocked data: 1x1, and 3x3 of unit strides and dilations, which the kernel
-    // runs as Winograd on blocked data where the image has enough tiles. (Other windows' GEMM
-    // paths on NCHW outrun the blocked direct kernel: opennsfw's 3x3 convs by that kernel cost it
-    // 16%.)
+    // Dense convs of blocked data: 1x1; 3x3 of unit strides and dilations, which the kernel runs
+    // as Winograd on blocked data where the image has enough tiles; 3x3 of stride 2 (a YOLO
+    // backbone's downsampling), directly: nudenet-320n's 0.68-0.85 of the NCHW GEMM's time each,
+    // ddddocr-det's 0.82-0.84. (Other windows' GEMM paths on NCHW outrun the blocked direct
+    // kernel: opennsfw's 3x3 convs by that kernel, before Winograd, cost it 16%.)
     if (!c.depthwise && !c.nchw_data && (c.w[2] != 1 || c.w[3] != 1) &&
-        !(c.w[2] == 3 && c.w[3] == 3 && AllOnes(step, "strides") && AllOnes(step, "dilation"))) {
+        !(c.w[2] == 3 && c.w[3] == 3 && StridesAtMostTwo(step) && AllOnes(step, "dilation"))) {
       return c;
     }
     const int64_t* residual = step.attrs.Get<int64_t>("residual");

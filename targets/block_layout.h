@@ -3,12 +3,12 @@
 //
 // A float32 nn.conv2d step on a CPU device whose channel counts are known when compiling (batch
 // and spatial dims may be symbols), input and output channels multiples of 16, dense 1x1 (groups
-// 1), dense 3x3 of unit strides and dilations (Winograd on blocked data where the image has
-// enough tiles) or depthwise (one input channel per group, as many outputs), its weight a
-// constant that it alone reads, may run as nn.conv2d_nchw16c; so may a dense one of any window
-// over up to 4 input channels (a network's first layer), which reads its data as it is. Dense
-// convs of other windows over blocked data stay NCHW, where the GEMM outruns the blocked direct
-// kernel.
+// 1), dense 3x3 of unit dilations and strides (Winograd on blocked data where the image has
+// enough tiles) or strides up to 2 (the direct blocked kernel), or depthwise (one input channel per
+// group, as many outputs), its weight a constant that it alone reads, may run as
+// nn.conv2d_nchw16c; so may a dense one of any window over up to 4 input channels (a network's
+// first layer), which reads its data as it is. Dense convs of other windows over blocked data
+// stay NCHW, where the GEMM outruns the blocked direct kernel.
 // A float32 2-D max pool of such channels may run as nn.max_pool2d_nchw16c between them (joined as
 // a conv is, counted as none); so may a squeeze-and-excite block's end: a global average pool of
 // a chain's data (nn.global_avg_pool2d_nchw16c; its (N, C, 1, 1) result the same floats in either

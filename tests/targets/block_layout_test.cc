@@ -55,8 +55,9 @@ int64_t Count(const std::vector<int64_t>& dims) {
 // pointwise conv with the depthwise one's result as its residual, another, a dense 3x3 (blocked
 // Winograd on a batch of 3, 27 tiles; the direct blocked kernel on one image), a depthwise 3x3
 // and a last pointwise conv (a graph output): seven convs, three values crossing the group's
-// edge. Beside them a conv of 24 output channels and a dense 3x3 conv of stride 2 reading the
-// depthwise conv's result, which stay NCHW. A symbolic batch.
+// edge. Beside them a conv of 24 output channels and a dense 5x5 conv reading the depthwise
+// conv's result, which stay NCHW, and a dense 3x3 conv of stride 2 reading it, which joins the
+// chain (the direct blocked kernel). A symbolic batch.
 std::string Module(std::mt19937& rng) {
   auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
   return R"(
@@ -86,7 +87,9 @@ class Module:
          c({24, 16, 1, 1}) + R"()
         m = R.nn.conv2d(dw, )" +
          c({16, 32, 3, 3}) + R"(, strides=[2, 2], padding=[1, 1, 1, 1])
-        return (k, dw, g, m)
+        m5 = R.nn.conv2d(dw, )" +
+         c({16, 32, 5, 5}) + R"(, padding=[2, 2, 2, 2])
+        return (k, dw, g, m, m5)
 )";
 }
 
@@ -162,9 +165,9 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   Expected<Compiled> blocked = Compile(mod, options);
   ASSERT_TRUE(blocked) << blocked.error().ToString();
 
-  // The steps: the seven convs of the chain blocked, x blocked once before them, the two results
-  // read outside (graph outputs) back in NCHW right after their convs; the 24-channel conv and
-  // the strided dense 3x3 conv not.
+  // The steps: the seven convs of the chain and the strided dense 3x3 conv blocked, x blocked
+  // once before them, the three results read outside (graph outputs) back in NCHW right after
+  // their convs; the 24-channel conv and the 5x5 conv not.
   std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
@@ -181,11 +184,12 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
       EXPECT_EQ(g.values()->Get(static_cast<uint32_t>(s->outputs()->Get(0)))->dims()->size(), 5u);
     }
   }
-  EXPECT_EQ(kernels, (std::vector<std::string>{
-                         "layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                         "layout_from_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                         "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
-                         "layout_from_nchw16c", "nn.conv2d", "nn.conv2d"}));
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "layout_from_nchw16c", "nn.conv2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d",
+                                      "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d"}));
   EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
       << "the laid-out weights replace the weights; they do not sit beside them";
 
