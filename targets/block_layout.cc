@@ -227,40 +227,30 @@ class Blocking {
   // its only result the pooled values: the same pool over blocked data
   // (nn.max_pool2d_nchw16c), where it lies between blocked convs (a ResNet's first layer and its
   // first block).
-  Conv EligiblePool(size_t s) const {
-    const StepSpec& step = g_.steps[s];
-    Conv c;
-    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
-        step.inputs.size() != 1 || step.inputs[0] < 0) {
-      return c;
-    }
-    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
-    if (!FloatOfRank(x, 4) || !FloatOfRank(y, 4) || IntDim(x.dims[1]) % kBlock != 0 ||
-        IntDim(y.dims[1]) != IntDim(x.dims[1])) {
-      return c;
-    }
-    c.ok = true;
-    c.role = Role::kMaxPool;
-    return c;
-  }
+  Conv EligiblePool(size_t s) const { return WithRole(Role::kMaxPool, ChannelsThrough(s)); }
 
   // A float32 average pool on a CPU device of 16k channels to one pixel (global: ONNX's
   // GlobalAveragePool): the means of blocked data, where its data is a chain's.
   Conv EligibleMean(size_t s) const {
+    if (!ChannelsThrough(s)) return {};
+    const ValueSpec& y = Value(g_.steps[s].outputs[0]);
+    return WithRole(Role::kMean, IntDim(y.dims[2]) == 1 && IntDim(y.dims[3]) == 1);
+  }
+
+  // Whether step s runs on a CPU device from one float32 (N, 16k, H, W) input to one such result
+  // of as many channels (a pool's shapes).
+  bool ChannelsThrough(size_t s) const {
     const StepSpec& step = g_.steps[s];
+    return devices_[static_cast<size_t>(step.device)].kind == "cpu" && step.outputs.size() == 1 &&
+           step.inputs.size() == 1 && BlockableValue(step.inputs[0]) &&
+           BlockableValue(step.outputs[0]) &&
+           IntDim(Value(step.inputs[0]).dims[1]) == IntDim(Value(step.outputs[0]).dims[1]);
+  }
+
+  static Conv WithRole(Role role, bool ok) {
     Conv c;
-    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
-        step.inputs.size() != 1 || step.inputs[0] < 0) {
-      return c;
-    }
-    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
-    if (!FloatOfRank(x, 4) || !FloatOfRank(y, 4) || IntDim(x.dims[1]) % kBlock != 0 ||
-        IntDim(y.dims[1]) != IntDim(x.dims[1]) || IntDim(y.dims[2]) != 1 ||
-        IntDim(y.dims[3]) != 1) {
-      return c;
-    }
-    c.ok = true;
-    c.role = Role::kMean;
+    c.ok = ok;
+    c.role = role;
     return c;
   }
 

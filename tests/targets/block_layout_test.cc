@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "runtime/src/session.h"
 #include "targets/compile.h"
@@ -106,6 +108,21 @@ std::vector<rt::OwnedTensor> RunPackage(const std::vector<uint8_t>& package, std
   return out;
 }
 
+// The module compiled with the layout off (plain) and on (blocked); a failure is reported and
+// gives nothing.
+std::optional<std::pair<Compiled, Compiled>> CompileBoth(const ir::IRModule& mod) {
+  CompileOptions options;
+  options.lower.block_layout = false;
+  Expected<Compiled> plain = Compile(mod, options);
+  options.lower.block_layout = true;
+  Expected<Compiled> blocked = Compile(mod, options);
+  if (!plain || !blocked) {
+    ADD_FAILURE() << (plain ? blocked.error().ToString() : plain.error().ToString());
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*plain), std::move(*blocked));
+}
+
 // The blocked package computes what the NCHW one does, its outputs under the same names: input x
 // of `image` dims (after the batch) at batches `batches`, on one thread and two.
 void ExpectValuesOfPlain(const Compiled& plain, const Compiled& blocked, std::mt19937& rng,
@@ -157,18 +174,14 @@ std::vector<std::string> ChainKernels(const std::vector<uint8_t>& package,
 TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
   std::mt19937 rng(71);
   ir::IRModule mod = testing::Parse(Module(rng));
-  CompileOptions options;
-  options.lower.block_layout = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
-  options.lower.block_layout = true;
-  Expected<Compiled> blocked = Compile(mod, options);
-  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  const Compiled &plain = both->first, &blocked = both->second;
 
   // The steps: the seven convs of the chain and the strided dense 3x3 conv blocked, x blocked
   // once before them, the three results read outside (graph outputs) back in NCHW right after
   // their convs; the 24-channel conv and the 5x5 conv not.
-  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked->package);
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked.package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   std::vector<std::string> kernels;
@@ -190,12 +203,12 @@ TEST(BlockLayout, ConvChainsRunBlockedWithTransformsAtTheirEdges) {
                                       "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
                                       "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d",
                                       "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d"}));
-  EXPECT_LE(blocked->package.size(), plain->package.size() + 4096)
+  EXPECT_LE(blocked.package.size(), plain.package.size() + 4096)
       << "the laid-out weights replace the weights; they do not sit beside them";
 
   // The same values as the NCHW package, under the same names, at symbolic batches of 1 and 3,
   // on one thread and two.
-  ExpectValuesOfPlain(*plain, *blocked, rng, {16, 9, 11}, {1, 3});
+  ExpectValuesOfPlain(plain, blocked, rng, {16, 9, 11}, {1, 3});
 }
 
 // A ResNet's stem: a first layer of NCHW data (7x7, stride 2), a max pool, then pointwise convs.
@@ -220,18 +233,14 @@ class Module:
                                     R"()
         return e
 )");
-  CompileOptions options;
-  options.lower.block_layout = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
-  options.lower.block_layout = true;
-  Expected<Compiled> blocked = Compile(mod, options);
-  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  const Compiled &plain = both->first, &blocked = both->second;
   EXPECT_EQ(
-      ChainKernels(blocked->package),
+      ChainKernels(blocked.package),
       (std::vector<std::string>{"nn.conv2d_nchw16c", "nn.max_pool2d_nchw16c", "nn.conv2d_nchw16c",
                                 "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
-  ExpectValuesOfPlain(*plain, *blocked, rng, {3, 21, 46});
+  ExpectValuesOfPlain(plain, blocked, rng, {3, 21, 46});
 }
 
 // Squeeze-and-excite blocks (a global average pool, two small convs, a gate multiplying the
@@ -272,20 +281,16 @@ class Module:
         z = R.sigmoid(q)
         return (z, e)
 )");
-  CompileOptions options;
-  options.lower.block_layout = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
-  options.lower.block_layout = true;
-  Expected<Compiled> blocked = Compile(mod, options);
-  ASSERT_TRUE(blocked) << blocked.error().ToString();
-  EXPECT_EQ(ChainKernels(blocked->package),
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  const Compiled &plain = both->first, &blocked = both->second;
+  EXPECT_EQ(ChainKernels(blocked.package),
             (std::vector<std::string>{
                 "nn.conv2d_nchw16c", "nn.global_avg_pool2d_nchw16c", "nn.conv2d", "nn.conv2d",
                 "multiply_channels_nchw16c", "nn.conv2d_nchw16c", "nn.global_avg_pool2d_nchw16c",
                 "multiply_channels_nchw16c", "nn.conv2d_nchw16c", "layout_from_nchw16c",
                 "nn.global_avg_pool2d_nchw16c", "multiply"}));
-  ExpectValuesOfPlain(*plain, *blocked, rng, {3, 12, 10});
+  ExpectValuesOfPlain(plain, blocked, rng, {3, 12, 10});
 }
 
 // A YOLO-style block (a conv, a split along the channels into two halves, two 3x3 convs on one
@@ -326,20 +331,15 @@ class Module:
                                     R"()
         return k
 )");
-  CompileOptions options;
-  options.lower.block_layout = false;
-  Expected<Compiled> plain = Compile(mod, options);
-  ASSERT_TRUE(plain) << plain.error().ToString();
-  options.lower.block_layout = true;
-  Expected<Compiled> blocked = Compile(mod, options);
-  ASSERT_TRUE(blocked) << blocked.error().ToString();
-  EXPECT_EQ(
-      ChainKernels(blocked->package, {"conv", "layout", "split", "concat", "add", "subtract"}),
-      (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "split",
-                                "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "add", "concat",
-                                "nn.conv2d_nchw16c", "split", "nn.conv2d_nchw16c", "subtract",
-                                "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
-  ExpectValuesOfPlain(*plain, *blocked, rng, {16, 10, 12});
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  const Compiled &plain = both->first, &blocked = both->second;
+  EXPECT_EQ(ChainKernels(blocked.package, {"conv", "layout", "split", "concat", "add", "subtract"}),
+            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "split",
+                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "add", "concat",
+                                      "nn.conv2d_nchw16c", "split", "nn.conv2d_nchw16c", "subtract",
+                                      "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
+  ExpectValuesOfPlain(plain, blocked, rng, {16, 10, 12});
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the
