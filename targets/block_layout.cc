@@ -42,51 +42,26 @@ class Blocking {
     conv_.assign(ns, {});
     for (size_t s = 0; s < ns; ++s) conv_[s] = Eligible(s);
     JoinChains();
-    // A step other than a conv whose result leaves its chain, of data all there in NCHW anyway
-    // (each read outside the chain, or made outside it), would add a transform and spare none:
-    // it stays as it is (a text detector's residual squeeze-and-excite blocks: x + x * gate).
-    bool pruned = false;
+    Prune();
+    std::vector<bool> blocked = Decide();
+    // A group that does not pay may hold chains that would, joined through steps other than
+    // convs (a text detector's backbone and neck through the neck's resizes and adds): those
+    // steps leave it, and the groups are formed and weighed again (once: what is left are convs
+    // and the steps between them in groups that paid).
+    bool parted = false;
     for (size_t s = 0; s < ns; ++s) {
-      const Role role = conv_[s].role;
-      if (!conv_[s].ok || role == Role::kConv || role == Role::kMean || !ReadOutside(s)) continue;
-      bool spares = false;
-      for (int p : BlockedInputs(s)) {
-        const int v = g_.steps[s].inputs[static_cast<size_t>(p)], m = MakerOfBlocked(v);
-        spares |= m >= 0 && Root(static_cast<size_t>(m)) == Root(s) &&
-                  !ValueReadOutside(static_cast<size_t>(m), v);
-      }
-      if (!spares) {
+      if (conv_[s].ok && !blocked[s] && conv_[s].role != Role::kConv) {
         conv_[s].ok = false;
-        pruned = true;
+        parted = true;
       }
     }
-    if (pruned) JoinChains();
-    // Each group's convs and the values crossing its edge.
-    std::vector<int> convs(ns, 0);
-    std::vector<std::set<int>> crossing(ns);
-    for (size_t s = 0; s < ns; ++s) {
-      if (!conv_[s].ok) continue;
-      size_t root = Root(s);
-      if (conv_[s].role == Role::kConv) ++convs[root];
-      for (int p : BlockedInputs(s)) {
-        int v = g_.steps[s].inputs[static_cast<size_t>(p)];
-        int m = MakerOfBlocked(v);
-        if (m < 0 || Root(static_cast<size_t>(m)) != root) crossing[root].insert(v);
-      }
-      if (conv_[s].role != Role::kMean) {
-        for (int v : g_.steps[s].outputs) {
-          if (ValueReadOutside(s, v)) crossing[root].insert(v);
-        }
-      }
+    if (parted) {
+      JoinChains();
+      Prune();
+      blocked = Decide();
     }
-    std::vector<bool> blocked(ns, false);
     int count = 0;
-    for (size_t s = 0; s < ns; ++s) {
-      if (!conv_[s].ok) continue;
-      size_t root = Root(s);
-      blocked[s] = convs[root] >= 2 && convs[root] >= 2 * static_cast<int>(crossing[root].size());
-      count += blocked[s] ? 1 : 0;
-    }
+    for (size_t s = 0; s < ns; ++s) count += blocked[s] ? 1 : 0;
     if (count == 0) return 0;
     Rewrite(blocked);
     return count;
@@ -101,7 +76,9 @@ class Blocking {
   // a split along the channels, all of 16k channels each (kShaped: every input and result
   // blocked, the kernel the same over the blocked shape, a concat's or split's axis that of the
   // blocks).
-  enum class Role { kConv, kMaxPool, kGate, kMean, kShaped };
+  // And a resize of the height and width (kResize: its data blocked; roi, scales and sizes as they
+  // are, for the data's NCHW view).
+  enum class Role { kConv, kMaxPool, kGate, kMean, kShaped, kResize };
   struct Conv {
     bool ok = false;
     Role role = Role::kConv;
@@ -163,6 +140,9 @@ class Blocking {
       return EligiblePool(s);
     if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.adaptive_avg_pool2d")
       return EligibleMean(s);
+    if (step.kind == pkg::StepKind::Kernel && step.kernel == "image.resize") {
+      return WithRole(Role::kResize, EligibleResize(s));
+    }
     if (step.kind == pkg::StepKind::Kernel &&
         (step.kernel == "add" || step.kernel == "subtract" || step.kernel == "multiply" ||
          step.kernel == "concat" || step.kernel == "split")) {
@@ -245,6 +225,18 @@ class Blocking {
            step.inputs.size() == 1 && BlockableValue(step.inputs[0]) &&
            BlockableValue(step.outputs[0]) &&
            IntDim(Value(step.inputs[0]).dims[1]) == IntDim(Value(step.outputs[0]).dims[1]);
+  }
+
+  // A float32 resize on a CPU device of (N, 16k, H, W) data to a result of its batch and channels.
+  bool EligibleResize(size_t s) const {
+    const StepSpec& step = g_.steps[s];
+    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
+        step.inputs.empty() || !BlockableValue(step.inputs[0]) ||
+        !BlockableValue(step.outputs[0])) {
+      return false;
+    }
+    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
+    return SameDim(x.dims[0], y.dims[0]) && IntDim(x.dims[1]) == IntDim(y.dims[1]);
   }
 
   static Conv WithRole(Role role, bool ok) {
@@ -374,6 +366,59 @@ class Blocking {
                : -1;
   }
 
+  // A step other than a conv whose result leaves its chain, of data all there in NCHW anyway
+  // (each read outside the chain, or made outside it), would add a transform and spare none:
+  // it stays as it is (a residual squeeze-and-excite block's x + x * gate where x is read
+  // elsewhere too). The groups formed again where one did.
+  void Prune() {
+    bool pruned = false;
+    for (size_t s = 0; s < g_.steps.size(); ++s) {
+      const Role role = conv_[s].role;
+      if (!conv_[s].ok || role == Role::kConv || role == Role::kMean || !ReadOutside(s)) continue;
+      bool spares = false;
+      for (int p : BlockedInputs(s)) {
+        const int v = g_.steps[s].inputs[static_cast<size_t>(p)], m = MakerOfBlocked(v);
+        spares |= m >= 0 && Root(static_cast<size_t>(m)) == Root(s) &&
+                  !ValueReadOutside(static_cast<size_t>(m), v);
+      }
+      if (!spares) {
+        conv_[s].ok = false;
+        pruned = true;
+      }
+    }
+    if (pruned) JoinChains();
+  }
+
+  // Which steps run blocked: those of the groups with at least two convs and at least twice as
+  // many convs as values crossing their edge.
+  std::vector<bool> Decide() const {
+    const size_t ns = g_.steps.size();
+    std::vector<int> convs(ns, 0);
+    std::vector<std::set<int>> crossing(ns);
+    for (size_t s = 0; s < ns; ++s) {
+      if (!conv_[s].ok) continue;
+      size_t root = Root(s);
+      if (conv_[s].role == Role::kConv) ++convs[root];
+      for (int p : BlockedInputs(s)) {
+        int v = g_.steps[s].inputs[static_cast<size_t>(p)];
+        int m = MakerOfBlocked(v);
+        if (m < 0 || Root(static_cast<size_t>(m)) != root) crossing[root].insert(v);
+      }
+      if (conv_[s].role != Role::kMean) {
+        for (int v : g_.steps[s].outputs) {
+          if (ValueReadOutside(s, v)) crossing[root].insert(v);
+        }
+      }
+    }
+    std::vector<bool> blocked(ns, false);
+    for (size_t s = 0; s < ns; ++s) {
+      if (!conv_[s].ok) continue;
+      size_t root = Root(s);
+      blocked[s] = convs[root] >= 2 && convs[root] >= 2 * static_cast<int>(crossing[root].size());
+    }
+    return blocked;
+  }
+
   // The groups of the steps that may run blocked: joined where one's result is another's
   // blocked input.
   void JoinChains() {
@@ -497,6 +542,10 @@ class Blocking {
       }
       if (conv_[s].role == Role::kShaped) {
         SetBlockAxis(step);
+        continue;
+      }
+      if (conv_[s].role == Role::kResize) {
+        step.kernel = std::string(cpu::nn::kResizeNchw16c);
         continue;
       }
       if (conv_[s].role == Role::kMaxPool) {

@@ -17,9 +17,12 @@
 // may an elementwise add, subtract or multiply of operands of the result's shape, a concat and a
 // split along the channels, every input and result of 16k channels: the same kernels over the
 // blocked values (their shapes alike), a concat's or split's axis that of the blocks and a
-// split's parts given in blocks (a YOLO block's split, residual add and concat). A step other
-// than a conv whose result leaves the chain while all its data is there in NCHW anyway stays as
-// it was (it would add a transform and spare none).
+// split's parts given in blocks (a YOLO block's split, residual add and concat); and a resize of
+// the height and width (image.resize2d_nchw16c, of the data's NCHW view). A step other than a
+// conv whose result leaves the chain while all its data is there in NCHW anyway stays as it was
+// (it would add a transform and spare none). Where a group does not pay, its steps other than
+// convs leave it and the groups are weighed again, so that chains joined through them into a
+// group that does not pay (a detector's backbone and neck) still run blocked where they pay.
 // Such convs are joined where one's result is another's data or residual input; a group runs
 // blocked when it has at least two convs and at least twice as many convs as values crossing its
 // edge (a value entering it: one layout_to_nchw16c step, made before its first reader; a result

@@ -13,6 +13,7 @@
 #include "runtime/src/thread_pool.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/image.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "tests/runtime/kernel_test_util.h"
 
@@ -404,6 +405,82 @@ TEST(FastKernels, ChannelBlockedMeanAndGateMatchTheReference) {
   EXPECT_NE(refused({3, 48, 1, 1}), "");
   EXPECT_NE(refused({1, 48, 2, 1}), "");
   EXPECT_NE(refused({48, 2, 1}), "");
+}
+
+// image.resize2d_nchw16c against the reference resize of the NCHW data, bit for bit (each lane
+// summed as the reference sums an element): nearest upsampling by 2 (rows and columns repeated),
+// by 2 with half-pixel centres, linear and cubic to odd sizes, tf_crop_and_resize reading outside
+// the image (the extrapolation value), sizes in place of scales, and scales of the two axes
+// given by `axes`; 1 and 3 threads. A resize of the channels is refused.
+TEST(FastKernels, ChannelBlockedResizeMatchesTheReference) {
+  std::mt19937 rng(76);
+  struct Case {
+    std::vector<float> scales;
+    std::vector<int64_t> sizes, axes;
+    std::string mode, ctm, nearest_mode;
+  };
+  const Case cases[] = {
+      {{1, 1, 2, 2}, {}, {}, "nearest", "asymmetric", "floor"},
+      {{1, 1, 2, 2}, {}, {}, "nearest", "half_pixel", "round_prefer_floor"},
+      {{1, 1, 1.7f, 0.6f}, {}, {}, "linear", "half_pixel", ""},
+      {{1, 1, 1.5f, 1.3f}, {}, {}, "cubic", "align_corners", ""},
+      {{1, 1, 2, 2}, {}, {}, "linear", "tf_crop_and_resize", ""},
+      {{}, {2, 32, 13, 4}, {}, "linear", "pytorch_half_pixel", ""},
+      {{2.5f, 2}, {}, {2, 3}, "nearest", "asymmetric", "ceil"},
+  };
+  const Shape xs = {2, 32, 6, 7};
+  std::vector<float> x = Random(rng, Count(xs));
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+  ASSERT_TRUE(nn::ToBlocked(to).ok());
+  std::vector<float> xb = to.values();
+  std::vector<float> roi = {0, 0, -0.25f, 0.1f, 1, 1, 0.8f, 1.3f};  // outside: extrapolated
+  rt::ThreadPool three(3);
+  for (const Case& c : cases) {
+    Attrs attrs;
+    attrs.Str("mode", c.mode).Str("coordinate_transformation_mode", c.ctm);
+    if (!c.nearest_mode.empty()) attrs.Str("nearest_mode", c.nearest_mode);
+    if (!c.axes.empty()) attrs.Ints("axes", c.axes);
+    attrs.Float("extrapolation_value", 0.75);
+    const rt::AttrView::List* list = attrs.Finish();
+    const Shape roi_shape = {c.ctm == "tf_crop_and_resize" ? 8 : 0};
+    std::vector<float> scales = c.scales;
+    std::vector<int64_t> sizes = c.sizes;
+    auto inputs = [&](const Shape& shape, float* data) {
+      return std::vector<Tensor>{
+          Tensor{DType::kFloat32, shape, data}, Tensor{DType::kFloat32, roi_shape, roi.data()},
+          Tensor{DType::kFloat32, {static_cast<int64_t>(scales.size())}, scales.data()},
+          Tensor{DType::kInt64, {static_cast<int64_t>(sizes.size())}, sizes.data()}};
+    };
+    const std::string what = c.mode + " " + c.ctm;
+    TestContext ref(inputs(xs, x.data()), list, nullptr);
+    Status st = ResizeReference(ref);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    const Shape ys = ref.out().shape;
+    std::vector<float> want = ref.values();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs(to.out().shape, xb.data()), list, pool);
+      st = ResizeBlocked(got);
+      ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+      ASSERT_EQ(got.out().shape, (Shape{ys[0], ys[1] / 16, ys[2], ys[3], 16})) << what;
+      std::vector<float> v = Unblocked(got);
+      ASSERT_EQ(v.size(), want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << what << ", element " << i << ": " << v[i] << " vs " << want[i];
+      }
+    }
+  }
+  std::vector<float> scales = {1, 2, 1, 1};
+  std::vector<int64_t> sizes;
+  Attrs attrs;
+  TestContext ctx(
+      {Tensor{DType::kFloat32, to.out().shape, xb.data()}, Tensor{DType::kFloat32, {0}, roi.data()},
+       Tensor{DType::kFloat32, {4}, scales.data()}, Tensor{DType::kInt64, {0}, sizes.data()}},
+      attrs.Finish(), nullptr);
+  EXPECT_EQ(ResizeBlocked(ctx).message(),
+            "a resize of blocked data (2, 2, 6, 7, 16) keeps its batch and channels; this one "
+            "makes (2, 64, 6, 7)");
 }
 
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {

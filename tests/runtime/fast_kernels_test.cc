@@ -1880,7 +1880,7 @@ TEST(FastKernels, AdaptiveMaxPoolMatchesTheReferenceExactly) {
   }
 }
 
-// Resize of the last two axes (the plane path)// Resize of the last two axes (the plane path) in
+// Resize of the last two axes (the plane path) in
 // every mode, and of a leading axis (the general walk), against the reference walk: the same sums
 // in the same order, so the same values exactly.
 TEST(FastKernels, ResizeMatchesTheReferenceExactly) {

@@ -294,10 +294,11 @@ class Module:
 }
 
 // A YOLO-style block (a conv, a split along the channels into two halves, two 3x3 convs on one
-// of them, an add of it and their result, a concat of the three, a conv), then a split at given
-// channels and a subtract of the parts before a last conv: the split, add, concat and subtract
-// run on the blocked values with their own kernels (the concat's and splits' axis that of the
-// blocks, the parts counted in blocks), so the whole is one chain: one transform in, one out.
+// of them, an add of it and their result, a concat of the three, a conv), then a nearest 2x
+// upsampling, a split at given channels and a subtract of the parts before a last conv: the
+// split, add, concat, resize and subtract run on the blocked values (the concat's and splits'
+// axis that of the blocks, the parts counted in blocks; the resize of the data's NCHW view), so
+// the whole is one chain: one transform in, one out.
 // The values are the NCHW package's at batch 1 and 2, 1 and 2 threads.
 TEST(BlockLayout, SplitsConcatsAndSumsJoinTheChain) {
   std::mt19937 rng(75);
@@ -321,7 +322,8 @@ class Module:
         f = R.concat((s0, s1, e), axis=-3)
         g = R.nn.conv2d(f, )" + c({48, 48, 1, 1}) +
                                     R"()
-        q = R.split(g, indices_or_sections=[32], axis=1)
+        gr = R.image.resize(g, R.const([], "float32"), R.const([1.0, 1.0, 2.0, 2.0], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric")
+        q = R.split(gr, indices_or_sections=[32], axis=1)
         q0 = q[0]
         q1 = q[1]
         h = R.nn.conv2d(q1, )" + c({32, 16, 1, 1}) +
@@ -334,12 +336,48 @@ class Module:
   std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
   ASSERT_TRUE(both);
   const Compiled &plain = both->first, &blocked = both->second;
-  EXPECT_EQ(ChainKernels(blocked.package, {"conv", "layout", "split", "concat", "add", "subtract"}),
-            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "split",
-                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c", "add", "concat",
-                                      "nn.conv2d_nchw16c", "split", "nn.conv2d_nchw16c", "subtract",
-                                      "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
+  EXPECT_EQ(
+      ChainKernels(blocked.package,
+                   {"conv", "layout", "split", "concat", "add", "subtract", "resize"}),
+      (std::vector<std::string>{
+          "layout_to_nchw16c", "nn.conv2d_nchw16c", "split", "nn.conv2d_nchw16c",
+          "nn.conv2d_nchw16c", "add", "concat", "nn.conv2d_nchw16c", "image.resize2d_nchw16c",
+          "split", "nn.conv2d_nchw16c", "subtract", "nn.conv2d_nchw16c", "layout_from_nchw16c"}));
   ExpectValuesOfPlain(plain, blocked, rng, {16, 10, 12});
+}
+
+// A chain of four convs that pays alone, joined through a resize and an add to values that cross
+// its edge (another input, a result read by a conv of 24 channels and returned) into a group
+// that does not: the resize and add leave the group, and the four convs run blocked without
+// them (one transform in, one out, before the resize).
+TEST(BlockLayout, AChainThatPaysIsKeptFromAGroupThatDoesNot) {
+  std::mt19937 rng(77);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 16, 8, 8), "float32"), w: R.Tensor(("n", 16, 16, 16), "float32")):
+        a = R.nn.conv2d(x, )" + c({16, 16, 1, 1}) +
+                                    R"()
+        b = R.nn.conv2d(a, )" + c({16, 16, 1, 1}) +
+                                    R"()
+        d = R.nn.conv2d(b, )" + c({16, 16, 1, 1}) +
+                                    R"()
+        e = R.nn.conv2d(d, )" + c({16, 16, 1, 1}) +
+                                    R"()
+        u = R.image.resize(e, R.const([], "float32"), R.const([1.0, 1.0, 2.0, 2.0], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric")
+        q = R.add(u, w)
+        k = R.nn.conv2d(q, )" + c({24, 16, 1, 1}) +
+                                    R"()
+        return (k, q)
+)");
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(ChainKernels(both->second.package, {"conv", "layout", "add", "resize"}),
+            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "layout_from_nchw16c", "image.resize", "add", "nn.conv2d"}));
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the

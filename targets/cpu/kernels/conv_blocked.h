@@ -28,6 +28,11 @@
 //                        x (N, C / 16, H, W, 16), gate (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1)
 //                        -> x's shape: x times its channel's gate value (of its image), the
 //                        block's gate.
+//   image.resize2d_nchw16c
+//                        x (N, C / 16, H, W, 16), roi, scales, sizes -> (N, C / 16, OH, OW, 16):
+//                        image.resize of x's NCHW view (its inputs and attributes as they are;
+//                        the batch and channels kept), each pixel's lanes summed as the plane
+//                        path sums an element (image.cc, the kernel beside it).
 //
 // The compiler (targets/block_layout.h) makes these steps; tests/runtime/conv_blocked_test.cc
 // checks them against the reference convolution.
@@ -48,6 +53,7 @@ inline constexpr std::string_view kFromNchw16c = "layout_from_nchw16c";
 inline constexpr std::string_view kMaxPoolNchw16c = "nn.max_pool2d_nchw16c";
 inline constexpr std::string_view kGlobalAvgPoolNchw16c = "nn.global_avg_pool2d_nchw16c";
 inline constexpr std::string_view kGateNchw16c = "multiply_channels_nchw16c";
+inline constexpr std::string_view kResizeNchw16c = "image.resize2d_nchw16c";
 
 // Output blocks a dense kernel's tile computes at once (its weights laid out together), and the
 // attribute that says the count a dense step's weight was laid out for: the kernel refuses a

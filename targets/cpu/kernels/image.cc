@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/manip_util.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/resize_taps.h"
@@ -244,18 +245,25 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
   return true;
 }
 
-Status ResizeImpl(KernelContext& ctx, bool fast) {
-  const Tensor& x = *ctx.input(0);
-  const rt::AttrView& at = ctx.attrs();
-  int rank = x.rank();
+// A resize's output shape and what its taps are computed from, for data of shape `in`.
+struct ResizePlan {
   ResizeParams p;
+  Shape out;
+  std::vector<double> scale, roi_start, roi_end;
+  double extrapolation = 0.0;
+};
+
+Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
+  const int rank = static_cast<int>(in.size());
+  const rt::AttrView& at = ctx.attrs();
+  ResizeParams& p = plan->p;
   p.mode = std::string(at.Str("mode", "nearest"));
   p.ctm = std::string(at.Str("coordinate_transformation_mode", "half_pixel"));
   p.nearest_mode = std::string(at.Str("nearest_mode", "round_prefer_floor"));
   p.cubic_a = at.Float("cubic_coeff_a", -0.75);
   p.exclude_outside = at.Bool("exclude_outside", false);
   p.antialias = at.Bool("antialias", false);
-  double extrapolation = at.Float("extrapolation_value", 0.0);
+  plan->extrapolation = at.Float("extrapolation_value", 0.0);
   std::string policy(at.Str("keep_aspect_ratio_policy", "stretch"));
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
     return Status::Error("unknown resize mode '" + p.mode + "'");
@@ -278,16 +286,18 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
   if (has_scales == has_sizes)
     return Status::Error("exactly one of scales and sizes must be given");
   size_t naxes = axes.size();
-  std::vector<double> scale(rank, 1.0);
-  Shape out = x.shape;
+  std::vector<double>& scale = plan->scale;
+  scale.assign(static_cast<size_t>(rank), 1.0);
+  Shape& out = plan->out;
+  out = in;
   if (has_sizes) {
     std::vector<int64_t> sizes;
     QUILT_RETURN_IF_ERROR(ReadVector(sizes_t, "sizes", &sizes));
     if (sizes.size() != naxes) return Status::Error("sizes must hold one value per axis");
     for (size_t i = 0; i < naxes; ++i) {
       if (sizes[i] < 0 || sizes[i] > (int64_t{1} << 32)) return Status::Error("invalid size");
-      if (x.shape[axes[i]] == 0) return Status::Error("cannot resize an empty axis");
-      scale[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(x.shape[axes[i]]);
+      if (in[axes[i]] == 0) return Status::Error("cannot resize an empty axis");
+      scale[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
       out[axes[i]] = sizes[i];
     }
     if (policy != "stretch") {
@@ -299,7 +309,7 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
         s = policy == "not_larger" ? std::min(s, scale[a]) : std::max(s, scale[a]);
       for (int64_t a : axes) {
         scale[a] = s;
-        out[a] = static_cast<int64_t>(s * static_cast<double>(x.shape[a]) + 0.5);
+        out[a] = static_cast<int64_t>(s * static_cast<double>(in[a]) + 0.5);
       }
     }
   } else {
@@ -309,13 +319,15 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
     for (size_t i = 0; i < naxes; ++i) {
       double s;
       QUILT_RETURN_IF_ERROR(ReadDouble(scales_t, static_cast<int64_t>(i), "scales", &s));
-      double len = std::floor(static_cast<double>(x.shape[axes[i]]) * s);
+      double len = std::floor(static_cast<double>(in[axes[i]]) * s);
       if (!(s > 0) || !(len < 4294967296.0)) return Status::Error("invalid scale");
       scale[axes[i]] = s;
       out[axes[i]] = static_cast<int64_t>(len);
     }
   }
-  std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+  std::vector<double>&roi_start = plan->roi_start, &roi_end = plan->roi_end;
+  roi_start.assign(static_cast<size_t>(rank), 0.0);
+  roi_end.assign(static_cast<size_t>(rank), 1.0);
   if (p.ctm == "tf_crop_and_resize") {
     int64_t n = roi ? roi->NumElements() : 0;
     if (n != static_cast<int64_t>(2 * naxes)) {
@@ -328,23 +340,40 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
     }
   }
   for (int a = 0; a < rank; ++a) {
-    if (x.shape[a] == 0 && out[a] > 0) return Status::Error("cannot resize an empty axis");
+    if (in[a] == 0 && out[a] > 0) return Status::Error("cannot resize an empty axis");
   }
+  return Status::Ok();
+}
+
+// The taps of every output position of every axis.
+Status PlanTaps(const ResizePlan& plan, const Shape& in, std::vector<std::vector<AxisTaps>>* taps) {
+  const size_t rank = in.size();
+  taps->assign(rank, {});
+  for (size_t a = 0; a < rank; ++a) {
+    (*taps)[a].resize(static_cast<size_t>(plan.out[a]));
+    for (int64_t o = 0; o < plan.out[a]; ++o) {
+      QUILT_RETURN_IF_ERROR(ResizeTaps(plan.p, in[a], plan.out[a], plan.scale[a], plan.roi_start[a],
+                                       plan.roi_end[a], o, &(*taps)[a][static_cast<size_t>(o)]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ResizeImpl(KernelContext& ctx, bool fast) {
+  const Tensor& x = *ctx.input(0);
+  const int rank = x.rank();
+  ResizePlan plan;
+  QUILT_RETURN_IF_ERROR(PlanResize(ctx, x.shape, &plan));
+  const Shape& out = plan.out;
+  const double extrapolation = plan.extrapolation;
   // The output first: the run's limits bound it, and so the taps below (one per position of an
   // axis, never more than the output's elements); an empty output needs none, whatever the other
   // axes' sizes.
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  // The taps of every output position of every axis.
-  std::vector<std::vector<AxisTaps>> taps(rank);
-  for (int a = 0; a < rank; ++a) {
-    taps[a].resize(out[a]);
-    for (int64_t o = 0; o < out[a]; ++o) {
-      QUILT_RETURN_IF_ERROR(
-          ResizeTaps(p, x.shape[a], out[a], scale[a], roi_start[a], roi_end[a], o, &taps[a][o]));
-    }
-  }
+  std::vector<std::vector<AxisTaps>> taps;
+  QUILT_RETURN_IF_ERROR(PlanTaps(plan, x.shape, &taps));
   if (fast && x.dtype == DType::kFloat32 &&
       ResizeFloatPlanes(x.Data<float>(), x.shape, out, taps, extrapolation, y->MutableData<float>(),
                         ctx)) {
@@ -391,10 +420,110 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
   });
 }
 
+// Output row oy of one block of blocked data (x the block's plane of iw-pixel rows, y the row's
+// ow pixels), each pixel's 16 lanes as the plane path sums one element: the products of the
+// taps' weights, in double, row taps outer. `column`, where not empty: each output column's one
+// input column read with weight 1 (-1: extrapolated), for a row tap of the same kind. (Baseline
+// code, as the plane path: a copy for a CPU with FMA would fuse the sums' multiply-adds and round
+// them otherwise.)
+void ResizeBlockedRow(const float* x, int64_t iw, const AxisTaps& t,
+                      const std::vector<AxisTaps>& tx, const std::vector<int64_t>& column,
+                      float fill, float* y) {
+  constexpr int kLanes = 16;
+  const int64_t ow = static_cast<int64_t>(tx.size());
+  if (!column.empty() && !t.extrapolate && t.index.size() == 1 && t.weight[0] == 1.0) {
+    const float* row = x + t.index[0] * iw * kLanes;
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t c = column[static_cast<size_t>(ox)];
+      float* out = y + ox * kLanes;
+      if (c < 0) {
+        for (int l = 0; l < kLanes; ++l) out[l] = fill;
+      } else {
+        std::memcpy(out, row + c * kLanes, sizeof(float) * kLanes);
+      }
+    }
+    return;
+  }
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const AxisTaps& u = tx[static_cast<size_t>(ox)];
+    float* out = y + ox * kLanes;
+    if (t.extrapolate || u.extrapolate) {
+      for (int l = 0; l < kLanes; ++l) out[l] = fill;
+      continue;
+    }
+    double sum[kLanes] = {};
+    for (size_t ky = 0; ky < t.index.size(); ++ky) {
+      for (size_t kx = 0; kx < u.index.size(); ++kx) {
+        const double w = 1.0 * t.weight[ky] * u.weight[kx];
+        const float* v = x + (t.index[ky] * iw + u.index[kx]) * kLanes;
+        for (int l = 0; l < kLanes; ++l) sum[l] += w * static_cast<double>(v[l]);
+      }
+    }
+    for (int l = 0; l < kLanes; ++l) out[l] = static_cast<float>(sum[l]);
+  }
+}
+
 }  // namespace
 
 Status ResizeReference(KernelContext& ctx) { return ResizeImpl(ctx, false); }
 Status Resize(KernelContext& ctx) { return ResizeImpl(ctx, true); }
+
+Status ResizeBlocked(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  if (x.dtype != DType::kFloat32 || x.rank() != 5 || x.shape[4] != 16) {
+    return Status::Error("data " + rt::ShapeString(x.shape) +
+                         " is not a float32 (N, C / 16, H, W, 16) tensor");
+  }
+  // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes.
+  const Shape nchw = {x.shape[0], x.shape[1] * 16, x.shape[2], x.shape[3]};
+  ResizePlan plan;
+  QUILT_RETURN_IF_ERROR(PlanResize(ctx, nchw, &plan));
+  if (plan.out[0] != nchw[0] || plan.out[1] != nchw[1]) {
+    return Status::Error("a resize of blocked data " + rt::ShapeString(x.shape) +
+                         " keeps its batch and channels; this one makes " +
+                         rt::ShapeString(plan.out));
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(
+      0, DType::kFloat32, Shape{x.shape[0], x.shape[1], plan.out[2], plan.out[3], 16}, &y));
+  if (y->NumElements() == 0) return Status::Ok();
+  std::vector<std::vector<AxisTaps>> taps;
+  QUILT_RETURN_IF_ERROR(PlanTaps(plan, nchw, &taps));
+  const int64_t blocks = x.shape[0] * x.shape[1], ih = x.shape[2], iw = x.shape[3];
+  const int64_t oh = plan.out[2], ow = plan.out[3];
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  const float fill = static_cast<float>(plan.extrapolation);
+  // Each output column's input column where every one reads one with weight 1 (nearest).
+  std::vector<int64_t> column;
+  bool single = true;
+  for (const AxisTaps& u : taps[3])
+    single &= u.extrapolate || (u.index.size() == 1 && u.weight[0] == 1.0);
+  if (single) {
+    for (const AxisTaps& u : taps[3]) column.push_back(u.extrapolate ? -1 : u.index[0]);
+  }
+  const std::vector<AxisTaps>& ty = taps[2];
+  auto same = [](const AxisTaps& a, const AxisTaps& b) {
+    return a.extrapolate == b.extrapolate && a.index == b.index && a.weight == b.weight;
+  };
+  ctx.ParallelFor(blocks * oh, std::max<int64_t>(1, 1024 / std::max<int64_t>(1, ow)),
+                  [&](int64_t r0, int64_t r1) {
+                    for (int64_t r = r0; r < r1; ++r) {
+                      const int64_t b = r / oh, oy = r % oh;
+                      float* row = py + r * ow * 16;
+                      // A row of the same taps as the one before it (nearest upsampling): copied.
+                      if (r > r0 && oy > 0 &&
+                          same(ty[static_cast<size_t>(oy)], ty[static_cast<size_t>(oy - 1)])) {
+                        std::memcpy(row, row - ow * 16,
+                                    static_cast<size_t>(ow) * 16 * sizeof(float));
+                        continue;
+                      }
+                      ResizeBlockedRow(px + b * ih * iw * 16, iw, ty[static_cast<size_t>(oy)],
+                                       taps[3], column, fill, row);
+                    }
+                  });
+  return Status::Ok();
+}
 
 namespace {
 
@@ -824,6 +953,7 @@ Status NonMaxSuppression(KernelContext& ctx) {
 // Kernels of this family, by op name (see ir/ops/image.def for each op's arguments and attributes).
 constexpr rt::KernelEntry kKernels[] = {
     Kernel("image.resize", Resize),
+    Kernel(nn::kResizeNchw16c, ResizeBlocked),
     Kernel("image.grid_sample", GridSample),
     Kernel("image.affine_grid", AffineGrid),
     Kernel("vision.roi_align", RoiAlign),

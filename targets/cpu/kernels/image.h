@@ -8,5 +8,7 @@ namespace quilt::cpu {
 
 Status Resize(KernelContext& ctx);
 Status ResizeReference(KernelContext& ctx);
+// image.resize2d_nchw16c (conv_blocked.h): image.resize of blocked data's NCHW view.
+Status ResizeBlocked(KernelContext& ctx);
 
 }  // namespace quilt::cpu
