@@ -133,26 +133,25 @@ class Blocking {
     return !list || std::all_of(list->begin(), list->end(), [](int64_t v) { return v == 1; });
   }
 
+  // Whether step s may run blocked, and as what: kernel steps on a CPU device only.
   Conv Eligible(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
-    if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.max_pool2d")
-      return EligiblePool(s);
-    if (step.kind == pkg::StepKind::Kernel && step.kernel == "nn.adaptive_avg_pool2d")
-      return EligibleMean(s);
-    if (step.kind == pkg::StepKind::Kernel && step.kernel == "image.resize") {
-      return WithRole(Role::kResize, EligibleResize(s));
+    if (step.kind != pkg::StepKind::Kernel ||
+        devices_[static_cast<size_t>(step.device)].kind != "cpu") {
+      return c;
     }
-    if (step.kind == pkg::StepKind::Kernel &&
-        (step.kernel == "add" || step.kernel == "subtract" || step.kernel == "multiply" ||
-         step.kernel == "concat" || step.kernel == "split")) {
+    if (step.kernel == "nn.max_pool2d") return EligiblePool(s);
+    if (step.kernel == "nn.adaptive_avg_pool2d") return EligibleMean(s);
+    if (step.kernel == "image.resize") return EligibleResize(s);
+    if (step.kernel == "add" || step.kernel == "subtract" || step.kernel == "multiply" ||
+        step.kernel == "concat" || step.kernel == "split") {
       Conv shaped = EligibleShaped(s);
       if (shaped.ok || step.kernel != "multiply") return shaped;
       return EligibleGate(s);
     }
-    if (step.kind != pkg::StepKind::Kernel || step.kernel != "nn.conv2d" ||
-        devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
-        step.inputs.size() < 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
+    if (step.kernel != "nn.conv2d" || step.outputs.size() != 1 || step.inputs.size() < 2 ||
+        step.inputs[0] < 0 || step.inputs[1] < 0) {
       return c;
     }
     const ValueSpec &x = Value(step.inputs[0]), &w = Value(step.inputs[1]),
@@ -203,40 +202,37 @@ class Blocking {
     return c;
   }
 
-  // A float32 2-D max pool on a CPU device of channels a multiple of 16 (known when compiling),
-  // its only result the pooled values: the same pool over blocked data
-  // (nn.max_pool2d_nchw16c), where it lies between blocked convs (a ResNet's first layer and its
-  // first block).
-  Conv EligiblePool(size_t s) const { return WithRole(Role::kMaxPool, ChannelsThrough(s)); }
+  // A float32 2-D max pool of channels a multiple of 16 (known when compiling), its only result
+  // the pooled values: the same pool over blocked data (nn.max_pool2d_nchw16c), where it lies
+  // between blocked convs (a ResNet's first layer and its first block).
+  Conv EligiblePool(size_t s) const {
+    return WithRole(Role::kMaxPool, DataThrough(s) && g_.steps[s].inputs.size() == 1);
+  }
 
-  // A float32 average pool on a CPU device of 16k channels to one pixel (global: ONNX's
-  // GlobalAveragePool): the means of blocked data, where its data is a chain's.
+  // A float32 average pool of 16k channels to one pixel (global: ONNX's GlobalAveragePool): the
+  // means of blocked data, where its data is a chain's.
   Conv EligibleMean(size_t s) const {
-    if (!ChannelsThrough(s)) return {};
+    if (!DataThrough(s) || g_.steps[s].inputs.size() != 1) return {};
     const ValueSpec& y = Value(g_.steps[s].outputs[0]);
     return WithRole(Role::kMean, IntDim(y.dims[2]) == 1 && IntDim(y.dims[3]) == 1);
   }
 
-  // Whether step s runs on a CPU device from one float32 (N, 16k, H, W) input to one such result
-  // of as many channels (a pool's shapes).
-  bool ChannelsThrough(size_t s) const {
+  // A float32 resize of (N, 16k, H, W) data to a result of its batch and channels (its other
+  // inputs, roi, scales and sizes, read as they are).
+  Conv EligibleResize(size_t s) const {
+    if (!DataThrough(s)) return {};
     const StepSpec& step = g_.steps[s];
-    return devices_[static_cast<size_t>(step.device)].kind == "cpu" && step.outputs.size() == 1 &&
-           step.inputs.size() == 1 && BlockableValue(step.inputs[0]) &&
-           BlockableValue(step.outputs[0]) &&
-           IntDim(Value(step.inputs[0]).dims[1]) == IntDim(Value(step.outputs[0]).dims[1]);
+    return WithRole(Role::kResize,
+                    SameDim(Value(step.inputs[0]).dims[0], Value(step.outputs[0]).dims[0]));
   }
 
-  // A float32 resize on a CPU device of (N, 16k, H, W) data to a result of its batch and channels.
-  bool EligibleResize(size_t s) const {
+  // Whether step s makes one result from its data (input 0), both float32 (N, C, H, W) of the
+  // same C, a multiple of 16 (a pool's or a resize's shapes).
+  bool DataThrough(size_t s) const {
     const StepSpec& step = g_.steps[s];
-    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
-        step.inputs.empty() || !BlockableValue(step.inputs[0]) ||
-        !BlockableValue(step.outputs[0])) {
-      return false;
-    }
-    const ValueSpec &x = Value(step.inputs[0]), &y = Value(step.outputs[0]);
-    return SameDim(x.dims[0], y.dims[0]) && IntDim(x.dims[1]) == IntDim(y.dims[1]);
+    return step.outputs.size() == 1 && !step.inputs.empty() && BlockableValue(step.inputs[0]) &&
+           BlockableValue(step.outputs[0]) &&
+           IntDim(Value(step.inputs[0]).dims[1]) == IntDim(Value(step.outputs[0]).dims[1]);
   }
 
   static Conv WithRole(Role role, bool ok) {
@@ -259,16 +255,13 @@ class Blocking {
     return axis && (*axis == 1 || *axis == -3);
   }
 
-  // An elementwise add, subtract or multiply on a CPU device of float32 (N, 16k, H, W) operands of
-  // the result's shape; a concat of such tensors along the channels; a split of one along them
-  // into such parts.
+  // An elementwise add, subtract or multiply of float32 (N, 16k, H, W) operands of the result's
+  // shape; a concat of such tensors along the channels; a split of one along them into such
+  // parts.
   Conv EligibleShaped(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
-    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.inputs.empty() ||
-        step.outputs.empty()) {
-      return c;
-    }
+    if (step.inputs.empty() || step.outputs.empty()) return c;
     for (int v : step.inputs)
       if (!BlockableValue(v)) return c;
     for (int v : step.outputs)
@@ -285,19 +278,17 @@ class Blocking {
         return c;
       }
     }
-    c.ok = true;
-    c.role = Role::kShaped;
-    return c;
+    return WithRole(Role::kShaped, true);
   }
 
-  // A float32 multiply on a CPU device of data (N, 16k, H, W) by a gate of one value per channel,
-  // (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1), the result of the data's shape: the gate read as it
-  // is (the same floats as blocked).
+  // A float32 multiply of data (N, 16k, H, W) by a gate of one value per channel, (C, 1, 1),
+  // (1, C, 1, 1) or (N, C, 1, 1), the result of the data's shape: the gate read as it is (the
+  // same floats as blocked).
   Conv EligibleGate(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
-    if (devices_[static_cast<size_t>(step.device)].kind != "cpu" || step.outputs.size() != 1 ||
-        step.inputs.size() != 2 || step.inputs[0] < 0 || step.inputs[1] < 0) {
+    if (step.outputs.size() != 1 || step.inputs.size() != 2 || step.inputs[0] < 0 ||
+        step.inputs[1] < 0) {
       return c;
     }
     const ValueSpec& y = Value(step.outputs[0]);
@@ -315,8 +306,7 @@ class Blocking {
           r == 3 || IntDim(gate.dims[0]) == 1 || SameDim(gate.dims[0], y.dims[0]);
       if (per_image && IntDim(gate.dims[r - 3]) == IntDim(y.dims[1]) &&
           IntDim(gate.dims[r - 2]) == 1 && IntDim(gate.dims[r - 1]) == 1) {
-        c.ok = true;
-        c.role = Role::kGate;
+        c = WithRole(Role::kGate, true);
         c.data = p;
         return c;
       }

@@ -345,11 +345,12 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
   return Status::Ok();
 }
 
-// The taps of every output position of every axis.
-Status PlanTaps(const ResizePlan& plan, const Shape& in, std::vector<std::vector<AxisTaps>>* taps) {
+// The taps of every output position of the axes from `first` on (those before left empty).
+Status PlanTaps(const ResizePlan& plan, const Shape& in, size_t first,
+                std::vector<std::vector<AxisTaps>>* taps) {
   const size_t rank = in.size();
   taps->assign(rank, {});
-  for (size_t a = 0; a < rank; ++a) {
+  for (size_t a = first; a < rank; ++a) {
     (*taps)[a].resize(static_cast<size_t>(plan.out[a]));
     for (int64_t o = 0; o < plan.out[a]; ++o) {
       QUILT_RETURN_IF_ERROR(ResizeTaps(plan.p, in[a], plan.out[a], plan.scale[a], plan.roi_start[a],
@@ -373,7 +374,7 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   if (y->NumElements() == 0) return Status::Ok();
   std::vector<std::vector<AxisTaps>> taps;
-  QUILT_RETURN_IF_ERROR(PlanTaps(plan, x.shape, &taps));
+  QUILT_RETURN_IF_ERROR(PlanTaps(plan, x.shape, 0, &taps));
   if (fast && x.dtype == DType::kFloat32 &&
       ResizeFloatPlanes(x.Data<float>(), x.shape, out, taps, extrapolation, y->MutableData<float>(),
                         ctx)) {
@@ -488,7 +489,8 @@ Status ResizeBlocked(KernelContext& ctx) {
       0, DType::kFloat32, Shape{x.shape[0], x.shape[1], plan.out[2], plan.out[3], 16}, &y));
   if (y->NumElements() == 0) return Status::Ok();
   std::vector<std::vector<AxisTaps>> taps;
-  QUILT_RETURN_IF_ERROR(PlanTaps(plan, nchw, &taps));
+  // The height's and width's (the batch and channels are kept, checked above).
+  QUILT_RETURN_IF_ERROR(PlanTaps(plan, nchw, 2, &taps));
   const int64_t blocks = x.shape[0] * x.shape[1], ih = x.shape[2], iw = x.shape[3];
   const int64_t oh = plan.out[2], ow = plan.out[3];
   const float* px = x.Data<float>();
