@@ -250,12 +250,8 @@ TEST(BadInput, AnErrorInANestedBranchNamesTheNestedNode) {
   n->add_output("r");
   branch.add_output()->set_name("r");
   auto& node = g.Node("If", {"c"}, {"y"}, "outer_if");
-  for (const char* name : {"then_branch", "else_branch"}) {
-    auto* a = node.add_attribute();
-    a->set_name(name);
-    a->set_type(::onnx::AttributeProto::GRAPH);
-    *a->mutable_g() = branch;
-  }
+  for (const char* name : {"then_branch", "else_branch"})
+    quilt::testing::SetGraph(node, name, branch);
   g.Output("y", TensorProto::FLOAT);
   Expected<ir::IRModule> mod = g.Import();
   ASSERT_FALSE(mod);

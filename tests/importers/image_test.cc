@@ -72,15 +72,7 @@ TEST(ImageImport, ResizeToSizesKnownByTheirSymbolsHasAKnownShape) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {"n", 4, "h", "w"});
   g.Input("ref", TensorProto::FLOAT, {"n", 8, "h2", "w2"});
-  g.Initializer<int64_t>("b0", TensorProto::INT64, {1}, {0});
-  g.Initializer<int64_t>("b2", TensorProto::INT64, {1}, {2});
-  g.Initializer<int64_t>("b4", TensorProto::INT64, {1}, {4});
-  g.Node("Shape", {"x"}, {"sx"});
-  g.Node("Shape", {"ref"}, {"sr"});
-  g.Node("Slice", {"sx", "b0", "b2"}, {"nc"});
-  g.Node("Slice", {"sr", "b2", "b4"}, {"hw"});
-  SetInt(g.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
-  SetString(g.Node("Resize", {"x", "", "", "sizes"}, {"y"}), "mode", "nearest");
+  quilt::testing::AddResizeToHeightAndWidthOfRef(g);
   g.Output("y", TensorProto::FLOAT);
   ExpectImportsTo(g, R"(
 @I.ir_module

@@ -107,6 +107,14 @@ class OnnxGraph {
   onnx::ModelProto model_;
 };
 
+// A subgraph attribute (a Loop's body, an If's branch).
+inline void SetGraph(onnx::NodeProto& n, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
 // A Loop body y <- y + 1: (iteration count, condition, y_in) -> (condition, y_out).
 inline OnnxGraph CountingLoopBody() {
   OnnxGraph body(13);
@@ -124,11 +132,7 @@ inline OnnxGraph CountingLoopBody() {
 // `out`.
 inline void AddLoop(OnnxGraph& g, OnnxGraph body, const std::string& n, const std::string& y,
                     const std::string& out, const std::string& name) {
-  onnx::NodeProto& loop = g.Node("Loop", {n, "go", y}, {out}, name);
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
+  SetGraph(g.Node("Loop", {n, "go", y}, {out}, name), "body", *body.graph());
 }
 
 // res = y + n: a Loop ("count") whose trip count n and condition go are inputs, as is y.
@@ -170,6 +174,21 @@ inline void SetFloats(onnx::NodeProto& n, const std::string& name, const std::ve
   a->set_name(name);
   a->set_type(onnx::AttributeProto::FLOATS);
   for (float x : v) a->add_floats(x);
+}
+
+// A nearest Resize `name` of "x" to the batch and channels of "x" and the height and width of
+// "ref", its sizes computed as exporters compute them: sizes = Concat(Slice(Shape(x), 0, 2),
+// Slice(Shape(ref), 2, 4)); result "y". The graph's inputs are the caller's.
+inline void AddResizeToHeightAndWidthOfRef(OnnxGraph& g, const std::string& name = "") {
+  g.Initializer<int64_t>("b0", onnx::TensorProto::INT64, {1}, {0});
+  g.Initializer<int64_t>("b2", onnx::TensorProto::INT64, {1}, {2});
+  g.Initializer<int64_t>("b4", onnx::TensorProto::INT64, {1}, {4});
+  g.Node("Shape", {"x"}, {"sx"});
+  g.Node("Shape", {"ref"}, {"sr"});
+  g.Node("Slice", {"sx", "b0", "b2"}, {"nc"});
+  g.Node("Slice", {"sr", "b2", "b4"}, {"hw"});
+  SetInt(g.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
+  SetString(g.Node("Resize", {"x", "", "", "sizes"}, {"y"}, name), "mode", "nearest");
 }
 
 // The struct info of the imported module's result (for checks that need no IR text).

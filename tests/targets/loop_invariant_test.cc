@@ -23,6 +23,7 @@ namespace {
 
 using onnx::TensorProto;
 using quilt::testing::OnnxGraph;
+using quilt::testing::SetGraph;
 
 // h <- 0.5 * h + x . w^T for n iterations: w (2 x 3) carried through unchanged, x (1 x 3) read
 // from the outer graph, h (1 x 2) carried.
@@ -43,11 +44,8 @@ OnnxGraph Model() {
   g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
   g.Input("h", TensorProto::FLOAT, {1, 2}).Input("w", TensorProto::FLOAT, {2, 3});
   g.Input("x", TensorProto::FLOAT, {1, 3});
-  onnx::NodeProto& loop = g.Node("Loop", {"n", "go", "h", "w"}, {"h_last", "w_last"}, "loop");
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
+  SetGraph(g.Node("Loop", {"n", "go", "h", "w"}, {"h_last", "w_last"}, "loop"), "body",
+           *body.graph());
   g.Output("h_last", TensorProto::FLOAT);
   g.Output("w_last", TensorProto::FLOAT);
   return g;
@@ -142,12 +140,8 @@ OnnxGraph WeightsAsLoopState() {
   g.Input("h", TensorProto::FLOAT, {1, 2}).Input("v", TensorProto::FLOAT, {2, 2});
   g.Initializer<float>("w", TensorProto::FLOAT, {2, 2}, {0.5f, -1.0f, 0.75f, 0.25f});
   g.Initializer<float>("u", TensorProto::FLOAT, {2, 2}, {-0.25f, 0.5f, 1.0f, -0.5f});
-  onnx::NodeProto& loop =
-      g.Node("Loop", {"n", "go", "h", "w", "v"}, {"h_last", "w_last", "v_last"}, "loop");
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
+  SetGraph(g.Node("Loop", {"n", "go", "h", "w", "v"}, {"h_last", "w_last", "v_last"}, "loop"),
+           "body", *body.graph());
   g.Output("h_last", TensorProto::FLOAT);
   g.Output("w_last", TensorProto::FLOAT);
   g.Output("v_last", TensorProto::FLOAT);
@@ -223,11 +217,8 @@ OnnxGraph SymbolicInvariantsThroughNoops() {
   g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
   g.Input("h", TensorProto::FLOAT, {1, 2}).Input("w", TensorProto::FLOAT, {2, 3});
   g.Input("x", TensorProto::FLOAT, {"T", 3});
-  onnx::NodeProto& loop = g.Node("Loop", {"n", "go", "h", "w"}, {"h_last", "w_last"}, "loop");
-  onnx::AttributeProto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = *body.graph();
+  SetGraph(g.Node("Loop", {"n", "go", "h", "w"}, {"h_last", "w_last"}, "loop"), "body",
+           *body.graph());
   g.Output("h_last", TensorProto::FLOAT);
   g.Output("w_last", TensorProto::FLOAT);
   return g;

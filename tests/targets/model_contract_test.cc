@@ -20,8 +20,10 @@ namespace {
 using onnx::TensorProto;
 using quilt::testing::CountingLoop;
 using quilt::testing::OnnxGraph;
+using quilt::testing::SetGraph;
 using quilt::testing::SetInt;
 using quilt::testing::SetInts;
+using quilt::testing::SetString;
 
 Expected<Compiled> CompileGraph(const OnnxGraph& g, const CompileOptions& options) {
   std::string bytes = g.Bytes();
@@ -148,19 +150,7 @@ TEST(ModelContract, ResizeToAnotherInputsHeightAndWidth) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {"n", 1, "h", "w"});
   g.Input("ref", TensorProto::FLOAT, {"n", 2, "h2", "w2"});
-  g.Initializer<int64_t>("b0", TensorProto::INT64, {1}, {0});
-  g.Initializer<int64_t>("b2", TensorProto::INT64, {1}, {2});
-  g.Initializer<int64_t>("b4", TensorProto::INT64, {1}, {4});
-  g.Node("Shape", {"x"}, {"sx"});
-  g.Node("Shape", {"ref"}, {"sr"});
-  g.Node("Slice", {"sx", "b0", "b2"}, {"nc"});
-  g.Node("Slice", {"sr", "b2", "b4"}, {"hw"});
-  SetInt(g.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
-  onnx::NodeProto& r = g.Node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
-  onnx::AttributeProto* mode = r.add_attribute();
-  mode->set_name("mode");
-  mode->set_type(onnx::AttributeProto::STRING);
-  mode->set_s("nearest");
+  quilt::testing::AddResizeToHeightAndWidthOfRef(g, "resize");
   g.Output("y", TensorProto::FLOAT);
   Expected<Compiled> c = CompileGraph(g, {});
   ASSERT_TRUE(c) << c.error().ToString();
@@ -233,14 +223,8 @@ OnnxGraph IfWithAnInvalidBranch() {
     else_g.add_output()->set_name("e");
   }
   auto& n = g.Node("If", {"c"}, {"y"}, "switch_rate");
-  auto* a = n.add_attribute();
-  a->set_name("then_branch");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = then_g;
-  a = n.add_attribute();
-  a->set_name("else_branch");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = else_g;
+  SetGraph(n, "then_branch", then_g);
+  SetGraph(n, "else_branch", else_g);
   g.Output("y", TensorProto::FLOAT);
   return g;
 }
@@ -532,7 +516,7 @@ TEST(ModelContract, ReflectPadAmountsComputedAsPyTorchExportsThem) {
   SetInts(t, "perm", {1, 0});
   g.Node("Reshape", {"tr", "flat"}, {"pads"}, "flatten");
   auto& pad = g.Node("Pad", {"x", "pads"}, {"y"}, "pad");
-  quilt::testing::SetString(pad, "mode", "reflect");
+  SetString(pad, "mode", "reflect");
   g.Output("y", TensorProto::FLOAT);
   // rows ((1, 2), (0, 0)) reversed: ((0, 0), (1, 2)); transposed: ((0, 1), (0, 2)); flat:
   // (0, 1, 0, 2): dim 1 padded by 1 before and 2 after.
