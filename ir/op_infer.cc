@@ -77,6 +77,22 @@ StructInfo SameShape(const StructInfoNode& x, DataType dtype) {
   return TensorSInfo(x.shape, dtype, std::nullopt, x.ndim);
 }
 
+namespace {
+
+// The most nodes a broadcast dim's two operands may have together before it is given up.
+constexpr size_t kMaxBroadcastExpr = 512;
+
+// Nodes in e's tree, counted up to just past kMaxBroadcastExpr.
+size_t ExprSize(const PrimExpr& e, size_t seen = 0) {
+  if (!e || seen > kMaxBroadcastExpr) return 0;
+  size_t n = 1;
+  n += ExprSize(e->a, seen + n);
+  n += ExprSize(e->b, seen + n);
+  return n;
+}
+
+}  // namespace
+
 Expected<std::optional<std::vector<PrimExpr>>> BroadcastShapes(const StructInfoNode& a,
                                                                const StructInfoNode& b, int* ndim) {
   *ndim = (a.ndim < 0 || b.ndim < 0) ? -1 : std::max(a.ndim, b.ndim);
@@ -97,8 +113,20 @@ Expected<std::optional<std::vector<PrimExpr>>> BroadcastShapes(const StructInfoN
     } else if (cx && cy) {
       return Error("shapes cannot broadcast: dimension " + std::to_string(i) + " is " +
                    std::to_string(*cx) + " in one and " + std::to_string(*cy) + " in the other");
+    } else if (cx || cy) {
+      // n against a constant c other than 1: n is 1 or c wherever the inputs broadcast, and the
+      // result c either way (the kernel refuses any other n when it runs).
+      out[i] = cx ? dx : dy;
+    } else if (ExprSize(dx) + ExprSize(dy) <= kMaxBroadcastExpr) {
+      // Two dims the compiler cannot prove equal (an upsampled h * 2 against a conv's
+      // (h - 1) // 2 + 1): for every pair that broadcasts (equal, or one of them 1) the result is
+      // max(a, b), or 0 where one is 0: max(a, b) * min(a, b, 1). Only the shape's other dims
+      // would be lost without it (a network's channels among them).
+      out[i] =
+          MakeBinary(PrimKind::kMul, MakeBinary(PrimKind::kMax, dx, dy),
+                     MakeBinary(PrimKind::kMin, MakeBinary(PrimKind::kMin, dx, dy), IntImm(1)));
     } else {
-      known = false;  // e.g. n vs 4: equal only when n == 4 or n == 1; not provable here
+      known = false;  // each such broadcast doubles the expression: past a bound, rank only
     }
   }
   if (!known) return std::optional<std::vector<PrimExpr>>();

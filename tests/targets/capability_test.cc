@@ -49,10 +49,18 @@ TEST(Capability, OpenClTakesElementwiseOpsWithBroadcastsItCanSee) {
       ir::MakeVar("r", ir::TensorSInfo(std::vector<int64_t>{1, 3}, ir::DataType::kFloat32));
   EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kRelu, {x}))).ok);
   EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kAdd, {x, row}))).ok);  // (n, 3) + (1, 3)
-  // Two symbols: the compiler does not know the result's shape (nor which side broadcasts).
+  // Two symbols: the compiler knows the result's shape as an expression of both, not which side
+  // broadcasts.
   ir::Var y = ir::MakeVar("y", ir::TensorSInfo(std::vector<ir::PrimExpr>{sym("m"), ir::IntImm(3)},
                                                ir::DataType::kFloat32));
   Support s = cl.Supports(AsCall(Call(ir::OpKind::kMaximum, {x, y})));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "OpenCL: R.maximum broadcasts argument 0 in a way only the run decides")
+      << s.reason;
+  // A tensor whose shape the compiler does not know at all.
+  ir::Var z =
+      ir::MakeVar("z", ir::TensorSInfo(std::nullopt, ir::DataType::kFloat32, std::nullopt, 2));
+  s = cl.Supports(AsCall(Call(ir::OpKind::kMaximum, {x, z})));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason,
             "OpenCL runs R.maximum on float32, int32, int64 and bool tensors of known shape only")

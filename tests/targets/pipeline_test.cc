@@ -2,6 +2,7 @@
 // placement reports, placement rules on an imported model, --strict.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -157,6 +158,59 @@ TEST(Pipeline, AReshapeWhoseInputDiesThereTakesItsMemory) {
       EXPECT_EQ(got[i], 2 * a * a) << "run " << run << ", element " << i;
     }
   }
+}
+
+// Two extents the compiler cannot prove equal: the sum's shape is (broadcast(n, m), 4), which the
+// runtime evaluates for each run, zeros included; a pair that does not broadcast is refused.
+constexpr const char* kSymbolicSum = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor(("n", 4), "float32"), b: R.Tensor(("m", 4), "float32")):
+        c = R.add(a, b)
+        d = R.nn.relu(c)
+        return d
+)";
+
+TEST(Pipeline, SymbolicExtentsBroadcastAsTheRunBindsThem) {
+  Expected<Compiled> c = Compile(Parse(kSymbolicSum), CompileOptions{});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
+  ASSERT_TRUE(p);
+  std::unique_ptr<rt::Session> session;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &session).ok());
+  auto values = [](int64_t rows, float base) {
+    std::vector<float> v(static_cast<size_t>(rows * 4));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = base + (i % 3 == 0 ? -1.0f : 1.0f) * i;
+    return v;
+  };
+  for (auto [n, m] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {3, 1}, {3, 3}, {0, 1}, {1, 0}, {1, 1}}) {
+    std::vector<float> a = values(n, 0.5f), b = values(m, -2.0f);
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = session->Run({test::Input("a", a, {n, 4}), test::Input("b", b, {m, 4})}, &out);
+    ASSERT_TRUE(st.ok()) << "n = " << n << ", m = " << m << ": " << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    int64_t rows = (n == 0 || m == 0) ? 0 : std::max(n, m);
+    EXPECT_EQ(out[0].shape, (rt::Shape{rows, 4})) << "n = " << n << ", m = " << m;
+    std::vector<float> got = test::Floats(out[0]);
+    ASSERT_EQ(got.size(), static_cast<size_t>(rows * 4));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < 4; ++j) {
+        float sum = a[static_cast<size_t>((n == 1 ? 0 : r) * 4 + j)] +
+                    b[static_cast<size_t>((m == 1 ? 0 : r) * 4 + j)];
+        EXPECT_EQ(got[static_cast<size_t>(r * 4 + j)], sum > 0 ? sum : 0.0f)
+            << "n = " << n << ", m = " << m << ", row " << r << ", column " << j;
+      }
+    }
+  }
+  std::vector<float> a = values(2, 0.0f), b = values(3, 0.0f);
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = session->Run({test::Input("a", a, {2, 4}), test::Input("b", b, {3, 4})}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("(add): shapes (2, 4) and (3, 4) do not broadcast"),
+            std::string::npos)
+      << st.message();
 }
 
 // "kind:N" and "kind -device=N" name the machine's device N: the package's device id, which the
