@@ -876,11 +876,6 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
                 rng);
 }
 
-// A last panel of one to three columns runs along the reduction, its sums split in 16 phases:
-// reductions shorter than 16, of whole multiples of 16 and with a tail, over several slabs;
-// rows in several blocks of 64 and not a multiple of four or eight; a task's block all narrow
-// (3 threads, 25 columns). Where the CPU has AVX-512, its kernels (A packed, or rows in place)
-// give the 8-lane kernel's values bit for bit.
 // Products of at most eight columns: dot products along A's rows, eight lanes at a time:
 // matrix-vector products of rows by six and the rest, two to eight columns by three rows and the
 // rest, reductions short of eight, of whole multiples and with a tail.
@@ -912,11 +907,18 @@ TEST(FastKernels, GemmEpilogueMatchesTheReference) {
   }
 }
 
+// A last panel of one to three columns runs along the reduction where it is 128 or longer, its
+// sums split in 16 phases: reductions of whole multiples of 16 (the shortest, 128, among them)
+// and with a tail, over several slabs; rows in several blocks of 64 and not a multiple of four
+// or eight; a task's block all narrow (3 threads, 25 columns). Shorter reductions pad the last
+// panel (127 just short of the narrow kernels, 33, 16, 7). Where the CPU has AVX-512, its kernels
+// (A packed, or rows in place) give the 8-lane kernel's values bit for bit.
 TEST(FastKernels, GemmNarrowLastColumnsMatchTheReference) {
   std::mt19937 rng(78);
-  CheckGemmWays({GemmCase{13, 25, 7}, GemmCase{70, 26, 16}, GemmCase{67, 49, 300},
-                 GemmCase{130, 27, 1030}, GemmCase{5, 51, 33}, GemmCase{150, 147, 2304}},
-                rng);
+  CheckGemmWays(
+      {GemmCase{13, 25, 7}, GemmCase{70, 26, 16}, GemmCase{67, 49, 300}, GemmCase{130, 27, 1030},
+       GemmCase{5, 51, 33}, GemmCase{150, 147, 2304}, GemmCase{40, 26, 128}, GemmCase{40, 75, 127}},
+      rng);
 }
 
 void CheckMatmul(const Shape& a, const Shape& b, std::mt19937& rng) {

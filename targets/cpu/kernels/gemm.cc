@@ -173,7 +173,13 @@ QUILT_ALWAYS_INLINE float AAt(const float* a, int64_t lda, int i, int64_t p) {
 // the same order in both, at 8 or 16 lanes: the values are the same bit for bit. Three columns
 // at most: each column reads the slab of A again, and at four the 8-lane form (whose B is four
 // times the floats) ran 5% behind the panel kernel on 256 x 28 x 2304, at eight 40%.
+// And only for a reduction of 128 or more: each sum's fixed cost (its phases added, the k % 16
+// products past the last whole vector one at a time) is then small beside its k / 16 vector
+// multiply-adds. Below, the padded panel is faster (48 x 75 x 28, a Winograd product of a small
+// image: 34 -> 76 GFLOP/s; 48 x 75 x 64: 72 -> 92; at 128 about even; 256 x 49 x 128 and up the
+// narrow kernels ahead by 5-15%).
 constexpr int64_t kNarrowCols = 3;
+constexpr int64_t kNarrowMinK = 128;
 constexpr int kPhases = 16;
 // Floats of a block's phases: kMC rows by kNarrowCols columns.
 constexpr int64_t kNarrowPhaseFloats = kMC * kNarrowCols * kPhases;
@@ -1381,7 +1387,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   // 28: 0.39-0.42 -> 0.44-0.59 ms).
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     // A last panel of at most kNarrowCols columns runs along the reduction (NarrowPart).
-    const bool narrow_tail = k > 0 && n % kNR <= kNarrowCols;
+    const bool narrow_tail = k >= kNarrowMinK && n % kNR <= kNarrowCols;
     Floats panel = rows && n % kNR != 0 && !narrow_tail ? NewFloats(k * kNR) : nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       // Tasks of one group of rows next to each other: a thread's run of tasks shares its rows.
