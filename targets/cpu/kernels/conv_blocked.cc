@@ -74,8 +74,9 @@ QUILT_CLONES void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1) {
 // Output row oy of one block of a max pool over blocked data (x the block's plane): per output
 // pixel, the window's first cell inside the input, then each later one where greater, lane by
 // lane (as MaxPoolPlane: NaN where the first cell is, else the greatest cell that is not; no cell
-// inside: -inf). On arrays of 16 floats, whose loops become vector maxima (a generic 16-lane
-// vector's select was taken apart lane by lane in the AVX2 copy, 4-7 times slower than the NCHW
+// inside: -inf). Two vectors of eight lanes, each cell's select one vector maximum (AVX2) or its
+// halves' (baseline): a generic 16-lane vector's select was taken apart lane by lane in the AVX2
+// copy, and loops over arrays of 16 floats were left scalar (both 4-7 times slower than the NCHW
 // pool).
 QUILT_CLONES void MaxPoolBlockedRow(const float* x, float* y, const Window& w, int64_t oy) {
   const int64_t iw = w.in[1];
@@ -84,7 +85,6 @@ QUILT_CLONES void MaxPoolBlockedRow(const float* x, float* y, const Window& w, i
   for (int64_t ox = 0; ox < w.out[1]; ++ox) {
     int64_t kx0, kx1;
     ValidTaps(ox, w.stride[1], w.pad_begin[1], w.dilation[1], w.kernel[1], iw, &kx0, &kx1);
-    float best[kB16];
     float* out = y + ox * kB16;
     if (ky0 > ky1 || kx0 > kx1) {
       for (int l = 0; l < kB16; ++l) out[l] = -std::numeric_limits<float>::infinity();
@@ -92,15 +92,22 @@ QUILT_CLONES void MaxPoolBlockedRow(const float* x, float* y, const Window& w, i
     }
     const int64_t iy0 = oy * w.stride[0] - w.pad_begin[0], ix0 = ox * w.stride[1] - w.pad_begin[1];
     const float* first = x + ((iy0 + ky0 * w.dilation[0]) * iw + ix0 + kx0 * w.dilation[1]) * kB16;
-    for (int l = 0; l < kB16; ++l) best[l] = first[l];
+    V8 lo, hi;
+    LoadV(&lo, first);
+    LoadV(&hi, first + 8);
     for (int64_t ky = ky0; ky <= ky1; ++ky) {
       const float* row = x + (iy0 + ky * w.dilation[0]) * iw * kB16;
       for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx <= kx1; ++kx) {
         const float* v = row + (ix0 + kx * w.dilation[1]) * kB16;
-        for (int l = 0; l < kB16; ++l) best[l] = v[l] > best[l] ? v[l] : best[l];
+        V8 a, b;
+        LoadV(&a, v);
+        LoadV(&b, v + 8);
+        lo = a > lo ? a : lo;
+        hi = b > hi ? b : hi;
       }
     }
-    for (int l = 0; l < kB16; ++l) out[l] = best[l];
+    StoreV(out, lo);
+    StoreV(out + 8, hi);
   }
 }
 
