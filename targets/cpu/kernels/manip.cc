@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <type_traits>
 
 #include "targets/cpu/kernels/manip_util.h"
 #include "targets/cpu/kernels/registry.h"
@@ -622,9 +623,38 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   const int64_t in_lo = std::clamp<int64_t>(b, 0, cols),
                 in_hi = std::clamp<int64_t>(b + n, in_lo, cols);
   const int64_t e = static_cast<int64_t>(eb);  // element bytes, for offsets
-  auto column = [&](const uint8_t* row, int64_t j, uint8_t* to) {
-    int64_t p = row ? PadSource(j - b, n, pm) : -1;
-    std::memcpy(to, p < 0 ? fill : row + p * e, eb);
+  // The source column of each padded column, the same in every row (-1: the pad value), worked
+  // out once rather than per row and column (a reflect pad of 80 x 832 samples spent 0.16 ms
+  // in PadSource's divisions).
+  std::vector<int64_t> source(static_cast<size_t>(cols - (in_hi - in_lo)));
+  {
+    size_t i = 0;
+    for (int64_t j = 0; j < in_lo; ++j) source[i++] = PadSource(j - b, n, pm);
+    for (int64_t j = in_hi; j < cols; ++j) source[i++] = PadSource(j - b, n, pm);
+  }
+  // The padded columns of one row (row null: all of it padding, the pad value).
+  auto edges = [&](const uint8_t* row, uint8_t* to) {
+    auto put = [&](auto tag) {
+      constexpr size_t kBytes = decltype(tag)::value;
+      size_t i = 0;
+      auto one = [&](int64_t j) {
+        int64_t p = row ? source[i] : -1;
+        ++i;
+        std::memcpy(to + j * e, p < 0 ? fill : row + p * e, kBytes);
+      };
+      for (int64_t j = 0; j < in_lo; ++j) one(j);
+      for (int64_t j = in_hi; j < cols; ++j) one(j);
+    };
+    if (eb == 4) return put(std::integral_constant<size_t, 4>{});
+    if (eb == 8) return put(std::integral_constant<size_t, 8>{});
+    size_t i = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      if (j == in_lo) j = in_hi;
+      if (j >= cols) break;
+      int64_t p = row ? source[i] : -1;
+      ++i;
+      std::memcpy(to + j * e, p < 0 ? fill : row + p * e, eb);
+    }
   };
   std::vector<int64_t> idx(static_cast<size_t>(last), 0);
   for (;;) {
@@ -633,13 +663,12 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
       int64_t p = PadSource(idx[k] - pads[2 * k], in_shape[k], pm);
       row = p < 0 ? nullptr : row + p * strides[k] * e;
     }
-    for (int64_t j = 0; j < in_lo; ++j) column(row, j, dst + j * e);
+    edges(row, dst);
     if (row && in_hi > in_lo) {
       std::memcpy(dst + in_lo * e, row + (in_lo - b) * e, static_cast<size_t>(in_hi - in_lo) * eb);
     } else {
-      for (int64_t j = in_lo; j < in_hi; ++j) column(row, j, dst + j * e);
+      for (int64_t j = in_lo; j < in_hi; ++j) std::memcpy(dst + j * e, fill, eb);
     }
-    for (int64_t j = in_hi; j < cols; ++j) column(row, j, dst + j * e);
     dst += cols * e;
     int k = last - 1;
     for (; k >= 0 && ++idx[k] == out_shape[k]; --k) idx[k] = 0;
