@@ -34,11 +34,13 @@ class Fusion {
     for (size_t s = 0; s < g_.steps.size(); ++s) {
       StepSpec& conv = g_.steps[s];
       if (removed_[s] || !Fusable(conv)) continue;
+      view_ = View(conv);
       FuseAffine(conv);
-      FuseResidual(static_cast<int>(s), conv);
+      if (view_ < 0) FuseResidual(static_cast<int>(s), conv);
       if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv)) {
         FusePost(conv);
       }
+      view_ = -1;
     }
     return Compact();
   }
@@ -96,6 +98,37 @@ class Fusion {
     Remove(add);
   }
 
+  // On the CPU, a squeeze, reshape or expand_dims reading the conv's result alone that keeps its
+  // first two dims (images, channels): each channel's values then stay where they are, in the
+  // same order, and the ops after it fuse as if they read the conv's result (the conv writes them
+  // before the view; the view's result is the chain's). TensorFlow's Conv1D exports so: a 2-D
+  // conv of height 1, a squeeze of the height, then the bias add and the activation. -1: none.
+  int View(const StepSpec& conv) const {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return -1;
+    int y = conv.outputs[0];
+    for (const char* kernel : {"squeeze", "reshape", "expand_dims"}) {
+      int q = SoleReader(conv, y, kernel);
+      if (q < 0) continue;
+      const ValueSpec& a = Value(y);
+      const ValueSpec& b = Value(g_.steps[static_cast<size_t>(q)].outputs[0]);
+      if (a.rank < 2 || b.rank < 2 || a.dtype != b.dtype || a.device != b.device ||
+          !SameDim(a.dims[0], b.dims[0]) || !SameDim(a.dims[1], b.dims[1])) {
+        return -1;
+      }
+      return q;
+    }
+    return -1;
+  }
+
+  // The value the fused chain ends in so far (the conv's result, or its view's), and the step
+  // writing it taking over `outputs` as the chain grows by a step.
+  int End(const StepSpec& conv) const {
+    return view_ >= 0 ? g_.steps[static_cast<size_t>(view_)].outputs[0] : conv.outputs[0];
+  }
+  void SetEnd(StepSpec& conv, const std::vector<int>& outputs) {
+    (view_ >= 0 ? g_.steps[static_cast<size_t>(view_)] : conv).outputs = outputs;
+  }
+
   void Remove(int step) {
     removed_[static_cast<size_t>(step)] = true;
     ++count_;
@@ -106,7 +139,7 @@ class Fusion {
   // constant per channel (or, with `scalar`, of one value): the conv takes the constant as its
   // next input and writes the step's result. Returns the letter, or 0 when there is no such step.
   char FuseConstantOp(StepSpec& conv, std::string_view allowed, bool scalar) {
-    int v = conv.outputs[0];
+    int v = End(conv);
     int step = -1;
     char op = 0;
     for (auto [kernel, letter] : {std::pair{"add", 'b'},
@@ -131,7 +164,7 @@ class Fusion {
     if (!PerChannel(k, v, conv, scalar) || !SameType(v, a.outputs[0], true)) return 0;
     conv.inputs.push_back(k);
     conv.input_arity.push_back(1);
-    conv.outputs = a.outputs;
+    SetEnd(conv, a.outputs);
     Remove(step);
     return op;
   }
@@ -168,7 +201,7 @@ class Fusion {
 
   // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.
   bool FuseClamp(StepSpec& conv) {
-    int out = conv.outputs[0];
+    int out = End(conv);
     int act = SoleReader(conv, out, "nn.relu");
     if (act < 0) act = SoleReader(conv, out, "clip");
     if (act < 0 && devices_[static_cast<size_t>(conv.device)].kind == "cpu") {
@@ -188,7 +221,7 @@ class Fusion {
       if (lo) conv.attrs.Set("activation_min", *lo);
       if (hi) conv.attrs.Set("activation_max", *hi);
     }
-    conv.outputs = r.outputs;
+    SetEnd(conv, r.outputs);
     Remove(act);
     return true;
   }
@@ -199,7 +232,7 @@ class Fusion {
   // the conv's next input).
   bool FuseNegativeSlope(StepSpec& conv) {
     if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
-    int out = conv.outputs[0];
+    int out = End(conv);
     int act = SoleReader(conv, out, "nn.leakyrelu");
     if (act < 0) act = SoleReader(conv, out, "nn.prelu");
     if (act < 0) return false;
@@ -219,7 +252,7 @@ class Fusion {
       conv.inputs.push_back(r.inputs[1]);
       conv.input_arity.push_back(1);
     }
-    conv.outputs = r.outputs;
+    SetEnd(conv, r.outputs);
     Remove(act);
     return true;
   }
@@ -228,7 +261,7 @@ class Fusion {
   // by the sigmoid and the multiply alone and s by the multiply alone: SiLU, on the CPU.
   bool FuseSilu(StepSpec& conv) {
     if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
-    int r = conv.outputs[0];
+    int r = End(conv);
     const std::vector<int>& readers = readers_[static_cast<size_t>(r)];
     if (reads_[static_cast<size_t>(r)] != 2 || readers.size() != 2 || readers[0] == readers[1]) {
       return false;
@@ -255,7 +288,7 @@ class Fusion {
         (m.inputs[0] == r && m.inputs[1] == sv) || (m.inputs[0] == sv && m.inputs[1] == r);
     if (!operands || !SameType(r, m.outputs[0])) return false;
     conv.attrs.Set("activation", std::string("silu"));
-    conv.outputs = m.outputs;
+    SetEnd(conv, m.outputs);
     Remove(sig);
     Remove(mul);
     return true;
@@ -265,7 +298,7 @@ class Fusion {
   // conv's result, read by the add and the multiply alone, a by the clip alone and c by the
   // multiply alone.
   bool FuseHardSwish(StepSpec& conv) {
-    int r = conv.outputs[0];
+    int r = End(conv);
     const std::vector<int>& readers = readers_[static_cast<size_t>(r)];
     if (reads_[static_cast<size_t>(r)] != 2 || readers.size() != 2 || readers[0] == readers[1]) {
       return false;
@@ -299,7 +332,7 @@ class Fusion {
         (m.inputs[0] == r && m.inputs[1] == cv) || (m.inputs[0] == cv && m.inputs[1] == r);
     if (!operands || !SameType(r, m.outputs[0])) return false;
     conv.attrs.Set("activation", std::string("hardswish"));
-    conv.outputs = m.outputs;
+    SetEnd(conv, m.outputs);
     Remove(add);
     Remove(clip);
     Remove(mul);
@@ -570,6 +603,7 @@ class Fusion {
   std::vector<int> producer_;              // the step writing each value, or -1
   std::vector<bool> removed_;
   int count_ = 0;
+  int view_ = -1;  // the conv being fused: its view (View), or -1
 };
 
 }  // namespace

@@ -582,6 +582,65 @@ class Module:
   }
 }
 
+// On the CPU the epilogue joins the conv through a squeeze or reshape that keeps the images and
+// channels (TensorFlow's Conv1D: a conv of height 1, a squeeze of the height, the bias add, the
+// activation): the view then ends the chain. A view that moves the channels, a view's result read
+// twice, and a residual add after a view stay as they are. Every fused package computes what the
+// plain one does, at two images.
+TEST(FuseEpilogue, EpiloguesJoinTheConvThroughAViewOfItsChannels) {
+  std::mt19937 rng(31);
+  const std::string w = Const(rng, {4, 3, 1, 3}), bias = Const(rng, {4, 1}),
+                    scale = Const(rng, {1, 4, 1}), flat = Const(rng, {1, 4, 1});
+  const std::string conv = "h = R.nn.conv2d(x, " + w + ", padding=[0, 1, 0, 1])\n        ";
+  const std::string hardswish =
+      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
+      "        k = R.clip(a, min=0.0, max=6.0)\n"
+      "        y = R.multiply(b, k)\n";
+  struct Case {
+    std::string body;
+    int steps;  // after fusion
+    std::string kernels;
+  };
+  const std::vector<Case> cases = {
+      {conv + "s = R.squeeze(h, axis=[2])\n        b = R.add(s, " + bias +
+           ")\n        r = R.nn.relu(b)\n        return r",
+       2, "nn.conv2d squeeze"},
+      {conv + "s = R.reshape(h, (2, 4, 9))\n        m = R.multiply(s, " + scale +
+           ")\n        b = R.add(m, " + flat + ")\n" + hardswish + "        return y",
+       2, "nn.conv2d reshape"},
+      // Stay: the channels moved; the view's result read twice; a residual after the view.
+      {conv + "s = R.reshape(h, (4, 2, 9))\n        b = R.add(s, " + Const(rng, {2, 1}) +
+           ")\n        return b",
+       3, "nn.conv2d reshape add"},
+      {conv + "s = R.squeeze(h, axis=[2])\n        b = R.add(s, " + bias +
+           ")\n        return (b, s)",
+       3, "nn.conv2d squeeze add"},
+      {conv + "s = R.squeeze(h, axis=[2])\n        b = R.add(s, p)\n        return b", 3,
+       "nn.conv2d squeeze add"},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 1, 9), "float32"), p: R.Tensor((2, 4, 9), "float32")):
+        )" + c.body + "\n");
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.steps, c.steps) << c.body << ": " << fused.kernels;
+    EXPECT_EQ(fused.kernels, c.kernels) << c.body;
+    std::uniform_real_distribution<float> d(-2, 2);
+    std::vector<float> x(2 * 3 * 9), pv(2 * 4 * 9);
+    for (float& v : x) v = d(rng);
+    for (float& v : pv) v = d(rng);
+    auto inputs = [&] {
+      return std::vector<rt::NamedTensor>{test::Input("x", x, {2, 3, 1, 9}),
+                                          test::Input("p", pv, {2, 4, 9})};
+    };
+    ExpectClose(RunPackage(fused.package, inputs()), RunPackage(plain.package, inputs()));
+  }
+}
+
 // A module whose main runs `body` on x (2, 5, 7) (lines of IR text, the first unindented).
 ir::IRModule Elementwise(const std::string& body) {
   return Parse(R"(
