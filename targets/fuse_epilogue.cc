@@ -42,6 +42,9 @@ class Fusion {
       }
       view_ = -1;
     }
+    for (size_t s = 0; s < g_.steps.size(); ++s) {
+      if (!removed_[s]) FuseMatmulBias(g_.steps[s]);
+    }
     return Compact();
   }
 
@@ -197,6 +200,62 @@ class Fusion {
       ops += op;
     }
     if (!ops.empty()) conv.attrs.Set("post", ops);
+  }
+
+  // On the CPU, a float32 matmul whose B has two dims or more (its result's last dim is B's
+  // columns) read alone by an add of a float32 constant of one value per column (shape (n) or
+  // (1, ..., 1, n), no longer than the result's rank): the matmul takes the constant as its third
+  // input (attribute bias) and adds it to every row of its result as it stores it, the same
+  // float sums as the add's. A relu or clip reading that alone joins it too (attribute
+  // activation, as a conv's). A transformer's projections and a dense layer's bias.
+  void FuseMatmulBias(StepSpec& mm) {
+    if (mm.kernel != "matmul" || mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.device < 0 ||
+        devices_[static_cast<size_t>(mm.device)].kind != "cpu" || mm.attrs.Find("bias")) {
+      return;
+    }
+    int y = mm.outputs[0];
+    const ValueSpec& out = Value(y);
+    if (mm.inputs[0] < 0 || mm.inputs[1] < 0 || out.dtype != kFloat32 || out.rank < 1 ||
+        Value(mm.inputs[0]).dtype != kFloat32 || Value(mm.inputs[1]).rank < 2) {
+      return;
+    }
+    std::optional<int64_t> n = IntDim(out.dims.back());
+    int add = SoleReader(mm, y, "add");
+    if (!n || add < 0) return;
+    const StepSpec& a = g_.steps[static_cast<size_t>(add)];
+    if (a.inputs.size() != 2) return;
+    int k = a.inputs[0] == y ? a.inputs[1] : a.inputs[0];
+    if (k < 0 || k == y || !SameType(y, a.outputs[0])) return;
+    const ValueSpec& b = Value(k);
+    if (b.kind != pkg::ValueKind::Constant || b.dtype != kFloat32 || b.device != out.device ||
+        b.rank < 1 || b.rank > out.rank) {
+      return;
+    }
+    for (int i = 0; i < b.rank; ++i) {
+      std::optional<int64_t> d = IntDim(b.dims[static_cast<size_t>(i)]);
+      if (!d || *d != (i + 1 == b.rank ? *n : 1)) return;
+    }
+    mm.inputs.push_back(k);
+    mm.input_arity.push_back(1);
+    mm.attrs.Set("bias", int64_t{1});
+    mm.outputs = a.outputs;
+    Remove(add);
+    int act = SoleReader(mm, mm.outputs[0], "nn.relu");
+    if (act < 0) act = SoleReader(mm, mm.outputs[0], "clip");
+    if (act < 0) return;
+    const StepSpec& r = g_.steps[static_cast<size_t>(act)];
+    if (r.inputs.size() != 1 || !SameType(mm.outputs[0], r.outputs[0])) return;
+    if (r.kernel == "nn.relu") {
+      mm.attrs.Set("activation", std::string("relu"));
+    } else {
+      const double* lo = r.attrs.Get<double>("min");
+      const double* hi = r.attrs.Get<double>("max");
+      mm.attrs.Set("activation", std::string("clip"));
+      if (lo) mm.attrs.Set("activation_min", *lo);
+      if (hi) mm.attrs.Set("activation_max", *hi);
+    }
+    mm.outputs = r.outputs;
+    Remove(act);
   }
 
   // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.

@@ -26,10 +26,13 @@ bool StaticShape(const GraphSpec& g, const ValueSpec& v, std::vector<int64_t>* s
   return true;
 }
 
-// Whether `step` is a CPU matmul of float32 operands and output that reads value `v` as B alone.
+// Whether `step` is a CPU matmul of float32 operands and output that reads value `v` as B alone
+// (and, with a fused bias, the bias after it).
 bool TakesPackedB(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const StepSpec& step,
                   int v) {
-  if (step.kind != pkg::StepKind::Kernel || step.kernel != "matmul" || step.inputs.size() != 2 ||
+  const size_t inputs = step.attrs.Find("bias") ? 3 : 2;
+  if (step.kind != pkg::StepKind::Kernel || step.kernel != "matmul" ||
+      step.inputs.size() != inputs || (inputs == 3 && step.inputs[2] == v) ||
       step.outputs.size() != 1 || step.inputs[1] != v || step.inputs[0] == v ||
       devices[static_cast<size_t>(step.device)].kind != "cpu" || step.attrs.Find("packed_b")) {
     return false;

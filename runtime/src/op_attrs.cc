@@ -25,7 +25,8 @@ constexpr OpSchema kOps[] = {
 // up to three constants to add and multiply by before its activation and three after, a
 // residual tensor, and a prelu activation its slope. A matmul whose constant B quiltc packed into
 // the panels its kernel reads has B's shape as packed_b; matmul_pack_b packs a B made at session
-// creation (targets/pack_weights.h).
+// creation (targets/pack_weights.h). A matmul with a fused bias (attribute bias) takes it as a
+// third argument, and its bounds as a conv's activation.
 struct Added {
   std::string_view op;
   std::vector<std::string_view> attrs;
@@ -46,7 +47,7 @@ const std::vector<Added>& LoweringAttributes() {
         "residual"},
        8},
       {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
-      {"matmul", {"packed_b"}, 0},
+      {"matmul", {"packed_b", "bias", "activation", "activation_min", "activation_max"}, 1},
       {"matmul_pack_b", {}, 1},
   };
   return added;

@@ -2598,6 +2598,114 @@ TEST(FastKernels, MatmulReadsBPackedIntoPanels) {
   }
 }
 
+// A bias and bounds that quiltc fused into a matmul (attributes bias, activation): the fast
+// kernel gives bit for bit the plain product with the bias added to each row and the bounds
+// applied after (what the add and the relu or clip steps give), and the reference within the
+// tolerance: one product of all A's rows by one B, products side by side and split, few
+// columns, a vector A, an empty reduction. A bias of another length, a product not of float32
+// and an unknown activation are refused.
+TEST(FastKernels, MatmulWithAFusedBiasAddsItToEveryRow) {
+  std::mt19937 rng(61);
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {
+      {{3, 9, 40}, {40, 53}}, {{4, 3, 20}, {4, 20, 30}}, {{2, 70, 65}, {2, 65, 64}},
+      {{30, 17}, {17, 9}},    {{1, 70}, {70, 24}},       {{6, 300}, {300, 70}},
+      {{40}, {40, 30}},       {{5, 0}, {0, 7}},          {{0, 5}, {5, 30}}};
+  struct Bounds {
+    const char* activation;
+    double lo, hi;
+  };
+  const Bounds bounds[] = {{"", 0, 0}, {"relu", 0, 0}, {"clip", -0.3, 0.4}};
+  rt::ThreadPool three(3);
+  for (const Case& c : cases) {
+    for (const Bounds& bd : bounds) {
+      int64_t n = c.b.back();
+      std::string what = "matmul (" + Join(c.a) + ") x (" + Join(c.b) + ") + bias, activation '" +
+                         bd.activation + "'";
+      auto epilogue = [&](Attrs& attrs) -> Attrs& {
+        attrs.Int("bias", 1);
+        if (*bd.activation) attrs.Str("activation", bd.activation);
+        if (std::string(bd.activation) == "clip") {
+          attrs.Float("activation_min", bd.lo).Float("activation_max", bd.hi);
+        }
+        return attrs;
+      };
+      Attrs compared, attrs, none;
+      Compare(MatmulFast, MatmulReference, {c.a, c.b, {n}}, epilogue(compared), rng, what);
+      if (HasFatalFailure()) return;
+      std::vector<float> a = Random(rng, Count(c.a)), b = Random(rng, Count(c.b)),
+                         bias = Random(rng, n);
+      const rt::AttrView::List* plain = none.Finish();
+      const rt::AttrView::List* fused = epilogue(attrs).Finish();
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext want(
+            {Tensor{DType::kFloat32, c.a, a.data()}, Tensor{DType::kFloat32, c.b, b.data()}}, plain,
+            pool);
+        TestContext got(
+            {Tensor{DType::kFloat32, c.a, a.data()}, Tensor{DType::kFloat32, c.b, b.data()},
+             Tensor{DType::kFloat32, {n}, bias.data()}},
+            fused, pool);
+        ASSERT_TRUE(MatmulFast(want).ok()) << what;
+        Status st = MatmulFast(got);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+        ASSERT_EQ(got.out().shape, want.out().shape) << what;
+        std::vector<float> v = got.values(), w = want.values();
+        float lo = std::string(bd.activation) == "relu"   ? 0.0f
+                   : std::string(bd.activation) == "clip" ? static_cast<float>(bd.lo)
+                                                          : -INFINITY;
+        float hi = std::string(bd.activation) == "clip" ? static_cast<float>(bd.hi) : INFINITY;
+        for (size_t i = 0; i < v.size(); ++i) {
+          float e = w[i] + bias[i % static_cast<size_t>(n)];
+          e = e < lo ? lo : e;
+          e = e > hi ? hi : e;
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(e))
+              << what << ", element " << i << ": " << v[i] << " vs " << e;
+        }
+      }
+    }
+  }
+  std::vector<float> a = Random(rng, 6), b = Random(rng, 12), bias = Random(rng, 5);
+  std::vector<int32_t> ia(6, 1), ib(12, 1), ibias(4, 1);
+  struct Bad {
+    std::vector<Tensor> inputs;
+    const char* activation;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {{Tensor{DType::kFloat32, {2, 3}, a.data()}, Tensor{DType::kFloat32, {3, 4}, b.data()},
+        Tensor{DType::kFloat32, {5}, bias.data()}},
+       "",
+       "matmul: the fused bias float32 (5,) does not hold one float32 value per column of the "
+       "product (4)"},
+      {{Tensor{DType::kFloat32, {2, 3}, a.data()}, Tensor{DType::kFloat32, {3, 4}, b.data()}},
+       "",
+       "matmul: the fused bias (absent) does not hold one float32 value per column of the product "
+       "(4)"},
+      {{Tensor{DType::kInt32, {2, 3}, ia.data()}, Tensor{DType::kInt32, {3, 4}, ib.data()},
+        Tensor{DType::kInt32, {4}, ibias.data()}},
+       "",
+       "matmul: a fused bias or activation needs a float32 product, not int32"},
+      {{Tensor{DType::kFloat32, {2, 3}, a.data()}, Tensor{DType::kFloat32, {3, 4}, b.data()},
+        Tensor{DType::kFloat32, {4}, bias.data()}},
+       "gelu",
+       "matmul: unknown activation 'gelu'"},
+  };
+  for (const Bad& x : bad) {
+    Attrs attrs;
+    attrs.Int("bias", 1);
+    if (*x.activation) attrs.Str("activation", x.activation);
+    const rt::AttrView::List* list = attrs.Finish();
+    for (rt::KernelFn kernel : {MatmulFast, MatmulReference}) {
+      TestContext ctx(x.inputs, list, nullptr);
+      Status st = kernel(ctx);
+      ASSERT_FALSE(st.ok()) << x.message;
+      EXPECT_EQ(st.message(), x.message);
+    }
+  }
+}
+
 // matmul_pack_b (a step lowering adds) writes each matrix of B as PackBPanels does, one after
 // another, and refuses what is no float32 B.
 TEST(FastKernels, MatmulPackBWritesEachMatrixsPanels) {

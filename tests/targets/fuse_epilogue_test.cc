@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -650,6 +651,56 @@ class Module:
     def main(x: R.Tensor((2, 5, 7), "float32")):
         )" + body +
                "\n");
+}
+
+// On the CPU a matmul's bias (one value per column: shape (n), (1, n) or (1, 1, n), either
+// operand of the add) joins it, and a relu or clip after it too: one step, whose values are the
+// plain package's bit for bit (the same float sums). A constant that is not one per column, a
+// product read twice, a B of one dim, and a relu whose input is also an output stay as they are.
+TEST(FuseEpilogue, AMatmulTakesItsBiasAndBounds) {
+  std::mt19937 rng(37);
+  const std::string w = Const(rng, {7, 6}), bias = Const(rng, {6}), row = Const(rng, {1, 6}),
+                    deep = Const(rng, {1, 1, 6}), whole = Const(rng, {5, 6});
+  const std::string mm = "y = R.matmul(x, " + w + ")\n        ";
+  struct Case {
+    std::string body;
+    std::string kernels;  // after fusion
+  };
+  const std::vector<Case> cases = {
+      {mm + "b = R.add(y, " + bias + ")\n        r = R.nn.relu(b)\n        return r", "matmul"},
+      {mm + "b = R.add(" + row +
+           ", y)\n        r = R.clip(b, min=-0.5, max=0.25)\n        return r",
+       "matmul"},
+      {mm + "b = R.add(y, " + deep + ")\n        return b", "matmul"},
+      {mm + "b = R.add(y, " + whole + ")\n        return b", "matmul add"},
+      {mm + "b = R.add(y, " + bias + ")\n        return (b, y)", "matmul add"},
+      {"y = R.matmul(x, " + Const(rng, {7}) + ")\n        b = R.add(y, " + Const(rng, {5}) +
+           ")\n        return b",
+       "matmul add"},
+      {mm + "b = R.add(y, " + bias + ")\n        r = R.nn.relu(b)\n        return (r, b)",
+       "matmul nn.relu"},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Elementwise(c.body);
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.kernels, c.kernels) << c.body;
+    std::uniform_real_distribution<float> d(-2, 2);
+    std::vector<float> x(2 * 5 * 7);
+    for (float& v : x) v = d(rng);
+    std::vector<std::vector<float>> want =
+        RunPackage(plain.package, {test::Input("x", x, {2, 5, 7})});
+    std::vector<std::vector<float>> got =
+        RunPackage(fused.package, {test::Input("x", x, {2, 5, 7})});
+    ASSERT_EQ(got.size(), want.size()) << c.body;
+    for (size_t o = 0; o < got.size(); ++o) {
+      ASSERT_EQ(got[o].size(), want[o].size()) << c.body;
+      for (size_t i = 0; i < got[o].size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[o][i]), std::bit_cast<uint32_t>(want[o][i]))
+            << c.body << ": output " << o << ", element " << i;
+      }
+    }
+  }
 }
 
 // GELU as exporters write it out of erf becomes one nn.gelu step on the CPU: x * 1/sqrt(2) or

@@ -92,6 +92,38 @@ Status PackedBShape(KernelContext& ctx, Shape* shape) {
   return Status::Ok();
 }
 
+// The fused epilogue's bias and bounds (MatmulGeometry), checked against the product's columns.
+Status MatmulEpilogue(KernelContext& ctx, DType out_dtype, int64_t n, MatmulGeometry* geo) {
+  const rt::AttrView& attrs = ctx.attrs();
+  std::string_view act = attrs.Str("activation", "");
+  bool bias = attrs.Int("bias", 0) != 0;
+  if (!bias && act.empty()) return Status::Ok();
+  if (out_dtype != DType::kFloat32) {
+    return Status::Error("matmul: a fused bias or activation needs a float32 product, not " +
+                         std::string(rt::DTypeName(out_dtype)));
+  }
+  if (bias) {
+    const Tensor* t = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    if (!t || t->dtype != DType::kFloat32 || t->NumElements() != n) {
+      return Status::Error(
+          "matmul: the fused bias " +
+          (t ? std::string(rt::DTypeName(t->dtype)) + " " + rt::ShapeString(t->shape)
+             : std::string("(absent)")) +
+          " does not hold one float32 value per column of the product (" + std::to_string(n) + ")");
+    }
+    geo->bias = t->Data<float>();
+  }
+  if (act == "relu") {
+    geo->lo = 0;
+  } else if (act == "clip") {
+    if (attrs.Has("activation_min")) geo->lo = static_cast<float>(attrs.Float("activation_min"));
+    if (attrs.Has("activation_max")) geo->hi = static_cast<float>(attrs.Float("activation_max"));
+  } else if (!act.empty()) {
+    return Status::Error("matmul: unknown activation '" + std::string(act) + "'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // numpy matmul: 1-D operands are promoted (a row for x1, a column for x2, then dropped), the
@@ -130,6 +162,7 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   if (!a_vec) out_shape.push_back(m);
   if (!b_vec) out_shape.push_back(n);
   QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &geo->y));
+  QUILT_RETURN_IF_ERROR(MatmulEpilogue(ctx, out_dtype, n, geo));
   // Batch offsets of each operand (in matrices), walked with the broadcast helper.
   geo->offs_a.clear();
   geo->offs_b.clear();
@@ -185,7 +218,14 @@ Status MatmulReference(KernelContext& ctx) {
           for (int64_t j = 0; j < n; ++j) {
             Acc<T> s = 0;
             for (int64_t p = 0; p < k; ++p) s += Widen(ma[i * k + p]) * Widen(mb[p * n + j]);
-            my[i * n + j] = StoreAcc<O>(s);
+            O v = StoreAcc<O>(s);
+            if constexpr (std::is_same_v<O, float>) {
+              // The fused bias and bounds, as the add and the relu or clip (NaN kept).
+              if (geo.bias) v = v + geo.bias[j];
+              v = v < geo.lo ? geo.lo : v;
+              v = v > geo.hi ? geo.hi : v;
+            }
+            my[i * n + j] = v;
           }
         }
       }
@@ -313,6 +353,13 @@ Status MatmulFast(KernelContext& ctx) {
   } else if (geo.b_packed && k > 0) {
     packed = pack();
   }
+  // The fused bias, added to every row (a residual whose rows are all the bias), and the bounds.
+  GemmEpilogue fused;
+  fused.residual = geo.bias;
+  fused.residual_ld = 0;
+  fused.lo = geo.lo;
+  fused.hi = geo.hi;
+  const GemmEpilogue* epilogue = geo.bias || geo.Bounded() ? &fused : nullptr;
   // Output matrix bi (and, with rows past m, the ones after it, their A matrices consecutive
   // and their B the same).
   auto one = [&](int64_t bi, int64_t rows, rt::ThreadPool* pool) {
@@ -320,7 +367,7 @@ Status MatmulFast(KernelContext& ctx) {
     const GemmB& b =
         packed ? static_cast<const GemmB&>(packed->matrices[static_cast<size_t>(geo.offs_b[bi])])
                : mb;
-    Sgemm(rows, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool);
+    Sgemm(rows, n, k, pa + geo.offs_a[bi] * m * k, k, b, py + bi * m * n, n, pool, epilogue);
   };
   // Every matrix of A by one B (a weight): one product of all A's rows, B's panels read once.
   bool one_b = batches > 1;

@@ -2,6 +2,7 @@
 // double or wrapping uint64) and the fast float32 path through the blocked GEMM (gemm.h).
 #pragma once
 
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,16 @@ struct MatmulGeometry {
   // B is float32 panels that quiltc packed (targets/pack_weights.h): the step's attribute
   // packed_b is B's shape, each of its matrices PackedBFloats(k, n) floats of the 1-D input.
   bool b_packed = false;
+  // The epilogue quiltc fused (targets/fuse_epilogue.cc), float32 alone: attribute bias, input 2
+  // (n floats) added to every row of each product; attribute activation ("relu", or "clip" with
+  // activation_min / activation_max) bounding the result after it.
+  const float* bias = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  bool Bounded() const {
+    return lo != -std::numeric_limits<float>::infinity() ||
+           hi != std::numeric_limits<float>::infinity();
+  }
 };
 // Checks the operands, broadcasts the batch dims and asks for the output. `out_dtype` (not void):
 // the output's type, the operands' types checked by the caller.
