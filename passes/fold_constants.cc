@@ -9,7 +9,7 @@
 // (a Gemm in a branch has its weight transposed once as well).
 //
 // An inference batch_norm (axis 1) whose scale, shift, mean and variance are constants, right
-// after a 2-d convolution with a constant weight, becomes part of the convolution:
+// after a 2-d convolution (or transposed convolution) with a constant weight, becomes part of it:
 //
 //   c = R.nn.conv2d(x, W)              c = R.nn.conv2d(x, W')
 //   [a = R.add(c, B)]          ==>     y = R.add(c, B')
@@ -18,7 +18,9 @@
 //   y = t[0]
 //
 // with s = gamma / sqrt(var + eps) per output channel, W' = W * s and B' = (B - mean) * s + beta
-// (B = 0 without the add), B' of shape (1, M, 1, 1). The factor is computed in double. Only when
+// (B = 0 without the add), B' of shape (1, M, 1, 1). The factor is computed in double. (A
+// transposed conv's weight is (C, M / groups, kh, kw): output channel g * M / groups + j scales
+// W[i, j] for the input channels i of group g.) Only when
 // every tensor is float32, every intermediate result has no other use, the bias B is one value
 // per channel (a constant, or a reshape/expand_dims of one) and the ops share one vdevice.
 //
@@ -254,13 +256,22 @@ Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& bindi
     if (add->args.size() != 2 || VDeviceOf(conv_expr) != device) return Rewrites();
     conv_expr = add->args[0];
   }
-  const ir::CallNode* conv = SoleUseCall(v, conv_expr, ir::OpKind::kConv2d);
+  ir::OpKind kind = ir::OpKind::kConv2d;
+  const ir::CallNode* conv = SoleUseCall(v, conv_expr, kind);
+  if (!conv) {
+    kind = ir::OpKind::kConv2dTranspose;
+    conv = SoleUseCall(v, conv_expr, kind);
+  }
   if (!conv || conv->args.size() != 2 || VDeviceOf(conv_expr) != device ||
       !VisibleAt(v, conv_expr, binding)) {
     return Rewrites();
   }
+  const bool transposed = kind == ir::OpKind::kConv2dTranspose;
   const ir::ConstantNode* w = ConstantOf(v, conv->args[1]);
-  if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 4 || w->shape[0] <= 0) {
+  const int64_t* group_attr = conv->attrs.Get<int64_t>("groups");
+  const int64_t groups = group_attr ? *group_attr : 1;
+  if (!w || w->dtype != ir::DataType::kFloat32 || w->shape.size() != 4 || w->shape[0] <= 0 ||
+      w->shape[1] <= 0 || groups < 1 || (transposed && w->shape[0] % groups != 0)) {
     return Rewrites();
   }
   if (!conv_expr->struct_info || conv_expr->struct_info->dtype != ir::DataType::kFloat32 ||
@@ -268,7 +279,9 @@ Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& bindi
       binding.var->struct_info->dtype != ir::DataType::kFloat32) {
     return Rewrites();
   }
-  const int64_t m = w->shape[0];
+  // Output channels: a conv's weight (M, C / groups, kh, kw), a transposed conv's
+  // (C, M / groups, kh, kw).
+  const int64_t m = transposed ? w->shape[1] * groups : w->shape[0];
   std::vector<std::vector<float>> p;
   for (int i = 1; i <= 4; ++i) {
     std::optional<std::vector<float>> f = Floats(ConstantOf(v, bn->args[i]), m);
@@ -284,22 +297,36 @@ Expected<Rewrites> FoldBatchNorm(const FunctionView& v, const ir::Binding& bindi
   const std::vector<float>&gamma = p[0], &beta = p[1], &mean = p[2], &var = p[3];
   std::vector<float> weight(w->NumElements());
   std::memcpy(weight.data(), w->data->data(), weight.size() * 4);
-  const int64_t per_channel = w->NumElements() / m;
   std::vector<float> shift(m);
+  std::vector<double> factor(m);
   for (int64_t c = 0; c < m; ++c) {
-    double s = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + *eps);
-    for (int64_t i = 0; i < per_channel; ++i) {
-      float& x = weight[c * per_channel + i];
-      x = static_cast<float>(x * s);
+    factor[c] = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + *eps);
+    shift[c] = static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * factor[c] + beta[c]);
+  }
+  if (transposed) {
+    // W[i, j, ...] feeds output channel (i / (C / groups)) * (M / groups) + j.
+    const int64_t in = w->shape[0], og = w->shape[1], taps = w->NumElements() / (in * og);
+    for (int64_t i = 0; i < in; ++i) {
+      for (int64_t j = 0; j < og; ++j) {
+        double s = factor[i / (in / groups) * og + j];
+        float* row = weight.data() + (i * og + j) * taps;
+        for (int64_t t = 0; t < taps; ++t) row[t] = static_cast<float>(row[t] * s);
+      }
     }
-    shift[c] = static_cast<float>((static_cast<double>(bias[c]) - mean[c]) * s + beta[c]);
+  } else {
+    const int64_t per_channel = w->NumElements() / m;
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t i = 0; i < per_channel; ++i) {
+        float& x = weight[c * per_channel + i];
+        x = static_cast<float>(x * factor[c]);
+      }
+    }
   }
   Expected<ir::Expr> new_w = FloatConstant(weight, w->shape);
   if (!new_w) return new_w.error();
   Expected<ir::Expr> new_b = FloatConstant(shift, {1, m, 1, 1});
   if (!new_b) return new_b.error();
-  Expected<ir::Expr> new_conv =
-      ir::MakeOpCall(ir::OpKind::kConv2d, {conv->args[0], *new_w}, conv->attrs);
+  Expected<ir::Expr> new_conv = ir::MakeOpCall(kind, {conv->args[0], *new_w}, conv->attrs);
   if (!new_conv) return new_conv.error();
   const auto* conv_var = As<ir::VarNode>(conv_expr);
   Expected<ir::Expr> new_add = ir::MakeOpCall(ir::OpKind::kAdd, {conv_expr, *new_b});

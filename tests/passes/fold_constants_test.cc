@@ -474,6 +474,105 @@ TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
   }
 }
 
+// A transposed conv's batch_norm folds as a conv's, each output channel scaling the weights
+// that feed it: W (C, M / groups, kh, kw), output channel g * M / groups + j from W[i, j] for
+// the input channels i of group g. s = [1, 2] as in kBefore: one group (the second output
+// channel's weights doubled) and two (the second input channel's).
+TEST(FoldConstants, BatchNormGoesIntoATransposedConv) {
+  const char* before = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, CIN, 4, 4), "float32")):
+        c = R.nn.conv2d_transpose(x, R.const(WEIGHT, "float32")GROUPS)
+        e = R.expand_dims(R.const([1.0, 2.0], "float32"), axis=[0, 2, 3])
+        a = R.add(c, e)
+        y_bn = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
+        y = y_bn[0]
+        r = R.nn.relu(y)
+        return r
+)";
+  const char* after = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, CIN, 4, 4), "float32")):
+        c = R.nn.conv2d_transpose(x, R.const(WEIGHT, "float32")GROUPS)
+        y = R.add(c, R.const([[[[-1.5]], [[1.0]]]], "float32"))
+        r = R.nn.relu(y)
+        return r
+)";
+  auto fill = [](std::string text, const char* cin, const char* weight, const char* groups) {
+    text.replace(text.find("CIN"), 3, cin);
+    text.replace(text.find("WEIGHT"), 6, weight);
+    text.replace(text.find("GROUPS"), 6, groups);
+    return text;
+  };
+  // One group: W (1, 2, 1, 2), the second output channel's weights doubled.
+  ir::IRModule got =
+      RunPass("fold-constants", Parse(fill(before, "1", "[[[[1.0, 2.0]], [[3.0, -1.0]]]]", "")));
+  EXPECT_TRUE(ModulesEqual(got, Parse(fill(after, "1", "[[[[1.0, 2.0]], [[6.0, -2.0]]]]", ""))))
+      << ir::PrintModule(got);
+  // Two groups: W (2, 1, 1, 2), the second input channel's weights (its group's one output).
+  got = RunPass("fold-constants",
+                Parse(fill(before, "2", "[[[[1.0, 2.0]]], [[[3.0, -1.0]]]]", ", groups=2")));
+  EXPECT_TRUE(
+      ModulesEqual(got, Parse(fill(after, "2", "[[[[1.0, 2.0]]], [[[6.0, -2.0]]]]", ", groups=2"))))
+      << ir::PrintModule(got);
+}
+
+// Numerics: random transposed convs (4x4 of stride 2 with a bias add; 3x3 in three groups) +
+// batch_norm, compiled with and without the fold.
+TEST(FoldConstants, TheFoldedTransposedConvComputesWhatTheUnfoldedOneDoes) {
+  std::mt19937 rng(11);
+  auto bn = [&](const std::string& in, int m, const std::string& out) {
+    return out + "_bn = R.nn.batch_norm(" + in + ", R.const(" + Floats(rng, m, 0.5f, 2) +
+           ", \"float32\"), R.const(" + Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" +
+           Floats(rng, m, -1, 1) + ", \"float32\"), R.const(" + Floats(rng, m, 0.1f, 2) +
+           ", \"float32\"), axis=1, epsilon=1e-05, training=False)\n        " + out + " = " + out +
+           "_bn[0]";
+  };
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 9, 11), "float32")):
+        c1 = R.nn.conv2d_transpose(x, R.const()" +
+                           Weight(rng, 3, 6, 4) +
+                           R"(, "float32"), strides=[2, 2], padding=[1, 1, 1, 1])
+        e1 = R.expand_dims(R.const()" +
+                           Floats(rng, 6, -1, 1) + R"(, "float32"), axis=[0, 2, 3])
+        a1 = R.add(c1, e1)
+        )" + bn("a1", 6, "y1") +
+                           R"(
+        h1 = R.nn.relu(y1)
+        c2 = R.nn.conv2d_transpose(h1, R.const()" +
+                           Weight(rng, 6, 1, 3) + R"(, "float32"), padding=[1, 1, 1, 1], groups=3)
+        )" + bn("c2", 3, "y2") +
+                           R"(
+        return y2
+)");
+  Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
+  ASSERT_TRUE(folded) << folded.error().ToString();
+  EXPECT_NE(ir::PrintModule(plain->module).find("batch_norm"), std::string::npos);
+  std::string text = ir::PrintModule(folded->module);
+  EXPECT_EQ(text.find("batch_norm"), std::string::npos) << text;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<float> x(2 * 3 * 9 * 11);
+    std::uniform_real_distribution<float> d(-2, 2);
+    for (float& v : x) v = d(rng);
+    std::vector<float> want = RunOnce(plain->package, x);
+    std::vector<float> got = RunOnce(folded->package, x);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got.size(), 2u * 3 * 18 * 22);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 * std::fabs(want[i]) + 1e-5) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace quilt::passes
 
