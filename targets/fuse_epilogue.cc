@@ -499,14 +499,17 @@ class Fusion {
 
   const ValueSpec& Value(int v) const { return g_.values[static_cast<size_t>(v)]; }
 
-  // A float32 convolution on a CPU device, without an epilogue yet.
+  // A float32 convolution on a CPU or OpenCL device (a transposed one on the CPU alone), without
+  // an epilogue yet.
   bool Fusable(const StepSpec& s) const {
-    if (s.kernel != "nn.conv1d" && s.kernel != "nn.conv2d" && s.kernel != "nn.conv3d") {
+    bool transposed = Transposed(s);
+    if (s.kernel != "nn.conv1d" && s.kernel != "nn.conv2d" && s.kernel != "nn.conv3d" &&
+        !transposed) {
       return false;
     }
     if (s.device < 0 || s.device >= static_cast<int>(devices_.size()) ||
         (devices_[static_cast<size_t>(s.device)].kind != "cpu" &&
-         devices_[static_cast<size_t>(s.device)].kind != "opencl")) {
+         (transposed || devices_[static_cast<size_t>(s.device)].kind != "opencl"))) {
       return false;
     }
     return s.inputs.size() == 2 && s.outputs.size() == 1 && Value(s.outputs[0]).dtype == kFloat32;
@@ -551,13 +554,18 @@ class Fusion {
     return true;
   }
 
+  static bool Transposed(const StepSpec& s) {
+    return s.kernel == "nn.conv1d_transpose" || s.kernel == "nn.conv2d_transpose" ||
+           s.kernel == "nn.conv3d_transpose";
+  }
+
   // The output channels of `conv` (writing `v`): v's dim 1 when a number, else the weight's
-  // first dim.
+  // first dim (a transposed conv's: none).
   std::optional<int64_t> Channels(int v, const StepSpec& conv) const {
     const ValueSpec& y = Value(v);
     if (y.rank < 2) return std::nullopt;
     std::optional<int64_t> m = IntDim(y.dims[1]);
-    if (!m && conv.inputs.size() >= 2 && conv.inputs[1] >= 0) {
+    if (!m && !Transposed(conv) && conv.inputs.size() >= 2 && conv.inputs[1] >= 0) {
       const ValueSpec& w = Value(conv.inputs[1]);
       if (w.rank == y.rank) m = IntDim(w.dims[0]);
     }

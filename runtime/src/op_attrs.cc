@@ -18,9 +18,9 @@ constexpr OpSchema kOps[] = {
 #include "ir/ops.def"
 };
 
-// What lowering adds to the steps of some ops: a conv's fused activation (fuse_epilogue.h), the
-// members of a fused elementwise chain (fused.h; each member's own attributes are checked
-// against that member's op).
+// What lowering adds to the steps of some ops: a conv's (or transposed conv's) fused activation
+// (fuse_epilogue.h), the members of a fused elementwise chain (fused.h; each member's own
+// attributes are checked against that member's op).
 // A fused conv also takes its bias as a third argument, or, with the attributes affine and post,
 // up to three constants to add and multiply by before its activation and three after, a
 // residual tensor, and a prelu activation its slope. A matmul whose constant B quiltc packed into
@@ -43,6 +43,18 @@ const std::vector<Added>& LoweringAttributes() {
         "residual"},
        8},
       {"nn.conv3d",
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
+      {"nn.conv1d_transpose",
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
+      {"nn.conv2d_transpose",
+       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
+        "residual"},
+       8},
+      {"nn.conv3d_transpose",
        {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
         "residual"},
        8},

@@ -2074,6 +2074,70 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
           rng, "conv_transpose of many channels");
 }
 
+// A transposed conv's fused epilogue (as a conv's: fuse_epilogue.cc), applied by the fast kernel
+// in a pass over each output plane after the product, against the reference's applied to each
+// double sum: bias, affine ops, every activation, ops after it and a residual, on the col2im
+// path (few output channels) and the phase-by-phase one, in groups, 1-d and 2-d.
+TEST(FastKernels, ConvTransposeEpilogueMatchesTheReference) {
+  std::mt19937 rng(41);
+  struct Case {
+    Shape x, w;
+    int64_t groups;
+  };
+  const Case cases[] = {{{2, 6, 5, 7}, {6, 4, 4, 4}, 1},
+                        {{1, 8, 6, 5}, {8, 12, 4, 4}, 2},
+                        {{2, 3, 9}, {3, 10, 3}, 1}};
+  struct Act {
+    std::string affine;  // one input per letter (a lone "b": the bias, no attribute)
+    std::string activation;
+    std::vector<std::pair<std::string, double>> bounds = {};
+    std::string post = "";
+    bool residual = false;
+  };
+  const std::vector<Act> acts = {
+      {"b", ""},
+      {"b", "relu"},
+      {"sb", "hardswish"},
+      {"b", "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}},
+      {"", "prelu", {}, "dsb"},
+      {"bs", "leaky_relu", {{"activation_alpha", 0.2}}, "x"},
+      {"b", "relu", {}, "", true},
+      {"", "silu", {}, "", true},
+  };
+  for (const Case& c : cases) {
+    int rank = static_cast<int>(c.x.size()) - 2;
+    std::vector<int64_t> strides(rank, 2), dilation(rank, 1), pads(2 * rank, 1), out_pad(rank, 0);
+    Shape out = {c.x[0], c.w[1] * c.groups};
+    for (int d = 0; d < rank; ++d) out.push_back((c.x[2 + d] - 1) * 2 + c.w[2 + d] - 2);
+    Shape per_channel(c.x.size() - 1, 1);
+    per_channel[0] = out[1];
+    for (const Act& act : acts) {
+      Attrs attrs;
+      attrs.Int("groups", c.groups)
+          .Ints("strides", strides)
+          .Ints("dilation", dilation)
+          .Ints("padding", pads)
+          .Ints("output_padding", out_pad);
+      if (act.affine.size() > 1 || act.affine == "s") attrs.Str("affine", act.affine);
+      if (!act.activation.empty()) attrs.Str("activation", act.activation);
+      for (const auto& [name, v] : act.bounds) attrs.Float(name, v);
+      if (!act.post.empty()) attrs.Str("post", act.post);
+      if (act.residual) attrs.Int("residual", 1);
+      std::vector<Shape> shapes = {c.x, c.w};
+      for (size_t i = 0; i < act.affine.size(); ++i) shapes.push_back(per_channel);
+      if (act.residual) shapes.push_back(out);
+      if (act.activation == "prelu") shapes.push_back(per_channel);  // the slope
+      for (size_t i = 0; i < act.post.size(); ++i) shapes.push_back(per_channel);
+      std::string what = "conv_transpose x (" + Join(c.x) + ") w (" + Join(c.w) + ") groups " +
+                         std::to_string(c.groups) + " affine '" + act.affine + "' activation '" +
+                         act.activation + "' post '" + act.post + "'" +
+                         (act.residual ? " residual" : "");
+      Compare(nn::ConvTransposeFast, nn::ConvTransposeReference, shapes, attrs, rng, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 // One step's cached weights across images of several sizes, on one thread and three: a 2-d
 // window of 9 output channels (each output phase's weights, computed phase by phase), and one
 // of 5 and a 3-d one (W^T packed, not kept as a matrix), whose chunks of positions take the

@@ -653,6 +653,54 @@ class Module:
                "\n");
 }
 
+// On the CPU a transposed conv takes its epilogue as a conv does: a bias and a relu (a decoder's
+// upsampling, its batch norm folded into the bias), a per-channel scale, shift and hardswish, a
+// residual before a clip. The fused package computes what the plain one does.
+TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
+  std::mt19937 rng(43);
+  const std::string w = Const(rng, {3, 4, 4, 4}), bias = Const(rng, {1, 4, 1, 1}),
+                    scale = Const(rng, {4, 1, 1});
+  const std::string up =
+      "h = R.nn.conv2d_transpose(x, " + w + ", strides=[2, 2], padding=[1, 1, 1, 1])\n        ";
+  const std::string hardswish =
+      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
+      "        k = R.clip(a, min=0.0, max=6.0)\n"
+      "        y = R.multiply(b, k)\n";
+  struct Case {
+    std::string body;
+    std::string kernels;  // after fusion
+  };
+  const std::vector<Case> cases = {
+      {up + "b = R.add(h, " + bias + ")\n        r = R.nn.relu(b)\n        return r",
+       "nn.conv2d_transpose"},
+      {up + "m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + bias + ")\n" + hardswish +
+           "        return y",
+       "nn.conv2d_transpose"},
+      {up + "b = R.add(h, p)\n        r = R.clip(b, min=-0.5, max=0.5)\n        return r",
+       "nn.conv2d_transpose"},
+  };
+  for (const Case& c : cases) {
+    ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 5, 6), "float32"), p: R.Tensor((2, 4, 10, 12), "float32")):
+        )" + c.body + "\n");
+    Built plain = Build(mod, false);
+    Built fused = Build(mod, true);
+    EXPECT_EQ(fused.kernels, c.kernels) << c.body;
+    std::uniform_real_distribution<float> d(-2, 2);
+    std::vector<float> x(2 * 3 * 5 * 6), pv(2 * 4 * 10 * 12);
+    for (float& v : x) v = d(rng);
+    for (float& v : pv) v = d(rng);
+    auto inputs = [&] {
+      return std::vector<rt::NamedTensor>{test::Input("x", x, {2, 3, 5, 6}),
+                                          test::Input("p", pv, {2, 4, 10, 12})};
+    };
+    ExpectClose(RunPackage(fused.package, inputs()), RunPackage(plain.package, inputs()));
+  }
+}
+
 // On the CPU a matmul's bias (one value per column: shape (n), (1, n) or (1, 1, n), either
 // operand of the add) joins it, and a relu or clip after it too: one step, whose values are the
 // plain package's bit for bit (the same float sums). A constant that is not one per column, a

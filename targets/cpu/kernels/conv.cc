@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "targets/cpu/kernels/conv_blocked.h"
+#include "targets/cpu/kernels/conv_fast.h"
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
@@ -269,6 +271,68 @@ Status PrepareConv(KernelContext& ctx, ConvGeometry* geo) {
   return PrepareEpilogue(ctx, geo);
 }
 
+namespace {
+
+// The reference's epilogue of one output value (ConvGeometry's, in T's compute type): a lone bias
+// is added to the double sum; a longer epilogue rounds the sum to T and applies each add and
+// multiply in T, as the kernels of those ops would.
+template <typename T>
+struct ReferenceEpilogue {
+  const ConvGeometry& geo;
+  bool lone_bias = geo.affines == 1 && geo.affine[0].op == 'b';
+  Compute<T> lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
+  Compute<T> zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
+             six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
+             half = static_cast<Compute<T>>(0.5);
+
+  // The value of `f` for output channel oc, and v with f's add, multiply or divide applied,
+  // rounded to T.
+  Compute<T> Value(const ConvGeometry::Affine& f, int64_t oc) const {
+    return Load(f.t->Data<T>()[f.t->NumElements() == 1 ? 0 : oc]);
+  }
+  Compute<T> Apply(const ConvGeometry::Affine& f, int64_t oc, Compute<T> v) const {
+    Compute<T> k = Value(f, oc);
+    if (f.op == 'x' || f.op == 'n') {  // the maximum and minimum kernels'
+      if (std::isnan(static_cast<double>(v)) || std::isnan(static_cast<double>(k))) {
+        return static_cast<Compute<T>>(std::numeric_limits<double>::quiet_NaN());
+      }
+      return f.op == 'x' ? (v < k ? k : v) : (k < v ? k : v);
+    }
+    return static_cast<Compute<T>>(f.op == 'b' ? v + k : f.op == 's' ? v * k : v / k);
+  }
+
+  // Output value yi (of channel oc) from its double sum.
+  T operator()(double acc, int64_t oc, int64_t yi) const {
+    if (lone_bias) acc += static_cast<double>(Value(geo.affine[0], oc));
+    auto v = static_cast<Compute<T>>(acc);
+    for (int i = 0; i < geo.affines && !lone_bias; ++i) v = Apply(geo.affine[i], oc, v);
+    if (geo.residual) v = static_cast<Compute<T>>(v + Load(geo.residual->Data<T>()[yi]));
+    if (geo.clamp) {
+      if (v < lo) v = lo;
+      if (v > hi) v = hi;
+    } else if (geo.hardswish) {
+      auto t = static_cast<Compute<T>>(v + three);
+      if (t < zero) t = zero;
+      if (t > six) t = six;
+      v = static_cast<Compute<T>>(v * t);
+    } else if (geo.hard_swish) {
+      auto t = static_cast<Compute<T>>(static_cast<Compute<T>>(v / six) + half);
+      t = std::max(zero, std::min(one, t));
+      v = static_cast<Compute<T>>(v * t);
+    } else if (geo.silu) {
+      double d = static_cast<double>(v);
+      v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
+    } else if (geo.negative_slope && v < zero) {
+      Compute<T> k = geo.slope ? Value({'s', geo.slope}, oc) : static_cast<Compute<T>>(geo.alpha);
+      v = static_cast<Compute<T>>(v * k);
+    }
+    for (int i = 0; i < geo.posts; ++i) v = Apply(geo.post[i], oc, v);
+    return Store<T>(v);
+  }
+};
+
+}  // namespace
+
 Status ConvReference(KernelContext& ctx) {
   ConvGeometry geo;
   QUILT_RETURN_IF_ERROR(PrepareConv(ctx, &geo));
@@ -283,28 +347,7 @@ Status ConvReference(KernelContext& ctx) {
     const T* px = x.Data<T>();
     const T* pw = wt.Data<T>();
     T* py = y->MutableData<T>();
-    // A lone bias is added to the double sum; a longer epilogue rounds the sum to T and applies
-    // each add and multiply in T, as the kernels of those ops would.
-    bool lone_bias = geo.affines == 1 && geo.affine[0].op == 'b';
-    // The value of `f` for output channel oc, and v with f's add, multiply or divide applied,
-    // rounded to T.
-    auto value = [&](const ConvGeometry::Affine& f, int64_t oc) {
-      return Load(f.t->Data<T>()[f.t->NumElements() == 1 ? 0 : oc]);
-    };
-    auto apply = [&](const ConvGeometry::Affine& f, int64_t oc, Compute<T> v) {
-      Compute<T> k = value(f, oc);
-      if (f.op == 'x' || f.op == 'n') {  // the maximum and minimum kernels'
-        if (std::isnan(static_cast<double>(v)) || std::isnan(static_cast<double>(k))) {
-          return static_cast<Compute<T>>(std::numeric_limits<double>::quiet_NaN());
-        }
-        return f.op == 'x' ? (v < k ? k : v) : (k < v ? k : v);
-      }
-      return static_cast<Compute<T>>(f.op == 'b' ? v + k : f.op == 's' ? v * k : v / k);
-    };
-    auto lo = static_cast<Compute<T>>(geo.lo), hi = static_cast<Compute<T>>(geo.hi);
-    auto zero = static_cast<Compute<T>>(0), three = static_cast<Compute<T>>(3),
-         six = static_cast<Compute<T>>(6), one = static_cast<Compute<T>>(1),
-         half = static_cast<Compute<T>>(0.5);
+    const ReferenceEpilogue<T> epilogue{geo};
     int64_t yi = 0;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t oc = 0; oc < o; ++oc) {
@@ -334,32 +377,8 @@ Status ConvReference(KernelContext& ctx) {
                   }
                 }
               }
-              if (lone_bias) acc += static_cast<double>(value(geo.affine[0], oc));
-              auto v = static_cast<Compute<T>>(acc);
-              for (int i = 0; i < geo.affines && !lone_bias; ++i) v = apply(geo.affine[i], oc, v);
-              if (geo.residual) v = static_cast<Compute<T>>(v + Load(geo.residual->Data<T>()[yi]));
-              if (geo.clamp) {
-                if (v < lo) v = lo;
-                if (v > hi) v = hi;
-              } else if (geo.hardswish) {
-                auto t = static_cast<Compute<T>>(v + three);
-                if (t < zero) t = zero;
-                if (t > six) t = six;
-                v = static_cast<Compute<T>>(v * t);
-              } else if (geo.hard_swish) {
-                auto t = static_cast<Compute<T>>(static_cast<Compute<T>>(v / six) + half);
-                t = std::max(zero, std::min(one, t));
-                v = static_cast<Compute<T>>(v * t);
-              } else if (geo.silu) {
-                double d = static_cast<double>(v);
-                v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
-              } else if (geo.negative_slope && v < zero) {
-                Compute<T> k =
-                    geo.slope ? value({'s', geo.slope}, oc) : static_cast<Compute<T>>(geo.alpha);
-                v = static_cast<Compute<T>>(v * k);
-              }
-              for (int i = 0; i < geo.posts; ++i) v = apply(geo.post[i], oc, v);
-              py[yi++] = Store<T>(v);
+              py[yi] = epilogue(acc, oc, yi);
+              ++yi;
             }
           }
         }
@@ -429,10 +448,36 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
+  // A fused epilogue (as a conv's, fuse_epilogue.cc): read before the output is written.
+  ConvGeometry geo;
+  geo.n = n;
+  geo.c = c;
+  geo.o = o;
+  geo.cg = cg;
+  geo.og = og;
+  geo.groups = groups;
+  geo.w = w;
+  geo.y = y;
+  QUILT_RETURN_IF_ERROR(PrepareEpilogue(ctx, &geo));
+  const int64_t out_size = w.OutSize();
   if (fast && x.dtype == DType::kFloat32) {
     nn::ConvTransposeFloat(x.Data<float>(), wt.Data<float>(), y->MutableData<float>(), n, groups,
                            cg, og, w, ctx.thread_pool(),
                            ctx.constant_input(1) ? ctx.cache() : nullptr);
+    // Then the epilogue, a pass over each output channel's plane.
+    nn::Epilogue epilogue(geo);
+    if (!epilogue.active || out_size == 0) return Status::Ok();
+    float* py = y->MutableData<float>();
+    const float* res = geo.residual ? geo.residual->Data<float>() : nullptr;
+    ctx.ParallelFor(n * o, std::max<int64_t>(1, 4096 / out_size), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        if (res) {
+          FinishRowWith(epilogue.e, py + r * out_size, out_size, r % o, res + r * out_size);
+        } else {
+          FinishRow(epilogue.e, py + r * out_size, out_size, r % o);
+        }
+      }
+    });
     return Status::Ok();
   }
   std::vector<double> acc(static_cast<size_t>(n * o * w.OutSize()), 0.0);
@@ -473,7 +518,11 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
       }
     }
     T* py = y->MutableData<T>();
-    for (size_t i = 0; i < acc.size(); ++i) py[i] = Store<T>(static_cast<Compute<T>>(acc[i]));
+    const ReferenceEpilogue<T> epilogue{geo};
+    for (size_t i = 0; i < acc.size(); ++i) {
+      int64_t yi = static_cast<int64_t>(i);
+      py[i] = epilogue(acc[i], yi / std::max<int64_t>(1, out_size) % o, yi);
+    }
     return Status::Ok();
   });
 }
