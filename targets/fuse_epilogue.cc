@@ -240,30 +240,16 @@ class Fusion {
     mm.attrs.Set("bias", int64_t{1});
     mm.outputs = a.outputs;
     Remove(add);
-    int act = SoleReader(mm, mm.outputs[0], "nn.relu");
-    if (act < 0) act = SoleReader(mm, mm.outputs[0], "clip");
-    if (act < 0) return;
-    const StepSpec& r = g_.steps[static_cast<size_t>(act)];
-    if (r.inputs.size() != 1 || !SameType(mm.outputs[0], r.outputs[0])) return;
-    if (r.kernel == "nn.relu") {
-      mm.attrs.Set("activation", std::string("relu"));
-    } else {
-      const double* lo = r.attrs.Get<double>("min");
-      const double* hi = r.attrs.Get<double>("max");
-      mm.attrs.Set("activation", std::string("clip"));
-      if (lo) mm.attrs.Set("activation_min", *lo);
-      if (hi) mm.attrs.Set("activation_max", *hi);
-    }
-    mm.outputs = r.outputs;
-    Remove(act);
+    FuseClamp(mm, false);
   }
 
-  // An nn.relu or clip (or, on the CPU, nn.hard_swish) reading the conv's result alone.
-  bool FuseClamp(StepSpec& conv) {
+  // An nn.relu or clip (or, on the CPU and with `hard_swish`, nn.hard_swish) reading the conv's
+  // (or matmul's) result alone.
+  bool FuseClamp(StepSpec& conv, bool hard_swish = true) {
     int out = End(conv);
     int act = SoleReader(conv, out, "nn.relu");
     if (act < 0) act = SoleReader(conv, out, "clip");
-    if (act < 0 && devices_[static_cast<size_t>(conv.device)].kind == "cpu") {
+    if (act < 0 && hard_swish && devices_[static_cast<size_t>(conv.device)].kind == "cpu") {
       act = SoleReader(conv, out, "nn.hard_swish");
     }
     if (act < 0) return false;

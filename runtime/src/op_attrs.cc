@@ -33,35 +33,24 @@ struct Added {
   int extra_args = 0;
 };
 const std::vector<Added>& LoweringAttributes() {
-  static const std::vector<Added> added = {
-      {"nn.conv1d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"nn.conv2d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"nn.conv3d",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"nn.conv1d_transpose",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"nn.conv2d_transpose",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"nn.conv3d_transpose",
-       {"activation", "activation_min", "activation_max", "activation_alpha", "affine", "post",
-        "residual"},
-       8},
-      {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
-      {"matmul", {"packed_b", "bias", "activation", "activation_min", "activation_max"}, 1},
-      {"matmul_pack_b", {}, 1},
-  };
+  static const std::vector<Added> added = [] {
+    const std::vector<std::string_view> epilogue = {
+        "activation", "activation_min", "activation_max", "activation_alpha",
+        "affine",     "post",           "residual"};
+    std::vector<Added> list;
+    for (std::string_view conv : {"nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv1d_transpose",
+                                  "nn.conv2d_transpose", "nn.conv3d_transpose"}) {
+      list.push_back({conv, epilogue, 8});
+    }
+    list.insert(
+        list.end(),
+        {
+            {"fused_elementwise", {"ops", "arity", "args", "dtypes"}, -1},
+            {"matmul", {"packed_b", "bias", "activation", "activation_min", "activation_max"}, 1},
+            {"matmul_pack_b", {}, 1},
+        });
+    return list;
+  }();
   return added;
 }
 
