@@ -1543,6 +1543,60 @@ TEST(FastKernels, CopyStridedMatchesAnElementWalk) {
   }
 }
 
+// Transposes of the last two dims (the rows contiguous in the source, the columns strided),
+// which CopyStrided runs in tiles of 8 x 8: sizes not multiples of the tile, columns further
+// apart than a row (a slice's transpose), outer dims before them, every element size the tiles
+// take, and planes large enough to split among 3 threads; against an element walk.
+TEST(FastKernels, CopyStridedTransposesInTiles) {
+  std::mt19937 rng(5);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 60; ++iter) {
+    size_t eb = std::vector<size_t>{1, 2, 4, 8}[static_cast<size_t>(iter % 4)];
+    bool large = iter % 10 == 9;
+    int64_t a = large ? pick(90, 130) : pick(8, 40), b = large ? pick(90, 130) : pick(8, 40);
+    int64_t sb = a + (pick(0, 1) ? 0 : pick(1, 5));  // the source's rows of a, sb apart
+    int outer_rank = static_cast<int>(pick(0, 2));
+    Shape shape;
+    std::vector<int64_t> strides;
+    int64_t plane = sb * b;
+    for (int k = 0; k < outer_rank; ++k) {
+      shape.push_back(pick(1, 3));
+      strides.push_back(plane);
+      plane *= shape.back();
+    }
+    // The output's plane (a, b): element (i, j) from i + j * sb.
+    shape.push_back(a);
+    strides.push_back(1);
+    shape.push_back(b);
+    strides.push_back(sb);
+    std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
+    for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<uint8_t> want(static_cast<size_t>(count) * eb);
+    std::vector<int64_t> idx(shape.size(), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t off = 0;
+      for (size_t k = 0; k < shape.size(); ++k) off += idx[k] * strides[k];
+      std::memcpy(want.data() + i * eb, src.data() + off * static_cast<int64_t>(eb), eb);
+      for (int k = static_cast<int>(shape.size()) - 1; k >= 0 && ++idx[k] == shape[k]; --k) {
+        idx[k] = 0;
+      }
+    }
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      std::vector<uint8_t> got(want.size() + 1, 0xAB);
+      CopyStrided(src.data(), shape, strides, eb, got.data(), pool);
+      EXPECT_EQ(got.back(), 0xAB) << "written past the end";
+      got.pop_back();
+      ASSERT_EQ(got, want) << "(" << Join(shape) << ") element size " << eb << ", columns " << sb
+                           << " apart, iteration " << iter << (pool ? ", 3 threads" : "");
+    }
+  }
+}
+
 // pad (copying rows whole) against an element walk that finds each source index by repeated
 // reflection, clamping or wrapping: every mode, growing and cropping pads, empty axes in constant
 // mode, trailing axes not padded, 1-, 2- and 8-byte elements.

@@ -4,6 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QUILT_TRANSPOSE_AVX2 1
+#endif
+
 namespace quilt::cpu {
 
 bool BroadcastShape(const Shape& a, const Shape& b, Shape* out) {
@@ -59,6 +64,92 @@ void CopyRun(const uint8_t* s, int64_t stride, int64_t n, size_t eb, uint8_t* d)
   }
 }
 
+// A transpose: rows [r0, r1) of planes whose last two dims swap, the plane's a rows of b
+// elements, element (i, j) of the output from src[i + j * sb] (the rows contiguous in the
+// source, the columns sb apart). In tiles of 8 x 8, whose 8 source runs of 8 stay in L1 while
+// each output row of the tile is written: element by element, the gather crossed a new line of
+// the source for every element of an output row.
+#if defined(QUILT_TRANSPOSE_AVX2)
+// One 8 x 8 tile of 4-byte elements: source runs j (8 contiguous elements each, sb apart) become
+// output rows i (8 elements each, b apart), moved as bits by unpacks, shuffles and lane swaps.
+__attribute__((target("avx2"))) void Transpose8x8(const uint8_t* src, int64_t sb, uint8_t* dst,
+                                                  int64_t b) {
+  const float* s = reinterpret_cast<const float*>(src);
+  float* d = reinterpret_cast<float*>(dst);
+  __m256 r[8], t[8], u[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(s + j * sb);
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    u[j] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(d + i * b, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(d + (i + 4) * b, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+
+bool HasAvx2() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+  }();
+  return has;
+}
+#endif
+
+template <typename T>
+void TransposePlanes(const uint8_t* s, const std::vector<int64_t>& dims,
+                     const std::vector<int64_t>& st, int64_t r0, int64_t r1, uint8_t* d) {
+  constexpr int64_t kTile = 8;
+  const size_t outer_rank = dims.size() - 2;
+  const int64_t a = dims[outer_rank], b = dims[outer_rank + 1], sb = st[outer_rank + 1];
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t off = 0;
+    for (int64_t q = r, ax = static_cast<int64_t>(outer_rank) - 1; ax >= 0; --ax) {
+      off += q % dims[static_cast<size_t>(ax)] * st[static_cast<size_t>(ax)];
+      q /= dims[static_cast<size_t>(ax)];
+    }
+    const uint8_t* src = s + off * static_cast<int64_t>(sizeof(T));
+    uint8_t* dst = d + r * a * b * static_cast<int64_t>(sizeof(T));
+    // Element (i, j), copied as bytes (no alignment assumed; each a single move).
+    auto copy = [&](int64_t i, int64_t j) {
+      T v;
+      std::memcpy(&v, src + (i + j * sb) * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      std::memcpy(dst + (i * b + j) * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+    };
+#if defined(QUILT_TRANSPOSE_AVX2)
+    const bool simd = sizeof(T) == 4 && HasAvx2();
+#endif
+    for (int64_t i0 = 0; i0 < a; i0 += kTile) {
+      const int64_t i1 = std::min(a, i0 + kTile);
+      for (int64_t j0 = 0; j0 < b; j0 += kTile) {
+        const int64_t j1 = std::min(b, j0 + kTile);
+#if defined(QUILT_TRANSPOSE_AVX2)
+        if (simd && i1 - i0 == kTile && j1 - j0 == kTile) {
+          Transpose8x8(src + (i0 + j0 * sb) * 4, sb, dst + (i0 * b + j0) * 4, b);
+          continue;
+        }
+#endif
+        if (i1 - i0 == kTile && j1 - j0 == kTile) {
+          for (int64_t i = i0; i < i0 + kTile; ++i) {
+            for (int64_t j = j0; j < j0 + kTile; ++j) copy(i, j);
+          }
+        } else {
+          for (int64_t i = i0; i < i1; ++i) {
+            for (int64_t j = j0; j < j1; ++j) copy(i, j);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Rows [r0, r1) of a merged view (every dim but the last a row index, in order): each row's
 // elements from s at its offset, written one row after another from d.
 void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vector<int64_t>& st,
@@ -108,6 +199,34 @@ void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>
   auto* d = static_cast<uint8_t*>(dst);
   if (dims.empty()) {
     std::memcpy(d, s, eb);
+    return;
+  }
+  // A transpose of the last two dims (the last strided, the one before it contiguous in the
+  // source), elements of 1 to 8 bytes: plane by plane in tiles, the planes split among the
+  // threads where large.
+  const size_t r = dims.size();
+  if (r >= 2 && st[r - 2] == 1 && st[r - 1] > 1 && dims[r - 2] >= 8 && dims[r - 1] >= 8 &&
+      (eb == 1 || eb == 2 || eb == 4 || eb == 8)) {
+    int64_t planes = 1;
+    for (size_t k = 0; k + 2 < r; ++k) planes *= dims[k];
+    const int64_t plane_bytes = dims[r - 2] * dims[r - 1] * static_cast<int64_t>(eb);
+    auto run = [&](int64_t p0, int64_t p1) {
+      switch (eb) {
+        case 1:
+          return TransposePlanes<uint8_t>(s, dims, st, p0, p1, d);
+        case 2:
+          return TransposePlanes<uint16_t>(s, dims, st, p0, p1, d);
+        case 4:
+          return TransposePlanes<uint32_t>(s, dims, st, p0, p1, d);
+        default:
+          return TransposePlanes<uint64_t>(s, dims, st, p0, p1, d);
+      }
+    };
+    if (pool && pool->threads() > 1 && planes > 1 && planes * plane_bytes >= kParallelCopyBytes) {
+      rt::ParallelFor(pool, planes, std::max<int64_t>(1, (int64_t{1} << 16) / plane_bytes), run);
+    } else {
+      run(0, planes);
+    }
     return;
   }
   int64_t rows = 1;
