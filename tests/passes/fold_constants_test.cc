@@ -491,45 +491,29 @@ TEST(FoldConstants, TheFoldedModuleComputesWhatTheUnfoldedOneDoes) {
 // the input channels i of group g. s = [1, 2] as in kBefore: one group (the second output
 // channel's weights doubled) and two (the second input channel's).
 TEST(FoldConstants, BatchNormGoesIntoATransposedConv) {
-  const char* before = R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, CIN, 4, 4), "float32")):
-        c = R.nn.conv2d_transpose(x, R.const(WEIGHT, "float32")GROUPS)
-        e = R.expand_dims(R.const([1.0, 2.0], "float32"), axis=[0, 2, 3])
-        a = R.add(c, e)
-        y_bn = R.nn.batch_norm(a, R.const([2.0, 4.0], "float32"), R.const([0.5, -1.0], "float32"), R.const([3.0, 1.0], "float32"), R.const([3.0, 3.0], "float32"), axis=1, epsilon=1.0, training=False)
-        y = y_bn[0]
-        r = R.nn.relu(y)
-        return r
-)";
-  const char* after = R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((1, CIN, 4, 4), "float32")):
-        c = R.nn.conv2d_transpose(x, R.const(WEIGHT, "float32")GROUPS)
-        y = R.add(c, R.const([[[[-1.5]], [[1.0]]]], "float32"))
-        r = R.nn.relu(y)
-        return r
-)";
-  auto fill = [](std::string text, const char* cin, const char* weight, const char* groups) {
-    text.replace(text.find("CIN"), 3, cin);
-    text.replace(text.find("WEIGHT"), 6, weight);
-    text.replace(text.find("GROUPS"), 6, groups);
+  // kBefore or kExpected with its conv made a transposed conv of `weight` (and `groups`) over
+  // `channels` input channels.
+  auto transposed = [](std::string text, const std::string& channels, const std::string& weight,
+                       const std::string& groups) {
+    size_t at = text.find("(1, 1, 4, 4)");
+    text.replace(at, 12, "(1, " + channels + ", 4, 4)");
+    at = text.find("        c = R.nn.conv2d(");
+    text.replace(
+        at, text.find('\n', at) - at,
+        "        c = R.nn.conv2d_transpose(x, R.const(" + weight + ", \"float32\")" + groups + ")");
     return text;
   };
   // One group: W (1, 2, 1, 2), the second output channel's weights doubled.
-  ir::IRModule got =
-      RunPass("fold-constants", Parse(fill(before, "1", "[[[[1.0, 2.0]], [[3.0, -1.0]]]]", "")));
-  EXPECT_TRUE(ModulesEqual(got, Parse(fill(after, "1", "[[[[1.0, 2.0]], [[6.0, -2.0]]]]", ""))))
+  ir::IRModule got = RunPass(
+      "fold-constants", Parse(transposed(kBefore, "1", "[[[[1.0, 2.0]], [[3.0, -1.0]]]]", "")));
+  EXPECT_TRUE(
+      ModulesEqual(got, Parse(transposed(kExpected, "1", "[[[[1.0, 2.0]], [[6.0, -2.0]]]]", ""))))
       << ir::PrintModule(got);
   // Two groups: W (2, 1, 1, 2), the second input channel's weights (its group's one output).
   got = RunPass("fold-constants",
-                Parse(fill(before, "2", "[[[[1.0, 2.0]]], [[[3.0, -1.0]]]]", ", groups=2")));
-  EXPECT_TRUE(
-      ModulesEqual(got, Parse(fill(after, "2", "[[[[1.0, 2.0]]], [[[6.0, -2.0]]]]", ", groups=2"))))
+                Parse(transposed(kBefore, "2", "[[[[1.0, 2.0]]], [[[3.0, -1.0]]]]", ", groups=2")));
+  EXPECT_TRUE(ModulesEqual(
+      got, Parse(transposed(kExpected, "2", "[[[[1.0, 2.0]]], [[[6.0, -2.0]]]]", ", groups=2"))))
       << ir::PrintModule(got);
 }
 

@@ -165,6 +165,13 @@ void ExpectFusedComputesThePlain(const Built& plain, const Built& fused, std::ve
   ExpectClose(RunPackage(fused.package, {test::Input("x", x, shape)}), want);
 }
 
+// y = b * clip(b + 3, 0, 6) (PaddleOCR's hardswish written out) after a step writing b: lines of
+// IR text, each indented.
+const std::string kHardSwishOfB =
+    "        a = R.add(b, R.const(3.0, \"float32\"))\n"
+    "        k = R.clip(a, min=0.0, max=6.0)\n"
+    "        y = R.multiply(b, k)\n";
+
 // A module whose main convolves x (1, 3, 7, 6) by `weight` (padding 1) into h, then runs `body`
 // (lines of IR text, the first unindented).
 ir::IRModule ConvThen(const std::string& weight, const std::string& body) {
@@ -398,29 +405,25 @@ TEST(FuseEpilogue, AddsAndMultipliesByConstantsJoinTheConv) {
   const std::string weight = Const(rng, {4, 3, 3, 3}), scale = Const(rng, {1, 4, 1, 1}),
                     shift = Const(rng, {4, 1, 1}), whole = Const(rng, {1, 4, 7, 6});
   const std::string one = "R.const(1.5, \"float32\")", other = "R.const([-0.25], \"float32\")";
-  const std::string hardswish =
-      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
-      "        k = R.clip(a, min=0.0, max=6.0)\n"
-      "        y = R.multiply(b, k)\n";
   struct Case {
     std::string body;
     int steps, affine;  // after fusion: steps, and conv steps with the attribute affine
   };
   const std::vector<Case> cases = {
-      {"m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + shift + ")\n" + hardswish +
+      {"m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + shift + ")\n" + kHardSwishOfB +
            "        return y",
        1, 1},
-      {"m = R.multiply(" + scale + ", h)\n        b = R.add(" + shift + ", m)\n" + hardswish +
+      {"m = R.multiply(" + scale + ", h)\n        b = R.add(" + shift + ", m)\n" + kHardSwishOfB +
            "        return y",
        1, 1},
       {"m = R.multiply(h, " + scale + ")\n        return m", 1, 1},
-      {"b = R.multiply(h, " + scale + ")\n" + hardswish + "        return y", 1, 1},
+      {"b = R.multiply(h, " + scale + ")\n" + kHardSwishOfB + "        return y", 1, 1},
       // A bias, then a learnable affine block (rank 0 and rank 1 constants of one value).
       {"c = R.add(h, " + shift + ")\n        m = R.multiply(c, " + one +
-           ")\n        b = R.add(m, " + other + ")\n" + hardswish + "        return y",
+           ")\n        b = R.add(m, " + other + ")\n" + kHardSwishOfB + "        return y",
        1, 1},
       // A lone bias takes no attribute; a fourth constant stays out.
-      {"b = R.add(h, " + shift + ")\n" + hardswish + "        return y", 1, 0},
+      {"b = R.add(h, " + shift + ")\n" + kHardSwishOfB + "        return y", 1, 0},
       {"c = R.add(h, " + shift + ")\n        m = R.multiply(c, " + one +
            ")\n        d = R.add(m, " + other + ")\n        e = R.multiply(d, " + scale +
            ")\n        return e",
@@ -629,10 +632,6 @@ TEST(FuseEpilogue, EpiloguesJoinTheConvThroughAViewOfItsChannels) {
   const std::string w = Const(rng, {4, 3, 1, 3}), bias = Const(rng, {4, 1}),
                     scale = Const(rng, {1, 4, 1}), flat = Const(rng, {1, 4, 1});
   const std::string conv = "h = R.nn.conv2d(x, " + w + ", padding=[0, 1, 0, 1])\n        ";
-  const std::string hardswish =
-      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
-      "        k = R.clip(a, min=0.0, max=6.0)\n"
-      "        y = R.multiply(b, k)\n";
   struct Case {
     std::string body;
     std::string kernels;  // after fusion
@@ -642,7 +641,7 @@ TEST(FuseEpilogue, EpiloguesJoinTheConvThroughAViewOfItsChannels) {
            ")\n        r = R.nn.relu(b)\n        return r",
        "nn.conv2d squeeze"},
       {conv + "s = R.reshape(h, (2, 4, 9))\n        m = R.multiply(s, " + scale +
-           ")\n        b = R.add(m, " + flat + ")\n" + hardswish + "        return y",
+           ")\n        b = R.add(m, " + flat + ")\n" + kHardSwishOfB + "        return y",
        "nn.conv2d reshape"},
       // Stay: the channels moved; the view's result read twice; a residual after the view.
       {conv + "s = R.reshape(h, (4, 2, 9))\n        b = R.add(s, " + Const(rng, {2, 1}) +
@@ -679,10 +678,6 @@ TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
                     scale = Const(rng, {4, 1, 1});
   const std::string up =
       "h = R.nn.conv2d_transpose(x, " + w + ", strides=[2, 2], padding=[1, 1, 1, 1])\n        ";
-  const std::string hardswish =
-      "        a = R.add(b, R.const(3.0, \"float32\"))\n"
-      "        k = R.clip(a, min=0.0, max=6.0)\n"
-      "        y = R.multiply(b, k)\n";
   struct Case {
     std::string body;
     std::string kernels;  // after fusion
@@ -690,8 +685,8 @@ TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
   const std::vector<Case> cases = {
       {up + "b = R.add(h, " + bias + ")\n        r = R.nn.relu(b)\n        return r",
        "nn.conv2d_transpose"},
-      {up + "m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + bias + ")\n" + hardswish +
-           "        return y",
+      {up + "m = R.multiply(h, " + scale + ")\n        b = R.add(m, " + bias + ")\n" +
+           kHardSwishOfB + "        return y",
        "nn.conv2d_transpose"},
       {up + "b = R.add(h, p)\n        r = R.clip(b, min=-0.5, max=0.5)\n        return r",
        "nn.conv2d_transpose"},

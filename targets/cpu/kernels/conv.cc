@@ -449,14 +449,9 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, OutShape(n, o, w), &y));
   // A fused epilogue (as a conv's, fuse_epilogue.cc): read before the output is written.
+  // PrepareEpilogue needs the output channels and the output alone.
   ConvGeometry geo;
-  geo.n = n;
-  geo.c = c;
   geo.o = o;
-  geo.cg = cg;
-  geo.og = og;
-  geo.groups = groups;
-  geo.w = w;
   geo.y = y;
   QUILT_RETURN_IF_ERROR(PrepareEpilogue(ctx, &geo));
   const int64_t out_size = w.OutSize();

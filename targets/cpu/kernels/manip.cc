@@ -632,29 +632,24 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
     for (int64_t j = 0; j < in_lo; ++j) source[i++] = PadSource(j - b, n, pm);
     for (int64_t j = in_hi; j < cols; ++j) source[i++] = PadSource(j - b, n, pm);
   }
-  // The padded columns of one row (row null: all of it padding, the pad value).
+  // The padded columns of one row (row null: all of it padding, the pad value), each element a
+  // move of a size known when compiling where the dtype's is 4 or 8 bytes (kBytes 0: eb).
   auto edges = [&](const uint8_t* row, uint8_t* to) {
     auto put = [&](auto tag) {
       constexpr size_t kBytes = decltype(tag)::value;
+      const size_t bytes = kBytes ? kBytes : eb;
       size_t i = 0;
       auto one = [&](int64_t j) {
         int64_t p = row ? source[i] : -1;
         ++i;
-        std::memcpy(to + j * e, p < 0 ? fill : row + p * e, kBytes);
+        std::memcpy(to + j * e, p < 0 ? fill : row + p * e, bytes);
       };
       for (int64_t j = 0; j < in_lo; ++j) one(j);
       for (int64_t j = in_hi; j < cols; ++j) one(j);
     };
     if (eb == 4) return put(std::integral_constant<size_t, 4>{});
     if (eb == 8) return put(std::integral_constant<size_t, 8>{});
-    size_t i = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      if (j == in_lo) j = in_hi;
-      if (j >= cols) break;
-      int64_t p = row ? source[i] : -1;
-      ++i;
-      std::memcpy(to + j * e, p < 0 ? fill : row + p * e, eb);
-    }
+    put(std::integral_constant<size_t, 0>{});
   };
   std::vector<int64_t> idx(static_cast<size_t>(last), 0);
   for (;;) {

@@ -94,6 +94,8 @@ __attribute__((target("avx2"))) void Transpose8x8(const uint8_t* src, int64_t sb
   }
 }
 
+// Asked here rather than through simd.h's HasAvx2Fma, which answers yes in builds without
+// function clones whatever the CPU: Transpose8x8 is compiled for AVX2 in every build.
 bool HasAvx2() {
   static const bool has = [] {
     __builtin_cpu_init();
