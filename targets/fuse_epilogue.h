@@ -15,8 +15,9 @@
 // takes activation = "hardswish" and writes y; on the CPU an nn.hard_swish (ONNX HardSwish) read
 // alone joins it as activation = "hard_swish", SiLU, s = sigmoid(r), y = multiply(r, s) (s read
 // by the multiply alone), as activation = "silu", an nn.leakyrelu as activation = "leaky_relu"
-// (activation_alpha its alpha), and an nn.prelu on the channel axis whose slope is a constant of
-// one value per channel or one for all as activation = "prelu" (the slope the conv's next input).
+// (activation_alpha its alpha), an nn.prelu on the channel axis whose slope is a constant of
+// one value per channel or one for all as activation = "prelu" (the slope the conv's next input),
+// and a sigmoid as activation = "sigmoid".
 // On the CPU, after the adds and multiplies and before the activation, an add of another value
 // of the result's shape and element type that is ready before the conv step (a graph input, a
 // constant, or an earlier step's result: a residual connection) joins it too, the value its next
@@ -30,6 +31,10 @@
 // left unwritten and unread (so neither planned nor allocated). A value between that is a graph
 // output, is read by another step or more often, or differs in shape or element type stops the
 // chain there.
+//
+// On a CPU device a float32 matmul read alone by an add of a constant of one value per column
+// of its result takes it as its third input (attribute bias), and a relu, clip, SiLU or sigmoid
+// read alone after that add as a conv's activation.
 //
 // Before the convs, on a CPU device, GELU as exporters write it out of erf (x * 1/sqrt(2) or
 // x / sqrt(2), erf, + 1, and the multiplies by x and by 0.5 in any of three orders, every value

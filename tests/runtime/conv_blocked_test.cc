@@ -64,9 +64,9 @@ struct BlockedAct {
 // blocks, rows of 40, in 16-pixel tiles of each input broadcast once for its taps); with a bias and
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
 // maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also written over
-// the residual, as the executor places an output in its residual's buffer), silu, and a prelu of a
-// slope per channel; on one thread and three, with the AVX-512 kernels where the CPU has them and
-// without.
+// the residual, as the executor places an output in its residual's buffer), silu, a prelu of a
+// slope per channel, sigmoid with a residual, and a multiply before a sigmoid; on one thread and
+// three, with the AVX-512 kernels where the CPU has them and without.
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {
@@ -99,7 +99,9 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
                                         {true, "hardswish", "", "", true},
                                         {true, "relu", "", "", true},
                                         {true, "silu"},
-                                        {true, "prelu"}};
+                                        {true, "prelu"},
+                                        {true, "sigmoid", "", "", true},
+                                        {false, "sigmoid", "s"}};
   rt::ThreadPool three(3);
   for (const ConvCase& c : cases) {
     Shape xs, ws;

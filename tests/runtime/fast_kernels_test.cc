@@ -356,8 +356,8 @@ TEST(FastKernels, ConvDropsTapsThatReadOnlyPadding) {
 }
 
 // The fused epilogue: a per-channel bias (of shape (1, O, 1, 1) or (O,)), adds and multiplies
-// before the activation (relu, clip, the hardswishes, silu, leaky_relu, prelu) and adds,
-// multiplies, divides, maximums and minimums after it, on every path of the fast conv.
+// before the activation (relu, clip, the hardswishes, silu, sigmoid, leaky_relu, prelu) and
+// adds, multiplies, divides, maximums and minimums after it, on every path of the fast conv.
 // A conv on each path of the fast conv, for the epilogue tests.
 std::vector<ConvCase> EpiloguePaths() {
   return {
@@ -404,6 +404,9 @@ TEST(FastKernels, ConvEpilogueMatchesTheReference) {
       {false, "hard_swish", {}},
       {true, "silu", {}},
       {false, "silu", {}},
+      {true, "sigmoid", {}},
+      {false, "sigmoid", {}, "sb"},
+      {true, "sigmoid", {}, "", false, "s"},
       {false, "hardswish", {}, "sb"},
       {false, "", {}, "s"},
       {false, "clip", {{"activation_min", -0.3}, {"activation_max", 0.4}}, "bsb"},
@@ -471,7 +474,7 @@ TEST(FastKernels, ConvResidualMatchesTheReference) {
   };
   const std::vector<Act> acts = {
       {"b", "relu"},       {"", ""},           {"bs", "hardswish"}, {"b", "silu"},
-      {"b", "prelu", "x"}, {"s", "clip", "b"},
+      {"b", "prelu", "x"}, {"s", "clip", "b"}, {"b", "sigmoid"},    {"", "sigmoid", "b"},
   };
   for (const ConvCase& c : EpiloguePaths()) {
     for (const Act& act : acts) {
@@ -734,14 +737,17 @@ struct GemmCase {
 
 // The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds; a bias and
 // a hardswish; a bias and a silu; a scale, a bias, a residual, ONNX's HardSwish, then a maximum
-// and a divide; an add, a bias and a negative slope.
+// and a divide; an add, a bias and a negative slope; a bias, a residual and a sigmoid; a bias, a
+// sigmoid and a scale.
 enum class GemmEpilogueKind {
   kNone,
   kBiasResidualClamp,
   kBiasHardSwish,
   kBiasSilu,
   kChain,
-  kLeaky
+  kLeaky,
+  kBiasResidualSigmoid,
+  kBiasSigmoidScale
 };
 
 // C = A B for each case three ways (B packed by the product, A packed ahead, B's rows read in
@@ -786,6 +792,10 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
             v = v * std::clamp(v + 3, 0.0, 6.0);
           } else if (kind == GemmEpilogueKind::kBiasSilu) {
             v = v / (1 + std::exp(-v));
+          } else if (kind == GemmEpilogueKind::kBiasResidualSigmoid) {
+            v = 1 / (1 + std::exp(-(v + res)));
+          } else if (kind == GemmEpilogueKind::kBiasSigmoidScale) {
+            v = scale[r] / (1 + std::exp(-v));
           } else if (kind == GemmEpilogueKind::kChain) {
             v += res;
             v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
@@ -796,7 +806,8 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
         }
       }
     }
-    if (kind == GemmEpilogueKind::kBiasResidualClamp || kind == GemmEpilogueKind::kChain) {
+    if (kind == GemmEpilogueKind::kBiasResidualClamp || kind == GemmEpilogueKind::kChain ||
+        kind == GemmEpilogueKind::kBiasResidualSigmoid) {
       epilogue.residual = residual.data();
       epilogue.residual_ld = cs.n;
     }
@@ -805,7 +816,12 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
       epilogue.hi = 1.5f;
     }
     epilogue.hardswish = kind == GemmEpilogueKind::kBiasHardSwish;
-    epilogue.silu = kind == GemmEpilogueKind::kBiasSilu;
+    epilogue.smooth = kind == GemmEpilogueKind::kBiasSilu ? vmath::Smooth::kSilu
+                      : kind == GemmEpilogueKind::kBiasResidualSigmoid ||
+                              kind == GemmEpilogueKind::kBiasSigmoidScale
+                          ? vmath::Smooth::kSigmoid
+                          : vmath::Smooth::kNone;
+    if (kind == GemmEpilogueKind::kBiasSigmoidScale) epilogue.post.Add('s', scale.data(), 1);
     if (kind == GemmEpilogueKind::kChain) {
       epilogue.pre.Add('s', scale.data(), 1);
       epilogue.hard_swish = true;
@@ -894,7 +910,8 @@ TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
 // no reduction at all (B's rows in place then none to read), one thread and three. Each kind of
 // epilogue: the bias, a residual and bounds (the 8 x 48 kernel's shortest); a hardswish; a silu
 // (vmath's sigmoid on 16 lanes against the scalar loop's); affine ops before and after ONNX's
-// HardSwish with a residual; an add and a leaky relu.
+// HardSwish with a residual; an add and a leaky relu; a residual and a sigmoid (vmath's on 16
+// lanes against the scalar loop's); a sigmoid and a scale after it.
 TEST(FastKernels, GemmEpilogueMatchesTheReference) {
   std::mt19937 rng(80);
   const std::vector<GemmCase> cases = {GemmCase{67, 100, 129}, GemmCase{13, 50, 300},
@@ -902,7 +919,8 @@ TEST(FastKernels, GemmEpilogueMatchesTheReference) {
                                        GemmCase{16, 96, 0},    GemmCase{20, 3, 33}};
   for (GemmEpilogueKind kind :
        {GemmEpilogueKind::kBiasResidualClamp, GemmEpilogueKind::kBiasHardSwish,
-        GemmEpilogueKind::kBiasSilu, GemmEpilogueKind::kChain, GemmEpilogueKind::kLeaky}) {
+        GemmEpilogueKind::kBiasSilu, GemmEpilogueKind::kChain, GemmEpilogueKind::kLeaky,
+        GemmEpilogueKind::kBiasResidualSigmoid, GemmEpilogueKind::kBiasSigmoidScale}) {
     CheckGemmWays(cases, rng, kind);
   }
 }
@@ -2716,9 +2734,10 @@ TEST(FastKernels, MatmulReadsBPackedIntoPanels) {
   }
 }
 
-// A bias and bounds that quiltc fused into a matmul (attributes bias, activation): the fast
-// kernel gives bit for bit the plain product with the bias added to each row and the bounds
-// applied after (what the add and the relu or clip steps give), and the reference within the
+// A bias and bounds or function that quiltc fused into a matmul (attributes bias, activation): the
+// fast kernel gives bit for bit the plain product with the bias added to each row and the bounds
+// or the function (sigmoid, SiLU) applied after (what the add and the relu, clip, sigmoid or
+// sigmoid-and-multiply steps give), and the reference within the
 // tolerance: one product of all A's rows by one B, products side by side and split, few
 // columns, a vector A, an empty reduction. A bias of another length, a product not of float32
 // and an unknown activation are refused.
@@ -2735,7 +2754,8 @@ TEST(FastKernels, MatmulWithAFusedBiasAddsItToEveryRow) {
     const char* activation;
     double lo, hi;
   };
-  const Bounds bounds[] = {{"", 0, 0}, {"relu", 0, 0}, {"clip", -0.3, 0.4}};
+  const Bounds bounds[] = {
+      {"", 0, 0}, {"relu", 0, 0}, {"clip", -0.3, 0.4}, {"sigmoid", 0, 0}, {"silu", 0, 0}};
   rt::ThreadPool three(3);
   for (const Case& c : cases) {
     for (const Bounds& bd : bounds) {
@@ -2774,12 +2794,27 @@ TEST(FastKernels, MatmulWithAFusedBiasAddsItToEveryRow) {
                    : std::string(bd.activation) == "clip" ? static_cast<float>(bd.lo)
                                                           : -INFINITY;
         float hi = std::string(bd.activation) == "clip" ? static_cast<float>(bd.hi) : INFINITY;
+        std::vector<float> sums(v.size());
         for (size_t i = 0; i < v.size(); ++i) {
           float e = w[i] + bias[i % static_cast<size_t>(n)];
           e = e < lo ? lo : e;
-          e = e > hi ? hi : e;
-          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(e))
-              << what << ", element " << i << ": " << v[i] << " vs " << e;
+          sums[i] = e > hi ? hi : e;
+        }
+        // A function: what its kernels give for the sums (SiLU: the sigmoid's, times the sum).
+        std::string_view act = bd.activation;
+        std::vector<float> f = sums;
+        if (act == "sigmoid" || act == "silu") {
+          TestContext k({Tensor{DType::kFloat32, got.out().shape, sums.data()}}, none.Finish(),
+                        nullptr);
+          ASSERT_TRUE(SigmoidFast(k).ok()) << what;
+          f = k.values();
+          if (act == "silu") {
+            for (size_t i = 0; i < f.size(); ++i) f[i] = sums[i] * f[i];
+          }
+        }
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(f[i]))
+              << what << ", element " << i << ": " << v[i] << " vs " << f[i];
         }
       }
     }

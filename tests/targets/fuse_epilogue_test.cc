@@ -275,10 +275,11 @@ TEST(FuseEpilogue, SymbolicChannelsTakeTheBias) {
   EXPECT_EQ(conv.outputs, (std::vector<int>{r}));
 }
 
-// ONNX HardSwish (nn.hard_swish) and SiLU (r * sigmoid(r), operands either way) after a conv and
-// its bias join the conv on the CPU; a sigmoid read elsewhere too stays. The fused package
-// computes what the unfused one does.
-TEST(FuseEpilogue, OnnxHardSwishAndSiluJoinTheConv) {
+// ONNX HardSwish (nn.hard_swish), SiLU (r * sigmoid(r), operands either way) and a sigmoid after
+// a conv and its bias join the conv on the CPU; a sigmoid read elsewhere too stays, and so does
+// one of a value that is also an output; a GELU stays. The fused package computes what the
+// unfused one does.
+TEST(FuseEpilogue, OnnxHardSwishSiluAndSigmoidJoinTheConv) {
   std::mt19937 rng(19);
   const std::string weight = Const(rng, {4, 3, 3, 3}), bias = Const(rng, {1, 4, 1, 1});
   struct Case {
@@ -290,6 +291,9 @@ TEST(FuseEpilogue, OnnxHardSwishAndSiluJoinTheConv) {
       {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return y", 1},
       {"s = R.sigmoid(a)\n        y = R.multiply(s, a)\n        return y", 1},
       {"s = R.sigmoid(a)\n        y = R.multiply(a, s)\n        return (y, s)", 3},
+      {"s = R.sigmoid(a)\n        return s", 1},
+      {"g = R.nn.gelu(a)\n        return g", 2},
+      {"s = R.sigmoid(a)\n        return (s, a)", 2},
   };
   for (const Case& c : cases) {
     ExpectFusedSteps(ConvThen(weight, "a = R.add(h, " + bias + ")\n        " + c.body), c.steps,
@@ -671,7 +675,8 @@ class Module:
 
 // On the CPU a transposed conv takes its epilogue as a conv does: a bias and a relu (a decoder's
 // upsampling, its batch norm folded into the bias), a per-channel scale, shift and hardswish, a
-// residual before a clip. The fused package computes what the plain one does.
+// residual before a clip, a bias and a sigmoid (a DBNet head's last layer). The fused package
+// computes what the plain one does.
 TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
   std::mt19937 rng(43);
   const std::string w = Const(rng, {3, 4, 4, 4}), bias = Const(rng, {1, 4, 1, 1}),
@@ -690,6 +695,8 @@ TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
        "nn.conv2d_transpose"},
       {up + "b = R.add(h, p)\n        r = R.clip(b, min=-0.5, max=0.5)\n        return r",
        "nn.conv2d_transpose"},
+      {up + "b = R.add(h, " + bias + ")\n        s = R.sigmoid(b)\n        return s",
+       "nn.conv2d_transpose"},
   };
   for (const Case& c : cases) {
     ExpectFusedKernelsComputeThePlain(c.body, {2, 3, 5, 6}, {2, 4, 10, 12}, c.kernels, rng);
@@ -697,10 +704,11 @@ TEST(FuseEpilogue, TransposedConvsTakeTheirEpilogues) {
 }
 
 // On the CPU a matmul's bias (one value per column: shape (n), (1, n) or (1, 1, n), either
-// operand of the add) joins it, and a relu or clip after it too: one step, whose values are the
-// plain package's bit for bit (the same float sums). A constant that is not one per column, a
-// product read twice, a B of one dim, and a relu whose input is also an output stay as they are.
-TEST(FuseEpilogue, AMatmulTakesItsBiasAndBounds) {
+// operand of the add) joins it, and a relu, clip, sigmoid or SiLU after it too: one
+// step, whose values are the plain package's bit for bit (the same float sums, each function its
+// kernel's). A constant that is not one per column, a product read twice, a B of one dim, and a
+// relu or sigmoid whose input is also an output and a GELU stay as they are.
+TEST(FuseEpilogue, AMatmulTakesItsBiasAndActivation) {
   std::mt19937 rng(37);
   const std::string w = Const(rng, {7, 6}), bias = Const(rng, {6}), row = Const(rng, {1, 6}),
                     deep = Const(rng, {1, 1, 6}), whole = Const(rng, {5, 6});
@@ -722,6 +730,14 @@ TEST(FuseEpilogue, AMatmulTakesItsBiasAndBounds) {
        "matmul add"},
       {mm + "b = R.add(y, " + bias + ")\n        r = R.nn.relu(b)\n        return (r, b)",
        "matmul nn.relu"},
+      {mm + "b = R.add(y, " + bias + ")\n        g = R.nn.gelu(b)\n        return g",
+       "matmul nn.gelu"},
+      {mm + "b = R.add(y, " + bias + ")\n        s = R.sigmoid(b)\n        return (s, b)",
+       "matmul sigmoid"},
+      {mm + "b = R.add(" + row + ", y)\n        s = R.sigmoid(b)\n        return s", "matmul"},
+      {mm + "b = R.add(y, " + bias +
+           ")\n        s = R.sigmoid(b)\n        m = R.multiply(s, b)\n        return m",
+       "matmul"},
   };
   for (const Case& c : cases) {
     ir::IRModule mod = Elementwise(c.body);

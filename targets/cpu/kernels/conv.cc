@@ -231,11 +231,11 @@ Status PrepareEpilogue(KernelContext& ctx, ConvGeometry* geo) {
   double inf = std::numeric_limits<double>::infinity();
   geo->hardswish = act == "hardswish";
   geo->hard_swish = act == "hard_swish";
-  geo->silu = act == "silu";
+  geo->smooth = vmath::SmoothNamed(act);
   geo->negative_slope = act == "prelu" || act == "leaky_relu";
   if (act == "leaky_relu") geo->alpha = a.Float("activation_alpha", 0.01);
-  geo->clamp =
-      !act.empty() && !geo->hardswish && !geo->hard_swish && !geo->silu && !geo->negative_slope;
+  geo->clamp = !act.empty() && !geo->hardswish && !geo->hard_swish &&
+               geo->smooth == vmath::Smooth::kNone && !geo->negative_slope;
   if (act == "relu") {
     geo->lo = 0;
     geo->hi = inf;
@@ -319,9 +319,8 @@ struct ReferenceEpilogue {
       auto t = static_cast<Compute<T>>(static_cast<Compute<T>>(v / six) + half);
       t = std::max(zero, std::min(one, t));
       v = static_cast<Compute<T>>(v * t);
-    } else if (geo.silu) {
-      double d = static_cast<double>(v);
-      v = static_cast<Compute<T>>(d / (1 + std::exp(-d)));
+    } else if (geo.smooth != vmath::Smooth::kNone) {
+      v = static_cast<Compute<T>>(vmath::OfInDouble(geo.smooth, static_cast<double>(v)));
     } else if (geo.negative_slope && v < zero) {
       Compute<T> k = geo.slope ? Value({'s', geo.slope}, oc) : static_cast<Compute<T>>(geo.alpha);
       v = static_cast<Compute<T>>(v * k);

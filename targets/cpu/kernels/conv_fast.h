@@ -40,7 +40,7 @@ struct Epilogue {
     }
     e.hardswish = geo.hardswish;
     e.hard_swish = geo.hard_swish;
-    e.silu = geo.silu;
+    e.smooth = geo.smooth;
     e.negative_slope = geo.negative_slope;
     if (geo.slope) {
       e.slope = geo.slope->Data<float>();
@@ -50,8 +50,8 @@ struct Epilogue {
     for (int i = 0; i < geo.posts; ++i) {
       e.post.Add(geo.post[i].op, geo.post[i].t->Data<float>(), step(geo.post[i].t));
     }
-    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish || geo.silu ||
-             geo.negative_slope || geo.residual;
+    active = n > 0 || geo.posts > 0 || geo.clamp || geo.hardswish || geo.hard_swish ||
+             geo.smooth != vmath::Smooth::kNone || geo.negative_slope || geo.residual;
   }
 
   // The epilogue of the GEMM of output channels [oc, ...), or null when there is none.
@@ -66,7 +66,7 @@ struct Epilogue {
   }
 
   // Whether a kernel applies it to its sums in registers (RowEpilogue), not as a pass after.
-  bool InRegisters() const { return active && !e.silu; }
+  bool InRegisters() const { return active && e.smooth == vmath::Smooth::kNone; }
 
   // Output channel oc, `size` values at y.
   void Channel(float* y, int64_t oc, int64_t size) const {

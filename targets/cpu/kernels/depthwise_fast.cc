@@ -753,7 +753,7 @@ bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
       float* yb = py + b * geo.o * out_size;
       SmallDirectRows(phases.data(), wpad.data(), yb, g, sd, geo.og, geo.cg, r0, r1,
                       rows_epilogue.empty() ? nullptr : rows_epilogue.data());
-      if (rows_epilogue.empty() && epilogue.active) {  // a silu: a pass over each row
+      if (rows_epilogue.empty() && epilogue.active) {  // a silu or sigmoid: a pass a row
         for (int64_t oc = 0; oc < geo.og; ++oc) {
           float* yr = yb + oc * out_size + r0 * g.out[2];
           FinishRow(epilogue.e, yr, (r1 - r0) * g.out[2], oc);

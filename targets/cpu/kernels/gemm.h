@@ -167,7 +167,8 @@ struct GemmEpilogue {
   float hi = std::numeric_limits<float>::infinity();
   bool hardswish = false;   // instead of the bounds: c = c * min(max(c + 3, 0), 6)
   bool hard_swish = false;  // or ONNX HardSwish: c = c * max(0, min(1, c / 6 + 0.5))
-  bool silu = false;        // or c = c * sigmoid(c) (vmath.h's sigmoid, as its kernel)
+  // or a function of c through vmath (a silu or sigmoid, as its kernels compute it)
+  vmath::Smooth smooth = vmath::Smooth::kNone;
   // or c = c < 0 ? c * slope : c (PReLU, LeakyRelu), the slope slope[i * slope_step], or `alpha`
   // for every row when slope is null
   bool negative_slope = false;
@@ -200,9 +201,9 @@ void BiasHardSwish(float* y, int64_t n, float b);
 // v = y[i] + b, y[i] = v * max(0, min(1, v / 6 + 0.5)) over [0, n) (ONNX HardSwish, rounded as
 // its kernel rounds it), NaN kept.
 void BiasOnnxHardSwish(float* y, int64_t n, float b);
-// v = y[i] + b, y[i] = v * sigmoid(v) over [0, n) (the sigmoid of vmath.h, as the sigmoid
-// kernel computes it).
-void BiasSilu(float* y, int64_t n, float b);
+// v = y[i] + b, y[i] = f(v) over [0, n) (a silu or sigmoid as its kernels
+// compute it).
+void BiasSmooth(float* y, int64_t n, float b, vmath::Smooth f);
 // y[i] *= s over [0, n).
 void Scale(float* y, int64_t n, float s);
 // y[i] += b over [0, n).
@@ -210,7 +211,7 @@ void AddConst(float* y, int64_t n, float b);
 // y[i] /= d over [0, n).
 void DivideConst(float* y, int64_t n, float d);
 // The epilogue `e` of row `row`: its ops before, its bias, the bounds, the hardswish or the
-// negative slope, then its ops after; one pass over the row (a silu's, one per op).
+// negative slope, then its ops after; one pass over the row (a silu or sigmoid: one per op).
 void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t row);
 // The same with `res` (n values) added after the bias and before the activation: e's ops before,
 // its bias, then y[i] + res[i], each rounded, then the rest (e.residual itself is not read).
@@ -234,13 +235,15 @@ class RowEpilogueOf {
   // every `step` (0: one for all rows), as a K.
   template <typename Take>
   RowEpilogueOf(const GemmEpilogue& e, int64_t row, Take take);
-  // Whether the 8-lane kernels apply it in registers: not a silu, which FinishRow's loop runs
-  // (BiasSilu); the 16-lane GEMM kernel applies that too (vmath::SigmoidOf).
-  bool Vector() const { return !silu_; }
+  // Whether the 8-lane kernels apply it in registers: not a silu or sigmoid, which
+  // FinishRow's loop runs (BiasSmooth); the 16-lane kernels apply those too (vmath's vector
+  // functions).
+  bool Vector() const { return smooth_ == vmath::Smooth::kNone; }
   // Whether Apply is the bias, a residual and the bounds alone (no op before or after, no other
   // activation), which ApplyBiasClamp computes with fewer instructions.
   bool BiasClampOnly() const {
-    return pres_ == 0 && posts_ == 0 && !hardswish_ && !hard_swish_ && !silu_ && !negative_slope_;
+    return pres_ == 0 && posts_ == 0 && !hardswish_ && !hard_swish_ &&
+           smooth_ == vmath::Smooth::kNone && !negative_slope_;
   }
   // Apply<kN> for an epilogue where BiasClampOnly(): v[i] + bias, + res[i] where res is given, in
   // the bounds: the same values.
@@ -274,12 +277,8 @@ class RowEpilogueOf {
         v[i] *= t;
         Rounded(v[i]);
       }
-    } else if (silu_) {
-      for (int i = 0; i < kN; ++i) {
-        V s = v[i];
-        vmath::SigmoidOf(s);
-        v[i] = v[i] * s;
-      }
+    } else if (smooth_ != vmath::Smooth::kNone) {
+      vmath::Of<kN>(smooth_, v);
     } else if (negative_slope_) {
       for (int i = 0; i < kN; ++i) {
         V t = v[i] * slope_;
@@ -379,15 +378,18 @@ class RowEpilogueOf {
   int pres_ = 0, posts_ = 0;
   K bias_, slope_;
   float lo_, hi_;
-  bool hardswish_, hard_swish_, silu_, negative_slope_, clamp_;
+  bool hardswish_, hard_swish_;
+  vmath::Smooth smooth_;
+  bool negative_slope_, clamp_;
 };
 
 // The 8-lane one, with its loop over a row.
 class RowEpilogue : public RowEpilogueOf<V8> {
  public:
   using RowEpilogueOf<V8>::RowEpilogueOf;
-  // y[0, n) in place (not for a silu). (From another file, through ApplyRowEpilogue: clang binds
-  // a call there to a multiversioned member function to a symbol it does not emit.)
+  // y[0, n) in place (not for a silu or sigmoid). (From another file, through
+  // ApplyRowEpilogue: clang binds a call there to a multiversioned member function to a symbol it
+  // does not emit.)
   void Row(float* y, int64_t n) const;
 };
 
@@ -400,7 +402,7 @@ inline RowEpilogueOf<V, K, kRegisterBarrier>::RowEpilogueOf(const GemmEpilogue& 
                                                             Take take)
     : hardswish_(e.hardswish),
       hard_swish_(e.hard_swish),
-      silu_(e.silu),
+      smooth_(e.smooth),
       negative_slope_(e.negative_slope) {
   auto ops_of = [&](const RowOps& ops, Op* out, int* count) {
     for (int j = 0; j < ops.count; ++j) {

@@ -92,7 +92,8 @@ Status PackedBShape(KernelContext& ctx, Shape* shape) {
   return Status::Ok();
 }
 
-// The fused epilogue's bias and bounds (MatmulGeometry), checked against the product's columns.
+// The fused epilogue's bias, bounds and function (MatmulGeometry), checked against the product's
+// columns.
 Status MatmulEpilogue(KernelContext& ctx, DType out_dtype, int64_t n, MatmulGeometry* geo) {
   const rt::AttrView& attrs = ctx.attrs();
   std::string_view act = attrs.Str("activation", "");
@@ -118,6 +119,8 @@ Status MatmulEpilogue(KernelContext& ctx, DType out_dtype, int64_t n, MatmulGeom
   } else if (act == "clip") {
     if (attrs.Has("activation_min")) geo->lo = static_cast<float>(attrs.Float("activation_min"));
     if (attrs.Has("activation_max")) geo->hi = static_cast<float>(attrs.Float("activation_max"));
+  } else if (vmath::SmoothNamed(act) != vmath::Smooth::kNone) {
+    geo->smooth = vmath::SmoothNamed(act);
   } else if (!act.empty()) {
     return Status::Error("matmul: unknown activation '" + std::string(act) + "'");
   }
@@ -220,10 +223,14 @@ Status MatmulReference(KernelContext& ctx) {
             for (int64_t p = 0; p < k; ++p) s += Widen(ma[i * k + p]) * Widen(mb[p * n + j]);
             O v = StoreAcc<O>(s);
             if constexpr (std::is_same_v<O, float>) {
-              // The fused bias and bounds, as the add and the relu or clip (NaN kept).
+              // The fused bias and bounds, as the add and the relu or clip (NaN kept), or
+              // the function in double.
               if (geo.bias) v = v + geo.bias[j];
               v = v < geo.lo ? geo.lo : v;
               v = v > geo.hi ? geo.hi : v;
+              if (geo.smooth != vmath::Smooth::kNone) {
+                v = static_cast<float>(vmath::OfInDouble(geo.smooth, v));
+              }
             }
             my[i * n + j] = v;
           }
@@ -353,13 +360,16 @@ Status MatmulFast(KernelContext& ctx) {
   } else if (geo.b_packed && k > 0) {
     packed = pack();
   }
-  // The fused bias, added to every row (a residual whose rows are all the bias), and the bounds.
+  // The fused bias, added to every row (a residual whose rows are all the bias), and the bounds
+  // or the function.
   GemmEpilogue fused;
   fused.residual = geo.bias;
   fused.residual_ld = 0;
   fused.lo = geo.lo;
   fused.hi = geo.hi;
-  const GemmEpilogue* epilogue = geo.bias || geo.Bounded() ? &fused : nullptr;
+  fused.smooth = geo.smooth;
+  const GemmEpilogue* epilogue =
+      geo.bias || geo.Bounded() || geo.smooth != vmath::Smooth::kNone ? &fused : nullptr;
   // Output matrix bi (and, with rows past m, the ones after it, their A matrices consecutive
   // and their B the same).
   auto one = [&](int64_t bi, int64_t rows, rt::ThreadPool* pool) {

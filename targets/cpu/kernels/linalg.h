@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/util.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu {
 
@@ -20,10 +21,12 @@ struct MatmulGeometry {
   bool b_packed = false;
   // The epilogue quiltc fused (targets/fuse_epilogue.cc), float32 alone: attribute bias, input 2
   // (n floats) added to every row of each product; attribute activation ("relu", or "clip" with
-  // activation_min / activation_max) bounding the result after it.
+  // activation_min / activation_max) bounding the result after it, or ("silu", "sigmoid") a
+  // function of it.
   const float* bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
+  vmath::Smooth smooth = vmath::Smooth::kNone;
   bool Bounded() const {
     return lo != -std::numeric_limits<float>::infinity() ||
            hi != std::numeric_limits<float>::infinity();

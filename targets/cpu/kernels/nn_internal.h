@@ -9,6 +9,7 @@
 
 #include "runtime/src/kernel.h"
 #include "targets/cpu/kernels/util.h"
+#include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu::nn {
 
@@ -99,6 +100,7 @@ Status MakeWindow(const rt::AttrView& attrs, std::span<const int64_t> in,
 // (v * min(max(v + 3, 0), 6), each step rounded as the add, clip and multiply kernels round it)
 // "hard_swish" (ONNX HardSwish: v * max(0, min(1, v / 6 + 0.5)), rounded as nn.hard_swish's
 // kernel rounds it), "silu" (v * sigmoid(v), the sigmoid and multiply kernels' values),
+// "sigmoid" (the sigmoid kernel's values),
 // "leaky_relu" (v < 0 ? v * activation_alpha : v, as nn.leakyrelu rounds it) or "prelu"
 // (v < 0 ? v * slope : v, as nn.prelu, the slope one more input of O values or of one), with NaN
 // and -0 kept as the relu, clip and multiply kernels keep them; then, with the attribute post (up
@@ -126,7 +128,7 @@ struct ConvGeometry {
   bool clamp = false;       // an activation: y = min(max(y, lo), hi)
   bool hardswish = false;   // or y = y * min(max(y + 3, 0), 6)
   bool hard_swish = false;  // or y = y * max(0, min(1, y / 6 + 0.5)) (ONNX HardSwish)
-  bool silu = false;        // or y = y * sigmoid(y)
+  vmath::Smooth smooth = vmath::Smooth::kNone;  // or y = y * sigmoid(y), or sigmoid(y)
   // or y = y < 0 ? y * slope : y, the slope per output channel or one for all (prelu), or alpha
   // (leaky_relu: slope null)
   bool negative_slope = false;

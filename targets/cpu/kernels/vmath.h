@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 #include "targets/cpu/kernels/simd.h"
 
@@ -175,6 +177,54 @@ QUILT_ALWAYS_INLINE float Erf(float x) {
   float r = a < 1.0f ? small : big;
   return std::bit_cast<float>(std::bit_cast<uint32_t>(r) |
                               (std::bit_cast<uint32_t>(x) & 0x80000000u));
+}
+
+// GELU as nn.gelu's kernel computes it: x / 2 (1 + erf(x / sqrt(2))).
+QUILT_ALWAYS_INLINE float Gelu(float x) {
+  return 0.5f * x * (1.0f + Erf(x * 0.707106781186547524f));
+}
+
+// The activations a fused epilogue computes through these functions, each as its own kernels
+// compute it: kSilu v * Sigmoid(v) (the sigmoid and multiply kernels' values), kSigmoid
+// Sigmoid(v); and their names as a conv's or matmul's attribute activation gives them ("silu",
+// "sigmoid"; kNone for any other). (Not GELU: computing erf in the GEMM's epilogue cost more than
+// the nn.gelu step it spared, targets/README.md.)
+enum class Smooth : uint8_t { kNone, kSilu, kSigmoid };
+
+inline Smooth SmoothNamed(std::string_view name) {
+  if (name == "silu") return Smooth::kSilu;
+  if (name == "sigmoid") return Smooth::kSigmoid;
+  return Smooth::kNone;
+}
+
+#if defined(__GNUC__)
+// f on vectors v[0, kN), in place, lane by lane as the scalar functions: a loop per function, no
+// branch per vector.
+template <int kN, typename V>
+QUILT_ALWAYS_INLINE void Of(Smooth f, V* v) {
+  if (f == Smooth::kSilu) {
+    for (int i = 0; i < kN; ++i) {
+      V s = v[i];
+      SigmoidOf(s);
+      v[i] = v[i] * s;
+    }
+  } else if (f == Smooth::kSigmoid) {
+    for (int i = 0; i < kN; ++i) SigmoidOf(v[i]);
+  }
+}
+#endif
+
+// f of v in double with the C library's exp: the reference kernels' values.
+inline double OfInDouble(Smooth f, double v) {
+  switch (f) {
+    case Smooth::kSilu:
+      return v / (1 + std::exp(-v));
+    case Smooth::kSigmoid:
+      return 1 / (1 + std::exp(-v));
+    case Smooth::kNone:
+      break;
+  }
+  return v;
 }
 
 }  // namespace quilt::cpu::vmath
