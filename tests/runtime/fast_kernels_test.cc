@@ -377,6 +377,11 @@ std::vector<ConvCase> EpiloguePaths() {
       {3, 2, 3, 4, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},     // the same, grouped
       {2, 1, 9, 40, {14, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // Winograd
       {2, 18, 1, 1, {14, 14}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},  // depthwise, 16 channels
+      // More images than an output row is long: each image's plane of a channel read once for
+      // its taps (a VAD's 1-d encoder; grouped and dilated 2-d; 512 taps, in chunks)
+      {20, 1, 5, 6, {6}, {3}, {2}, {1}, {1, 1}},
+      {9, 2, 3, 4, {3, 4}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 1}},
+      {12, 1, 1, 3, {656}, {512}, {16}, {1}, {0, 0}},
   };
 }
 

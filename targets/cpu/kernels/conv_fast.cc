@@ -330,29 +330,43 @@ QUILT_CLONES void WriteIm2Col(const float* x, int64_t channels, const Geo& g, fl
 }
 
 // The same for the n images of a batch at once (image i's channels at x + i * image_stride, its
-// columns at i * OutSize()), rows [r0, r1) of the matrix: for each row and output position, that
-// element of every image, so the inner loop runs over the images. For batches of more images
-// than an output row is long, where per image the loops would run a few elements each.
+// columns at i * OutSize()), the rows of input channels [c0, c1): each image's plane of a channel
+// read once for all its taps (a chunk of them at a time), for batches of more images than an
+// output row is long, where per image the loops would run a few elements each. (Gathering one
+// element of every image at a time read planes a power of two apart into the same few sets of
+// L1: silero-vad's 80 images of 128 x 4, 0.10 ms of a 0.20 ms conv.)
 QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stride, const Geo& g,
-                                   int64_t r0, int64_t r1, float* dst, int64_t ld) {
-  int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
-  for (int64_t r = r0; r < r1; ++r) {
-    int64_t c = r / ks, tap = r % ks;
-    int64_t k2 = tap % g.kernel[2], k1 = tap / g.kernel[2] % g.kernel[1];
-    int64_t k0 = tap / g.kernel[2] / g.kernel[1];
-    float* row = dst + r * ld;
-    for (int64_t q = 0; q < out_size; ++q) {
-      int64_t o2 = q % g.out[2], o1 = q / g.out[2] % g.out[1], o0 = q / g.out[2] / g.out[1];
-      int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-      int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
-      int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
-      float* out = row + q;
-      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] || i2 < 0 || i2 >= g.in[2]) {
-        for (int64_t i = 0; i < n; ++i) out[i * out_size] = 0.0f;
-        continue;
+                                   int64_t c0, int64_t c1, float* dst, int64_t ld) {
+  const int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
+  // Each (tap, output position)'s offset in a channel's plane, or -1 where it reads padding.
+  constexpr int64_t kOffsets = 4096;
+  int32_t offs[kOffsets];
+  const int64_t chunk = std::max<int64_t>(1, kOffsets / std::max<int64_t>(1, out_size));
+  for (int64_t t0 = 0; t0 < ks; t0 += chunk) {
+    const int64_t t1 = std::min(ks, t0 + chunk);
+    for (int64_t tap = t0; tap < t1; ++tap) {
+      int64_t k2 = tap % g.kernel[2], k1 = tap / g.kernel[2] % g.kernel[1];
+      int64_t k0 = tap / g.kernel[2] / g.kernel[1];
+      for (int64_t q = 0; q < out_size; ++q) {
+        int64_t o2 = q % g.out[2], o1 = q / g.out[2] % g.out[1], o0 = q / g.out[2] / g.out[1];
+        int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
+        int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
+        int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
+        bool inside = i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
+        offs[(tap - t0) * out_size + q] =
+            inside ? static_cast<int32_t>((i0 * g.in[1] + i1) * g.in[2] + i2) : -1;
       }
-      const float* from = x + c * in_size + (i0 * g.in[1] + i1) * g.in[2] + i2;
-      for (int64_t i = 0; i < n; ++i) out[i * out_size] = from[i * image_stride];
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+      float* rows = dst + (c * ks + t0) * ld;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* plane = x + i * image_stride + c * in_size;
+        float* out = rows + i * out_size;
+        for (int64_t tap = 0; tap < t1 - t0; ++tap, out += ld) {
+          const int32_t* o = offs + tap * out_size;
+          for (int64_t q = 0; q < out_size; ++q) out[q] = o[q] < 0 ? 0.0f : plane[o[q]];
+        }
+      }
     }
   }
 }
@@ -603,11 +617,12 @@ Status ConvFast(KernelContext& ctx) {
               }
             }
           });
-        } else if (geo.n > g.out[2]) {
-          ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
-            WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g, r0, r1,
-                             written, cols);
-          });
+        } else if (geo.n > g.out[2] && in_size <= std::numeric_limits<int32_t>::max()) {
+          ctx.ParallelFor(geo.cg, std::max<int64_t>(1, 4096 / (ks * cols)),
+                          [&](int64_t c0, int64_t c1) {
+                            WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g,
+                                             c0, c1, written, cols);
+                          });
         } else {
           // A task per (image, input channel): the channel's ks rows of the image's columns.
           int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, ks * out_size));
