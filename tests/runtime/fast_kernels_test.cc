@@ -1566,6 +1566,33 @@ TEST(FastKernels, CopyStridedMatchesAnElementWalk) {
   }
 }
 
+// CopyStrided of `src` (elements of eb bytes, shape and strides in elements) against an element
+// walk, on one thread and on `pool`, nothing written past the end.
+void ExpectCopyStridedWalks(const std::vector<uint8_t>& src, const Shape& shape,
+                            const std::vector<int64_t>& strides, size_t eb, rt::ThreadPool& pool,
+                            const std::string& what) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<uint8_t> want(static_cast<size_t>(count) * eb);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t off = 0;
+    for (size_t k = 0; k < shape.size(); ++k) off += idx[k] * strides[k];
+    std::memcpy(want.data() + i * eb, src.data() + off * static_cast<int64_t>(eb), eb);
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0 && ++idx[k] == shape[k]; --k) {
+      idx[k] = 0;
+    }
+  }
+  for (rt::ThreadPool* p : {static_cast<rt::ThreadPool*>(nullptr), &pool}) {
+    std::vector<uint8_t> got(want.size() + 1, 0xAB);
+    CopyStrided(src.data(), shape, strides, eb, got.data(), p);
+    EXPECT_EQ(got.back(), 0xAB) << "written past the end";
+    got.pop_back();
+    ASSERT_EQ(got, want) << "(" << Join(shape) << ") element size " << eb << ", " << what
+                         << (p ? ", 3 threads" : "");
+  }
+}
+
 // Transposes of the last two dims (the rows contiguous in the source, the columns strided),
 // which CopyStrided runs in tiles of 8 x 8: sizes not multiples of the tile, columns further
 // apart than a row (a slice's transpose), outer dims before them, every element size the tiles
@@ -1597,26 +1624,42 @@ TEST(FastKernels, CopyStridedTransposesInTiles) {
     strides.push_back(sb);
     std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
     for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    std::vector<uint8_t> want(static_cast<size_t>(count) * eb);
-    std::vector<int64_t> idx(shape.size(), 0);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t off = 0;
-      for (size_t k = 0; k < shape.size(); ++k) off += idx[k] * strides[k];
-      std::memcpy(want.data() + i * eb, src.data() + off * static_cast<int64_t>(eb), eb);
-      for (int k = static_cast<int>(shape.size()) - 1; k >= 0 && ++idx[k] == shape[k]; --k) {
-        idx[k] = 0;
-      }
+    ExpectCopyStridedWalks(
+        src, shape, strides, eb, three,
+        "columns " + std::to_string(sb) + " apart, iteration " + std::to_string(iter));
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Slices whose rows are short and contiguous (a few columns of each row: copied inline, 16 bytes
+// at a time, then 8, then bytes), rows of 1 to 17 elements of 1, 2, 4 and 8 bytes (up to 64 bytes
+// and past it), taken from an offset in longer rows, under up to two outer dims, against an
+// element walk.
+TEST(FastKernels, CopyStridedCopiesShortRows) {
+  std::mt19937 rng(6);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  rt::ThreadPool three(3);
+  for (int iter = 0; iter < 80; ++iter) {
+    size_t eb = std::vector<size_t>{1, 2, 4, 8}[static_cast<size_t>(iter % 4)];
+    int64_t cols = iter / 4 % 17 + 1, row = cols + pick(1, 5), first = pick(0, row - cols);
+    Shape shape;
+    std::vector<int64_t> strides;
+    int64_t floats = row;
+    for (int k = static_cast<int>(pick(1, 2)); k > 0; --k) {
+      shape.insert(shape.begin(), pick(1, 40));
+      strides.insert(strides.begin(), floats);
+      floats *= shape.front();
     }
-    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      std::vector<uint8_t> got(want.size() + 1, 0xAB);
-      CopyStrided(src.data(), shape, strides, eb, got.data(), pool);
-      EXPECT_EQ(got.back(), 0xAB) << "written past the end";
-      got.pop_back();
-      ASSERT_EQ(got, want) << "(" << Join(shape) << ") element size " << eb << ", columns " << sb
-                           << " apart, iteration " << iter << (pool ? ", 3 threads" : "");
-    }
+    shape.push_back(cols);
+    strides.push_back(1);
+    std::vector<uint8_t> all(static_cast<size_t>(floats) * eb);
+    for (uint8_t& v : all) v = static_cast<uint8_t>(pick(0, 255));
+    std::vector<uint8_t> src(all.begin() + static_cast<int64_t>(first * eb), all.end());
+    ExpectCopyStridedWalks(src, shape, strides, eb, three,
+                           "rows of " + std::to_string(row) + " from " + std::to_string(first));
+    if (HasFatalFailure()) return;
   }
 }
 
