@@ -113,15 +113,20 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
       for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
         if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
         if (o2 >= g.out[2]) break;
-        float best = -std::numeric_limits<float>::infinity();
-        bool first = true;
+        // The window's columns inside the input, taps [k_lo, k_hi): the first cell taken as is,
+        // later ones only when greater, none at all -inf.
+        const int64_t base = o2 * s2 - p2;
+        const int64_t k_lo = base >= 0 ? 0 : (-base + d2 - 1) / d2;
+        const int64_t k_hi = base >= g.in[2] ? 0 : std::min(k2n, (g.in[2] - 1 - base) / d2 + 1);
+        if (n == 0 || k_lo >= k_hi) {
+          yr[o2] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        float best = rows[0][base + k_lo * d2];
         for (int64_t r = 0; r < n; ++r) {
-          for (int64_t k2 = 0; k2 < k2n; ++k2) {
-            int64_t i2 = o2 * s2 + k2 * d2 - p2;
-            if (i2 < 0 || i2 >= g.in[2]) continue;
-            float v = rows[r][i2];
-            if (first || v > best) best = v;
-            first = false;
+          for (int64_t k2 = r == 0 ? k_lo + 1 : k_lo; k2 < k_hi; ++k2) {
+            float v = rows[r][base + k2 * d2];
+            best = v > best ? v : best;
           }
         }
         yr[o2] = best;
