@@ -2104,7 +2104,10 @@ TEST(FastKernels, ActivationsAndSoftmaxMatchTheReference) {
                                                                {{1}, 0},
                                                                {{0, 4}, -1},
                                                                {{1, 16, 4, 2100}, 1},
-                                                               {{2, 0, 3}, 1}}) {
+                                                               {{2, 0, 3}, 1},
+                                                               {{1, 59, 59, 2}, -1},
+                                                               {{37, 3}, -1},
+                                                               {{5, 7}, 1}}) {
     Attrs attrs;
     attrs.Int("axis", axis);
     Compare(nn::SoftmaxFast, nn::SoftmaxReference, {x}, attrs, rng,
@@ -2401,7 +2404,7 @@ TEST(FastKernels, TranscendentalsOnSixteenLanesMatchEightLanes) {
   const rt::AttrView::List* along_first = first.Finish();
   // Rows along the last axis; then the same data along the first (each of n lanes softmaxed over
   // the 5 rows: a NaN's, an infinity's lanes among them).
-  for (int64_t n : {5, 16, 37, 197, -5, -37, -197}) {
+  for (int64_t n : {2, 5, 7, 16, 37, 197, -5, -37, -197}) {
     const bool across = n < 0;
     if (across) n = -n;
     const rt::AttrView::List* axis = across ? along_first : along_last;
