@@ -311,10 +311,50 @@ def library_sizes(lib):
     return sizes
 
 
+def node_inputs(model_path):
+    """Per node name (subgraphs too): its input names and the dims of those that are
+    initializers. ONNX Runtime's profiler leaves out the inputs it packed ahead (a MatMul's or
+    ConvTranspose's constant weight), so their shapes come from the model."""
+    import onnx
+
+    model = onnx.load(model_path, load_external_data=False)
+    nodes = {}
+
+    def walk(graph, outer):
+        inits = dict(outer)
+        inits.update({i.name: list(i.dims) for i in graph.initializer})
+        for n in graph.node:
+            nodes[n.name] = ([x for x in n.input if x], inits)
+            for a in n.attribute:
+                for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs):
+                    walk(g, inits)
+
+    walk(model.graph, {})
+    return nodes
+
+
+def full_shapes(recorded, names, inits):
+    """The shapes of a node's inputs `names` from the profiler's `recorded` ones, each
+    initializer's from the model where the profiler left it out."""
+    if len(recorded) >= len(names):
+        return recorded
+    out, j = [], 0
+    for k, name in enumerate(names):
+        later = sum(1 for x in names[k + 1:] if x not in inits)
+        if name not in inits:
+            out.append(recorded[j] if j < len(recorded) else [])
+            j += 1
+        else:
+            if j < len(recorded) and len(recorded) - j > later and recorded[j] == inits[name]:
+                j += 1
+            out.append(inits[name])
+    return out
+
+
 def count_flops(model_path, feeds, work):
     """Multiply-adds x 2 of the model's Conv, ConvTranspose, MatMul, Gemm, LSTM and GRU nodes
     (in subgraphs too), from the shapes ONNX Runtime's profiler records in one run of the
-    unoptimized graph."""
+    unoptimized graph (and the model's, for the weights it packed ahead)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -333,6 +373,7 @@ def count_flops(model_path, feeds, work):
     def shapes(entries):
         return [next(iter(e.values())) for e in entries or []]
 
+    inputs = node_inputs(model_path)
     flops = 0
     for e in events:
         if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
@@ -340,6 +381,8 @@ def count_flops(model_path, feeds, work):
         a = e.get("args", {})
         op, x, y = a.get("op_name"), shapes(a.get("input_type_shape")), \
             shapes(a.get("output_type_shape"))
+        names, inits = inputs.get(e["name"][:-len("_kernel_time")], ([], {}))
+        x = full_shapes(x, names, inits)
         if len(x) < 2 or not y:
             continue
         if op == "Conv":
