@@ -37,8 +37,7 @@ class Fusion {
       view_ = View(conv);
       FuseAffine(conv);
       if (view_ < 0) FuseResidual(static_cast<int>(s), conv);
-      if (FuseClamp(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv) ||
-          FuseSigmoid(conv)) {
+      if (FuseUnary(conv) || FuseSilu(conv) || FuseHardSwish(conv) || FuseNegativeSlope(conv)) {
         FusePost(conv);
       }
       view_ = -1;
@@ -243,17 +242,20 @@ class Fusion {
     mm.attrs.Set("bias", int64_t{1});
     mm.outputs = a.outputs;
     Remove(add);
-    if (!FuseClamp(mm, false) && !FuseSilu(mm)) FuseSigmoid(mm);
+    if (!FuseUnary(mm, false)) FuseSilu(mm);
   }
 
-  // An nn.relu or clip (or, on the CPU and with `hard_swish`, nn.hard_swish) reading the conv's
-  // (or matmul's) result alone.
-  bool FuseClamp(StepSpec& conv, bool hard_swish = true) {
+  // An nn.relu or clip, or on the CPU a sigmoid (a detector's or a VAD's last layer) or, with
+  // `hard_swish`, an nn.hard_swish, reading the conv's (or matmul's) result alone.
+  bool FuseUnary(StepSpec& conv, bool hard_swish = true) {
+    const bool cpu = devices_[static_cast<size_t>(conv.device)].kind == "cpu";
     int out = End(conv);
-    int act = SoleReader(conv, out, "nn.relu");
-    if (act < 0) act = SoleReader(conv, out, "clip");
-    if (act < 0 && hard_swish && devices_[static_cast<size_t>(conv.device)].kind == "cpu") {
-      act = SoleReader(conv, out, "nn.hard_swish");
+    int act = -1;
+    for (auto [kernel, allowed] : {std::pair{"nn.relu", true},
+                                   {"clip", true},
+                                   {"nn.hard_swish", cpu && hard_swish},
+                                   {"sigmoid", cpu}}) {
+      if (act < 0 && allowed) act = SoleReader(conv, out, kernel);
     }
     if (act < 0) return false;
     const StepSpec& r = g_.steps[static_cast<size_t>(act)];
@@ -262,6 +264,8 @@ class Fusion {
       conv.attrs.Set("activation", std::string("relu"));
     } else if (r.kernel == "nn.hard_swish") {
       conv.attrs.Set("activation", std::string("hard_swish"));
+    } else if (r.kernel == "sigmoid") {
+      conv.attrs.Set("activation", std::string("sigmoid"));
     } else {
       const double* lo = r.attrs.Get<double>("min");
       const double* hi = r.attrs.Get<double>("max");
@@ -339,20 +343,6 @@ class Fusion {
     SetEnd(conv, m.outputs);
     Remove(sig);
     Remove(mul);
-    return true;
-  }
-
-  // On the CPU, a sigmoid reading the result alone (a detector's or a VAD's last layer).
-  bool FuseSigmoid(StepSpec& conv) {
-    if (devices_[static_cast<size_t>(conv.device)].kind != "cpu") return false;
-    int r = End(conv);
-    int f = SoleReader(conv, r, "sigmoid");
-    if (f < 0) return false;
-    const StepSpec& s = g_.steps[static_cast<size_t>(f)];
-    if (s.inputs.size() != 1 || !SameType(r, s.outputs[0])) return false;
-    conv.attrs.Set("activation", std::string("sigmoid"));
-    SetEnd(conv, s.outputs);
-    Remove(f);
     return true;
   }
 

@@ -578,7 +578,9 @@ Status SiluFast(KernelContext& ctx) {
 }
 
 Status GeluFast(KernelContext& ctx) {
-  return UnaryFloat<true>(ctx, GeluReference, [](float x) { return vmath::Gelu(x); });
+  return UnaryFloat<true>(ctx, GeluReference, [](float x) {
+    return 0.5f * x * (1.0f + vmath::Erf(x * 0.707106781186547524f));
+  });
 }
 
 // Along the last axis: each row's max, e^(x - max) through vmath, their sum in double lanes,

@@ -116,15 +116,15 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
         // The window's columns inside the input, taps [k_lo, k_hi): the first cell taken as is,
         // later ones only when greater, none at all -inf.
         const int64_t base = o2 * s2 - p2;
-        const int64_t k_lo = base >= 0 ? 0 : (-base + d2 - 1) / d2;
-        const int64_t k_hi = base >= g.in[2] ? 0 : std::min(k2n, (g.in[2] - 1 - base) / d2 + 1);
-        if (n == 0 || k_lo >= k_hi) {
+        int64_t k_lo, k_last;
+        ValidTaps(o2, s2, p2, d2, k2n, g.in[2], &k_lo, &k_last);
+        if (n == 0 || k_lo > k_last) {
           yr[o2] = -std::numeric_limits<float>::infinity();
           continue;
         }
         float best = rows[0][base + k_lo * d2];
         for (int64_t r = 0; r < n; ++r) {
-          for (int64_t k2 = r == 0 ? k_lo + 1 : k_lo; k2 < k_hi; ++k2) {
+          for (int64_t k2 = r == 0 ? k_lo + 1 : k_lo; k2 <= k_last; ++k2) {
             float v = rows[r][base + k2 * d2];
             best = v > best ? v : best;
           }

@@ -179,11 +179,6 @@ QUILT_ALWAYS_INLINE float Erf(float x) {
                               (std::bit_cast<uint32_t>(x) & 0x80000000u));
 }
 
-// GELU as nn.gelu's kernel computes it: x / 2 (1 + erf(x / sqrt(2))).
-QUILT_ALWAYS_INLINE float Gelu(float x) {
-  return 0.5f * x * (1.0f + Erf(x * 0.707106781186547524f));
-}
-
 // The activations a fused epilogue computes through these functions, each as its own kernels
 // compute it: kSilu v * Sigmoid(v) (the sigmoid and multiply kernels' values), kSigmoid
 // Sigmoid(v); and their names as a conv's or matmul's attribute activation gives them ("silu",
