@@ -1950,6 +1950,64 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
   }
 }
 
+// Max pools whose windows tile the rows (strides equal to the window, no padding): the fast path
+// that walks every plane's output rows as one run (and a one-row window over rows it covers
+// whole as one long row), eight outputs at a time for windows two columns wide. Against the
+// reference bit for bit, NaN where it gives NaN, with NaN and signed zeros throughout; rows of
+// fewer and more than eight outputs with a tail, columns and rows left over past the last
+// window, one thread and three.
+TEST(FastKernels, TilingMaxPoolsMatchTheReferenceExactly) {
+  std::mt19937 rng(67);
+  rt::ThreadPool three(3);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> kernel;
+  };
+  const Case cases[] = {
+      {{3, 5, 6, 34}, {1, 2}},   // one long row: 17 outputs a row, rows run together
+      {{2, 4, 5, 35}, {1, 2}},   // a column past the last window: row by row
+      {{2, 6, 14, 32}, {2, 2}},  // oww-embedding's pool in small: 16 outputs a row
+      {{1, 3, 9, 21}, {2, 2}},   // a row and a column left over; 10 outputs a row
+      {{2, 2, 12, 7}, {2, 2}},   // 3 outputs a row: the tail alone
+      {{1, 4, 9, 30}, {3, 3}},  {{2, 3, 8, 12}, {2, 1}},  {{2, 3, 7, 13}, {3, 1}},
+      {{1, 2, 5, 27}, {1, 3}},  {{1, 3, 10, 33}, {2, 3}}, {{1, 2, 9, 20}, {3, 2}},
+  };
+  for (const Case& c : cases) {
+    std::vector<float> data = Random(rng, Count(c.x));
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (i % 13 == 4) data[i] = std::nanf("");
+      if (i % 5 == 2) data[i] = i % 2 ? -0.0f : 0.0f;
+    }
+    Attrs attrs;
+    attrs.Ints("pool_size", c.kernel)
+        .Ints("strides", c.kernel)
+        .Ints("dilation", {1, 1})
+        .Ints("padding", {0, 0, 0, 0})
+        .Bool("ceil_mode", false);
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<Tensor> inputs = {Tensor{DType::kFloat32, c.x, data.data()}};
+    TestContext ref(inputs, list, nullptr);
+    ASSERT_TRUE(nn::MaxPool(ref).ok());
+    const std::vector<float> want = ref.values();
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      TestContext got(inputs, list, pool);
+      ASSERT_TRUE(nn::MaxPoolFast(got).ok());
+      const std::vector<float> v = got.values();
+      ASSERT_EQ(v.size(), want.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(v[i]))
+              << "x " << Join(c.x) << " kernel " << Join(c.kernel) << ", element " << i;
+        } else {
+          EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+              << "x " << Join(c.x) << " kernel " << Join(c.kernel) << ", element " << i << ": "
+              << v[i] << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
 // Adaptive max pooling of 1 to 3 dims, windows from the whole plane to one cell, with NaN (first
 // or later in a window), signed zeros (a window whose greatest is zero, -0 or 0 first) and
 // negatives, and planes with no cells (every window empty): bit for bit the reference's walk.

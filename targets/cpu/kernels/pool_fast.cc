@@ -1,6 +1,8 @@
-// Float32 max pooling without indices, fast: each plane's windows walked in the reference's
-// order (MaxPoolPlane; small windows with their cells in registers), or, for windows of 16 cells
-// or more, in two passes (MaxPoolSeparable). Checked against MaxPool by
+// Float32 max pooling without indices, fast: windows that tile the rows (strides equal to the
+// window, no padding) over every plane's output rows as one run (MaxPoolTiled), other windows
+// walked plane by plane in the reference's order (MaxPoolPlane; small windows with their cells in
+// registers), or, for windows of 16 cells or more, in two passes (MaxPoolSeparable). Checked
+// against MaxPool by
 // tests/runtime/fast_kernels_test.cc, NaN and signed zeros bit for bit.
 #include <algorithm>
 #include <limits>
@@ -44,7 +46,28 @@ QUILT_ALWAYS_INLINE void MaxPoolRowOfRows(const float* const* rows, int64_t lo, 
                                           int64_t pad, float* __restrict y) {
   const float* __restrict r[kN];
   for (int i = 0; i < kN; ++i) r[i] = rows[i] - pad;
-  for (int64_t o2 = lo; o2 < hi; ++o2) {
+  int64_t o2 = lo;
+#if defined(__GNUC__)
+  if constexpr (kK == 2 && kS == 2) {
+    // Eight outputs at a time: each row's 16 cells split into the windows' first and second
+    // columns (even and odd lanes), then taken in the walk's order, lane by lane. (Left to the
+    // compiler, the stride-2 loads went one output at a time.)
+    for (; o2 + 8 <= hi; o2 += 8) {
+      V8 best;
+      for (int i = 0; i < kN; ++i) {
+        V8 a, b;
+        LoadV(&a, r[i] + 2 * o2);
+        LoadV(&b, r[i] + 2 * o2 + 8);
+        const V8 even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+        const V8 odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+        best = i == 0 ? even : (even > best ? even : best);
+        best = odd > best ? odd : best;
+      }
+      StoreV(y + o2, best);
+    }
+  }
+#endif
+  for (; o2 < hi; ++o2) {
     int64_t i2 = o2 * kS;
     float best = r[0][i2];
 #pragma GCC unroll 4
@@ -86,6 +109,74 @@ QUILT_ALWAYS_INLINE bool MaxPoolSmallWindow(const float* const* rows, int64_t n,
   } else {
     s == 2 ? MaxPoolRow<2, 2>(rows, n, lo, hi, pad, y) : MaxPoolRow<2, 1>(rows, n, lo, hi, pad, y);
   }
+  return true;
+}
+
+// A max pool whose windows tile the planes' rows (no padding, unit dilations, each window kN rows
+// tall and kK columns wide, as many as its strides, every one inside the input), walked as the
+// plane walk walks them (MaxPoolRowOfRows), with none of its per-row bookkeeping: output row r of
+// all the planes (rows planes * out[1]) from input rows base(r) + i, base(r) = plane * in[1] + o1
+// * kN. A window of one row (kN 1) over rows the windows cover whole (in[2] = out[2] * kK) reads
+// the input as one row: output j from input j * kK. For the small planes of audio and late CNN
+// layers, whose rows hold a few outputs (oww-embedding's 1 x 2 pool over 16 x 48 x 32 x 16: 19
+// ns a row of 8 outputs in the plane walk).
+template <int kK, int kN>
+QUILT_ALWAYS_INLINE void MaxPoolTiled(const float* x, float* y, const Geo& g, int64_t r0,
+                                      int64_t r1) {
+  const int64_t in2 = g.in[2], out2 = g.out[2];
+  if (kN == 1 && in2 == out2 * kK && g.in[1] == g.out[1]) {
+    // r0, r1 count outputs here: the rows are one.
+    const float* row[1] = {x};
+    MaxPoolRowOfRows<kK, kK, 1>(row, r0, r1, 0, y);
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t base = (r / g.out[1] * g.in[1] + r % g.out[1] * kN) * in2;
+    const float* rows[kN];
+    for (int i = 0; i < kN; ++i) rows[i] = x + base + i * in2;
+    MaxPoolRowOfRows<kK, kK, kN>(rows, 0, out2, 0, y + r * out2);
+  }
+}
+
+// MaxPoolTiled for the window g.kernel[1] x g.kernel[2] (each 1 to 3, not both 1).
+QUILT_CLONES void MaxPoolTiledRun(const float* x, float* y, const Geo& g, int64_t r0, int64_t r1) {
+  switch (g.kernel[1] * 4 + g.kernel[2]) {
+    case 4 + 2:
+      return MaxPoolTiled<2, 1>(x, y, g, r0, r1);
+    case 4 + 3:
+      return MaxPoolTiled<3, 1>(x, y, g, r0, r1);
+    case 8 + 1:
+      return MaxPoolTiled<1, 2>(x, y, g, r0, r1);
+    case 8 + 2:
+      return MaxPoolTiled<2, 2>(x, y, g, r0, r1);
+    case 8 + 3:
+      return MaxPoolTiled<3, 2>(x, y, g, r0, r1);
+    case 12 + 1:
+      return MaxPoolTiled<1, 3>(x, y, g, r0, r1);
+    case 12 + 2:
+      return MaxPoolTiled<2, 3>(x, y, g, r0, r1);
+    default:
+      return MaxPoolTiled<3, 3>(x, y, g, r0, r1);
+  }
+}
+
+// MaxPoolTiled where it applies (windows of 1 to 3 rows and 2 or 3 columns, or 2 or 3 rows of
+// one column), the work split across the threads; false otherwise.
+bool MaxPoolTiledFast(const float* x, float* y, int64_t planes, const Geo& g, KernelContext& ctx) {
+  if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1) return false;
+  const int64_t kn = g.kernel[1], kk = g.kernel[2];
+  for (int d = 1; d < 3; ++d) {
+    if (g.pad[d] != 0 || g.dilation[d] != 1 || g.stride[d] != g.kernel[d] ||
+        g.out[d] * g.kernel[d] > g.in[d]) {
+      return false;
+    }
+  }
+  if (kn < 1 || kn > 3 || kk < 1 || kk > 3 || kn * kk < 2) return false;
+  const bool flat = kn == 1 && g.in[2] == g.out[2] * kk && g.in[1] == g.out[1];
+  const int64_t items = flat ? planes * g.OutSize() : planes * g.out[1];
+  const int64_t per_item = flat ? kk : kn * kk * g.out[2];
+  ctx.ParallelFor(items, std::max<int64_t>(1, (1 << 15) / per_item),
+                  [&](int64_t i0, int64_t i1) { MaxPoolTiledRun(x, y, g, i0, i1); });
   return true;
 }
 
@@ -250,6 +341,7 @@ Status MaxPoolFast(KernelContext& ctx) {
   int64_t planes = x.shape[0] * x.shape[1], in_size = g.InSize(), out_size = g.OutSize();
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
+  if (MaxPoolTiledFast(px, py, planes, g, ctx)) return Status::Ok();
   int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, out_size * g.KernelSize()));
   // Windows of 16 cells or more over one plane (4x4 and up): two passes (MaxPoolSeparable), k1 +
   // k2 comparisons per output rather than k1 * k2. Smaller ones walk their windows.
