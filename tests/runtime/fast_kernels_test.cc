@@ -2256,9 +2256,10 @@ TEST(FastKernels, ConvTransposeMatchesTheReference) {
 }
 
 // A transposed conv's fused epilogue (as a conv's: fuse_epilogue.cc), applied by the fast kernel
-// in a pass over each output plane after the product, against the reference's applied to each
-// double sum: bias, affine ops, every activation, ops after it and a residual, on the col2im
-// path (few output channels) and the phase-by-phase one, in groups, 1-d and 2-d.
+// to each output row as the phase-by-phase path writes it, or in a pass over each output plane
+// after the product (col2im), against the reference's applied to each double sum: bias, affine
+// ops, every activation, ops after it and a residual, on the col2im path (few output channels)
+// and the phase-by-phase one, in groups, 1-d and 2-d, one image and two.
 TEST(FastKernels, ConvTransposeEpilogueMatchesTheReference) {
   std::mt19937 rng(41);
   struct Case {
@@ -2267,7 +2268,9 @@ TEST(FastKernels, ConvTransposeEpilogueMatchesTheReference) {
   };
   const Case cases[] = {{{2, 6, 5, 7}, {6, 4, 4, 4}, 1},
                         {{1, 8, 6, 5}, {8, 12, 4, 4}, 2},
-                        {{2, 3, 9}, {3, 10, 3}, 1}};
+                        {{2, 3, 9}, {3, 10, 3}, 1},
+                        // two images, rows of 18 (each column phase's 9: eight together, one)
+                        {{2, 4, 5, 9}, {4, 9, 4, 4}, 1}};
   struct Act {
     std::string affine;  // one input per letter (a lone "b": the bias, no attribute)
     std::string activation;

@@ -455,14 +455,16 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   QUILT_RETURN_IF_ERROR(PrepareEpilogue(ctx, &geo));
   const int64_t out_size = w.OutSize();
   if (fast && x.dtype == DType::kFloat32) {
-    nn::ConvTransposeFloat(x.Data<float>(), wt.Data<float>(), y->MutableData<float>(), n, groups,
-                           cg, og, w, ctx.thread_pool(),
-                           ctx.constant_input(1) ? ctx.cache() : nullptr);
-    // Then the epilogue, a pass over each output channel's plane.
+    // The epilogue in the products as they are stored where the kernel can (none with a
+    // residual), else a pass over each output channel's plane after.
     nn::Epilogue epilogue(geo);
-    if (!epilogue.active || out_size == 0) return Status::Ok();
-    float* py = y->MutableData<float>();
     const float* res = geo.residual ? geo.residual->Data<float>() : nullptr;
+    const bool finished = nn::ConvTransposeFloat(
+        x.Data<float>(), wt.Data<float>(), y->MutableData<float>(), n, groups, cg, og, w,
+        ctx.thread_pool(), ctx.constant_input(1) ? ctx.cache() : nullptr,
+        epilogue.active && !res ? &epilogue : nullptr);
+    if (!epilogue.active || finished || out_size == 0) return Status::Ok();
+    float* py = y->MutableData<float>();
     ctx.ParallelFor(n * o, std::max<int64_t>(1, 4096 / out_size), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         if (res) {

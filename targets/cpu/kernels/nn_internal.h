@@ -175,10 +175,13 @@ Status ConvTransposeFast(KernelContext& ctx);
 // y (n, groups * og, out...) = the transposed convolution of x (n, groups * cg, in...) with w
 // (groups * cg, og, kernel...) over the window `w` (in: the input's spatial dims, out: y's).
 // `weight_cache`: the step's cache when w is constant (its transposed, packed form is kept
-// there), else null.
-void ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
+// there), else null. `epilogue` (conv_fast.h; none with a residual): applied in the products as
+// they are stored where the kernel can; true where it did, false where the caller is to apply
+// it.
+struct Epilogue;
+bool ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int64_t groups,
                         int64_t cg, int64_t og, const Window& win, rt::ThreadPool* pool,
-                        rt::StepCache* weight_cache = nullptr);
+                        rt::StepCache* weight_cache = nullptr, const Epilogue* epilogue = nullptr);
 
 // The window of a pool (pool.cc): pool_size and the window attributes, for data (N, C, spatial...).
 Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w);
