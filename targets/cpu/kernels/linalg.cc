@@ -66,25 +66,26 @@ namespace {
 Status PackedBShape(KernelContext& ctx, Shape* shape) {
   std::vector<int64_t> dims = ctx.attrs().Ints("packed_b");
   const Tensor& b = *ctx.input(1);
-  std::string named = "matmul: B packed into panels, of shape " + rt::ShapeString(dims);
-  if (dims.size() < 2) return Status::Error(named + ": the shape needs at least 2 dims");
+  // The error's opening, made only for an error (not on every run of the step).
+  auto named = [&] { return "matmul: B packed into panels, of shape " + rt::ShapeString(dims); };
+  if (dims.size() < 2) return Status::Error(named() + ": the shape needs at least 2 dims");
   int64_t matrices = 1;
   for (int64_t d : dims) {
-    if (d < 0) return Status::Error(named + ": a dim is negative");
+    if (d < 0) return Status::Error(named() + ": a dim is negative");
   }
   for (size_t i = 0; i + 2 < dims.size(); ++i) {
     if (__builtin_mul_overflow(matrices, dims[i], &matrices)) {
-      return Status::Error(named + ": too many matrices");
+      return Status::Error(named() + ": too many matrices");
     }
   }
   int64_t k = dims[dims.size() - 2], n = dims.back(), floats = 0;
   if (n > std::numeric_limits<int64_t>::max() - kGemmPanel ||
       __builtin_mul_overflow(matrices, (n + kGemmPanel - 1) / kGemmPanel * kGemmPanel, &floats) ||
       __builtin_mul_overflow(floats, k, &floats)) {
-    return Status::Error(named + ": too large");
+    return Status::Error(named() + ": too large");
   }
   if (b.dtype != DType::kFloat32 || b.rank() != 1 || b.NumElements() != floats) {
-    return Status::Error(named + ", needs a 1-D float32 input of " + std::to_string(floats) +
+    return Status::Error(named() + ", needs a 1-D float32 input of " + std::to_string(floats) +
                          " floats; it is " + std::string(rt::DTypeName(b.dtype)) + " " +
                          rt::ShapeString(b.shape));
   }
@@ -166,18 +167,20 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   if (!b_vec) out_shape.push_back(n);
   QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &geo->y));
   QUILT_RETURN_IF_ERROR(MatmulEpilogue(ctx, out_dtype, n, geo));
-  // Batch offsets of each operand (in matrices), walked with the broadcast helper.
+  // Batch offsets of each operand (in matrices), walked with the broadcast helper; one product
+  // (no batch dims) at offsets 0.
   geo->offs_a.clear();
   geo->offs_b.clear();
-  const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
-                                           BroadcastStrides(bb, batch)};
-  ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
-    geo->offs_a.push_back(off[0]);
-    geo->offs_b.push_back(off[1]);
-  });
   if (batch.empty()) {
-    geo->offs_a = {0};
-    geo->offs_b = {0};
+    geo->offs_a.push_back(0);
+    geo->offs_b.push_back(0);
+  } else {
+    const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
+                                             BroadcastStrides(bb, batch)};
+    ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
+      geo->offs_a.push_back(off[0]);
+      geo->offs_b.push_back(off[1]);
+    });
   }
   geo->m = m;
   geo->n = n;
