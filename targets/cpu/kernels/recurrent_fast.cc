@@ -103,6 +103,7 @@ struct TransposedR {
 struct PackedRecurrent {
   std::vector<PackedA> w, r, r_hidden;
   std::vector<TransposedR> rt;  // a batch of one's, per direction
+  std::vector<PackedB> wt;      // a batch of one's standard LSTM: W^T, per direction
 };
 
 template <Cell kCell>
@@ -194,6 +195,9 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
         if (N == 1) {
           p->rt.emplace_back(R, first_rows, H, kCell == Cell::kGru && !lbr);
+          if (kCell == Cell::kLstm) {
+            p->wt.emplace_back(TransposedB(tw->Data<float>() + d * G * I, I, I), I, G);
+          }
           continue;
         }
         p->r.emplace_back(R, H, first_rows, H);
@@ -256,13 +260,32 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
                                hact.a.act == Act::kTanh;
     // The input projections of every step, with the biases that add to them: both of every
     // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
-    if (I > 0) {
+    // A batch of one's standard LSTM takes them transposed, a row of G per step (X W^T: steps x
+    // gates), which each step's cell then reads as it lies; gates x steps made a product of as
+    // few columns as steps (oww-hey-mycroft's 16) and a gather of each step's column.
+    const bool by_step = standard_lstm && N == 1 && I > 0;
+    if (by_step) {
+      const PackedB* wt = packed && packed->wt.size() == static_cast<size_t>(dirs)
+                              ? &packed->wt[static_cast<size_t>(d)]
+                              : nullptr;
+      if (wt) {
+        Sgemm(S, G, I, x, I, *wt, gx, G, pool);
+      } else {
+        Sgemm(S, G, I, x, I, TransposedB(W, I, I), gx, G, pool);
+      }
+      if (Wb) {
+        for (int64_t t = 0; t < S; ++t) {
+          float* row = gx + t * G;
+          for (int64_t j = 0; j < G; ++j) row[j] += Wb[j] + Rb[j];
+        }
+      }
+    } else if (I > 0) {
       Sgemm(G, cols, I, W, I, TransposedB(x, I, I), gx, cols, pool, nullptr,
             packed ? &packed->w[static_cast<size_t>(d)] : nullptr);
     } else {
       std::fill(gx, gx + G * cols, 0.0f);
     }
-    if (Wb) {
+    if (Wb && !by_step) {
       rt::ParallelFor(pool, G, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)),
                       [&](int64_t j0, int64_t j1) {
                         for (int64_t j = j0; j < j1; ++j) {
@@ -334,14 +357,16 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
           }
         });
       } else if (standard_lstm && N == 1) {
-        // One sequence: this step's input projections gathered into a column, the cell run
-        // across the hidden units.
+        // One sequence: this step's input projections (a row of gx, or zeros without inputs),
+        // the cell run across the hidden units.
         int64_t c0 = reverse ? S - 1 - step : step;
-        for (int64_t j = 0; j < G; ++j) column[j] = gx[j * cols + c0];
+        const float* xg = I > 0 ? gx + c0 * G : column.data();
+        if (I == 0) {
+          for (int64_t j = 0; j < G; ++j) column[j] = gx[j * cols + c0];
+        }
         const float* pp = P ? P : no_peepholes.data();
-        StandardLstmColumn(H, column.data(), column.data() + H, column.data() + 2 * H,
-                           column.data() + 3 * H, gh, gh + H, gh + 2 * H, gh + 3 * H, pp, pp + H,
-                           pp + 2 * H, cs, hs);
+        StandardLstmColumn(H, xg, xg + H, xg + 2 * H, xg + 3 * H, gh, gh + H, gh + 2 * H,
+                           gh + 3 * H, pp, pp + H, pp + 2 * H, cs, hs);
       } else if (standard_lstm) {
         // Every row of the batch at this step's time: its columns are contiguous.
         int64_t c0 = (reverse ? S - 1 - step : step) * N;
