@@ -332,7 +332,8 @@ QUILT_CLONES void WriteIm2Col(const float* x, int64_t channels, const Geo& g, fl
 // The same for the n images of a batch at once (image i's channels at x + i * image_stride, its
 // columns at i * OutSize()), the rows of input channels [c0, c1): each image's plane of a channel
 // read once for all its taps (a chunk of them at a time), for batches of more images than an
-// output row is long, where per image the loops would run a few elements each. (Gathering one
+// output row is long and for rows of a few outputs (kShortIm2ColRow), where per image the loops
+// would run a few elements each. (Gathering one
 // element of every image at a time read planes a power of two apart into the same few sets of
 // L1: silero-vad's 80 images of 128 x 4, 0.10 ms of a 0.20 ms conv.)
 QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stride, const Geo& g,
@@ -385,6 +386,11 @@ constexpr int64_t kGridStripFloats = int64_t{1} << 18;
 constexpr int64_t kPointwiseRowsMaxK = 256;
 constexpr int64_t kPointwiseRowsSmallImage = 1024;
 constexpr int64_t kPointwiseRowsSmallImageMaxK = 1024;
+// Output rows of at most this many columns are gathered through a table of offsets
+// (WriteBatchIm2Col) whatever the batch: per row of a few elements, WriteIm2Col's bounds and
+// calls cost more than the copy (mtcnn-rnet's 2x2 conv of 3 images of 48 x 4 x 4: rows of 3,
+// 35 -> 23 us; rows of 8 and 16 (6 x 10 and 13 x 18 images) the same either way).
+constexpr int64_t kShortIm2ColRow = 4;
 // Output positions per image below which a batch's images share one GEMM (BatchIm2Col).
 constexpr int64_t kBatchImagesBelow = 8 * kGemmPanel;
 
@@ -617,7 +623,8 @@ Status ConvFast(KernelContext& ctx) {
               }
             }
           });
-        } else if (geo.n > g.out[2] && in_size <= std::numeric_limits<int32_t>::max()) {
+        } else if ((geo.n > g.out[2] || g.out[2] <= kShortIm2ColRow) &&
+                   in_size <= std::numeric_limits<int32_t>::max()) {
           ctx.ParallelFor(geo.cg, std::max<int64_t>(1, 4096 / (ks * cols)),
                           [&](int64_t c0, int64_t c1) {
                             WriteBatchIm2Col(px + grp * geo.cg * in_size, geo.n, geo.c * in_size, g,
