@@ -432,9 +432,9 @@ Expected<compiler::Compiled> CompileWithFold(const ir::IRModule& mod, bool fold)
   return compiler::Compile(mod, options);
 }
 
-// Runs `package` once on input x (of `shape`); its one output.
-std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x,
-                           rt::Shape shape = {2, 3, 9, 11}) {
+// Runs `package` once on `inputs`; its first output's floats.
+std::vector<float> RunWith(const std::vector<uint8_t>& package,
+                           const std::vector<rt::NamedTensor>& inputs) {
   std::unique_ptr<rt::LoadedPackage> loaded;
   rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -444,10 +444,16 @@ std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<floa
   EXPECT_TRUE(rt::Session::Create(p, {}, &s).ok());
   if (!s) return {};
   std::vector<rt::OwnedTensor> out;
-  st = s->Run({test::Input("x", x, std::move(shape))}, &out);
+  st = s->Run(inputs, &out);
   EXPECT_TRUE(st.ok()) << st.message();
-  if (!st.ok() || out.size() != 1) return {};
+  if (!st.ok() || out.empty()) return {};
   return test::Floats(out[0]);
+}
+
+// Runs `package` once on input x (of `shape`); its one output.
+std::vector<float> RunOnce(const std::vector<uint8_t>& package, std::vector<float>& x,
+                           rt::Shape shape = {2, 3, 9, 11}) {
+  return RunWith(package, {test::Input("x", x, std::move(shape))});
 }
 
 // `mod` (input x of 2 x 3 x 9 x 11) compiled with and without the fold: the plain one keeps its
@@ -965,17 +971,7 @@ class Module:
     Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
     ASSERT_TRUE(folded) << folded.error().ToString();
     auto run = [&](const std::vector<uint8_t>& package, auto ids) {
-      std::unique_ptr<rt::LoadedPackage> loaded;
-      rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
-      EXPECT_TRUE(st.ok()) << st.message();
-      std::unique_ptr<rt::Session> session;
-      EXPECT_TRUE(rt::Session::Create(std::shared_ptr<const rt::LoadedPackage>(std::move(loaded)),
-                                      {}, &session)
-                      .ok());
-      std::vector<rt::OwnedTensor> out;
-      st = session->Run({test::Input("i", ids, {2, 6})}, &out);
-      EXPECT_TRUE(st.ok()) << st.message();
-      return st.ok() ? test::Floats(out[0]) : std::vector<float>();
+      return RunWith(package, {test::Input("i", ids, {2, 6})});
     };
     std::vector<int64_t> ids = {0, 4, -1, -5, 5, -6, 2, 1000000, -1000000, 3, -3, 2147483647};
     std::vector<float> want, got;
@@ -1052,30 +1048,24 @@ TEST(FoldConstants, OtherReductionsOfAConcatStay) {
   // The stack read by another step; a sum, not an extreme.
   ExpectUnchanged(StackedExtreme("max", 0, false, "        z = R.add(s, s)\n"));
   ExpectUnchanged(StackedExtreme("sum", 1, false));
-  // A reduction over another axis than the stack's.
-  ExpectUnchanged(R"(
+  // Two tensors expanded along `expand` and concatenated along `along`, their max over `over`:
+  // over another axis than the stack's; concatenated along an axis they already have (not a
+  // stack).
+  auto two = [](int expand, int along, int over) {
+    const std::string e = std::to_string(expand);
+    return std::string(R"(
 @I.ir_module
 class Module:
     @R.function
     def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
-        ea = R.expand_dims(a, axis=[2])
-        eb = R.expand_dims(b, axis=[2])
-        s = R.concat((ea, eb), axis=2)
-        y = R.max(s, axis=[1], keepdims=False)
-        return y
-)");
-  // Tensors concatenated along an axis they already have (not a stack).
-  ExpectUnchanged(R"(
-@I.ir_module
-class Module:
-    @R.function
-    def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
-        ea = R.expand_dims(a, axis=[0])
-        eb = R.expand_dims(b, axis=[0])
-        s = R.concat((ea, eb), axis=1)
-        y = R.max(s, axis=[1], keepdims=False)
-        return y
-)");
+)") + "        ea = R.expand_dims(a, axis=[" +
+           e + "])\n        eb = R.expand_dims(b, axis=[" + e +
+           "])\n        s = R.concat((ea, eb), axis=" + std::to_string(along) +
+           ")\n        y = R.max(s, axis=[" + std::to_string(over) +
+           "], keepdims=False)\n        return y\n";
+  };
+  ExpectUnchanged(two(2, 2, 1));
+  ExpectUnchanged(two(0, 1, 1));
 }
 
 // The chain computes the stack's extremes, element for element: NaN where any of the three is
@@ -1093,19 +1083,8 @@ TEST(FoldConstants, TheChainOfExtremesIsTheStacksExtreme) {
     std::vector<float> b = {3.0f, 0.0f, -0.0f, 1.0f, nan, 5.0f};
     std::vector<float> c = {-2.0f, 0.0f, -0.0f, 4.0f, 7.0f, nan};
     auto run = [&](const std::vector<uint8_t>& package) {
-      std::unique_ptr<rt::LoadedPackage> loaded;
-      rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &loaded);
-      EXPECT_TRUE(st.ok()) << st.message();
-      std::unique_ptr<rt::Session> session;
-      EXPECT_TRUE(rt::Session::Create(std::shared_ptr<const rt::LoadedPackage>(std::move(loaded)),
-                                      {}, &session)
-                      .ok());
-      std::vector<rt::OwnedTensor> out;
-      st = session->Run(
-          {test::Input("a", a, {2, 3}), test::Input("b", b, {2, 3}), test::Input("c", c, {2, 3})},
-          &out);
-      EXPECT_TRUE(st.ok()) << st.message();
-      return st.ok() ? test::Floats(out[0]) : std::vector<float>();
+      return RunWith(package, {test::Input("a", a, {2, 3}), test::Input("b", b, {2, 3}),
+                               test::Input("c", c, {2, 3})});
     };
     const bool max = std::string(reduce) == "max";
     std::vector<float> want(6);
