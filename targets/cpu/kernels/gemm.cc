@@ -1006,13 +1006,6 @@ QUILT_CLONES void TransposedColumns(int64_t m, int64_t k, const float* at, const
   }
 }
 
-struct FreeFloats {
-  void operator()(float* p) const { delete[] p; }
-};
-using Floats = std::unique_ptr<float[], FreeFloats>;
-Floats NewFloats(int64_t n) {
-  return Floats(new float[static_cast<size_t>(std::max<int64_t>(n, 1))]);
-}
 
 // The epilogue on rows [row0, row0 + rows) of C, columns [col0, col0 + n), at c (row stride ldc).
 void Finish(const GemmEpilogue* e, int64_t row0, int64_t col0, int64_t rows, int64_t n, float* c,
@@ -1216,8 +1209,9 @@ void BiasSmooth(float* y, int64_t n, float b, vmath::Smooth f) {
 }
 
 void GemmB::PackColumns(int64_t k, int64_t n, float* cols) const {
-  Floats panel = NewFloats(k * kGemmPanel);
-  Pack(0, n, panel.get());
+  // (The product of few columns packs no panels otherwise: its slot is free.)
+  float* panel = Scratch(ScratchSlot::kGemmPanels, std::max<int64_t>(1, k * kGemmPanel));
+  Pack(0, n, panel);
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t p = 0; p < k; ++p) cols[j * k + p] = panel[p * kGemmPanel + j];
   }
@@ -1330,9 +1324,12 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   if (n <= kNR / 3) {
     // Few columns: B's columns made contiguous (or laid out so ahead), then dot products.
     const float* laid_out = b ? b->Columns() : nullptr;
-    Floats cols = laid_out ? nullptr : NewFloats(n * k);
+    // In this thread's scratch, read by the pool's threads: no allocation per product (a
+    // reduction of 4,096 or more made it one from the system, its pages faulted in again).
+    float* cols =
+        laid_out ? nullptr : Scratch(ScratchSlot::kGemmColumns, std::max<int64_t>(1, n * k));
     if (!laid_out && b) {
-      b->PackColumns(k, n, cols.get());
+      b->PackColumns(k, n, cols);
     } else if (!laid_out) {
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t p = 0; p < k; ++p) cols[j * k + p] = rows[offs[p] + j];
@@ -1340,7 +1337,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
     }
     int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, n * k));
     rt::ParallelFor(pool, m, grain, [&](int64_t i0, int64_t i1) {
-      NarrowProduct(i0, i1, n, k, a, lda, laid_out ? laid_out : cols.get(), c, ldc);
+      NarrowProduct(i0, i1, n, k, a, lda, laid_out ? laid_out : cols, c, ldc);
       Finish(epilogue, i0, 0, i1 - i0, n, c + i0 * ldc, ldc);
     });
     return;
@@ -1423,7 +1420,11 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   rt::ParallelFor(run_pool, groups * nblocks, 1, [&](int64_t t0, int64_t t1) {
     // A last panel of at most kNarrowCols columns runs along the reduction (NarrowPart).
     const bool narrow_tail = k >= kNarrowMinK && n % kNR <= kNarrowCols;
-    Floats panel = rows && n % kNR != 0 && !narrow_tail ? NewFloats(k * kNR) : nullptr;
+    // A last partial panel of B read in place, copied whole (this thread's scratch: the rows
+    // path packs no other panels).
+    float* panel = rows && n % kNR != 0 && !narrow_tail
+                       ? Scratch(ScratchSlot::kGemmPanels, std::max<int64_t>(1, k * kNR))
+                       : nullptr;
     for (int64_t t = t0; t < t1; ++t) {
       // Tasks of one group of rows next to each other: a thread's run of tasks shares its rows.
       int64_t ib0 = t / nblocks * per_group, ib1 = std::min(mblocks, ib0 + per_group);
@@ -1440,7 +1441,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
         } else if (whole < ncols) {
           for (int64_t p = 0; p < k; ++p) {
             const float* from = rows + offs[p] + j + whole;
-            float* to = panel.get() + p * kNR;
+            float* to = panel + p * kNR;
             std::copy(from, from + (ncols - whole), to);
             std::fill(to + (ncols - whole), to + kNR, 0.0f);
           }
@@ -1455,8 +1456,8 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
                              epilogue ? &f : nullptr);
           }
           if (whole < ncols && !np) {
-            finished = Block(mc, ncols - whole, k, a_rows(i), panel.get(), c + i * ldc + j + whole,
-                             ldc, nullptr, epilogue ? &tail : nullptr) &&
+            finished = Block(mc, ncols - whole, k, a_rows(i), panel, c + i * ldc + j + whole, ldc,
+                             nullptr, epilogue ? &tail : nullptr) &&
                        finished;
           }
           if (!finished) Finish(epilogue, i, j, mc, ncols, c + i * ldc + j, ldc);

@@ -458,9 +458,10 @@ enum class ScratchSlot {
   kRecurrentGates,
   kRecurrentHidden,
   kRecurrentCell,
-  kGemmA,       // a product (the thread that calls it): A's packed panels, read by every task
-  kGemmPanels,  // a product's task: its panels of B, packed one after another
-  kGemmNarrow,  // a product's task: a last panel's few columns of B, laid out along the reduction
+  kGemmA,        // a product (the thread that calls it): A's packed panels, read by every task
+  kGemmPanels,   // a product's task: its panels of B, packed one after another
+  kGemmNarrow,   // a product's task: a last panel's few columns of B, laid out along the reduction
+  kGemmColumns,  // a product of few columns (the thread that calls it): B's columns, contiguous
   kCount
 };
 float* Scratch(ScratchSlot slot, int64_t n);
