@@ -1006,7 +1006,6 @@ QUILT_CLONES void TransposedColumns(int64_t m, int64_t k, const float* at, const
   }
 }
 
-
 // The epilogue on rows [row0, row0 + rows) of C, columns [col0, col0 + n), at c (row stride ldc).
 void Finish(const GemmEpilogue* e, int64_t row0, int64_t col0, int64_t rows, int64_t n, float* c,
             int64_t ldc) {
