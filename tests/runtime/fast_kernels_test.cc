@@ -1478,6 +1478,53 @@ TEST(FastKernels, RecurrentMatchesTheReference) {
   }
 }
 
+// A batch of one's standard LSTM keeps W^T in the step's cache, not W (its input projections go
+// by step). A later run of the same step whose sequence is shorter than the input (not the
+// standard cell then) finds no packed W and packs it as it runs: both runs against the reference,
+// forward and bidirectional, with and without the cache.
+TEST(FastKernels, ABatchOfOnesLstmRunsRaggedAfterItsCacheIsMade) {
+  std::mt19937 rng(79);
+  for (int64_t dirs : {1, 2}) {
+    const int64_t S = 5, N = 1, I = 7, H = 6, G = 4 * H;
+    std::vector<Shape> shapes = {{S, N, I}, {dirs, G, I}, {dirs, G, H}, {dirs, 2 * G}};
+    std::vector<std::vector<float>> data;
+    for (const Shape& sh : shapes) data.push_back(Random(rng, Count(sh)));
+    Attrs attrs;
+    std::vector<std::string> acts;
+    for (int64_t d = 0; d < dirs; ++d) acts.insert(acts.end(), {"Sigmoid", "Tanh", "Tanh"});
+    attrs.Str("direction", dirs == 2 ? "bidirectional" : "forward")
+        .Int("layout", 0)
+        .Int("hidden_size", H)
+        .Strs("activations", acts)
+        .Floats("activation_alpha", std::vector<double>(acts.size(), 0.0))
+        .Floats("activation_beta", std::vector<double>(acts.size(), 0.0));
+    const rt::AttrView::List* list = attrs.Finish();
+    rt::StepCache cache;
+    for (int32_t len : {5, 3}) {  // the full sequence first: the cache is made then
+      std::vector<int32_t> lens = {len};
+      std::vector<Tensor> inputs;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        inputs.push_back(Tensor{DType::kFloat32, shapes[i], data[i].data()});
+      }
+      inputs.push_back(Tensor{DType::kInt32, {N}, lens.data()});
+      TestContext ref(inputs, list, nullptr, 3);
+      ASSERT_TRUE(rnn::LstmReference(ref).ok());
+      TestContext got(inputs, list, nullptr, 3);
+      got.SetCache(&cache, (uint64_t{1} << 1) | (uint64_t{1} << 2));
+      ASSERT_TRUE(rnn::LstmFast(got).ok());
+      for (int o = 0; o < 3; ++o) {
+        std::vector<float> v = got.values(o), want = ref.values(o);
+        ASSERT_EQ(v.size(), want.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << "directions " << dirs << ", length " << len << ", output " << o << " element "
+              << i;
+        }
+      }
+    }
+  }
+}
+
 // What the float path does not take goes to the reference, errors included: a hidden_size that
 // R does not hold, float64.
 TEST(FastKernels, RecurrentLeavesTheRestToTheReference) {

@@ -186,18 +186,32 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
   // Rows of the cell's loops per task: enough elements to be worth a thread.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
   const int64_t first_rows = kCell == Cell::kGru && !lbr ? 2 * H : G;
+  // Direction d's cell as most models have it: an LSTM of layout 0 with ONNX's default
+  // activations, no clip or coupled input and forget gates (StandardLstmRow, where every sequence
+  // is full length).
+  auto standard_cell = [&](int64_t d) {
+    return kCell == Cell::kLstm && layout == 0 && !has_clip && !input_forget &&
+           acts[d * kActs].a.act == Act::kSigmoid &&
+           acts[d * kActs + (kActs > 1 ? 1 : 0)].a.act == Act::kTanh &&
+           acts[d * kActs + (kActs > 2 ? 2 : 0)].a.act == Act::kTanh;
+  };
+  // A batch of one of such cells takes its input projections by step, from W^T: W itself is then
+  // not packed as well (ddddocr-beta: 8 MB).
+  bool by_step_cells = N == 1;
+  for (int64_t d = 0; d < dirs; ++d) by_step_cells = by_step_cells && standard_cell(d);
   std::shared_ptr<const PackedRecurrent> packed;
   if (ctx.cache() && ctx.constant_input(1) && ctx.constant_input(2) && I > 0) {
     packed = ctx.cache()->Get<PackedRecurrent>([&] {
       auto p = std::make_shared<PackedRecurrent>();
       for (int64_t d = 0; d < dirs; ++d) {
         const float* R = tr->Data<float>() + d * G * H;
-        p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
+        if (by_step_cells) {
+          p->wt.emplace_back(TransposedB(tw->Data<float>() + d * G * I, I, I), I, G);
+        } else {
+          p->w.emplace_back(tw->Data<float>() + d * G * I, I, G, I);
+        }
         if (N == 1) {
           p->rt.emplace_back(R, first_rows, H, kCell == Cell::kGru && !lbr);
-          if (kCell == Cell::kLstm) {
-            p->wt.emplace_back(TransposedB(tw->Data<float>() + d * G * I, I, I), I, G);
-          }
           continue;
         }
         p->r.emplace_back(R, H, first_rows, H);
@@ -253,11 +267,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     const FloatAct& f = acts[d * kActs];
     const FloatAct& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const FloatAct& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
-    // An LSTM as most models have it: every sequence full length, layout 0, ONNX's default
-    // activations, no clip or coupled input and forget gates (StandardLstmRow).
-    const bool standard_lstm = kCell == Cell::kLstm && layout == 0 && !ragged && !has_clip &&
-                               !input_forget && f.a.act == Act::kSigmoid && g.a.act == Act::kTanh &&
-                               hact.a.act == Act::kTanh;
+    const bool standard_lstm = standard_cell(d) && !ragged;
     // The input projections of every step, with the biases that add to them: both of every
     // gate but GRU's hidden gate with linear_before_reset, whose recurrent bias goes inside r *.
     // A batch of one's standard LSTM takes them transposed, a row of G per step (X W^T: steps x
@@ -281,7 +291,9 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       }
     } else if (I > 0) {
       Sgemm(G, cols, I, W, I, TransposedB(x, I, I), gx, cols, pool, nullptr,
-            packed ? &packed->w[static_cast<size_t>(d)] : nullptr);
+            packed && packed->w.size() == static_cast<size_t>(dirs)
+                ? &packed->w[static_cast<size_t>(d)]
+                : nullptr);
     } else {
       std::fill(gx, gx + G * cols, 0.0f);
     }
