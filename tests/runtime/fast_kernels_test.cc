@@ -2317,7 +2317,9 @@ TEST(FastKernels, ConvTransposeEpilogueMatchesTheReference) {
                         {{1, 8, 6, 5}, {8, 12, 4, 4}, 2},
                         {{2, 3, 9}, {3, 10, 3}, 1},
                         // two images, rows of 18 (each column phase's 9: eight together, one)
-                        {{2, 4, 5, 9}, {4, 9, 4, 4}, 1}};
+                        {{2, 4, 5, 9}, {4, 9, 4, 4}, 1},
+                        // no input channels: every output its epilogue of zero
+                        {{1, 0, 5, 7}, {0, 12, 4, 4}, 1}};
   struct Act {
     std::string affine;  // one input per letter (a lone "b": the bias, no attribute)
     std::string activation;

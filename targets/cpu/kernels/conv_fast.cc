@@ -333,9 +333,9 @@ QUILT_CLONES void WriteIm2Col(const float* x, int64_t channels, const Geo& g, fl
 // columns at i * OutSize()), the rows of input channels [c0, c1): each image's plane of a channel
 // read once for all its taps (a chunk of them at a time), for batches of more images than an
 // output row is long and for rows of a few outputs (kShortIm2ColRow), where per image the loops
-// would run a few elements each. (Gathering one
-// element of every image at a time read planes a power of two apart into the same few sets of
-// L1: silero-vad's 80 images of 128 x 4, 0.10 ms of a 0.20 ms conv.)
+// would run a few elements each. (Gathering one element of every image at a time read planes a
+// power of two apart into the same few sets of L1: silero-vad's 80 images of 128 x 4, 0.10 ms of
+// a 0.20 ms conv.)
 QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stride, const Geo& g,
                                    int64_t c0, int64_t c1, float* dst, int64_t ld) {
   const int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
@@ -980,7 +980,7 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
       kPhaseStripFloats / std::max<int64_t>(1, d2.s * og * wp), 1, std::max<int64_t>(1, rows_most));
   const int64_t strip_cols = strip_rows * wp;
   float* prod = Scratch(ScratchSlot::kConvOutput, std::max<int64_t>(1, d2.s * og * strip_cols));
-  std::vector<int64_t> offs;
+  std::vector<int64_t> offs[PhaseDim::kMaxStride];  // per column phase, for a group's row phase
   for (int64_t b = 0; b < n; ++b) {
     const float* xb = x + b * c * in_size;
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, plane));
@@ -999,25 +999,29 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
       for (int64_t p1 = 0; p1 < d1.s; ++p1) {
         const int64_t m1 = d1.count[p1];
         const auto& o1 = d1.offs[p1];
+        // Each column phase's rows of B from the strip's first grid row, once for all strips;
+        // computed[p2]: the phase has outputs and taps (else zero before any epilogue).
+        bool computed[PhaseDim::kMaxStride] = {};
+        for (int64_t p2 = 0; p2 < d2.s; ++p2) {
+          offs[p2].clear();
+          computed[p2] = d2.count[p2] > 0 && !o1.empty() && !d2.offs[p2].empty();
+          for (int64_t ci = 0; computed[p2] && ci < cg; ++ci) {
+            for (int64_t u : o1) {
+              for (int64_t v : d2.offs[p2])
+                offs[p2].push_back((grp * cg + ci) * plane + u * wp + v);
+            }
+          }
+        }
         for (int64_t r0 = 0; r0 < m1; r0 += strip_rows) {
           const int64_t r1 = std::min(m1, r0 + strip_rows), cols = (r1 - r0) * wp;
-          bool computed[PhaseDim::kMaxStride] = {};
           for (int64_t p2 = 0; p2 < d2.s; ++p2) {
-            const auto& o2 = d2.offs[p2];
-            const int64_t k = cg * static_cast<int64_t>(o1.size() * o2.size());
-            if (d2.count[p2] == 0 || k == 0) continue;
-            offs.clear();
-            for (int64_t ci = 0; ci < cg; ++ci) {
-              for (int64_t u : o1) {
-                for (int64_t v : o2) offs.push_back((grp * cg + ci) * plane + u * wp + v);
-              }
-            }
+            if (!computed[p2]) continue;
+            const int64_t k = static_cast<int64_t>(offs[p2].size());
             const std::vector<float>& a = pw->a[static_cast<size_t>(grp * phases + p1 * d2.s + p2)];
             GemmEpilogue e;
-            SgemmRows(og, cols, k, a.data(), k, padded + r0 * wp, offs.data(),
+            SgemmRows(og, cols, k, a.data(), k, padded + r0 * wp, offs[p2].data(),
                       prod + p2 * og * cols, cols, pool,
                       fuse ? epilogue->From(grp * og, &e) : nullptr);
-            computed[p2] = true;
           }
           // Grid row r of the phases is output row p1 + s1 * r, phase p2's first count[p2]
           // columns at p2, p2 + s2, ... (zero where no tap reaches the phase).
