@@ -242,10 +242,11 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
         ghh.resize(static_cast<size_t>(H * N));
       }
     }
-    // The standard LSTM cell of a batch of one: a step's input projections, and zero peepholes.
+    // The standard LSTM cell of a batch of one: zero peepholes, and, without inputs (the input
+    // projections then gates x steps of zeros and biases), a step's column of them.
     std::vector<float> column, no_peepholes;
     if (kCell == Cell::kLstm && N == 1) {
-      column.resize(static_cast<size_t>(G));
+      if (I == 0) column.resize(static_cast<size_t>(G));
       no_peepholes.assign(static_cast<size_t>(3 * H), 0.0f);
     }
     const bool reverse = direction == "reverse" || d == 1;
