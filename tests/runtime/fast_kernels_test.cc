@@ -382,6 +382,15 @@ std::vector<ConvCase> EpiloguePaths() {
       {20, 1, 5, 6, {6}, {3}, {2}, {1}, {1, 1}},
       {9, 2, 3, 4, {3, 4}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 1}},
       {12, 1, 1, 3, {656}, {512}, {16}, {1}, {0, 0}},
+      // A handful of output positions and rows enough for a panel: A^T laid out in the step's
+      // cache (FewColumnsA), B's rows read in place (a VAD's encoder; a STFT's 258 filters), an
+      // im2col matrix (a reduction too long for the grid), images sharing one product; and a
+      // 2-d window whose grid rows make more columns than that (weights laid out, not used)
+      {1, 1, 129, 128, {4}, {3}, {1}, {1}, {1, 1}},
+      {1, 1, 1, 258, {640}, {256}, {128}, {1}, {0, 0}},
+      {1, 1, 8, 32, {400}, {200}, {40}, {1}, {0, 0}},
+      {3, 1, 16, 40, {1, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 2, 12, 24, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
 }
 
@@ -743,10 +752,11 @@ struct GemmCase {
 // The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds; a bias and
 // a hardswish; a bias and a silu; a scale, a bias, a residual, ONNX's HardSwish, then a maximum
 // and a divide; an add, a bias and a negative slope; a bias, a residual and a sigmoid; a bias, a
-// sigmoid and a scale.
+// sigmoid and a scale; a bias and bounds.
 enum class GemmEpilogueKind {
   kNone,
   kBiasResidualClamp,
+  kBiasClamp,
   kBiasHardSwish,
   kBiasSilu,
   kChain,
@@ -756,8 +766,10 @@ enum class GemmEpilogueKind {
 };
 
 // C = A B for each case three ways (B packed by the product, A packed ahead, B's rows read in
-// place), on one thread and on three, with `kind`'s epilogue, against a double reference; and
-// where the CPU has AVX-512, with the 16-lane kernels against the 8-lane ones, bit for bit.
+// place), and for at most kFewColumns columns two more (A laid out as FewColumnsA, B packed or its
+// rows read in place), on one thread and on three, with `kind`'s epilogue, against a double
+// reference; and where the CPU has AVX-512, with the 16-lane kernels against the 8-lane ones, bit
+// for bit.
 void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
                    GemmEpilogueKind kind = GemmEpilogueKind::kNone) {
   rt::ThreadPool three(3);
@@ -793,6 +805,8 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
           v += bias[r];
           if (kind == GemmEpilogueKind::kBiasResidualClamp) {
             v = std::clamp(v + res, -0.5, 1.5);
+          } else if (kind == GemmEpilogueKind::kBiasClamp) {
+            v = std::clamp(v, -0.5, 1.5);
           } else if (kind == GemmEpilogueKind::kBiasHardSwish) {
             v = v * std::clamp(v + 3, 0.0, 6.0);
           } else if (kind == GemmEpilogueKind::kBiasSilu) {
@@ -816,7 +830,7 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
       epilogue.residual = residual.data();
       epilogue.residual_ld = cs.n;
     }
-    if (kind == GemmEpilogueKind::kBiasResidualClamp) {
+    if (kind == GemmEpilogueKind::kBiasResidualClamp || kind == GemmEpilogueKind::kBiasClamp) {
       epilogue.lo = -0.5f;
       epilogue.hi = 1.5f;
     }
@@ -842,7 +856,8 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
     std::vector<int64_t> offs(static_cast<size_t>(cs.k));
     for (int64_t p = 0; p < cs.k; ++p) offs[static_cast<size_t>(p)] = p * cs.n;
     PackedA packed(a.data(), cs.k, cs.m, cs.k);
-    for (int how = 0; how < 3; ++how) {
+    FewColumnsA few(a.data(), cs.k, cs.m, cs.k);
+    for (int how = 0; how < (cs.n <= kFewColumns ? 5 : 3); ++how) {
       for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
         auto run = [&](bool avx512) {
           SetAvx512GemmAllowedForTesting(avx512);
@@ -853,9 +868,13 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
           } else if (how == 1) {
             Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n,
                   pool, e, &packed);
-          } else {
+          } else if (how == 2) {
             SgemmRows(cs.m, cs.n, cs.k, a.data(), cs.k, b.data(), offs.data(), c.data(), cs.n, pool,
                       e);
+          } else if (how == 3) {
+            SgemmFewColumns(cs.n, few, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n, pool, e);
+          } else {
+            SgemmRowsFewColumns(cs.n, few, b.data(), offs.data(), c.data(), cs.n, pool, e);
           }
           SetAvx512GemmAllowedForTesting(true);
           return c;
@@ -865,7 +884,9 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
                            std::to_string(cs.k) +
                            (how == 0   ? ""
                             : how == 1 ? ", A packed"
-                                       : ", B in place") +
+                            : how == 2 ? ", B in place"
+                            : how == 3 ? ", A^T laid out"
+                                       : ", A^T laid out, B in place") +
                            (pool ? ", 3 threads" : "");
         for (size_t i = 0; i < wide.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(narrow[i]))
@@ -899,33 +920,41 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
 
 // Products of at most eight columns: dot products along A's rows, eight lanes at a time:
 // matrix-vector products of rows by six and the rest, two to eight columns by three rows and the
-// rest, reductions short of eight, of whole multiples and with a tail.
+// rest, reductions short of eight, of whole multiples and with a tail. And from A^T laid out
+// (FewColumnsA): C^T of one to three rows (a panel at a time) and of four to eight (the block
+// kernels), A^T of one panel, of several with a partial last one (258 rows: a STFT's filters),
+// and of at most eight columns (taking the product's own few-columns path), a reduction over
+// several slabs of 128, none at all.
 TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
   std::mt19937 rng(79);
-  CheckGemmWays(
-      {GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
-       GemmCase{40, 2, 129}, GemmCase{4, 7, 1}, GemmCase{12, 6, 64}, GemmCase{30, 4, 387}},
-      rng);
+  CheckGemmWays({GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
+                 GemmCase{40, 2, 129}, GemmCase{4, 7, 1}, GemmCase{12, 6, 64}, GemmCase{30, 4, 387},
+                 GemmCase{24, 3, 50}, GemmCase{258, 4, 256}, GemmCase{128, 8, 387},
+                 GemmCase{64, 1, 384}, GemmCase{100, 6, 0}},
+                rng);
 }
 
 // The epilogues applied by the AVX-512 block kernels as they store C (in the registers of the
 // 8 x 48 kernel, on each other tile just after it), against the 8-lane kernel's pass over each
 // block after it, bit for bit, and a double reference: tiles of every kernel (8 x 48, 8 x 24, the
 // last rows, a pair's short second panel, narrow last columns), several slabs, several row blocks,
-// no reduction at all (B's rows in place then none to read), one thread and three. Each kind of
-// epilogue: the bias, a residual and bounds (the 8 x 48 kernel's shortest); a hardswish; a silu
+// no reduction at all (B's rows in place then none to read), products of few columns (A^T laid
+// out: the bias and bounds applied as C^T is written into C, every other epilogue after), one
+// thread and three. Each kind of epilogue: the bias, a residual and bounds (the 8 x 48 kernel's
+// shortest); the bias and bounds alone; a hardswish; a silu
 // (vmath's sigmoid on 16 lanes against the scalar loop's); affine ops before and after ONNX's
 // HardSwish with a residual; an add and a leaky relu; a residual and a sigmoid (vmath's on 16
 // lanes against the scalar loop's); a sigmoid and a scale after it.
 TEST(FastKernels, GemmEpilogueMatchesTheReference) {
   std::mt19937 rng(80);
-  const std::vector<GemmCase> cases = {GemmCase{67, 100, 129}, GemmCase{13, 50, 300},
-                                       GemmCase{130, 147, 40}, GemmCase{9, 31, 1},
-                                       GemmCase{16, 96, 0},    GemmCase{20, 3, 33}};
+  const std::vector<GemmCase> cases = {
+      GemmCase{67, 100, 129}, GemmCase{13, 50, 300}, GemmCase{130, 147, 40}, GemmCase{9, 31, 1},
+      GemmCase{16, 96, 0},    GemmCase{20, 3, 33},   GemmCase{50, 4, 70},    GemmCase{40, 7, 0}};
   for (GemmEpilogueKind kind :
-       {GemmEpilogueKind::kBiasResidualClamp, GemmEpilogueKind::kBiasHardSwish,
-        GemmEpilogueKind::kBiasSilu, GemmEpilogueKind::kChain, GemmEpilogueKind::kLeaky,
-        GemmEpilogueKind::kBiasResidualSigmoid, GemmEpilogueKind::kBiasSigmoidScale}) {
+       {GemmEpilogueKind::kBiasResidualClamp, GemmEpilogueKind::kBiasClamp,
+        GemmEpilogueKind::kBiasHardSwish, GemmEpilogueKind::kBiasSilu, GemmEpilogueKind::kChain,
+        GemmEpilogueKind::kLeaky, GemmEpilogueKind::kBiasResidualSigmoid,
+        GemmEpilogueKind::kBiasSigmoidScale}) {
     CheckGemmWays(cases, rng, kind);
   }
 }

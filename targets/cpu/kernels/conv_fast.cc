@@ -441,6 +441,8 @@ struct GemmWeights {
   int64_t first[kMaxSpatial] = {0, 0, 0};
   std::vector<float> w;
   std::vector<PackedA> packed;
+  // Or, for products of at most kFewColumns columns, A^T laid out for SgemmFewColumns.
+  std::vector<FewColumnsA> few;
 
   bool Fits(bool t, const Geo& narrowed, const int64_t f[kMaxSpatial]) const {
     if (t != trimmed) return false;
@@ -475,10 +477,11 @@ class ConvStepWeights {
 };
 
 // The GemmWeights of weights `w` (o x cg x g's kernel), narrowed to `t` where `trimmed`, packed
-// for the GEMM when `pack`.
+// for the GEMM when `pack`, or laid out for products of few columns when `few`.
 std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry& geo, const Geo& g,
                                              bool trimmed, const Geo& t,
-                                             const int64_t first[kMaxSpatial], bool pack) {
+                                             const int64_t first[kMaxSpatial], bool pack,
+                                             bool few = false) {
   auto out = std::make_shared<GemmWeights>();
   out->trimmed = trimmed;
   if (trimmed) {
@@ -498,8 +501,13 @@ std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry&
     }
     w = out->w.data();
   }
-  if (pack) {
-    int64_t k = geo.cg * (trimmed ? t : g).KernelSize();
+  int64_t k = geo.cg * (trimmed ? t : g).KernelSize();
+  if (few) {
+    out->few.reserve(static_cast<size_t>(geo.groups));
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      out->few.emplace_back(w + grp * geo.og * k, k, geo.og, k);
+    }
+  } else if (pack) {
     out->packed.reserve(static_cast<size_t>(geo.groups));
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       out->packed.emplace_back(w + grp * geo.og * k, k, geo.og, k);
@@ -586,7 +594,11 @@ Status ConvFast(KernelContext& ctx) {
       int64_t bytes = geo.o * geo.cg * (trimmed ? narrowed : g).KernelSize() * 4;
       bool pack =
           !GemmReadsAInPlace() || bytes < kInPlaceFromBytes || g.OutSize() >= kPackedFromColumns;
-      return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack);
+      // A product of few columns (an image of a few output positions, or a batch of them taken
+      // as one product) with rows enough to fill a panel streams A^T (FewColumnsA).
+      int64_t columns = geo.n > 1 && out_size < kBatchImagesBelow ? geo.n * out_size : out_size;
+      bool few = columns <= kFewColumns && geo.og >= kGemmPanel;
+      return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack, few);
     });
     if (!prepared->Fits(trimmed, narrowed, first)) prepared = nullptr;
   }
@@ -602,6 +614,12 @@ Status ConvFast(KernelContext& ctx) {
   auto weights = [&](int64_t grp) -> const PackedA* {
     return prepared && !prepared->packed.empty() ? &prepared->packed[static_cast<size_t>(grp)]
                                                  : nullptr;
+  };
+  // The weights laid out for a product of `cols` columns (SgemmFewColumns), or null.
+  auto few = [&](int64_t grp, int64_t cols) -> const FewColumnsA* {
+    return prepared && !prepared->few.empty() && cols <= kFewColumns
+               ? &prepared->few[static_cast<size_t>(grp)]
+               : nullptr;
   };
   if (geo.n > 1 && out_size < kBatchImagesBelow) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
@@ -641,8 +659,13 @@ Status ConvFast(KernelContext& ctx) {
             }
           });
         }
-        Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written, k, cols), c, cols,
-              ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
+        if (const FewColumnsA* f = few(grp, cols)) {
+          SgemmFewColumns(cols, *f, MatrixB(written, k, cols), c, cols, ctx.thread_pool(),
+                          epilogue.From(grp * geo.og, &e));
+        } else {
+          Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, MatrixB(written, k, cols), c, cols,
+                ctx.thread_pool(), epilogue.From(grp * geo.og, &e), weights(grp));
+        }
       } else {
         BatchIm2Col b(px + grp * geo.cg * in_size, geo.c * in_size, geo.cg, g);
         Sgemm(geo.og, cols, k, pw + grp * geo.og * k, k, b, c, cols, ctx.thread_pool(),
@@ -730,6 +753,11 @@ Status ConvFast(KernelContext& ctx) {
         float* yg = py + (b * geo.o + grp * geo.og) * out_size;
         const float* group_in = grid_in + grp * geo.cg * grid.Channel();
         if (writes_y) {
+          if (const FewColumnsA* f = few(grp, cols)) {
+            SgemmRowsFewColumns(cols, *f, group_in, offs.data(), yg, cols, pool,
+                                into_y(b, grp, &e));
+            continue;
+          }
           SgemmRows(geo.og, cols, k, pw + grp * geo.og * k, k, group_in, offs.data(), yg, cols,
                     pool, into_y(b, grp, &e), weights(grp));
           continue;
@@ -790,6 +818,10 @@ Status ConvFast(KernelContext& ctx) {
         continue;
       }
       Im2Col cols(xg, geo.cg, g);
+      if (const FewColumnsA* f = few(grp, out_size)) {
+        SgemmFewColumns(out_size, *f, cols, yg, out_size, pool, into_y(b, grp, &e));
+        continue;
+      }
       Sgemm(geo.og, out_size, k, pw + grp * geo.og * k, k, cols, yg, out_size, pool,
             into_y(b, grp, &e), weights(grp));
     }

@@ -1523,6 +1523,74 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
   Product(m, n, k, a, lda, a_packed, &b, nullptr, nullptr, c, ldc, pool, epilogue);
 }
 
+namespace {
+
+// C = A B of few columns, B^T (n x k, row-major) laid out at `bt` (SgemmFewColumns).
+void FewColumnsProduct(int64_t n, const FewColumnsA& a, const float* bt, float* c, int64_t ldc,
+                       rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+  const int64_t m = a.m(), k = a.k();
+  float* ct = Scratch(ScratchSlot::kGemmTransposedC, n * m);
+  Product(n, m, k, bt, k, nullptr, &a.at(), nullptr, nullptr, ct, m, pool, nullptr);
+  const GemmEpilogue* e = epilogue;
+  if (e && (e->pre.count || e->post.count || e->smooth != vmath::Smooth::kNone || e->hardswish ||
+            e->hard_swish || e->negative_slope || e->residual)) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+    }
+    Finish(epilogue, 0, 0, m, n, c, ldc);
+    return;
+  }
+  // The bias and the bounds (or nothing) as C^T is written into C, as BiasClamp rounds them: a
+  // call per row of a few columns cost more than its arithmetic.
+  const float lo = e ? e->lo : -std::numeric_limits<float>::infinity();
+  const float hi = e ? e->hi : std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < m; ++i) {
+    const float b = e && e->bias ? e->bias[i * e->bias_step] : -0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      float v = ct[j * m + i] + b;
+      v = v < lo ? lo : v;
+      c[i * ldc + j] = v > hi ? hi : v;
+    }
+  }
+}
+
+// No reduction: C is zero, then the epilogue.
+void ZeroProduct(int64_t m, int64_t n, float* c, int64_t ldc, const GemmEpilogue* epilogue) {
+  for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  Finish(epilogue, 0, 0, m, n, c, ldc);
+}
+
+}  // namespace
+
+// B's columns, contiguous, are the rows of B^T, which the product reads in place (from this
+// thread's scratch where B does not hold them so). A product of m rows by few columns of A^T
+// takes its own few-columns path, which reads PackedB's columns, never this slot.
+void SgemmFewColumns(int64_t n, const FewColumnsA& a, const GemmB& b, float* c, int64_t ldc,
+                     rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (a.m() <= 0 || n <= 0) return;
+  if (a.k() <= 0) return ZeroProduct(a.m(), n, c, ldc, epilogue);
+  const float* bt = b.Columns();
+  if (!bt) {
+    float* cols = Scratch(ScratchSlot::kGemmColumns, n * a.k());
+    b.PackColumns(a.k(), n, cols);
+    bt = cols;
+  }
+  FewColumnsProduct(n, a, bt, c, ldc, pool, epilogue);
+}
+
+void SgemmRowsFewColumns(int64_t n, const FewColumnsA& a, const float* rows, const int64_t* offs,
+                         float* c, int64_t ldc, rt::ThreadPool* pool,
+                         const GemmEpilogue* epilogue) {
+  const int64_t k = a.k();
+  if (a.m() <= 0 || n <= 0) return;
+  if (k <= 0) return ZeroProduct(a.m(), n, c, ldc, epilogue);
+  float* cols = Scratch(ScratchSlot::kGemmColumns, n * k);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) cols[j * k + p] = rows[offs[p] + j];
+  }
+  FewColumnsProduct(n, a, cols, c, ldc, pool, epilogue);
+}
+
 std::vector<float> TransposedBlocks(const float* a, int64_t m, int64_t k) {
   std::vector<float> at(static_cast<size_t>(m * k));
   for (int64_t j = 0; j < m; j += kTransposedBlock) {

@@ -122,6 +122,29 @@ class PackedA {
   std::vector<float> panels_;
 };
 
+// Products of at most this many columns run along the reduction: dot products of A's rows (read
+// in place) with B's columns laid out contiguous, or, given a FewColumnsA, SgemmFewColumns.
+inline constexpr int64_t kFewColumns = kGemmPanel / 3;
+
+// A constant left operand (m x k, row stride lda) of products of few columns (at most
+// kFewColumns: a convolution over a handful of output positions), laid out once as A^T in B's
+// panels (k x m). SgemmFewColumns computes C^T = B^T A^T from it: A streamed once front to back,
+// each of B's columns broadcast against a panel of 24 of A's rows, no sums across lanes. The dot
+// products of A's rows read in place sum eight lanes for every output, and ran at half the
+// multiply-adds' pace (silero-vad's encoder, 129 -> 128 channels, k 3, over 4 positions).
+class FewColumnsA {
+ public:
+  FewColumnsA(const float* a, int64_t lda, int64_t m, int64_t k)
+      : m_(m), k_(k), at_(TransposedB(a, k, lda), k, m) {}
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+  const PackedB& at() const { return at_; }
+
+ private:
+  int64_t m_, k_;
+  PackedB at_;
+};
+
 // Whether a product of m rows by n columns given a PackedA reads A itself as well (its
 // few-columns and few-rows paths): where not, A may be passed as null.
 bool GemmReadsA(int64_t m, int64_t n);
@@ -462,6 +485,7 @@ enum class ScratchSlot {
   kGemmPanels,   // a product's task: its panels of B, packed one after another
   kGemmNarrow,   // a product's task: a last panel's few columns of B, laid out along the reduction
   kGemmColumns,  // a product of few columns (the thread that calls it): B's columns, contiguous
+  kGemmTransposedC,  // SgemmFewColumns (the thread that calls it): C^T
   kCount
 };
 float* Scratch(ScratchSlot slot, int64_t n);
@@ -478,6 +502,14 @@ void SetAvx512GemmAllowedForTesting(bool allowed);
 void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const GemmB& b, float* c,
            int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr,
            const PackedA* a_packed = nullptr);
+// The same for n <= kFewColumns with A given as a FewColumnsA (of its m and k): C^T into the
+// calling thread's scratch, then into C, then the epilogue.
+void SgemmFewColumns(int64_t n, const FewColumnsA& a, const GemmB& b, float* c, int64_t ldc,
+                     rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+// And with B's rows read in place (as SgemmRows reads them): B[p][j] = rows[offs[p] + j].
+void SgemmRowsFewColumns(int64_t n, const FewColumnsA& a, const float* rows, const int64_t* offs,
+                         float* c, int64_t ldc, rt::ThreadPool* pool,
+                         const GemmEpilogue* epilogue = nullptr);
 // y (m) = A (m x k) times the vector x (k), A given transposed in blocks of kTransposedBlock
 // columns (TransposedBlocks): block b holds A^T's columns [64b, 64b + w), w = min(64, m - 64b),
 // at at + 64b * k, as k rows of w. Each block is one contiguous stream, which the hardware
