@@ -69,21 +69,26 @@ bool DimEnv::IsUnboundSymbol(int i) const {
   return d->kind() == pkg::DimKind::Sym && !bound_[d->a()];
 }
 
-Status DimEnv::Match(int i, int64_t actual, const std::string& what) {
+bool DimEnv::Matches(int i, int64_t actual, int64_t* want) {
   if (IsUnboundSymbol(i)) {
     int sym = g_.dims()->Get(i)->a();
     values_[sym] = actual;
     bound_[sym] = true;
     done_ = -1;  // nodes that read the symbol change
-    return Status::Ok();
+    return true;
   }
-  std::optional<int64_t> want = Eval(i);
-  if (want && *want != actual) {
-    std::string expr = DimString(i);
-    return Status::Error(what + " is " + std::to_string(actual) + ", expected " + expr +
-                         (expr == std::to_string(*want) ? "" : " = " + std::to_string(*want)));
+  std::optional<int64_t> e = Eval(i);
+  if (e && *e != actual) {
+    *want = *e;
+    return false;
   }
-  return Status::Ok();
+  return true;
+}
+
+Status DimEnv::Mismatch(int i, int64_t actual, int64_t want, std::string_view what) const {
+  std::string expr = DimString(i);
+  return Status::Error(std::string(what) + " is " + std::to_string(actual) + ", expected " + expr +
+                       (expr == std::to_string(want) ? "" : " = " + std::to_string(want)));
 }
 
 std::string DimEnv::SymbolName(int sym) const { return g_.symbols()->Get(sym)->str(); }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "quilt/package_generated.h"
@@ -22,13 +24,26 @@ class DimEnv {
   std::optional<int64_t> Eval(int i) const;
   bool IsUnboundSymbol(int i) const;
   // Matches dim node `i` against an actual extent: binds a lone unbound symbol, else requires
-  // equality where the node can be evaluated. `what` names the place for the message.
-  Status Match(int i, int64_t actual, const std::string& what);
+  // equality where the node can be evaluated. `what` names the place for the message: a string,
+  // or a callable returning one, called only for the message (no string built on a run's way).
+  template <class What>
+  Status Match(int i, int64_t actual, const What& what) {
+    int64_t want = 0;
+    if (Matches(i, actual, &want)) return Status::Ok();
+    if constexpr (std::is_invocable_v<const What&>) {
+      return Mismatch(i, actual, want, what());
+    } else {
+      return Mismatch(i, actual, want, what);
+    }
+  }
   std::string SymbolName(int sym) const;
   // The expression of dim node `i` for messages; nested past a few levels it reads "...".
   std::string DimString(int i) const;
 
  private:
+  // Match without the message: false where the node evaluates to another value (`*want`).
+  bool Matches(int i, int64_t actual, int64_t* want);
+  Status Mismatch(int i, int64_t actual, int64_t want, std::string_view what) const;
   std::string DimString(int i, int depth) const;
   std::optional<int64_t> Compute(const pkg::DimNode& d) const;
 

@@ -118,7 +118,7 @@ class KernelContext {
   // The element type the compiler inferred for output i (kVoid when unknown).
   virtual DType output_dtype(int i) const = 0;
   // Memory for output i. Fails (with a message naming the sizes) on an impossible size.
-  virtual Status Output(int i, DType dtype, Shape shape, Tensor** out) = 0;
+  virtual Status Output(int i, DType dtype, const Shape& shape, Tensor** out) = 0;
   virtual const AttrView& attrs() const = 0;
   // The number of threads the kernel may use.
   virtual int threads() const = 0;

@@ -885,9 +885,9 @@ class Run final : public OutputAllocator {
       for (const HeldValue& h : loop->held) {
         values_[static_cast<size_t>(h.value)] = h.tensor;
         // The symbols its dims bring in, which the skipped step's output would have bound.
-        QUILT_RETURN_IF_ERROR(MatchDims(*g_.values()->Get(static_cast<uint32_t>(h.value)),
-                                        h.tensor.shape,
-                                        "the loop-invariant value " + std::to_string(h.value)));
+        QUILT_RETURN_IF_ERROR(
+            MatchDims(*g_.values()->Get(static_cast<uint32_t>(h.value)), h.tensor.shape,
+                      [&] { return "the loop-invariant value " + std::to_string(h.value); }));
       }
     }
     int num_steps = static_cast<int>(g_.steps()->size());
@@ -1024,7 +1024,7 @@ class Run final : public OutputAllocator {
 
   // OutputAllocator: memory for output i of the current step, of this dtype and shape, on its
   // value's device (in the arena where the plan put it and the size is the planned one).
-  Status Allocate(int i, DType dtype, Shape shape, DeviceTensor** out) override {
+  Status Allocate(int i, DType dtype, const Shape& shape, DeviceTensor** out) override {
     return Place(i, dtype, shape, out);
   }
 
@@ -1145,7 +1145,7 @@ class Run final : public OutputAllocator {
                              std::to_string(DTypeAlignment(t.dtype)) + " bytes" +
                              (t.data ? " (its element's size)" : ""));
       }
-      QUILT_RETURN_IF_ERROR(MatchDims(*value, t.shape, where));
+      QUILT_RETURN_IF_ERROR(MatchDims(*value, t.shape, [&] { return where; }));
       uint64_t bytes = *size;
       QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
       values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};
@@ -1726,30 +1726,31 @@ class Run final : public OutputAllocator {
 
   Status CheckOutput(int i, const DeviceTensor& t) {
     const pkg::Value* value = g_.values()->Get(step_->outputs()->Get(i));
-    std::string where = "output " + std::to_string(i);
+    auto where = [i] { return "output " + std::to_string(i); };
     if (t.data.buffer == nullptr && t.dtype == DType::kVoid) {
-      return Status::Error("the kernel did not produce " + where);
+      return Status::Error("the kernel did not produce " + where());
     }
     if (value->dtype() != 0 && static_cast<int32_t>(t.dtype) != value->dtype()) {
-      return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) +
+      return Status::Error(where() + " is " + std::string(DTypeName(t.dtype)) +
                            ", the compiled model expects " +
                            std::string(DTypeName(static_cast<DType>(value->dtype()))));
     }
     if (value->rank() < 0) return Status::Ok();
     if (static_cast<int>(t.shape.size()) != value->rank()) {
-      return Status::Error(where + " has shape " + ShapeString(t.shape) +
+      return Status::Error(where() + " has shape " + ShapeString(t.shape) +
                            ", the compiled model expects rank " + std::to_string(value->rank()));
     }
     return MatchDims(*value, t.shape, where);
   }
 
   // The dims of `value` (its rank checked) against `shape`: its new symbols bound, the others
-  // checked, a mismatch an error naming `where` and the dim.
-  Status MatchDims(const pkg::Value& value, const Shape& shape, const std::string& where) {
+  // checked, a mismatch an error naming the place (`where()`, called only then) and the dim.
+  template <class Where>
+  Status MatchDims(const pkg::Value& value, const Shape& shape, const Where& where) {
     for (int d = 0; d < value.rank(); ++d) {
       QUILT_RETURN_IF_ERROR(env_.Match(value.dims()->Get(static_cast<uint32_t>(d)),
                                        shape[static_cast<size_t>(d)],
-                                       where + " dim " + std::to_string(d)));
+                                       [&] { return where() + " dim " + std::to_string(d); }));
     }
     return Status::Ok();
   }

@@ -100,11 +100,11 @@ class TestContext final : public rt::KernelContext {
   void SetVariadicFirst(int n) { variadic_ = n; }
   int num_outputs() const override { return static_cast<int>(outs_.size()); }
   DType output_dtype(int) const override { return DType::kFloat32; }
-  Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
+  Status Output(int i, DType dtype, const Shape& shape, Tensor** out) override {
     if (i < 0 || i >= num_outputs()) return Status::Error("no output " + std::to_string(i));
     Tensor& t = outs_[i];
     t.dtype = dtype;
-    t.shape = std::move(shape);
+    t.shape = shape;
     // Filled with garbage: a kernel must write every element. In floats, whatever the dtype.
     size_t floats = (rt::DTypeBytes(dtype, t.NumElements()) + sizeof(float) - 1) / sizeof(float);
     if (i < static_cast<int>(memory_.size()) && memory_[i]) {

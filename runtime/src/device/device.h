@@ -96,7 +96,7 @@ struct DeviceTensor {
 class OutputAllocator {
  public:
   virtual ~OutputAllocator() = default;
-  virtual Status Allocate(int i, DType dtype, Shape shape, DeviceTensor** out) = 0;
+  virtual Status Allocate(int i, DType dtype, const Shape& shape, DeviceTensor** out) = 0;
   // The error for a kernel that makes output i other than the executor placed it, in the words
   // the executor uses for the compiler's dims ("output 0 dim 1 is 3, expected n = 4").
   virtual Status Disagree(int i, DType dtype, const Shape& shape) = 0;

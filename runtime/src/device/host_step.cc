@@ -74,7 +74,7 @@ DType HostStepContext::output_dtype(int i) const {
   return args_->output_dtypes[static_cast<size_t>(i)];
 }
 
-Status HostStepContext::Output(int i, DType dtype, Shape shape, Tensor** out) {
+Status HostStepContext::Output(int i, DType dtype, const Shape& shape, Tensor** out) {
   if (i < 0 || i >= num_outputs_) {
     return Status::Error("kernel asked for output " + std::to_string(i) + " of " +
                          std::to_string(num_outputs_));
@@ -85,26 +85,26 @@ Status HostStepContext::Output(int i, DType dtype, Shape shape, Tensor** out) {
     placed = args_->outputs[k];
     bool same = placed->dtype == dtype && placed->shape == shape;
     if (!same && args_->allocate) return args_->allocate->Disagree(i, dtype, shape);
-    std::string where = "output " + std::to_string(i);
+    auto where = [i] { return "output " + std::to_string(i); };
     if (placed->dtype != dtype) {
-      return Status::Error(where + " is " + std::string(DTypeName(dtype)) +
+      return Status::Error(where() + " is " + std::string(DTypeName(dtype)) +
                            ", the compiled model expects " + std::string(DTypeName(placed->dtype)));
     }
     if (placed->shape.size() != shape.size()) {
-      return Status::Error(where + " has shape " + ShapeString(shape) +
+      return Status::Error(where() + " has shape " + ShapeString(shape) +
                            ", the compiled model expects rank " +
                            std::to_string(placed->shape.size()));
     }
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] != placed->shape[d]) {
-        return Status::Error(where + " dim " + std::to_string(d) + " is " +
+        return Status::Error(where() + " dim " + std::to_string(d) + " is " +
                              std::to_string(shape[d]) + ", expected " +
                              std::to_string(placed->shape[d]));
       }
     }
   } else {
     DeviceTensor* t = nullptr;
-    QUILT_RETURN_IF_ERROR(args_->allocate->Allocate(i, dtype, std::move(shape), &t));
+    QUILT_RETURN_IF_ERROR(args_->allocate->Allocate(i, dtype, shape, &t));
     placed = t;
   }
   Tensor& y = outputs_[k];

@@ -37,7 +37,7 @@ class HostStepContext final : public KernelContext {
   int ArgSize(int arg) const override;
   int num_outputs() const override { return num_outputs_; }
   DType output_dtype(int i) const override;
-  Status Output(int i, DType dtype, Shape shape, Tensor** out) override;
+  Status Output(int i, DType dtype, const Shape& shape, Tensor** out) override;
   const AttrView& attrs() const override { return attrs_; }
   int threads() const override { return threads_; }
   ThreadPool* thread_pool() const override { return pool_; }

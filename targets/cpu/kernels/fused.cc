@@ -37,11 +37,11 @@ class MemberContext : public KernelContext {
   int ArgSize(int arg) const override { return arg >= 0 && arg < num_inputs() ? 1 : 0; }
   int num_outputs() const override { return 1; }
   DType output_dtype(int i) const override { return i == 0 ? dtype_ : DType::kVoid; }
-  Status Output(int i, DType dtype, Shape shape, Tensor** out) override {
+  Status Output(int i, DType dtype, const Shape& shape, Tensor** out) override {
     if (i != 0) return Status::Error("a fused member has one output");
-    if (last_) return step_.Output(0, dtype, std::move(shape), out);
+    if (last_) return step_.Output(0, dtype, shape, out);
     result_.dtype = dtype;
-    result_.shape = std::move(shape);
+    result_.shape = shape;
     size_t bytes = result_.ByteSize();
     // 64-byte aligned, as the arenas are, for the kernels' vector loads.
     storage_.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64));

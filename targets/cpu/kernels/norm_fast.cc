@@ -6,6 +6,7 @@
 // compares this with.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "targets/cpu/kernels/nn_internal.h"
@@ -15,13 +16,16 @@ namespace quilt::cpu::nn {
 namespace {
 
 // A parameter of the normalized shape (the trailing `axes` dims of x; leading 1s allowed) or a
-// single element: its `len` values per row into `out`. False for any other broadcast.
-bool RowParam(const Tensor* p, const Shape& x, int axes, int64_t len, std::vector<float>* out) {
+// single element: its `len` values per row at *out (in place, or a single element repeated into
+// `storage`). False for any other broadcast.
+bool RowParam(const Tensor* p, const Shape& x, int axes, int64_t len, std::vector<float>* storage,
+              const float** out) {
   if (p == nullptr || p->dtype != DType::kFloat32 || p->rank() > static_cast<int>(x.size())) {
     return false;
   }
-  if (p->NumElements() == 1) {
-    out->assign(static_cast<size_t>(len), p->Data<float>()[0]);
+  if (p->NumElements() == 1 && len != 1) {
+    storage->assign(static_cast<size_t>(len), p->Data<float>()[0]);
+    *out = storage->data();
     return true;
   }
   int rank = static_cast<int>(x.size());
@@ -31,7 +35,7 @@ bool RowParam(const Tensor* p, const Shape& x, int axes, int64_t len, std::vecto
     if (p->shape[i] != want) return false;
   }
   if (p->NumElements() != len) return false;
-  out->assign(p->Data<float>(), p->Data<float>() + len);
+  *out = p->Data<float>();
   return true;
 }
 
@@ -73,23 +77,27 @@ Status LayerNormFast(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   int rank = x.rank();
   if (x.dtype != DType::kFloat32 || rank == 0) return LayerNorm(ctx);
-  // The reduced axes must be the last `axes` dims, each named once.
-  std::vector<int64_t> list = ctx.attrs().Ints("axes");
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  // The reduced axes must be the last `axes` dims, each named once (read in place: a layer norm
+  // runs per token in small models, where a copy per run showed).
+  std::span<const int64_t> list = ctx.attrs().IntsView("axes");
+  if (static_cast<int64_t>(list.size()) > rank) return LayerNorm(ctx);
+  uint64_t reduced = 0;  // bit d: dim d named (rank < 64)
+  if (rank >= 64) return LayerNorm(ctx);
   for (int64_t a : list) {
     int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank || reduced[n]) return LayerNorm(ctx);
-    reduced[n] = true;
+    if (n < 0 || n >= rank || ((reduced >> n) & 1)) return LayerNorm(ctx);
+    reduced |= uint64_t{1} << n;
   }
   int axes = static_cast<int>(list.size());
   for (int d = 0; d < rank; ++d) {
-    if (reduced[d] != (d >= rank - axes)) return LayerNorm(ctx);
+    if (static_cast<bool>((reduced >> d) & 1) != (d >= rank - axes)) return LayerNorm(ctx);
   }
   int64_t len = 1;
   for (int d = rank - axes; d < rank; ++d) len *= x.shape[d];
-  std::vector<float> gamma, beta;
-  if (axes == 0 || !RowParam(ctx.input(1), x.shape, axes, len, &gamma) ||
-      !RowParam(ctx.input(2), x.shape, axes, len, &beta)) {
+  std::vector<float> gamma_storage, beta_storage;
+  const float *gamma = nullptr, *beta = nullptr;
+  if (axes == 0 || !RowParam(ctx.input(1), x.shape, axes, len, &gamma_storage, &gamma) ||
+      !RowParam(ctx.input(2), x.shape, axes, len, &beta_storage, &beta)) {
     return LayerNorm(ctx);
   }
   Tensor* y;
@@ -101,7 +109,7 @@ Status LayerNormFast(KernelContext& ctx) {
   float* py = y->MutableData<float>();
   ctx.ParallelFor(rows, std::max<int64_t>(1, (1 << 14) / len), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      NormalizeRow(px + r * len, py + r * len, len, gamma.data(), beta.data(), eps);
+      NormalizeRow(px + r * len, py + r * len, len, gamma, beta, eps);
   });
   return Status::Ok();
 }
