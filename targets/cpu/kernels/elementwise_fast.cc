@@ -118,7 +118,8 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   constexpr DType kOut = std::is_same_v<Out, bool> ? DType::kBool : kType;
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
-  Shape shape;
+  // This thread's, kept from run to run: no allocation per step.
+  thread_local Shape shape;
   if (a.dtype != kType || b.dtype != kType || !BroadcastShape(a.shape, b.shape, &shape)) {
     return reference(ctx);
   }

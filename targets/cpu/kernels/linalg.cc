@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,11 +64,14 @@ namespace {
 
 // B's shape where quiltc packed it into panels (attribute packed_b), checked against the floats
 // the input holds.
-Status PackedBShape(KernelContext& ctx, Shape* shape) {
-  std::vector<int64_t> dims = ctx.attrs().Ints("packed_b");
+Status PackedBShape(KernelContext& ctx, std::span<const int64_t>* shape) {
+  std::span<const int64_t> dims = ctx.attrs().IntsView("packed_b");
   const Tensor& b = *ctx.input(1);
   // The error's opening, made only for an error (not on every run of the step).
-  auto named = [&] { return "matmul: B packed into panels, of shape " + rt::ShapeString(dims); };
+  auto named = [&] {
+    return "matmul: B packed into panels, of shape " +
+           rt::ShapeString(Shape(dims.begin(), dims.end()));
+  };
   if (dims.size() < 2) return Status::Error(named() + ": the shape needs at least 2 dims");
   int64_t matrices = 1;
   for (int64_t d : dims) {
@@ -89,7 +93,7 @@ Status PackedBShape(KernelContext& ctx, Shape* shape) {
                          " floats; it is " + std::string(rt::DTypeName(b.dtype)) + " " +
                          rt::ShapeString(b.shape));
   }
-  *shape = std::move(dims);
+  *shape = dims;
   return Status::Ok();
 }
 
@@ -135,7 +139,9 @@ Status MatmulEpilogue(KernelContext& ctx, DType out_dtype, int64_t n, MatmulGeom
 Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
-  Shape sb = b.shape;
+  // The operands' shapes read where they are (B's from the attribute where it is packed), and
+  // the output's built in this thread's own: no allocation on a run's way.
+  std::span<const int64_t> sa(a.shape), sb(b.shape);
   geo->b_packed = ctx.attrs().Has("packed_b");
   if (geo->b_packed) QUILT_RETURN_IF_ERROR(PackedBShape(ctx, &sb));
   if (out_dtype == DType::kVoid && a.dtype != b.dtype) {
@@ -147,41 +153,49 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   if (geo->b_packed && (a.dtype != DType::kFloat32 || out_dtype != DType::kFloat32)) {
     return Status::Error("matmul: B packed into panels needs float32 operands and output");
   }
-  Shape sa = a.shape;
-  Shape b_shape = sb;
-  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa = Shape{1, sa[0]};
-  if (b_vec) sb = Shape{sb[0], 1};
-  int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
+  auto b_string = [&] { return rt::ShapeString(Shape(sb.begin(), sb.end())); };
+  // 1-D operands: a row of A, a column of B.
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  int64_t m = a_vec ? 1 : sa[sa.size() - 2], k = sa.back();
+  int64_t k2 = b_vec ? sb[0] : sb[sb.size() - 2], n = b_vec ? 1 : sb.back();
   if (k != k2) {
     return Status::Error("matmul reduction dims differ: " + rt::ShapeString(a.shape) + " and " +
-                         rt::ShapeString(b_shape));
+                         b_string());
   }
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), batch;
-  if (!BroadcastShape(ba, bb, &batch)) {
-    return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
-                         " and " + rt::ShapeString(b_shape));
+  std::span<const int64_t> ba = sa.first(a_vec ? 0 : sa.size() - 2);
+  std::span<const int64_t> bb = sb.first(b_vec ? 0 : sb.size() - 2);
+  thread_local Shape out_shape;
+  out_shape.clear();
+  const size_t rank = std::max(ba.size(), bb.size());
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - ba.size() ? 1 : ba[i - (rank - ba.size())];
+    int64_t db = i < rank - bb.size() ? 1 : bb[i - (rank - bb.size())];
+    if (da != db && da != 1 && db != 1) {
+      return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
+                           " and " + b_string());
+    }
+    out_shape.push_back(da == 1 ? db : da);
   }
-  Shape out_shape = batch;
-  if (!a_vec) out_shape.push_back(m);
-  if (!b_vec) out_shape.push_back(n);
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &geo->y));
-  QUILT_RETURN_IF_ERROR(MatmulEpilogue(ctx, out_dtype, n, geo));
   // Batch offsets of each operand (in matrices), walked with the broadcast helper; one product
   // (no batch dims) at offsets 0.
   geo->offs_a.clear();
   geo->offs_b.clear();
-  if (batch.empty()) {
+  if (rank == 0) {
     geo->offs_a.push_back(0);
     geo->offs_b.push_back(0);
   } else {
-    const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
-                                             BroadcastStrides(bb, batch)};
+    const Shape batch(out_shape.begin(), out_shape.end());
+    const std::vector<int64_t> strides[2] = {BroadcastStrides(Shape(ba.begin(), ba.end()), batch),
+                                             BroadcastStrides(Shape(bb.begin(), bb.end()), batch)};
     ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
       geo->offs_a.push_back(off[0]);
       geo->offs_b.push_back(off[1]);
     });
   }
+  if (!a_vec) out_shape.push_back(m);
+  if (!b_vec) out_shape.push_back(n);
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out_shape, &geo->y));
+  QUILT_RETURN_IF_ERROR(MatmulEpilogue(ctx, out_dtype, n, geo));
   geo->m = m;
   geo->n = n;
   geo->k = k;
@@ -195,7 +209,7 @@ Status MatmulReference(KernelContext& ctx) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
   int64_t m = geo.m, n = geo.n, k = geo.k;
-  const std::vector<int64_t>&offs_a = geo.offs_a, &offs_b = geo.offs_b;
+  const auto &offs_a = geo.offs_a, &offs_b = geo.offs_b;
   // Panels quiltc packed (float32 alone), read back as row-major matrices.
   std::vector<float> unpacked;
   if (geo.b_packed) {

@@ -13,7 +13,7 @@ namespace quilt::cpu {
 
 struct MatmulGeometry {
   int64_t m = 0, n = 0, k = 0;
-  std::vector<int64_t> offs_a, offs_b;  // per output matrix: the operands' matrix indices
+  SmallVector<int64_t, 4> offs_a, offs_b;  // per output matrix: the operands' matrix indices
   DType out_dtype = DType::kVoid;
   Tensor* y = nullptr;
   // B is float32 panels that quiltc packed (targets/pack_weights.h): the step's attribute

@@ -13,14 +13,27 @@ namespace quilt::cpu {
 
 bool BroadcastShape(const Shape& a, const Shape& b, Shape* out) {
   size_t rank = std::max(a.size(), b.size());
-  Shape r(rank);
-  for (size_t i = 0; i < rank; ++i) {
+  auto dim = [&](size_t i, int64_t* d) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return false;
-    r[i] = da == 1 ? db : da;
+    *d = da == 1 ? db : da;
+    return da == db || da == 1 || db == 1;
+  };
+  if (out == &a || out == &b) {
+    Shape r(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      if (!dim(i, &r[i])) return false;
+    }
+    *out = std::move(r);
+    return true;
   }
-  *out = std::move(r);
+  // Into out's own memory (a kernel's shape kept from run to run allocates nothing).
+  int64_t d;
+  for (size_t i = 0; i < rank; ++i) {
+    if (!dim(i, &d)) return false;
+  }
+  out->resize(rank);
+  for (size_t i = 0; i < rank; ++i) dim(i, &(*out)[i]);
   return true;
 }
 
