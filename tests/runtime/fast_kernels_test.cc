@@ -384,6 +384,11 @@ std::vector<ConvCase> EpiloguePaths() {
       // reading padding gather; in 2-d the run spans rows)
       {20, 1, 5, 6, {4}, {3}, {1}, {1}, {1, 1}},
       {9, 1, 3, 4, {3, 4}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}},
+      // (each image's rows of 1, 5, 6 and 8 positions moved into y by fixed-size copies)
+      {7, 1, 3, 5, {5}, {5}, {1}, {1}, {0, 0}},
+      {10, 1, 2, 3, {9}, {5}, {1}, {1}, {0, 0}},
+      {10, 1, 2, 3, {8}, {3}, {1}, {1}, {0, 0}},
+      {10, 1, 2, 3, {8}, {3}, {1}, {1}, {1, 1}},
       {9, 2, 3, 4, {3, 4}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 1}},
       {12, 1, 1, 3, {656}, {512}, {16}, {1}, {0, 0}},
       // A handful of output positions and rows enough for a panel: A^T laid out in the step's
