@@ -17,13 +17,50 @@ constexpr size_t kMaxMembers = 32;
 // kernel computes them again for every element of the reader's result.
 constexpr size_t kMaxBroadcastMembers = 3;
 
+bool SameShape(const GraphSpec& g, int a, int b);
+
+// Every dim of value v is 1 (a single element, broadcast to any shape).
+bool AllOnes(const GraphSpec& g, int v) {
+  const ValueSpec& x = g.values[static_cast<size_t>(v)];
+  if (x.rank < 0) return false;
+  for (int d : x.dims) {
+    if (!opencl::IsOne(g, d)) return false;
+  }
+  return true;
+}
+
+// The ops the CPU's fused_elementwise kernel computes block by block (elementwise_fast.cc), in
+// float32, each as its own kernel computes it.
+bool CpuFusableOp(std::string_view op) {
+  for (std::string_view o :
+       {"add", "subtract", "multiply", "divide", "maximum", "minimum", "nn.relu", "sigmoid", "tanh",
+        "exp", "erf", "sqrt", "abs", "negative"}) {
+    if (op == o) return true;
+  }
+  return false;
+}
+
+bool OnCpu(const std::vector<DeviceSpec>& devices, const StepSpec& s) {
+  return devices[static_cast<size_t>(s.device)].kind == "cpu";
+}
+
 bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const StepSpec& s) {
   if (s.kind != pkg::StepKind::Kernel || s.outputs.size() != 1 || s.outputs[0] < 0) return false;
-  if (s.device < 0 || static_cast<size_t>(s.device) >= devices.size() ||
-      devices[static_cast<size_t>(s.device)].kind != "opencl") {
+  if (s.device < 0 || static_cast<size_t>(s.device) >= devices.size()) return false;
+  const std::string& kind = devices[static_cast<size_t>(s.device)].kind;
+  if (kind == "cpu") {
+    // float32 ops whose operands are of the result's shape or a single element: what the CPU's
+    // kernel runs in blocks that stay in L1, with no pass over memory between the members.
+    const int y = s.outputs[0];
+    if (!CpuFusableOp(s.kernel) || g.values[static_cast<size_t>(y)].dtype != 1) return false;
+    for (int v : s.inputs) {
+      if (v < 0 || g.values[static_cast<size_t>(v)].dtype != 1) return false;
+      if (!SameShape(g, v, y) && !AllOnes(g, v)) return false;
+    }
+  } else if (kind != "opencl" ||
+             targets::opencl::FamilyOf(s.kernel) != targets::opencl::Family::kElementwise) {
     return false;
   }
-  if (targets::opencl::FamilyOf(s.kernel) != targets::opencl::Family::kElementwise) return false;
   if (!s.subgraphs.empty() || !s.dims.empty()) return false;
   for (int v : s.inputs) {
     if (v < 0) return false;
@@ -135,7 +172,8 @@ int FuseElementwise(const std::vector<DeviceSpec>& devices, GraphSpec& g) {
         continue;
       }
       bool same = SameShape(g, v, step.outputs[0]);
-      if (!same && (group.size() > kMaxBroadcastMembers || !BroadcastsTo(g, v, step.outputs[0]))) {
+      if (!same && (OnCpu(devices, step) || group.size() > kMaxBroadcastMembers ||
+                    !BroadcastsTo(g, v, step.outputs[0]))) {
         continue;
       }
       std::vector<int> merged;

@@ -7,7 +7,8 @@
 //     flattened (with the arity of each argument kept on the step).
 //  3. Dims become an expression pool; symbols are numbered in order of first appearance.
 //  4. A float32 conv's bias add and activation join the conv step (fuse_epilogue.h); on OpenCL,
-//     chains of elementwise steps become one step each (fuse_elementwise.h).
+//     chains of elementwise steps become one step each, on the CPU float32 chains of one shape
+//     (fuse_elementwise.h).
 //  5. Intermediates with a static size get arena offsets (memory_plan.h); graph outputs are
 //     never placed in the arena; elementwise steps write in place where their input dies.
 // Ops without a kernel on the chosen device are reported all at once, with node names.
@@ -28,7 +29,8 @@ struct LowerOptions {
   bool in_place = true;
   // Fold a conv's bias add and relu / clip into the conv step (fuse_epilogue.h).
   bool fuse_epilogues = true;
-  // Join chains of elementwise steps on OpenCL devices into one step each (fuse_elementwise.h).
+  // Join chains of elementwise steps on OpenCL devices, and float32 ones of one shape on the CPU,
+  // into one step each (fuse_elementwise.h).
   bool fuse_elementwise = true;
   // Run chains of CPU convolutions in the channel-blocked layout where block_layout.h's rule picks
   // them (off: quiltc --cpu-layout nchw).

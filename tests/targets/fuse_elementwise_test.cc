@@ -120,22 +120,53 @@ TEST(FuseElementwise, JoinsChainsAndTreesOfOneShape) {
   EXPECT_EQ(Dispatches(Build(kModel, {"opencl"}, false)).size(), 30u);
 }
 
-TEST(FuseElementwise, NoFusionOnTheCpu) {
-  std::vector<uint8_t> package = Build(kModel, {"llvm"}, true);
+// The package's kernel steps (the CPU's) as "op" or "fused_elementwise[a,b,...]", in order.
+std::vector<std::string> Kernels(const std::vector<uint8_t>& package) {
   std::unique_ptr<rt::LoadedPackage> p;
-  ASSERT_TRUE(rt::LoadedPackage::FromMemory(package.data(), package.size(), &p).ok());
+  rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  std::vector<std::string> out;
+  if (!p) return out;
   for (const pkg::Step* step : *p->root().graphs()->Get(0)->steps()) {
-    EXPECT_NE(step->kernel()->str(), "fused_elementwise");
+    if (step->kind() != pkg::StepKind::Kernel) continue;
+    std::string op = step->kernel()->str();
+    if (op == "fused_elementwise") {
+      std::string members;
+      for (std::string_view m : rt::AttrView(step->attrs()).Strs("ops")) {
+        members += (members.empty() ? "" : ",") + std::string(m);
+      }
+      op += "[" + members + "]";
+    }
+    out.push_back(op);
+  }
+  return out;
+}
+
+// On the CPU only float32 ops of its block kernel join, and only those whose operands are of the
+// result's shape or a single element: the swish, x + 1 squared, and the chain on g; not the
+// normalization tail (broadcast inputs), the comparison, the integer ops, clip, log, the hard
+// sigmoid, nor the adds that broadcast a smaller producer.
+TEST(FuseElementwise, OnTheCpuFloatChainsOfOneShapeJoin) {
+  std::vector<std::string> fused;
+  for (const std::string& k : Kernels(Build(kModel, {"llvm"}, true))) {
+    if (k.starts_with("fused_elementwise")) fused.push_back(k);
+  }
+  EXPECT_EQ(fused, (std::vector<std::string>{"fused_elementwise[sigmoid,multiply]",
+                                             "fused_elementwise[add,multiply]",
+                                             "fused_elementwise[exp,negative,abs,sqrt]"}));
+  for (const std::string& k : Kernels(Build(kModel, {"llvm"}, false))) {
+    EXPECT_FALSE(k.starts_with("fused_elementwise")) << k;
   }
 }
 
 std::vector<rt::OwnedTensor> RunModel(const std::vector<uint8_t>& package, int64_t n,
-                                      std::vector<int> on_test_device) {
+                                      std::vector<int> on_test_device, int threads = 1) {
   std::unique_ptr<rt::LoadedPackage> p;
   rt::Status st = rt::LoadedPackage::FromMemory(package.data(), package.size(), &p);
   EXPECT_TRUE(st.ok()) << st.message();
   rt::SessionOptions so;
   so.run_on_test_device = std::move(on_test_device);
+  so.threads = threads;
   std::unique_ptr<rt::Session> s;
   st = rt::Session::Create(std::move(p), so, &s);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -162,19 +193,30 @@ std::vector<rt::OwnedTensor> RunModel(const std::vector<uint8_t>& package, int64
 }
 
 // The fused steps run by the CPU's fused_elementwise kernel give the unfused CPU package's
-// values bit for bit: the same kernels run in the same order.
+// values bit for bit: OpenCL's fused steps (run by the opaque test device with the CPU's
+// kernels), those of one shape in blocks and the others member by member, and the CPU's own
+// fused steps in blocks; each member computes as its own kernel does.
 TEST(FuseElementwise, TheCpuKernelRunsTheMembersAsTheUnfusedStepsDo) {
-  std::vector<uint8_t> fused = Build(kModel, {"opencl"}, true);
+  std::vector<uint8_t> opencl = Build(kModel, {"opencl"}, true);
   std::vector<uint8_t> cpu = Build(kModel, {"llvm"}, true);
-  for (int64_t n : {1, 3}) {
-    std::vector<rt::OwnedTensor> got = RunModel(fused, n, {0});
-    std::vector<rt::OwnedTensor> want = RunModel(cpu, n, {});
-    ASSERT_EQ(got.size(), 11u);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t o = 0; o < got.size(); ++o) {
-      EXPECT_EQ(got[o].dtype, want[o].dtype) << "output " << o;
-      EXPECT_EQ(got[o].shape, want[o].shape) << "output " << o;
-      EXPECT_EQ(got[o].data, want[o].data) << "output " << o;
+  std::vector<uint8_t> unfused = Build(kModel, {"llvm"}, false);
+  for (int64_t n : {1, 3, 2000}) {
+    std::vector<rt::OwnedTensor> want = RunModel(unfused, n, {});
+    for (int way = 0; way < 3; ++way) {
+      // OpenCL's steps; the CPU's on one thread, and on three (blocks split among them)
+      const bool on_cpu = way > 0;
+      std::vector<rt::OwnedTensor> got =
+          on_cpu ? RunModel(cpu, n, {}, way == 2 ? 3 : 1) : RunModel(opencl, n, {0});
+      ASSERT_EQ(got.size(), 11u);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        std::string what = (on_cpu ? "cpu" : "opencl") +
+                           std::string(way == 2 ? ", 3 threads" : "") + ", n " + std::to_string(n) +
+                           ", output " + std::to_string(o);
+        EXPECT_EQ(got[o].dtype, want[o].dtype) << what;
+        EXPECT_EQ(got[o].shape, want[o].shape) << what;
+        EXPECT_EQ(got[o].data, want[o].data) << what;
+      }
     }
   }
 }

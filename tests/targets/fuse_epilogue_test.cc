@@ -90,8 +90,11 @@ struct Built {
 };
 
 Built Build(const ir::IRModule& mod, bool fuse) {
+  // Epilogue fusion alone: the elementwise steps it leaves stay steps of their own (the CPU's
+  // elementwise fusion, which would join them, has its own tests: fuse_elementwise_test.cc).
   CompileOptions options;
   options.lower.fuse_epilogues = fuse;
+  options.lower.fuse_elementwise = false;
   Built b;
   Expected<Compiled> c = Compile(mod, options);
   EXPECT_TRUE(c) << c.error().ToString();
@@ -99,6 +102,7 @@ Built Build(const ir::IRModule& mod, bool fuse) {
   b.package = c->package;
   LowerOptions lower;
   lower.fuse_epilogues = fuse;
+  lower.fuse_elementwise = false;
   Expected<PackageSpec> spec = Lower(c->module, lower);
   EXPECT_TRUE(spec) << spec.error().ToString();
   if (!spec) return b;

@@ -3,6 +3,7 @@
 // types to the reference.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "targets/cpu/kernels/util.h"
@@ -52,6 +53,16 @@ Status NegativeReference(KernelContext& ctx);
 Status EqualReference(KernelContext& ctx);
 Status LessReference(KernelContext& ctx);
 Status GreaterReference(KernelContext& ctx);
+
+// A fused_elementwise step (fused.h) computed in blocks of its output that stay in L1, every
+// member on a block before the next block, where each member is one of the float32 ops the
+// compiler fuses on the CPU (targets/fuse_elementwise.cc: add, subtract, multiply, divide,
+// maximum, minimum, nn.relu, sigmoid, tanh, exp, erf, sqrt, abs, negative) and each input is of
+// the output's shape or a single element. Each member computes as its own kernel does, so the
+// values are the unfused steps' bit for bit. *done false, nothing written, otherwise.
+Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_view> ops,
+                              std::span<const int64_t> arity, std::span<const int64_t> args,
+                              std::span<const int64_t> dtypes, bool* done);
 
 Status AddFast(KernelContext& ctx);
 Status SubtractFast(KernelContext& ctx);

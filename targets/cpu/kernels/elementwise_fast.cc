@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -289,7 +291,184 @@ Status UnaryFloat(KernelContext& ctx, rt::KernelFn reference, F f) {
   return Status::Ok();
 }
 
+// The members of a fused step FusedElementwiseBlocks computes.
+enum class BlockOp : uint8_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,
+  kMin,  // binary
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kExp,
+  kErf,
+  kSqrt,
+  kAbs,
+  kNeg
+};
+
+bool BlockOpOf(std::string_view name, BlockOp* op) {
+  static constexpr std::pair<std::string_view, BlockOp> kOps[] = {
+      {"add", BlockOp::kAdd},      {"subtract", BlockOp::kSub},    {"multiply", BlockOp::kMul},
+      {"divide", BlockOp::kDiv},   {"maximum", BlockOp::kMax},     {"minimum", BlockOp::kMin},
+      {"nn.relu", BlockOp::kRelu}, {"sigmoid", BlockOp::kSigmoid}, {"tanh", BlockOp::kTanh},
+      {"exp", BlockOp::kExp},      {"erf", BlockOp::kErf},         {"sqrt", BlockOp::kSqrt},
+      {"abs", BlockOp::kAbs},      {"negative", BlockOp::kNeg}};
+  for (const auto& [n, o] : kOps) {
+    if (n == name) {
+      *op = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+// f over x[0, n) into y, as UnaryFloat<kWide> runs it (16 lanes where it would).
+template <bool kWide, typename F>
+void MapBlock(const float* x, float* y, int64_t n, F f) {
+#if defined(QUILT_HAS_MAP512)
+  if constexpr (kWide) {
+    if (HasAvx512Gemm()) return Map512(x, y, n, f);
+  }
+#endif
+  Map(x, y, n, f);
+}
+
 }  // namespace
+
+Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_view> ops,
+                              std::span<const int64_t> arity, std::span<const int64_t> args,
+                              std::span<const int64_t> dtypes, bool* done) {
+  *done = false;
+  constexpr size_t kMaxMembers = 32;
+  constexpr int kMaxInputs = 64;
+  const size_t members = ops.size();
+  if (members == 0 || members > kMaxMembers || arity.size() != members ||
+      dtypes.size() != members || ctx.num_inputs() > kMaxInputs) {
+    return Status::Ok();
+  }
+  // The step's inputs: float32, each of one shape or a single element (read for every element).
+  const int num_inputs = ctx.num_inputs();
+  const float* in[kMaxInputs];
+  bool single[kMaxInputs];
+  const Tensor* full = nullptr;
+  for (int k = 0; k < num_inputs; ++k) {
+    const Tensor* t = ctx.input(k);
+    if (!t || t->dtype != DType::kFloat32) return Status::Ok();
+    in[k] = t->Data<float>();
+    single[k] = t->NumElements() == 1;
+    if (single[k]) continue;
+    if (full && t->shape != full->shape) return Status::Ok();
+    full = t;
+  }
+  if (!full) return Status::Ok();  // every input one element: the members' own kernels
+  for (int k = 0; k < num_inputs; ++k) {
+    if (single[k] && ctx.input(k)->rank() > full->rank()) return Status::Ok();
+  }
+  // The members: their ops and operands (k >= 0 the step's input k, k < 0 member -k - 1's
+  // block); a unary op reads a whole block, never one element.
+  struct Member {
+    BlockOp op;
+    int64_t a, b;
+  };
+  Member m[kMaxMembers];
+  size_t next = 0;
+  for (size_t i = 0; i < members; ++i) {
+    if (dtypes[i] != static_cast<int64_t>(DType::kFloat32) || !BlockOpOf(ops[i], &m[i].op)) {
+      return Status::Ok();
+    }
+    const int64_t want = m[i].op < BlockOp::kRelu ? 2 : 1;
+    if (arity[i] != want || next + static_cast<size_t>(want) > args.size()) return Status::Ok();
+    int64_t operand[2] = {0, 0};
+    for (int64_t k = 0; k < want; ++k) {
+      operand[k] = args[next++];
+      if (operand[k] >= num_inputs ||
+          (operand[k] < 0 && -operand[k] - 1 >= static_cast<int64_t>(i))) {
+        return Status::Ok();
+      }
+    }
+    if (want == 1 && operand[0] >= 0 && single[operand[0]]) return Status::Ok();
+    m[i].a = operand[0];
+    m[i].b = operand[1];
+  }
+  Tensor* y;
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, full->shape, &y));
+  *done = true;
+  const int64_t total = y->NumElements();
+  float* py = y->MutableData<float>();
+  constexpr int64_t kBlock = 512;
+  const int64_t blocks = (total + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, kParallelElements / kBlock);
+  ctx.ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+    // Each member's block but the last (which writes y), in this thread's own memory.
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < members * kBlock) scratch.resize(members * kBlock);
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t i0 = blk * kBlock, n = std::min(kBlock, total - i0);
+      auto operand = [&](int64_t k, int64_t* stride) -> const float* {
+        if (k < 0) {
+          *stride = 1;
+          return scratch.data() + (-k - 1) * kBlock;
+        }
+        *stride = single[k] ? 0 : 1;
+        return in[k] + (single[k] ? 0 : i0);
+      };
+      for (size_t i = 0; i < members; ++i) {
+        float* out = i + 1 == members ? py + i0 : scratch.data() + i * kBlock;
+        int64_t sa = 0, sb = 0;
+        const float* a = operand(m[i].a, &sa);
+        const float* b = m[i].op < BlockOp::kRelu ? operand(m[i].b, &sb) : nullptr;
+        switch (m[i].op) {
+          case BlockOp::kAdd:
+            Row<Add>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kSub:
+            Row<Sub>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kMul:
+            Row<Mul>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kDiv:
+            Row<Div>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kMax:
+            Row<Max>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kMin:
+            Row<Min>(a, sa, b, sb, out, n);
+            break;
+          case BlockOp::kRelu:
+            MapBlock<false>(a, out, n, [](float v) { return v < 0 ? 0.0f : v; });
+            break;
+          case BlockOp::kSigmoid:
+            MapBlock<true>(a, out, n, [](float v) { return vmath::Sigmoid(v); });
+            break;
+          case BlockOp::kTanh:
+            MapBlock<true>(a, out, n, [](float v) { return vmath::Tanh(v); });
+            break;
+          case BlockOp::kExp:
+            MapBlock<true>(a, out, n, [](float v) { return vmath::Exp(v); });
+            break;
+          case BlockOp::kErf:
+            MapBlock<true>(a, out, n, [](float v) { return vmath::Erf(v); });
+            break;
+          case BlockOp::kSqrt:
+            MapBlock<false>(a, out, n, [](float v) { return std::sqrt(v); });
+            break;
+          case BlockOp::kAbs:
+            MapBlock<false>(a, out, n, [](float v) { return std::fabs(v); });
+            break;
+          case BlockOp::kNeg:
+            MapBlock<false>(a, out, n, [](float v) { return -v; });
+            break;
+        }
+      }
+    }
+  });
+  return Status::Ok();
+}
 
 // int32 operands (a quantized conv's bias added to its sums) take the int32 form.
 Status AddFast(KernelContext& ctx) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/util.h"
 
@@ -74,6 +75,9 @@ Status FusedElementwise(KernelContext& ctx) {
   if (ops.empty() || arity.size() != ops.size() || dtypes.size() != ops.size()) {
     return Status::Error("fused_elementwise: the step's ops, arity and dtypes disagree");
   }
+  bool done = false;
+  QUILT_RETURN_IF_ERROR(FusedElementwiseBlocks(ctx, ops, arity, args, dtypes, &done));
+  if (done) return Status::Ok();
   std::vector<std::unique_ptr<MemberContext>> members;
   size_t next = 0;
   for (size_t m = 0; m < ops.size(); ++m) {
