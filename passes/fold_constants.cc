@@ -810,8 +810,6 @@ Expected<ir::Expr> SweptIf(const ir::Binding& b, F&& sweep) {
   return ir::MakeIf(branch->cond, *then_branch, *else_branch);
 }
 
-// A rule that replaces a binding with bindings of its own (the last takes the binding's variable),
-// or returns none.
 // ---- the extreme of a stack ----
 
 // The one axis of `attr` (ints) in a rank `rank` tensor, normalized; nullopt for none or more.
@@ -875,6 +873,8 @@ Expected<std::vector<ir::Binding>> StackedExtremes(const FunctionView& v, const 
   return made.Finish();
 }
 
+// A rule that replaces a binding with bindings of its own (the last takes the binding's variable),
+// or returns none.
 using BindingsRule = Expected<std::vector<ir::Binding>> (*)(const FunctionView&, const ir::Binding&,
                                                             bool dataflow);
 

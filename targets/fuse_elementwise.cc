@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "ir/dtype.h"
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/fused.h"
 #include "targets/opencl/emit_util.h"
 #include "targets/opencl/ops.h"
@@ -29,17 +31,6 @@ bool AllOnes(const GraphSpec& g, int v) {
   return true;
 }
 
-// The ops the CPU's fused_elementwise kernel computes block by block (elementwise_fast.cc), in
-// float32, each as its own kernel computes it.
-bool CpuFusableOp(std::string_view op) {
-  for (std::string_view o :
-       {"add", "subtract", "multiply", "divide", "maximum", "minimum", "nn.relu", "sigmoid", "tanh",
-        "exp", "erf", "sqrt", "abs", "negative"}) {
-    if (op == o) return true;
-  }
-  return false;
-}
-
 bool OnCpu(const std::vector<DeviceSpec>& devices, const StepSpec& s) {
   return devices[static_cast<size_t>(s.device)].kind == "cpu";
 }
@@ -51,10 +42,14 @@ bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const S
   if (kind == "cpu") {
     // float32 ops whose operands are of the result's shape or a single element: what the CPU's
     // kernel runs in blocks that stay in L1, with no pass over memory between the members.
+    // (The ops its block kernel computes: cpu::IsBlockOp, elementwise_fast.cc.)
+    constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
     const int y = s.outputs[0];
-    if (!CpuFusableOp(s.kernel) || g.values[static_cast<size_t>(y)].dtype != 1) return false;
+    if (!cpu::IsBlockOp(s.kernel) || g.values[static_cast<size_t>(y)].dtype != kFloat32) {
+      return false;
+    }
     for (int v : s.inputs) {
-      if (v < 0 || g.values[static_cast<size_t>(v)].dtype != 1) return false;
+      if (v < 0 || g.values[static_cast<size_t>(v)].dtype != kFloat32) return false;
       if (!SameShape(g, v, y) && !AllOnes(g, v)) return false;
     }
   } else if (kind != "opencl" ||

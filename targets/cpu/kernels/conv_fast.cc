@@ -367,7 +367,7 @@ QUILT_CLONES void WriteBatchIm2Col(const float* x, int64_t n, int64_t image_stri
     bool run[kOffsets];
     for (int64_t tap = 0; tap < t1 - t0; ++tap) {
       const int32_t* o = offs + tap * out_size;
-      run[tap] = o[0] >= 0 && o[out_size - 1] - o[0] == out_size - 1;
+      run[tap] = o[0] >= 0;
       for (int64_t q = 1; run[tap] && q < out_size; ++q) run[tap] = o[q] == o[0] + q;
     }
     for (int64_t c = c0; c < c1; ++c) {
@@ -554,6 +554,8 @@ Status ConvFast(KernelContext& ctx) {
   int64_t in_size = g.InSize(), out_size = g.OutSize(), ks = g.KernelSize();
   if (geo.y->NumElements() == 0) return Status::Ok();
   Epilogue epilogue(geo);
+  // A batch of images of few output positions each: one product for all of them (below).
+  const bool images_share = geo.n > 1 && out_size < kBatchImagesBelow;
   // A residual input (added after the affine ops, before the activation): the GEMM paths that
   // write C into y add it as they finish each block of C (`full`, residual_done); every other
   // path runs with no epilogue, and one pass over y then applies all of it.
@@ -619,7 +621,7 @@ Status ConvFast(KernelContext& ctx) {
           !GemmReadsAInPlace() || bytes < kInPlaceFromBytes || g.OutSize() >= kPackedFromColumns;
       // A product of few columns (an image of a few output positions, or a batch of them taken
       // as one product) with rows enough to fill a panel streams A^T (FewColumnsA).
-      int64_t columns = geo.n > 1 && out_size < kBatchImagesBelow ? geo.n * out_size : out_size;
+      int64_t columns = images_share ? geo.n * out_size : out_size;
       bool few = columns <= kFewColumns && geo.og >= kGemmPanel;
       return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack, few);
     });
@@ -644,7 +646,7 @@ Status ConvFast(KernelContext& ctx) {
                ? &prepared->few[static_cast<size_t>(grp)]
                : nullptr;
   };
-  if (geo.n > 1 && out_size < kBatchImagesBelow) {
+  if (images_share) {
     // C = (og x n * out) per group, then each image's block moved into y (n, o, out).
     // Both written whole before they are read (the conv slots): not cleared.
     float* c = Scratch(ScratchSlot::kConvOutput, geo.og * geo.n * out_size);

@@ -63,6 +63,8 @@ Status GreaterReference(KernelContext& ctx);
 Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_view> ops,
                               std::span<const int64_t> arity, std::span<const int64_t> args,
                               std::span<const int64_t> dtypes, bool* done);
+// Whether FusedElementwiseBlocks computes `op` (the compiler fuses only these on the CPU).
+bool IsBlockOp(std::string_view op);
 
 Status AddFast(KernelContext& ctx);
 Status SubtractFast(KernelContext& ctx);

@@ -338,6 +338,11 @@ void MapBlock(const float* x, float* y, int64_t n, F f) {
 
 }  // namespace
 
+bool IsBlockOp(std::string_view op) {
+  BlockOp o;
+  return BlockOpOf(op, &o);
+}
+
 Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_view> ops,
                               std::span<const int64_t> arity, std::span<const int64_t> args,
                               std::span<const int64_t> dtypes, bool* done) {

@@ -1111,8 +1111,7 @@ QUILT_CLONES void FinishRow(const GemmEpilogue& e, float* y, int64_t n, int64_t 
 QUILT_CLONES void FinishRowWith(const GemmEpilogue& e, float* __restrict y, int64_t n, int64_t row,
                                 const float* __restrict res) {
   float b = e.bias ? e.bias[row * e.bias_step] : -0.0f;
-  if (e.pre.count == 0 && e.post.count == 0 && e.smooth == vmath::Smooth::kNone && !e.hardswish &&
-      !e.hard_swish && !e.negative_slope) {
+  if (FusesInRegisters(e)) {
     // The bias, the residual and the bounds (a ResNet block's relu) in one pass, rounded as the
     // passes below round them (the bounds' pass adds a bias of -0, which changes no value): a
     // GEMM finishes each row of a block of C so, and for blocks a few panels wide the copy of
@@ -1273,7 +1272,7 @@ PackedB::PackedB(const float* panels, int64_t k, int64_t n) : k_(k), panels_(pan
 }
 
 void PackedB::LayOutColumns(int64_t n) {
-  if (n <= kGemmPanel / 3 && k_ > 0) {
+  if (n <= kFewColumns && k_ > 0) {
     columns_.resize(static_cast<size_t>(n * k_));
     PackColumns(k_, n, columns_.data());  // from the panels
   }
@@ -1320,7 +1319,7 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   int64_t work = m * n * std::max<int64_t>(k, 1);
   // Below this many multiply-adds a loop is not worth splitting across threads.
   constexpr int64_t kParallelWork = 1 << 15;
-  if (n <= kNR / 3) {
+  if (n <= kFewColumns) {
     // Few columns: B's columns made contiguous (or laid out so ahead), then dot products.
     const float* laid_out = b ? b->Columns() : nullptr;
     // In this thread's scratch, read by the pool's threads: no allocation per product (a
@@ -1512,7 +1511,7 @@ void PackedA::Unpack(float* a) const {
   }
 }
 
-bool GemmReadsA(int64_t m, int64_t n) { return n <= kNR / 3 || m < kMR; }
+bool GemmReadsA(int64_t m, int64_t n) { return n <= kFewColumns || m < kMR; }
 
 bool GemmReadsAInPlace() { return UseAvx512Gemm(); }
 
@@ -1532,8 +1531,7 @@ void FewColumnsProduct(int64_t n, const FewColumnsA& a, const float* bt, float* 
   float* ct = Scratch(ScratchSlot::kGemmTransposedC, n * m);
   Product(n, m, k, bt, k, nullptr, &a.at(), nullptr, nullptr, ct, m, pool, nullptr);
   const GemmEpilogue* e = epilogue;
-  if (e && (e->pre.count || e->post.count || e->smooth != vmath::Smooth::kNone || e->hardswish ||
-            e->hard_swish || e->negative_slope || e->residual)) {
+  if (e && (!FusesInRegisters(*e) || e->residual)) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
     }

@@ -102,7 +102,7 @@ class PackedB final : public GemmB {
   int64_t k_;
   std::vector<float> own_;  // the panels, where this object packed them
   const float* panels_;
-  std::vector<float> columns_;  // for a B of at most kGemmPanel / 3 columns, as Columns()
+  std::vector<float> columns_;  // for a B of at most kFewColumns columns, as Columns()
 };
 
 // A left operand (m x k, row stride lda) packed once into the panels the product reads: for an A

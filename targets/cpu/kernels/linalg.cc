@@ -165,17 +165,11 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
   std::span<const int64_t> ba = sa.first(a_vec ? 0 : sa.size() - 2);
   std::span<const int64_t> bb = sb.first(b_vec ? 0 : sb.size() - 2);
   thread_local Shape out_shape;
-  out_shape.clear();
-  const size_t rank = std::max(ba.size(), bb.size());
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - ba.size() ? 1 : ba[i - (rank - ba.size())];
-    int64_t db = i < rank - bb.size() ? 1 : bb[i - (rank - bb.size())];
-    if (da != db && da != 1 && db != 1) {
-      return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
-                           " and " + b_string());
-    }
-    out_shape.push_back(da == 1 ? db : da);
+  if (!BroadcastShape(ba, bb, &out_shape)) {
+    return Status::Error("matmul batch dims do not broadcast: " + rt::ShapeString(a.shape) +
+                         " and " + b_string());
   }
+  const size_t rank = out_shape.size();
   // Batch offsets of each operand (in matrices), walked with the broadcast helper; one product
   // (no batch dims) at offsets 0.
   geo->offs_a.clear();

@@ -80,9 +80,8 @@ Status LayerNormFast(KernelContext& ctx) {
   // The reduced axes must be the last `axes` dims, each named once (read in place: a layer norm
   // runs per token in small models, where a copy per run showed).
   std::span<const int64_t> list = ctx.attrs().IntsView("axes");
-  if (static_cast<int64_t>(list.size()) > rank) return LayerNorm(ctx);
-  uint64_t reduced = 0;  // bit d: dim d named (rank < 64)
   if (rank >= 64) return LayerNorm(ctx);
+  uint64_t reduced = 0;  // bit d: dim d named
   for (int64_t a : list) {
     int64_t n = a < 0 ? a + rank : a;
     if (n < 0 || n >= rank || ((reduced >> n) & 1)) return LayerNorm(ctx);

@@ -11,7 +11,7 @@
 
 namespace quilt::cpu {
 
-bool BroadcastShape(const Shape& a, const Shape& b, Shape* out) {
+bool BroadcastShape(std::span<const int64_t> a, std::span<const int64_t> b, Shape* out) {
   size_t rank = std::max(a.size(), b.size());
   auto dim = [&](size_t i, int64_t* d) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
@@ -19,7 +19,7 @@ bool BroadcastShape(const Shape& a, const Shape& b, Shape* out) {
     *d = da == 1 ? db : da;
     return da == db || da == 1 || db == 1;
   };
-  if (out == &a || out == &b) {
+  if (!out->empty() && (out->data() == a.data() || out->data() == b.data())) {
     Shape r(rank);
     for (size_t i = 0; i < rank; ++i) {
       if (!dim(i, &r[i])) return false;

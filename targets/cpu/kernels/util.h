@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -167,7 +168,7 @@ Status VisitAll(DType t, F&& f) {
 }
 
 // Numpy broadcasting of two shapes; false when they do not broadcast.
-bool BroadcastShape(const Shape& a, const Shape& b, Shape* out);
+bool BroadcastShape(std::span<const int64_t> a, std::span<const int64_t> b, Shape* out);
 // Element strides of `in` seen from every axis of `out` (0 where `in` is broadcast), for an
 // `in` that broadcasts to `out`.
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
