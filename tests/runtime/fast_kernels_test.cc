@@ -776,11 +776,11 @@ enum class GemmEpilogueKind {
   kBiasSigmoidScale
 };
 
-// C = A B for each case three ways (B packed by the product, A packed ahead, B's rows read in
-// place), and for at most kFewColumns columns two more (A laid out as FewColumnsA, B packed or its
-// rows read in place), on one thread and on three, with `kind`'s epilogue, against a double
-// reference; and where the CPU has AVX-512, with the 16-lane kernels against the 8-lane ones, bit
-// for bit.
+// C = A B for each case four ways (B packed by the product, A packed ahead, B's rows read in
+// place, B packed ahead as a constant weight is), and for at most kFewColumns columns two more (A
+// laid out as FewColumnsA, B packed or its rows read in place), on one thread and on three, with
+// `kind`'s epilogue, against a double reference; and where the CPU has AVX-512, with the 16-lane
+// kernels against the 8-lane ones, bit for bit.
 void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
                    GemmEpilogueKind kind = GemmEpilogueKind::kNone) {
   rt::ThreadPool three(3);
@@ -868,7 +868,9 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
     for (int64_t p = 0; p < cs.k; ++p) offs[static_cast<size_t>(p)] = p * cs.n;
     PackedA packed(a.data(), cs.k, cs.m, cs.k);
     FewColumnsA few(a.data(), cs.k, cs.m, cs.k);
-    for (int how = 0; how < (cs.n <= kFewColumns ? 5 : 3); ++how) {
+    PackedB packed_b(MatrixB(b.data(), cs.k, cs.n), cs.k, cs.n);
+    for (int how = 0; how < 6; ++how) {
+      if ((how == 3 || how == 4) && cs.n > kFewColumns) continue;
       for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
         auto run = [&](bool avx512) {
           SetAvx512GemmAllowedForTesting(avx512);
@@ -884,7 +886,9 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
                       e);
           } else if (how == 3) {
             SgemmFewColumns(cs.n, few, MatrixB(b.data(), cs.k, cs.n), c.data(), cs.n, pool, e);
-          } else {
+          } else if (how == 5) {
+            Sgemm(cs.m, cs.n, cs.k, a.data(), cs.k, packed_b, c.data(), cs.n, pool, e);
+          } else if (how == 4) {
             SgemmRowsFewColumns(cs.n, few, b.data(), offs.data(), c.data(), cs.n, pool, e);
           }
           SetAvx512GemmAllowedForTesting(true);
@@ -897,7 +901,8 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
                             : how == 1 ? ", A packed"
                             : how == 2 ? ", B in place"
                             : how == 3 ? ", A^T laid out"
-                                       : ", A^T laid out, B in place") +
+                            : how == 4 ? ", A^T laid out, B in place"
+                                       : ", B packed ahead") +
                            (pool ? ", 3 threads" : "");
         for (size_t i = 0; i < wide.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(narrow[i]))
@@ -911,38 +916,49 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
 }
 
 // The AVX-512 block kernels (eight rows by 24 columns as 16 + 8 lanes, and by two panels of 24
-// as three 16-lane vectors) against the 8-lane one and a double reference: rows not a multiple
-// of eight, last panels of fewer than 24 columns (a pair's second among them),
-// reductions over several slabs of 128, B packed by the product or read in place (SgemmRows),
-// A packed ahead or (16-lane kernel) read in place, on one thread and on three. Each sum runs over
-// the reduction in the same order in both kernels, so their values are equal bit for bit.
+// as three 16-lane vectors, and a block's last 2 to 7 rows by two panels) against the 8-lane one
+// and a double reference: rows not a multiple of eight, last panels of fewer than 24 columns (a
+// pair's second among them), reductions over several slabs of 128, B packed by the product or read
+// in place (SgemmRows), A packed ahead or (16-lane kernel) read in place, on one thread and on
+// three. Each sum runs over the reduction in the same order in both kernels, so their values are
+// equal bit for bit.
 TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
   if (!HasAvx512Gemm())
     GTEST_SKIP() << "this CPU has no AVX-512 F and VL: only the 8-lane kernel runs";
   std::mt19937 rng(77);
-  CheckGemmWays({GemmCase{8, 24, 5}, GemmCase{13, 50, 130}, GemmCase{64, 24, 300},
-                 GemmCase{67, 100, 129}, GemmCase{9, 31, 1}, GemmCase{200, 75, 260},
-                 GemmCase{16, 48, 128}, GemmCase{16, 40, 140}, GemmCase{11, 37, 3},
-                 // partial panels stored through masks: 20 and 16 of 24 columns, 44 of 48, over
-                 // several slabs (each adding to C)
-                 GemmCase{16, 20, 300}, GemmCase{9, 16, 200}, GemmCase{24, 44, 257}},
-                rng);
+  CheckGemmWays(
+      {GemmCase{8, 24, 5}, GemmCase{13, 50, 130}, GemmCase{64, 24, 300}, GemmCase{67, 100, 129},
+       GemmCase{9, 31, 1}, GemmCase{200, 75, 260}, GemmCase{16, 48, 128}, GemmCase{16, 40, 140},
+       GemmCase{11, 37, 3},
+       // partial panels stored through masks: 20 and 16 of 24 columns, 44 of 48, over
+       // several slabs (each adding to C)
+       GemmCase{16, 20, 300}, GemmCase{9, 16, 200}, GemmCase{24, 44, 257},
+       // last rows of a block (2 to 7) by whole pairs of panels, in one 16-lane kernel:
+       // a fifth row's sums in four sets as the 8-lane kernel's single row
+       GemmCase{10, 48, 130}, GemmCase{14, 96, 300}, GemmCase{15, 52, 200}, GemmCase{12, 48, 50},
+       GemmCase{6, 48, 129}, GemmCase{69, 48, 257},
+       // fewer rows than a panel's four by B packed ahead (FewRowsPanel), two or three
+       // rows by pairs of whole panels in one 16-lane kernel
+       GemmCase{2, 96, 300}, GemmCase{3, 100, 140}, GemmCase{1, 50, 129}, GemmCase{3, 20, 7}},
+      rng);
 }
 
 // Products of at most eight columns: dot products along A's rows, eight lanes at a time:
 // matrix-vector products of rows by six and the rest, two to eight columns by three rows and the
 // rest, reductions short of eight, of whole multiples and with a tail. And from A^T laid out
 // (FewColumnsA): C^T of one to three rows (a panel at a time) and of four to eight (the block
-// kernels), A^T of one panel, of several with a partial last one (258 rows: a STFT's filters),
+// kernels; five to seven by whole pairs of panels in one), A^T of one panel, of several with a
+// partial last one (258 rows: a STFT's filters),
 // and of at most eight columns (taking the product's own few-columns path), a reduction over
 // several slabs of 128, none at all.
 TEST(FastKernels, GemmOfFewColumnsMatchesTheReference) {
   std::mt19937 rng(79);
-  CheckGemmWays({GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
-                 GemmCase{40, 2, 129}, GemmCase{4, 7, 1}, GemmCase{12, 6, 64}, GemmCase{30, 4, 387},
-                 GemmCase{24, 3, 50}, GemmCase{258, 4, 256}, GemmCase{128, 8, 387},
-                 GemmCase{64, 1, 384}, GemmCase{100, 6, 0}},
-                rng);
+  CheckGemmWays(
+      {GemmCase{20, 1, 300}, GemmCase{7, 5, 47}, GemmCase{13, 8, 16}, GemmCase{9, 3, 5},
+       GemmCase{40, 2, 129}, GemmCase{4, 7, 1}, GemmCase{12, 6, 64}, GemmCase{30, 4, 387},
+       GemmCase{24, 3, 50}, GemmCase{258, 4, 256}, GemmCase{128, 8, 387}, GemmCase{64, 1, 384},
+       GemmCase{100, 6, 0}, GemmCase{96, 5, 256}, GemmCase{100, 7, 300}, GemmCase{50, 6, 140}},
+      rng);
 }
 
 // The epilogues applied by the AVX-512 block kernels as they store C (in the registers of the

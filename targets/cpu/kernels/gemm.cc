@@ -621,6 +621,114 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
   }
 }
 
+// One step of the reduction for MicroKernelRowsOf48: B's row p (48 columns) times A's column p
+// into the sums of rows [0, kM), row 4's into set `last` of its (where kM is 5).
+template <bool kRows, bool kAIn, int kM>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, const float* a1,
+                                                   const float* b0, const float* b1,
+                                                   const int64_t* offs, int64_t lda,
+                                                   V16 (&acc)[kM][3], V16 (&last)[3]) {
+  V16 bv[3];
+  if constexpr (kRows) {
+    const float* row = b0 + offs[p];
+    for (int v = 0; v < 3; ++v) LoadV16(&bv[v], row + 16 * v);
+  } else {
+    const float* r0 = b0 + p * kNR;
+    const float* r1 = b1 + p * kNR;
+    V8 tail, head;
+    LoadV16(&bv[0], r0);
+    LoadV(&tail, r0 + 16);
+    LoadV(&head, r1);
+    bv[1] =
+        __builtin_shufflevector(tail, head, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    LoadV16(&bv[2], r1 + 8);
+  }
+  for (int i = 0; i < kM && i < 4; ++i) {
+    float av = AAt<kAIn>(a0, lda, i, p);
+    for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
+  }
+  if constexpr (kM == 5) {
+    float av = AAt<kAIn>(a1, lda, 0, p);
+    for (int v = 0; v < 3; ++v) last[v] += av * bv[v];
+  } else {
+    for (int i = 4; i < kM; ++i) {
+      float av = AAt<kAIn>(a1, lda, i - 4, p);
+      for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+}
+
+// kM rows of C (2 to 7: a block's last rows, A's panel at a0 and the next at a1) by two whole
+// panels of 24 columns (48), as three 16-lane vectors a row: each A value broadcast once for the
+// 48 columns, B read once for every row. (The 4-row, 8-lane kernel took them a panel and four rows
+// at a time, reading B again for each: a few-columns product's 4 or 5 rows streamed its weights 4
+// times.) Each sum as the 8-lane kernel's for those rows: over p in order, but a fifth row alone
+// in its panel in four sets over alternate p, added at the end (MicroKernel's kSplit for one row),
+// so that the values are the same whichever kernel computed them.
+template <bool kRows, bool kAIn, int kM>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRowsOf48(int64_t kc, const float* a0,
+                                                          const float* a1, const float* b0,
+                                                          const float* b1, const int64_t* offs,
+                                                          float* c, int64_t ldc, bool accumulate,
+                                                          int64_t lda) {
+  static_assert(kNR == 24 && kMR == 4 && kM >= 2 && kM < 8);
+  constexpr int kSplit = kM == 5 ? 4 : 1;
+  V16 acc[kM][3], sets[kSplit][3];
+  for (auto& row : acc) {
+    for (V16& v : row) v = V16{};
+  }
+  for (auto& set : sets) {
+    for (V16& v : set) v = V16{};
+  }
+  int64_t p = 0;
+  for (; p + kSplit <= kc; p += kSplit) {
+    for (int q = 0; q < kSplit; ++q) {
+      RowsOf48Step<kRows, kAIn, kM>(p + q, a0, a1, b0, b1, offs, lda, acc, sets[q]);
+    }
+  }
+  for (; p < kc; ++p) RowsOf48Step<kRows, kAIn, kM>(p, a0, a1, b0, b1, offs, lda, acc, sets[0]);
+  if constexpr (kM == 5) {
+    for (int v = 0; v < 3; ++v) {
+      acc[4][v] = sets[0][v];
+      for (int q = 1; q < kSplit; ++q) acc[4][v] += sets[q][v];
+    }
+  }
+  for (int i = 0; i < kM; ++i) {
+    float* ci = c + i * ldc;
+    for (int v = 0; v < 3; ++v) {
+      if (accumulate) {
+        V16 old;
+        LoadV16(&old, ci + 16 * v);
+        acc[i][v] += old;
+      }
+      StoreV16(ci + 16 * v, acc[i][v]);
+    }
+  }
+}
+
+// MicroKernelRowsOf48 for mr (2 to 7) rows.
+template <bool kRows, bool kAIn>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRows48(int64_t mr, int64_t kc, const float* a0,
+                                                        const float* a1, const float* b0,
+                                                        const float* b1, const int64_t* offs,
+                                                        float* c, int64_t ldc, bool accumulate,
+                                                        int64_t lda) {
+  switch (mr) {
+    case 7:
+      return MicroKernelRowsOf48<kRows, kAIn, 7>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    case 6:
+      return MicroKernelRowsOf48<kRows, kAIn, 6>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    case 5:
+      return MicroKernelRowsOf48<kRows, kAIn, 5>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    case 4:
+      return MicroKernelRowsOf48<kRows, kAIn, 4>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    case 3:
+      return MicroKernelRowsOf48<kRows, kAIn, 3>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    default:
+      return MicroKernelRowsOf48<kRows, kAIn, 2>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+  }
+}
+
 // The narrow kernels with A's rows read in place (row i at a + i * lda): a vector is sixteen p of
 // one row, kNarrowRows512 rows at a time. The phases of row i, column j: 16 floats at
 // ph + ((i / 8 * nr + j) * 8 + i % 8) * 16.
@@ -735,6 +843,13 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void BlockOf512(int64_t mc, int64_t nc, int64_t
                                      pc > 0, lda, regs ? fin : nullptr, ir, jr);
         if (fin && !regs) FinishTile(*fin, c, ldc, ir, jr, 2 * kMR, nr);
       }
+      if (mc - ir >= 2 && nr == 2 * kNR) {  // the last rows (2 to 7) at once
+        const float* a0 = APanel<kAIn>(ap, lda, k, ir, pc);
+        MicroKernelRows48<kRows, kAIn>(mc - ir, kc, a0, a0 + next, b0, b1, o, c + ir * ldc + jr,
+                                       ldc, pc > 0, lda);
+        if (fin) FinishTile(*fin, c, ldc, ir, jr, mc - ir, nr);
+        ir = mc;
+      }
       for (; ir < mc; ir += kMR) {  // the last rows, panel by panel
         const float* apanel = APanel<kAIn>(ap, lda, k, ir, pc);
         for (int64_t h = 0; h < 2; ++h) {
@@ -811,6 +926,14 @@ QUILT_AVX512 void RowsBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const f
                                       int64_t ldc, const NarrowPart* narrow,
                                       const FusedEpilogue* fused) {
   BlockOf512<true, true>(mc, nc, k, a, b, offs, c, ldc, narrow, fused, lda);
+}
+
+// C (m x 48, m of 2 or 3) = A (m x k, rows read in place) times two whole packed panels of B
+// (p0, p1), the whole reduction at once: FewRowsPanel's values (its sums over p in order) on
+// 16-lane vectors, each panel read once.
+QUILT_AVX512 void FewRowsPanels512(int64_t m, int64_t k, const float* a, int64_t lda,
+                                   const float* p0, const float* p1, float* c, int64_t ldc) {
+  MicroKernelRows48<false, true>(m, k, a, nullptr, p0, p1, nullptr, c, ldc, false, lda);
 }
 
 bool UseAvx512Gemm() {
@@ -1342,13 +1465,31 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   }
   if (m < kMR && b && k > 0 && b->Panel(0)) {
     // A few rows by a B packed ahead: each panel streamed once, A's rows read where they are.
-    int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, m * kNR * k));
-    rt::ParallelFor(work >= kParallelWork ? pool : nullptr, npanels, grain,
-                    [&](int64_t t0, int64_t t1) {
+    // With AVX-512, two or three rows take two whole panels at a time.
+    bool pairs = false;
+#if defined(QUILT_HAS_AVX512_GEMM)
+    pairs = m >= 2 && UseAvx512Gemm();
+#endif
+    const int64_t per_task = pairs ? 2 : 1;
+    int64_t grain =
+        std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, m * per_task * kNR * k));
+    rt::ParallelFor(work >= kParallelWork ? pool : nullptr, (npanels + per_task - 1) / per_task,
+                    grain, [&](int64_t t0, int64_t t1) {
                       for (int64_t t = t0; t < t1; ++t) {
-                        int64_t j = t * kNR, cols = std::min(kNR, n - j);
-                        FewRowsPanel(m, k, a, lda, b->Panel(j), c + j, ldc, cols);
-                        Finish(epilogue, 0, j, m, cols, c + j, ldc);
+                        int64_t j = t * per_task * kNR, end = std::min(n, j + per_task * kNR);
+#if defined(QUILT_HAS_AVX512_GEMM)
+                        if (pairs && end - j == 2 * kNR) {
+                          FewRowsPanels512(m, k, a, lda, b->Panel(j), b->Panel(j + kNR), c + j,
+                                           ldc);
+                          Finish(epilogue, 0, j, m, end - j, c + j, ldc);
+                          continue;
+                        }
+#endif
+                        for (int64_t jp = j; jp < end; jp += kNR) {
+                          int64_t cols = std::min(kNR, n - jp);
+                          FewRowsPanel(m, k, a, lda, b->Panel(jp), c + jp, ldc, cols);
+                          Finish(epilogue, 0, jp, m, cols, c + jp, ldc);
+                        }
                       }
                     });
     return;
