@@ -84,14 +84,17 @@ struct LoopHeld {
 
 namespace {
 // What a run leaves for the next one of its session: the vectors it indexes by value, whose
-// tensors' shapes keep their capacity, so that a run in steady state allocates none of them.
-// Never a buffer: the memory a run held is released when it ends.
+// tensors' shapes keep their capacity, so that a run in steady state allocates none of them, and
+// (a run of the main graph) its queues, finished, one per device: the CPU's with its thread pool
+// and its kernels' context, whose vectors are kept as well. Never a buffer: the memory a run held
+// is released when it ends. A run that fails leaves nothing (its queues may hold work).
 struct RunState {
   std::vector<DeviceTensor> values;
   std::vector<BufferPtr> owned;
   std::vector<uint64_t> counted;
   StepArgs args;
   Shape known;
+  std::vector<std::unique_ptr<Queue>> queues;
 };
 }  // namespace
 
@@ -1815,13 +1818,18 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
   if (profile) *profile = {};
   std::vector<const Tensor*> given;
   QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
-  // One in-order queue per device for this run (the CPU's holds this run's threads).
-  std::vector<std::unique_ptr<Queue>> queues(plans_->devices.size());
-  for (size_t d = 0; d < queues.size(); ++d) {
-    QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
-  }
   uint64_t memory = 0;
   std::unique_ptr<RunState> state = plans_->TakeRunState(0);
+  // One in-order queue per device for this run (the CPU's holds this run's threads): an earlier
+  // run's where it left them.
+  std::vector<std::unique_ptr<Queue>>& queues = state->queues;
+  if (queues.size() != plans_->devices.size()) {
+    queues.clear();
+    queues.resize(plans_->devices.size());
+    for (size_t d = 0; d < queues.size(); ++d) {
+      QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
+    }
+  }
   {
     class Run run(*plans_, queues, 0, 0, profile, start, control, &memory, state.get());
     QUILT_RETURN_IF_ERROR(run.Execute(given));

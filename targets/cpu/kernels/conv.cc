@@ -148,9 +148,11 @@ namespace {
 std::span<const int64_t> Spatial(const Shape& s) { return std::span<const int64_t>(s).subspan(2); }
 
 // (N, C, out...) for a window.
-Shape OutShape(int64_t n, int64_t c, const Window& w) {
-  Shape s;
-  s.reserve(static_cast<size_t>(2 + w.rank));
+// (This thread's, kept from step to step: no allocation in a run's steady state; valid until
+// the thread's next call.)
+const Shape& OutShape(int64_t n, int64_t c, const Window& w) {
+  thread_local Shape s;
+  s.clear();
   s.push_back(n);
   s.push_back(c);
   for (int i = 0; i < w.rank; ++i) s.push_back(w.out[i]);

@@ -21,13 +21,13 @@ namespace {
 using namespace manip;  // NOLINT
 
 // Output 0 with the bytes of input 0 and a new shape.
-Status CopyWithShape(KernelContext& ctx, const Tensor& x, Shape shape) {
+Status CopyWithShape(KernelContext& ctx, const Tensor& x, const Shape& shape) {
   if (Product(shape) != x.NumElements()) {
     return Status::Error("cannot give " + std::to_string(x.NumElements()) + " elements the shape " +
                          rt::ShapeString(shape));
   }
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, std::move(shape), &y));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, shape, &y));
   if (y->data != x.data) CopyBytes(y->data, x.data, x.ByteSize());  // in place: nothing to copy
   return Status::Ok();
 }
@@ -36,7 +36,7 @@ Status CopyWithShape(KernelContext& ctx, const Tensor& x, Shape shape) {
 
 Status Reshape(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  std::vector<int64_t> dims;
+  thread_local std::vector<int64_t> dims;  // kept from step to step: no allocation in a run
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "shape", &dims));
   int infer_at = -1;
   int64_t known = 1;
@@ -65,16 +65,19 @@ Status Reshape(KernelContext& ctx) {
 
 Status ExpandDims(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  std::vector<int64_t> axes = ctx.attrs().Ints("axis");
+  std::span<const int64_t> axes = ctx.attrs().IntsView("axis");
   int out_rank = x.rank() + static_cast<int>(axes.size());
-  std::vector<bool> is_new(out_rank, false);
+  // This thread's, kept from step to step (as the output's shape): no allocation in a run.
+  thread_local std::vector<char> is_new;
+  is_new.assign(static_cast<size_t>(out_rank), 0);
   for (int64_t a : axes) {
     int64_t n = a;
     if (!NormalizeAxis(&n, out_rank)) return AxisError(a, out_rank);
     if (is_new[n]) return Status::Error("axis " + std::to_string(a) + " appears twice");
-    is_new[n] = true;
+    is_new[n] = 1;
   }
-  Shape out;
+  thread_local Shape out;
+  out.clear();
   int j = 0;
   for (int i = 0; i < out_rank; ++i) out.push_back(is_new[i] ? 1 : x.shape[j++]);
   return CopyWithShape(ctx, x, out);
@@ -82,21 +85,24 @@ Status ExpandDims(KernelContext& ctx) {
 
 Status Squeeze(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  std::vector<bool> drop(x.rank(), false);
+  // This thread's, kept from step to step (as the output's shape): no allocation in a run.
+  thread_local std::vector<char> drop;
+  drop.assign(static_cast<size_t>(x.rank()), 0);
   if (ctx.attrs().Has("axis")) {
-    for (int64_t a : ctx.attrs().Ints("axis")) {
+    for (int64_t a : ctx.attrs().IntsView("axis")) {
       int64_t n = a;
       if (!NormalizeAxis(&n, x.rank())) return AxisError(a, x.rank());
       if (x.shape[n] != 1) {
         return Status::Error("cannot squeeze axis " + std::to_string(a) + " of size " +
                              std::to_string(x.shape[n]));
       }
-      drop[n] = true;
+      drop[n] = 1;
     }
   } else {
     for (int i = 0; i < x.rank(); ++i) drop[i] = x.shape[i] == 1;
   }
-  Shape out;
+  thread_local Shape out;
+  out.clear();
   for (int i = 0; i < x.rank(); ++i) {
     if (!drop[i]) out.push_back(x.shape[i]);
   }
@@ -487,14 +493,19 @@ Status SliceImpl(KernelContext& ctx, std::span<const int64_t> axes, std::span<co
     return Status::Error("begin, end and strides must hold one value per axis (" +
                          std::to_string(axes.size()) + ")");
   }
-  std::vector<int64_t> first(rank, 0), step(rank, 1);
-  Shape out = x.shape;
-  std::vector<bool> seen(rank, false);
+  // This thread's, kept from step to step: no allocation in a run's steady state.
+  thread_local std::vector<int64_t> first, step, view;
+  thread_local Shape out;
+  thread_local std::vector<char> seen;
+  first.assign(static_cast<size_t>(rank), 0);
+  step.assign(static_cast<size_t>(rank), 1);
+  out.assign(x.shape.begin(), x.shape.end());
+  seen.assign(static_cast<size_t>(rank), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i];
     if (!NormalizeAxis(&a, rank)) return AxisError(axes[i], rank);
     if (seen[a]) return Status::Error("axis " + std::to_string(axes[i]) + " appears twice");
-    seen[a] = true;
+    seen[a] = 1;
     if (strides[i] == 0) return Status::Error("a slice step must not be zero");
     SliceAxis(x.shape[a], begin[i], end[i], strides[i], &first[a], &out[a]);
     step[a] = strides[i];
@@ -504,13 +515,13 @@ Status SliceImpl(KernelContext& ctx, std::span<const int64_t> axes, std::span<co
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  std::vector<int64_t> in_strides = Strides(x.shape), view(rank);
-  int64_t base = 0;
-  for (int k = 0; k < rank; ++k) {
-    base += first[k] * in_strides[k];
+  view.assign(static_cast<size_t>(rank), 0);
+  int64_t base = 0, in_stride = 1;
+  for (int k = rank - 1; k >= 0; in_stride *= x.shape[k], --k) {
+    base += first[k] * in_stride;
     // An axis of one output element reads no second one, whatever its step (which may be near
     // 2^63); with two or more, |step| is below the dim and the product below the input's size.
-    view[k] = out[k] > 1 ? step[k] * in_strides[k] : 0;
+    view[k] = out[k] > 1 ? step[k] * in_stride : 0;
   }
   CopyStrided(static_cast<const uint8_t*>(x.data) + base * static_cast<int64_t>(eb), out, view, eb,
               y->data, ctx.thread_pool());

@@ -172,8 +172,10 @@ void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vec
   int outer_rank = static_cast<int>(dims.size()) - 1;
   int64_t inner = dims.back(), inner_stride = st.back();
   size_t row_bytes = static_cast<size_t>(inner) * eb;
-  // Row r0's index along each outer dim, and its offset.
-  std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
+  // Row r0's index along each outer dim, and its offset (this thread's, kept from call to call:
+  // no allocation in a run's steady state).
+  thread_local std::vector<int64_t> idx;
+  idx.assign(static_cast<size_t>(outer_rank), 0);
   int64_t off = 0;
   for (int64_t r = r0, ax = outer_rank - 1; ax >= 0; --ax) {
     idx[static_cast<size_t>(ax)] = r % dims[static_cast<size_t>(ax)];
@@ -212,8 +214,14 @@ void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vec
 
 void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
                  size_t eb, void* dst, rt::ThreadPool* pool) {
-  // Dims of one dropped; a dim merged into the one inside it where the two are contiguous.
-  std::vector<int64_t> dims, st;
+  // Dims of one dropped; a dim merged into the one inside it where the two are contiguous. (This
+  // thread's, kept from call to call; the pool's threads read the caller's through these
+  // references: a thread_local named in a lambda would be the running thread's own.)
+  thread_local std::vector<int64_t> kept_dims, kept_st;
+  std::vector<int64_t>& dims = kept_dims;
+  std::vector<int64_t>& st = kept_st;
+  dims.clear();
+  st.clear();
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 0) return;
     if (shape[k] == 1) continue;
