@@ -501,6 +501,48 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x24(int64_t kc, const float* a
   }
 }
 
+// Row p of 48 columns of B as three 16-lane vectors: of two packed panels (b0, b1; row p of each
+// at p * kNR, the middle vector joined from their two halves), or, with kRows, read in place (b0
+// + offs[p]).
+template <bool kRows>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void LoadB48(int64_t p, const float* b0, const float* b1,
+                                              const int64_t* offs, V16 (&bv)[3]) {
+  if constexpr (kRows) {
+    const float* row = b0 + offs[p];
+    for (int v = 0; v < 3; ++v) LoadV16(&bv[v], row + 16 * v);
+  } else {
+    const float* r0 = b0 + p * kNR;
+    const float* r1 = b1 + p * kNR;
+    V8 tail, head;
+    LoadV16(&bv[0], r0);
+    LoadV(&tail, r0 + 16);
+    LoadV(&head, r1);
+    bv[1] =
+        __builtin_shufflevector(tail, head, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    LoadV16(&bv[2], r1 + 8);
+  }
+}
+
+// kM rows of 48 sums from their registers to C (row i at c + i * ldc), or (accumulate) added to
+// what is there. Unrolled, so that the sums go from their registers to C.
+template <int kM>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void StoreRows48(V16 (&acc)[kM][3], float* c, int64_t ldc,
+                                                  bool accumulate) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kM; ++i) {
+    float* ci = c + i * ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; ++v) {
+      if (accumulate) {
+        V16 old;
+        LoadV16(&old, ci + 16 * v);
+        acc[i][v] += old;
+      }
+      StoreV16(ci + 16 * v, acc[i][v]);
+    }
+  }
+}
+
 // Eight rows of C by two panels of 24 columns (48), as three 16-lane vectors a row: 24 sums in
 // registers, every multiply-add 16 lanes wide. B: two packed panels (b0, b1; row p of each at
 // p * kNR, the vector across them joined from their two halves), or, with kRows, 48 columns
@@ -519,20 +561,7 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
   }
   for (int64_t p = 0; p < kc; ++p) {
     V16 bv[3];
-    if constexpr (kRows) {
-      const float* row = b0 + offs[p];
-      for (int v = 0; v < 3; ++v) LoadV16(&bv[v], row + 16 * v);
-    } else {
-      const float* r0 = b0 + p * kNR;
-      const float* r1 = b1 + p * kNR;
-      V8 tail, head;
-      LoadV16(&bv[0], r0);
-      LoadV(&tail, r0 + 16);
-      LoadV(&head, r1);
-      bv[1] =
-          __builtin_shufflevector(tail, head, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-      LoadV16(&bv[2], r1 + 8);
-    }
+    LoadB48<kRows>(p, b0, b1, offs, bv);
     for (int i = 0; i < 4; ++i) {
       float av = AAt<kAIn>(a0, lda, i, p);
       for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
@@ -597,20 +626,7 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
     return;
   }
   if (nr == 48) {
-    // Unrolled, so that the sums go from their registers to C.
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      float* ci = c + i * ldc;
-#pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        if (accumulate) {
-          V16 old;
-          LoadV16(&old, ci + 16 * v);
-          acc[i][v] += old;
-        }
-        StoreV16(ci + 16 * v, acc[i][v]);
-      }
-    }
+    StoreRows48<8>(acc, c, ldc, accumulate);
     return;
   }
   for (int i = 0; i < 8; ++i) {
@@ -629,20 +645,7 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, c
                                                    const int64_t* offs, int64_t lda,
                                                    V16 (&acc)[kM][3], V16 (&last)[3]) {
   V16 bv[3];
-  if constexpr (kRows) {
-    const float* row = b0 + offs[p];
-    for (int v = 0; v < 3; ++v) LoadV16(&bv[v], row + 16 * v);
-  } else {
-    const float* r0 = b0 + p * kNR;
-    const float* r1 = b1 + p * kNR;
-    V8 tail, head;
-    LoadV16(&bv[0], r0);
-    LoadV(&tail, r0 + 16);
-    LoadV(&head, r1);
-    bv[1] =
-        __builtin_shufflevector(tail, head, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    LoadV16(&bv[2], r1 + 8);
-  }
+  LoadB48<kRows>(p, b0, b1, offs, bv);
   for (int i = 0; i < kM && i < 4; ++i) {
     float av = AAt<kAIn>(a0, lda, i, p);
     for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
@@ -693,17 +696,7 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRowsOf48(int64_t kc, const floa
       for (int q = 1; q < kSplit; ++q) acc[4][v] += sets[q][v];
     }
   }
-  for (int i = 0; i < kM; ++i) {
-    float* ci = c + i * ldc;
-    for (int v = 0; v < 3; ++v) {
-      if (accumulate) {
-        V16 old;
-        LoadV16(&old, ci + 16 * v);
-        acc[i][v] += old;
-      }
-      StoreV16(ci + 16 * v, acc[i][v]);
-    }
-  }
+  StoreRows48<kM>(acc, c, ldc, accumulate);
 }
 
 // MicroKernelRowsOf48 for mr (2 to 7) rows.
