@@ -160,7 +160,7 @@ class Event {
 
 // A device's in-order queue, one per run: work is done in the order it is given, each piece
 // after the one before has finished. A queue may run work as it is given (the CPU) or later;
-// Finish returns when all of it is done.
+// Finish returns when all of it is done. A session gives a finished queue to its next run.
 class Queue {
  public:
   virtual ~Queue() = default;
