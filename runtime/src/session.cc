@@ -1823,8 +1823,7 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
   // One in-order queue per device for this run (the CPU's holds this run's threads): an earlier
   // run's where it left them.
   std::vector<std::unique_ptr<Queue>>& queues = state->queues;
-  if (queues.size() != plans_->devices.size()) {
-    queues.clear();
+  if (queues.empty()) {
     queues.resize(plans_->devices.size());
     for (size_t d = 0; d < queues.size(); ++d) {
       QUILT_RETURN_IF_ERROR(plans_->devices[d]->CreateQueue(&queues[d]));
