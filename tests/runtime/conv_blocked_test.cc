@@ -40,6 +40,8 @@ struct BlockedAct {
   std::string affine = "";
   std::string post = "";
   bool residual = false;
+  // Not 0: post is "d", a divide by this one value for every channel.
+  float divisor = 0;
 };
 
 // nn.conv2d_nchw16c (conv_blocked.h) against the reference convolution of the same NCHW tensors:
@@ -65,8 +67,10 @@ struct BlockedAct {
 // relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
 // maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also written over
 // the residual, as the executor places an output in its residual's buffer), silu, a prelu of a
-// slope per channel, sigmoid with a residual, and a multiply before a sigmoid; on one thread and
-// three, with the AVX-512 kernels where the CPU has them and without.
+// slope per channel, sigmoid with a residual, a multiply before a sigmoid, and a divide by one
+// value for every channel after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's
+// HardSwish with a residual, each checked bit for bit against the conv without it divided after;
+// on one thread and three, with the AVX-512 kernels where the CPU has them and without.
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {
@@ -101,7 +105,9 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
                                         {true, "silu"},
                                         {true, "prelu"},
                                         {true, "sigmoid", "", "", true},
-                                        {false, "sigmoid", "s"}};
+                                        {false, "sigmoid", "s"},
+                                        {true, "hardswish", "", "d", false, 6.0f},
+                                        {false, "hard_swish", "s", "d", true, 3.0f}};
   // The sigmoid epilogues draw their constants from a generator of their own, so that every other
   // case keeps the values it was checked with (the bound relative to each output is tight where a
   // sum cancels: a dilated 5x5 case drawn afresh missed it by 2% in the Debug build).
@@ -173,8 +179,13 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
         }
         if (act.activation == "prelu")
           in.push_back(Tensor{DType::kFloat32, per_channel, slope.data()});
-        for (; k < ops.size(); ++k)
-          in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+        for (; k < ops.size(); ++k) {
+          if (act.divisor != 0) {
+            in.push_back(Tensor{DType::kFloat32, {1}, const_cast<float*>(&act.divisor)});
+          } else {
+            in.push_back(Tensor{DType::kFloat32, per_channel, ops[k].data()});
+          }
+        }
       };
       std::vector<Tensor> ref_in = {Tensor{DType::kFloat32, xs, x.data()},
                                     Tensor{DType::kFloat32, ws, w.data()}};
@@ -185,7 +196,8 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
                          " x (" + Join(xs) + ") w (" + Join(ws) + ") strides " + Join(c.stride) +
                          " dilation " + Join(c.dilation) + " pads " + Join(c.pads) + " affine '" +
                          act.affine + "' activation '" + act.activation + "' post '" + act.post +
-                         "'" + (act.residual ? " residual" : "");
+                         "'" + (act.residual ? " residual" : "") +
+                         (act.divisor != 0 ? " divisor " + std::to_string(act.divisor) : "");
       TestContext ref(ref_in, list, nullptr);
       ASSERT_TRUE(nn::ConvReference(ref).ok()) << what;
       std::vector<float> want = ref.values();
@@ -193,6 +205,14 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
           Tensor{DType::kFloat32, xbs, xb.data()},
           Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()}};
       epilogue(in, true);
+      // With a divisor, the same conv without its divide (the post op is the last input).
+      Attrs plain_attrs;
+      ConvAttrs(c, plain_attrs).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
+      if (!act.activation.empty()) plain_attrs.Str("activation", act.activation);
+      if (!act.affine.empty()) plain_attrs.Str("affine", act.affine);
+      if (act.residual) plain_attrs.Int("residual", 1);
+      const rt::AttrView::List* plain_list = plain_attrs.Finish();
+      std::vector<Tensor> plain_in(in.begin(), in.end() - (act.divisor != 0 ? 1 : 0));
       for (bool wide : {true, false}) {
         SetAvx512GemmAllowedForTesting(wide);
         for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
@@ -214,6 +234,20 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
             ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
             ASSERT_EQ(from.out().shape, ys) << what;
             std::vector<float> v = from.values();
+            if (act.divisor != 0 && !in_place) {
+              // The divide in the epilogue against the same conv without it, divided afterwards:
+              // the same bits.
+              TestContext undivided(plain_in, plain_list, pool);
+              ASSERT_TRUE(nn::ConvBlocked(undivided).ok()) << what;
+              std::vector<float> u = Unblocked(undivided);
+              ASSERT_EQ(u.size(), v.size()) << what;
+              for (size_t i = 0; i < v.size(); ++i) {
+                const float q = u[i] / act.divisor;
+                ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(q))
+                    << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : "")
+                    << ", element " << i << ": " << v[i] << ", divided after " << q;
+              }
+            }
             for (size_t i = 0; i < v.size(); ++i) {
               ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
                   << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")

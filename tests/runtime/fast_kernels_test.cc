@@ -762,8 +762,8 @@ struct GemmCase {
 
 // The epilogue CheckGemmWays gives the products: none; a bias, a residual and bounds; a bias and
 // a hardswish; a bias and a silu; a scale, a bias, a residual, ONNX's HardSwish, then a maximum
-// and a divide; an add, a bias and a negative slope; a bias, a residual and a sigmoid; a bias, a
-// sigmoid and a scale; a bias and bounds.
+// and two divides (by a value per row, by one for all); an add, a bias and a negative slope; a
+// bias, a residual and a sigmoid; a bias, a sigmoid and a scale; a bias and bounds.
 enum class GemmEpilogueKind {
   kNone,
   kBiasResidualClamp,
@@ -803,6 +803,7 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
     std::vector<float> scale = Random(rng, cs.m), add = Random(rng, cs.m),
                        floor = Random(rng, cs.m);
     std::vector<float> divisor(static_cast<size_t>(cs.m));
+    static const float kOneDivisor = 6.0f;  // and one for every row
     for (float& d : divisor) d = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
     if (kind != GemmEpilogueKind::kNone) {
       epilogue.bias = bias.data();
@@ -829,7 +830,7 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
           } else if (kind == GemmEpilogueKind::kChain) {
             v += res;
             v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
-            v = std::max<double>(v, floor[r]) / divisor[r];
+            v = std::max<double>(v, floor[r]) / divisor[r] / kOneDivisor;
           } else {
             v = v < 0 ? v * 0.125 : v;
           }
@@ -857,6 +858,7 @@ void CheckGemmWays(const std::vector<GemmCase>& cases, std::mt19937& rng,
       epilogue.hard_swish = true;
       epilogue.post.Add('x', floor.data(), 1);
       epilogue.post.Add('d', divisor.data(), 1);
+      epilogue.post.Add('d', &kOneDivisor, 0);
     }
     if (kind == GemmEpilogueKind::kLeaky) {
       epilogue.pre.Add('b', add.data(), 1);
