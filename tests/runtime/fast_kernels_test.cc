@@ -2041,11 +2041,16 @@ TEST(FastKernels, MaxPoolKeepsTheReferencesNaNAndZeros) {
                         // windows of 2 or 3 columns, strides 1 and 2 (a row's cells in registers)
                         {{2, 2}, {2, 2}, {0, 0, 1, 1}},
                         {{2, 2}, {1, 1}, {1, 0, 0, 1}},
-                        {{3, 3}, {2, 2}, {1, 1, 1, 1}}};
-  // Rows of a few outputs, rows long enough that their windows run in vector lanes, and rows of
-  // 10 or 11 outputs rounded up (ceil_mode), as MTCNN's pools are.
+                        {{3, 3}, {2, 2}, {1, 1, 1, 1}},
+                        // MTCNN's: padded at the end (SAME_UPPER), and none
+                        {{3, 3}, {2, 2}, {0, 0, 1, 1}},
+                        {{3, 3}, {2, 2}, {0, 0, 0, 0}}};
+  // Rows of a few outputs, rows long enough that their windows run in vector lanes (eight and
+  // four at a time), and rows of 10 or 11 outputs rounded up (ceil_mode) or padded at the end, as
+  // MTCNN's pools are.
   for (const Case& c : cases) {
-    for (const Shape& x : {Shape{1, 3, 9, 11}, Shape{1, 2, 7, 75}, Shape{2, 2, 22, 21}}) {
+    for (const Shape& x :
+         {Shape{1, 3, 9, 11}, Shape{1, 2, 7, 75}, Shape{2, 2, 22, 21}, Shape{1, 4, 22, 22}}) {
       std::vector<float> data = Random(rng, Count(x));
       for (size_t i = 0; i < data.size(); ++i) {
         if (i % 7 == 3) data[i] = std::nanf("");

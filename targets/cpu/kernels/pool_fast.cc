@@ -1,10 +1,10 @@
 // Float32 max pooling without indices, fast: windows that tile the rows (strides equal to the
 // window, no padding) over every plane's output rows as one run (MaxPoolTiled), other windows
-// walked plane by plane in the reference's order (MaxPoolPlane; small windows with their cells in
-// registers), or, for windows of 16 cells or more, in two passes (MaxPoolSeparable). Checked
-// against MaxPool by
+// walked in the reference's order (MaxPoolPlanes; small windows with their cells in registers), or,
+// for windows of 16 cells or more, in two passes (MaxPoolSeparable). Checked against MaxPool by
 // tests/runtime/fast_kernels_test.cc, NaN and signed zeros bit for bit.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -17,7 +17,7 @@ namespace {
 
 // Outputs [lo, hi) of a max pool's row (every cell of their windows' columns inside the input)
 // from the window's `n` input rows: kK columns a window, kS apart; cells in the order of
-// MaxPoolPlane's walk, the first taken as is, later ones only when greater.
+// MaxPoolPlanes' walk, the first taken as is, later ones only when greater.
 template <int kK, int kS>
 QUILT_ALWAYS_INLINE void MaxPoolRow(const float* const* rows, int64_t n, int64_t lo, int64_t hi,
                                     int64_t pad, float* __restrict y) {
@@ -66,6 +66,44 @@ QUILT_ALWAYS_INLINE void MaxPoolRowOfRows(const float* const* rows, int64_t lo, 
       StoreV(y + o2, best);
     }
   }
+  if constexpr (kK == 3 && kS == 2) {
+    // The same for windows of three columns (MTCNN's 3 x 3 pools of stride 2): eight outputs
+    // from each row's 17 cells, their windows' first, second and third columns (the even lanes,
+    // the odd ones, the even ones from the next cell on: 2o + 16 read alone, so that no load
+    // passes the window's last cell); four from 9 cells the same way.
+    for (; o2 + 8 <= hi; o2 += 8) {
+      V8 best;
+      for (int i = 0; i < kN; ++i) {
+        V8 a, b;
+        LoadV(&a, r[i] + 2 * o2);
+        LoadV(&b, r[i] + 2 * o2 + 8);
+        const V8 first = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+        const V8 second = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+        V8 third = __builtin_shufflevector(a, b, 2, 4, 6, 8, 10, 12, 14, 15);
+        third[7] = r[i][2 * o2 + 16];
+        best = i == 0 ? first : (first > best ? first : best);
+        best = second > best ? second : best;
+        best = third > best ? third : best;
+      }
+      StoreV(y + o2, best);
+    }
+    typedef float V4 __attribute__((vector_size(16)));
+    for (; o2 + 4 <= hi; o2 += 4) {
+      V4 best;
+      for (int i = 0; i < kN; ++i) {
+        V8 a;
+        LoadV(&a, r[i] + 2 * o2);
+        const V4 first = __builtin_shufflevector(a, a, 0, 2, 4, 6);
+        const V4 second = __builtin_shufflevector(a, a, 1, 3, 5, 7);
+        V4 third = __builtin_shufflevector(a, a, 2, 4, 6, 7);
+        third[3] = r[i][2 * o2 + 8];
+        best = i == 0 ? first : (first > best ? first : best);
+        best = second > best ? second : best;
+        best = third > best ? third : best;
+      }
+      std::memcpy(y + o2, &best, sizeof best);
+    }
+  }
 #endif
   for (; o2 < hi; ++o2) {
     int64_t i2 = o2 * kS;
@@ -102,6 +140,13 @@ QUILT_ALWAYS_INLINE bool MaxPoolSmallWindow(const float* const* rows, int64_t n,
       s == 2 ? MaxPoolRowOfRows<2, 2, 2>(rows, lo, hi, pad, y)
              : MaxPoolRowOfRows<2, 1, 2>(rows, lo, hi, pad, y);
     }
+    return true;
+  }
+  // Stride 2, a window cut short by the padding above or below (the last row of a pool padded
+  // at its end, as SAME_UPPER pads): its rows the same way.
+  if (s == 2 && n == k - 1) {
+    k == 3 ? MaxPoolRowOfRows<3, 2, 2>(rows, lo, hi, pad, y)
+           : MaxPoolRowOfRows<2, 2, 1>(rows, lo, hi, pad, y);
     return true;
   }
   if (k == 3) {
@@ -180,12 +225,16 @@ bool MaxPoolTiledFast(const float* x, float* y, int64_t planes, const Geo& g, Ke
   return true;
 }
 
-// One plane of a max pool. The window's cells are visited in the reference's order (k0, k1, k2),
-// the first cell inside the input taken as is and later ones only when greater, so NaN behaves
-// as there. Output columns whose every cell of the last dim lies inside the input go a row at a
-// time (vectorized); the others one at a time with bounds checks.
-QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const float** rows) {
-  int64_t k2n = g.kernel[2], s2 = g.stride[2], d2 = g.dilation[2], p2 = g.pad[2];
+// Planes [p0, p1) of a max pool (each in_size inputs and out_size outputs apart). The window's
+// cells are visited in the reference's order (k0, k1, k2), the first cell inside the input taken
+// as is and later ones only when greater, so NaN behaves as there. Output columns whose every
+// cell of the last dim lies inside the input go a row at a time (vectorized); the others one at a
+// time over the taps inside. What depends on an output row alone (its input rows, the edge
+// columns' taps) is worked out once for all the planes: MTCNN's planes are 11 x 11 outputs, where
+// that bookkeeping, done for each row of each plane, cost more than the comparisons.
+QUILT_CLONES void MaxPoolPlanes(const float* x, float* y, const Geo& g, int64_t p0, int64_t p1,
+                                int64_t in_size, int64_t out_size) {
+  const int64_t k2n = g.kernel[2], s2 = g.stride[2], d2 = g.dilation[2], p2 = g.pad[2];
   int64_t lo = 0, hi = g.out[2];
   for (int64_t k2 = 0; k2 < k2n; ++k2) {
     int64_t l, h;
@@ -194,56 +243,84 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
     hi = std::min(hi, h);
   }
   hi = std::max(hi, lo);
+  // This thread's, kept from call to call: the edge columns with their taps [first, last] (last
+  // < first: none inside), an output row's input row offsets, and their pointers in a plane.
+  struct Edge {
+    int64_t o2, first, last;
+  };
+  thread_local std::vector<Edge> edges;
+  thread_local std::vector<int64_t> offs;
+  thread_local std::vector<const float*> rows;
+  edges.clear();
+  for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+    if (o2 == lo && hi > lo) o2 = hi;  // the inside columns are not edges
+    if (o2 >= g.out[2]) break;
+    Edge e{o2, 0, -1};
+    ValidTaps(o2, s2, p2, d2, k2n, g.in[2], &e.first, &e.last);
+    edges.push_back(e);
+  }
+  const auto window_rows = static_cast<size_t>(g.kernel[0] * g.kernel[1]);
+  if (offs.size() < window_rows) offs.resize(window_rows);
+  if (rows.size() < window_rows) rows.resize(window_rows);
+  // (Local names for the thread's vectors: each use of a thread_local finds it again.)
+  int64_t* const off = offs.data();
+  const float** const rp = rows.data();
+  const Edge* const edge = edges.data();
+  const size_t num_edges = edges.size();
   for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
     for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-      float* __restrict yr = y + (o0 * g.out[1] + o1) * g.out[2];
       int64_t n = 0;
       ForEachInsideRow(g, o0, o1, [&](int64_t i0, int64_t i1, int64_t, int64_t) {
-        rows[n++] = x + (i0 * g.in[1] + i1) * g.in[2];
+        off[n++] = (i0 * g.in[1] + i1) * g.in[2];
       });
-      for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-        if (o2 == lo && hi > lo && n > 0) o2 = hi;  // the inside columns come below
-        if (o2 >= g.out[2]) break;
-        // The window's columns inside the input, taps [k_lo, k_hi): the first cell taken as is,
-        // later ones only when greater, none at all -inf.
-        const int64_t base = o2 * s2 - p2;
-        int64_t k_lo, k_last;
-        ValidTaps(o2, s2, p2, d2, k2n, g.in[2], &k_lo, &k_last);
-        if (n == 0 || k_lo > k_last) {
-          yr[o2] = -std::numeric_limits<float>::infinity();
+      const int64_t row_out = (o0 * g.out[1] + o1) * g.out[2];
+      for (int64_t p = p0; p < p1; ++p) {
+        float* __restrict yr = y + p * out_size + row_out;
+        if (n == 0) {
+          std::fill(yr, yr + g.out[2], -std::numeric_limits<float>::infinity());
           continue;
         }
-        float best = rows[0][base + k_lo * d2];
-        for (int64_t r = 0; r < n; ++r) {
-          for (int64_t k2 = r == 0 ? k_lo + 1 : k_lo; k2 <= k_last; ++k2) {
-            float v = rows[r][base + k2 * d2];
-            best = v > best ? v : best;
+        const float* xp = x + p * in_size;
+        for (int64_t r = 0; r < n; ++r) rp[r] = xp + off[r];
+        for (size_t ei = 0; ei < num_edges; ++ei) {
+          const Edge& e = edge[ei];
+          if (e.first > e.last) {
+            yr[e.o2] = -std::numeric_limits<float>::infinity();
+            continue;
           }
+          const int64_t base = e.o2 * s2 - p2;
+          float best = rp[0][base + e.first * d2];
+          for (int64_t r = 0; r < n; ++r) {
+            for (int64_t k2 = r == 0 ? e.first + 1 : e.first; k2 <= e.last; ++k2) {
+              float v = rp[r][base + k2 * d2];
+              best = v > best ? v : best;
+            }
+          }
+          yr[e.o2] = best;
         }
-        yr[o2] = best;
-      }
-      if (n == 0 || hi == lo) continue;
-      if (MaxPoolSmallWindow(rows, n, lo, hi, k2n, s2, d2, p2, yr)) continue;
-      for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rows[0][o2 * s2 - p2];
-      for (int64_t r = 0; r < n; ++r) {
-        for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
-          const float* __restrict xr = rows[r];
-          int64_t off = k2 * d2 - p2;
-          if (s2 == 1) {
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xr[o2 + off];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
-            }
-          } else if (s2 == 2) {  // a constant stride: the loop vectorizes
-            const float* __restrict xo = xr + off;
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xo[2 * o2];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
-            }
-          } else {
-            for (int64_t o2 = lo; o2 < hi; ++o2) {
-              float v = xr[o2 * s2 + off];
-              yr[o2] = v > yr[o2] ? v : yr[o2];
+        if (hi == lo) continue;
+        if (MaxPoolSmallWindow(rp, n, lo, hi, k2n, s2, d2, p2, yr)) continue;
+        for (int64_t o2 = lo; o2 < hi; ++o2) yr[o2] = rp[0][o2 * s2 - p2];
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k2 = r == 0 ? 1 : 0; k2 < k2n; ++k2) {
+            const float* __restrict xr = rp[r];
+            int64_t off = k2 * d2 - p2;
+            if (s2 == 1) {
+              for (int64_t o2 = lo; o2 < hi; ++o2) {
+                float v = xr[o2 + off];
+                yr[o2] = v > yr[o2] ? v : yr[o2];
+              }
+            } else if (s2 == 2) {  // a constant stride: the loop vectorizes
+              const float* __restrict xo = xr + off;
+              for (int64_t o2 = lo; o2 < hi; ++o2) {
+                float v = xo[2 * o2];
+                yr[o2] = v > yr[o2] ? v : yr[o2];
+              }
+            } else {
+              for (int64_t o2 = lo; o2 < hi; ++o2) {
+                float v = xr[o2 * s2 + off];
+                yr[o2] = v > yr[o2] ? v : yr[o2];
+              }
             }
           }
         }
@@ -254,7 +331,7 @@ QUILT_CLONES void MaxPoolPlane(const float* x, float* y, const Geo& g, const flo
 
 // A max pool of a 2-d window in two passes: each input row's maximum over the window's columns
 // for every output column, then each output row's over the window's rows. The window walk
-// (MaxPoolPlane, the reference) starts from the window's first cell and lets a later cell
+// (MaxPoolPlanes, as the reference does) starts from the window's first cell and lets a later cell
 // replace the running value only when greater: the result is that first cell when it is NaN,
 // else the greatest of the cells that are not NaN (the first of equals). So the row pass takes
 // the greatest non-NaN cell of each row (NaN when there is none), the column pass the greatest of
@@ -348,15 +425,11 @@ Status MaxPoolFast(KernelContext& ctx) {
   bool separable = g.in[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && g.kernel[1] > 1 &&
                    g.kernel[2] > 1 && g.kernel[1] * g.kernel[2] >= 16;
   ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
-    std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
-    std::vector<float> rowmax(separable ? static_cast<size_t>(g.in[1] * g.out[2]) : 0);
-    std::vector<int64_t> first_col(separable ? static_cast<size_t>(g.out[2]) : 0);
+    if (!separable) return MaxPoolPlanes(px, py, g, p0, p1, in_size, out_size);
+    std::vector<float> rowmax(static_cast<size_t>(g.in[1] * g.out[2]));
+    std::vector<int64_t> first_col(static_cast<size_t>(g.out[2]));
     for (int64_t p = p0; p < p1; ++p) {
-      if (separable) {
-        MaxPoolSeparable(px + p * in_size, py + p * out_size, g, rowmax.data(), first_col.data());
-      } else {
-        MaxPoolPlane(px + p * in_size, py + p * out_size, g, rows.data());
-      }
+      MaxPoolSeparable(px + p * in_size, py + p * out_size, g, rowmax.data(), first_col.data());
     }
   });
   return Status::Ok();
