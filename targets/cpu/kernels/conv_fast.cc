@@ -103,20 +103,30 @@ QUILT_CLONES void PackIm2Col(const float* x_, int64_t channels_, const Geo& g, i
 void Im2ColColumn(const float* x, int64_t channels, const Geo& g, int64_t o, float* col) {
   int64_t o2 = o % g.out[2], o1 = o / g.out[2] % g.out[1], o0 = o / g.out[2] / g.out[1];
   int64_t in_size = g.InSize();
+  // The last dim's taps inside the row, [k_lo, k_last], the same for every row the window reads:
+  // copied as a run (one run of the row at unit dilation), the rest zero. (Checked tap by tap, a
+  // VAD's STFT, 256 taps over 4 positions, spent more on its column than on its product.)
+  const int64_t kw = g.kernel[2], d2 = g.dilation[2], base2 = o2 * g.stride[2] - g.pad[2];
+  int64_t k_lo, k_last;
+  ValidTaps(o2, g.stride[2], g.pad[2], d2, kw, g.in[2], &k_lo, &k_last);
+  const int64_t k_end = std::max(k_lo, k_last + 1);
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
       int64_t i0 = o0 * g.stride[0] - g.pad[0] + k0 * g.dilation[0];
-      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1, col += g.kernel[2]) {
+      for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1, col += kw) {
         int64_t i1 = o1 * g.stride[1] - g.pad[1] + k1 * g.dilation[1];
         if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
-          std::fill(col, col + g.kernel[2], 0.0f);
+          std::fill(col, col + kw, 0.0f);
           continue;
         }
         const float* xr = x + c * in_size + (i0 * g.in[1] + i1) * g.in[2];
-        for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
-          int64_t i2 = o2 * g.stride[2] - g.pad[2] + k2 * g.dilation[2];
-          col[k2] = i2 >= 0 && i2 < g.in[2] ? xr[i2] : 0.0f;
+        std::fill(col, col + k_lo, 0.0f);
+        if (k_end > k_lo && d2 == 1) {
+          std::copy(xr + base2 + k_lo, xr + base2 + k_end, col + k_lo);
+        } else {
+          for (int64_t k2 = k_lo; k2 < k_end; ++k2) col[k2] = xr[base2 + k2 * d2];
         }
+        std::fill(col + k_end, col + kw, 0.0f);
       }
     }
   }
