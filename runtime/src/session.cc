@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <deque>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -1348,15 +1348,11 @@ class Run final : public OutputAllocator {
   }
 
   // Returns once all work given to `q` so far is done.
-  static Status WaitOnHost(Queue& q) {
-    std::unique_ptr<Event> done;
-    QUILT_RETURN_IF_ERROR(q.Signal(&done));
-    return done->Wait();
-  }
+  static Status WaitOnHost(Queue& q) { return q.WaitOnHost(); }
 
   // Input i of the step on the host: in place where its device is host addressable (once the
   // work that makes it is done), else read into `held`. Null for an absent input.
-  Status HostInput(int i, std::deque<OwnedTensor>* held, Tensor* out, bool* present) {
+  Status HostInput(int i, std::list<OwnedTensor>* held, Tensor* out, bool* present) {
     *present = false;
     if (i < 0 || i >= static_cast<int>(step_->inputs()->size())) return Status::Ok();
     int v = step_->inputs()->Get(i);
@@ -1374,17 +1370,28 @@ class Run final : public OutputAllocator {
     return Status::Ok();
   }
 
-  // The inputs of argument `arg` of the step on the host (see HostInput).
-  Status HostArg(int arg, std::deque<OwnedTensor>* held, std::deque<Tensor>* views,
+  // The inputs of argument `arg` of the step on the host (see HostInput), their views in `views`
+  // (HostViews: room for every input of the step, so that none moves).
+  Status HostArg(int arg, std::list<OwnedTensor>* held, std::vector<Tensor>* views,
                  std::vector<const Tensor*>* out) {
     out->clear();
     for (int k = 0; k < ArgSize(arg); ++k) {
+      if (views->size() == views->capacity()) return Status::Error("more step inputs than held");
       views->emplace_back();
       bool present;
       QUILT_RETURN_IF_ERROR(HostInput(ArgBegin(arg) + k, held, &views->back(), &present));
       out->push_back(present ? &views->back() : nullptr);
     }
     return Status::Ok();
+  }
+
+  // Room for the views of every input of the step (HostArg's), made once: a read of the inputs
+  // (an If's condition and captured values, every run) allocates nothing more; the held copies (a
+  // device the host cannot address) are made only where there are some.
+  std::vector<Tensor> HostViews() const {
+    std::vector<Tensor> views;
+    views.reserve(step_->inputs()->size());
+    return views;
   }
 
   int ArgBegin(int arg) const { return StepArgBegin(*step_, arg); }
@@ -1429,8 +1436,8 @@ class Run final : public OutputAllocator {
 
   // if(cond, captured...): runs the then (subgraph 0) or else (subgraph 1) branch.
   Status RunIf() {
-    std::deque<OwnedTensor> held;
-    std::deque<Tensor> views;
+    std::list<OwnedTensor> held;
+    std::vector<Tensor> views = HostViews();
     std::vector<const Tensor*> cond_arg, captured;
     QUILT_RETURN_IF_ERROR(HostArg(0, &held, &views, &cond_arg));
     bool cond = false;
@@ -1514,8 +1521,8 @@ class Run final : public OutputAllocator {
   // while_loop(body, max_trip, cond, carried..., captured...), ONNX Loop semantics: the body
   // (iteration, cond, carried..., captured...) -> (cond, carried..., scan elements...).
   Status RunWhileLoop() {
-    std::deque<OwnedTensor> held;
-    std::deque<Tensor> views_in;
+    std::list<OwnedTensor> held;
+    std::vector<Tensor> views_in = HostViews();
     std::vector<const Tensor*> max_arg, cond_arg, init, captured;
     QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views_in, &max_arg));
     QUILT_RETURN_IF_ERROR(HostArg(2, &held, &views_in, &cond_arg));
@@ -1584,8 +1591,8 @@ class Run final : public OutputAllocator {
 
   // scan(body, states..., scan_inputs..., captured...), ONNX Scan (opset 9+) semantics.
   Status RunScan() {
-    std::deque<OwnedTensor> held;
-    std::deque<Tensor> views_in;
+    std::list<OwnedTensor> held;
+    std::vector<Tensor> views_in = HostViews();
     std::vector<const Tensor*> states_in, xs, captured;
     QUILT_RETURN_IF_ERROR(HostArg(1, &held, &views_in, &states_in));
     QUILT_RETURN_IF_ERROR(HostArg(2, &held, &views_in, &xs));

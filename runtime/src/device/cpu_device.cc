@@ -79,6 +79,7 @@ class CpuQueue final : public Queue {
   // Work runs on the calling thread, so waiting for the event is waiting on this thread.
   Status Wait(Event& event) override { return event.Wait(); }
   Status Finish() override { return Status::Ok(); }
+  Status WaitOnHost() override { return Status::Ok(); }  // its work is done as it is given
 
  private:
   SessionPools& pools_;
