@@ -48,29 +48,12 @@ QUILT_ALWAYS_INLINE void MaxPoolRowOfRows(const float* const* rows, int64_t lo, 
   for (int i = 0; i < kN; ++i) r[i] = rows[i] - pad;
   int64_t o2 = lo;
 #if defined(__GNUC__)
-  if constexpr (kK == 2 && kS == 2) {
+  if constexpr (kS == 2 && (kK == 2 || kK == 3)) {
     // Eight outputs at a time: each row's 16 cells split into the windows' first and second
-    // columns (even and odd lanes), then taken in the walk's order, lane by lane. (Left to the
-    // compiler, the stride-2 loads went one output at a time.)
-    for (; o2 + 8 <= hi; o2 += 8) {
-      V8 best;
-      for (int i = 0; i < kN; ++i) {
-        V8 a, b;
-        LoadV(&a, r[i] + 2 * o2);
-        LoadV(&b, r[i] + 2 * o2 + 8);
-        const V8 even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-        const V8 odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-        best = i == 0 ? even : (even > best ? even : best);
-        best = odd > best ? odd : best;
-      }
-      StoreV(y + o2, best);
-    }
-  }
-  if constexpr (kK == 3 && kS == 2) {
-    // The same for windows of three columns (MTCNN's 3 x 3 pools of stride 2): eight outputs
-    // from each row's 17 cells, their windows' first, second and third columns (the even lanes,
-    // the odd ones, the even ones from the next cell on: 2o + 16 read alone, so that no load
-    // passes the window's last cell); four from 9 cells the same way.
+    // columns (even and odd lanes), with three columns (MTCNN's 3 x 3 pools) the third too (the
+    // even lanes from the next cell on: 2o + 16 read alone, so that no load passes the window's
+    // last cell), then taken in the walk's order, lane by lane. (Left to the compiler, the
+    // stride-2 loads went one output at a time.)
     for (; o2 + 8 <= hi; o2 += 8) {
       V8 best;
       for (int i = 0; i < kN; ++i) {
@@ -79,14 +62,19 @@ QUILT_ALWAYS_INLINE void MaxPoolRowOfRows(const float* const* rows, int64_t lo, 
         LoadV(&b, r[i] + 2 * o2 + 8);
         const V8 first = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
         const V8 second = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-        V8 third = __builtin_shufflevector(a, b, 2, 4, 6, 8, 10, 12, 14, 15);
-        third[7] = r[i][2 * o2 + 16];
         best = i == 0 ? first : (first > best ? first : best);
         best = second > best ? second : best;
-        best = third > best ? third : best;
+        if constexpr (kK == 3) {
+          V8 third = __builtin_shufflevector(a, b, 2, 4, 6, 8, 10, 12, 14, 15);
+          third[7] = r[i][2 * o2 + 16];
+          best = third > best ? third : best;
+        }
       }
       StoreV(y + o2, best);
     }
+  }
+  if constexpr (kK == 3 && kS == 2) {
+    // Four outputs from 9 cells a row the same way.
     typedef float V4 __attribute__((vector_size(16)));
     for (; o2 + 4 <= hi; o2 += 4) {
       V4 best;
