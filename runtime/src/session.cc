@@ -1376,7 +1376,10 @@ class Run final : public OutputAllocator {
                  std::vector<const Tensor*>* out) {
     out->clear();
     for (int k = 0; k < ArgSize(arg); ++k) {
-      if (views->size() == views->capacity()) return Status::Error("more step inputs than held");
+      if (views->size() == views->capacity()) {
+        return Status::Error("the step's argument sizes (input_arity) count more inputs than its " +
+                             std::to_string(step_->inputs()->size()));
+      }
       views->emplace_back();
       bool present;
       QUILT_RETURN_IF_ERROR(HostInput(ArgBegin(arg) + k, held, &views->back(), &present));
