@@ -986,7 +986,7 @@ class Run final : public OutputAllocator {
 
   // Waits for every queue, then records step s as started at `begin`.
   Status Profile(int s, std::chrono::steady_clock::time_point begin) {
-    for (const std::unique_ptr<Queue>& q : queues_) QUILT_RETURN_IF_ERROR(WaitOnHost(*q));
+    for (const std::unique_ptr<Queue>& q : queues_) QUILT_RETURN_IF_ERROR(q->WaitOnHost());
     auto end = std::chrono::steady_clock::now();
     const pkg::Step* step = g_.steps()->Get(s);
     StepProfile p;
@@ -1276,10 +1276,10 @@ class Run final : public OutputAllocator {
       if (DeviceIndex(a) == DeviceIndex(b)) {
         QUILT_RETURN_IF_ERROR(qa.Copy(src.data, dst->data));
       } else if (DeviceOf(a).info().host_addressable) {
-        QUILT_RETURN_IF_ERROR(WaitOnHost(qa));
+        QUILT_RETURN_IF_ERROR(qa.WaitOnHost());
         QUILT_RETURN_IF_ERROR(qb.Write(HostAddress(src.data), dst->data));
       } else if (DeviceOf(b).info().host_addressable) {
-        QUILT_RETURN_IF_ERROR(WaitOnHost(qb));
+        QUILT_RETURN_IF_ERROR(qb.WaitOnHost());
         QUILT_RETURN_IF_ERROR(qa.Read(src.data, HostAddress(dst->data)));
         std::unique_ptr<Event> done;
         QUILT_RETURN_IF_ERROR(qa.Signal(&done));
@@ -1287,7 +1287,7 @@ class Run final : public OutputAllocator {
       } else {
         std::vector<uint8_t> staged(src.data.size);
         QUILT_RETURN_IF_ERROR(qa.Read(src.data, staged.data()));
-        QUILT_RETURN_IF_ERROR(WaitOnHost(qa));
+        QUILT_RETURN_IF_ERROR(qa.WaitOnHost());
         QUILT_RETURN_IF_ERROR(qb.Write(staged.data(), dst->data));
       }
     }
@@ -1337,18 +1337,15 @@ class Run final : public OutputAllocator {
     if (host) {
       // Copied straight from where it lies once its work is done: one pass over the bytes, with
       // no clearing of the new buffer first (a detector's 1.6 MB output, every run).
-      QUILT_RETURN_IF_ERROR(WaitOnHost(q));
+      QUILT_RETURN_IF_ERROR(q.WaitOnHost());
       out->data.assign(host, host + t.data.size);
       return Status::Ok();
     }
     out->data.resize(t.data.size);
     if (t.data.size == 0) return Status::Ok();
     QUILT_RETURN_IF_ERROR(q.Read(t.data, out->data.data()));
-    return WaitOnHost(q);
+    return q.WaitOnHost();
   }
-
-  // Returns once all work given to `q` so far is done.
-  static Status WaitOnHost(Queue& q) { return q.WaitOnHost(); }
 
   // Input i of the step on the host: in place where its device is host addressable (once the
   // work that makes it is done), else read into `held`. Null for an absent input.
@@ -1360,7 +1357,7 @@ class Run final : public OutputAllocator {
     *present = true;
     const DeviceTensor& t = values_[v];
     if (DeviceOf(ValueDevice(v)).info().host_addressable) {
-      QUILT_RETURN_IF_ERROR(WaitOnHost(QueueOf(ValueDevice(v))));
+      QUILT_RETURN_IF_ERROR(QueueOf(ValueDevice(v)).WaitOnHost());
       *out = Tensor{t.dtype, t.shape, HostAddress(t.data)};
       return Status::Ok();
     }

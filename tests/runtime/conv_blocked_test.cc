@@ -145,13 +145,17 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       std::mt19937& draw = act.divisor != 0              ? divisor_rng
                            : act.activation == "sigmoid" ? sigmoid_rng
                                                          : rng;
+      // The step's attributes; without `post`, those of the same conv without its post ops.
+      auto conv_attrs = [&](Attrs& a, bool post) {
+        ConvAttrs(c, a).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
+        if (!act.activation.empty()) a.Str("activation", act.activation);
+        if (!act.affine.empty()) a.Str("affine", act.affine);
+        if (post && !act.post.empty()) a.Str("post", act.post);
+        if (act.residual) a.Int("residual", 1);
+        return a.Finish();
+      };
       Attrs attrs;
-      ConvAttrs(c, attrs).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
-      if (!act.activation.empty()) attrs.Str("activation", act.activation);
-      if (!act.affine.empty()) attrs.Str("affine", act.affine);
-      if (!act.post.empty()) attrs.Str("post", act.post);
-      if (act.residual) attrs.Int("residual", 1);
-      const rt::AttrView::List* list = attrs.Finish();
+      const rt::AttrView::List* list = conv_attrs(attrs, true);
       Shape per_channel = {co, 1, 1};
       std::vector<std::vector<float>> ops;
       for (char op : act.affine + (act.bias ? "b" : "") + act.post) {
@@ -211,11 +215,7 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       epilogue(in, true);
       // With a divisor, the same conv without its divide (the post op is the last input).
       Attrs plain_attrs;
-      ConvAttrs(c, plain_attrs).Ints("weight_shape", ws).Int("weight_group_blocks", 4);
-      if (!act.activation.empty()) plain_attrs.Str("activation", act.activation);
-      if (!act.affine.empty()) plain_attrs.Str("affine", act.affine);
-      if (act.residual) plain_attrs.Int("residual", 1);
-      const rt::AttrView::List* plain_list = plain_attrs.Finish();
+      const rt::AttrView::List* plain_list = conv_attrs(plain_attrs, false);
       std::vector<Tensor> plain_in(in.begin(), in.end() - (act.divisor != 0 ? 1 : 0));
       for (bool wide : {true, false}) {
         SetAvx512GemmAllowedForTesting(wide);
