@@ -697,13 +697,55 @@ Expected<ir::SeqExpr> GraphImporter::ImportSubgraph(
   return ir::MakeSeqExpr({ir::BindingBlock{false, sub.bindings_}}, result);
 }
 
+// A shape or rank the importer needed and could not work out, in a model whose inputs leave
+// dims open (a dynamic length, an unknown batch): the user's way out is to fix them, so the
+// message names the open inputs and the option.
+Diagnostic GraphImporter::WithOpenDimsHint(const ::onnx::GraphProto& graph, Diagnostic d) const {
+  const std::string& m = d.message;
+  bool shape_needed =
+      (m.find("must be known") != std::string::npos && m.find("dtype") == std::string::npos) ||
+      m.find("must be static") != std::string::npos ||
+      m.find("known only at run time") != std::string::npos ||
+      m.find("at compile time") != std::string::npos;
+  if (!shape_needed) return d;
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
+  std::string open;
+  for (const auto& in : graph.input()) {
+    if (initializers.count(in.name()) || model_.options.input_shapes.count(in.name()) ||
+        model_.options.input_values.count(in.name()) || !in.type().has_tensor_type()) {
+      continue;
+    }
+    const auto& tt = in.type().tensor_type();
+    std::string dims;
+    bool any_open = !tt.has_shape();
+    for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i) {
+      const auto& dim = tt.shape().dim(i);
+      bool fixed = dim.has_dim_value() && dim.dim_value() >= 0;
+      any_open |= !fixed;
+      dims +=
+          (i ? ", " : "") + (fixed ? std::to_string(dim.dim_value())
+                             : dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param()
+                                                                               : std::string("?"));
+    }
+    if (!any_open) continue;
+    open += (open.empty() ? "" : ", ") + ("'" + in.name() + "' ") +
+            (tt.has_shape() ? "[" + dims + "]" : std::string("of unknown rank"));
+  }
+  if (open.empty()) return d;
+  d.message += "; the model's inputs leave dims open (" + open +
+               "): fixing their shapes (quiltc --input-shape NAME:D,D,...) lets the compiler "
+               "work out the shapes that follow from them";
+  return d;
+}
+
 Expected<ir::Function> GraphImporter::ImportMain(const ::onnx::GraphProto& graph) {
   for (const auto& out : graph.output()) main_outputs_.insert(out.name());
   if (Status s = DeclareInputs(graph); !s) return s.error();
   Expected<std::vector<int>> order = TopologicalOrder(graph);
   if (!order) return order.error();
   for (int i : *order) {
-    if (Status s = ImportNode(graph.node(i), i, 0); !s) return s.error();
+    if (Status s = ImportNode(graph.node(i), i, 0); !s) return WithOpenDimsHint(graph, s.error());
   }
   if (!unsupported_.empty()) return Error(UnsupportedMessage(unsupported_));
   if (graph.output_size() == 0) return Error("the graph has no outputs");

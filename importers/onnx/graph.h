@@ -74,6 +74,9 @@ class GraphImporter {
   const ModelContext& model() const { return model_; }
 
  private:
+  // `d`, with a hint naming the main graph's inputs whose dims are open, where `d` says a shape
+  // or rank must be known.
+  Diagnostic WithOpenDimsHint(const ::onnx::GraphProto& graph, Diagnostic d) const;
   Status DeclareInputs(const ::onnx::GraphProto& graph);
   Expected<ir::StructInfo> ValueInfoSInfo(const ::onnx::ValueInfoProto& v, const std::string& what);
   Expected<std::vector<int>> TopologicalOrder(const ::onnx::GraphProto& graph);

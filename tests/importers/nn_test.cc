@@ -134,6 +134,37 @@ TEST(NnImport, ConvBadGroupsAndChannels) {
   }
 }
 
+// A rank or shape the importer cannot work out (a reshape to a shape read at run time) in a
+// model whose inputs leave dims open: the message names the open inputs, as declared, and the way
+// to fix them; an input fixed by the options is no longer named.
+TEST(NnImport, UnknownRankNamesTheInputsWithOpenDims) {
+  OnnxGraph g(17);
+  g.Input("x", TensorProto::FLOAT, {"n", 48}).Input("s", TensorProto::INT64, {Dim(std::string())});
+  g.Initializer<float>("w", TensorProto::FLOAT, {4, 2, 3}, std::vector<float>(24, 1.0f));
+  SetInt(g.Node("Reshape", {"x", "s"}, {"r"}), "allowzero", 1);
+  g.Node("Conv", {"r", "w"}, {"y"}, "conv");
+  g.Output("y", TensorProto::FLOAT);
+  ExpectImportError(g, {"node 'conv' (Conv, opset 17): the rank of input 0 must be known; ",
+                        "the model's inputs leave dims open ('x' [n, 48], 's' [?]): ",
+                        "quiltc --input-shape NAME:D,D,..."});
+  importers::onnx::ImportOptions fix_x;
+  fix_x.input_shapes["x"] = {2, 48};
+  ExpectImportError(g, {"the model's inputs leave dims open ('s' [?]): "}, fix_x);
+  // Reshape's zeros copy the data's dims: it needs the shape's length when compiled.
+  g.graph()->mutable_node(0)->clear_attribute();
+  ExpectImportError(g, {"(Reshape, opset 17): Reshape with allowzero = 0 to a shape known only at "
+                        "run time",
+                        "leave dims open ('x' [n, 48], 's' [?])"});
+  // An error of another kind gets no hint.
+  OnnxGraph h(17);
+  h.Input("x", TensorProto::FLOAT, {"n", 64, 8, 8}).Input("w", TensorProto::FLOAT, {6, 21, 3, 3});
+  SetInt(h.Node("Conv", {"x", "w"}, {"y"}), "group", 3);
+  h.Output("y", TensorProto::FLOAT);
+  Expected<ir::IRModule> m = h.Import();
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message.find("leave dims open"), std::string::npos) << m.error().message;
+}
+
 TEST(NnImport, ConvTransposeOutputShapeGivesPads) {
   // in 3, stride 3, kernel 3: natural size 9; output_shape 10 needs total pad -1: begin 0, end
   // -1 (the odd pad goes first unless SAME_UPPER; floor division). Width: 2 * 2 + 3 - 8 = -1.
