@@ -95,6 +95,14 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {1, 16, 1, 1, {9, 45}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
       {1, 1, 3, 16, {10, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 3, 64, {12, 80}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}},
+      // Strided pointwise convs: in place (few output channels), and with their pixels gathered
+      // first (256 output channels, rows under 8 pixels): even and odd planes, unequal strides,
+      // two images; an end pad read by the last row and column (kept in place).
+      {1, 1, 32, 64, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {2, 1, 48, 32, {13, 9}, {1, 1}, {2, 3}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 32, 256, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {2, 1, 48, 256, {13, 9}, {1, 1}, {2, 3}, {1, 1}, {0, 0, 0, 0}},
+      {1, 1, 32, 256, {8, 8}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 1, 1}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

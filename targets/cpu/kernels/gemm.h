@@ -472,7 +472,8 @@ constexpr int64_t kEightBitExactTerms = ExactFloatTerms(255 * 255);
 // are whatever the last user left. Each kernel owns its slots; one must not call another that
 // uses the same slot while it holds it.
 enum class ScratchSlot {
-  kConvInput,      // ConvFast: a batch's im2col matrix, or an image's padded copy
+  kConvInput,      // ConvFast: a batch's im2col matrix, or an image's padded copy; ConvBlocked:
+                   // a strided pointwise conv's gathered pixels
   kConvOutput,     // ConvFast: the product before it is moved into y
   kWinogradInput,  // a Winograd block's transformed input, products and rows
   kWinogradProduct,
