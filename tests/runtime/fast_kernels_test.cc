@@ -293,6 +293,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({2, 1, 3, 16, {31, 50}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, rng);
   CheckConv({1, 1, 1, 6, {20, 17}, {3, 3}, {2, 2}, {1, 1}, {0, 1, 1, 0}}, rng);
   CheckConv({1, 1, 4, 5, {9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}}, rng);
+  // Depthwise at unit strides over planes of fewer than 16 outputs, sixteen channels at a time
+  // where the CPU has AVX-512: a speech model's 1-d window over 8 positions in a batch (258
+  // channels: a last block of 2), a dilated one, and 3x3 over a 3 x 4 plane with uneven pads.
+  CheckConv({3, 258, 1, 1, {8}, {5}, {1}, {1}, {2, 2}}, rng);
+  CheckConv({2, 20, 1, 1, {9}, {3}, {1}, {2}, {2, 1}}, rng);
+  CheckConv({1, 33, 1, 1, {3, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}}, rng);
 }
 
 // Windows some of whose taps read only padding for every output, which the GEMM path drops

