@@ -299,6 +299,12 @@ TEST(FastKernels, ConvLargeBlocks) {
   CheckConv({3, 258, 1, 1, {8}, {5}, {1}, {1}, {2, 2}}, rng);
   CheckConv({2, 20, 1, 1, {9}, {3}, {1}, {2}, {2, 1}}, rng);
   CheckConv({1, 33, 1, 1, {3, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}}, rng);
+  // Pointwise over a batch of images of 8, 4 and 6 positions taken as one product (each input
+  // channel's row of the matrix gathered from every image, each image's block of the product
+  // scattered back): 1-d, 2 x 2 and 2 x 3, grouped.
+  CheckConv({20, 1, 24, 16, {8}, {1}, {1}, {1}, {0, 0}}, rng);
+  CheckConv({9, 1, 17, 30, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
+  CheckConv({7, 2, 5, 3, {2, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, rng);
 }
 
 // Windows some of whose taps read only padding for every output, which the GEMM path drops
