@@ -859,6 +859,7 @@ Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& opti
     return Error(msg);
   }
   lowering.Finish();
+  if (options.flush_subnormal_weights) FlushSubnormalWeights(spec);
   if (options.pack_weights) PackMatmulWeights(spec);
   // Code for the devices that run generated code.
   QUILT_TRY(EmitOpenClCode(spec));

@@ -37,6 +37,8 @@ struct LowerOptions {
   bool block_layout = true;
   // Store constant matmul weights packed for the CPU's GEMM (pack_weights.h).
   bool pack_weights = true;
+  // Flush subnormal values of CPU products' constant weights to zero (pack_weights.h).
+  bool flush_subnormal_weights = true;
 };
 
 Expected<PackageSpec> Lower(const ir::IRModule& module, const LowerOptions& options = {});

@@ -1,6 +1,7 @@
 #include "targets/pack_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -191,6 +192,68 @@ int PackMatmulWeights(PackageSpec& spec) {
     }
   }
   return packed;
+}
+
+namespace {
+
+// Whether input `i` of `step` is a product's weight (FlushSubnormalWeights).
+bool ReadsAsWeight(const StepSpec& step, size_t i) {
+  if (step.kind != pkg::StepKind::Kernel) return false;
+  const std::string& k = step.kernel;
+  if (k == "nn.conv1d" || k == "nn.conv2d" || k == "nn.conv3d" || k == "nn.conv2d_nchw16c" ||
+      k == "nn.conv1d_transpose" || k == "nn.conv2d_transpose" || k == "nn.conv3d_transpose") {
+    return i == 1;
+  }
+  if (k == "matmul") return i <= 1;
+  if (k == "nn.lstm" || k == "nn.gru" || k == "nn.rnn") return i == 1 || i == 2;
+  return false;
+}
+
+}  // namespace
+
+int FlushSubnormalWeights(PackageSpec& spec) {
+  std::vector<int> buffer_uses(spec.buffers.size(), 0);
+  auto use = [&](int b) {
+    if (b >= 0 && static_cast<size_t>(b) < buffer_uses.size())
+      ++buffer_uses[static_cast<size_t>(b)];
+  };
+  for (const GraphSpec& g : spec.graphs) {
+    for (const ValueSpec& v : g.values) {
+      use(v.buffer);
+      use(v.default_buffer);
+    }
+  }
+  for (const TargetCodeSpec& c : spec.code) use(c.buffer);
+  int flushed = 0;
+  for (GraphSpec& g : spec.graphs) {
+    for (auto& [v, reads] : Readers(g)) {
+      const ValueSpec& value = g.values[static_cast<size_t>(v)];
+      if (value.kind != pkg::ValueKind::Constant || value.dtype != kFloat32 || value.buffer < 0 ||
+          value.default_buffer >= 0 || buffer_uses[static_cast<size_t>(value.buffer)] != 1 ||
+          spec.devices[static_cast<size_t>(value.device)].kind != "cpu") {
+        continue;
+      }
+      bool weight = !reads.empty();
+      for (const auto& [s, i] : reads) weight = weight && ReadsAsWeight(g.steps[s], i);
+      const auto& bytes = spec.buffers[static_cast<size_t>(value.buffer)];
+      if (!weight || !bytes || bytes->size() % sizeof(float) != 0) continue;
+      std::vector<float> w(bytes->size() / sizeof(float));
+      std::memcpy(w.data(), bytes->data(), bytes->size());
+      bool any = false;
+      for (float& x : w) {
+        if (std::fpclassify(x) == FP_SUBNORMAL) {
+          x = std::signbit(x) ? -0.0f : 0.0f;
+          any = true;
+        }
+      }
+      if (!any) continue;
+      auto out = std::make_shared<std::vector<uint8_t>>(bytes->size());
+      std::memcpy(out->data(), w.data(), out->size());
+      spec.buffers[static_cast<size_t>(value.buffer)] = std::move(out);
+      ++flushed;
+    }
+  }
+  return flushed;
 }
 
 }  // namespace quilt::compiler

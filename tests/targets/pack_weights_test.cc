@@ -3,6 +3,8 @@
 // unpacked one does, bit for bit, and what a float64 evaluation does.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -262,6 +264,120 @@ TEST(PackWeights, AWeightMadeWhenTheSessionIsCreatedIsPackedThere) {
   for (size_t o = 0; o < 8; ++o) {
     for (size_t i = 0; i < exact[o % 4].size(); ++i) {
       EXPECT_NEAR(got[o][i], exact[o % 4][i], 1e-3) << "output " << o << ", element " << i;
+    }
+  }
+}
+
+// Subnormal values of constant weights (targets/pack_weights.h, FlushSubnormalWeights): a conv's
+// weight and a matmul's B lose theirs, a constant that an add reads as well keeps every bit; the
+// package computes what a float64 evaluation with the weights as given does.
+TEST(PackWeights, SubnormalWeightsAreFlushedWhereOnlyProductsReadThem) {
+  std::mt19937 rng(71);
+  std::vector<float> w = Random(rng, 6 * 5 * 9), b = Random(rng, 300), u = Random(rng, 120);
+  const float tiny[] = {1e-40f, -3e-39f, 7e-45f, -1.1e-38f};
+  auto sprinkle = [&](std::vector<float>& v, size_t every) {
+    for (size_t i = 0; i < v.size(); i += every) v[i] = tiny[i / every % 4];
+  };
+  sprinkle(w, 7);
+  sprinkle(b, 5);
+  sprinkle(u, 9);
+  ASSERT_EQ(std::fpclassify(w[0]), FP_SUBNORMAL);
+  const std::string text = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 5, 6, 6), "float32"), y: R.Tensor((3, 10), "float32"), z: R.Tensor((10, 12), "float32")):
+        w = R.const()" + Literal(w, {6, 5, 3, 3}) +
+                           R"(, "float32")
+        b = R.const()" + Literal(b, {10, 30}) +
+                           R"(, "float32")
+        u = R.const()" + Literal(u, {10, 12}) +
+                           R"(, "float32")
+        c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+        d = R.matmul(y, b)
+        e = R.matmul(y, u)
+        f = R.add(u, z)
+        return (c, d, e, f)
+)";
+  ir::IRModule mod = testing::Parse(text);
+  // The subnormal floats of each float32 buffer of the package `options` lower to.
+  auto subnormals = [&](bool flush, std::vector<size_t>* counts,
+                        std::vector<std::vector<float>>* buffers) {
+    CompileOptions options;
+    options.lower.flush_subnormal_weights = flush;
+    Expected<Compiled> compiled = Compile(mod, options);
+    ASSERT_TRUE(compiled) << compiled.error().ToString();
+    Expected<PackageSpec> spec = Lower(compiled->module, options.lower);
+    ASSERT_TRUE(spec) << spec.error().ToString();
+    for (const GraphSpec& g : spec->graphs) {
+      for (const ValueSpec& v : g.values) {
+        if (v.kind != pkg::ValueKind::Constant || v.buffer < 0 ||
+            v.dtype != static_cast<int32_t>(ir::DataType::kFloat32)) {
+          continue;
+        }
+        const auto& bytes = *spec->buffers[static_cast<size_t>(v.buffer)];
+        std::vector<float> f(bytes.size() / 4);
+        std::memcpy(f.data(), bytes.data(), f.size() * 4);
+        size_t n = 0;
+        for (float x : f) n += std::fpclassify(x) == FP_SUBNORMAL;
+        counts->push_back(n);
+        buffers->push_back(std::move(f));
+      }
+    }
+  };
+  std::vector<size_t> kept, flushed;
+  std::vector<std::vector<float>> kept_buffers, flushed_buffers;
+  ASSERT_NO_FATAL_FAILURE(subnormals(false, &kept, &kept_buffers));
+  ASSERT_NO_FATAL_FAILURE(subnormals(true, &flushed, &flushed_buffers));
+  auto sum = [](const std::vector<size_t>& v) {
+    size_t s = 0;
+    for (size_t x : v) s += x;
+    return s;
+  };
+  // Unflushed, the package holds every subnormal given: 39 + 60 + 14.
+  EXPECT_EQ(sum(kept), 39u + 60u + 14u);
+  // Flushed, only u's, its values bit for bit as given.
+  EXPECT_EQ(sum(flushed), 14u);
+  bool u_intact = false;
+  for (const std::vector<float>& f : flushed_buffers) {
+    u_intact |= f.size() == u.size() && std::memcmp(f.data(), u.data(), u.size() * 4) == 0;
+  }
+  EXPECT_TRUE(u_intact) << "the constant an add reads as well keeps its bits";
+
+  // The flushed package against float64 with the weights as given.
+  std::vector<float> x = Random(rng, 2 * 5 * 36), y = Random(rng, 30), z = Random(rng, 120);
+  CompileOptions options;
+  Expected<Compiled> compiled = Compile(mod, options);
+  ASSERT_TRUE(compiled);
+  std::unique_ptr<rt::Session> session;
+  ASSERT_TRUE(rt::Session::Create(test::LoadPackage(compiled->package), {}, &session).ok());
+  std::vector<rt::OwnedTensor> out;
+  rt::Status st = session->Run({test::Input("x", x, {2, 5, 6, 6}), test::Input("y", y, {3, 10}),
+                                test::Input("z", z, {10, 12})},
+                               &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(out.size(), 4u);
+  std::vector<double> conv(2 * 6 * 36, 0.0);
+  for (int n = 0; n < 2; ++n)
+    for (int o = 0; o < 6; ++o)
+      for (int i = 0; i < 5; ++i)
+        for (int r = 0; r < 6; ++r)
+          for (int c = 0; c < 6; ++c)
+            for (int ky = 0; ky < 3; ++ky)
+              for (int kx = 0; kx < 3; ++kx) {
+                int iy = r + ky - 1, ix = c + kx - 1;
+                if (iy < 0 || iy >= 6 || ix < 0 || ix >= 6) continue;
+                conv[((n * 6 + o) * 6 + r) * 6 + c] +=
+                    double{x[((n * 5 + i) * 6 + iy) * 6 + ix]} * w[((o * 5 + i) * 3 + ky) * 3 + kx];
+              }
+  std::vector<std::vector<double>> exact = {conv, Product(y.data(), b.data(), 3, 10, 30),
+                                            Product(y.data(), u.data(), 3, 10, 12)};
+  for (size_t k = 0; k < exact.size(); ++k) {
+    std::vector<float> got = test::Floats(out[k]);
+    ASSERT_EQ(got.size(), exact[k].size()) << "output " << k;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], exact[k][i], 1e-5 + 1e-5 * std::abs(exact[k][i]))
+          << "output " << k << ", element " << i;
     }
   }
 }
