@@ -2007,8 +2007,8 @@ TEST(FastKernels, LayerNormMatchesTheReference) {
 }
 
 // Maxima, minima, sums, means, sums of squares and l1 / l2 norms of float32 over trailing axes
-// (rows), over one block between kept axes (lanes, sums only) and over others (the reference's
-// walk), keepdims or not.
+// (rows), over one block between kept axes (lanes) and over others (the reference's walk),
+// keepdims or not.
 TEST(FastKernels, ReductionsMatchTheReference) {
   std::mt19937 rng(37);
   struct Case {
@@ -2032,6 +2032,51 @@ TEST(FastKernels, ReductionsMatchTheReference) {
                 std::string(op) + " (" + Join(c.x) + ") axes (" + Join(c.axes) + ")" +
                     (keepdims ? " keepdims" : ""));
         if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Maxima and minima over one block of axes between kept ones (a global max pool over a
+// sequence: lanes side by side, 32 and 8 at a time, then one by one) of data holding NaN and
+// signed zeros: the reference's values bit for bit (of equal zeros, the first), NaN where it gives
+// NaN; one thread and three.
+TEST(FastKernels, MaxAndMinAcrossRowsKeepTheReferencesNaNAndZeros) {
+  std::mt19937 rng(41);
+  rt::ThreadPool three(3);
+  for (const char* op : {"max", "min"}) {
+    rt::KernelFn fast = FindKernel(op), reference = ReduceReference(op);
+    ASSERT_TRUE(fast && reference) << op;
+    for (const Shape& x : {Shape{3, 50, 45}, Shape{2, 7, 300}, Shape{1, 9, 4, 40}}) {
+      std::vector<float> data = Random(rng, Count(x));
+      for (size_t i = 0; i < data.size(); ++i) {
+        if (i % 97 == 13) data[i] = std::nanf("");
+        // Runs of zeros of either sign in some lanes: which comes first decides.
+        if (i % 45 < 3 || i % 300 == 7) data[i] = (i / 45) % 2 ? -0.0f : 0.0f;
+      }
+      Attrs attrs;
+      attrs.Ints("axis", x.size() == 4 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1});
+      attrs.Bool("keepdims", false);
+      const rt::AttrView::List* list = attrs.Finish();
+      std::vector<Tensor> inputs = {Tensor{DType::kFloat32, x, data.data()}};
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext ref(inputs, list, nullptr), got(inputs, list, pool);
+        ASSERT_TRUE(reference(ref).ok());
+        ASSERT_TRUE(fast(got).ok());
+        std::vector<float> v = got.values(), want = ref.values();
+        ASSERT_EQ(v.size(), want.size());
+        int nans = 0;
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (std::isnan(want[i])) {
+            ++nans;
+            EXPECT_TRUE(std::isnan(v[i])) << op << " (" << Join(x) << "), element " << i;
+          } else {
+            EXPECT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+                << op << " (" << Join(x) << "), element " << i << ": " << v[i] << " vs " << want[i];
+          }
+        }
+        EXPECT_GT(nans, 0) << "the data reach NaN in some outputs";
+        EXPECT_LT(nans, static_cast<int>(v.size())) << "and not in all";
       }
     }
   }

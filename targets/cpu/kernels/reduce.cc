@@ -11,6 +11,7 @@
 
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/registry.h"
+#include "targets/cpu/kernels/simd.h"
 #include "targets/cpu/kernels/util.h"
 
 namespace quilt::cpu {
@@ -202,6 +203,114 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   }
 }
 
+// a = the greater (kMax) or lesser of a and the 8 floats at p, lane by lane; NaN where either is.
+// (A function, not a lambda: a lambda is compiled without its caller's target.)
+template <bool kMax>
+QUILT_ALWAYS_INLINE void ExtremeStep(V8& a, const float* p, const V8& nans) {
+  V8 v;
+  LoadV(&v, p);
+  const V8 better = (kMax ? v > a : v < a) ? v : a;
+  a = ((v != v) | (a != a)) ? nans : better;
+}
+
+// The maxima (kMax) or minima of x's rows [0, len) of `inner` lanes, for lanes [i0, i1), into
+// y[i0, i1): each lane over the rows in order, as the reference walks it (NaN wins; of equal
+// values the first, so a first -0 stays against a later +0), the lanes side by side.
+template <bool kMax>
+QUILT_ALWAYS_INLINE void ExtremeLanes(const float* __restrict x, int64_t len, int64_t inner,
+                                      int64_t i0, int64_t i1, float* __restrict y) {
+  const float start =
+      kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = i0; i < i1; ++i) y[i] = start;
+  // 32 and then 8 lanes at a time in vectors (the compiler leaves the scalar loop's NaN tests
+  // scalar), four chains side by side where they fit (one chain waits on its compare and selects).
+  const V8 nans = V8{} + nan;
+  int64_t i = i0;
+  for (; i + 32 <= i1; i += 32) {
+    V8 a[4];
+    for (int j = 0; j < 4; ++j) LoadV(&a[j], y + i + 8 * j);
+    for (int64_t k = 0; k < len; ++k) {
+      for (int j = 0; j < 4; ++j) ExtremeStep<kMax>(a[j], x + k * inner + i + 8 * j, nans);
+    }
+    for (int j = 0; j < 4; ++j) StoreV(y + i + 8 * j, a[j]);
+  }
+  for (; i + 8 <= i1; i += 8) {
+    V8 a;
+    LoadV(&a, y + i);
+    for (int64_t k = 0; k < len; ++k) ExtremeStep<kMax>(a, x + k * inner + i, nans);
+    StoreV(y + i, a);
+  }
+  for (; i < i1; ++i) {
+    float a = y[i];
+    for (int64_t k = 0; k < len; ++k) {
+      const float v = x[k * inner + i];
+      const bool nan_either = (v != v) | (a != a);
+      const float better = (kMax ? v > a : v < a) ? v : a;
+      a = nan_either ? nan : better;
+    }
+    y[i] = a;
+  }
+}
+
+QUILT_CLONES void MaxLanes(const float* x, int64_t len, int64_t inner, int64_t i0, int64_t i1,
+                           float* y) {
+  ExtremeLanes<true>(x, len, inner, i0, i1, y);
+}
+
+QUILT_CLONES void MinLanes(const float* x, int64_t len, int64_t inner, int64_t i0, int64_t i1,
+                           float* y) {
+  ExtremeLanes<false>(x, len, inner, i0, i1, y);
+}
+
+// Float32 maxima and minima over one block of axes with kept axes on both sides (outer blocks of
+// `len` rows of `inner` lanes: a global max pool over a sequence, (N, L, C) -> (N, C)), the lanes
+// side by side (the reference walks each output's strided column: magika-v1's max over 384 rows
+// of 256 lanes in 4 blocks took 0.8 ms, 7% of its run). False when the reduced axes are not one
+// block.
+template <Red kRed>
+bool ExtremeMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
+  int first = -1, last = -1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (!p.reduced[i] || x.shape[i] == 1) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0) return false;
+  int64_t outer = 1, len = 1, inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < first) {
+      outer *= x.shape[i];
+    } else if (i <= last) {
+      if (!p.reduced[i] && x.shape[i] != 1) return false;  // a kept axis inside the block
+      len *= x.shape[i];
+    } else {
+      inner *= x.shape[i];
+    }
+  }
+  const float* px = x.Data<float>();
+  float* py = y->MutableData<float>();
+  // Tasks of up to 256 lanes of one outer block.
+  constexpr int64_t kLanes = 256;
+  const int64_t parts = (inner + kLanes - 1) / kLanes;
+  const int64_t per_task = std::min(inner, kLanes) * len;
+  ctx.ParallelFor(outer * parts, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_task)),
+                  [&](int64_t t0, int64_t t1) {
+                    for (int64_t t = t0; t < t1; ++t) {
+                      const int64_t o = t / parts, i0 = t % parts * kLanes;
+                      const int64_t i1 = std::min(inner, i0 + kLanes);
+                      const float* xo = px + o * len * inner;
+                      float* yo = py + o * inner;
+                      if constexpr (kRed == Red::kMax) {
+                        MaxLanes(xo, len, inner, i0, i1, yo);
+                      } else {
+                        MinLanes(xo, len, inner, i0, i1, yo);
+                      }
+                    }
+                  });
+  return true;
+}
+
 // Float32 sums, means, sums of squares and l1 / l2 norms over one block of axes with kept axes on
 // both sides (outer blocks of `len` rows of `inner` lanes): SumAcross, in double. False when the
 // reduced axes are not one block.
@@ -262,7 +371,7 @@ bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
   if (last_kept > first_reduced) {
     // One block of reduced axes between kept ones: sums along it, lane by lane.
     if constexpr (!kExtreme) return ReduceMiddle<kRed>(x, p, y, ctx);
-    return false;
+    return ExtremeMiddle<kRed>(x, p, y, ctx);
   }
   if constexpr (kExtreme) {
     // Each row in order, as the reference walks it: NaN wins, and of equal values the first.
