@@ -20,6 +20,7 @@ constexpr size_t kMaxMembers = 32;
 constexpr size_t kMaxBroadcastMembers = 3;
 
 bool SameShape(const GraphSpec& g, int a, int b);
+bool BroadcastsTo(const GraphSpec& g, int a, int b);
 
 // Every dim of value v is 1 (a single element, broadcast to any shape).
 bool AllOnes(const GraphSpec& g, int v) {
@@ -40,9 +41,10 @@ bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const S
   if (s.device < 0 || static_cast<size_t>(s.device) >= devices.size()) return false;
   const std::string& kind = devices[static_cast<size_t>(s.device)].kind;
   if (kind == "cpu") {
-    // float32 ops whose operands are of the result's shape or a single element: what the CPU's
-    // kernel runs in blocks that stay in L1, with no pass over memory between the members.
-    // (The ops its block kernel computes: cpu::IsBlockOp, elementwise_fast.cc.)
+    // float32 ops whose operands are of the result's shape, a single element, or (a binary op's)
+    // broadcast to it (a row's mean or scale): what the CPU's kernel runs in blocks that stay in
+    // L1, with no pass over memory between the members (a broadcast operand gathered for each
+    // block). (The ops its block kernel computes: cpu::IsBlockOp, elementwise_fast.cc.)
     constexpr int32_t kFloat32 = static_cast<int32_t>(ir::DataType::kFloat32);
     const int y = s.outputs[0];
     if (!cpu::IsBlockOp(s.kernel) || g.values[static_cast<size_t>(y)].dtype != kFloat32) {
@@ -50,7 +52,8 @@ bool Fusable(const std::vector<DeviceSpec>& devices, const GraphSpec& g, const S
     }
     for (int v : s.inputs) {
       if (v < 0 || g.values[static_cast<size_t>(v)].dtype != kFloat32) return false;
-      if (!SameShape(g, v, y) && !AllOnes(g, v)) return false;
+      const bool broadcast = s.inputs.size() == 2 && BroadcastsTo(g, v, y);
+      if (!SameShape(g, v, y) && !AllOnes(g, v) && !broadcast) return false;
     }
   } else if (kind != "opencl" ||
              targets::opencl::FamilyOf(s.kernel) != targets::opencl::Family::kElementwise) {

@@ -2,9 +2,10 @@
 // planning): for devices that generate a kernel per step (OpenCL), and on the CPU for float32
 // chains of the ops its fused kernel computes block by block (add, subtract, multiply, divide,
 // maximum, minimum, relu, sigmoid, tanh, exp, erf, sqrt, abs, negative) whose operands are of the
-// result's shape or a single element, joined only where shapes are equal: every member then runs
-// on a block of the output in L1 before the next block, one step in place of several (a step's
-// own cost, about 0.1 us, is most of an op on a few floats).
+// result's shape, a single element, or (a binary op's) a step input broadcast to it, joined only
+// where shapes are equal: every member then runs on a block of the output in L1 before the next
+// block, a broadcast input gathered for each block, one step in place of several (a step's own
+// cost, about 0.1 us, is most of an op on a few floats).
 //
 // An elementwise or broadcasting step (an op of OpenCL's elementwise family) whose result is
 // read by exactly one other such step, on the same device and in the same region, and that is no

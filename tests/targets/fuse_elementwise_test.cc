@@ -143,15 +143,17 @@ std::vector<std::string> Kernels(const std::vector<uint8_t>& package) {
 }
 
 // On the CPU only float32 ops of its block kernel join, and only those whose operands are of the
-// result's shape or a single element: the swish, x + 1 squared, and the chain on g; not the
-// normalization tail (broadcast inputs), the comparison, the integer ops, clip, log, the hard
-// sigmoid, nor the adds that broadcast a smaller producer.
+// result's shape, a single element, or inputs of the step broadcast to it (gathered per block):
+// the swish, the normalization tail (its mean, rstd and gamma broadcast), x + 1 squared, and the
+// chain on g; not the comparison, the integer ops, clip, log, the hard sigmoid, nor the adds that
+// broadcast a smaller producer (which would compute it again for every element).
 TEST(FuseElementwise, OnTheCpuFloatChainsOfOneShapeJoin) {
   std::vector<std::string> fused;
   for (const std::string& k : Kernels(Build(kModel, {"llvm"}, true))) {
     if (k.starts_with("fused_elementwise")) fused.push_back(k);
   }
   EXPECT_EQ(fused, (std::vector<std::string>{"fused_elementwise[sigmoid,multiply]",
+                                             "fused_elementwise[subtract,multiply,multiply,add]",
                                              "fused_elementwise[add,multiply]",
                                              "fused_elementwise[exp,negative,abs,sqrt]"}));
   for (const std::string& k : Kernels(Build(kModel, {"llvm"}, false))) {

@@ -104,7 +104,9 @@ TEST_F(LimitFlags, RunTimeoutCancelsALongRun) {
 }
 
 TEST_F(LimitFlags, ThreadsArenaAndRunBytesAreRaisedByTheirFlags) {
-  ToolResult c = RunTool("quiltc", Model() + " -o " + Path("m.quilt") + " --input-shape a:2,3");
+  // (A model with values between its steps: an arena to limit.)
+  ToolResult c = RunTool(
+      "quiltc", ModelWithIntermediates() + " -o " + Path("m.quilt") + " --input-shape a:2,3");
   ASSERT_EQ(c.code, 0) << c.Describe();
   std::string package = Path("m.quilt");
   struct Case {

@@ -58,17 +58,17 @@ TEST_F(QuiltcTest, ProfileTimesEveryStepAndWritesAChromeTrace) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("profile: median of 10 runs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("time by op"), std::string::npos) << r.out;
-  // The sqrt and the multiply after it run as one fused step, named by both nodes.
-  EXPECT_NE(r.out.find("add on llvm"), std::string::npos) << r.out;
+  // The add (b broadcast to a's rows), the sqrt and the multiply run as one fused step, named by
+  // the three nodes.
   EXPECT_NE(r.out.find("fused_elementwise on llvm"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("node 'sqrt0 + mul0'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node 'add0 + sqrt0 + mul0'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("y/out: float32 (2, 3)"), std::string::npos) << r.out;
   std::string trace = ReadAll(Path("trace.json"));
   EXPECT_EQ(trace.find("{\"traceEvents\": ["), 0u) << trace;
   EXPECT_NE(trace.find("{\"name\": \"fused_elementwise\", \"cat\": \"kernel\", \"ph\": \"X\""),
             std::string::npos)
       << trace;
-  EXPECT_NE(trace.find("\"node\": \"sqrt0 + mul0\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("\"node\": \"add0 + sqrt0 + mul0\""), std::string::npos) << trace;
   EXPECT_NE(trace.find("\"thread_name\""), std::string::npos) << trace;
   // A file that cannot be written is an error, named.
   r = Tool("quilt-run", Path("m.quilt") + " --input a=" + a + " --input b=" + b + " --profile " +

@@ -96,6 +96,19 @@ class ToolTest : public ::testing::Test {
     return Write("model.onnx", g.Bytes());
   }
 
+  // y = log(a + b) * log(a + b): values between the steps, which the session plans into its
+  // arena (a log joins no fused step).
+  std::string ModelWithIntermediates() {
+    OnnxGraph g;
+    g.Input("a", onnx::TensorProto::FLOAT, {std::string("n"), int64_t{3}})
+        .Input("b", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{3}})
+        .Output("y/out", onnx::TensorProto::FLOAT);
+    g.Node("Add", {"a", "b"}, {"t"}, "add0");
+    g.Node("Log", {"t"}, {"u"}, "log0");
+    g.Node("Mul", {"u", "u"}, {"y/out"}, "mul0");
+    return Write("model_intermediates.onnx", g.Bytes());
+  }
+
   std::string Write(const std::string& name, const std::string& bytes) {
     std::string path = Path(name);
     std::ofstream(path, std::ios::binary) << bytes;

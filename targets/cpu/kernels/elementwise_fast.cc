@@ -7,6 +7,7 @@
 // lanes. Other element types (and other pools) go to the reference kernels.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <string_view>
@@ -354,24 +355,56 @@ Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_vi
       dtypes.size() != members || ctx.num_inputs() > kMaxInputs) {
     return Status::Ok();
   }
-  // The step's inputs: float32, each of one shape or a single element (read for every element).
+  // The step's inputs: float32, each of the output's shape (the broadcast of them all), a single
+  // element (read for every element), or broadcast to it along some dims (gathered for each
+  // block: a row's mean or scale against the rows).
   const int num_inputs = ctx.num_inputs();
   const float* in[kMaxInputs];
-  bool single[kMaxInputs];
-  const Tensor* full = nullptr;
+  enum class Kind : uint8_t { kFull, kSingle, kBroadcast };
+  Kind kind[kMaxInputs];
+  Shape out_shape;
   for (int k = 0; k < num_inputs; ++k) {
     const Tensor* t = ctx.input(k);
     if (!t || t->dtype != DType::kFloat32) return Status::Ok();
     in[k] = t->Data<float>();
-    single[k] = t->NumElements() == 1;
-    if (single[k]) continue;
-    if (full && t->shape != full->shape) return Status::Ok();
-    full = t;
+    if (t->rank() > static_cast<int>(out_shape.size())) {
+      out_shape.insert(out_shape.begin(), t->shape.size() - out_shape.size(), 1);
+    }
+    const size_t lead = out_shape.size() - t->shape.size();
+    for (size_t d = 0; d < t->shape.size(); ++d) {
+      int64_t& o = out_shape[lead + d];
+      if (o == 1) {
+        o = t->shape[d];
+      } else if (t->shape[d] != 1 && t->shape[d] != o) {
+        return Status::Ok();  // no broadcast: the members' kernels say so
+      }
+    }
   }
-  if (!full) return Status::Ok();  // every input one element: the members' own kernels
+  const int rank = static_cast<int>(out_shape.size());
+  int64_t total = 1;
+  for (int64_t d : out_shape) total *= d;
+  // Per broadcast input, its element strides along the output's dims (0 where it is broadcast).
+  constexpr int kMaxRank = 8;
+  if (rank > kMaxRank) return Status::Ok();
+  int64_t strides[kMaxInputs][kMaxRank];
+  int broadcasts = 0, slot[kMaxInputs];
+  bool any_full = false;
   for (int k = 0; k < num_inputs; ++k) {
-    if (single[k] && ctx.input(k)->rank() > full->rank()) return Status::Ok();
+    const Tensor* t = ctx.input(k);
+    const int64_t count = t->NumElements();
+    kind[k] = count == total ? Kind::kFull : count == 1 ? Kind::kSingle : Kind::kBroadcast;
+    any_full |= kind[k] == Kind::kFull;
+    if (kind[k] != Kind::kBroadcast) continue;
+    slot[k] = broadcasts++;
+    const int lead = rank - t->rank();
+    int64_t step = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t dim = d >= lead ? t->shape[static_cast<size_t>(d - lead)] : 1;
+      strides[k][d] = dim == 1 ? 0 : step;
+      step *= dim;
+    }
   }
+  if (!any_full) return Status::Ok();  // every input smaller: the members' own kernels
   // The members: their ops and operands (k >= 0 the step's input k, k < 0 member -k - 1's
   // block); a unary op reads a whole block, never one element.
   struct Member {
@@ -394,31 +427,58 @@ Status FusedElementwiseBlocks(KernelContext& ctx, std::span<const std::string_vi
         return Status::Ok();
       }
     }
-    if (want == 1 && operand[0] >= 0 && single[operand[0]]) return Status::Ok();
+    if (want == 1 && operand[0] >= 0 && kind[operand[0]] != Kind::kFull) return Status::Ok();
     m[i].a = operand[0];
     m[i].b = operand[1];
   }
   Tensor* y;
-  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, full->shape, &y));
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, out_shape, &y));
   *done = true;
-  const int64_t total = y->NumElements();
   float* py = y->MutableData<float>();
   constexpr int64_t kBlock = 512;
   const int64_t blocks = (total + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kParallelElements / kBlock);
+  const int64_t row = rank > 0 ? out_shape.back() : 1;
   ctx.ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
-    // Each member's block but the last (which writes y), in this thread's own memory.
+    // Each member's block but the last (which writes y), then each broadcast input's, in this
+    // thread's own memory.
     thread_local std::vector<float> scratch;
-    if (scratch.size() < members * kBlock) scratch.resize(members * kBlock);
+    const size_t floats = (members + static_cast<size_t>(broadcasts)) * kBlock;
+    if (scratch.size() < floats) scratch.resize(floats);
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t i0 = blk * kBlock, n = std::min(kBlock, total - i0);
+      // Each broadcast input's elements for the block, a run of the output's last dim at a
+      // time: a copy where the input runs along it, its one value where it is broadcast.
+      for (int k = 0; k < num_inputs; ++k) {
+        if (kind[k] != Kind::kBroadcast) continue;
+        float* to = scratch.data() + (members + static_cast<size_t>(slot[k])) * kBlock;
+        for (int64_t i = i0; i < i0 + n;) {
+          int64_t at = 0, rest = i;
+          for (int d = rank - 1; d >= 0; --d) {
+            const int64_t dim = out_shape[static_cast<size_t>(d)];
+            at += rest % dim * strides[k][d];
+            rest /= dim;
+          }
+          const int64_t run = std::min(row - i % row, i0 + n - i);
+          if (strides[k][rank - 1] == 0) {
+            std::fill(to + (i - i0), to + (i - i0) + run, in[k][at]);
+          } else {
+            std::memcpy(to + (i - i0), in[k] + at, static_cast<size_t>(run) * sizeof(float));
+          }
+          i += run;
+        }
+      }
       auto operand = [&](int64_t k, int64_t* stride) -> const float* {
         if (k < 0) {
           *stride = 1;
           return scratch.data() + (-k - 1) * kBlock;
         }
-        *stride = single[k] ? 0 : 1;
-        return in[k] + (single[k] ? 0 : i0);
+        if (kind[k] == Kind::kBroadcast) {
+          *stride = 1;
+          return scratch.data() + (members + static_cast<size_t>(slot[k])) * kBlock;
+        }
+        *stride = kind[k] == Kind::kSingle ? 0 : 1;
+        return in[k] + (kind[k] == Kind::kSingle ? 0 : i0);
       };
       for (size_t i = 0; i < members; ++i) {
         float* out = i + 1 == members ? py + i0 : scratch.data() + i * kBlock;
