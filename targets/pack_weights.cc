@@ -77,6 +77,22 @@ bool AllTakePackedB(const std::vector<DeviceSpec>& devices, const GraphSpec& g,
   return true;
 }
 
+// How many values and code sections name each buffer of `spec`.
+std::vector<int> BufferUses(const PackageSpec& spec) {
+  std::vector<int> uses(spec.buffers.size(), 0);
+  auto use = [&](int b) {
+    if (b >= 0 && static_cast<size_t>(b) < uses.size()) ++uses[static_cast<size_t>(b)];
+  };
+  for (const GraphSpec& g : spec.graphs) {
+    for (const ValueSpec& v : g.values) {
+      use(v.buffer);
+      use(v.default_buffer);
+    }
+  }
+  for (const TargetCodeSpec& c : spec.code) use(c.buffer);
+  return uses;
+}
+
 // Value `value` made the 1-D float32 panels of a B of shape `shape`, and its readers told so.
 void AsPanels(GraphSpec& g, ValueSpec& value, const std::vector<int64_t>& shape,
               const std::vector<std::pair<size_t, size_t>>& reads) {
@@ -148,19 +164,8 @@ int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& 
 }
 
 int PackMatmulWeights(PackageSpec& spec) {
-  // How many values and code sections name each buffer: only a buffer of one value is rewritten.
-  std::vector<int> buffer_uses(spec.buffers.size(), 0);
-  auto use = [&](int b) {
-    if (b >= 0 && static_cast<size_t>(b) < buffer_uses.size())
-      ++buffer_uses[static_cast<size_t>(b)];
-  };
-  for (const GraphSpec& g : spec.graphs) {
-    for (const ValueSpec& v : g.values) {
-      use(v.buffer);
-      use(v.default_buffer);
-    }
-  }
-  for (const TargetCodeSpec& c : spec.code) use(c.buffer);
+  // Only a buffer of one value is rewritten.
+  const std::vector<int> buffer_uses = BufferUses(spec);
 
   int packed = 0;
   for (GraphSpec& g : spec.graphs) {
@@ -212,18 +217,7 @@ bool ReadsAsWeight(const StepSpec& step, size_t i) {
 }  // namespace
 
 int FlushSubnormalWeights(PackageSpec& spec) {
-  std::vector<int> buffer_uses(spec.buffers.size(), 0);
-  auto use = [&](int b) {
-    if (b >= 0 && static_cast<size_t>(b) < buffer_uses.size())
-      ++buffer_uses[static_cast<size_t>(b)];
-  };
-  for (const GraphSpec& g : spec.graphs) {
-    for (const ValueSpec& v : g.values) {
-      use(v.buffer);
-      use(v.default_buffer);
-    }
-  }
-  for (const TargetCodeSpec& c : spec.code) use(c.buffer);
+  const std::vector<int> buffer_uses = BufferUses(spec);
   int flushed = 0;
   for (GraphSpec& g : spec.graphs) {
     for (auto& [v, reads] : Readers(g)) {

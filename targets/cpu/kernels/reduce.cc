@@ -203,6 +203,31 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   }
 }
 
+// The reduced axes of x as one block with kept axes on both sides: `outer` blocks of `len` rows
+// of `inner` lanes. False when the reduced axes are not one block (a kept axis other than 1
+// inside it) or there are none.
+bool MiddleBlock(const Tensor& x, const Plan& p, int64_t* outer, int64_t* len, int64_t* inner) {
+  int first = -1, last = -1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (!p.reduced[i] || x.shape[i] == 1) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0) return false;
+  *outer = *len = *inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < first) {
+      *outer *= x.shape[i];
+    } else if (i <= last) {
+      if (!p.reduced[i] && x.shape[i] != 1) return false;  // a kept axis inside the block
+      *len *= x.shape[i];
+    } else {
+      *inner *= x.shape[i];
+    }
+  }
+  return true;
+}
+
 // a = the greater (kMax) or lesser of a and the 8 floats at p, lane by lane; NaN where either is.
 // (A function, not a lambda: a lambda is compiled without its caller's target.)
 template <bool kMax>
@@ -270,24 +295,8 @@ QUILT_CLONES void MinLanes(const float* x, int64_t len, int64_t inner, int64_t i
 // block.
 template <Red kRed>
 bool ExtremeMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
-  int first = -1, last = -1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (!p.reduced[i] || x.shape[i] == 1) continue;
-    if (first < 0) first = i;
-    last = i;
-  }
-  if (first < 0) return false;
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < first) {
-      outer *= x.shape[i];
-    } else if (i <= last) {
-      if (!p.reduced[i] && x.shape[i] != 1) return false;  // a kept axis inside the block
-      len *= x.shape[i];
-    } else {
-      inner *= x.shape[i];
-    }
-  }
+  int64_t outer, len, inner;
+  if (!MiddleBlock(x, p, &outer, &len, &inner)) return false;
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
   // Tasks of up to 256 lanes of one outer block.
@@ -316,24 +325,8 @@ bool ExtremeMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx
 // reduced axes are not one block.
 template <Red kRed>
 bool ReduceMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
-  int first = -1, last = -1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (!p.reduced[i] || x.shape[i] == 1) continue;
-    if (first < 0) first = i;
-    last = i;
-  }
-  if (first < 0) return false;
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < first) {
-      outer *= x.shape[i];
-    } else if (i <= last) {
-      if (!p.reduced[i] && x.shape[i] != 1) return false;  // a kept axis inside the block
-      len *= x.shape[i];
-    } else {
-      inner *= x.shape[i];
-    }
-  }
+  int64_t outer, len, inner;
+  if (!MiddleBlock(x, p, &outer, &len, &inner)) return false;
   RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
                 : kRed == Red::kL1                          ? RowSum::kMagnitudes
                                                             : RowSum::kPlain;
