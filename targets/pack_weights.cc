@@ -93,6 +93,15 @@ std::vector<int> BufferUses(const PackageSpec& spec) {
   return uses;
 }
 
+// Whether `value` is a float32 constant of a CPU device with a buffer of its own (no other value
+// or code section names it, no default): one that may be rewritten in place.
+bool OwnCpuFloatConstant(const PackageSpec& spec, const std::vector<int>& buffer_uses,
+                         const ValueSpec& value) {
+  return value.kind == pkg::ValueKind::Constant && value.dtype == kFloat32 && value.buffer >= 0 &&
+         value.default_buffer < 0 && buffer_uses[static_cast<size_t>(value.buffer)] == 1 &&
+         spec.devices[static_cast<size_t>(value.device)].kind == "cpu";
+}
+
 // Value `value` made the 1-D float32 panels of a B of shape `shape`, and its readers told so.
 void AsPanels(GraphSpec& g, ValueSpec& value, const std::vector<int64_t>& shape,
               const std::vector<std::pair<size_t, size_t>>& reads) {
@@ -164,7 +173,6 @@ int PackDerivedMatmulWeights(const std::vector<DeviceSpec>& devices, GraphSpec& 
 }
 
 int PackMatmulWeights(PackageSpec& spec) {
-  // Only a buffer of one value is rewritten.
   const std::vector<int> buffer_uses = BufferUses(spec);
 
   int packed = 0;
@@ -172,10 +180,8 @@ int PackMatmulWeights(PackageSpec& spec) {
     for (auto& [v, reads] : Readers(g)) {
       ValueSpec& value = g.values[static_cast<size_t>(v)];
       std::vector<int64_t> shape;
-      if (value.kind != pkg::ValueKind::Constant || value.dtype != kFloat32 || value.buffer < 0 ||
-          value.default_buffer >= 0 || buffer_uses[static_cast<size_t>(value.buffer)] != 1 ||
-          spec.devices[static_cast<size_t>(value.device)].kind != "cpu" ||
-          !StaticShape(g, value, &shape) || !WorthPacking(shape)) {
+      if (!OwnCpuFloatConstant(spec, buffer_uses, value) || !StaticShape(g, value, &shape) ||
+          !WorthPacking(shape)) {
         continue;
       }
       int64_t k = shape[shape.size() - 2], n = shape.back(), matrices = Matrices(shape);
@@ -222,11 +228,7 @@ int FlushSubnormalWeights(PackageSpec& spec) {
   for (GraphSpec& g : spec.graphs) {
     for (auto& [v, reads] : Readers(g)) {
       const ValueSpec& value = g.values[static_cast<size_t>(v)];
-      if (value.kind != pkg::ValueKind::Constant || value.dtype != kFloat32 || value.buffer < 0 ||
-          value.default_buffer >= 0 || buffer_uses[static_cast<size_t>(value.buffer)] != 1 ||
-          spec.devices[static_cast<size_t>(value.device)].kind != "cpu") {
-        continue;
-      }
+      if (!OwnCpuFloatConstant(spec, buffer_uses, value)) continue;
       bool weight = !reads.empty();
       for (const auto& [s, i] : reads) weight = weight && ReadsAsWeight(g.steps[s], i);
       const auto& bytes = spec.buffers[static_cast<size_t>(value.buffer)];

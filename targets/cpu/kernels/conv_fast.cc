@@ -550,82 +550,52 @@ std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry&
   return out;
 }
 
-}  // namespace
-
-namespace {
-
-// Images [i0, i1) of a product of a batch taken as one (C: rows of `cols` columns, image i's `out`
-// columns from i * out on) into y, image i's `rows` rows `image_stride` floats from image i - 1's.
-// Rows of 1 to 8 floats (a VAD's STFT and 1-d encoder over 80 images) each one fixed-size copy:
-// CopyShort's branches on the length cost more than the copy (9% of silero-vad-v6-seq's time).
+// Rows of `width` floats from src to dst: for each outer index o in [o0, o1) and inner index j
+// in [0, inner), the row at src + o * src_outer + j * src_inner to dst + o * dst_outer + j *
+// dst_inner. A batch of images taken as one product copies each image's channels into the rows
+// of its matrix so, and each image's block of the product back into y: rows of 1 to 8 floats (a
+// VAD's STFT and 1-d encoder over 80 images), each one fixed-size copy, where
+// CopyShort's branches on the length cost more than the copy (9% of silero-vad-v6-seq's time);
+// compiled for AVX2 as well (inlined in ConvFast, the baseline code's copies of 8 floats went
+// through the stack: 12% of oww-silero-vad's samples at 1 thread, 4.6% here).
 template <int64_t kWidth>
-QUILT_ALWAYS_INLINE void ScatterRows(const float* c, int64_t cols, int64_t rows, int64_t out,
-                                     int64_t i0, int64_t i1, float* y, int64_t image_stride) {
-  for (int64_t i = i0; i < i1; ++i) {
-    float* yi = y + i * image_stride;
-    const float* ci = c + i * out;
-    for (int64_t r = 0; r < rows; ++r) {
+QUILT_ALWAYS_INLINE void CopyRowsOf(const float* src, int64_t src_outer, int64_t src_inner,
+                                    float* dst, int64_t dst_outer, int64_t dst_inner, int64_t o0,
+                                    int64_t o1, int64_t inner, int64_t width) {
+  for (int64_t o = o0; o < o1; ++o) {
+    const float* from = src + o * src_outer;
+    float* to = dst + o * dst_outer;
+    for (int64_t j = 0; j < inner; ++j) {
       if constexpr (kWidth > 0) {
-        std::memcpy(yi + r * kWidth, ci + r * cols, kWidth * sizeof(float));
+        std::memcpy(to + j * dst_inner, from + j * src_inner, kWidth * sizeof(float));
       } else {
-        CopyShort(ci + r * cols, out, yi + r * out);
+        CopyShort(from + j * src_inner, width, to + j * dst_inner);
       }
     }
   }
 }
 
-// Rows [r0, r1) of the matrix of a pointwise product of a batch taken as one (row r: channel r
-// of each of the n images, `len` floats each, one after another; `cols` = n * len), from x
-// (channel r of image i at i * image_stride + r * len). The inverse of ScatterImages, and
-// compiled for AVX2: inlined in ConvFast, the baseline code's copies of 8 floats went through the
-// stack (12% of oww-silero-vad's samples at 1 thread; 4.6% here).
-template <int64_t kWidth>
-QUILT_ALWAYS_INLINE void GatherRows(const float* x, int64_t image_stride, int64_t len, int64_t n,
-                                    int64_t r0, int64_t r1, float* m, int64_t cols) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* from = x + r * len;
-    float* to = m + r * cols;
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (kWidth > 0) {
-        std::memcpy(to + i * kWidth, from + i * image_stride, kWidth * sizeof(float));
-      } else {
-        CopyShort(from + i * image_stride, len, to + i * len);
-      }
-    }
-  }
-}
-
-QUILT_CLONES void GatherImages(const float* x, int64_t image_stride, int64_t len, int64_t n,
-                               int64_t r0, int64_t r1, float* m, int64_t cols) {
-  switch (len) {
-    case 4:
-      return GatherRows<4>(x, image_stride, len, n, r0, r1, m, cols);
-    case 8:
-      return GatherRows<8>(x, image_stride, len, n, r0, r1, m, cols);
-    default:
-      return GatherRows<0>(x, image_stride, len, n, r0, r1, m, cols);
-  }
-}
-
-QUILT_CLONES void ScatterImages(const float* c, int64_t cols, int64_t rows, int64_t out, int64_t i0,
-                                int64_t i1, float* y, int64_t image_stride) {
-  switch (out) {
+QUILT_CLONES void CopyRows(const float* src, int64_t src_outer, int64_t src_inner, float* dst,
+                           int64_t dst_outer, int64_t dst_inner, int64_t o0, int64_t o1,
+                           int64_t inner, int64_t width) {
+  switch (width) {
     case 1:
-      return ScatterRows<1>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<1>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 1);
     case 2:
-      return ScatterRows<2>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<2>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 2);
     case 3:
-      return ScatterRows<3>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<3>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 3);
     case 4:
-      return ScatterRows<4>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<4>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 4);
     case 5:
-      return ScatterRows<5>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<5>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 5);
     case 6:
-      return ScatterRows<6>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<6>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 6);
     case 8:
-      return ScatterRows<8>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<8>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner, 8);
     default:
-      return ScatterRows<0>(c, cols, rows, out, i0, i1, y, image_stride);
+      return CopyRowsOf<0>(src, src_outer, src_inner, dst, dst_outer, dst_inner, o0, o1, inner,
+                           width);
   }
 }
 
@@ -751,7 +721,7 @@ Status ConvFast(KernelContext& ctx) {
           const float* x_group = px + grp * geo.cg * in_size;
           const int64_t n = geo.n, image_stride = geo.c * in_size;
           ctx.ParallelFor(k, std::max<int64_t>(1, 4096 / cols), [&](int64_t r0, int64_t r1) {
-            GatherImages(x_group, image_stride, in_size, n, r0, r1, written, cols);
+            CopyRows(x_group, in_size, image_stride, written, cols, in_size, r0, r1, n, in_size);
           });
         } else if ((geo.n > g.out[2] || g.out[2] <= kShortIm2ColRow) &&
                    in_size <= std::numeric_limits<int32_t>::max()) {
@@ -788,7 +758,8 @@ Status ConvFast(KernelContext& ctx) {
       float* y_group = py + grp * og * out_size;
       ctx.ParallelFor(geo.n, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, og * out_size)),
                       [&](int64_t i0, int64_t i1) {
-                        ScatterImages(c, cols, og, out_size, i0, i1, y_group, o * out_size);
+                        CopyRows(c, out_size, cols, y_group, o * out_size, out_size, i0, i1, og,
+                                 out_size);
                       });
     }
     return done(Status::Ok());

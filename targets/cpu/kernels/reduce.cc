@@ -228,6 +228,14 @@ bool MiddleBlock(const Tensor& x, const Plan& p, int64_t* outer, int64_t* len, i
   return true;
 }
 
+// The greater (kMax) or lesser of a and v, as the reference takes it: NaN where either is, of
+// equal values a (the first).
+template <bool kMax>
+inline float Extreme(float a, float v) {
+  if (std::isnan(v) || std::isnan(a)) return std::numeric_limits<float>::quiet_NaN();
+  return (kMax ? v > a : v < a) ? v : a;
+}
+
 // a = the greater (kMax) or lesser of a and the 8 floats at p, lane by lane; NaN where either is.
 // (A function, not a lambda: a lambda is compiled without its caller's target.)
 template <bool kMax>
@@ -268,12 +276,7 @@ QUILT_ALWAYS_INLINE void ExtremeLanes(const float* __restrict x, int64_t len, in
   }
   for (; i < i1; ++i) {
     float a = y[i];
-    for (int64_t k = 0; k < len; ++k) {
-      const float v = x[k * inner + i];
-      const bool nan_either = (v != v) | (a != a);
-      const float better = (kMax ? v > a : v < a) ? v : a;
-      a = nan_either ? nan : better;
-    }
+    for (int64_t k = 0; k < len; ++k) a = Extreme<kMax>(a, x[k * inner + i]);
     y[i] = a;
   }
 }
@@ -375,14 +378,7 @@ bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
         const float* row = px + o * p.count;
         float acc = kRed == Red::kMax ? -std::numeric_limits<float>::infinity()
                                       : std::numeric_limits<float>::infinity();
-        for (int64_t i = 0; i < p.count; ++i) {
-          float v = row[i];
-          if (std::isnan(v) || std::isnan(acc)) {
-            acc = std::numeric_limits<float>::quiet_NaN();
-          } else if (kRed == Red::kMax ? v > acc : v < acc) {
-            acc = v;
-          }
-        }
+        for (int64_t i = 0; i < p.count; ++i) acc = Extreme<kRed == Red::kMax>(acc, row[i]);
         py[o] = acc;
       }
     });
