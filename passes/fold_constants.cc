@@ -26,12 +26,17 @@
 //
 // Then a multiply or divide by a float32 scalar constant whose result only feeds a conv2d's data
 // goes into that conv's weight: R.nn.conv2d(u / k, W) becomes R.nn.conv2d(u, W / k) (the
-// hardswish's final divide by 6, say). The variables keep their struct info; bindings left
-// without a use are removed.
+// hardswish's final divide by 6, say). And the adds and multiplies by constants per output
+// channel (or of one value) that follow a conv2d, each read only by the next (its bias, a
+// learnable affine block's scale and shift, a layer scale), go into its weight and one bias
+// add (FoldAffineAfterConv): W' = W * scale, y = R.add(c, shift), the factors composed in
+// double and each value rounded once, as ONNX Runtime's and OpenVINO's conv-mul and conv-add
+// fusions do. The variables keep their struct info; bindings left without a use are removed.
 //
 // Not of constants, but of the same kind (a few steps an exporter writes for one): a layer
 // normalization written out in steps becomes nn.layer_norm, and the extreme of a stack
 // (StackedExtremes) a chain of pairwise maximum or minimum.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -406,6 +411,148 @@ std::optional<std::pair<ir::Expr, ir::Expr>> ConstantAndOther(const FunctionView
   if (ConstantOf(v, call->args[1])) return std::make_pair(call->args[1], call->args[0]);
   if (ConstantOf(v, call->args[0])) return std::make_pair(call->args[0], call->args[1]);
   return std::nullopt;
+}
+
+// The float32 values of constant `e` as one per channel of a conv's (N, M, H, W) result: a
+// ChannelVector, or one value for every channel (a constant whose dims, at most four, are all 1)
+// repeated M times.
+std::optional<std::vector<float>> ChannelOrScalar(const FunctionView& v, const ir::Expr& e,
+                                                  int64_t m) {
+  std::optional<std::vector<int64_t>> shape = StaticShape(e->struct_info);
+  if (shape && shape->size() <= 4 &&
+      std::all_of(shape->begin(), shape->end(), [](int64_t d) { return d == 1; })) {
+    std::optional<std::vector<float>> one = Floats(ConstantOf(v, e), 1);
+    if (!one) return std::nullopt;
+    return std::vector<float>(static_cast<size_t>(m), (*one)[0]);
+  }
+  return ChannelVector(v, e, m);
+}
+
+// The affine chain of a conv: y = ((R.nn.conv2d(x, W) op k1) op k2) ... with each op an add or a
+// multiply (either operand order) of a float32 constant per output channel or of one for all (a
+// multiply's finite and nonzero: the fold would turn the conv's inf or NaN into a number), each
+// result but the last read only by the next op, W a float32 constant of 4 dims read only by the
+// conv, every value of 4 dims, float32 and on the last op's vdevice: y = conv * scale + shift per
+// output channel, the factors composed in double. (A conv's bias, a learnable affine block's
+// scale and shift, a layer scale.)
+struct ConvAffine {
+  ir::Expr conv_expr;
+  const ir::VarNode* conv_var = nullptr;
+  const ir::CallNode* conv = nullptr;
+  const ir::ConstantNode* w = nullptr;
+  std::vector<double> scale, shift;
+  bool scaled = false;  // a multiply among the ops
+  int ops = 0;
+};
+std::optional<ConvAffine> AffineChain(const FunctionView& v, const ir::Expr& value,
+                                      const ir::VarNode* end) {
+  constexpr int kMaxOps = 8;
+  std::optional<ir::VDevice> device = end->struct_info ? end->struct_info->vdevice : std::nullopt;
+  auto float4 = [&](const ir::Expr& e) {
+    return e->struct_info && e->struct_info->dtype == ir::DataType::kFloat32 &&
+           e->struct_info->ndim == 4 && VDeviceOf(e) == device;
+  };
+  if (!end->struct_info || end->struct_info->dtype != ir::DataType::kFloat32 ||
+      end->struct_info->ndim != 4) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<bool, ir::Expr>> ops;  // (multiply, constant), the last op first
+  const ir::CallNode* call = As<ir::CallNode>(value);
+  ConvAffine r;
+  for (;;) {
+    if (!call || !call->op() ||
+        (call->op()->kind != ir::OpKind::kAdd && call->op()->kind != ir::OpKind::kMultiply)) {
+      return std::nullopt;
+    }
+    std::optional<std::pair<ir::Expr, ir::Expr>> ko = ConstantAndOther(v, call);
+    if (!ko || static_cast<int>(ops.size()) == kMaxOps || !float4(ko->second)) return std::nullopt;
+    ops.emplace_back(call->op()->kind == ir::OpKind::kMultiply, ko->first);
+    if (const ir::CallNode* conv = SoleUseCall(v, ko->second, ir::OpKind::kConv2d)) {
+      r.conv = conv;
+      r.conv_expr = ko->second;
+      break;
+    }
+    call = SoleUseCall(v, ko->second, ir::OpKind::kAdd);
+    if (!call) call = SoleUseCall(v, ko->second, ir::OpKind::kMultiply);
+  }
+  r.conv_var = As<ir::VarNode>(r.conv_expr);
+  if (!r.conv_var || r.conv->args.size() != 2) return std::nullopt;
+  // Visible where the last op is bound (a dataflow variable only in its own block).
+  if (r.conv_var->IsDataflow()) {
+    auto at = v.block.find(r.conv_var), here = v.block.find(end);
+    if (at == v.block.end() || here == v.block.end() || at->second != here->second) {
+      return std::nullopt;
+    }
+  }
+  r.w = ConstantOf(v, r.conv->args[1]);
+  if (!r.w || r.w->dtype != ir::DataType::kFloat32 || r.w->shape.size() != 4 ||
+      r.w->shape[0] <= 0 || !r.w->data ||
+      r.w->data->size() != static_cast<size_t>(r.w->NumElements()) * 4) {
+    return std::nullopt;
+  }
+  const int64_t m = r.w->shape[0];
+  r.scale.assign(static_cast<size_t>(m), 1.0);
+  r.shift.assign(static_cast<size_t>(m), 0.0);
+  for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+    std::optional<std::vector<float>> k = ChannelOrScalar(v, op->second, m);
+    if (!k) return std::nullopt;
+    for (size_t o = 0; o < static_cast<size_t>(m); ++o) {
+      const double f = (*k)[o];
+      if (op->first) {
+        if (!std::isfinite(f) || f == 0.0) return std::nullopt;
+        r.scale[o] *= f;
+        r.shift[o] *= f;
+      } else {
+        r.shift[o] += f;
+      }
+    }
+    r.scaled |= op->first;
+  }
+  r.ops = static_cast<int>(ops.size());
+  return r;
+}
+
+// At the last op of a conv's affine chain (AffineChain) of a multiply or of two adds or more:
+// c = R.nn.conv2d(x, W * scale) (per output channel, each weight rounded once) and y = R.add(c,
+// shift) (each rounded once; none where no op is an add). The ops between are left unread. At
+// an op the next op of a longer chain reads, nothing: that op's chain takes this one's.
+Expected<Rewrites> FoldAffineAfterConv(const FunctionView& v, const ir::Binding& binding) {
+  if (!OpCallOf(binding.value, ir::OpKind::kAdd) &&
+      !OpCallOf(binding.value, ir::OpKind::kMultiply)) {
+    return Rewrites();
+  }
+  if (const ir::VarNode* next = SoleUser(v, binding.var.get())) {
+    auto it = v.value.find(next);
+    if (it != v.value.end() && !v.returned.count(binding.var.get()) &&
+        AffineChain(v, it->second, next)) {
+      return Rewrites();
+    }
+  }
+  std::optional<ConvAffine> c = AffineChain(v, binding.value, binding.var.get());
+  if (!c || (!c->scaled && c->ops < 2)) return Rewrites();
+  const int64_t m = c->w->shape[0];
+  std::vector<float> weight(c->w->NumElements());
+  std::memcpy(weight.data(), c->w->data->data(), weight.size() * 4);
+  const int64_t per_channel = static_cast<int64_t>(weight.size()) / m;
+  for (int64_t o = 0; o < m; ++o) {
+    for (int64_t i = 0; i < per_channel; ++i) {
+      float& x = weight[static_cast<size_t>(o * per_channel + i)];
+      x = static_cast<float>(static_cast<double>(x) * c->scale[static_cast<size_t>(o)]);
+    }
+  }
+  Expected<ir::Expr> new_w = FloatConstant(weight, c->w->shape);
+  if (!new_w) return new_w.error();
+  Expected<ir::Expr> new_conv =
+      ir::MakeOpCall(ir::OpKind::kConv2d, {c->conv->args[0], *new_w}, c->conv->attrs);
+  if (!new_conv) return new_conv.error();
+  if (c->scaled && c->ops == 1) return Rewrites{{binding.var.get(), *new_conv}};
+  std::vector<float> shift(static_cast<size_t>(m));
+  for (size_t o = 0; o < shift.size(); ++o) shift[o] = static_cast<float>(c->shift[o]);
+  Expected<ir::Expr> new_b = FloatConstant(shift, {1, m, 1, 1});
+  if (!new_b) return new_b.error();
+  Expected<ir::Expr> new_add = ir::MakeOpCall(ir::OpKind::kAdd, {c->conv_expr, *new_b});
+  if (!new_add) return new_add.error();
+  return Rewrites{{c->conv_var, *new_conv}, {binding.var.get(), *new_add}};
 }
 
 struct LayerNormCore {
@@ -976,6 +1123,8 @@ Expected<ir::Function> FoldFunction(const ir::Function& f) {
   Expected<ir::Function> g = Sweep(r, &FoldBatchNorm);
   if (!g) return g;
   g = Sweep(*g, &FoldScaleIntoConv);
+  if (!g) return g;
+  g = Sweep(*g, &FoldAffineAfterConv);
   if (!g) return g;
   return Sweep(*g, &FoldLayerNorm);
 }

@@ -205,16 +205,14 @@ class Module:
         k = R.add(i, R.const(1, "int64"))
         return (y, k)
 )");
+  // The bias and the scale, constants now, then go into the conv (FoldAffineAfterConv).
   ir::IRModule want = Parse(R"(
 @I.ir_module
 class Module:
     @R.function
     def main(x: R.Tensor((1, 2, 2, 2), "float32")):
-        c = R.nn.conv2d(x, R.const([[[[1.0]], [[2.0]]], [[[3.0]], [[-1.0]]]], "float32"))
-        b = R.const([[[[1.0]], [[2.0]]]], "float32")
-        a = R.add(c, b)
-        s = R.const([[[0.5]], [[0.25]]], "float32")
-        y = R.multiply(a, s)
+        c = R.nn.conv2d(x, R.const([[[[0.5]], [[1.0]]], [[[0.75]], [[-0.25]]]], "float32"))
+        y = R.add(c, R.const([[[[0.5]], [[0.5]]]], "float32"))
         i = R.const([3, 4, 5, 6], "int64")
         k = R.add(i, R.const(1, "int64"))
         return (y, k)
@@ -340,6 +338,91 @@ class Module:
         h = R.divide(R.const(6.0, "float32"), x)
         c = R.nn.conv2d(h, R.const([[[[1.0]]]], "float32"))
         return c
+)");
+}
+
+// A learnable affine block after a conv's bias (PP-LCNetV3): its scalar multiply goes into the
+// weight and the bias, its add into the bias; a per-channel multiply of a conv without a bias
+// into the weight alone.
+TEST(FoldConstants, AScaleAndShiftAfterAConvGoIntoItsWeightAndBias) {
+  ir::IRModule before = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0, 2.0]]], [[[3.0, -1.0]]]], "float32"))
+        a = R.add(c, R.const([[[[1.0]], [[-2.0]]]], "float32"))
+        m = R.multiply(R.const([0.5], "float32"), a)
+        t = R.add(m, R.const(0.25, "float32"))
+        r = R.nn.relu(t)
+        d = R.nn.conv2d(r, R.const([[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]], "float32"))
+        g = R.multiply(d, R.const([[[2.0]], [[-4.0]]], "float32"))
+        return g
+)");
+  ir::IRModule want = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[0.5, 1.0]]], [[[1.5, -0.5]]]], "float32"))
+        t = R.add(c, R.const([[[[0.75]], [[-0.75]]]], "float32"))
+        r = R.nn.relu(t)
+        g = R.nn.conv2d(r, R.const([[[[2.0]], [[4.0]]], [[[-12.0]], [[-16.0]]]], "float32"))
+        return g
+)");
+  EXPECT_TRUE(ModulesEqual(RunPass("fold-constants", before), want));
+}
+
+TEST(FoldConstants, AScaleOrShiftAfterAConvThatCannotFoldStays) {
+  // A scale of zero, for one channel or all (the conv's inf or NaN would become 0).
+  for (const char* k : {"0.0", "[[[2.0]], [[0.0]]]"}) {
+    ExpectUnchanged(std::string(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]]], [[[2.0]]]], "float32"))
+        m = R.multiply(c, R.const()") +
+                    k + R"(, "float32"))
+        return m
+)");
+  }
+  // The conv's result read elsewhere too; its bias add's.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]]]], "float32"))
+        m = R.multiply(c, R.const(2.0, "float32"))
+        s = R.add(m, c)
+        return s
+)");
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]]]], "float32"))
+        a = R.add(c, R.const(1.0, "float32"))
+        t = R.add(a, R.const(2.0, "float32"))
+        s = R.multiply(t, a)
+        return s
+)");
+  // Not one value per output channel (per row), a scale that is not a constant, a weight that is
+  // not one.
+  ExpectUnchanged(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 1, 2, 2), "float32"), w: R.Tensor((1, 1, 1, 1), "float32")):
+        c = R.nn.conv2d(x, R.const([[[[1.0]]]], "float32"))
+        m = R.multiply(c, R.const([[2.0], [3.0]], "float32"))
+        d = R.nn.conv2d(m, R.const([[[[1.0]]]], "float32"))
+        n = R.multiply(d, x)
+        e = R.nn.conv2d(n, w)
+        o = R.multiply(e, R.const(2.0, "float32"))
+        return o
 )");
 }
 
@@ -583,6 +666,86 @@ std::string LayerNormSteps(const std::string& square) {
   std::string text = kLayerNormSteps;
   text.replace(text.find("STEP_SQ"), 7, square);
   return text;
+}
+
+// The folded scale and shift against float64: a 1x1 conv of 8 channels, its bias, a per-channel
+// scale and a scalar shift, compiled with and without the fold: the fold leaves no multiply, and
+// both are within float32's rounding of the float64 values (the fold rounds W * s and B * s + t
+// once each, the steps each product and sum).
+TEST(FoldConstants, TheFoldedScaleAndShiftAreAsCloseToFloat64AsTheSteps) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> d(-1, 1);
+  const int m = 8, c = 3, pixels = 9 * 11;
+  std::vector<float> w(m * c), b(m), s(m);
+  for (float& v : w) v = d(rng);
+  for (float& v : b) v = d(rng);
+  for (float& v : s) v = 0.25f + std::fabs(d(rng));
+  const float t = 0.375f;
+  std::ostringstream ws, bs, ss;
+  for (std::ostringstream* o : {&ws, &bs, &ss}) o->precision(9);
+  ws << "[";
+  bs << "[";
+  ss << "[";
+  for (int o = 0; o < m; ++o) {
+    ws << (o ? ", " : "") << "[";
+    for (int i = 0; i < c; ++i) ws << (i ? ", " : "") << "[[" << w[o * c + i] << "]]";
+    ws << "]";
+    bs << (o ? ", " : "") << "[[" << b[o] << "]]";
+    ss << (o ? ", " : "") << "[[" << s[o] << "]]";
+  }
+  ws << "]";
+  bs << "]";
+  ss << "]";
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3, 9, 11), "float32")):
+        c = R.nn.conv2d(x, R.const()" +
+                           ws.str() + R"(, "float32"))
+        a = R.add(c, R.const()" +
+                           bs.str() + R"(, "float32"))
+        k = R.multiply(a, R.const()" +
+                           ss.str() + R"(, "float32"))
+        y = R.add(R.const(0.375, "float32"), k)
+        return y
+)");
+  Expected<compiler::Compiled> plain = CompileWithFold(mod, false);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  Expected<compiler::Compiled> folded = CompileWithFold(mod, true);
+  ASSERT_TRUE(folded) << folded.error().ToString();
+  std::string text = ir::PrintModule(folded->module);
+  EXPECT_EQ(text.find("R.multiply"), std::string::npos) << text;
+  EXPECT_NE(ir::PrintModule(plain->module).find("R.multiply"), std::string::npos);
+  std::vector<float> x(2 * c * pixels);
+  for (float& v : x) v = d(rng);
+  std::vector<float> want_plain = RunOnce(plain->package, x);
+  std::vector<float> got = RunOnce(folded->package, x);
+  ASSERT_EQ(got.size(), static_cast<size_t>(2 * m * pixels));
+  ASSERT_EQ(want_plain.size(), got.size());
+  double worst_plain = 0, worst_folded = 0;
+  for (int n = 0; n < 2; ++n) {
+    for (int o = 0; o < m; ++o) {
+      for (int p = 0; p < pixels; ++p) {
+        double sum = b[o];
+        for (int i = 0; i < c; ++i) {
+          sum += static_cast<double>(w[o * c + i]) * x[(n * c + i) * pixels + p];
+        }
+        const double ref = sum * s[o] + t;
+        const size_t at = static_cast<size_t>((n * m + o) * pixels + p);
+        // Each float32 result within a few roundings of the terms' magnitude.
+        double scale = std::fabs(b[o] * s[o]) + t;
+        for (int i = 0; i < c; ++i) {
+          scale +=
+              std::fabs(static_cast<double>(w[o * c + i]) * x[(n * c + i) * pixels + p] * s[o]);
+        }
+        worst_plain = std::max(worst_plain, std::fabs(want_plain[at] - ref) / scale);
+        worst_folded = std::max(worst_folded, std::fabs(got[at] - ref) / scale);
+      }
+    }
+  }
+  EXPECT_LT(worst_plain, 4 * 0x1p-24);
+  EXPECT_LT(worst_folded, 4 * 0x1p-24);
 }
 
 TEST(FoldConstants, ALayerNormWrittenOutInStepsBecomesOneOp) {

@@ -91,8 +91,11 @@ struct Built {
 
 Built Build(const ir::IRModule& mod, bool fuse) {
   // Epilogue fusion alone: the elementwise steps it leaves stay steps of their own (the CPU's
-  // elementwise fusion, which would join them, has its own tests: fuse_elementwise_test.cc).
+  // elementwise fusion, which would join them, has its own tests: fuse_elementwise_test.cc), and
+  // the adds and multiplies after a conv stay ops (fold-constants, which would fold them into the
+  // conv's weight and bias, has its own: fold_constants_test.cc).
   CompileOptions options;
+  options.fold_constants = false;
   options.lower.fuse_epilogues = fuse;
   options.lower.fuse_elementwise = false;
   Built b;
