@@ -121,13 +121,17 @@ void Im2ColColumn(const float* x, int64_t channels, const Geo& g, int64_t o, flo
           continue;
         }
         const float* xr = x + c * in_size + (i0 * g.in[1] + i1) * g.in[2];
-        std::fill(col, col + k_lo, 0.0f);
-        if (k_end > k_lo && d2 == 1) {
+        // A run of a few taps copied inline (a 1-d conv of 3 over 129 channels: a call to
+        // memmove cost more than its copy), a long one (a 256-tap STFT filter's) by memmove.
+        for (int64_t k2 = 0; k2 < k_lo; ++k2) col[k2] = 0.0f;
+        if (k_end - k_lo >= 32 && d2 == 1) {
           std::copy(xr + base2 + k_lo, xr + base2 + k_end, col + k_lo);
+        } else if (k_end > k_lo && d2 == 1) {
+          CopyShort(xr + base2 + k_lo, k_end - k_lo, col + k_lo);
         } else {
           for (int64_t k2 = k_lo; k2 < k_end; ++k2) col[k2] = xr[base2 + k2 * d2];
         }
-        std::fill(col + k_end, col + kw, 0.0f);
+        for (int64_t k2 = k_end; k2 < kw; ++k2) col[k2] = 0.0f;
       }
     }
   }
@@ -443,16 +447,18 @@ bool TrimTaps(const Geo& g, int64_t first[kMaxSpatial], Geo* out) {
   bool trimmed = false;
   for (int d = 0; d < kMaxSpatial; ++d) {
     first[d] = 0;
-    int64_t lo = -1, hi = -1;
-    for (int64_t k = 0; k < g.kernel[d]; ++k) {
+    // The first tap and the last that reach the input for some output (a search from each end:
+    // a long 1-d window, a 256-tap STFT filter, tried every tap at every run).
+    auto reaches = [&](int64_t k) {
       int64_t a, b;
       InsideRange(k * g.dilation[d] - g.pad[d], g.stride[d], g.in[d], g.out[d], &a, &b);
-      if (a < b) {
-        if (lo < 0) lo = k;
-        hi = k;
-      }
-    }
-    if (lo < 0) return false;
+      return a < b;
+    };
+    int64_t lo = 0;
+    while (lo < g.kernel[d] && !reaches(lo)) ++lo;
+    if (lo == g.kernel[d]) return false;
+    int64_t hi = g.kernel[d] - 1;
+    while (!reaches(hi)) --hi;
     if (lo == 0 && hi == g.kernel[d] - 1) continue;
     if (lo * g.dilation[d] > g.pad[d]) return false;
     first[d] = lo;
@@ -784,8 +790,13 @@ Status ConvFast(KernelContext& ctx) {
   constexpr int64_t kStridedGridMaxK = 1536;
   constexpr int64_t kStridedGridMaxFloats = int64_t{1} << 20;
   ConvGrid grid;
-  if (grid.Fits(g) && ((grid.s1 == 1 && grid.s2 == 1) ||
-                       (k <= kStridedGridMaxK && grid.Floats(g, geo.c) <= kStridedGridMaxFloats))) {
+  // A product of few columns (a 1-d conv over a short chunk: silero-vad's encoder over 4 and 2
+  // positions) gathers its columns from the image itself (Im2Col::PackColumns, below): the grid's
+  // padded copy, channel by channel, cost more than the columns' gather.
+  const bool few_columns = out_size <= kFewColumns && few(0, out_size) != nullptr;
+  if (!few_columns && grid.Fits(g) &&
+      ((grid.s1 == 1 && grid.s2 == 1) ||
+       (k <= kStridedGridMaxK && grid.Floats(g, geo.c) <= kStridedGridMaxFloats))) {
     // Per image: the padded copy of all its channels, then per group one GEMM on the grid
     // (og x out[1] * wp) and the kept columns of each row moved into y.
     int64_t padded_floats = grid.Floats(g, geo.c);
