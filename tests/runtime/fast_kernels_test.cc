@@ -951,9 +951,11 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
        // a fifth row's sums in four sets as the 8-lane kernel's single row
        GemmCase{10, 48, 130}, GemmCase{14, 96, 300}, GemmCase{15, 52, 200}, GemmCase{12, 48, 50},
        GemmCase{6, 48, 129}, GemmCase{69, 48, 257},
-       // fewer rows than a panel's four by B packed ahead (FewRowsPanel), two or three
-       // rows by pairs of whole panels in one 16-lane kernel
-       GemmCase{2, 96, 300}, GemmCase{3, 100, 140}, GemmCase{1, 50, 129}, GemmCase{3, 20, 7}},
+       // fewer rows than a panel's four by B packed ahead (FewRowsPanel), one to three rows by
+       // pairs of whole panels in one 16-lane kernel (a single row's sums in four sets as the
+       // 8-lane kernel's, over reductions of every remainder by four)
+       GemmCase{2, 96, 300}, GemmCase{3, 100, 140}, GemmCase{1, 50, 129}, GemmCase{3, 20, 7},
+       GemmCase{1, 96, 258}, GemmCase{1, 148, 131}, GemmCase{1, 48, 4}},
       rng);
 }
 

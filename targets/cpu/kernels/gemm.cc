@@ -658,11 +658,14 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, c
   V16 bv[3];
   if constexpr (!kRows) PrefetchPanels(p, b0, b1);
   LoadB48<kRows>(p, b0, b1, offs, bv);
-  for (int i = 0; i < kM && i < 4; ++i) {
+  for (int i = 0; i < kM && i < 4 && kM > 1; ++i) {
     float av = AAt<kAIn>(a0, lda, i, p);
     for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
   }
-  if constexpr (kM == 5) {
+  if constexpr (kM == 1) {
+    float av = AAt<kAIn>(a0, lda, 0, p);
+    for (int v = 0; v < 3; ++v) last[v] += av * bv[v];
+  } else if constexpr (kM == 5) {
     float av = AAt<kAIn>(a1, lda, 0, p);
     for (int v = 0; v < 3; ++v) last[v] += av * bv[v];
   } else {
@@ -673,21 +676,21 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, c
   }
 }
 
-// kM rows of C (2 to 7: a block's last rows, A's panel at a0 and the next at a1) by two whole
+// kM rows of C (1 to 7: a block's last rows, A's panel at a0 and the next at a1) by two whole
 // panels of 24 columns (48), as three 16-lane vectors a row: each A value broadcast once for the
 // 48 columns, B read once for every row. (The 4-row, 8-lane kernel took them a panel and four rows
 // at a time, reading B again for each: a few-columns product's 4 or 5 rows streamed its weights 4
-// times.) Each sum as the 8-lane kernel's for those rows: over p in order, but a fifth row alone
-// in its panel in four sets over alternate p, added at the end (MicroKernel's kSplit for one row),
-// so that the values are the same whichever kernel computed them.
+// times.) Each sum as the 8-lane kernel's for those rows: over p in order, but a row alone in its
+// panel (a single row, or a fifth) in four sets over alternate p, added at the end (MicroKernel's
+// kSplit for one row), so that the values are the same whichever kernel computed them.
 template <bool kRows, bool kAIn, int kM>
 QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRowsOf48(int64_t kc, const float* a0,
                                                           const float* a1, const float* b0,
                                                           const float* b1, const int64_t* offs,
                                                           float* c, int64_t ldc, bool accumulate,
                                                           int64_t lda) {
-  static_assert(kNR == 24 && kMR == 4 && kM >= 2 && kM < 8);
-  constexpr int kSplit = kM == 5 ? 4 : 1;
+  static_assert(kNR == 24 && kMR == 4 && kM >= 1 && kM < 8);
+  constexpr int kSplit = kM == 5 || kM == 1 ? 4 : 1;
   V16 acc[kM][3], sets[kSplit][3];
   for (auto& row : acc) {
     for (V16& v : row) v = V16{};
@@ -702,16 +705,16 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRowsOf48(int64_t kc, const floa
     }
   }
   for (; p < kc; ++p) RowsOf48Step<kRows, kAIn, kM>(p, a0, a1, b0, b1, offs, lda, acc, sets[0]);
-  if constexpr (kM == 5) {
+  if constexpr (kM == 5 || kM == 1) {
     for (int v = 0; v < 3; ++v) {
-      acc[4][v] = sets[0][v];
-      for (int q = 1; q < kSplit; ++q) acc[4][v] += sets[q][v];
+      acc[kM - 1][v] = sets[0][v];
+      for (int q = 1; q < kSplit; ++q) acc[kM - 1][v] += sets[q][v];
     }
   }
   StoreRows48<kM>(acc, c, ldc, accumulate);
 }
 
-// MicroKernelRowsOf48 for mr (2 to 7) rows.
+// MicroKernelRowsOf48 for mr (1 to 7) rows.
 template <bool kRows, bool kAIn>
 QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRows48(int64_t mr, int64_t kc, const float* a0,
                                                         const float* a1, const float* b0,
@@ -729,8 +732,10 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernelRows48(int64_t mr, int64_t kc, 
       return MicroKernelRowsOf48<kRows, kAIn, 4>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
     case 3:
       return MicroKernelRowsOf48<kRows, kAIn, 3>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
-    default:
+    case 2:
       return MicroKernelRowsOf48<kRows, kAIn, 2>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
+    default:
+      return MicroKernelRowsOf48<kRows, kAIn, 1>(kc, a0, a1, b0, b1, offs, c, ldc, accumulate, lda);
   }
 }
 
@@ -933,7 +938,7 @@ QUILT_AVX512 void RowsBlock512InPlace(int64_t mc, int64_t nc, int64_t k, const f
   BlockOf512<true, true>(mc, nc, k, a, b, offs, c, ldc, narrow, fused, lda);
 }
 
-// C (m x 48, m of 2 or 3) = A (m x k, rows read in place) times two whole packed panels of B
+// C (m x 48, m of 1 to 3) = A (m x k, rows read in place) times two whole packed panels of B
 // (p0, p1), the whole reduction at once: FewRowsPanel's values (its sums over p in order) on
 // 16-lane vectors, each panel read once.
 QUILT_AVX512 void FewRowsPanels512(int64_t m, int64_t k, const float* a, int64_t lda,
@@ -1470,10 +1475,12 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   }
   if (m < kMR && b && k > 0 && b->Panel(0)) {
     // A few rows by a B packed ahead: each panel streamed once, A's rows read where they are.
-    // With AVX-512, two or three rows take two whole panels at a time.
+    // With AVX-512, one to three rows take two whole panels at a time (a single row, a recurrent
+    // layer's step over a batch of one, in 16-lane sums that keep up with L2, where the 8-lane
+    // kernel's four sets of three waited on their multiply-adds).
     bool pairs = false;
 #if defined(QUILT_HAS_AVX512_GEMM)
-    pairs = m >= 2 && UseAvx512Gemm();
+    pairs = UseAvx512Gemm();
 #endif
     const int64_t per_task = pairs ? 2 : 1;
     int64_t grain =
