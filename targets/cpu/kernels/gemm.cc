@@ -649,7 +649,8 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void MicroKernel8x48(int64_t kc, const float* a
 }
 
 // One step of the reduction for MicroKernelRowsOf48: B's row p (48 columns) times A's column p
-// into the sums of rows [0, kM), row 4's into set `last` of its (where kM is 5).
+// into the sums of rows [0, kM), a row alone in its panel (row 4 where kM is 5, a single row) into
+// set `last` of its.
 template <bool kRows, bool kAIn, int kM>
 QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, const float* a1,
                                                    const float* b0, const float* b1,
@@ -658,9 +659,12 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, c
   V16 bv[3];
   if constexpr (!kRows) PrefetchPanels(p, b0, b1);
   LoadB48<kRows>(p, b0, b1, offs, bv);
-  for (int i = 0; i < kM && i < 4 && kM > 1; ++i) {
-    float av = AAt<kAIn>(a0, lda, i, p);
-    for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
+  // Rows 0 to 3 from a0's panel (a single row: in its sets, below).
+  if constexpr (kM > 1) {
+    for (int i = 0; i < kM && i < 4; ++i) {
+      float av = AAt<kAIn>(a0, lda, i, p);
+      for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
+    }
   }
   if constexpr (kM == 1) {
     float av = AAt<kAIn>(a0, lda, 0, p);
