@@ -64,6 +64,12 @@ Expected<Outputs> Cast(NodeContext& ctx) {
   }
   Expected<int64_t> saturate = ctx.Int("saturate", 1);
   if (!saturate) return ctx.Error(saturate.error().message);
+  // A cast to the type the input already has is the input itself, as an Identity (exporters
+  // write them: silero-vad's STFT casts its float32 halves to float32), not a step of its own.
+  ir::Expr x = ctx.Input(0);
+  if (x && x->struct_info && x->struct_info->dtype == static_cast<ir::DataType>(*to)) {
+    return Outputs{x};
+  }
   ir::Attrs a;
   a.Set("dtype", static_cast<ir::DataType>(*to));
   a.Set("saturate", *saturate != 0);

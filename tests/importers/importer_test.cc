@@ -141,6 +141,32 @@ class Module:
 )");
 }
 
+// A Cast to the type its input already has is that input, as an Identity is (no astype step);
+// a Cast to another type stays. The graph's outputs keep their names, one of them the cast input
+// itself.
+TEST(Import, ACastToTheInputsOwnTypeIsTheInputItself) {
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {2, 3});
+  SetInt(g.Node("Cast", {"x"}, {"c"}), "to", TensorProto::FLOAT);
+  g.Node("Relu", {"c"}, {"r"});
+  SetInt(g.Node("Cast", {"r"}, {"i"}), "to", TensorProto::INT32);
+  SetInt(g.Node("Cast", {"x"}, {"same"}), "to", TensorProto::FLOAT);
+  g.Output("r", TensorProto::FLOAT)
+      .Output("i", TensorProto::INT32)
+      .Output("same", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tuple(R.Tensor((2, 3), "float32"), R.Tensor((2, 3), "int32"), R.Tensor((2, 3), "float32")):
+        R.func_attr({"global_symbol": "main", "output_names": ["r", "i", "same"]})
+        r = R.nn.relu(x)
+        i = R.astype(r, "int32")
+        outputs = (r, i, x)
+        return outputs
+)");
+}
+
 TEST(Import, ClipWithConstantAndRuntimeBounds) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {2}).Input("hi", TensorProto::FLOAT, {});
