@@ -85,12 +85,16 @@ FunctionView View(const ir::SeqExprNode& body) {
   return v;
 }
 
-// Whether binding `b` may read `e` where it is: a dataflow variable only inside its own block.
-bool VisibleAt(const FunctionView& v, const ir::Expr& e, const ir::Binding& b) {
+// Whether the binding of `here` may read `e` where it is: a dataflow variable only inside its
+// own block.
+bool VisibleAt(const FunctionView& v, const ir::Expr& e, const ir::VarNode* here) {
   const auto* var = As<ir::VarNode>(e);
   if (!var || !var->IsDataflow()) return true;
-  auto at = v.block.find(var), here = v.block.find(b.var.get());
-  return at != v.block.end() && here != v.block.end() && at->second == here->second;
+  auto at = v.block.find(var), it = v.block.find(here);
+  return at != v.block.end() && it != v.block.end() && at->second == it->second;
+}
+bool VisibleAt(const FunctionView& v, const ir::Expr& e, const ir::Binding& b) {
+  return VisibleAt(v, e, b.var.get());
 }
 
 // `e` itself when it is a constant, else the constant a variable is bound to.
@@ -476,13 +480,8 @@ std::optional<ConvAffine> AffineChain(const FunctionView& v, const ir::Expr& val
     if (!call) call = SoleUseCall(v, ko->second, ir::OpKind::kMultiply);
   }
   r.conv_var = As<ir::VarNode>(r.conv_expr);
-  if (!r.conv_var || r.conv->args.size() != 2) return std::nullopt;
-  // Visible where the last op is bound (a dataflow variable only in its own block).
-  if (r.conv_var->IsDataflow()) {
-    auto at = v.block.find(r.conv_var), here = v.block.find(end);
-    if (at == v.block.end() || here == v.block.end() || at->second != here->second) {
-      return std::nullopt;
-    }
+  if (!r.conv_var || r.conv->args.size() != 2 || !VisibleAt(v, r.conv_expr, end)) {
+    return std::nullopt;
   }
   r.w = ConstantOf(v, r.conv->args[1]);
   if (!r.w || r.w->dtype != ir::DataType::kFloat32 || r.w->shape.size() != 4 ||

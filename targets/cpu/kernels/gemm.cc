@@ -666,11 +666,9 @@ QUILT_ALWAYS_INLINE QUILT_AVX512 void RowsOf48Step(int64_t p, const float* a0, c
       for (int v = 0; v < 3; ++v) acc[i][v] += av * bv[v];
     }
   }
-  if constexpr (kM == 1) {
-    float av = AAt<kAIn>(a0, lda, 0, p);
-    for (int v = 0; v < 3; ++v) last[v] += av * bv[v];
-  } else if constexpr (kM == 5) {
-    float av = AAt<kAIn>(a1, lda, 0, p);
+  if constexpr (kM == 1 || kM == 5) {
+    // The row alone in its panel: a0's only row, or a1's first.
+    float av = AAt<kAIn>(kM == 1 ? a0 : a1, lda, 0, p);
     for (int v = 0; v < 3; ++v) last[v] += av * bv[v];
   } else {
     for (int i = 4; i < kM; ++i) {
