@@ -404,13 +404,22 @@ std::vector<ConvCase> EpiloguePaths() {
       {9, 2, 3, 4, {3, 4}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 1}},
       {12, 1, 1, 3, {656}, {512}, {16}, {1}, {0, 0}},
       // A handful of output positions and rows enough for a panel: A^T laid out in the step's
-      // cache (FewColumnsA), B's rows read in place (a VAD's encoder; a STFT's 258 filters, their
+      // cache (FewColumnsA), a 1-d window's columns read in place from the image laid out
+      // (position, channel) (a VAD's encoder; a STFT's 258 filters, the image itself, their
       // reduction shortened: these epilogues' outputs cancel, and at 256 taps the float sums of
-      // any order stray past the tolerance from the reference's), an
+      // any order stray past the tolerance from the reference's; strided, grouped, padded at one
+      // end, past both ends of the image with the taps that read padding alone dropped, past its
+      // end alone, a single padded channel), a dilated 1-d window's gathered, an
       // im2col matrix (a 3-d window, which no grid takes), images sharing one product; and a
       // 2-d window whose grid rows make more columns than that (weights laid out, not used)
       {1, 1, 129, 128, {4}, {3}, {1}, {1}, {1, 1}},
       {1, 1, 1, 258, {320}, {64}, {64}, {1}, {0, 0}},
+      {1, 1, 128, 64, {4}, {3}, {2}, {1}, {1, 1}},
+      {1, 2, 40, 24, {5}, {3}, {1}, {1}, {2, 0}},
+      {1, 1, 3, 24, {3}, {7}, {1}, {1}, {3, 3}},
+      {1, 1, 8, 24, {4}, {5}, {1}, {1}, {1, 3}},
+      {1, 1, 1, 24, {20}, {6}, {3}, {1}, {2, 1}},
+      {1, 1, 16, 24, {9}, {3}, {1}, {2}, {0, 0}},
       {1, 1, 4, 32, {2, 3, 4}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},
       {3, 1, 16, 40, {1, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {1, 2, 12, 24, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},

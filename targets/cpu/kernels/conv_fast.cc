@@ -137,6 +137,20 @@ void Im2ColColumn(const float* x, int64_t channels, const Geo& g, int64_t o, flo
   }
 }
 
+// Rows [0, rows) of `channels` channels of a 1-d image (each `width` long) laid out (position,
+// channel) at `out`, row r holding input position r - pad (zero outside the image): the column
+// of output j of a window of unit dilation and stride s is then the run from row j * s.
+void TapMajorImage(const float* x, int64_t channels, int64_t width, int64_t pad, int64_t rows,
+                   float* out) {
+  const int64_t lo = std::min(pad, rows), hi = std::clamp<int64_t>(width + pad, lo, rows);
+  std::fill(out, out + lo * channels, 0.0f);
+  std::fill(out + hi * channels, out + rows * channels, 0.0f);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * width - pad;
+    for (int64_t r = lo; r < hi; ++r) out[r * channels + c] = xc[r];
+  }
+}
+
 // The im2col matrix of `channels` channels of one image: row (c, k0, k1, k2), column (o0, o1,
 // o2), zero where the window reads padding.
 class Im2Col final : public GemmB {
@@ -483,6 +497,10 @@ struct GemmWeights {
   std::vector<PackedA> packed;
   // Or, for products of at most kFewColumns columns, A^T laid out for SgemmFewColumns.
   std::vector<FewColumnsA> few;
+  // Or, for a 1-d conv of unit dilation over at most kFewColumns positions, A^T with each row's
+  // reduction in the order (tap, channel), read against the image laid out (position, channel):
+  // an output's column is then one run of that layout, read in place (TapMajorImage).
+  std::vector<FewColumnsA> few_taps;
 
   bool Fits(bool t, const Geo& narrowed, const int64_t f[kMaxSpatial]) const {
     if (t != trimmed) return false;
@@ -516,12 +534,19 @@ class ConvStepWeights {
   mutable std::shared_ptr<const GemmWeights> gemm_;
 };
 
+// Whether a window is 1-d (right-aligned: its first two dims one wide) of unit dilation: the
+// column of an output is then one run of its image laid out (position, channel).
+bool OneDimUnitDilation(const Geo& g) {
+  return g.in[0] == 1 && g.in[1] == 1 && g.kernel[0] == 1 && g.kernel[1] == 1 && g.dilation[2] == 1;
+}
+
 // The GemmWeights of weights `w` (o x cg x g's kernel), narrowed to `t` where `trimmed`, packed
-// for the GEMM when `pack`, or laid out for products of few columns when `few`.
+// for the GEMM when `pack`, or laid out for products of few columns when `few` (in the order
+// (tap, channel) when `taps` too: few_taps).
 std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry& geo, const Geo& g,
                                              bool trimmed, const Geo& t,
                                              const int64_t first[kMaxSpatial], bool pack,
-                                             bool few = false) {
+                                             bool few = false, bool taps = false) {
   auto out = std::make_shared<GemmWeights>();
   out->trimmed = trimmed;
   if (trimmed) {
@@ -542,7 +567,22 @@ std::shared_ptr<GemmWeights> MakeGemmWeights(const float* w, const ConvGeometry&
     w = out->w.data();
   }
   int64_t k = geo.cg * (trimmed ? t : g).KernelSize();
-  if (few) {
+  if (few && taps) {
+    const int64_t kw = (trimmed ? t : g).kernel[2], cg = geo.cg;
+    std::vector<float> by_tap(static_cast<size_t>(geo.og * k));
+    out->few_taps.reserve(static_cast<size_t>(geo.groups));
+    for (int64_t grp = 0; grp < geo.groups; ++grp) {
+      const float* wg = w + grp * geo.og * k;
+      for (int64_t r = 0; r < geo.og; ++r) {
+        for (int64_t c = 0; c < cg; ++c) {
+          for (int64_t tap = 0; tap < kw; ++tap) {
+            by_tap[static_cast<size_t>(r * k + tap * cg + c)] = wg[r * k + c * kw + tap];
+          }
+        }
+      }
+      out->few_taps.emplace_back(by_tap.data(), k, geo.og, k);
+    }
+  } else if (few) {
     out->few.reserve(static_cast<size_t>(geo.groups));
     for (int64_t grp = 0; grp < geo.groups; ++grp) {
       out->few.emplace_back(w + grp * geo.og * k, k, geo.og, k);
@@ -689,7 +729,11 @@ Status ConvFast(KernelContext& ctx) {
       // as one product) with rows enough to fill a panel streams A^T (FewColumnsA).
       int64_t columns = images_share ? geo.n * out_size : out_size;
       bool few = columns <= kFewColumns && geo.og >= kGemmPanel;
-      return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack, few);
+      // Per image, a 1-d window of unit dilation reads its columns from the image laid out
+      // (position, channel), in place, rather than gathering each (silero-vad's encoder, 3 taps
+      // over 129 channels: 387 runs of three a column).
+      bool taps = few && !images_share && OneDimUnitDilation(trimmed ? narrowed : g);
+      return MakeGemmWeights(pw, geo, g, trimmed, narrowed, first, pack, few, taps);
     });
     if (!prepared->Fits(trimmed, narrowed, first)) prepared = nullptr;
   }
@@ -710,6 +754,13 @@ Status ConvFast(KernelContext& ctx) {
   auto few = [&](int64_t grp, int64_t cols) -> const FewColumnsA* {
     return prepared && !prepared->few.empty() && cols <= kFewColumns
                ? &prepared->few[static_cast<size_t>(grp)]
+               : nullptr;
+  };
+  // Those of a 1-d window over an image of few outputs, in the order (tap, channel), or null.
+  auto few_taps = [&](int64_t grp) -> const FewColumnsA* {
+    return prepared && !prepared->few_taps.empty() && out_size <= kFewColumns &&
+                   OneDimUnitDilation(g)
+               ? &prepared->few_taps[static_cast<size_t>(grp)]
                : nullptr;
   };
   if (images_share) {
@@ -793,7 +844,8 @@ Status ConvFast(KernelContext& ctx) {
   // A product of few columns (a 1-d conv over a short chunk: silero-vad's encoder over 4 and 2
   // positions) gathers its columns from the image itself (Im2Col::PackColumns, below): the grid's
   // padded copy, channel by channel, cost more than the columns' gather.
-  const bool few_columns = out_size <= kFewColumns && few(0, out_size) != nullptr;
+  const bool few_columns =
+      out_size <= kFewColumns && (few(0, out_size) != nullptr || few_taps(0) != nullptr);
   if (!few_columns && grid.Fits(g) &&
       ((grid.s1 == 1 && grid.s2 == 1) ||
        (k <= kStridedGridMaxK && grid.Floats(g, geo.c) <= kStridedGridMaxFloats))) {
@@ -906,6 +958,19 @@ Status ConvFast(KernelContext& ctx) {
       if (rows_in_place) {
         SgemmRows(geo.og, out_size, k, pw + grp * geo.og * k, k, xg, channel_offs.data(), yg,
                   out_size, pool, into_y(b, grp, &e), weights(grp));
+        continue;
+      }
+      if (const FewColumnsA* f = few_taps(grp)) {
+        // Output j's column: the (tap, channel) run from row j * stride of the image laid out
+        // (position, channel), its padding rows zero; a single channel unpadded is the image.
+        const int64_t s2 = g.stride[2], rows = (out_size - 1) * s2 + g.kernel[2];
+        const float* xt = xg;
+        if (geo.cg > 1 || g.pad[2] > 0 || rows > g.in[2]) {
+          float* laid = Scratch(ScratchSlot::kConvInput, rows * geo.cg);
+          TapMajorImage(xg, geo.cg, g.in[2], g.pad[2], rows, laid);
+          xt = laid;
+        }
+        SgemmFewColumnsAt(out_size, *f, xt, s2 * geo.cg, yg, out_size, pool, into_y(b, grp, &e));
         continue;
       }
       Im2Col cols(xg, geo.cg, g);

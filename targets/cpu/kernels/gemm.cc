@@ -1713,12 +1713,12 @@ QUILT_CLONES void TransposedFinish(int64_t m, int64_t n, const float* ct, const 
   }
 }
 
-// C = A B of few columns, B^T (n x k, row-major) laid out at `bt` (SgemmFewColumns).
-void FewColumnsProduct(int64_t n, const FewColumnsA& a, const float* bt, float* c, int64_t ldc,
-                       rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+// C = A B of few columns, B^T (n x k, row j at bt + j * ldb) read in place (SgemmFewColumns).
+void FewColumnsProduct(int64_t n, const FewColumnsA& a, const float* bt, int64_t ldb, float* c,
+                       int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
   const int64_t m = a.m(), k = a.k();
   float* ct = Scratch(ScratchSlot::kGemmTransposedC, n * m);
-  Product(n, m, k, bt, k, nullptr, &a.at(), nullptr, nullptr, ct, m, pool, nullptr);
+  Product(n, m, k, bt, ldb, nullptr, &a.at(), nullptr, nullptr, ct, m, pool, nullptr);
   const GemmEpilogue* e = epilogue;
   if (e && (!FusesInRegisters(*e) || e->residual)) {
     for (int64_t i = 0; i < m; ++i) {
@@ -1755,7 +1755,14 @@ void SgemmFewColumns(int64_t n, const FewColumnsA& a, const GemmB& b, float* c, 
     b.PackColumns(a.k(), n, cols);
     bt = cols;
   }
-  FewColumnsProduct(n, a, bt, c, ldc, pool, epilogue);
+  FewColumnsProduct(n, a, bt, a.k(), c, ldc, pool, epilogue);
+}
+
+void SgemmFewColumnsAt(int64_t n, const FewColumnsA& a, const float* bt, int64_t ldb, float* c,
+                       int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue) {
+  if (a.m() <= 0 || n <= 0) return;
+  if (a.k() <= 0) return ZeroProduct(a.m(), n, c, ldc, epilogue);
+  FewColumnsProduct(n, a, bt, ldb, c, ldc, pool, epilogue);
 }
 
 void SgemmRowsFewColumns(int64_t n, const FewColumnsA& a, const float* rows, const int64_t* offs,
@@ -1770,7 +1777,7 @@ void SgemmRowsFewColumns(int64_t n, const FewColumnsA& a, const float* rows, con
     const float* row = rows + offs[p];
     for (int64_t j = 0; j < n; ++j) cols[j * k + p] = row[j];
   }
-  FewColumnsProduct(n, a, cols, c, ldc, pool, epilogue);
+  FewColumnsProduct(n, a, cols, k, c, ldc, pool, epilogue);
 }
 
 std::vector<float> TransposedBlocks(const float* a, int64_t m, int64_t k) {

@@ -532,6 +532,10 @@ void Sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const G
 // calling thread's scratch, then into C, then the epilogue.
 void SgemmFewColumns(int64_t n, const FewColumnsA& a, const GemmB& b, float* c, int64_t ldc,
                      rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
+// And with B's columns read in place: column j is the a.k() floats from bt + j * ldb (a 1-d
+// conv's image laid out (position, channel), whose columns overlap at a stride below the window).
+void SgemmFewColumnsAt(int64_t n, const FewColumnsA& a, const float* bt, int64_t ldb, float* c,
+                       int64_t ldc, rt::ThreadPool* pool, const GemmEpilogue* epilogue = nullptr);
 // And with B's rows read in place (as SgemmRows reads them): B[p][j] = rows[offs[p] + j].
 void SgemmRowsFewColumns(int64_t n, const FewColumnsA& a, const float* rows, const int64_t* offs,
                          float* c, int64_t ldc, rt::ThreadPool* pool,
