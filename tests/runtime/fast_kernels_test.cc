@@ -964,7 +964,11 @@ TEST(FastKernels, Avx512GemmMatchesTheEightLaneKernel) {
        // pairs of whole panels in one 16-lane kernel (a single row's sums in four sets as the
        // 8-lane kernel's, over reductions of every remainder by four)
        GemmCase{2, 96, 300}, GemmCase{3, 100, 140}, GemmCase{1, 50, 129}, GemmCase{3, 20, 7},
-       GemmCase{1, 96, 258}, GemmCase{1, 148, 131}, GemmCase{1, 48, 4}},
+       GemmCase{1, 96, 258}, GemmCase{1, 148, 131}, GemmCase{1, 48, 4},
+       // a single row's last panel alone, in 16 + 8, 16 or 8 lanes as its columns need (a dense
+       // layer's 1536 -> 128: a whole panel and one of 8 after two pairs); short reductions
+       GemmCase{1, 128, 1536}, GemmCase{1, 72, 130}, GemmCase{1, 64, 131}, GemmCase{1, 20, 9},
+       GemmCase{1, 10, 3}, GemmCase{1, 16, 5}, GemmCase{1, 8, 133}},
       rng);
 }
 

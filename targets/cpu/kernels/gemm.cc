@@ -948,6 +948,54 @@ QUILT_AVX512 void FewRowsPanels512(int64_t m, int64_t k, const float* a, int64_t
   MicroKernelRows48<false, true>(m, k, a, nullptr, p0, p1, nullptr, c, ldc, false, lda);
 }
 
+// A single row of C (nr <= kNR columns) = A's row (read in place) times one whole packed panel,
+// the whole reduction at once, in vectors of 16 and 8 lanes as wide as the columns asked for:
+// the last panel of a single-row product (a recurrent layer's step over a batch of one, a dense
+// layer on one input) that the pairs of panels (FewRowsPanels512) leave. Its sums as the 8-lane
+// kernel's single row (MicroKernel, kSplit): four sets over alternate p, added at the end in
+// order, so each column's value is the same whichever kernel computed it.
+template <int kW>
+QUILT_ALWAYS_INLINE QUILT_AVX512 void RowOfPanel512(int64_t k, const float* a, const float* panel,
+                                                    float* c, int64_t nr) {
+  static_assert(kNR == 24 && (kW == 8 || kW == 16 || kW == 24));
+  constexpr bool kWide = kW >= 16, kNarrow = kW != 16;
+  constexpr int kOff = kW == 24 ? 16 : 0;  // where the 8-lane vector reads the panel's row
+  V16 wide[4] = {};
+  V8 narrow[4] = {};
+  auto step = [&](int64_t p, int q) {
+    const float av = a[p];
+    const float* row = panel + p * kNR;
+    if constexpr (kWide) {
+      V16 b;
+      LoadV16(&b, row);
+      wide[q] += av * b;
+    }
+    if constexpr (kNarrow) {
+      V8 b;
+      LoadV(&b, row + kOff);
+      narrow[q] += av * b;
+    }
+  };
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    for (int q = 0; q < 4; ++q) step(p + q, q);
+  }
+  for (; p < k; ++p) step(p, 0);
+  for (int q = 1; q < 4; ++q) {
+    wide[0] += wide[q];
+    narrow[0] += narrow[q];
+  }
+  if constexpr (kWide) StorePart16(c, wide[0], std::min<int64_t>(nr, 16), false);
+  if constexpr (kNarrow) StorePart8(c + kOff, narrow[0], nr - kOff, false);
+}
+
+QUILT_AVX512 void RowOfPanel512(int64_t k, const float* a, const float* panel, float* c,
+                                int64_t nr) {
+  if (nr <= 8) return RowOfPanel512<8>(k, a, panel, c, nr);
+  if (nr <= 16) return RowOfPanel512<16>(k, a, panel, c, nr);
+  RowOfPanel512<24>(k, a, panel, c, nr);
+}
+
 bool UseAvx512Gemm() {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -1501,6 +1549,13 @@ void Product(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 #endif
                         for (int64_t jp = j; jp < end; jp += kNR) {
                           int64_t cols = std::min(kNR, n - jp);
+#if defined(QUILT_HAS_AVX512_GEMM)
+                          if (pairs && m == 1) {
+                            RowOfPanel512(k, a, b->Panel(jp), c + jp, cols);
+                            Finish(epilogue, 0, jp, m, cols, c + jp, ldc);
+                            continue;
+                          }
+#endif
                           FewRowsPanel(m, k, a, lda, b->Panel(jp), c + jp, ldc, cols);
                           Finish(epilogue, 0, jp, m, cols, c + jp, ldc);
                         }
