@@ -47,28 +47,56 @@ void Interleave4(const uint8_t* const r[4], int64_t col, int64_t cols, uint8_t f
 
 #if defined(QUILT_HAS_VNNI_CODE)
 
-// c (mr rows, `cols` <= 32 columns) = rows x the two panels p0 and p1 (p1 right after p0).
+// Step q (four bytes of each row) of Tile into `acc`.
+template <int kRows, bool kRowsUnsigned>
+QUILT_VNNI inline __attribute__((always_inline)) void TileStep(const uint8_t* rows, int64_t stride,
+                                                               const uint8_t* p0, const uint8_t* p1,
+                                                               int64_t q,
+                                                               __m512i (&acc)[kRows][2]) {
+  __m512i b0 = _mm512_loadu_si512(p0 + q * 64);
+  __m512i b1 = _mm512_loadu_si512(p1 + q * 64);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    int32_t word;
+    std::memcpy(&word, rows + r * stride + q * 4, 4);
+    __m512i a = _mm512_set1_epi32(word);
+    if constexpr (kRowsUnsigned) {
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+    } else {
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, a);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, a);
+    }
+  }
+}
+
+// c (mr rows, `cols` <= 32 columns) = rows x the two panels p0 and p1 (p1 right after p0). One
+// or two rows keep their sums in sets over alternate steps of four bytes, added at the end (the
+// same integers): each dot-product instruction waits on the one before in its accumulator, and
+// a single row's two chains left the units idle (a quantized LSTM's step over a batch of one).
 template <int kRows, bool kRowsUnsigned>
 QUILT_VNNI void Tile(const uint8_t* rows, int64_t stride, const uint8_t* p0, const uint8_t* p1,
                      int64_t k4, int32_t* c, int64_t ldc, int64_t cols) {
-  __m512i acc[kRows][2];
+  constexpr int kSets = kRows == 1 ? 4 : kRows == 2 ? 2 : 1;
+  __m512i sets[kSets][kRows][2];
+  for (auto& set : sets) {
 #pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < k4; ++q) {
-    __m512i b0 = _mm512_loadu_si512(p0 + q * 64);
-    __m512i b1 = _mm512_loadu_si512(p1 + q * 64);
+    for (int r = 0; r < kRows; ++r) set[r][0] = set[r][1] = _mm512_setzero_si512();
+  }
+  int64_t q = 0;
+  for (; q + kSets <= k4; q += kSets) {
+#pragma GCC unroll 4
+    for (int e = 0; e < kSets; ++e) {
+      TileStep<kRows, kRowsUnsigned>(rows, stride, p0, p1, q + e, sets[e]);
+    }
+  }
+  for (; q < k4; ++q) TileStep<kRows, kRowsUnsigned>(rows, stride, p0, p1, q, sets[0]);
+  auto& acc = sets[0];
+  for (int e = 1; e < kSets; ++e) {
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      int32_t word;
-      std::memcpy(&word, rows + r * stride + q * 4, 4);
-      __m512i a = _mm512_set1_epi32(word);
-      if constexpr (kRowsUnsigned) {
-        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
-      } else {
-        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, a);
-        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, a);
-      }
+      acc[r][0] = _mm512_add_epi32(acc[r][0], sets[e][r][0]);
+      acc[r][1] = _mm512_add_epi32(acc[r][1], sets[e][r][1]);
     }
   }
   auto mask = [](int64_t left) -> __mmask16 {
