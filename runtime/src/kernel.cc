@@ -13,7 +13,28 @@ std::string ShapeString(const Shape& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+AttrIndex::AttrIndex(const AttrList* attrs) {
+  if (!attrs) return;
+  entries_.reserve(attrs->size());
+  for (const pkg::Attr* a : *attrs) {
+    if (!a->name()) continue;
+    entries_.push_back({a->name()->size(), a->name()->c_str(), a});
+  }
+}
+
+const pkg::Attr* AttrIndex::Find(std::string_view prefix, std::string_view name) const {
+  const size_t size = prefix.size() + name.size();
+  for (const Entry& e : entries_) {
+    if (e.size == size && std::string_view(e.name, prefix.size()) == prefix &&
+        std::string_view(e.name + prefix.size(), name.size()) == name) {
+      return e.attr;
+    }
+  }
+  return nullptr;
+}
+
 const pkg::Attr* AttrView::Find(std::string_view name) const {
+  if (index_) return index_->Find(prefix_, name);
   if (!attrs_) return nullptr;
   for (const pkg::Attr* a : *attrs_) {
     if (!a->name()) continue;

@@ -39,9 +39,10 @@ uint8_t* Resolve(const BufferRef& ref) { return HostAddress(ref); }
 
 class CpuStep final : public PreparedStep {
  public:
-  explicit CpuStep(KernelFn fn) : fn(fn) {}
+  CpuStep(KernelFn fn, const pkg::Step& step) : fn(fn), index(step.attrs()) {}
   KernelFn fn;
   mutable StepCache cache;  // what the kernel derives from its constant inputs
+  AttrIndex index;          // its attributes, for the kernel's lookups at every run
 };
 
 // Work runs as it is given, on the calling thread and the run's thread pool.
@@ -58,7 +59,7 @@ class CpuQueue final : public Queue {
 
   Status Run(const PreparedStep& step, const StepArgs& args) override {
     const auto& cpu = static_cast<const CpuStep&>(step);
-    return context_.Run(cpu.fn, args, &cpu.cache);
+    return context_.Run(cpu.fn, args, &cpu.cache, &cpu.index);
   }
   Status Copy(BufferRef src, BufferRef dst) override {
     if (src.size) std::memmove(HostAddress(dst), HostAddress(src), src.size);
@@ -115,7 +116,7 @@ class CpuDevice final : public Device {
     KernelFn fn;
     std::string_view name;
     QUILT_RETURN_IF_ERROR(FindHostKernel(step, DeviceKind::kCpu, &fn, &name));
-    *out = std::make_unique<CpuStep>(fn);
+    *out = std::make_unique<CpuStep>(fn, step);
     return Status::Ok();
   }
   Status CreateQueue(std::unique_ptr<Queue>* out) override {

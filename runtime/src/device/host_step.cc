@@ -32,10 +32,11 @@ Status FindHostKernel(const pkg::Step& step, DeviceKind device, KernelFn* fn,
   return Status::Ok();
 }
 
-Status HostStepContext::Run(KernelFn fn, const StepArgs& args, StepCache* cache) {
+Status HostStepContext::Run(KernelFn fn, const StepArgs& args, StepCache* cache,
+                            const AttrIndex* index) {
   args_ = &args;
   cache_ = cache;
-  attrs_ = AttrView(args.step->attrs());
+  attrs_ = AttrView(args.step->attrs(), {}, index);
   num_outputs_ = static_cast<int>(args.output_dtypes.size());
   // Grown, never shrunk: a tensor destroyed here would free its shape, and the next step with
   // more inputs allocate it again.

@@ -28,8 +28,9 @@ class HostStepContext final : public KernelContext {
       : resolve_(resolve), threads_(threads), pool_(pool), attrs_(nullptr) {}
 
   // Runs kernel `fn` on `args`; fails when the kernel fails or leaves an output unproduced.
-  // `cache`: the prepared step's (null: none).
-  Status Run(KernelFn fn, const StepArgs& args, StepCache* cache = nullptr);
+  // `cache`, `index`: the prepared step's (null: none).
+  Status Run(KernelFn fn, const StepArgs& args, StepCache* cache = nullptr,
+             const AttrIndex* index = nullptr);
 
   int num_inputs() const override { return static_cast<int>(args_->inputs.size()); }
   const Tensor* input(int i) const override;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ class MemberContext : public KernelContext {
       : step_(step),
         inputs_(std::move(inputs)),
         dtype_(dtype),
-        attrs_(step.attrs().list(), std::to_string(member) + ":"),
+        attrs_(step.attrs().WithPrefix(std::to_string(member) + ":")),
         last_(last) {}
 
   int num_inputs() const override { return static_cast<int>(inputs_.size()); }
@@ -71,7 +72,9 @@ class MemberContext : public KernelContext {
 Status FusedElementwise(KernelContext& ctx) {
   const rt::AttrView& a = ctx.attrs();
   std::vector<std::string_view> ops = a.Strs("ops");
-  std::vector<int64_t> arity = a.Ints("arity"), args = a.Ints("args"), dtypes = a.Ints("dtypes");
+  // Read in place (no copy at every run).
+  std::span<const int64_t> arity = a.IntsView("arity"), args = a.IntsView("args"),
+                           dtypes = a.IntsView("dtypes");
   if (ops.empty() || arity.size() != ops.size() || dtypes.size() != ops.size()) {
     return Status::Error("fused_elementwise: the step's ops, arity and dtypes disagree");
   }
