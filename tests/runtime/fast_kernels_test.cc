@@ -1786,18 +1786,20 @@ TEST(FastKernels, CopyStridedTransposesInTiles) {
 }
 
 // The same transposes into output rows of 2 to 7 elements (NCHW data of a few channels made
-// NHWC), each row's elements gathered: rows 8 to 200 of them, columns further apart than a row,
-// outer dims before them, every element size, planes large enough to split among 3 threads.
+// NHWC), each row's elements gathered, and into 2 to 7 long rows (NHWC made NCHW: each row a
+// strided copy): 8 to 200 of the long dim, columns further apart than a row, outer dims before
+// them, every element size, planes large enough to split among 3 threads.
 TEST(FastKernels, CopyStridedTransposesIntoShortRows) {
   std::mt19937 rng(7);
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
   rt::ThreadPool three(3);
-  for (int iter = 0; iter < 96; ++iter) {
-    size_t eb = std::vector<size_t>{1, 2, 4, 8}[static_cast<size_t>(iter % 4)];
-    const int64_t b = iter / 4 % 6 + 2;
-    const int64_t a = iter % 24 == 23 ? pick(20000, 40000) : pick(8, 200);
+  for (int iter = 0; iter < 192; ++iter) {
+    size_t eb = std::vector<size_t>{1, 2, 4, 8}[static_cast<size_t>(iter / 2 % 4)];
+    int64_t b = iter / 8 % 6 + 2;
+    int64_t a = iter % 48 >= 46 ? pick(20000, 40000) : pick(8, 200);
+    if (iter % 2 == 1) std::swap(a, b);  // few long rows
     int64_t sb = a + (pick(0, 1) ? 0 : pick(1, 5));
     int outer_rank = static_cast<int>(pick(0, 2));
     Shape shape;
@@ -1814,9 +1816,9 @@ TEST(FastKernels, CopyStridedTransposesIntoShortRows) {
     strides.push_back(sb);
     std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
     for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
-    ExpectCopyStridedWalks(
-        src, shape, strides, eb, three,
-        "rows of " + std::to_string(b) + ", columns " + std::to_string(sb) + " apart");
+    ExpectCopyStridedWalks(src, shape, strides, eb, three,
+                           std::to_string(a) + " rows of " + std::to_string(b) + ", columns " +
+                               std::to_string(sb) + " apart");
     if (HasFatalFailure()) return;
   }
 }
