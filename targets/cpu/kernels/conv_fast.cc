@@ -146,8 +146,8 @@ void TapMajorImage(const float* x, int64_t channels, int64_t width, int64_t pad,
   std::fill(out, out + lo * channels, 0.0f);
   std::fill(out + hi * channels, out + rows * channels, 0.0f);
   for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * width - pad;
-    for (int64_t r = lo; r < hi; ++r) out[r * channels + c] = xc[r];
+    const float* xc = x + c * width;
+    for (int64_t r = lo; r < hi; ++r) out[r * channels + c] = xc[r - pad];
   }
 }
 
