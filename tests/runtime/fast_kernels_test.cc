@@ -1747,6 +1747,35 @@ void ExpectCopyStridedWalks(const std::vector<uint8_t>& src, const Shape& shape,
   }
 }
 
+// A transpose of the last two dims into a plane (a, b), element (i, j) from i + j * sb, the
+// source's rows of a sb apart (a further apart than a row, at random), under 0 to 2 outer dims
+// of random sizes, through ExpectCopyStridedWalks.
+void ExpectTransposeWalks(std::mt19937& rng, size_t eb, int64_t a, int64_t b, rt::ThreadPool& pool,
+                          const std::string& what) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int64_t sb = a + (pick(0, 1) ? 0 : pick(1, 5));
+  int outer_rank = static_cast<int>(pick(0, 2));
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t plane = sb * b;
+  for (int k = 0; k < outer_rank; ++k) {
+    shape.push_back(pick(1, 3));
+    strides.push_back(plane);
+    plane *= shape.back();
+  }
+  shape.push_back(a);
+  strides.push_back(1);
+  shape.push_back(b);
+  strides.push_back(sb);
+  std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
+  for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
+  ExpectCopyStridedWalks(src, shape, strides, eb, pool,
+                         std::to_string(a) + " x " + std::to_string(b) + ", columns " +
+                             std::to_string(sb) + " apart, " + what);
+}
+
 // Transposes of the last two dims (the rows contiguous in the source, the columns strided),
 // which CopyStrided runs in tiles of 8 x 8: sizes not multiples of the tile, columns further
 // apart than a row (a slice's transpose), outer dims before them, every element size the tiles
@@ -1761,26 +1790,7 @@ TEST(FastKernels, CopyStridedTransposesInTiles) {
     size_t eb = std::vector<size_t>{1, 2, 4, 8}[static_cast<size_t>(iter % 4)];
     bool large = iter % 10 == 9;
     int64_t a = large ? pick(90, 130) : pick(8, 40), b = large ? pick(90, 130) : pick(8, 40);
-    int64_t sb = a + (pick(0, 1) ? 0 : pick(1, 5));  // the source's rows of a, sb apart
-    int outer_rank = static_cast<int>(pick(0, 2));
-    Shape shape;
-    std::vector<int64_t> strides;
-    int64_t plane = sb * b;
-    for (int k = 0; k < outer_rank; ++k) {
-      shape.push_back(pick(1, 3));
-      strides.push_back(plane);
-      plane *= shape.back();
-    }
-    // The output's plane (a, b): element (i, j) from i + j * sb.
-    shape.push_back(a);
-    strides.push_back(1);
-    shape.push_back(b);
-    strides.push_back(sb);
-    std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
-    for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
-    ExpectCopyStridedWalks(
-        src, shape, strides, eb, three,
-        "columns " + std::to_string(sb) + " apart, iteration " + std::to_string(iter));
+    ExpectTransposeWalks(rng, eb, a, b, three, "iteration " + std::to_string(iter));
     if (HasFatalFailure()) return;
   }
 }
@@ -1800,25 +1810,7 @@ TEST(FastKernels, CopyStridedTransposesIntoShortRows) {
     int64_t b = iter / 8 % 6 + 2;
     int64_t a = iter % 48 >= 46 ? pick(20000, 40000) : pick(8, 200);
     if (iter % 2 == 1) std::swap(a, b);  // few long rows
-    int64_t sb = a + (pick(0, 1) ? 0 : pick(1, 5));
-    int outer_rank = static_cast<int>(pick(0, 2));
-    Shape shape;
-    std::vector<int64_t> strides;
-    int64_t plane = sb * b;
-    for (int k = 0; k < outer_rank; ++k) {
-      shape.push_back(pick(1, 3));
-      strides.push_back(plane);
-      plane *= shape.back();
-    }
-    shape.push_back(a);
-    strides.push_back(1);
-    shape.push_back(b);
-    strides.push_back(sb);
-    std::vector<uint8_t> src(static_cast<size_t>(plane) * eb);
-    for (uint8_t& v : src) v = static_cast<uint8_t>(pick(0, 255));
-    ExpectCopyStridedWalks(src, shape, strides, eb, three,
-                           std::to_string(a) + " rows of " + std::to_string(b) + ", columns " +
-                               std::to_string(sb) + " apart");
+    ExpectTransposeWalks(rng, eb, a, b, three, "iteration " + std::to_string(iter));
     if (HasFatalFailure()) return;
   }
 }

@@ -118,6 +118,17 @@ bool HasAvx2() {
 }
 #endif
 
+// Where plane r of a transpose's planes (every dim but the last two, in order) starts in the
+// source, in elements.
+int64_t PlaneOffset(const std::vector<int64_t>& dims, const std::vector<int64_t>& st, int64_t r) {
+  int64_t off = 0;
+  for (int64_t q = r, ax = static_cast<int64_t>(dims.size()) - 3; ax >= 0; --ax) {
+    off += q % dims[static_cast<size_t>(ax)] * st[static_cast<size_t>(ax)];
+    q /= dims[static_cast<size_t>(ax)];
+  }
+  return off;
+}
+
 template <typename T>
 void TransposePlanes(const uint8_t* s, const std::vector<int64_t>& dims,
                      const std::vector<int64_t>& st, int64_t r0, int64_t r1, uint8_t* d) {
@@ -125,12 +136,7 @@ void TransposePlanes(const uint8_t* s, const std::vector<int64_t>& dims,
   const size_t outer_rank = dims.size() - 2;
   const int64_t a = dims[outer_rank], b = dims[outer_rank + 1], sb = st[outer_rank + 1];
   for (int64_t r = r0; r < r1; ++r) {
-    int64_t off = 0;
-    for (int64_t q = r, ax = static_cast<int64_t>(outer_rank) - 1; ax >= 0; --ax) {
-      off += q % dims[static_cast<size_t>(ax)] * st[static_cast<size_t>(ax)];
-      q /= dims[static_cast<size_t>(ax)];
-    }
-    const uint8_t* src = s + off * static_cast<int64_t>(sizeof(T));
+    const uint8_t* src = s + PlaneOffset(dims, st, r) * static_cast<int64_t>(sizeof(T));
     uint8_t* dst = d + r * a * b * static_cast<int64_t>(sizeof(T));
     // Element (i, j), copied as bytes (no alignment assumed; each a single move).
     auto copy = [&](int64_t i, int64_t j) {
@@ -176,12 +182,7 @@ void TransposeShortRowsOf(const uint8_t* s, const std::vector<int64_t>& dims,
   const size_t outer_rank = dims.size() - 2;
   const int64_t a = dims[outer_rank], sb = st[outer_rank + 1];
   for (int64_t r = r0; r < r1; ++r) {
-    int64_t off = 0;
-    for (int64_t q = r, ax = static_cast<int64_t>(outer_rank) - 1; ax >= 0; --ax) {
-      off += q % dims[static_cast<size_t>(ax)] * st[static_cast<size_t>(ax)];
-      q /= dims[static_cast<size_t>(ax)];
-    }
-    const uint8_t* src = s + off * static_cast<int64_t>(sizeof(T));
+    const uint8_t* src = s + PlaneOffset(dims, st, r) * static_cast<int64_t>(sizeof(T));
     uint8_t* dst = d + r * a * kB * static_cast<int64_t>(sizeof(T));
     // Each element moved on its own (gathered into a row on the stack and stored whole, the
     // row's wide load waited on its narrow stores: 2 ns an element).
