@@ -43,7 +43,7 @@ TEST(CpuKernelRegistry, FindsKernelsByName) {
 // what the package's list gives, name by name: present and absent names, a name that begins
 // another ("alpha" and "alpha_2") or another's end ("max" and "activation_max"), a member's
 // through its prefix (and not the step's own of the same name), the first of a repeated name,
-// the empty name, and every kind of value.
+// the empty name; ints, floats, a list of ints and a string.
 TEST(AttrView, AnIndexedViewReadsWhatTheListGives) {
   quilt::cpu::kernel_test::Attrs attrs;
   attrs.Int("alpha", 3)

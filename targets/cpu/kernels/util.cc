@@ -196,9 +196,11 @@ void TransposeShortRowsOf(const uint8_t* s, const std::vector<int64_t>& dims,
   }
 }
 
+// Planes [r0, r1) of a transpose of the last two dims: output rows of 2 to 7 elements by
+// TransposeShortRowsOf, longer ones in tiles (TransposePlanes).
 template <typename T>
-void TransposeShortRows(const uint8_t* s, const std::vector<int64_t>& dims,
-                        const std::vector<int64_t>& st, int64_t r0, int64_t r1, uint8_t* d) {
+void TransposeLastTwo(const uint8_t* s, const std::vector<int64_t>& dims,
+                      const std::vector<int64_t>& st, int64_t r0, int64_t r1, uint8_t* d) {
   switch (dims.back()) {
     case 2:
       return TransposeShortRowsOf<T, 2>(s, dims, st, r0, r1, d);
@@ -210,8 +212,10 @@ void TransposeShortRows(const uint8_t* s, const std::vector<int64_t>& dims,
       return TransposeShortRowsOf<T, 5>(s, dims, st, r0, r1, d);
     case 6:
       return TransposeShortRowsOf<T, 6>(s, dims, st, r0, r1, d);
-    default:
+    case 7:
       return TransposeShortRowsOf<T, 7>(s, dims, st, r0, r1, d);
+    default:
+      return TransposePlanes<T>(s, dims, st, r0, r1, d);
   }
 }
 
@@ -299,21 +303,16 @@ void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>
     int64_t planes = 1;
     for (size_t k = 0; k + 2 < r; ++k) planes *= dims[k];
     const int64_t plane_bytes = dims[r - 2] * dims[r - 1] * static_cast<int64_t>(eb);
-    const bool short_rows = dims[r - 1] < 8;
     auto run = [&](int64_t p0, int64_t p1) {
       switch (eb) {
         case 1:
-          return short_rows ? TransposeShortRows<uint8_t>(s, dims, st, p0, p1, d)
-                            : TransposePlanes<uint8_t>(s, dims, st, p0, p1, d);
+          return TransposeLastTwo<uint8_t>(s, dims, st, p0, p1, d);
         case 2:
-          return short_rows ? TransposeShortRows<uint16_t>(s, dims, st, p0, p1, d)
-                            : TransposePlanes<uint16_t>(s, dims, st, p0, p1, d);
+          return TransposeLastTwo<uint16_t>(s, dims, st, p0, p1, d);
         case 4:
-          return short_rows ? TransposeShortRows<uint32_t>(s, dims, st, p0, p1, d)
-                            : TransposePlanes<uint32_t>(s, dims, st, p0, p1, d);
+          return TransposeLastTwo<uint32_t>(s, dims, st, p0, p1, d);
         default:
-          return short_rows ? TransposeShortRows<uint64_t>(s, dims, st, p0, p1, d)
-                            : TransposePlanes<uint64_t>(s, dims, st, p0, p1, d);
+          return TransposeLastTwo<uint64_t>(s, dims, st, p0, p1, d);
       }
     };
     if (pool && pool->threads() > 1 && planes > 1 && planes * plane_bytes >= kParallelCopyBytes) {
