@@ -7,8 +7,12 @@
 namespace quilt::rt {
 namespace {
 
-// The unit index of a loop that has ended: above any unit count.
-constexpr uint64_t kClosed = 0xffffffffu;
+// A slot's units [begin, end), packed as end << 32 | begin.
+constexpr uint64_t Pack(int64_t begin, int64_t end) {
+  return static_cast<uint64_t>(end) << 32 | static_cast<uint64_t>(begin);
+}
+constexpr int64_t Begin(uint64_t v) { return static_cast<int64_t>(v & 0xffffffffu); }
+constexpr int64_t End(uint64_t v) { return static_cast<int64_t>(v >> 32); }
 
 // How long an idle worker (or a thread waiting for the workers) spins before it sleeps.
 constexpr auto kSpinTime = std::chrono::microseconds(100);
@@ -34,10 +38,10 @@ bool SpinUntil(P&& pred) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : slots_(new Slot[threads > 1 ? threads : 1]) {
   try {
     workers_.reserve(threads > 1 ? static_cast<size_t>(threads - 1) : 0);
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
   } catch (const std::exception&) {
     // std::system_error (no more threads) or bad_alloc: run with the workers already started.
   }
@@ -52,35 +56,52 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-// Claims and runs ranges of the loop of `generation` until none is left.
-void ThreadPool::Work(uint32_t generation) {
-  const int64_t spread = 2 * static_cast<int64_t>(threads());
-  uint64_t v = next_.load(std::memory_order_acquire);
+void ThreadPool::RunUnits(int64_t first, int64_t count) {
+  // The units are ours: the loop cannot end (nor its fields change) before they complete.
+  body_.call(body_.fn, first * unit_, std::min(n_, (first + count) * unit_));
+  completed_.fetch_add(count, std::memory_order_acq_rel);
+}
+
+// Runs thread `self`'s share from its front, then takes from the end of the others' shares,
+// until every share is empty.
+void ThreadPool::Work(int self) {
+  const int threads = this->threads();
   for (;;) {
-    if (static_cast<uint32_t>(v >> 32) != generation) return;
-    int64_t index = static_cast<int64_t>(v & 0xffffffffu);
-    // Acquire: a unit count of the next loop is only seen once this loop is closed (Run), so a
-    // compare-and-swap on this loop's `v` then fails.
-    int64_t units = units_.load(std::memory_order_acquire);
-    if (index >= units) return;
-    int64_t take = std::max<int64_t>(1, (units - index) / spread);
-    if (!next_.compare_exchange_weak(v, v + static_cast<uint64_t>(take),
+    // Acquire (here and in every compare-and-swap): a slot's units are published after the
+    // loop's fields (Run).
+    std::atomic<uint64_t>& own = slots_[self].range;
+    uint64_t v = own.load(std::memory_order_acquire);
+    while (Begin(v) < End(v)) {
+      int64_t take = (End(v) - Begin(v) + 1) / 2;
+      if (!own.compare_exchange_weak(v, v + static_cast<uint64_t>(take),
                                      std::memory_order_acq_rel)) {
-      continue;
+        continue;
+      }
+      RunUnits(Begin(v), take);
+      v = own.load(std::memory_order_acquire);
     }
-    // The range is ours: the loop cannot end (nor its fields change) before it completes.
-    int64_t begin = index * unit_;
-    int64_t end = std::min(n_, (index + take) * unit_);
-    body_.call(body_.fn, begin, end);
-    completed_.fetch_add(take, std::memory_order_acq_rel);
-    v = next_.load(std::memory_order_acquire);
+    bool took = false;
+    for (int k = 1; k < threads && !took; ++k) {
+      std::atomic<uint64_t>& other = slots_[(self + k) % threads].range;
+      uint64_t w = other.load(std::memory_order_acquire);
+      while (Begin(w) < End(w)) {
+        int64_t take = std::max<int64_t>(1, (End(w) - Begin(w)) / 2);
+        if (other.compare_exchange_weak(w, Pack(Begin(w), End(w) - take),
+                                        std::memory_order_acq_rel)) {
+          RunUnits(End(w) - take, take);
+          took = true;
+          break;
+        }
+      }
+    }
+    if (!took) return;
   }
 }
 
-void ThreadPool::WorkerLoop() {
+void ThreadPool::WorkerLoop(int self) {
   uint32_t seen = 0;
   auto fresh = [&] {
-    return static_cast<uint32_t>(next_.load(std::memory_order_acquire) >> 32) != seen ||
+    return generation_.load(std::memory_order_acquire) != seen ||
            stop_.load(std::memory_order_acquire);
   };
   for (;;) {
@@ -91,13 +112,13 @@ void ThreadPool::WorkerLoop() {
       --sleepers_;
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = static_cast<uint32_t>(next_.load(std::memory_order_acquire) >> 32);
-    Work(seen);
+    seen = generation_.load(std::memory_order_acquire);
+    Work(self);
   }
 }
 
 void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
-  // Units of `grain` indices, fewer and longer where their count would not fit below kClosed.
+  // Units of `grain` indices, fewer and longer where their count would not fit in a slot.
   constexpr int64_t kMaxUnits = int64_t{1} << 30;
   int64_t unit = std::max(grain, (n + kMaxUnits - 1) / kMaxUnits);
   int64_t units = (n + unit - 1) / unit;
@@ -111,24 +132,21 @@ void ThreadPool::Run(int64_t n, int64_t grain, Body body) {
   unit_ = unit;
   body_ = body;
   completed_.store(0, std::memory_order_relaxed);
-  // Release: published after the last loop was closed (below), see Work.
-  units_.store(units, std::memory_order_release);
-  ++generation_;
-  if (generation_ == 0) ++generation_;  // 0 is what a new worker has seen
-  uint32_t generation = generation_;
-  next_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  // Every slot is empty (the last loop completed); a thread still looking at that loop may
+  // claim from a slot as soon as it is filled, which is a claim in this loop.
+  const int threads = this->threads();
+  for (int t = 0; t < threads; ++t) {
+    slots_[t].range.store(Pack(units * t / threads, units * (t + 1) / threads),
+                          std::memory_order_release);
+  }
+  generation_.fetch_add(1, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (sleepers_ > 0) cv_.notify_all();
   }
-  Work(generation);
+  Work(0);
   auto done = [&] { return completed_.load(std::memory_order_acquire) == units; };
   while (!SpinUntil(done)) std::this_thread::yield();
-  // Closed: no index of this generation is below a unit count any more. A worker that read this
-  // loop's last `next_` before it ended could otherwise see the next loop's larger unit count
-  // and claim more units of this generation (its compare-and-swap still matching), running the
-  // next loop's body and counting extra units, after which that loop never completes.
-  next_.store((static_cast<uint64_t>(generation) << 32) | kClosed, std::memory_order_relaxed);
   busy_.store(false, std::memory_order_release);
 }
 

@@ -37,10 +37,13 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on disjoint ranges that cover [0, n), each at least `grain` long (the
-  // last may be shorter), and returns when every call has returned. The ranges are claimed one
-  // at a time, each a share of what is left (1 / (2 * threads()) of it, at least `grain`): a
-  // loop's first ranges are long and its last ones short, so threads claim seldom and still
-  // finish together when the work is uneven or splits unevenly.
+  // last may be shorter), and returns when every call has returned. The loop's units of `grain`
+  // indices are dealt out in `threads()` contiguous shares, the calling thread's first and each
+  // worker's in its order, and each thread claims its own share from the front, half of what is
+  // left of it at a time. A thread whose share is done takes from the end of another's, half of
+  // what is left there: so the threads finish together when the work is uneven or a thread
+  // starts late, and where it is even each thread runs the same part of every loop of the same
+  // size, which keeps consecutive layers' data in the cache of the core that wrote it.
   template <typename F>
   void ParallelFor(int64_t n, int64_t grain, F&& fn) {
     if (n <= 0) return;
@@ -56,22 +59,28 @@ class ThreadPool {
     void (*call)(void*, int64_t, int64_t) = nullptr;
   };
   void Run(int64_t n, int64_t grain, Body body);
-  void Work(uint32_t generation);
-  void WorkerLoop();
+  void Work(int self);
+  void WorkerLoop(int self);
+  void RunUnits(int64_t first, int64_t count);
 
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};
   std::atomic<bool> stop_{false};
-  // The running loop, split into `units_` units of `unit_` indices (the last may be shorter).
-  // `next_` holds the loop's generation (high 32 bits) and the next unit to hand out (low 32
-  // bits); a thread claims a range of units by a compare-and-swap on it, so a worker that wakes
-  // late cannot take part in a loop that has ended. `completed_` counts the units run.
-  std::atomic<uint64_t> next_{0};
-  std::atomic<int64_t> units_{0};
+  // The running loop, split into units of `unit_` indices (the last may be shorter). Each
+  // thread's share is a slot holding the units left in it, [begin, end) as end << 32 | begin:
+  // its owner claims from the front and others from the end, each by a compare-and-swap on the
+  // slot, so every claim is of units a slot still held at that moment, whichever loop that was
+  // (a thread still looking at the loop before takes part in this one correctly). Units are
+  // below 2^31. `completed_` counts the units run.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> range{0};
+  };
+  std::unique_ptr<Slot[]> slots_;
   std::atomic<int64_t> completed_{0};
   int64_t n_ = 0, unit_ = 1;
   Body body_;
-  uint32_t generation_ = 0;
+  // A loop's number: workers wait for it to change.
+  std::atomic<uint32_t> generation_{0};
   // Sleeping workers wait on cv_ under mu_ for a new generation.
   std::mutex mu_;
   std::condition_variable cv_;

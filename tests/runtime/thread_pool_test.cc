@@ -59,37 +59,94 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
   ExpectEachOnce(nullptr, 33, 1);
 }
 
-// Each claimed range is a share of the units left when it was claimed: 1 / (2 * threads) of
-// them, at least one unit of `grain` indices; only the loop's last range may be shorter.
-TEST(ThreadPool, RangesAreAShareOfWhatIsLeft) {
-  for (int threads : {2, 3}) {
-    ThreadPool pool(threads);
-    for (int64_t n : {10, 1000, 4097}) {
+// The ranges a loop ran, each with the thread that ran it: sorted by where they start.
+struct Ran {
+  int64_t begin, end;
+  std::thread::id thread;
+};
+
+std::vector<Ran> RangesOf(ThreadPool* pool, int64_t n, int64_t grain) {
+  std::mutex mu;
+  std::vector<Ran> ranges;
+  pool->ParallelFor(n, grain, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> lock(mu);
+    ranges.push_back({b, e, std::this_thread::get_id()});
+  });
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Ran& x, const Ran& y) { return x.begin < y.begin; });
+  return ranges;
+}
+
+// Two threads: the units are dealt in two contiguous shares, the calling thread's first. In
+// each share its owner's ranges come first, claimed from the front (half of what was left each
+// time, rounded up: the exact sizes where the other thread took none of the share), and the
+// other thread's, taken from the end, come after them; no range crosses from one share into the
+// other.
+TEST(ThreadPool, EachThreadRunsItsShareFromTheFrontAndTakesFromTheOthersEnd) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 20; ++round) {
+    for (int64_t n : {2, 3, 10, 1000, 4097}) {
       for (int64_t grain : {1, 7}) {
-        std::mutex mu;
-        std::vector<std::pair<int64_t, int64_t>> ranges;
-        pool.ParallelFor(n, grain, [&](int64_t b, int64_t e) {
-          std::lock_guard<std::mutex> lock(mu);
-          ranges.emplace_back(b, e);
-        });
-        std::sort(ranges.begin(), ranges.end());
-        int64_t units = (n + grain - 1) / grain, at = 0;
-        for (auto [b, e] : ranges) {
-          ASSERT_EQ(b, at) << "n " << n << " grain " << grain;
-          ASSERT_EQ(b % grain, 0);
-          int64_t take = std::max<int64_t>(1, (units - b / grain) / (2 * threads));
-          EXPECT_EQ(e, std::min(n, b + take * grain))
-              << "threads " << threads << " n " << n << " grain " << grain << " at " << b;
-          at = e;
-        }
-        EXPECT_EQ(at, n);
-        if (n == 1000 && grain == 1) {
-          EXPECT_EQ(ranges.front().second, 1000 / (2 * threads));
-          EXPECT_EQ(ranges.back().second - ranges.back().first, 1);
+        std::vector<Ran> ranges = RangesOf(&pool, n, grain);
+        const int64_t units = (n + grain - 1) / grain;
+        if (units <= 1) continue;               // one range, on the calling thread
+        const int64_t cut = units / 2 * grain;  // where the worker's share starts
+        SCOPED_TRACE(testing::Message() << "n " << n << " grain " << grain);
+        int64_t at = 0;
+        for (int share = 0; share < 2; ++share) {
+          const int64_t start = share == 0 ? 0 : cut, stop = share == 0 ? cut : n;
+          bool owner_turn = true, taken = false;
+          std::vector<int64_t> owned;
+          for (const Ran& r : ranges) {
+            if (r.begin < start || r.begin >= stop) continue;
+            ASSERT_EQ(r.begin, at);
+            ASSERT_EQ(r.begin % grain, 0);
+            ASSERT_LE(r.end, stop) << "a range crosses into the next share";
+            at = r.end;
+            bool by_owner = share == 0 ? r.thread == caller : r.thread != caller;
+            if (by_owner) {
+              ASSERT_TRUE(owner_turn) << "the owner ran " << r.begin << " after another thread";
+              owned.push_back(r.end - r.begin);
+            } else {
+              owner_turn = false;
+              taken = true;
+            }
+          }
+          ASSERT_EQ(at, stop);
+          if (!taken) {
+            for (int64_t left = stop - start; const int64_t size : owned) {
+              int64_t half = ((left + grain - 1) / grain + 1) / 2 * grain;
+              EXPECT_EQ(size, std::min(half, left)) << "share " << share;
+              left -= size;
+            }
+          }
         }
       }
     }
   }
+}
+
+// A thread whose share is done takes from the end of another's: the worker's every range takes
+// 100 ms, so the calling thread (done with its own share long before) runs the last units of
+// the worker's share, or all of them where the worker has not started.
+TEST(ThreadPool, AThreadDoneWithItsShareTakesFromTheEndOfAnothers) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<int64_t> by_caller;
+  pool.ParallelFor(8, 1, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != caller) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (int64_t i = b; i < e; ++i) by_caller.push_back(i);
+  });
+  std::sort(by_caller.begin(), by_caller.end());
+  ASSERT_FALSE(by_caller.empty());
+  EXPECT_EQ(by_caller.back(), 7);
+  EXPECT_GT(by_caller.size(), 4u) << "the calling thread ran only its own share";
 }
 
 TEST(ThreadPool, UsesTheWorkers) {
