@@ -1,8 +1,8 @@
 // Recurrent layers: RNN, GRU, LSTM (ONNX semantics, every output), and deformable convolution.
 //
 // Everything is computed in double from the inputs read as double, and stored in the element
-// type at the end: the reference kernels. The float32 RNN, GRU and LSTM run recurrent_fast.cc,
-// tested against these.
+// type at the end: the reference kernels, and the quantized LSTM's kernel but for its default
+// cell, in float. The float32 RNN, GRU and LSTM run recurrent_fast.cc, tested against these.
 #include "targets/cpu/kernels/recurrent.h"
 
 #include <algorithm>
@@ -20,9 +20,11 @@
 namespace quilt::cpu {
 namespace {
 
+using rnn::Act;
 using rnn::Activation;
 using rnn::Cell;
 using rnn::ParseActivation;
+using rnn::StandardLstmColumn;
 
 // ---- RNN / GRU / LSTM ------------------------------------------------------------------------
 
@@ -161,12 +163,16 @@ struct QuantActs {
   float scale = 1;
 };
 
-void QuantizeActs(const double* v, size_t n, QuantActs* out) {
-  std::vector<float> f(v, v + n);
+void QuantizeActs(const float* v, size_t n, QuantActs* out) {
   out->bytes.resize(n);
-  DynamicQuantizeU8(f.data(), static_cast<int64_t>(n), out->bytes.data(), &out->scale, &out->zp);
+  DynamicQuantizeU8(v, static_cast<int64_t>(n), out->bytes.data(), &out->scale, &out->zp);
   out->q.resize(n);
   for (size_t i = 0; i < n; ++i) out->q[i] = static_cast<int32_t>(out->bytes[i]) - out->zp;
+}
+
+void QuantizeActs(const double* v, size_t n, QuantActs* out) {
+  std::vector<float> f(v, v + n);
+  QuantizeActs(f.data(), n, out);
 }
 
 // sums[q * rows + j] = sum over i < k of (a[q][i] - a.zp) * (w[i][j] - w.zp[j]) for `count` rows
@@ -196,9 +202,12 @@ void Int8Dots(const QuantActs& a, int64_t count, int64_t k, const Int8Weight& w,
 // for the whole batch at once, as the quantized form needs. Its ranges are ONNX Runtime's: X's
 // over the steps before the longest sequence length, the hidden state's before each step over
 // the sequences that ran the step before (one that ended earlier counts as zeros). kFast: the
-// quantized form's integer products on the float GEMM (ExactIntDots: the same integers, so the
-// same results bit for bit), the input's for every step at once, constant weights converted
-// once into the step's cache.
+// quantized form's integer products on the 8-bit GEMM or the float GEMM (ExactIntDots): the same
+// integers, the input's for every step at once, constant weights converted once into the step's
+// cache; an LSTM cell with ONNX's default activations, no clip and no coupled gates in float (as
+// ONNX Runtime computes it: its hidden state, quantized again at every step, then differs from
+// the reference's where a rounding moves it across a quantization step), any other the
+// reference's, bit for bit.
 template <Cell kCell, bool kQuant = false, bool kFast = false>
 Status Recurrent(KernelContext& ctx) {
   constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
@@ -444,23 +453,71 @@ Status Recurrent(KernelContext& ctx) {
         return acc;
       }
     };
-    for (int64_t step = 0; step < S; ++step) {
+    // The hidden state's products of a step, as integers (hdots), from the quantized state.
+    auto hidden_dots = [&] {
+      if constexpr (kQuant && kFast) {
+        hdots.resize(static_cast<size_t>(N * kGates * H));
+        if (fw->int8) {
+          Int8Dots(qh, N, H, fw->r8, d, kGates * H, hdots.data(), pool);
+        } else {
+          fh.assign(qh.q.begin(), qh.q.end());
+          ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H, hdots.data(),
+                       pool);
+        }
+      }
+    };
+    bool float_cell = false;
+    if constexpr (kQuant && kFast && kCell == Cell::kLstm) {
+      // ONNX's default activations, no clip and no coupled gates: the cell in float, as ONNX
+      // Runtime computes it (StandardLstmColumn), the gates' sums from the same integers.
+      float_cell = !has_clip && !input_forget && f.act == Act::kSigmoid && g.act == Act::kTanh &&
+                   hact.act == Act::kTanh;
+    }
+    if (float_cell) {
+      const int64_t G = kGates * H;
+      std::vector<float> hf(hs.begin(), hs.end()), cf(cs.begin(), cs.end()), range(N * H);
+      // Per gate row: both biases, the input's scale (X's times W's); the peepholes.
+      std::vector<float> bias(G), x_scale(G), peep(P, P + 3 * H), gx_f(G), gh_f(G);
+      const float* r_scale = rq.scale.data() + d * G;
+      for (int64_t j = 0; j < G; ++j) {
+        bias[j] = static_cast<float>(Wb[j] + Rb[j]);
+        x_scale[j] = qx.scale * wq.scale[d * G + j];
+      }
+      for (int64_t step = 0; step < S; ++step) {
+        std::copy(hf.begin(), hf.end(), range.begin());
+        for (int64_t n = 0; n < N; ++n) {
+          if (step > lens[n]) std::fill_n(range.begin() + n * H, H, 0.0f);
+        }
+        QuantizeActs(range.data(), range.size(), &qh);
+        hidden_dots();
+        for (int64_t n = 0; n < N; ++n) {
+          if (step >= lens[n]) continue;
+          int64_t t = reverse ? lens[n] - 1 - step : step;
+          const int64_t* xd = xdots.data() + (t * N + n) * G;
+          const int64_t* hd = hdots.data() + n * G;
+          for (int64_t j = 0; j < G; ++j) {
+            gx_f[j] = static_cast<float>(xd[j]) * x_scale[j] + bias[j];
+            gh_f[j] = static_cast<float>(hd[j]) * (qh.scale * r_scale[j]);
+          }
+          float* h_n = hf.data() + n * H;
+          StandardLstmColumn(H, gx_f.data(), gx_f.data() + H, gx_f.data() + 2 * H,
+                             gx_f.data() + 3 * H, gh_f.data(), gh_f.data() + H, gh_f.data() + 2 * H,
+                             gh_f.data() + 3 * H, peep.data(), peep.data() + H, peep.data() + 2 * H,
+                             cf.data() + n * H, h_n);
+          std::copy(h_n, h_n + H, y.begin() + ((t * dirs + d) * N + n) * H);
+        }
+      }
+      std::copy(hf.begin(), hf.end(), hs.begin());
+      std::copy(cf.begin(), cf.end(), cs.begin());
+    }
+    for (int64_t step = 0; step < (float_cell ? 0 : S); ++step) {
       if constexpr (kQuant) {
         h_range = hs;
         for (int64_t n = 0; n < N; ++n) {
           if (step > lens[n]) std::fill_n(h_range.begin() + n * H, H, 0.0);
         }
         QuantizeActs(h_range.data(), h_range.size(), &qh);
-        if constexpr (kFast) {
-          hdots.resize(static_cast<size_t>(N * kGates * H));
-          if (fw->int8) {
-            Int8Dots(qh, N, H, fw->r8, d, kGates * H, hdots.data(), pool);
-          } else {
-            fh.assign(qh.q.begin(), qh.q.end());
-            ExactIntDots(fh.data(), N, fw->r.data() + d * kGates * H * H, kGates * H, H,
-                         hdots.data(), pool);
-          }
-        }
+        hidden_dots();
       }
       for (int64_t n = 0; n < N; ++n) {
         if (step >= lens[n]) continue;

@@ -91,10 +91,20 @@ inline Status ParseActivation(std::string_view name, double alpha, double beta, 
 Status RnnReference(KernelContext& ctx);
 Status GruReference(KernelContext& ctx);
 Status LstmReference(KernelContext& ctx);
-// com.microsoft DynamicQuantizeLSTM: the reference (integer products one by one) and the kernel
-// (the same integers from exact float GEMMs, bit for bit the reference's results).
+// com.microsoft DynamicQuantizeLSTM: the reference (integer products one by one, the cell in
+// double) and the kernel (the same integers from the 8-bit GEMM or exact float GEMMs; the cell
+// with ONNX's default activations, no clip and no coupled gates in float, as ONNX Runtime
+// computes it, and any other in double, bit for bit the reference's results).
 Status DynamicQuantizeLstmReference(KernelContext& ctx);
 Status DynamicQuantizeLstm(KernelContext& ctx);
+// The LSTM cell with ONNX's default activations (sigmoid, tanh, tanh) in float for a batch of
+// one, across n hidden units: the gates' input projections xi, xo, xf, xc and recurrent ones ri,
+// ro, rf, rc, peepholes pi, po, pf (n values each, contiguous); the cell c and hidden state h
+// updated in place (recurrent_fast.cc).
+void StandardLstmColumn(int64_t n, const float* xi, const float* xo, const float* xf,
+                        const float* xc, const float* ri, const float* ro, const float* rf,
+                        const float* rc, const float* pi, const float* po, const float* pf,
+                        float* __restrict c, float* __restrict h);
 // Float32 in float32 arithmetic, the products on the blocked GEMM; any other element type, and
 // every input the reference refuses, is the reference's.
 Status RnnFast(KernelContext& ctx);

@@ -19,6 +19,25 @@
 #include "targets/cpu/kernels/vmath.h"
 
 namespace quilt::cpu::rnn {
+
+// (recurrent.h)
+QUILT_CLONES void StandardLstmColumn(int64_t n, const float* xi, const float* xo, const float* xf,
+                                     const float* xc, const float* ri, const float* ro,
+                                     const float* rf, const float* rc, const float* pi,
+                                     const float* po, const float* pf, float* __restrict c,
+                                     float* __restrict h) {
+  for (int64_t k = 0; k < n; ++k) {
+    float cp = c[k];
+    float ig = vmath::Sigmoid(xi[k] + ri[k] + pi[k] * cp);
+    float fg = vmath::Sigmoid(xf[k] + rf[k] + pf[k] * cp);
+    float cg = vmath::Tanh(xc[k] + rc[k]);
+    float cn = fg * cp + ig * cg;
+    float og = vmath::Sigmoid(xo[k] + ro[k] + po[k] * cn);
+    c[k] = cn;
+    h[k] = og * vmath::Tanh(cn);
+  }
+}
+
 namespace {
 
 // An activation in float: sigmoid and tanh by vmath.h (a few ulp, no library call), relu
@@ -54,25 +73,6 @@ QUILT_CLONES void StandardLstmRow(int64_t n, const float* xi, const float* xo, c
     float cg = vmath::Tanh(xc[k] + rc[k]);
     float cn = fg * cp + ig * cg;
     float og = vmath::Sigmoid(xo[k] + ro[k] + po * cn);
-    c[k] = cn;
-    h[k] = og * vmath::Tanh(cn);
-  }
-}
-
-// The same cell for a batch of one, across the hidden units: gate values and peepholes (pi, po,
-// pf) n values each, contiguous.
-QUILT_CLONES void StandardLstmColumn(int64_t n, const float* xi, const float* xo, const float* xf,
-                                     const float* xc, const float* ri, const float* ro,
-                                     const float* rf, const float* rc, const float* pi,
-                                     const float* po, const float* pf, float* __restrict c,
-                                     float* __restrict h) {
-  for (int64_t k = 0; k < n; ++k) {
-    float cp = c[k];
-    float ig = vmath::Sigmoid(xi[k] + ri[k] + pi[k] * cp);
-    float fg = vmath::Sigmoid(xf[k] + rf[k] + pf[k] * cp);
-    float cg = vmath::Tanh(xc[k] + rc[k]);
-    float cn = fg * cp + ig * cg;
-    float og = vmath::Sigmoid(xo[k] + ro[k] + po[k] * cn);
     c[k] = cn;
     h[k] = og * vmath::Tanh(cn);
   }
