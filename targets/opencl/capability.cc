@@ -1,7 +1,7 @@
 // What the OpenCL back end can run: the op families of ops.h on tensors whose shapes the compiler
-// knows, of the types each family takes (float32; int32, int64 and bool where elements only move
-// or an elementwise op has integer code), within each family's limits (below). Everything else
-// stays on another device, with the reason in the placement report.
+// knows, of the types each family takes (float32; float16, int32, int64 and bool where elements
+// only move or an elementwise op has code for them), within each family's limits (below).
+// Everything else stays on another device, with the reason in the placement report.
 #include "targets/capability.h"
 
 #include <algorithm>
@@ -79,8 +79,9 @@ class OpenCl : public Capability {
     std::string float_only = "OpenCL runs " + name + " on float32 tensors of known shape only";
     std::vector<ir::StructInfo> outs = Tensors(call.struct_info);
     bool any_type = opencl::AnyTypeOut(*family);
-    std::string typed_only =
-        "OpenCL runs " + name + " on float32, int32, int64 and bool tensors of known shape only";
+    std::string typed_only = "OpenCL runs " + name +
+                             " on float32, float16, int32, int64 and bool tensors of known " +
+                             "shape only";
     for (const ir::StructInfo& o : outs) {
       if (!(any_type ? TypedTensor(o) : FloatTensor(o))) {
         return Support::No(any_type ? typed_only : float_only);

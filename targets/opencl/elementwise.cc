@@ -125,6 +125,8 @@ std::optional<std::string> ClType(ir::DataType t) {
       return "long";
     case ir::DataType::kBool:
       return "uchar";
+    case ir::DataType::kFloat16:
+      return "ushort";  // the bits: read and written through vload_half / vstore_half_rte
     default:
       return std::nullopt;
   }
@@ -132,12 +134,19 @@ std::optional<std::string> ClType(ir::DataType t) {
 
 std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs,
                                      const std::vector<std::string>& args,
-                                     const std::vector<ir::DataType>& types, ir::DataType out) {
+                                     const std::vector<ir::DataType>& given,
+                                     ir::DataType given_out) {
   using ir::DataType;
-  if (args.size() != types.size() || args.empty() || !ClType(out)) return std::nullopt;
-  for (DataType t : types) {
+  if (args.size() != given.size() || args.empty() || !ClType(given_out)) return std::nullopt;
+  for (DataType t : given) {
     if (!ClType(t)) return std::nullopt;
   }
+  // A float16 operand is a float here (read through vload_half), and a float16 result the float
+  // its writer rounds (vstore_half_rte): the arithmetic of float32, as the CPU's.
+  auto as_float = [](DataType t) { return t == DataType::kFloat16 ? DataType::kFloat32 : t; };
+  std::vector<DataType> types;
+  for (DataType t : given) types.push_back(as_float(t));
+  const DataType out = as_float(given_out);
   bool same = true;
   for (DataType t : types) same &= t == types[0];
   DataType t0 = types[0];

@@ -26,7 +26,8 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
                                      const std::vector<std::string>& args);
 
 // The OpenCL C expression of op `op` on `args` whose element types are `types` (float32, int32,
-// int64 or bool, as uchar 0 / 1), giving an `out` element; float32 ops are FloatExpr's. Integers
+// int64, bool as uchar 0 / 1, or float16 read as a float), giving an `out` element (a float16 one
+// as the float its writer rounds to float16); float32 and float16 ops are FloatExpr's. Integers
 // wrap around and divide as the CPU kernels do (by 0: 0); comparisons give bool; astype converts
 // as targets/cpu/kernels/cast.cc (float to integer truncates, NaN 0, saturating at int64). nullopt
 // where the back end has no code for those types.
@@ -34,7 +35,9 @@ std::optional<std::string> TypedExpr(std::string_view op, const ir::Attrs& attrs
                                      const std::vector<std::string>& args,
                                      const std::vector<ir::DataType>& types, ir::DataType out);
 
-// The OpenCL C type of elements of type `t`, or nullopt for one the kernels do not take.
+// The OpenCL C type of elements of type `t` in buffers (float16: ushort, the bits, which kernels
+// that only move elements copy and arithmetic reads with vload_half: no device needs cl_khr_fp16
+// for that), or nullopt for one the kernels do not take.
 std::optional<std::string> ClType(ir::DataType t);
 
 }  // namespace quilt::targets::opencl

@@ -198,10 +198,18 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       }
     }
   }
+  // Input i's element at `index`: a float16 one read as a float.
+  auto load = [&](size_t i, const std::string& index) {
+    std::string x = "x" + std::to_string(i);
+    if (k.In(i).dtype == static_cast<int32_t>(ir::DataType::kFloat16)) {
+      return "vload_half(" + index + ", (__global const half*)" + x + ")";
+    }
+    return x + "[" + index + "]";
+  };
   std::vector<std::string> loads;
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i].empty()) {
-      loads.push_back("x" + std::to_string(i) + "[i]");
+      loads.push_back(load(i, "i"));
       continue;
     }
     std::string index;
@@ -212,7 +220,7 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       k.Long(st, strides[i][inner]);
       index += (index.empty() ? "" : " + ") + ("e" + std::to_string(c) + " * " + st);
     }
-    loads.push_back("x" + std::to_string(i) + "[" + (index.empty() ? "0" : index) + "]");
+    loads.push_back(load(i, index.empty() ? "0" : index));
   }
   for (size_t m = 0; m < program.size(); ++m) {
     const ProgramOp& op = program[m];
@@ -240,8 +248,16 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
           where + ": the OpenCL back end has no code for " + op.op +
           (program.size() > 1 ? " (op " + std::to_string(m) + " of the fused chain)" : ""));
     }
-    body += last ? "  y[i] = " + *expr + ";\n"
-                 : "  " + *type + " t" + std::to_string(m) + " = " + *expr + ";\n";
+    std::string t = "t" + std::to_string(m);
+    if (out_type == ir::DataType::kFloat16) {
+      // Rounded to float16 (to nearest even, as the CPU's), written, or kept as a float.
+      body += last ? "  vstore_half_rte(" + *expr + ", i, (__global half*)y);\n"
+                   : "  float " + t + ";\n  {\n    ushort h;\n    vstore_half_rte(" + *expr +
+                         ", 0, (__private half*)&h);\n    " + t +
+                         " = vload_half(0, (__private const half*)&h);\n  }\n";
+      continue;
+    }
+    body += last ? "  y[i] = " + *expr + ";\n" : "  " + *type + " " + t + " = " + *expr + ";\n";
   }
   std::vector<int64_t> local(grid, 1);
   local[0] = kLocalSize;
@@ -1080,8 +1096,8 @@ Status EmitOpenClCode(PackageSpec& spec) {
           return Error(
               "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
               spec.devices[static_cast<size_t>(d)].target +
-              "', whose kernels take float32 tensors (and int32, int64, bool ones where they "
-              "move elements) only");
+              "', whose kernels take float32 tensors (and float16, int32, int64, bool ones where "
+              "they move elements) only");
         }
         if (*family == targets::opencl::Family::kResize) {
           QUILT_TRY(EmitResize(spec, g, step, name, &code));

@@ -1,7 +1,8 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
 // cannot write. Kernels compute in float32; elementwise ops and those that move elements also
-// take int32, int64 and bool tensors; an index input (take) is int32 or int64.
+// take float16 (stored as such, computed in float32), int32, int64 and bool tensors; an index
+// input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +57,8 @@ std::optional<Family> FamilyOf(std::string_view op);
 // How a family's kernel reads its input k.
 enum class InputUse {
   kFloat,   // float32 data
-  kAny,     // data of any type the kernels take: float32, int32, int64, bool (see elementwise.h)
+  kAny,     // data of any type the kernels take: float32, float16, int32, int64, bool
+            // (elementwise.h)
   kIndex,   // int32 or int64 indices or scalars
   kUnread,  // not read (reshape's shape and the like)
 };

@@ -63,7 +63,8 @@ TEST(Capability, OpenClTakesElementwiseOpsWithBroadcastsItCanSee) {
   s = cl.Supports(AsCall(Call(ir::OpKind::kMaximum, {x, z})));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason,
-            "OpenCL runs R.maximum on float32, int32, int64 and bool tensors of known shape only")
+            "OpenCL runs R.maximum on float32, float16, int32, int64 and bool tensors of known "
+            "shape only")
       << s.reason;
   // Integers too, where the CPU kernels' integer semantics are written (not power).
   ir::Var i = ir::MakeVar("i", ir::TensorSInfo(std::vector<int64_t>{4}, ir::DataType::kInt64));
@@ -71,11 +72,20 @@ TEST(Capability, OpenClTakesElementwiseOpsWithBroadcastsItCanSee) {
   s = cl.Supports(AsCall(Call(ir::OpKind::kPower, {i, i})));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason, "no OpenCL kernel for R.power on (int64, int64)");
+  // float16 stored as such and computed in float32, where elements are computed one by one or
+  // only moved; the other families take float32 alone. float64 nowhere.
   ir::Var h = ir::MakeVar("h", ir::TensorSInfo(std::vector<int64_t>{4}, ir::DataType::kFloat16));
-  s = cl.Supports(AsCall(Call(ir::OpKind::kAdd, {h, h})));
+  EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kAdd, {h, h}))).ok);
+  s = cl.Supports(AsCall(Call(ir::OpKind::kSoftmax, {h})));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.reason, "OpenCL runs R.nn.softmax on float32 tensors of known shape only");
+  ir::Var f64 =
+      ir::MakeVar("f64", ir::TensorSInfo(std::vector<int64_t>{4}, ir::DataType::kFloat64));
+  s = cl.Supports(AsCall(Call(ir::OpKind::kAdd, {f64, f64})));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason,
-            "OpenCL runs R.add on float32, int32, int64 and bool tensors of known shape only");
+            "OpenCL runs R.add on float32, float16, int32, int64 and bool tensors of known shape "
+            "only");
   EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kSoftmax, {x}))).ok);
   s = cl.Supports(AsCall(Call(ir::OpKind::kCumsum, {x})));
   EXPECT_FALSE(s.ok);

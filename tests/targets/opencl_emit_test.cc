@@ -1,12 +1,14 @@
 // The OpenCL back end's kernel families (targets/opencl/emit*.cc) on cases the ONNX node tests
 // miss: reductions over inner axes of symbolic dims, transposes of rank 5, gathers with negative
-// indices, splits into parts of symbolic size, norms over several axes, every pad mode. Each model
-// is compiled twice, for OpenCL alone with --strict (every op runs generated OpenCL C) and for the
-// CPU, and both run on the same inputs; the CPU's reference kernels are the expected values.
-// Skips, saying why, where no OpenCL device opens.
+// indices, splits into parts of symbolic size, norms over several axes, every pad mode, float16.
+// Each model is compiled twice, for OpenCL alone with --strict (every op runs generated OpenCL C)
+// and for the CPU, and both run on the same inputs; the CPU's reference kernels are the expected
+// values. Skips, saying why, where no OpenCL device opens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "runtime/src/device/device.h"
+#include "runtime/src/float_convert.h"
 #include "runtime/src/package.h"
 #include "runtime/src/session.h"
 #include "targets/compile.h"
@@ -49,6 +52,21 @@ Input Floats(const std::string& name, rt::Shape shape, float scale = 0.37f, floa
   }
   Input in{name, rt::DType::kFloat32, std::move(shape), std::vector<uint8_t>(v.size() * 4)};
   if (!v.empty()) std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
+  return in;
+}
+
+// float16 values: Floats' values (rounded to float16), then `special` ones over the first.
+Input Halves(const std::string& name, rt::Shape shape, const std::vector<float>& special = {},
+             float scale = 0.37f, float shift = 1.3f) {
+  Input f = Floats(name, shape, scale, shift);
+  std::vector<float> v(f.bytes.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), f.bytes.data(), f.bytes.size());
+  std::copy(special.begin(), special.end(), v.begin());
+  Input in{name, rt::DType::kFloat16, std::move(shape), std::vector<uint8_t>(v.size() * 2)};
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h = numeric::FloatToHalf(v[i]);
+    std::memcpy(in.bytes.data() + 2 * i, &h, 2);
+  }
   return in;
 }
 
@@ -120,10 +138,12 @@ void CompileAndRun(const std::string& model, std::vector<std::string> devices, b
 
 // Runs `model` on OpenCL alone and on the CPU: at least `min_dispatches` steps of generated code
 // (and at most `max_dispatches`), and the same outputs (float32 within 1e-5 + 1e-4 relative, NaN
-// where the CPU has NaN; other types exact).
+// where the CPU has NaN; float16 within `half_ulps` units in the last place, NaN where the CPU has
+// NaN; other types exact).
 void ExpectOpenClMatchesCpu(const std::string& model, const std::vector<Input>& inputs,
                             int min_dispatches,
-                            int max_dispatches = std::numeric_limits<int>::max()) {
+                            int max_dispatches = std::numeric_limits<int>::max(),
+                            int half_ulps = 0) {
   std::vector<rt::OwnedTensor> cl, cpu;
   int cl_dispatches = 0, cpu_dispatches = 0;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(model, {"opencl"}, true, inputs, &cl, &cl_dispatches));
@@ -136,6 +156,24 @@ void ExpectOpenClMatchesCpu(const std::string& model, const std::vector<Input>& 
     ASSERT_EQ(cl[o].shape, cpu[o].shape) << "output " << o;
     ASSERT_EQ(cl[o].dtype, cpu[o].dtype) << "output " << o;
     ASSERT_EQ(cl[o].data.size(), cpu[o].data.size()) << "output " << o;
+    if (cl[o].dtype == rt::DType::kFloat16) {
+      size_t n = cl[o].data.size() / 2;
+      int bad = 0;
+      for (size_t i = 0; i < n && bad < 5; ++i) {
+        uint16_t a, b;
+        std::memcpy(&a, cl[o].data.data() + 2 * i, 2);
+        std::memcpy(&b, cpu[o].data.data() + 2 * i, 2);
+        float fa = numeric::HalfToFloat(a), fb = numeric::HalfToFloat(b);
+        // Halves of one sign are ordered as their bits: the difference counts units in the last
+        // place.
+        bool same = std::isnan(fb) ? std::isnan(fa)
+                                   : a == b || ((a ^ b) < 0x8000 && std::abs(a - b) <= half_ulps);
+        if (!same) ++bad;
+        EXPECT_TRUE(same) << "output " << o << " element " << i << ": OpenCL " << fa << " (0x"
+                          << std::hex << a << "), CPU " << fb << " (0x" << b << ")" << std::dec;
+      }
+      continue;
+    }
     if (cl[o].dtype != rt::DType::kFloat32) {
       EXPECT_EQ(cl[o].data, cpu[o].data) << "output " << o;  // integers and bools: exact
       continue;
@@ -564,6 +602,64 @@ class Module:
                             Floats("gamma", {6}), Floats("se", {1, 4, 1}, 1.5f, 3.0f)},
                            5);
   }
+}
+
+// float16 tensors are stored as float16 and computed in float32, each op's result rounded to
+// float16 (to nearest even) as the CPU rounds it, in a fused chain too: bit for bit the CPU's,
+// with infinities, NaN, values past float16's range, subnormals and ties to even among the
+// inputs; they move (transpose, concat, gather) as their bits. Activations whose float results
+// may differ in the last bits between the devices round to the same float16 or the next.
+TEST(OpenClEmit, Float16IsStoredAsSuchAndComputedAsTheCpuComputesIt) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kExact = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((2, 8), "float16"), b: R.Tensor((8,), "float16"), x: R.Tensor((2, 8), "float32")):
+        s = R.add(a, b)
+        p = R.multiply(a, b)
+        d = R.divide(a, b)
+        m = R.maximum(a, b)
+        h = R.astype(x, "float16")
+        f = R.astype(a, "float32")
+        i = R.astype(a, "int32")
+        c = R.less(a, b)
+        w = R.where(c, a, h)
+        aa = R.multiply(a, a)
+        chain = R.add(aa, h)
+        t = R.permute_dims(a, axes=[1, 0])
+        cat = R.concat((a, h), axis=0)
+        k = R.take(a, R.const([3, -1, 0], "int64"), axis=1)
+        return (s, p, d, m, h, f, i, c, w, chain, t, cat, k)
+)";
+  const float inf = std::numeric_limits<float>::infinity();
+  // a: NaN, infinities, 40000 (its square and double past float16's 65504), a subnormal
+  // (2^-20), 0.1 (not a float16); x: ties between float16s (1 + 2^-11 and 1 + 3 * 2^-11 round
+  // to even), a float16 subnormal's tie, 70000 (past float16's range), -0.
+  Input a = Halves("a", {2, 8}, {std::nanf(""), inf, -inf, 40000.0f, std::ldexp(1.0f, -20), 0.1f});
+  Input b = Halves("b", {8}, {0.5f, -3.0f, 2.0f, 1.75f, 0.0f, -0.0f, 3.0f, 1e-3f}, 0.41f, 2.0f);
+  Input x = Floats("x", {2, 8}, 0.53f, 3.0f);
+  float ties[6] = {1.0f + std::ldexp(1.0f, -11),
+                   1.0f + 3 * std::ldexp(1.0f, -11),
+                   3 * std::ldexp(1.0f, -25),
+                   70000.0f,
+                   -0.0f,
+                   -2.0f - std::ldexp(1.0f, -10)};
+  std::memcpy(x.bytes.data(), ties, sizeof(ties));
+  ExpectOpenClMatchesCpu(kExact, {a, b, x}, 10);
+  constexpr const char* kActivations = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((4, 8), "float16")):
+        s = R.sigmoid(a)
+        e = R.exp(a)
+        t = R.tanh(a)
+        g = R.multiply(a, s)
+        return (s, e, t, g)
+)";
+  ExpectOpenClMatchesCpu(kActivations, {Halves("a", {4, 8}, {}, 0.9f, 9.0f)}, 3,
+                         std::numeric_limits<int>::max(), 1);
 }
 
 // The message of a failed run of `model` on `inputs` (compiled for `devices`), or "" when it
