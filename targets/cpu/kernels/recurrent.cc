@@ -466,6 +466,16 @@ Status Recurrent(KernelContext& ctx) {
         }
       }
     };
+    // Before each step of the quantized form: the hidden state (`state`, float or double) of the
+    // sequences that ran the step before (zeros for those that ended) quantized, its products.
+    auto quantize_hidden = [&](int64_t step, const auto& state, auto* range) {
+      range->assign(state.begin(), state.end());
+      for (int64_t n = 0; n < N; ++n) {
+        if (step > lens[n]) std::fill_n(range->begin() + n * H, H, 0);
+      }
+      QuantizeActs(range->data(), range->size(), &qh);
+      hidden_dots();
+    };
     bool float_cell = false;
     if constexpr (kQuant && kFast && kCell == Cell::kLstm) {
       // ONNX's default activations, no clip and no coupled gates: the cell in float, as ONNX
@@ -475,7 +485,7 @@ Status Recurrent(KernelContext& ctx) {
     }
     if (float_cell) {
       const int64_t G = kGates * H;
-      std::vector<float> hf(hs.begin(), hs.end()), cf(cs.begin(), cs.end()), range(N * H);
+      std::vector<float> hf(hs.begin(), hs.end()), cf(cs.begin(), cs.end()), range;
       // Per gate row: both biases, the input's scale (X's times W's); the peepholes.
       std::vector<float> bias(G), x_scale(G), peep(P, P + 3 * H), gx_f(G), gh_f(G);
       const float* r_scale = rq.scale.data() + d * G;
@@ -484,12 +494,7 @@ Status Recurrent(KernelContext& ctx) {
         x_scale[j] = qx.scale * wq.scale[d * G + j];
       }
       for (int64_t step = 0; step < S; ++step) {
-        std::copy(hf.begin(), hf.end(), range.begin());
-        for (int64_t n = 0; n < N; ++n) {
-          if (step > lens[n]) std::fill_n(range.begin() + n * H, H, 0.0f);
-        }
-        QuantizeActs(range.data(), range.size(), &qh);
-        hidden_dots();
+        quantize_hidden(step, hf, &range);
         for (int64_t n = 0; n < N; ++n) {
           if (step >= lens[n]) continue;
           int64_t t = reverse ? lens[n] - 1 - step : step;
@@ -511,14 +516,7 @@ Status Recurrent(KernelContext& ctx) {
       std::copy(cf.begin(), cf.end(), cs.begin());
     }
     for (int64_t step = 0; step < (float_cell ? 0 : S); ++step) {
-      if constexpr (kQuant) {
-        h_range = hs;
-        for (int64_t n = 0; n < N; ++n) {
-          if (step > lens[n]) std::fill_n(h_range.begin() + n * H, H, 0.0);
-        }
-        QuantizeActs(h_range.data(), h_range.size(), &qh);
-        hidden_dots();
-      }
+      if constexpr (kQuant) quantize_hidden(step, hs, &h_range);
       for (int64_t n = 0; n < N; ++n) {
         if (step >= lens[n]) continue;
         int64_t t = reverse ? lens[n] - 1 - step : step;
