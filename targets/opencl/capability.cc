@@ -1,7 +1,7 @@
 // What the OpenCL back end can run: the op families of ops.h on tensors whose shapes the compiler
 // knows, of the types each family takes (float32; float16, int32, int64 and bool where elements
-// only move or an elementwise op has code for them), within each family's limits (below).
-// Everything else stays on another device, with the reason in the placement report.
+// only move or an elementwise op has code for them; float16 for matmul), within each family's
+// limits (below). Everything else stays on another device, with the reason in the placement report.
 #include "targets/capability.h"
 
 #include <algorithm>
@@ -17,8 +17,8 @@ namespace {
 
 using opencl::Family;
 
-bool FloatTensor(const ir::StructInfo& s) {
-  return s && s->IsTensor() && s->dtype == ir::DataType::kFloat32 && s->shape.has_value();
+bool FloatTensor(const ir::StructInfo& s, ir::DataType t = ir::DataType::kFloat32) {
+  return s && s->IsTensor() && s->dtype == t && s->shape.has_value();
 }
 
 // int32 or int64 indices: a tensor, or a prim value (arange's bounds).
@@ -76,14 +76,21 @@ class OpenCl : public Capability {
     std::string name = "R." + op->name;
     std::optional<Family> family = opencl::FamilyOf(op->name);
     if (!family) return Support::No("no OpenCL kernel for " + name + " yet");
-    std::string float_only = "OpenCL runs " + name + " on float32 tensors of known shape only";
     std::vector<ir::StructInfo> outs = Tensors(call.struct_info);
     bool any_type = opencl::AnyTypeOut(*family);
+    // The float data's type: float32, or float16 throughout where the family takes it.
+    const bool half = opencl::TakesFloat16(*family) && !outs.empty() && outs[0] &&
+                      outs[0]->dtype == ir::DataType::kFloat16;
+    const ir::DataType data = half ? ir::DataType::kFloat16 : ir::DataType::kFloat32;
+    std::string float_only =
+        "OpenCL runs " + name + " on float32" +
+        (opencl::TakesFloat16(*family) ? std::string(" (or all float16)") : std::string()) +
+        " tensors of known shape only";
     std::string typed_only = "OpenCL runs " + name +
                              " on float32, float16, int32, int64 and bool tensors of known " +
                              "shape only";
     for (const ir::StructInfo& o : outs) {
-      if (!(any_type ? TypedTensor(o) : FloatTensor(o))) {
+      if (!(any_type ? TypedTensor(o) : FloatTensor(o, data))) {
         return Support::No(any_type ? typed_only : float_only);
       }
     }
@@ -98,7 +105,7 @@ class OpenCl : public Capability {
     for (size_t i = 0; i < ins.size(); ++i) {
       switch (opencl::InputUseOf(*family, i)) {
         case opencl::InputUse::kFloat:
-          if (!FloatTensor(ins[i])) return Support::No(float_only);
+          if (!FloatTensor(ins[i], data)) return Support::No(float_only);
           break;
         case opencl::InputUse::kAny:
           if (!TypedTensor(ins[i])) return Support::No(typed_only);

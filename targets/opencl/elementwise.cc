@@ -344,6 +344,8 @@ InputUse InputUseOf(Family family, size_t k) {
   return InputUse::kFloat;
 }
 
+bool TakesFloat16(Family family) { return family == Family::kMatmul; }
+
 bool AnyTypeOut(Family family) {
   switch (family) {
     case Family::kElementwise:

@@ -490,42 +490,63 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
       b_off += " + cb" + js + " * sb" + js;
     }
   }
-  std::string body = R"(  long cr = get_global_id(0), r = get_global_id(1);
+  // float16 operands and result (ONNX's MatMul takes one type): read with vload_half(16),
+  // written rounded to nearest even, the sums in float as for float32.
+  const bool half = k.In(0).dtype == static_cast<int32_t>(ir::DataType::kFloat16);
+  const std::string T = half ? "half" : "float";
+  auto load = [&](const std::string& p, const std::string& i) {
+    return half ? "vload_half(" + i + ", " + p + ")" : p + "[" + i + "]";
+  };
+  auto store = [&](const std::string& v, const std::string& p, const std::string& i) {
+    return half ? "vstore_half_rte(" + v + ", " + i + ", " + p + ")" : p + "[" + i + "] = " + v;
+  };
+  std::string body =
+      R"(  long cr = get_global_id(0), r = get_global_id(1);
   if (cr >= cw || r >= rt) return;
   long bt = r / tm, c0 = cr * 16;
 )" + std::string("  const int R = ") +
-                     std::to_string(rows) + ";\n" + "  long m0 = r % tm * R;\n" +
-                     Unravel("bt", "b", batch.size()) + "  __global const float* A = x0 + 0" +
-                     a_off + ";\n" + "  __global const float* B = x1 + 0" + b_off + ";\n" + R"(
+      std::to_string(rows) + ";\n" + "  long m0 = r % tm * R;\n" +
+      Unravel("bt", "b", batch.size()) + "  __global const " + T + "* A = (__global const " + T +
+      "*)x0 + 0" + a_off + ";\n" + "  __global const " + T + "* B = (__global const " + T +
+      "*)x1 + 0" + b_off + ";\n" + R"(
   float16 acc[R];
-  __global const float* ar[R];
+  __global const )" +
+      T + R"(* ar[R];
   for (int i = 0; i < R; ++i) {
     acc[i] = (float16)(0.0f);
     ar[i] = A + min(m0 + i, M - 1) * K;
   }
-  __global float* Y = y + bt * M * N;
+  __global )" +
+      T + "* Y = (__global " + T + R"(*)y + bt * M * N;
   if (c0 + 16 <= N) {
-    __global const float* bc = B + c0;
+    __global const )" +
+      T + R"(* bc = B + c0;
     for (long p = 0; p < K; ++p) {
-      float16 bv = vload16(0, bc + p * N);
-      for (int i = 0; i < R; ++i) acc[i] = fma((float16)(ar[i][p]), bv, acc[i]);
+      float16 bv = )" +
+      (half ? "vload_half16" : "vload16") + R"((0, bc + p * N);
+      for (int i = 0; i < R; ++i) acc[i] = fma((float16)()" +
+      load("ar[i]", "p") + R"(), bv, acc[i]);
     }
     for (int i = 0; i < R; ++i)
-      if (m0 + i < M) vstore16(acc[i], 0, Y + (m0 + i) * N + c0);
+      if (m0 + i < M) )" +
+      (half ? "vstore_half16_rte" : "vstore16") + R"((acc[i], 0, Y + (m0 + i) * N + c0);
     return;
   }
   // The last run of columns, fewer than 16.
   float part[16];
   for (long p = 0; p < K; ++p) {
-    for (int j = 0; j < 16; ++j) part[j] = c0 + j < N ? B[p * N + c0 + j] : 0.0f;
+    for (int j = 0; j < 16; ++j) part[j] = c0 + j < N ? )" +
+      load("B", "p * N + c0 + j") + R"( : 0.0f;
     float16 bv = vload16(0, part);
-    for (int i = 0; i < R; ++i) acc[i] = fma((float16)(ar[i][p]), bv, acc[i]);
+    for (int i = 0; i < R; ++i) acc[i] = fma((float16)()" +
+      load("ar[i]", "p") + R"(), bv, acc[i]);
   }
   for (int i = 0; i < R; ++i) {
     if (m0 + i >= M) break;
     vstore16(acc[i], 0, part);
     for (int j = 0; j < 16; ++j)
-      if (c0 + j < N) Y[(m0 + i) * N + c0 + j] = part[j];
+      if (c0 + j < N) )" +
+      store("part[j]", "Y", "(m0 + i) * N + c0 + j") + R"(;
   }
 )";
   k.Finish(name, body, std::vector<int64_t>{kLocalSize, 1}, code);
@@ -1071,16 +1092,22 @@ Status EmitOpenClCode(PackageSpec& spec) {
         // elements); each input as the family reads it (reshape's shape is not data).
         bool any_out = targets::opencl::AnyTypeOut(*family);
         bool typed = !step.outputs.empty();
+        // The float data's ONNX type: FLOAT, or FLOAT16 throughout where the family takes it.
+        int32_t data = 1;
+        if (typed && step.outputs[0] >= 0 && targets::opencl::TakesFloat16(*family) &&
+            g.values[static_cast<size_t>(step.outputs[0])].dtype == 10) {
+          data = 10;
+        }
         for (int v : step.outputs) {
           int32_t dtype = v < 0 ? 0 : g.values[static_cast<size_t>(v)].dtype;
-          typed &= any_out ? ElementType(dtype).has_value() : dtype == 1;  // ONNX FLOAT
+          typed &= any_out ? ElementType(dtype).has_value() : dtype == data;
         }
         for (size_t k = 0; k < step.inputs.size(); ++k) {
           int v = step.inputs[k];
           int32_t dtype = v < 0 ? 0 : g.values[static_cast<size_t>(v)].dtype;
           switch (targets::opencl::InputUseOf(*family, k)) {
             case targets::opencl::InputUse::kFloat:
-              typed &= dtype == 1;
+              typed &= dtype == data;
               break;
             case targets::opencl::InputUse::kAny:
               typed &= ElementType(dtype).has_value();

@@ -1,8 +1,8 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
 // cannot write. Kernels compute in float32; elementwise ops and those that move elements also
-// take float16 (stored as such, computed in float32), int32, int64 and bool tensors; an index
-// input (take) is int32 or int64.
+// take float16 (stored as such, computed in float32), int32, int64 and bool tensors, matmul
+// float16 too (TakesFloat16); an index input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>
@@ -67,5 +67,9 @@ InputUse InputUseOf(Family family, size_t k);
 // Whether a family's outputs may be of any type the kernels take (else float32). Elementwise
 // ops say which types they take in elementwise.h (TypedExpr).
 bool AnyTypeOut(Family family);
+
+// Whether a family whose data is float32 (InputUse::kFloat, a float32 output) also takes float16
+// data throughout (every data input and output float16), stored as such and computed in float32.
+bool TakesFloat16(Family family);
 
 }  // namespace quilt::targets::opencl

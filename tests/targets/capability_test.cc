@@ -79,6 +79,10 @@ TEST(Capability, OpenClTakesElementwiseOpsWithBroadcastsItCanSee) {
   s = cl.Supports(AsCall(Call(ir::OpKind::kSoftmax, {h})));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.reason, "OpenCL runs R.nn.softmax on float32 tensors of known shape only");
+  // A matmul of float16 operands (and result) too.
+  ir::Var hm =
+      ir::MakeVar("hm", ir::TensorSInfo(std::vector<int64_t>{4, 4}, ir::DataType::kFloat16));
+  EXPECT_TRUE(cl.Supports(AsCall(Call(ir::OpKind::kMatmul, {hm, hm}))).ok);
   ir::Var f64 =
       ir::MakeVar("f64", ir::TensorSInfo(std::vector<int64_t>{4}, ir::DataType::kFloat64));
   s = cl.Supports(AsCall(Call(ir::OpKind::kAdd, {f64, f64})));

@@ -662,6 +662,28 @@ class Module:
                          std::numeric_limits<int>::max(), 1);
 }
 
+// A matmul of float16 operands gives a float16 result: its sums in float32, rounded once, within
+// a unit in the last place of the CPU's (whose sums are wider); both paths of the kernel (runs of
+// 16 columns and the last, shorter one), a batch, a broadcast batch and a vector operand.
+TEST(OpenClEmit, MatmulOfFloat16) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(a: R.Tensor((2, 9, 20), "float16"), b: R.Tensor((20, 37), "float16"), v: R.Tensor((20,), "float16"), c: R.Tensor((2, 1, 9, 20), "float16"), d: R.Tensor((3, 20, 5), "float16")):
+        ab = R.matmul(a, b)
+        vb = R.matmul(v, b)
+        cd = R.matmul(c, d)
+        return (ab, vb, cd)
+)";
+  ExpectOpenClMatchesCpu(kModel,
+                         {Halves("a", {2, 9, 20}), Halves("b", {20, 37}, {}, 0.21f, 2.0f),
+                          Halves("v", {20}, {}, 0.5f, 5.0f), Halves("c", {2, 1, 9, 20}),
+                          Halves("d", {3, 20, 5}, {}, 0.3f, 3.0f)},
+                         3, std::numeric_limits<int>::max(), 1);
+}
+
 // The message of a failed run of `model` on `inputs` (compiled for `devices`), or "" when it
 // runs; the same session then runs `good` (inputs of the same signature) without error.
 std::string RunFailure(const char* model, std::vector<std::string> devices,
