@@ -1,7 +1,8 @@
 // What the OpenCL back end can run: the op families of ops.h on tensors whose shapes the compiler
 // knows, of the types each family takes (float32; float16, int32, int64 and bool where elements
-// only move or an elementwise op has code for them; float16 for matmul), within each family's
-// limits (below). Everything else stays on another device, with the reason in the placement report.
+// only move or an elementwise op has code for them; float16 for matmul, reductions and norms),
+// within each family's limits (below). Everything else stays on another device, with the reason
+// in the placement report.
 #include "targets/capability.h"
 
 #include <algorithm>

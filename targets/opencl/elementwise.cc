@@ -344,7 +344,9 @@ InputUse InputUseOf(Family family, size_t k) {
   return InputUse::kFloat;
 }
 
-bool TakesFloat16(Family family) { return family == Family::kMatmul; }
+bool TakesFloat16(Family family) {
+  return family == Family::kMatmul || family == Family::kReduce || family == Family::kNorm;
+}
 
 bool AnyTypeOut(Family family) {
   switch (family) {

@@ -198,14 +198,8 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       }
     }
   }
-  // Input i's element at `index`: a float16 one read as a float.
-  auto load = [&](size_t i, const std::string& index) {
-    std::string x = "x" + std::to_string(i);
-    if (k.In(i).dtype == static_cast<int32_t>(ir::DataType::kFloat16)) {
-      return "vload_half(" + index + ", (__global const half*)" + x + ")";
-    }
-    return x + "[" + index + "]";
-  };
+  // Input i's element at `index` (a float16 one read as a float).
+  auto load = [&](size_t i, const std::string& index) { return k.Read(i, index); };
   std::vector<std::string> loads;
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i].empty()) {
@@ -251,7 +245,7 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
     std::string t = "t" + std::to_string(m);
     if (out_type == ir::DataType::kFloat16) {
       // Rounded to float16 (to nearest even, as the CPU's), written, or kept as a float.
-      body += last ? "  vstore_half_rte(" + *expr + ", i, (__global half*)y);\n"
+      body += last ? "  " + k.Write(0, "i", *expr) + ";\n"
                    : "  float " + t + ";\n  {\n    ushort h;\n    vstore_half_rte(" + *expr +
                          ", 0, (__private half*)&h);\n    " + t +
                          " = vload_half(0, (__private const half*)&h);\n  }\n";

@@ -138,17 +138,17 @@ Status EmitReduce(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   } else if (op == "reduce_log_sum_exp") {
     // Shifted by the maximum (NaN sticks), so exp never overflows.
     body += "  float sh = -INFINITY;\n" +
-            GroupLoop(l,
-                      "    float v = x0[at];\n"
-                      "    if (isnan(v) || v > sh) sh = isnan(sh) ? sh : v;\n");
+            GroupLoop(l, "    float v = " + k.Read(0, "at") +
+                             ";\n"
+                             "    if (isnan(v) || v > sh) sh = isnan(sh) ? sh : v;\n");
     add = "if (isfinite(sh)) acc += exp(v - sh);";
     result = "isfinite(sh) ? sh + log(acc) : sh";
   } else if (op != "sum") {
     return Error(Where(step) + ": no OpenCL reduction for this op");
   }
-  body +=
-      "  float acc = " + init + ";\n" + GroupLoop(l, "    float v = x0[at];\n    " + add + "\n");
-  body += "  y[g] = " + result + ";\n";
+  body += "  float acc = " + init + ";\n" +
+          GroupLoop(l, "    float v = " + k.Read(0, "at") + ";\n    " + add + "\n");
+  body += "  " + k.Write(0, "g", result) + ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }
@@ -209,24 +209,31 @@ Status EmitNorm(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   }
   std::string body = GroupPrologue(k, g, l);
   if (op == "nn.rms_norm") {
-    body += "  float ss = 0.0f;\n" + GroupLoop(l, "    ss += x0[at] * x0[at];\n");
+    body += "  float ss = 0.0f;\n" +
+            GroupLoop(l, "    float v = " + k.Read(0, "at") + ";\n    ss += v * v;\n");
     body += "  float inv = 1.0f / sqrt(ss / (float)cnt + " + FloatLiteral(eps) + ");\n";
-    body += GroupLoop(l, "    y[at] = x0[at] * inv * x1[pi0];\n");
+    body += GroupLoop(
+        l, "    " + k.Write(0, "at", k.Read(0, "at") + " * inv * " + k.Read(1, "pi0")) + ";\n");
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
-  body += "  float m = 0.0f;\n" + GroupLoop(l, "    m += x0[at];\n");
+  body += "  float m = 0.0f;\n" + GroupLoop(l, "    m += " + k.Read(0, "at") + ";\n");
   body += "  if (cnt > 0) m /= (float)cnt;\n  float var = 0.0f;\n";
-  body += GroupLoop(l, "    float dv = x0[at] - m;\n    var += dv * dv;\n");
+  body += GroupLoop(l, "    float dv = " + k.Read(0, "at") + " - m;\n    var += dv * dv;\n");
   body += "  if (cnt > 0) var /= (float)cnt;\n";
   if (op == "nn.layer_norm_stats") {
-    body += "  y[g] = m;\n  y1[g] = 1.0f / sqrt(var + " + FloatLiteral(eps) + ");\n";
+    body += "  " + k.Write(0, "g", "m") + ";\n  " +
+            k.Write(1, "g", "1.0f / sqrt(var + " + FloatLiteral(eps) + ")") + ";\n";
   } else if (op == "nn.mean_variance_norm") {
     body += "  float den = sqrt(var) + " + FloatLiteral(eps) + ";\n";
-    body += GroupLoop(l, "    y[at] = (x0[at] - m) / den;\n");
+    body += GroupLoop(l, "    " + k.Write(0, "at", "(" + k.Read(0, "at") + " - m) / den") + ";\n");
   } else {
     body += "  float inv = 1.0f / sqrt(var + " + FloatLiteral(eps) + ");\n";
-    body += GroupLoop(l, "    y[at] = (x0[at] - m) * inv * x1[pi0] + x2[pi1];\n");
+    body += GroupLoop(l, "    " +
+                             k.Write(0, "at",
+                                     "(" + k.Read(0, "at") + " - m) * inv * " + k.Read(1, "pi0") +
+                                         " + " + k.Read(2, "pi1")) +
+                             ";\n");
   }
   k.Finish(name, body, kLocalSize, code);
   return {};

@@ -110,6 +110,25 @@ std::optional<std::string> ElementType(int32_t dtype) {
   return targets::opencl::ClType(static_cast<ir::DataType>(dtype));
 }
 
+namespace {
+
+bool Half(const ValueSpec& v) { return v.dtype == static_cast<int32_t>(ir::DataType::kFloat16); }
+
+}  // namespace
+
+std::string KernelText::Read(size_t k, const std::string& index) const {
+  std::string x = "x" + std::to_string(k);
+  if (Half(In(k))) return "vload_half(" + index + ", (__global const half*)" + x + ")";
+  return x + "[" + index + "]";
+}
+
+std::string KernelText::Write(size_t k, const std::string& index, const std::string& value) const {
+  std::string y = k == 0 ? "y" : "y" + std::to_string(k);
+  if (Half(Out(k)))
+    return "vstore_half_rte(" + value + ", " + index + ", (__global half*)" + y + ")";
+  return y + "[" + index + "] = " + value;
+}
+
 void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,
                         std::string* code) {
   Finish(name, body, std::vector<int64_t>{local}, code);

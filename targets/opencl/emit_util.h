@@ -62,6 +62,12 @@ class KernelText {
   const ValueSpec& Out(size_t k = 0) const {
     return g_.values[static_cast<size_t>(step_.outputs[k])];
   }
+  // Input k's element at `index` as a float expression (a float16 one through vload_half), and
+  // the statement writing float `value` to output k's element at `index` (to a float16 one
+  // rounded to nearest even, through vstore_half_rte): for kernels whose float data may be
+  // float16 (targets/opencl/ops.h, TakesFloat16).
+  std::string Read(size_t k, const std::string& index) const;
+  std::string Write(size_t k, const std::string& index, const std::string& value) const;
   // The kernel checks its indices: it takes the run's error word (targets/opencl/device/
   // dispatch.h), and reports a bad one with BadIndex.
   void Checked() { checked_ = true; }

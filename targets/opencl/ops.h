@@ -1,8 +1,8 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
 // cannot write. Kernels compute in float32; elementwise ops and those that move elements also
-// take float16 (stored as such, computed in float32), int32, int64 and bool tensors, matmul
-// float16 too (TakesFloat16); an index input (take) is int32 or int64.
+// take float16 (stored as such, computed in float32), int32, int64 and bool tensors; matmul,
+// reductions and norms float16 too (TakesFloat16); an index input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>

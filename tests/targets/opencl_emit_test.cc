@@ -684,6 +684,33 @@ class Module:
                          3, std::numeric_limits<int>::max(), 1);
 }
 
+// Reductions and norms of float16 data give float16 results: their sums in float32, rounded
+// once, within a unit in the last place of the CPU's.
+TEST(OpenClEmit, ReductionsAndNormsOfFloat16) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 6, 5, 3), "float16"), gamma: R.Tensor((5, 3), "float16"), beta: R.Tensor((5, 3), "float16"), c: R.Tensor((6,), "float16")):
+        a = R.sum(x, axis=[0, 2])
+        b = R.max(x, axis=[1], keepdims=True)
+        d = R.mean(x, axis=[2], keepdims=True)
+        g = R.reduce_l2(x, axis=[1, 2])
+        l = R.reduce_log_sum_exp(x, axis=[3, 0])
+        n = R.nn.layer_norm(x, gamma, beta, [2, 3], epsilon=0.001)
+        r = R.nn.rms_norm(x, gamma, [-2, -1], epsilon=0.01)
+        i = R.nn.instance_norm(x, c, c, channel_axis=1, epsilon=0.001)
+        e = R.nn.group_norm(x, c, c, num_groups=3, channel_axis=1, epsilon=0.001)
+        return (a, b, d, g, l, n, r, i, e)
+)";
+  ExpectOpenClMatchesCpu(
+      kModel,
+      {Halves("x", {2, 6, 5, 3}, {std::nanf("")}), Halves("gamma", {5, 3}, {}, 0.1f, 0.2f),
+       Halves("beta", {5, 3}, {}, 0.2f, 1.0f), Halves("c", {6})},
+      9, std::numeric_limits<int>::max(), 1);
+}
+
 // The message of a failed run of `model` on `inputs` (compiled for `devices`), or "" when it
 // runs; the same session then runs `good` (inputs of the same signature) without error.
 std::string RunFailure(const char* model, std::vector<std::string> devices,
