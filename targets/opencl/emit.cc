@@ -198,12 +198,11 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       }
     }
   }
-  // Input i's element at `index` (a float16 one read as a float).
-  auto load = [&](size_t i, const std::string& index) { return k.Read(i, index); };
+  // Each input's element (a float16 one read as a float).
   std::vector<std::string> loads;
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i].empty()) {
-      loads.push_back(load(i, "i"));
+      loads.push_back(k.Read(i, "i"));
       continue;
     }
     std::string index;
@@ -214,7 +213,7 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       k.Long(st, strides[i][inner]);
       index += (index.empty() ? "" : " + ") + ("e" + std::to_string(c) + " * " + st);
     }
-    loads.push_back(load(i, index.empty() ? "0" : index));
+    loads.push_back(k.Read(i, index.empty() ? "0" : index));
   }
   for (size_t m = 0; m < program.size(); ++m) {
     const ProgramOp& op = program[m];
@@ -243,15 +242,16 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
           (program.size() > 1 ? " (op " + std::to_string(m) + " of the fused chain)" : ""));
     }
     std::string t = "t" + std::to_string(m);
-    if (out_type == ir::DataType::kFloat16) {
-      // Rounded to float16 (to nearest even, as the CPU's), written, or kept as a float.
-      body += last ? "  " + k.Write(0, "i", *expr) + ";\n"
-                   : "  float " + t + ";\n  {\n    ushort h;\n    vstore_half_rte(" + *expr +
-                         ", 0, (__private half*)&h);\n    " + t +
-                         " = vload_half(0, (__private const half*)&h);\n  }\n";
-      continue;
+    if (last) {
+      body += "  " + k.Write(0, "i", *expr) + ";\n";  // a float16 one rounded as the CPU's
+    } else if (out_type == ir::DataType::kFloat16) {
+      // Rounded to float16 (to nearest even, as the CPU's) and kept as a float.
+      body += "  float " + t + ";\n  {\n    ushort h;\n    " +
+              StoreFloat(true, "(__private half*)&h", "0", *expr) + ";\n    " + t + " = " +
+              LoadFloat(true, "(__private const half*)&h", "0") + ";\n  }\n";
+    } else {
+      body += "  " + *type + " " + t + " = " + *expr + ";\n";
     }
-    body += last ? "  y[i] = " + *expr + ";\n" : "  " + *type + " " + t + " = " + *expr + ";\n";
   }
   std::vector<int64_t> local(grid, 1);
   local[0] = kLocalSize;
@@ -486,14 +486,9 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   }
   // float16 operands and result (ONNX's MatMul takes one type): read with vload_half(16),
   // written rounded to nearest even, the sums in float as for float32.
-  const bool half = k.In(0).dtype == static_cast<int32_t>(ir::DataType::kFloat16);
+  const bool half = IsHalf(k.In(0));
   const std::string T = half ? "half" : "float";
-  auto load = [&](const std::string& p, const std::string& i) {
-    return half ? "vload_half(" + i + ", " + p + ")" : p + "[" + i + "]";
-  };
-  auto store = [&](const std::string& v, const std::string& p, const std::string& i) {
-    return half ? "vstore_half_rte(" + v + ", " + i + ", " + p + ")" : p + "[" + i + "] = " + v;
-  };
+  auto load = [&](const std::string& p, const std::string& i) { return LoadFloat(half, p, i); };
   std::string body =
       R"(  long cr = get_global_id(0), r = get_global_id(1);
   if (cr >= cw || r >= rt) return;
@@ -540,7 +535,7 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
     vstore16(acc[i], 0, part);
     for (int j = 0; j < 16; ++j)
       if (c0 + j < N) )" +
-      store("part[j]", "Y", "(m0 + i) * N + c0 + j") + R"(;
+      StoreFloat(half, "Y", "(m0 + i) * N + c0 + j", "part[j]") + R"(;
   }
 )";
   k.Finish(name, body, std::vector<int64_t>{kLocalSize, 1}, code);

@@ -110,23 +110,28 @@ std::optional<std::string> ElementType(int32_t dtype) {
   return targets::opencl::ClType(static_cast<ir::DataType>(dtype));
 }
 
-namespace {
+bool IsHalf(const ValueSpec& v) { return v.dtype == static_cast<int32_t>(ir::DataType::kFloat16); }
 
-bool Half(const ValueSpec& v) { return v.dtype == static_cast<int32_t>(ir::DataType::kFloat16); }
+std::string LoadFloat(bool half, const std::string& p, const std::string& index) {
+  return half ? "vload_half(" + index + ", " + p + ")" : p + "[" + index + "]";
+}
 
-}  // namespace
+std::string StoreFloat(bool half, const std::string& p, const std::string& index,
+                       const std::string& value) {
+  return half ? "vstore_half_rte(" + value + ", " + index + ", " + p + ")"
+              : p + "[" + index + "] = " + value;
+}
 
 std::string KernelText::Read(size_t k, const std::string& index) const {
   std::string x = "x" + std::to_string(k);
-  if (Half(In(k))) return "vload_half(" + index + ", (__global const half*)" + x + ")";
-  return x + "[" + index + "]";
+  bool half = IsHalf(In(k));
+  return LoadFloat(half, half ? "(__global const half*)" + x : x, index);
 }
 
 std::string KernelText::Write(size_t k, const std::string& index, const std::string& value) const {
   std::string y = k == 0 ? "y" : "y" + std::to_string(k);
-  if (Half(Out(k)))
-    return "vstore_half_rte(" + value + ", " + index + ", (__global half*)" + y + ")";
-  return y + "[" + index + "] = " + value;
+  bool half = IsHalf(Out(k));
+  return StoreFloat(half, half ? "(__global half*)" + y : y, index, value);
 }
 
 void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,

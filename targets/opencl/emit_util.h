@@ -47,6 +47,14 @@ Status NormalizeAxis(const StepSpec& step, int64_t rank, int64_t* axis);
 // The OpenCL C type of a value's elements (ONNX dtype), or nullopt for one kernels do not take.
 std::optional<std::string> ElementType(int32_t dtype);
 
+// Whether a value's elements are float16 (stored as such; kernels compute them in float).
+bool IsHalf(const ValueSpec& v);
+// A float expression of element `index` of pointer `p` (to half where `half`: vload_half), and
+// the statement writing float `value` there (to a half rounded to nearest even: vstore_half_rte).
+std::string LoadFloat(bool half, const std::string& p, const std::string& index);
+std::string StoreFloat(bool half, const std::string& p, const std::string& index,
+                       const std::string& value);
+
 // A kernel being written: its parameters follow the dispatch convention (a buffer and byte offset
 // per input, then per output, then a long per step dim, the grid first). Input k is `x<k>` in the
 // body, output 0 is `y` and output k > 0 `y<k>`, each a pointer to its element type.

@@ -453,8 +453,15 @@ Status Recurrent(KernelContext& ctx) {
         return acc;
       }
     };
-    // The hidden state's products of a step, as integers (hdots), from the quantized state.
-    auto hidden_dots = [&] {
+    // Before each step of the quantized form: the hidden state (`state`, float or double) of the
+    // sequences that ran the step before (zeros for those that ended) quantized (qh); kFast, its
+    // products as integers (hdots).
+    auto quantize_hidden = [&](int64_t step, const auto& state, auto* range) {
+      range->assign(state.begin(), state.end());
+      for (int64_t n = 0; n < N; ++n) {
+        if (step > lens[n]) std::fill_n(range->begin() + n * H, H, 0);
+      }
+      QuantizeActs(range->data(), range->size(), &qh);
       if constexpr (kQuant && kFast) {
         hdots.resize(static_cast<size_t>(N * kGates * H));
         if (fw->int8) {
@@ -465,16 +472,6 @@ Status Recurrent(KernelContext& ctx) {
                        pool);
         }
       }
-    };
-    // Before each step of the quantized form: the hidden state (`state`, float or double) of the
-    // sequences that ran the step before (zeros for those that ended) quantized, its products.
-    auto quantize_hidden = [&](int64_t step, const auto& state, auto* range) {
-      range->assign(state.begin(), state.end());
-      for (int64_t n = 0; n < N; ++n) {
-        if (step > lens[n]) std::fill_n(range->begin() + n * H, H, 0);
-      }
-      QuantizeActs(range->data(), range->size(), &qh);
-      hidden_dots();
     };
     bool float_cell = false;
     if constexpr (kQuant && kFast && kCell == Cell::kLstm) {
@@ -514,60 +511,61 @@ Status Recurrent(KernelContext& ctx) {
       }
       std::copy(hf.begin(), hf.end(), hs.begin());
       std::copy(cf.begin(), cf.end(), cs.begin());
-    }
-    for (int64_t step = 0; step < (float_cell ? 0 : S); ++step) {
-      if constexpr (kQuant) quantize_hidden(step, hs, &h_range);
-      for (int64_t n = 0; n < N; ++n) {
-        if (step >= lens[n]) continue;
-        int64_t t = reverse ? lens[n] - 1 - step : step;
-        double* h_n = hs.data() + n * H;
-        double* c_n = cs.data() + n * H;
-        // Input and recurrent projections of every gate, each with its bias.
-        for (int64_t j = 0; j < kGates * H; ++j) {
-          gx[j] = Wb[j] + project_x(t, n, j);
-          gh[j] = Rb[j] + project_h(n, j);
-        }
-        if constexpr (kCell == Cell::kRnn) {
-          for (int64_t h = 0; h < H; ++h) hn[h] = f(clipped(gx[h] + gh[h]));
-        } else if constexpr (kCell == Cell::kGru) {
-          // Gates z, r, h: cn holds z, rg holds r, hn the pre-activation of h.
-          for (int64_t h = 0; h < H; ++h) {
-            cn[h] = f(clipped(gx[h] + gh[h]));
-            rg[h] = f(clipped(gx[H + h] + gh[H + h]));
+    } else {
+      for (int64_t step = 0; step < S; ++step) {
+        if constexpr (kQuant) quantize_hidden(step, hs, &h_range);
+        for (int64_t n = 0; n < N; ++n) {
+          if (step >= lens[n]) continue;
+          int64_t t = reverse ? lens[n] - 1 - step : step;
+          double* h_n = hs.data() + n * H;
+          double* c_n = cs.data() + n * H;
+          // Input and recurrent projections of every gate, each with its bias.
+          for (int64_t j = 0; j < kGates * H; ++j) {
+            gx[j] = Wb[j] + project_x(t, n, j);
+            gh[j] = Rb[j] + project_h(n, j);
           }
-          for (int64_t h = 0; h < H; ++h) {
-            if (lbr) {
-              hn[h] = gx[2 * H + h] + rg[h] * gh[2 * H + h];
-            } else {
-              double acc = gx[2 * H + h] + Rb[2 * H + h];
-              for (int64_t k = 0; k < H; ++k)
-                acc += rg[k] * h_n[k] * r[(d * 3 * H + 2 * H + h) * H + k];
-              hn[h] = acc;
+          if constexpr (kCell == Cell::kRnn) {
+            for (int64_t h = 0; h < H; ++h) hn[h] = f(clipped(gx[h] + gh[h]));
+          } else if constexpr (kCell == Cell::kGru) {
+            // Gates z, r, h: cn holds z, rg holds r, hn the pre-activation of h.
+            for (int64_t h = 0; h < H; ++h) {
+              cn[h] = f(clipped(gx[h] + gh[h]));
+              rg[h] = f(clipped(gx[H + h] + gh[H + h]));
             }
+            for (int64_t h = 0; h < H; ++h) {
+              if (lbr) {
+                hn[h] = gx[2 * H + h] + rg[h] * gh[2 * H + h];
+              } else {
+                double acc = gx[2 * H + h] + Rb[2 * H + h];
+                for (int64_t k = 0; k < H; ++k)
+                  acc += rg[k] * h_n[k] * r[(d * 3 * H + 2 * H + h) * H + k];
+                hn[h] = acc;
+              }
+            }
+            for (int64_t h = 0; h < H; ++h) {
+              double ht = g(clipped(hn[h]));
+              hn[h] = (1 - cn[h]) * ht + cn[h] * h_n[h];
+            }
+          } else {
+            // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
+            for (int64_t h = 0; h < H; ++h) {
+              double ig = f(clipped(gx[h] + gh[h] + P[h] * c_n[h]));
+              double fg = input_forget
+                              ? 1 - ig
+                              : f(clipped(gx[2 * H + h] + gh[2 * H + h] + P[2 * H + h] * c_n[h]));
+              double cg = g(clipped(gx[3 * H + h] + gh[3 * H + h]));
+              cn[h] = fg * c_n[h] + ig * cg;
+              double og = f(clipped(gx[H + h] + gh[H + h] + P[H + h] * cn[h]));
+              hn[h] = og * hact(cn[h]);
+            }
+            std::copy(cn.begin(), cn.end(), c_n);
           }
+          std::copy(hn.begin(), hn.end(), h_n);
           for (int64_t h = 0; h < H; ++h) {
-            double ht = g(clipped(hn[h]));
-            hn[h] = (1 - cn[h]) * ht + cn[h] * h_n[h];
+            int64_t idx =
+                layout == 0 ? ((t * dirs + d) * N + n) * H + h : ((n * S + t) * dirs + d) * H + h;
+            y[idx] = h_n[h];
           }
-        } else {
-          // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
-          for (int64_t h = 0; h < H; ++h) {
-            double ig = f(clipped(gx[h] + gh[h] + P[h] * c_n[h]));
-            double fg = input_forget
-                            ? 1 - ig
-                            : f(clipped(gx[2 * H + h] + gh[2 * H + h] + P[2 * H + h] * c_n[h]));
-            double cg = g(clipped(gx[3 * H + h] + gh[3 * H + h]));
-            cn[h] = fg * c_n[h] + ig * cg;
-            double og = f(clipped(gx[H + h] + gh[H + h] + P[H + h] * cn[h]));
-            hn[h] = og * hact(cn[h]);
-          }
-          std::copy(cn.begin(), cn.end(), c_n);
-        }
-        std::copy(hn.begin(), hn.end(), h_n);
-        for (int64_t h = 0; h < H; ++h) {
-          int64_t idx =
-              layout == 0 ? ((t * dirs + d) * N + n) * H + h : ((n * S + t) * dirs + d) * H + h;
-          y[idx] = h_n[h];
         }
       }
     }
