@@ -324,6 +324,7 @@ InputUse InputUseOf(Family family, size_t k) {
       return k == 0 ? InputUse::kAny : k == 1 ? InputUse::kIndex : InputUse::kUnread;
     case Family::kElementwise:
     case Family::kConcat:
+    case Family::kPad:  // the data, then the value of constant padding
       return InputUse::kAny;
     case Family::kAttention:  // nonpad_kv_seqlen (input 6) is int64
       return k == 6 ? InputUse::kIndex : InputUse::kFloat;
@@ -338,14 +339,49 @@ InputUse InputUseOf(Family family, size_t k) {
     case Family::kBatchNorm:
     case Family::kPRelu:
     case Family::kNorm:
-    case Family::kPad:
       return InputUse::kFloat;
   }
   return InputUse::kFloat;
 }
 
 bool TakesFloat16(Family family) {
-  return family == Family::kMatmul || family == Family::kReduce || family == Family::kNorm;
+  switch (family) {
+    case Family::kSoftmax:
+    case Family::kMatmul:
+    case Family::kConv2d:
+    case Family::kConv:
+    case Family::kConvTranspose:
+    case Family::kPool2d:
+    case Family::kPool:
+    case Family::kAdaptivePool:
+    case Family::kGlobalPool:
+    case Family::kBatchNorm:
+    case Family::kPRelu:
+    case Family::kReduce:
+    case Family::kNorm:
+    case Family::kResize:
+    case Family::kGridSample:
+    case Family::kCausalConv:
+    case Family::kRotary:
+      return true;
+    case Family::kAttention:  // its scores are kept in its output qk, of the data's type
+      return false;
+    case Family::kElementwise:  // these take float16 as one of their types (InputUse::kAny)
+    case Family::kIdentity:
+    case Family::kPermute:
+    case Family::kConcat:
+    case Family::kSplit:
+    case Family::kSlice:
+    case Family::kTake:
+    case Family::kGatherNd:
+    case Family::kPad:
+    case Family::kSpaceDepth:
+    case Family::kBroadcastTo:
+    case Family::kFull:
+    case Family::kArange:
+      return false;
+  }
+  return false;
 }
 
 bool AnyTypeOut(Family family) {
@@ -362,6 +398,7 @@ bool AnyTypeOut(Family family) {
     case Family::kFull:
     case Family::kArange:
     case Family::kSpaceDepth:
+    case Family::kPad:
       return true;
     case Family::kSoftmax:
     case Family::kMatmul:
@@ -376,7 +413,6 @@ bool AnyTypeOut(Family family) {
     case Family::kPRelu:
     case Family::kReduce:
     case Family::kNorm:
-    case Family::kPad:
     case Family::kAttention:
     case Family::kResize:
     case Family::kGridSample:

@@ -74,6 +74,12 @@ inline float q_reflect(float x, float lo, float hi) {
   }
   return x;
 }
+// x rounded to float16 (to nearest even) and back: a float16 step's result where a kernel goes on.
+inline float q_round_half(float x) {
+  ushort h;
+  vstore_half_rte(x, 0, (__private half*)&h);
+  return vload_half(0, (__private const half*)&h);
+}
 inline float q_clip(float x, float lo, float hi) {
   float v = x;
   if (v < lo) v = lo;
@@ -246,9 +252,7 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       body += "  " + k.Write(0, "i", *expr) + ";\n";  // a float16 one rounded as the CPU's
     } else if (out_type == ir::DataType::kFloat16) {
       // Rounded to float16 (to nearest even, as the CPU's) and kept as a float.
-      body += "  float " + t + ";\n  {\n    ushort h;\n    " +
-              StoreFloat(true, "(__private half*)&h", "0", *expr) + ";\n    " + t + " = " +
-              LoadFloat(true, "(__private const half*)&h", "0") + ";\n  }\n";
+      body += "  float " + t + " = q_round_half(" + *expr + ");\n";
     } else {
       body += "  " + *type + " " + t + " = " + *expr + ";\n";
     }
@@ -359,18 +363,28 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   int rows = MulDim(g, Product(g, head, 0), inner);
   int len = dims[static_cast<size_t>(axis)];
   bool log = step.kernel == "nn.log_softmax";
+  // A softmax of float16 rounds its steps to float16 as the CPU (and ONNX's numpy reference)
+  // does: x - max, its exp, and the sum, each rounded.
+  const bool half = IsHalf(k.In(0));
+  auto Exp = [&](const std::string& x) {
+    return half ? "q_round_half(exp(q_round_half(" + x + " - m)))" : "exp(" + x + " - m)";
+  };
   std::optional<int64_t> static_len = StaticDim(g, len), static_inner = StaticDim(g, inner);
   if ((log || step.kernel == "nn.softmax") && static_inner == 1 && static_len &&
       *static_len >= kGroupRowLength) {
     std::string body = GroupPerRow(k, g, rows);
     k.Long("len", len);
     const std::string each = GroupLoop("len");
-    body += "  long base = r * len;\n  float m = -INFINITY;\n" + each +
-            " m = fmax(m, x0[base + j]);\n" + GroupReduce("m", true) + "  float sum = 0.0f;\n" +
-            each + " sum += exp(x0[base + j] - m);\n" + GroupReduce("sum", false);
-    body += log ? "  float ls = log(sum);\n" + each + " y[base + j] = x0[base + j] - m - ls;\n"
-                : "  float inv = 1.0f / sum;\n" + each +
-                      " y[base + j] = exp(x0[base + j] - m) * inv;\n";
+    const std::string v = k.Read(0, "base + j"), e = Exp(v);
+    body += "  long base = r * len;\n  float m = -INFINITY;\n" + each + " m = fmax(m, " + v +
+            ");\n" + GroupReduce("m", true) + "  float sum = 0.0f;\n" + each + " sum += " + e +
+            ";\n" + GroupReduce("sum", false);
+    body += log ? "  float ls = log(sum);\n" + each + " " +
+                      k.Write(0, "base + j", v + " - m - ls") + ";\n"
+            : half ? "  sum = q_round_half(sum);\n" + each + " " +
+                         k.Write(0, "base + j", e + " / sum") + ";\n"
+                   : "  float inv = 1.0f / sum;\n" + each + " " +
+                         k.Write(0, "base + j", e + " * inv") + ";\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
@@ -381,14 +395,13 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   if (r >= rows) return;
   long base = (r / inner) * len * inner + r % inner;
 )";
+  const std::string v = k.Read(0, "base + j * inner");
+  auto write = [&](const std::string& value) { return k.Write(0, "base + j * inner", value); };
   if (step.kernel == "nn.hardmax") {
     // 1 at the first maximum (NaN never wins), 0 elsewhere.
-    body += R"(  long best = 0;
-  for (long j = 1; j < len; ++j) {
-    if (x0[base + j * inner] > x0[base + best * inner]) best = j;
-  }
-  for (long j = 0; j < len; ++j) y[base + j * inner] = j == best ? 1.0f : 0.0f;
-)";
+    body += "  long best = 0;\n  for (long j = 1; j < len; ++j) {\n    if (" + v + " > " +
+            k.Read(0, "base + best * inner") + ") best = j;\n  }\n";
+    body += "  for (long j = 0; j < len; ++j) " + write("j == best ? 1.0f : 0.0f") + ";\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
@@ -397,26 +410,23 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
     int64_t p = p_attr ? *p_attr : 2;
     if (p != 1 && p != 2) return Error("R.nn.lp_normalize: p must be 1 or 2");
     // A zero norm gives zeros, not 0 / 0.
-    body +=
-        "  float norm = 0.0f;\n  for (long j = 0; j < len; ++j) {\n    float v = x0[base + j * "
-        "inner];\n    norm += " +
-        std::string(p == 1 ? "fabs(v)" : "v * v") + ";\n  }\n";
+    body += "  float norm = 0.0f;\n  for (long j = 0; j < len; ++j) {\n    float v = " + v +
+            ";\n    norm += " + std::string(p == 1 ? "fabs(v)" : "v * v") + ";\n  }\n";
     if (p == 2) body += "  norm = sqrt(norm);\n";
-    body +=
-        "  for (long j = 0; j < len; ++j) y[base + j * inner] = norm == 0.0f ? 0.0f : x0[base + "
-        "j * inner] / norm;\n";
+    body += "  for (long j = 0; j < len; ++j) " + write("norm == 0.0f ? 0.0f : " + v + " / norm") +
+            ";\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
-  body += R"(  float m = -INFINITY;
-  for (long j = 0; j < len; ++j) m = fmax(m, x0[base + j * inner]);
-  float sum = 0.0f;
-  for (long j = 0; j < len; ++j) sum += exp(x0[base + j * inner] - m);
-)";
-  body += log ? "  float ls = log(sum);\n  for (long j = 0; j < len; ++j) y[base + j * inner] = "
-                "x0[base + j * inner] - m - ls;\n"
-              : "  float inv = 1.0f / sum;\n  for (long j = 0; j < len; ++j) y[base + j * inner] "
-                "= exp(x0[base + j * inner] - m) * inv;\n";
+  const std::string e = Exp(v);
+  body += "  float m = -INFINITY;\n  for (long j = 0; j < len; ++j) m = fmax(m, " + v +
+          ");\n  float sum = 0.0f;\n  for (long j = 0; j < len; ++j) sum += " + e + ";\n";
+  body += log ? "  float ls = log(sum);\n  for (long j = 0; j < len; ++j) " +
+                    write(v + " - m - ls") + ";\n"
+          : half ? "  sum = q_round_half(sum);\n  for (long j = 0; j < len; ++j) " +
+                       write(e + " / sum") + ";\n"
+                 : "  float inv = 1.0f / sum;\n  for (long j = 0; j < len; ++j) " +
+                       write(e + " * inv") + ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }
@@ -587,17 +597,20 @@ struct Conv2dWindow {
   int64_t kh, kw, sh, sw, dh, dw, ph, pw;
 };
 
-// PV lanes at p[off], p[off + s], ..., read as one vector (p: a pointer into an input row).
-std::string TapVector(int64_t pv, int64_t s, const std::string& p, const std::string& off) {
+// PV lanes at p[off], p[off + s], ..., read as one vector of floats (p: a pointer into an input
+// row; to half where `half`).
+std::string TapVector(int64_t pv, int64_t s, const std::string& p, const std::string& off,
+                      bool half) {
   std::string n = std::to_string(pv), at = p + " + " + off;
-  if (s == 1) return "vload" + n + "(0, " + at + ")";
+  if (s == 1) return LoadVector(half, pv, "0", at);
   if (s == 2 && pv == 16) {
-    return "(float16)(vload16(0, " + at + ").even, vload16(0, " + at + " + 16).even)";
+    return "(float16)(" + LoadVector(half, 16, "0", at) + ".even, " +
+           LoadVector(half, 16, "0", at + " + 16") + ".even)";
   }
-  if (s == 2) return "vload" + std::to_string(2 * pv) + "(0, " + at + ").even";
+  if (s == 2) return LoadVector(half, 2 * pv, "0", at) + ".even";
   std::string v = "(float" + n + ")(";
   for (int64_t q = 0; q < pv; ++q) {
-    v += (q ? ", " : "") + p + "[" + off + " + " + Int(q * s) + "]";
+    v += (q ? ", " : "") + LoadFloat(half, p, off + " + " + Int(q * s));
   }
   return v + ")";
 }
@@ -615,6 +628,8 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   std::optional<int64_t> oh_static = StaticDim(g, out[2]);
   int64_t rh = ot == 1 && oh_static && *oh_static >= kConvRows ? kConvRows : 1;
   std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
+  const bool half = IsHalf(k.In(0));
+  const std::string T = Pointee(half);
   int owq = CeilDiv(g, out[3], pv), ohq = CeilDiv(g, out[2], rh);
   k.Long("total", MulDim(g, MulDim(g, out[0], IntDim(g, groups * oq)), MulDim(g, ohq, owq)));
   k.Long("C", in[1]);
@@ -640,9 +655,9 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   long b = t / (OWQ * OHQ * G * OQ);
   long og0 = min(ogs, OG - OT), ow0 = max(min(ows, OW - PV), 0L), oh0 = max(min(ohs, OH - RH), 0L);
   long ih0 = oh0 * SH - PH, iw0 = ow0 * SW - PW;
-  __global const float* xb = x0 + (b * C + grp * CG) * H * W;
-  __global const float* wb = x1 + (grp * OG + og0) * CG * KH * KW;
 )";
+  body += "  __global const " + T + "* xb = x0 + (b * C + grp * CG) * H * W;\n";
+  body += "  __global const " + T + "* wb = x1 + (grp * OG + og0) * CG * KH * KW;\n";
   // Accumulator k * OT + r: output row oh0 + k, channel og0 + r.
   for (int64_t a = 0; a < ot * rh; ++a) body += "  " + vt + " a" + std::to_string(a) + " = 0.0f;\n";
   int64_t reach = (win.kw - 1) * win.dw + TapReach(pv, win.sw);  // of a row, from iw0
@@ -673,11 +688,11 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   // outside the row.
   auto loops = [&](bool inside) {
     std::string s = "    for (long c = 0; c < CG; ++c) {\n";
-    s += "      __global const float* xc = xb + c * H * W;\n";
-    s += "      __global const float* wc = wb + c * KH * KW;\n";
+    s += "      __global const " + T + "* xc = xb + c * H * W;\n";
+    s += "      __global const " + T + "* wc = wb + c * KH * KW;\n";
     s += "      for (long ii = 0; ii < " + Int(rows) + "; ii += " + Int(row_step) + ") {\n";
     s += "        long ih = ih0 + ii;\n        if (ih < 0 || ih >= H) continue;\n";
-    s += "        __global const float* xp = xc + ih * W + iw0;\n";
+    s += "        __global const " + T + "* xp = xc + ih * W + iw0;\n";
     if (rh > 1) {
       // The window row of each output row that reads input row ii, or -1.
       for (int64_t kr = 0; kr < rh; ++kr) {
@@ -690,7 +705,8 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
       s += "        float span[" + std::to_string(reach) + "];\n";
       s += "        if (!safe) {\n";
       s += "          for (long q = 0; q < " + Int(reach) + "; ++q) {\n";
-      s += "            span[q] = iw0 + q >= 0 && iw0 + q < W ? xp[q] : 0.0f;\n";
+      s += "            span[q] = iw0 + q >= 0 && iw0 + q < W ? " + LoadFloat(half, "xp", "q") +
+           " : 0.0f;\n";
       s += "          }\n        }\n";
     }
     s += "        " + vt + " v;\n";
@@ -699,12 +715,12 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
     auto tap = [&](const std::string& off, const std::string& j, const std::string& in) {
       std::string t;
       if (inside) {
-        t += in + "v = " + TapVector(pv, win.sw, "xp", off) + ";\n";
+        t += in + "v = " + TapVector(pv, win.sw, "xp", off, half) + ";\n";
       } else {
-        t += in + "v = safe ? select((" + vt + ")(0.0f), " + TapVector(pv, win.sw, "xp", off) +
-             ",\n" + in + "                  (lanes >= (int)-(iw0 + " + off +
-             ")) & (lanes < (int)(W - iw0 - " + off + ")))\n" + in + "         : " +
-             TapVector(pv, win.sw, "span", off) + ";\n";
+        t += in + "v = safe ? select((" + vt + ")(0.0f), " +
+             TapVector(pv, win.sw, "xp", off, half) + ",\n" + in +
+             "                  (lanes >= (int)-(iw0 + " + off + ")) & (lanes < (int)(W - iw0 - " +
+             off + ")))\n" + in + "         : " + TapVector(pv, win.sw, "span", off, false) + ";\n";
       }
       for (int64_t kr = 0; kr < rh; ++kr) {
         std::string ks = std::to_string(kr), row = rh > 1 ? "i" + ks : "ii / DH";
@@ -712,7 +728,8 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
         for (int64_t r = 0; r < ot; ++r) {
           std::string a = "a" + std::to_string(kr * ot + r);
           std::string w = Int(r * cg * win.kh * win.kw) + " + " + row + " * KW + " + j;
-          t += in + guard + a + " = fma(v, (" + vt + ")(wc[" + w + "]), " + a + ");\n";
+          t += in + guard + a + " = fma(v, (" + vt + ")(" + LoadFloat(half, "wc", w) + "), " + a +
+               ");\n";
         }
       }
       return t;
@@ -736,7 +753,7 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   // its row), else lane by lane; rows and channels that the tile before this one stores, or past
   // the output, are left.
   body += "  float res[" + std::to_string(rh * ot * pv) + "];\n";
-  std::string epilogue = ConvEpilogue(step, vt);
+  std::string epilogue = ConvEpilogue(step, half, vt);
   for (int64_t a = 0; a < rh * ot; ++a) {
     std::string as = std::to_string(a);
     if (epilogue.empty()) {
@@ -751,16 +768,12 @@ void EmitConv2dTiles(GraphSpec& g, StepSpec& step, KernelText& k, const Conv2dWi
   for (long a = 0; a < RH * OT; ++a) {
     long oh = oh0 + a / OT, og = og0 + a % OT;
     if (og < ogs || oh < ohs || oh >= OH) continue;
-    __global float* yr = y + ((b * O + grp * OG + og) * OH + oh) * OW + ow0;
 )";
-  body += "    if (whole) {\n      vstore" + vn + "(vload" + vn + "(a, res), 0, yr);\n";
-  body += R"(    } else {
-      for (int q = 0; q < PV; ++q) {
-        if (ow0 + q >= ows && ow0 + q < OW) yr[q] = res[a * PV + q];
-      }
-    }
-  }
-)";
+  body += "    __global " + T + "* yr = y + ((b * O + grp * OG + og) * OH + oh) * OW + ow0;\n";
+  body += "    if (whole) {\n      " + StoreVector(half, pv, "vload" + vn + "(a, res)", "0", "yr") +
+          ";\n    } else {\n      for (int q = 0; q < PV; ++q) {\n";
+  body += "        if (ow0 + q >= ows && ow0 + q < OW) " +
+          StoreFloat(half, "yr", "q", "res[a * PV + q]") + ";\n      }\n    }\n  }\n";
   k.Finish(name, body, kLocalSize, code);
 }
 
@@ -833,9 +846,10 @@ Status EmitPool2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   body += "  const long KH = " + Int(size[0]) + ", KW = " + Int(size[1]) +
           ", SH = " + Int(stride[0]) + ", SW = " + Int(stride[1]) + ", DH = " + Int(dil[0]) +
           ", DW = " + Int(dil[1]) + ", PH = " + Int(ph) + ", PW = " + Int(pw) + ";\n";
-  body += R"(  long ow = t % OW, oh = t / OW % OH, nc = t / (OW * OH);
-  __global const float* xc = x0 + nc * H * W;
-)";
+  const bool half = IsHalf(x);
+  body += "  long ow = t % OW, oh = t / OW % OH, nc = t / (OW * OH);\n";
+  body += "  __global const " + Pointee(half) + "* xc = x0 + nc * H * W;\n";
+  const std::string v = LoadFloat(half, "xc", "ih * W + iw");
   if (max) {
     body += R"(  float m = -INFINITY;
   for (long i = 0; i < KH; ++i) {
@@ -844,12 +858,9 @@ Status EmitPool2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
     for (long j = 0; j < KW; ++j) {
       long iw = ow * SW - PW + j * DW;
       if (iw < 0 || iw >= W) continue;
-      float v = xc[ih * W + iw];
-      m = (v > m || isnan(v)) ? v : m;
-    }
-  }
-  y[t] = m;
 )";
+    body += "      float v = " + v + ";\n      m = (v > m || isnan(v)) ? v : m;\n    }\n  }\n  " +
+            k.Write(0, "t", "m") + ";\n";
   } else {
     // The divisor: the window's cells inside the input, or (count_include_pad) inside the padded
     // input: the explicit pads, not the room ceil mode adds past them.
@@ -862,12 +873,12 @@ Status EmitPool2d(GraphSpec& g, StepSpec& step, const std::string& name, std::st
     for (long j = 0; j < KW; ++j) {
       long iw = ow * SW - PW + j * DW;
       bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-      if (inside) s += xc[ih * W + iw];
 )";
+    body += "      if (inside) s += " + v + ";\n";
     body += count_pad
                 ? "      if (ih >= -PH && ih < H + PH1 && iw >= -PW && iw < W + PW1) ++cells;\n"
                 : "      if (inside) ++cells;\n";
-    body += "    }\n  }\n  y[t] = s / (float)cells;\n";
+    body += "    }\n  }\n  " + k.Write(0, "t", "s / (float)cells") + ";\n";
   }
   k.Finish(name, body, kLocalSize, code);
   return {};
@@ -891,12 +902,16 @@ Status EmitBatchNorm(GraphSpec& g, StepSpec& step, const std::string& name, std:
   k.Long("inner", Product(g, dims, static_cast<size_t>(axis) + 1));
   k.Long("rows", Product(g, std::vector<int>(dims.begin(), dims.begin() + axis + 1), 0));
   k.Long("C", dims[static_cast<size_t>(axis)]);
-  k.Finish(name,
-           "  long w = get_global_id(0), r = get_global_id(1);\n"
-           "  if (w >= inner || r >= rows) return;\n  long c = r % C, i = r * inner + w;\n"
-           "  float s = x1[c] / sqrt(x4[c] + " +
-               std::string(eps) + ");\n  y[i] = (x0[i] - x3[c]) * s + x2[c];\n",
-           std::vector<int64_t>{kLocalSize, 1}, code);
+  k.Finish(
+      name,
+      "  long w = get_global_id(0), r = get_global_id(1);\n"
+      "  if (w >= inner || r >= rows) return;\n  long c = r % C, i = r * inner + w;\n"
+      "  float s = " +
+          k.Read(1, "c") + " / sqrt(" + k.Read(4, "c") + " + " + std::string(eps) + ");\n  " +
+          k.Write(0, "i",
+                  "(" + k.Read(0, "i") + " - " + k.Read(3, "c") + ") * s + " + k.Read(2, "c")) +
+          ";\n",
+      std::vector<int64_t>{kLocalSize, 1}, code);
   return {};
 }
 
@@ -949,13 +964,10 @@ Status EmitGlobalPool(GraphSpec& g, StepSpec& step, const std::string& name, std
   if (h && w && *h * *w >= kGroupRowLength) return EmitAdaptivePool(g, step, name, code);
   k.Long("planes", MulDim(g, x.dims[0], x.dims[1]));
   k.Long("hw", MulDim(g, x.dims[2], x.dims[3]));
-  k.Finish(name, R"(  long t = get_global_id(0);
-  if (t >= planes) return;
-  __global const float* xc = x0 + t * hw;
-  float s = 0.0f;
-  for (long i = 0; i < hw; ++i) s += xc[i];
-  y[t] = s / (float)hw;
-)",
+  k.Finish(name,
+           "  long t = get_global_id(0);\n  if (t >= planes) return;\n  float s = 0.0f;\n"
+           "  for (long i = 0; i < hw; ++i) s += " +
+               k.Read(0, "t * hw + i") + ";\n  " + k.Write(0, "t", "s / (float)hw") + ";\n",
            kLocalSize, code);
   return {};
 }
@@ -972,9 +984,9 @@ Status EmitPRelu(GraphSpec& g, StepSpec& step, const std::string& name, std::str
   k.Long("inner", Product(g, dims, static_cast<size_t>(axis) + 1));
   k.Long("na", Product(g, k.In(1).dims, 0));
   k.Finish(name,
-           "  long i = get_global_id(0);\n  if (i >= n) return;\n"
-           "  float a = x1[na == 1 ? 0 : i / inner % C];\n  float v = x0[i];\n"
-           "  y[i] = v < 0.0f ? v * a : v;\n",
+           "  long i = get_global_id(0);\n  if (i >= n) return;\n  float a = " +
+               k.Read(1, "na == 1 ? 0 : i / inner % C") + ";\n  float v = " + k.Read(0, "i") +
+               ";\n  " + k.Write(0, "i", "v < 0.0f ? v * a : v") + ";\n",
            kLocalSize, code);
   return {};
 }
@@ -1112,8 +1124,9 @@ Status EmitOpenClCode(PackageSpec& spec) {
           return Error(
               "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
               spec.devices[static_cast<size_t>(d)].target +
-              "', whose kernels take float32 tensors (and float16, int32, int64, bool ones where "
-              "they move elements) only");
+              "', whose kernels take float32 tensors, float16 ones (all of a step's float data, "
+              "but for attention), and int32, int64 and bool ones where they move or pad elements "
+              "or compute them one by one");
         }
         if (*family == targets::opencl::Family::kResize) {
           QUILT_TRY(EmitResize(spec, g, step, name, &code));

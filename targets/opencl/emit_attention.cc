@@ -233,15 +233,16 @@ Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std
   long i = e % len, bc = e / len, c = bc % C;
 )";
   // The padded sequence's position p: the past state's, then the data's.
-  std::string past_at = past ? "x3[bc * (K - 1) + p]" : "0.0f";
-  body += "#define Q_PADDED(p) ((p) < K - 1 ? " + past_at + " : x0[bc * L + (p) - (K - 1)])\n";
-  body += "  if (state) {\n    long p = L + i;\n    y1[e] = Q_PADDED(p);\n    return;\n  }\n";
-  body += std::string("  float acc = ") + (bias ? "x2[c]" : "0.0f") + ";\n";
-  body +=
-      "  for (long j = 0; j < K; ++j) {\n    long p = i + j;\n    acc += Q_PADDED(p) * x1[c * K "
-      "+ j];\n  }\n#undef Q_PADDED\n";
+  std::string past_at = past ? k.Read(3, "bc * (K - 1) + p") : "0.0f";
+  body += "#define Q_PADDED(p) ((p) < K - 1 ? " + past_at + " : " +
+          k.Read(0, "bc * L + (p) - (K - 1)") + ")\n";
+  body += "  if (state) {\n    long p = L + i;\n    " + k.Write(1, "e", "Q_PADDED(p)") +
+          ";\n    return;\n  }\n";
+  body += "  float acc = " + (bias ? k.Read(2, "c") : std::string("0.0f")) + ";\n";
+  body += "  for (long j = 0; j < K; ++j) {\n    long p = i + j;\n    acc += Q_PADDED(p) * " +
+          k.Read(1, "c * K + j") + ";\n  }\n#undef Q_PADDED\n";
   if (silu) body += "  acc = acc / (1.0f + exp(-acc));\n";
-  body += "  y[e] = acc;\n";
+  body += "  " + k.Write(0, "e", "acc") + ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }
@@ -286,9 +287,8 @@ Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name
               ? "  long d = t % D, s = t / D % S, h = t / (D * S) % H, b = t / (D * S * H);\n"
               : "  long d = t % D, h = t / D % H, s = t / (D * H) % S, b = t / (D * H * S);\n";
   body += "  long R = " + Int(r_attr ? *r_attr : 0) + ";\n  if (R == 0) R = D;\n";
-  body +=
-      "  if (d >= R) {\n    y[t] = x0[t];\n    return;\n  }\n  long hr = R / 2;  // (half is an "
-      "OpenCL type)\n";
+  body += "  if (d >= R) {\n    " + k.Write(0, "t", k.Read(0, "t")) +
+          ";\n    return;\n  }\n  long hr = R / 2;  // (half is an OpenCL type)\n";
   body += interleaved
               ? "  bool first = d % 2 == 0;\n  long i = d / 2, other = first ? d + 1 : d - 1;\n"
               : "  bool first = d < hr;\n  long i = first ? d : d - hr, other = first ? "
@@ -296,15 +296,14 @@ Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name
   if (has_pos) {
     // A position id outside the cache fails the run, as on the CPU.
     k.Checked();
-    body += "  long pos = (long)x3[b * S + s];\n" + BadIndex("pos", "rows", "y[t]", false) +
-            "  long row = pos * hr;\n";
+    body += "  long pos = (long)x3[b * S + s];\n" +
+            BadIndex("pos", "rows", k.Write(0, "t", "0.0f"), false) + "  long row = pos * hr;\n";
   } else {
     body += "  long row = (b * S + s) * hr;\n";
   }
-  body += R"(  float c = x1[row + i], sn = x2[row + i];
-  float mine = x0[t], theirs = x0[t + other - d];
-  y[t] = first ? c * mine - sn * theirs : sn * theirs + c * mine;
-)";
+  body += "  float c = " + k.Read(1, "row + i") + ", sn = " + k.Read(2, "row + i") + ";\n";
+  body += "  float mine = " + k.Read(0, "t") + ", theirs = " + k.Read(0, "t + other - d") + ";\n";
+  body += "  " + k.Write(0, "t", "first ? c * mine - sn * theirs : sn * theirs + c * mine") + ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

@@ -116,11 +116,12 @@ Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   PassSizes(g, k, x, k.Out().dims);
   std::string body = Prologue(win, Groups(step));
   body += "  const long CG = " + Int(*cg) + ";\n";
-  body += R"(  long c0 = o / (O / G) * CG;
-  for (long c = 0; c < CG; ++c) {
-    __global const float* xc = x0 + (b * C + c0 + c) * I0 * I1 * I2;
-    __global const float* wc = x1 + (o * CG + c) * K0 * K1 * K2;
-    for (long k0 = 0; k0 < K0; ++k0) {
+  const bool half = IsHalf(k.In(0));
+  const std::string T = Pointee(half);
+  body += "  long c0 = o / (O / G) * CG;\n  for (long c = 0; c < CG; ++c) {\n";
+  body += "    __global const " + T + "* xc = x0 + (b * C + c0 + c) * I0 * I1 * I2;\n";
+  body += "    __global const " + T + "* wc = x1 + (o * CG + c) * K0 * K1 * K2;\n";
+  body += R"(    for (long k0 = 0; k0 < K0; ++k0) {
       long i0 = o0 * S0 - P0 + k0 * D0;
       if (i0 < 0 || i0 >= I0) continue;
       for (long k1 = 0; k1 < K1; ++k1) {
@@ -129,15 +130,11 @@ Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
         for (long k2 = 0; k2 < K2; ++k2) {
           long i2 = o2 * S2 - P2 + k2 * D2;
           if (i2 < 0 || i2 >= I2) continue;
-          acc = fma(xc[(i0 * I1 + i1) * I2 + i2], wc[(k0 * K1 + k1) * K2 + k2], acc);
-        }
-      }
-    }
-  }
-  {
-    float v = acc;
 )";
-  body += ConvEpilogue(step) + "    y[t] = v;\n  }\n";
+  body += "          acc = fma(" + LoadFloat(half, "xc", "(i0 * I1 + i1) * I2 + i2") + ", " +
+          LoadFloat(half, "wc", "(k0 * K1 + k1) * K2 + k2") + ", acc);\n";
+  body += "        }\n      }\n    }\n  }\n  {\n    float v = acc;\n";
+  body += ConvEpilogue(step, half) + "    " + k.Write(0, "t", "v") + ";\n  }\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }
@@ -174,6 +171,8 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
   std::optional<int64_t> last = StaticDim(g, out[2]);
   int64_t pv = ConvPixelTile(last ? std::optional<int64_t>((*last + s2 - 1) / s2) : std::nullopt);
   std::string vt = "float" + std::to_string(pv), vn = std::to_string(pv);
+  const bool half = IsHalf(k.In(0));
+  const std::string T = Pointee(half);
   int bq = CeilDiv(g, out[2], s2 * pv);  // blocks of S2 * PV outputs along the last dim
   std::vector<int> grid = {y[0], IntDim(g, groups * oq), out[0], out[1], IntDim(g, s2), bq};
   k.Long("total", Product(g, grid, 0));
@@ -200,22 +199,22 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
   long grp = r / (Y1 * Y0) % (G * OQ) / OQ, ogs = r / (Y1 * Y0) % OQ * OT;
   long b = r / (Y1 * Y0 * G * OQ);
   long og0 = min(ogs, OG - OT);
-  __global const float* xb = x0 + (b * C + grp * CG) * I0 * I1 * I2;
-  __global const float* wb = x1 + (grp * CG * OG + og0) * K0 * K1 * K2;
 )";
+  body += "  __global const " + T + "* xb = x0 + (b * C + grp * CG) * I0 * I1 * I2;\n";
+  body += "  __global const " + T + "* wb = x1 + (grp * CG * OG + og0) * K0 * K1 * K2;\n";
   for (int64_t r = 0; r < ot; ++r) body += "  " + vt + " a" + std::to_string(r) + " = 0.0f;\n";
-  body += R"(  for (long c = 0; c < CG; ++c) {
-    __global const float* xc = xb + c * I0 * I1 * I2;
-    __global const float* wc = wb + c * OG * K0 * K1 * K2;
-    for (long k0 = 0; k0 < K0; ++k0) {
+  body += "  for (long c = 0; c < CG; ++c) {\n";
+  body += "    __global const " + T + "* xc = xb + c * I0 * I1 * I2;\n";
+  body += "    __global const " + T + "* wc = wb + c * OG * K0 * K1 * K2;\n";
+  body += R"(    for (long k0 = 0; k0 < K0; ++k0) {
       long n0 = o0 + P0 - k0 * D0;
       if (n0 < 0 || n0 % S0 != 0 || n0 / S0 >= I0) continue;
       for (long k1 = 0; k1 < K1; ++k1) {
         long n1 = o1 + P1 - k1 * D1;
         if (n1 < 0 || n1 % S1 != 0 || n1 / S1 >= I1) continue;
-        __global const float* xr = xc + (n0 / S0 * I1 + n1 / S1) * I2;
-        __global const float* wr = wc + (k0 * K1 + k1) * K2;
 )";
+  body += "        __global const " + T + "* xr = xc + (n0 / S0 * I1 + n1 / S1) * I2;\n";
+  body += "        __global const " + T + "* wr = wc + (k0 * K1 + k1) * K2;\n";
   body += "        " + vt + " v;\n";
   // Tap k2: the PV inputs from (o2f + P2 - k2 * D2) / S2 on, where that divides (for all PV
   // outputs alike), times each channel's weight.
@@ -224,17 +223,19 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
     s += indent + "  if (n2 % S2 == 0) {\n";
     s += indent + "    long i2 = n2 / S2;\n";
     s += indent + "    if (i2 >= 0 && i2 + PV <= I2) {\n";
-    s += indent + "      v = vload" + vn + "(0, xr + i2);\n";
+    s += indent + "      v = " + LoadVector(half, pv, "0", "xr + i2") + ";\n";
     s += indent + "    } else {\n";
     s += indent + "      float e[" + vn + "];\n";
     s += indent + "      for (int q = 0; q < PV; ++q) {\n";
-    s += indent + "        e[q] = i2 + q >= 0 && i2 + q < I2 ? xr[i2 + q] : 0.0f;\n";
+    s += indent + "        e[q] = i2 + q >= 0 && i2 + q < I2 ? " + LoadFloat(half, "xr", "i2 + q") +
+         " : 0.0f;\n";
     s += indent + "      }\n";
     s += indent + "      v = vload" + vn + "(0, e);\n" + indent + "    }\n";
     for (int64_t r = 0; r < ot; ++r) {
       std::string a = "a" + std::to_string(r);
       std::string wi = Int(r * pad3.kernel[0] * pad3.kernel[1] * pad3.kernel[2]) + " + " + k2;
-      s += indent + "    " + a + " = fma(v, (" + vt + ")(wr[" + wi + "]), " + a + ");\n";
+      s += indent + "    " + a + " = fma(v, (" + vt + ")(" + LoadFloat(half, "wr", wi) + "), " + a +
+           ");\n";
     }
     return s + indent + "  }\n" + indent + "}\n";
   };
@@ -249,15 +250,13 @@ Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, 
   for (int64_t r = 0; r < ot; ++r) {
     body += "  vstore" + vn + "(a" + std::to_string(r) + ", " + std::to_string(r) + ", res);\n";
   }
-  body += R"(  for (long r = 0; r < OT; ++r) {
-    if (og0 + r < ogs) continue;  // the tile before this one stores it
-    __global float* yr = y + (((b * O + grp * OG + og0 + r) * Y0 + o0) * Y1 + o1) * Y2;
-    for (int q = 0; q < PV; ++q) {
-      long o2 = o2f + q * S2;
-      if (o2 < Y2) yr[o2] = res[r * PV + q];
-    }
-  }
-)";
+  body += "  for (long r = 0; r < OT; ++r) {\n";
+  body += "    if (og0 + r < ogs) continue;  // the tile before this one stores it\n";
+  body += "    __global " + T +
+          "* yr = y + (((b * O + grp * OG + og0 + r) * Y0 + o0) * Y1 + o1) * Y2;\n";
+  body += "    for (int q = 0; q < PV; ++q) {\n      long o2 = o2f + q * S2;\n";
+  body += "      if (o2 < Y2) " + StoreFloat(half, "yr", "o2", "res[r * PV + q]") + ";\n";
+  body += "    }\n  }\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }
@@ -307,10 +306,11 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   }
   body += R"(  long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;
   long plane = t / (Y2 * Y1 * Y0);
-  __global const float* xp = x0 + plane * I0 * I1 * I2;
   float acc = 0.0f;
   long cells = 0;
 )";
+  const bool half = IsHalf(k.In(0));
+  body += "  __global const " + Pointee(half) + "* xp = x0 + plane * I0 * I1 * I2;\n";
   std::string op = step.kernel;
   bool max = op.find("max_pool") != std::string::npos;
   bool lp = op.find("lp_pool") != std::string::npos;
@@ -327,8 +327,8 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
       for (long k2 = 0; k2 < K2; ++k2) {
         long i2 = o2 * S2 - P2 + k2 * D2;
         if (i2 < 0 || i2 >= I2) continue;
-        float v = xp[(i0 * I1 + i1) * I2 + i2];
 )";
+  body += "        float v = " + LoadFloat(half, "xp", "(i0 * I1 + i1) * I2 + i2") + ";\n";
   if (max) {
     body += "        if (cells == 0 || v > acc) acc = v;\n";
   } else if (lp) {
@@ -338,9 +338,9 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
   }
   body += "        ++cells;\n      }\n    }\n  }\n";
   if (max) {
-    body += "  y[t] = acc;\n";
+    body += "  " + k.Write(0, "t", "acc") + ";\n";
   } else if (lp) {
-    body += "  y[t] = pow(acc, " + FloatLiteral(1.0 / p) + ");\n";
+    body += "  " + k.Write(0, "t", "pow(acc, " + FloatLiteral(1.0 / p) + ")") + ";\n";
   } else {
     const bool* include = step.attrs.Get<bool>("count_include_pad");
     if (include && *include) {
@@ -354,7 +354,7 @@ Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
                 ") ++n;\n    }\n    cells *= n;\n  }\n";
       }
     }
-    body += "  y[t] = cells > 0 ? acc / (float)cells : 0.0f;\n";
+    body += "  " + k.Write(0, "t", "cells > 0 ? acc / (float)cells : 0.0f") + ";\n";
   }
   k.Finish(name, body, kLocalSize, code);
   return {};
@@ -380,29 +380,33 @@ Status EmitAdaptivePool(GraphSpec& g, StepSpec& step, const std::string& name, s
   }
   if (!max && plane >= kGroupRowLength) {
     std::string n = Int(plane);
-    std::string body = GroupPerRow(k, g, Product(g, y, 0)) +
-                       "  __global const float* xp = x0 + r * " + n + ";\n  float acc = 0.0f;\n" +
-                       GroupLoop(n) + " acc += xp[j];\n" + GroupReduce("acc", false) +
-                       "  if (l == 0) y[r] = acc / (float)" + n + ";\n";
+    std::string body = GroupPerRow(k, g, Product(g, y, 0)) + "  float acc = 0.0f;\n" +
+                       GroupLoop(n) + " acc += " + k.Read(0, "r * " + n + " + j") + ";\n" +
+                       GroupReduce("acc", false) + "  if (l == 0) " +
+                       k.Write(0, "r", "acc / (float)" + n) + ";\n";
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
   PassSizes(g, k, x, y);
+  const bool half = IsHalf(k.In(0));
   std::string body = R"(  long t = get_global_id(0);
   if (t >= total) return;
   long o2 = t % Y2, o1 = t / Y2 % Y1, o0 = t / (Y2 * Y1) % Y0;
-  __global const float* xp = x0 + t / (Y2 * Y1 * Y0) * I0 * I1 * I2;
-  float acc = 0.0f;
+)";
+  body += "  __global const " + Pointee(half) + "* xp = x0 + t / (Y2 * Y1 * Y0) * I0 * I1 * I2;\n";
+  body += R"(  float acc = 0.0f;
   long cells = 0;
   for (long i0 = o0 * I0 / Y0; i0 < ((o0 + 1) * I0 + Y0 - 1) / Y0; ++i0) {
     for (long i1 = o1 * I1 / Y1; i1 < ((o1 + 1) * I1 + Y1 - 1) / Y1; ++i1) {
       for (long i2 = o2 * I2 / Y2; i2 < ((o2 + 1) * I2 + Y2 - 1) / Y2; ++i2) {
-        float v = xp[(i0 * I1 + i1) * I2 + i2];
 )";
+  body += "        float v = " + LoadFloat(half, "xp", "(i0 * I1 + i1) * I2 + i2") + ";\n";
   body += max ? "        if (cells == 0 || v > acc) acc = v;\n" : "        acc += v;\n";
   body += "        ++cells;\n      }\n    }\n  }\n";
-  body += max ? "  y[t] = cells > 0 ? acc : -INFINITY;\n"
-              : "  y[t] = cells > 0 ? acc / (float)cells : 0.0f;\n";
+  body += "  " +
+          k.Write(0, "t",
+                  max ? "cells > 0 ? acc : -INFINITY" : "cells > 0 ? acc / (float)cells : 0.0f") +
+          ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

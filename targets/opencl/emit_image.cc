@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/src/float_convert.h"
 #include "targets/cpu/kernels/resize_taps.h"
 #include "targets/opencl/emit_util.h"
 
@@ -24,7 +25,8 @@ namespace {
 using cpu::AxisTaps;
 using cpu::ResizeParams;
 
-// The elements of a constant value as doubles (float32, float64, int32 or int64), or false.
+// The elements of a constant value as doubles (float32, float16, float64, int32 or int64), or
+// false.
 bool ConstantDoubles(const PackageSpec& spec, const GraphSpec& g, int v, std::vector<double>* out) {
   if (v < 0) return false;
   const ValueSpec& value = g.values[static_cast<size_t>(v)];
@@ -36,14 +38,19 @@ bool ConstantDoubles(const PackageSpec& spec, const GraphSpec& g, int v, std::ve
     if (!s) return false;
     n *= *s;
   }
-  size_t width = value.dtype == 1 || value.dtype == 6    ? 4
+  size_t width = value.dtype == 10                       ? 2
+                 : value.dtype == 1 || value.dtype == 6  ? 4
                  : value.dtype == 7 || value.dtype == 11 ? 8
                                                          : 0;
   if (width == 0 || bytes.size() < static_cast<size_t>(n) * width) return false;
   out->resize(static_cast<size_t>(n));
   for (size_t i = 0; i < out->size(); ++i) {
     const uint8_t* p = bytes.data() + i * width;
-    if (value.dtype == 1) {
+    if (value.dtype == 10) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      (*out)[i] = numeric::HalfToFloat(h);
+    } else if (value.dtype == 1) {
       float f;
       std::memcpy(&f, p, 4);
       (*out)[i] = f;
@@ -143,7 +150,9 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
       roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
     }
   }
-  // Per axis: the taps of each output position, padded to the axis's most taps (weight 0); an
+  // Per axis: the taps of each output position, padded to the axis's most taps (index -1, weight
+  // 0: a term with such a tap is skipped, not 0 times the element, which is NaN for an infinite
+  // one; the first tap is -1 where the position extrapolates); an
   // axis whose taps are the output position itself with weight 1 (the batch and channels, say)
   // needs no table. Every size is static: coordinates come from divisions by constants, and the
   // taps are written out, with no loop, so that drivers that vectorize across work-items (PoCL)
@@ -151,7 +160,7 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
   std::string tables, body = "  long t = get_global_id(0);\n  if (t >= n) return;\n";
   k.Long("n", Product(g, od, 0));
   std::vector<size_t> width(rank, 1);
-  std::vector<bool> identity(rank, false);
+  std::vector<bool> identity(rank, false), padded(rank, false);
   for (size_t a = 0; a < rank; ++a) {
     if (in[a] == 0 && out[a] > 0) return Error(where + ": cannot resize an empty axis");
     std::vector<AxisTaps> taps(static_cast<size_t>(out[a]));
@@ -170,7 +179,8 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
     for (const AxisTaps& tp : taps) {
       for (size_t j = 0; j < width[a]; ++j) {
         bool have = !tp.extrapolate && j < tp.index.size();
-        idx += (idx.empty() ? "" : ", ") + Int(tp.extrapolate ? -1 : have ? tp.index[j] : 0);
+        idx += (idx.empty() ? "" : ", ") + Int(tp.extrapolate || !have ? -1 : tp.index[j]);
+        padded[a] = padded[a] || (!tp.extrapolate && !have);
         wts += (wts.empty() ? "" : ", ") + FloatLiteral(have ? tp.weight[j] : 0.0);
       }
     }
@@ -201,43 +211,51 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
     }
     tapped.push_back(a);
     body += "  long b" + as + " = c" + as + " * " + Int(static_cast<int64_t>(width[a])) + ";\n";
-    body += "  if (" + name + "_i" + as + "[b" + as +
-            "] < 0) {\n    y[t] = " + FloatLiteral(extrapolation) + ";\n    return;\n  }\n";
+    body += "  if (" + name + "_i" + as + "[b" + as + "] < 0) {\n    " +
+            k.Write(0, "t", FloatLiteral(extrapolation)) + ";\n    return;\n  }\n";
   }
-  body += "  __global const float* xb = x0 + (" + base + ");\n  float acc = 0.0f;\n";
+  const bool half = IsHalf(k.In(0));
+  body +=
+      "  __global const " + Pointee(half) + "* xb = x0 + (" + base + ");\n  float acc = 0.0f;\n";
   size_t terms = 1;
   for (size_t a : tapped) terms *= width[a];
   if (terms > 64) {
     // Wide windows (antialiased downscales): loops, not thousands of lines.
     std::string indent = "  ", offset = "0", product = "1.0f";
     for (size_t a : tapped) {
-      std::string as = std::to_string(a);
+      std::string as = std::to_string(a), at = "b" + as + " + k" + as;
       body += indent + "for (long k" + as + " = 0; k" + as + " < " +
               Int(static_cast<int64_t>(width[a])) + "; ++k" + as + ") {\n";
       indent += "  ";
-      offset += " + " + name + "_i" + as + "[b" + as + " + k" + as + "] * " + Int(stride[a]);
-      product += " * " + name + "_w" + as + "[b" + as + " + k" + as + "]";
+      if (padded[a]) body += indent + "if (" + name + "_i" + as + "[" + at + "] < 0) continue;\n";
+      offset += " + " + name + "_i" + as + "[" + at + "] * " + Int(stride[a]);
+      product += " * " + name + "_w" + as + "[" + at + "]";
     }
-    body += indent + "acc += " + product + " * xb[" + offset + "];\n";
+    body += indent + "acc += " + product + " * " + LoadFloat(half, "xb", offset) + ";\n";
     for (size_t i = 0; i < tapped.size(); ++i) {
       indent.resize(indent.size() - 2);
       body += indent + "}\n";
     }
-    body += "  y[t] = acc;\n";
+    body += "  " + k.Write(0, "t", "acc") + ";\n";
     *code += "\n" + tables;
     k.Finish(name, body, kLocalSize, code);
     return {};
   }
   std::vector<size_t> k_of(tapped.size(), 0);
   while (true) {
-    std::string offset = "0", product = "1.0f";
+    std::string offset = "0", product = "1.0f", real;
     for (size_t i = 0; i < tapped.size(); ++i) {
       std::string as = std::to_string(tapped[i]);
       std::string at = "b" + as + " + " + std::to_string(k_of[i]);
       offset += " + " + name + "_i" + as + "[" + at + "] * " + Int(stride[tapped[i]]);
       product += " * " + name + "_w" + as + "[" + at + "]";
+      // A position's first tap is always real.
+      if (padded[tapped[i]] && k_of[i] > 0) {
+        real += (real.empty() ? "" : " && ") + name + "_i" + as + "[" + at + "] >= 0";
+      }
     }
-    body += "  acc += " + product + " * xb[" + offset + "];\n";
+    body += "  " + (real.empty() ? "" : "if (" + real + ") ") + "acc += " + product + " * " +
+            LoadFloat(half, "xb", offset) + ";\n";
     size_t i = 0;
     for (; i < tapped.size(); ++i) {
       if (++k_of[i] < width[tapped[i]]) break;
@@ -245,7 +263,7 @@ Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const s
     }
     if (i == tapped.size()) break;
   }
-  body += "  y[t] = acc;\n";
+  body += "  " + k.Write(0, "t", "acc") + ";\n";
   *code += "\n" + tables;
   k.Finish(name, body, kLocalSize, code);
   return {};
@@ -286,14 +304,15 @@ Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std
   if (t >= total) return;
   long p = t % points, ch = t / points % C, n = t / points / C;
 )";
-  body += "  __global const float* gp = x1 + (n * points + p) * " + Int(static_cast<int64_t>(nd)) +
-          ";\n";
+  const bool half = IsHalf(k.In(0));
+  body += "  __global const " + Pointee(half) + "* gp = x1 + (n * points + p) * " +
+          Int(static_cast<int64_t>(nd)) + ";\n";
   body += "  long ix[3][4];\n  float wx[3][4];\n";
   int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
   for (size_t d = 0; d < nd; ++d) {
     std::string ds = std::to_string(d), len = "dL" + ds;
-    body +=
-        "  {\n    float v = gp[" + std::to_string(nd - 1 - d) + "], len = (float)" + len + ";\n";
+    body += "  {\n    float v = " + LoadFloat(half, "gp", std::to_string(nd - 1 - d)) +
+            ", len = (float)" + len + ";\n";
     body += align ? "    float c = (v + 1.0f) / 2.0f * (len - 1.0f);\n"
                   : "    float c = ((v + 1.0f) * len - 1.0f) / 2.0f;\n";
     body += "    c = clamp(c, -1e9f, 1e9f);\n";
@@ -340,7 +359,7 @@ Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std
     strides[d] = stride;
     stride = "(" + stride + " * dL" + std::to_string(d) + ")";
   }
-  body += "  __global const float* img = x0 + (n * C + ch) * " + stride + ";\n";
+  body += "  __global const " + Pointee(half) + "* img = x0 + (n * C + ch) * " + stride + ";\n";
   body += "  float sum = 0.0f;\n";
   std::string indent = "  ", offset, weight, valid;
   for (size_t d = 0; d < nd; ++d) {
@@ -352,12 +371,13 @@ Status EmitGridSample(GraphSpec& g, StepSpec& step, const std::string& name, std
     weight += (d ? " * " : "") + ("wx[" + ds + "][" + j + "]");
     valid += (d ? " && " : "") + ("ix[" + ds + "][" + j + "] >= 0");
   }
-  body += indent + "if (" + valid + ") sum += " + weight + " * img[" + offset + "];\n";
+  body += indent + "if (" + valid + ") sum += " + weight + " * " + LoadFloat(half, "img", offset) +
+          ";\n";
   for (size_t d = nd; d-- > 0;) {
     indent.resize(indent.size() - 2);
     body += indent + "}\n";
   }
-  body += "  y[t] = sum;\n";
+  body += "  " + k.Write(0, "t", "sum") + ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

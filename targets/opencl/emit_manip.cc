@@ -171,7 +171,7 @@ Status EmitTake(GraphSpec& g, StepSpec& step, const std::string& name, std::stri
     body += "  j = clamp(j, 0L, N > 0 ? N - 1 : 0L);\n";
   } else {
     k.Checked();
-    body += BadIndex("j", "N", "y[t]") + "  if (j < 0) j += N;\n";
+    body += BadIndex("j", "N", "y[t] = 0") + "  if (j < 0) j += N;\n";
   }
   body += "  y[t] = N > 0 ? x0[(o * N + j) * inner + w] : 0;\n";
   k.Finish(name, body, kLocalSize, code);
@@ -203,14 +203,14 @@ Status EmitPad(GraphSpec& g, StepSpec& step, const std::string& name, std::strin
               "  }\n";
     } else if (mode == "edge") {
       // An empty axis fails the run, as on the CPU (the kernel checks).
-      body += EmptyAxis(d, "y[t]");
+      body += EmptyAxis(d, "y[t] = 0");
       body += "  " + p + " = clamp(" + p + ", 0L, " + d + " - 1);\n";
     } else if (mode == "wrap") {
-      body += EmptyAxis(d, "y[t]");
+      body += EmptyAxis(d, "y[t] = 0");
       body += "  " + p + " = ((" + p + " % " + d + ") + " + d + ") % " + d + ";\n";
     } else {
       // reflect: mirror without repeating the edge, period 2 (n - 1).
-      body += EmptyAxis(d, "y[t]");
+      body += EmptyAxis(d, "y[t] = 0");
       body += "  if (" + d + " == 1) " + p + " = 0;\n  else if (" + p + " < 0 || " + p +
               " >= " + d + ") {\n    long per = 2 * (" + d + " - 1);\n    " + p + " = ((" + p +
               " % per) + per) % per;\n    if (" + p + " >= " + d + ") " + p + " = per - " + p +
@@ -254,7 +254,7 @@ Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::
     k.Long("n" + js, x[bs + j]);
     k.Long("s" + js, Product(g, x, bs + j + 1));
     body += "  long " + v + " = (long)x1[tt * " + Int(*kk) + " + " + js + "];\n" +
-            BadIndex(v, "n" + js, "y[t]") + "  if (" + v + " < 0) " + v + " += n" + js +
+            BadIndex(v, "n" + js, "y[t] = 0") + "  if (" + v + " < 0) " + v + " += n" + js +
             ";\n  at += " + v + " * s" + js + ";\n";
   }
   body += "  y[t] = x0[at];\n";

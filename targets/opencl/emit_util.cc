@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "targets/opencl/elementwise.h"
+#include "targets/opencl/ops.h"
 
 namespace quilt::compiler::opencl {
 
@@ -122,16 +123,31 @@ std::string StoreFloat(bool half, const std::string& p, const std::string& index
               : p + "[" + index + "] = " + value;
 }
 
+std::string LoadVector(bool half, int64_t n, const std::string& index, const std::string& p) {
+  return (half ? "vload_half" : "vload") + std::to_string(n) + "(" + index + ", " + p + ")";
+}
+
+std::string StoreVector(bool half, int64_t n, const std::string& value, const std::string& index,
+                        const std::string& p) {
+  return (half ? "vstore_half" + std::to_string(n) + "_rte" : "vstore" + std::to_string(n)) + "(" +
+         value + ", " + index + ", " + p + ")";
+}
+
+KernelText::KernelText(GraphSpec& g, StepSpec& step) : g_(g), step_(step) {
+  std::optional<targets::opencl::Family> family = targets::opencl::FamilyOf(step.kernel);
+  half_pointers_ = family && targets::opencl::TakesFloat16(*family);
+}
+
 std::string KernelText::Read(size_t k, const std::string& index) const {
   std::string x = "x" + std::to_string(k);
   bool half = IsHalf(In(k));
-  return LoadFloat(half, half ? "(__global const half*)" + x : x, index);
+  return LoadFloat(half, half && !half_pointers_ ? "(__global const half*)" + x : x, index);
 }
 
 std::string KernelText::Write(size_t k, const std::string& index, const std::string& value) const {
   std::string y = k == 0 ? "y" : "y" + std::to_string(k);
   bool half = IsHalf(Out(k));
-  return StoreFloat(half, half ? "(__global half*)" + y : y, index, value);
+  return StoreFloat(half, half && !half_pointers_ ? "(__global half*)" + y : y, index, value);
 }
 
 void KernelText::Finish(const std::string& name, const std::string& body, int64_t local,
@@ -143,8 +159,10 @@ void KernelText::Finish(const std::string& name, const std::string& body,
                         const std::vector<int64_t>& local, std::string* code) {
   std::string params, locals;
   auto type = [&](int v) {
-    return v < 0 ? std::string("float")
-                 : ElementType(g_.values[static_cast<size_t>(v)].dtype).value_or("float");
+    if (v < 0) return std::string("float");
+    const ValueSpec& value = g_.values[static_cast<size_t>(v)];
+    if (half_pointers_ && IsHalf(value)) return std::string("half");
+    return ElementType(value.dtype).value_or("float");
   };
   // Parameters named q_p* / q_o*, so that no name a body uses collides with them.
   for (size_t k = 0; k < step_.inputs.size(); ++k) {
@@ -172,24 +190,24 @@ namespace {
 
 // The error word's statements (targets/opencl/device/dispatch.h) when `condition` holds.
 std::string Report(const std::string& condition, int kind, const std::string& index,
-                   const std::string& size, const std::string& out) {
+                   const std::string& size, const std::string& zero) {
   return "  if (" + condition + ") {\n    if (atomic_cmpxchg(q_err, 0, q_seq) == 0) {\n" +
          "      q_err[1] = " + std::to_string(kind) + ";\n" +
          "      *(__global long*)(q_err + 2) = " + index + ";\n" +
-         "      *(__global long*)(q_err + 4) = " + size + ";\n    }\n    " + out +
-         " = 0;\n    return;\n  }\n";
+         "      *(__global long*)(q_err + 4) = " + size + ";\n    }\n    " + zero +
+         ";\n    return;\n  }\n";
 }
 
 }  // namespace
 
-std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
+std::string BadIndex(const std::string& index, const std::string& size, const std::string& zero,
                      bool negative) {
   std::string low = negative ? index + " < -" + size : index + " < 0";
-  return Report(low + " || " + index + " >= " + size, 0, index, size, out);
+  return Report(low + " || " + index + " >= " + size, 0, index, size, zero);
 }
 
-std::string EmptyAxis(const std::string& size, const std::string& out) {
-  return Report(size + " == 0", 1, "0L", size, out);
+std::string EmptyAxis(const std::string& size, const std::string& zero) {
+  return Report(size + " == 0", 1, "0L", size, zero);
 }
 
 std::string Unravel(const std::string& index, const std::string& prefix, size_t rank) {
@@ -216,7 +234,7 @@ std::string Strides(const std::string& prefix, size_t rank) {
   return s;
 }
 
-std::string ConvEpilogue(const StepSpec& step, const std::string& vector_type) {
+std::string ConvEpilogue(const StepSpec& step, bool half, const std::string& vector_type) {
   bool vec = !vector_type.empty();
   // x = min(max(x, lo), hi) as q_clip computes it (NaN stays NaN).
   auto clip = [&](const std::string& x, const std::string& lo, const std::string& hi) {
@@ -226,7 +244,7 @@ std::string ConvEpilogue(const StepSpec& step, const std::string& vector_type) {
            " > " + hi + ");\n";
   };
   std::string epilogue;
-  if (step.inputs.size() > 2) epilogue += "    v += x2[o];\n";
+  if (step.inputs.size() > 2) epilogue += "    v += " + LoadFloat(half, "x2", "o") + ";\n";
   const std::string* act = step.attrs.Get<std::string>("activation");
   if (act && *act == "relu") {
     epilogue += vec ? "    v = select(v, (" + vector_type + ")(0.0f), v < 0.0f);\n"

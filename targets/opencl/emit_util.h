@@ -54,13 +54,22 @@ bool IsHalf(const ValueSpec& v);
 std::string LoadFloat(bool half, const std::string& p, const std::string& index);
 std::string StoreFloat(bool half, const std::string& p, const std::string& index,
                        const std::string& value);
+// The type a kernel's pointers to float data point to: half where the data is float16 (which a
+// kernel reads and writes through vload_half / vstore_half_rte alone), else float.
+inline std::string Pointee(bool half) { return half ? "half" : "float"; }
+// A vector of `n` floats (2, 4, 8 or 16) from element `index` * n of `p` (vload_half<n> where
+// `half`), and the statement writing float vector `value` there (vstore_half<n>_rte: to nearest
+// even).
+std::string LoadVector(bool half, int64_t n, const std::string& index, const std::string& p);
+std::string StoreVector(bool half, int64_t n, const std::string& value, const std::string& index,
+                        const std::string& p);
 
 // A kernel being written: its parameters follow the dispatch convention (a buffer and byte offset
 // per input, then per output, then a long per step dim, the grid first). Input k is `x<k>` in the
 // body, output 0 is `y` and output k > 0 `y<k>`, each a pointer to its element type.
 class KernelText {
  public:
-  KernelText(GraphSpec& g, StepSpec& step) : g_(g), step_(step) {}
+  KernelText(GraphSpec& g, StepSpec& step);
   // A long parameter `name` holding dim node `dim` when the step runs.
   void Long(const std::string& name, int dim) {
     longs_ += ", long " + name;
@@ -91,6 +100,11 @@ class KernelText {
   std::string longs_;
   std::vector<int> dims_;
   bool checked_ = false;
+  // Whether the step's family computes float16 data in float (TakesFloat16): its float16
+  // parameters are then pointers to half, which a kernel cannot dereference without
+  // cl_khr_fp16 (a read or write not through Read / Write or vload_half / vstore_half fails to
+  // build), where the families that move elements copy the bits through pointers to ushort.
+  bool half_pointers_ = false;
 };
 
 // Rows of contiguous elements at least this long take a work-group each where a kernel reduces
@@ -114,12 +128,13 @@ std::string GroupReduce(const std::string& acc, bool max);
 
 // Statements of a checked kernel (KernelText::Checked) for an index `index` (a long) outside
 // [-size, size) or, with `negative` false, [0, size): the run's error word takes it (when it is
-// the first) and the element is 0 (`out`, the output element's lvalue); the work-item is done.
-std::string BadIndex(const std::string& index, const std::string& size, const std::string& out,
+// the first) and the element is 0 (`zero`: the statement writing it, "y[t] = 0" or a
+// KernelText::Write); the work-item is done.
+std::string BadIndex(const std::string& index, const std::string& size, const std::string& zero,
                      bool negative = true);
 // The same for an axis `size` (a long) that is empty where the op cannot be (edge, reflect and
 // wrap padding read from it).
-std::string EmptyAxis(const std::string& size, const std::string& out);
+std::string EmptyAxis(const std::string& size, const std::string& zero);
 
 // The coordinates of flat index `index` in a row-major tensor of dims `d<prefix><j>` (longs the
 // kernel has), as longs `c<prefix><j>`, j in [0, rank). Declares them.
@@ -129,10 +144,10 @@ std::string Strides(const std::string& prefix, size_t rank);
 // Passes each dim of `dims` as long `d<prefix><j>`.
 void PassDims(KernelText& k, const std::string& prefix, const std::vector<int>& dims);
 
-// A conv step's fused bias (input 2) and activation (targets/fuse_epilogue.h) on float `v` of
-// output channel `o`; or, given `vector_type` (float16, ...), on a vector `v` of that type, each
-// lane as the float code computes it.
-std::string ConvEpilogue(const StepSpec& step, const std::string& vector_type = "");
+// A conv step's fused bias (input 2; float16 where `half`) and activation
+// (targets/fuse_epilogue.h) on float `v` of output channel `o`; or, given `vector_type` (float16,
+// ...), on a vector `v` of that type, each lane as the float code computes it.
+std::string ConvEpilogue(const StepSpec& step, bool half, const std::string& vector_type = "");
 
 // The register tiles of the conv kernels (conv2d in emit.cc, transposed convs in emit_conv.cc):
 // a work-item computes ConvChannelTile(og) of a group's `og` output channels (og split in

@@ -1,8 +1,8 @@
 // The op families the OpenCL back end writes kernels for. Capability (capability.cc) and the
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
-// cannot write. Kernels compute in float32; elementwise ops and those that move elements also
-// take float16 (stored as such, computed in float32), int32, int64 and bool tensors; matmul,
-// reductions and norms float16 too (TakesFloat16); an index input (take) is int32 or int64.
+// cannot write. Kernels compute in float32; elementwise ops, padding and those that move elements
+// also take float16 (stored as such, computed in float32), int32, int64 and bool tensors; every
+// other family but attention float16 too (TakesFloat16); an index input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@ enum class Family {
   kSlice,          // strided_slice over axes whose size the compiler knows
   kTake,           // take (gather) along any axis, int32 or int64 indices
   kGatherNd,       // gather_nd with static index tuples, any batch_dims, int32 / int64 indices
-  kPad,            // nn.pad: constant, edge, reflect, wrap
+  kPad,            // nn.pad: constant, edge, reflect, wrap; any element type
   kSpaceDepth,     // nn.depth_to_space, nn.space_to_depth (NCHW, DCR or CRD), any element type
   kBroadcastTo,    // broadcast_to, any element type
   kFull,           // full: the value, converted, everywhere
