@@ -224,8 +224,9 @@ class OpenCl : public Capability {
         }
         if (shape(3).size() > 4) return Support::No("OpenCL: " + name + " masks of rank 5");
         const ir::DataType* sp = call.attrs.Get<ir::DataType>("softmax_precision");
-        if (sp && *sp != ir::DataType::kFloat32) {
-          return Support::No("OpenCL runs " + name + "'s softmax in float32 only");
+        if (sp && *sp != ir::DataType::kFloat32 && !(half && *sp == ir::DataType::kFloat16)) {
+          return Support::No("OpenCL runs " + name +
+                             "'s softmax in float32 (or float16, for float16 data) only");
         }
         return Support::Yes();
       }

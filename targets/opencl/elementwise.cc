@@ -363,9 +363,8 @@ bool TakesFloat16(Family family) {
     case Family::kGridSample:
     case Family::kCausalConv:
     case Family::kRotary:
+    case Family::kAttention:
       return true;
-    case Family::kAttention:  // its scores are kept in its output qk, of the data's type
-      return false;
     case Family::kElementwise:  // these take float16 as one of their types (InputUse::kAny)
     case Family::kIdentity:
     case Family::kPermute:

@@ -1124,9 +1124,9 @@ Status EmitOpenClCode(PackageSpec& spec) {
           return Error(
               "R." + step.kernel + " (" + NodeName(step) + ") is placed on OpenCL device '" +
               spec.devices[static_cast<size_t>(d)].target +
-              "', whose kernels take float32 tensors, float16 ones (all of a step's float data, "
-              "but for attention), and int32, int64 and bool ones where they move or pad elements "
-              "or compute them one by one");
+              "', whose kernels take float32 tensors, float16 ones (all of a step's float data), "
+              "and int32, int64 and bool ones where they move or pad elements or compute them one "
+              "by one");
         }
         if (*family == targets::opencl::Family::kResize) {
           QUILT_TRY(EmitResize(spec, g, step, name, &code));

@@ -1,11 +1,13 @@
 // The OpenCL kernels of nn.attention, and (after it) nn.causal_conv_with_state and
 // nn.rotary_embedding. nn.attention (ONNX Attention, targets/cpu/kernels/transformer.cc's
-// semantics, float32): one work-item per query row (batch, head, position), and one per element
-// of present_key / present_value (the past and the new keys / values, concatenated).
+// semantics; float32, or float16 with each step the CPU rounds to float16 rounded alike): one
+// work-item per query row (batch, head, position), and one per element of present_key /
+// present_value (the past and the new keys / values, concatenated).
 //  1. A row computes its scores against all T = P + Skv keys: the scaled dot product (query and
 //     key each scaled by sqrt(scale) first, as the CPU does), softcap, then the bias (the mask
 //     broadcast to (B, Hq, Sq, T), its missing keys -inf; causal, window and non-pad limits).
-//  2. The biased scores go to the row of qk_matmul_output as scratch; the row's softmax (a fully
+//  2. The biased scores go to the row of qk_matmul_output as scratch (float16 ones lose nothing
+//     there: the CPU rounds them to float16 too); the row's softmax (a fully
 //     masked row is zeros) weights the values into the output.
 //  3. Last the qk row gets what qk_matmul_output_mode asks for (scores before softcap, after it,
 //     after the bias, or the softmax), recomputed where the scratch no longer holds it.
@@ -36,8 +38,8 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
     return Error(Where(step) + ": query, key and value of rank 3 or 4 expected");
   }
   if (const auto* sp = step.attrs.Get<ir::DataType>("softmax_precision")) {
-    if (*sp != ir::DataType::kFloat32) {
-      return Error(Where(step) + ": OpenCL computes the softmax in float32 only");
+    if (*sp != ir::DataType::kFloat32 && !(*sp == ir::DataType::kFloat16 && IsHalf(k.In(0)))) {
+      return Error(Where(step) + ": OpenCL computes the softmax in float32 (or float16) only");
     }
   }
   auto absent = [&](const std::vector<int>& d) {
@@ -110,6 +112,14 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   int64_t mode = mode_attr ? *mode_attr : 0;
   if (mode < 0 || mode > 3) return Error(Where(step) + ": qk_matmul_output_mode must be 0 to 3");
 
+  // float16 data: every step the CPU rounds to float16 (as ONNX's numpy reference computes) is
+  // rounded here too (R); the softmax's steps as well unless softmax_precision is float32.
+  const bool half = IsHalf(k.In(0));
+  const ir::DataType* sp = step.attrs.Get<ir::DataType>("softmax_precision");
+  const bool sp_half = half && (!sp || *sp == ir::DataType::kFloat16);
+  auto R = [&](const std::string& x) { return half ? "q_round_half(" + x + ")" : x; };
+  const std::string T_ = Pointee(half);
+
   // Index expressions of the query, key and value elements, 4-D or 3-D.
   auto at4 = [&](const std::string& b, const std::string& h, const std::string& s,
                  const std::string& d, const std::string& H, const std::string& S,
@@ -118,47 +128,62 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
       return "((" + b + " * " + H + " + " + h + ") * " + S + " + " + s + ") * " + Dn + " + " + d;
     return "((" + b + " * " + S + " + " + s + ") * " + H + " + " + h + ") * " + Dn + " + " + d;
   };
-  // The present key / value element (b, h, t, d): the past's for t < P, else the new one's.
-  auto present = [&](const std::string& past_x, const std::string& x, const std::string& Dn,
-                     const std::string& b, const std::string& h, const std::string& t,
-                     const std::string& d) {
-    std::string fresh = x + "[" + at4(b, h, "(" + t + " - P)", d, "Hkv", "Skv", Dn) + "]";
+  // The present key / value element (b, h, t, d): the past's (input `past_x`) for t < P, else
+  // the new one's (input `x`).
+  auto present = [&](size_t past_x, size_t x, const std::string& Dn, const std::string& b,
+                     const std::string& h, const std::string& t, const std::string& d) {
+    std::string fresh = k.Read(x, at4(b, h, "(" + t + " - P)", d, "Hkv", "Skv", Dn));
     if (!has_past) return fresh;
-    return "(" + t + " < P ? " + past_x + "[((" + b + " * Hkv + " + h + ") * P + " + t + ") * " +
-           Dn + " + " + d + "] : " + fresh + ")";
+    return "(" + t + " < P ? " +
+           k.Read(past_x, "((" + b + " * Hkv + " + h + ") * P + " + t + ") * " + Dn + " + " + d) +
+           " : " + fresh + ")";
   };
   // Declares s0 (the scaled scores of key j), s1 (after softcap), bv (the bias) and s2 (biased).
   std::string score = "    float s0 = 0.0f;\n    for (long d = 0; d < D; ++d) {\n";
-  score += "      float qv = x0[" + at4("b", "h", "i", "d", "Hq", "Sq", "D") + "] * sq;\n";
-  score += "      float kv = " + present("x4", "x1", "D", "b", "hk", "j", "d") + " * sq;\n";
+  score += "      float qv = " + R(k.Read(0, at4("b", "h", "i", "d", "Hq", "Sq", "D")) + " * sq") +
+           ";\n";
+  score += "      float kv = " + R(present(4, 1, "D", "b", "hk", "j", "d") + " * sq") + ";\n";
   score += "      s0 += qv * kv;\n    }\n";
-  score += softcap > 0 ? "    float s1 = " + FloatLiteral(softcap) + " * tanh(s0 / " +
-                             FloatLiteral(softcap) + ");\n"
-                       : "    float s1 = s0;\n";
+  if (half) score += "    s0 = q_round_half(s0);\n";
+  std::string cap = FloatLiteral(softcap);
+  score += softcap > 0
+               ? "    float s1 = " + R(R("tanh(" + R("s0 / " + cap) + ")") + " * " + cap) + ";\n"
+               : "    float s1 = s0;\n";
   score += "    float bv = 0.0f;\n";
   if (has_mask) {
-    score += "    bv = j < m3 ? x3[b * ms0 + h * ms1 + i * ms2 + j] : -INFINITY;\n";
+    score +=
+        "    bv = j < m3 ? " + k.Read(3, "b * ms0 + h * ms1 + i * ms2 + j") + " : -INFINITY;\n";
   }
   std::string allowed = "j < T";
   if (causal) allowed += " && j <= i + off";
   if (left >= 0) allowed += " && off + i - j <= " + Int(left);
   if (right >= 0) allowed += " && j - (off + i) <= " + Int(right);
   allowed += " && (nnp == 0 || j < np)";
-  score += "    if (!(" + allowed + ")) bv = -INFINITY;\n    float s2 = s1 + bv;\n";
+  score += "    if (!(" + allowed + ")) bv = -INFINITY;\n    float s2 = " + R("s1 + bv") + ";\n";
+  // The softmax's weight of key j (its biased score in the qk row): the row's maximum `mx` and
+  // sum `sum` known.
+  const std::string qk_j = LoadFloat(half, "qk", "j");
+  const std::string e_j =
+      sp_half ? "q_round_half(exp(q_round_half(" + qk_j + " - mx)))" : "exp(" + qk_j + " - mx)";
+  const std::string p_j = sp_half ? "q_round_half(" + e_j + " / sum)" : R(e_j + " / sum");
 
   std::string body = R"(  long t = get_global_id(0);
   if (t >= total) return;
   if (t >= rows) {
     long e = t - rows;
     bool is_key = e < nk;
-    __global float* out = is_key ? y1 : y2;
-    long Dn = is_key ? D : Dv;
+)";
+  body += "    __global " + T_ + "* out = is_key ? y1 : y2;\n";
+  body += R"(    long Dn = is_key ? D : Dv;
     if (!is_key) e -= nk;
     long d = e % Dn, tt = e / Dn % T, h = e / Dn / T % Hkv, b = e / Dn / T / Hkv;
 )";
-  body += "    out[e] = is_key ? " + present("x4", "x1", "D", "b", "h", "tt", "d") + " : " +
-          present("x5", "x2", "Dv", "b", "h", "tt", "d") + ";\n    return;\n  }\n";
-  body += "  const float sq = " + sq_scale + ";\n";
+  body += "    " +
+          StoreFloat(half, "out", "e",
+                     "is_key ? " + present(4, 1, "D", "b", "h", "tt", "d") + " : " +
+                         present(5, 2, "Dv", "b", "h", "tt", "d")) +
+          ";\n    return;\n  }\n";
+  body += "  const float sq = " + R(sq_scale) + ";\n";
   body += R"(  long i = t % Sq, h = t / Sq % Hq, b = t / Sq / Hq;
   long hk = h / (Hq / Hkv);
   long np = nnp > 0 ? (long)x6[b] : 0;
@@ -167,31 +192,31 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   body +=
       "  long ms2 = m2 == 1 ? 0 : m3, ms1 = m1 == 1 ? 0 : m2 * m3, ms0 = m0 == 1 ? 0 : m1 * "
       "m2 * m3;\n";
-  body += R"(  __global float* qk = y3 + t * T;
-  float mx = -INFINITY;
-  bool all_masked = true;
-  for (long j = 0; j < T; ++j) {
-)" + score +
-          R"(    qk[j] = s2;
-    if (!(isinf(bv) && bv < 0.0f)) all_masked = false;
+  body += "  __global " + T_ + "* qk = y3 + t * T;\n";
+  body += "  float mx = -INFINITY;\n  bool all_masked = true;\n  for (long j = 0; j < T; ++j) {\n" +
+          score + "    " + StoreFloat(half, "qk", "j", "s2") + ";\n";
+  body += R"(    if (!(isinf(bv) && bv < 0.0f)) all_masked = false;
     mx = mx < s2 ? s2 : mx;
   }
   if (isinf(mx) && mx < 0.0f) mx = 0.0f;
   float sum = 0.0f;
-  for (long j = 0; j < T; ++j) sum += exp(qk[j] - mx);
-  if (sum == 0.0f) sum = 1.0f;
+)";
+  body += "  for (long j = 0; j < T; ++j) sum += " + e_j + ";\n";
+  if (sp_half) body += "  sum = q_round_half(sum);\n";
+  body += R"(  if (sum == 0.0f) sum = 1.0f;
   for (long dv = 0; dv < Dv; ++dv) {
     float acc = 0.0f;
     for (long j = 0; j < T && !all_masked; ++j) {
-      float p = exp(qk[j] - mx) / sum;
 )";
-  body += "      acc += p * " + present("x5", "x2", "Dv", "b", "hk", "j", "dv") + ";\n    }\n";
-  body += "    y[" + at4("b", "h", "i", "dv", "Hq", "Sq", "Dv") + "] = acc;\n  }\n";
+  body += "      float p = " + p_j + ";\n";
+  body += "      acc += p * " + present(5, 2, "Dv", "b", "hk", "j", "dv") + ";\n    }\n";
+  body += "    " + k.Write(0, at4("b", "h", "i", "dv", "Hq", "Sq", "Dv"), "acc") + ";\n  }\n";
   if (mode == 3) {
-    body += "  for (long j = 0; j < T; ++j) qk[j] = all_masked ? 0.0f : exp(qk[j] - mx) / sum;\n";
+    body += "  for (long j = 0; j < T; ++j) " +
+            StoreFloat(half, "qk", "j", "all_masked ? 0.0f : " + p_j) + ";\n";
   } else if (mode != 2) {
-    body += "  for (long j = 0; j < T; ++j) {\n" + score +
-            "    qk[j] = " + (mode == 0 ? "s0" : "s1") + ";\n  }\n";
+    body += "  for (long j = 0; j < T; ++j) {\n" + score + "    " +
+            StoreFloat(half, "qk", "j", mode == 0 ? "s0" : "s1") + ";\n  }\n";
   }
   k.Finish(name, body, kLocalSize, code);
   return {};
@@ -241,6 +266,8 @@ Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std
   body += "  float acc = " + (bias ? k.Read(2, "c") : std::string("0.0f")) + ";\n";
   body += "  for (long j = 0; j < K; ++j) {\n    long p = i + j;\n    acc += Q_PADDED(p) * " +
           k.Read(1, "c * K + j") + ";\n  }\n#undef Q_PADDED\n";
+  // float16: the sum rounded before the activation, as the CPU rounds it.
+  if (IsHalf(k.In(0))) body += "  acc = q_round_half(acc);\n";
   if (silu) body += "  acc = acc / (1.0f + exp(-acc));\n";
   body += "  " + k.Write(0, "e", "acc") + ";\n";
   k.Finish(name, body, kLocalSize, code);
@@ -303,7 +330,13 @@ Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name
   }
   body += "  float c = " + k.Read(1, "row + i") + ", sn = " + k.Read(2, "row + i") + ";\n";
   body += "  float mine = " + k.Read(0, "t") + ", theirs = " + k.Read(0, "t + other - d") + ";\n";
-  body += "  " + k.Write(0, "t", "first ? c * mine - sn * theirs : sn * theirs + c * mine") + ";\n";
+  // float16: each product rounded, as the CPU rounds it.
+  auto R = [&](const std::string& x) { return IsHalf(k.In(0)) ? "q_round_half(" + x + ")" : x; };
+  body += "  " +
+          k.Write(0, "t",
+                  "first ? " + R("c * mine") + " - " + R("sn * theirs") + " : " + R("sn * theirs") +
+                      " + " + R("c * mine")) +
+          ";\n";
   k.Finish(name, body, kLocalSize, code);
   return {};
 }

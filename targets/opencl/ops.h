@@ -2,7 +2,7 @@
 // emitter (emit.cc) both classify an op here, so a placement never promises a kernel the emitter
 // cannot write. Kernels compute in float32; elementwise ops, padding and those that move elements
 // also take float16 (stored as such, computed in float32), int32, int64 and bool tensors; every
-// other family but attention float16 too (TakesFloat16); an index input (take) is int32 or int64.
+// other family float16 too (TakesFloat16); an index input (take) is int32 or int64.
 #pragma once
 
 #include <cstddef>

@@ -220,5 +220,42 @@ class Module:
       23, kAnyCount, 1);
 }
 
+// Attention on float16: every step the CPU rounds to float16 (the scaled query and key, the
+// score, softcap's steps, the biased score, the softmax's unless its precision is float32) rounded
+// alike; a 3-D grouped-query attention with a mask, past keys and values, causal, softcap and the
+// biased scores out; 4-D ones with the softmax out, and with the softmax in float32. Within a
+// unit in the last place of the CPU's (whose sums are wider).
+TEST(OpenClEmit, AttentionOfFloat16) {
+  OPENCL_OR_SKIP();
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(Q: R.Tensor((2, 4, 72), "float16"), K: R.Tensor((2, 6, 24), "float16"), V: R.Tensor((2, 6, 30), "float16"), mask: R.Tensor((4, 18), "float16"), pk: R.Tensor((2, 3, 12, 8), "float16"), pv: R.Tensor((2, 3, 12, 10), "float16"), q4: R.Tensor((1, 2, 5, 8), "float16"), k4: R.Tensor((1, 2, 7, 8), "float16"), v4: R.Tensor((1, 2, 7, 6), "float16")):
+        a = R.nn.attention(Q, K, V, mask, pk, pv, R.const([], "int64"), q_num_heads=9, kv_num_heads=3, scale=0.01, is_causal=True, softcap=2.0, qk_matmul_output_mode=2)
+        y = a[0]
+        pk2 = a[1]
+        pv2 = a[2]
+        qk = a[3]
+        b = R.nn.attention(q4, k4, v4, R.const([], "float16"), R.const([], "float16"), R.const([], "float16"), R.const([], "int64"), qk_matmul_output_mode=3)
+        by = b[0]
+        bqk = b[3]
+        c = R.nn.attention(q4, k4, v4, R.const([], "float16"), R.const([], "float16"), R.const([], "float16"), R.const([], "int64"), is_causal=True, softmax_precision="float32")
+        cy = c[0]
+        cqk = c[3]
+        return (y, pk2, pv2, qk, by, bqk, cy, cqk)
+)";
+  // The mask's last column -inf, so that some rows of the causal window mask every key.
+  Input mask = Halves("mask", {4, 18}, {}, 0.2f, 2.0f);
+  const uint16_t minus_inf = 0xfc00;
+  for (int r = 0; r < 4; ++r) std::memcpy(mask.bytes.data() + 2 * (r * 18 + 17), &minus_inf, 2);
+  ExpectOpenClMatchesCpu(
+      kModel,
+      {Halves("Q", {2, 4, 72}), Halves("K", {2, 6, 24}), Halves("V", {2, 6, 30}), mask,
+       Halves("pk", {2, 3, 12, 8}), Halves("pv", {2, 3, 12, 10}), Halves("q4", {1, 2, 5, 8}),
+       Halves("k4", {1, 2, 7, 8}), Halves("v4", {1, 2, 7, 6})},
+      3, kAnyCount, 1);
+}
+
 }  // namespace
 }  // namespace quilt
