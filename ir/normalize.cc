@@ -95,6 +95,31 @@ class Normalizer : public NormalizeHooks::Emitter {
       blocks.push_back(std::move(result));
       body = Expr(v);
     }
+    // So is an item of a tuple in the result (`return (a, s[0])`, or `return s[0]`), as the
+    // importer writes it: a function returns variables' tensors (a region of partition then
+    // exports tensors, not the tuple; a copy of an item to another device has a binding to copy).
+    auto item_var = [](const Expr& item) {
+      const auto* get = As<TupleGetItemNode>(item);
+      std::string name = "item";
+      if (const auto* tuple = get ? As<VarNode>(get->tuple) : nullptr) name = tuple->name_hint;
+      return MakeVar(name + "_" + std::to_string(get ? get->index : 0), item->struct_info, false);
+    };
+    BindingBlock items{false, {}};
+    if ((*body)->kind == ExprKind::kTupleGetItem) {
+      Var v = item_var(*body);
+      items.bindings.push_back({v, *body, saved_source, saved_op});
+      body = Expr(v);
+    } else if (const auto* tuple = As<TupleNode>(*body)) {
+      std::vector<Expr> fields = tuple->fields;
+      for (Expr& field : fields) {
+        if (field->kind != ExprKind::kTupleGetItem) continue;
+        Var v = item_var(field);
+        items.bindings.push_back({v, field, saved_source, saved_op});
+        field = v;
+      }
+      if (!items.bindings.empty()) body = MakeTuple(std::move(fields));
+    }
+    if (!items.bindings.empty()) blocks.push_back(std::move(items));
     if (top && hooks_.result) {
       BindingBlock tail{false, {}};
       block_ = &tail;

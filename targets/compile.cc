@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/target.h"
 #include "ir/verifier.h"
@@ -81,6 +82,40 @@ Expected<std::string> DeviceList(const std::vector<std::string>& devices) {
   return list;
 }
 
+// The entry's output names as the module writes them (the variables its result returns), kept
+// as its output_names where it has none (an ONNX import has them): the copies that bring results
+// to the host are named after their device (y_llvm), and an output's name is the model's
+// contract. A result that is not a variable or a tuple of variables keeps the lowering's names.
+Expected<ir::IRModule> KeepOutputNames(const ir::IRModule& module) {
+  Expected<ir::IRModule> mod = ir::NormalizeModule(module);  // binds items of tuples it returns
+  if (!mod) return mod;
+  std::string entry = mod->Lookup("main") ? "main" : "";
+  if (entry.empty() && !mod->functions.empty()) entry = mod->functions[0].first;
+  ir::Function f = mod->Lookup(entry);
+  if (!f || f->attrs.Get<std::vector<std::string>>("output_names")) return mod;
+  std::vector<std::string> names;
+  const ir::Expr& result = f->body->body;
+  if (const auto* tuple = ir::As<ir::TupleNode>(result)) {
+    for (const ir::Expr& field : tuple->fields) {
+      const auto* v = ir::As<ir::VarNode>(field);
+      if (!v || (v->struct_info && v->struct_info->kind == ir::StructInfoKind::kTuple)) return mod;
+      names.push_back(v->name_hint);
+    }
+  } else if (const auto* v = ir::As<ir::VarNode>(result)) {
+    if (!v->struct_info || v->struct_info->kind == ir::StructInfoKind::kTuple) return mod;
+    names.push_back(v->name_hint);
+  } else {
+    return mod;
+  }
+  ir::Attrs attrs = f->attrs;
+  attrs.Set("output_names", names);
+  Expected<ir::Function> named = ir::MakeFunction(f->params, f->body, f->ret_struct_info, attrs,
+                                                  f->is_pure, f->is_private, f->param_defaults);
+  if (!named) return named.error();
+  mod->Set(entry, *named);
+  return mod;
+}
+
 }  // namespace
 
 Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& options,
@@ -100,7 +135,9 @@ Expected<Compiled> Compile(const ir::IRModule& module, const CompileOptions& opt
     QUILT_TRY(step(p->name, *out));
     return out;
   };
-  ir::IRModule mod = module;
+  Expected<ir::IRModule> named = KeepOutputNames(module);
+  if (!named) return named.error();
+  ir::IRModule mod = *named;
   if (!options.devices.empty() || mod.vdevices.empty()) {
     Expected<std::string> list =
         DeviceList(options.devices.empty() ? std::vector<std::string>{"llvm"} : options.devices);

@@ -13,6 +13,7 @@
 #include "targets/compile.h"
 #include "tests/importers/onnx_test_util.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/test_util.h"
 
 namespace quilt::compiler {
 namespace {
@@ -193,6 +194,41 @@ TEST(ModelContract, OutputNamesSurviveASplitAcrossTwoDevices) {
   EXPECT_EQ(where, (std::map<std::string, std::string>{
                        {"add", "llvm"}, {"nn.relu", "llvm"}, {"multiply", "llvm:1"}}));
   ExpectThreeOutputsRun(c->package);
+}
+
+// A module in the text form names its outputs by the variables it returns, items of a tuple
+// returned as they are (`s[0]`) included: s_0, s_1. Placed on the first of two CPU devices, its
+// results are copied to the host, and those copies' names (a_llvm) must not leak out.
+TEST(ModelContract, ATextModulesOutputsKeepTheirVariablesNames) {
+  constexpr const char* kModel = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 4), "float32")):
+        s = R.split(x, indices_or_sections=2, axis=1)
+        a = R.add(x, x)
+        return (a, s[0], s[1])
+)";
+  for (const std::vector<std::string>& devices :
+       {std::vector<std::string>{"llvm"}, std::vector<std::string>{"llvm", "llvm"}}) {
+    CompileOptions options;
+    options.devices = devices;
+    Expected<Compiled> c = Compile(testing::Parse(kModel), options);
+    ASSERT_TRUE(c) << c.error().ToString();
+    std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(OutputNames(*p), (std::vector<std::string>{"a", "s_0", "s_1"})) << devices.size();
+    std::unique_ptr<rt::Session> s;
+    ASSERT_TRUE(rt::Session::Create(p, {}, &s).ok());
+    std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st = s->Run({test::Input("x", x, {2, 4})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(test::Floats(out[0]), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
+    EXPECT_EQ(test::Floats(out[1]), (std::vector<float>{1, 2, 5, 6}));
+    EXPECT_EQ(test::Floats(out[2]), (std::vector<float>{3, 4, 7, 8}));
+  }
 }
 
 // If on a run-time condition whose else branch reshapes x to (3, 5): impossible for x of 8
