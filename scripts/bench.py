@@ -2,6 +2,7 @@
 models (models/zoo.toml) and their real inputs, at each thread count.
 
     python scripts/bench.py [--models a,b | --ci] [--engines quilt,onnxruntime,mnn,openvino]
+        (quilt-opencl too, when asked for: the package compiled for OpenCL and the CPU)
         [--threads 1,2] [--runs N] [--seconds S] [--warmup W] [--out DIR] [--cache DIR]
         [--quilt-bin build/bin] [--lib build/lib/libquilt.so]
     python scripts/bench.py --model M.onnx --inputs IN.npz [--input-shape NAME:D,D,...]...
@@ -50,6 +51,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 ENGINES = ("quilt", "onnxruntime", "mnn", "openvino")
+# Engines run when asked for alone: quilt's package for OpenCL with the CPU as the host (quiltc
+# --device opencl --device llvm), on the machine's first OpenCL device (PoCL here: its pthread
+# device limited to the thread count with POCL_MAX_PTHREAD_COUNT). Not a peer: no ratio compares
+# it.
+OPTIONAL_ENGINES = ("quilt-opencl",)
 PEERS = ("onnxruntime", "mnn", "openvino")
 MAX_RUNS = 1000
 
@@ -224,8 +230,8 @@ class OpenVinoEngine:
         return {n: np.array(value) for port, value in result.items() for n in port.get_names()}
 
 
-ENGINE_CLASSES = {"quilt": QuiltEngine, "onnxruntime": OrtEngine, "mnn": MnnEngine,
-                  "openvino": OpenVinoEngine}
+ENGINE_CLASSES = {"quilt": QuiltEngine, "quilt-opencl": QuiltEngine, "onnxruntime": OrtEngine,
+                  "mnn": MnnEngine, "openvino": OpenVinoEngine}
 
 
 def worker(spec_path):
@@ -424,6 +430,8 @@ def run_worker(spec, work, timeout):
     try:
         # numpy's BLAS on one thread: its idle workers would take a core from the engine timed.
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        if spec["engine"] == "quilt-opencl":
+            env["POCL_MAX_PTHREAD_COUNT"] = str(spec["threads"])
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", path],
                            capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -474,7 +482,7 @@ def prepare_model(entry, args, out):
     npz = os.path.join(work, "inputs.npz")
     np.savez(npz, **inputs)
     p = {"name": name, "model": path, "inputs": npz, "feeds": inputs, "work": work,
-         "sizes": {"onnx": os.path.getsize(path)}, "errors": {}}
+         "sizes": {"onnx": os.path.getsize(path)}, "errors": {}, "packages": {}}
     import onnx
 
     m = onnx.load(path, load_external_data=False)
@@ -482,19 +490,24 @@ def prepare_model(entry, args, out):
     p["names"] = [o.name for o in m.graph.output]
     fixed = {v.split("=", 1)[0] for v in entry.get("input_value", [])}
     p["quilt_inputs"] = [i.name for i in m.graph.input if i.name not in inits | fixed]
-    if "quilt" in args.engines:
-        pkg = os.path.join(work, f"{name}.quilt")
-        cmd = [os.path.join(args.quilt_bin, "quiltc"), path, "-o", pkg, "--device", "llvm"]
+    for engine, suffix, devices in (("quilt", "", ["llvm"]),
+                                    ("quilt-opencl", "-opencl", ["opencl", "llvm"])):
+        if engine not in args.engines:
+            continue
+        pkg = os.path.join(work, f"{name}{suffix}.quilt")
+        cmd = [os.path.join(args.quilt_bin, "quiltc"), path, "-o", pkg]
+        for d in devices:
+            cmd += ["--device", d]
         for s in entry.get("input_shape", []):
             cmd += ["--input-shape", s]
         for v in entry.get("input_value", []):
             cmd += ["--input-value", v]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
-            p["errors"]["quilt"] = "quiltc: " + r.stderr.strip().splitlines()[-1][:300]
+            p["errors"][engine] = "quiltc: " + r.stderr.strip().splitlines()[-1][:300]
         else:
-            p["package"] = pkg
-            p["sizes"]["quilt"] = os.path.getsize(pkg)
+            p["packages"][engine] = pkg
+            p["sizes"][engine] = os.path.getsize(pkg)
     if "mnn" in args.engines:
         mnn = os.path.join(work, f"{name}.mnn")
         conv = shutil.which("mnnconvert", path=os.path.dirname(sys.executable)) or "mnnconvert"
@@ -535,7 +548,7 @@ def bench_model(entry, args, out, index):
     rec = {"name": name, "sizes": p["sizes"], "flops": p["flops"], "threads": {}}
     base = {"model": p["model"], "inputs": p["inputs"], "names": p["names"],
             "warmup": args.warmup, "runs": args.runs, "seconds": args.seconds,
-            "lib": args.lib, "package": p.get("package"), "quilt_inputs": p["quilt_inputs"],
+            "lib": args.lib, "quilt_inputs": p["quilt_inputs"],
             "mnn": p.get("mnn")}
     # The reference: ONNX Runtime at one thread.
     ref_res, want = run_worker(dict(base, engine="onnxruntime", threads=1, runs=1, seconds=0,
@@ -562,8 +575,9 @@ def bench_model(entry, args, out, index):
                 if engine in p["errors"] or (parts[engine] and parts[engine][-1].get("error")):
                     continue
                 log(f"{name}: {engine} at {threads} thread(s), round {r + 1} of {rounds} ...")
-                res, got = run_worker(dict(per_round, engine=engine, threads=threads), p["work"],
-                                      args.timeout)
+                res, got = run_worker(dict(per_round, engine=engine, threads=threads,
+                                           package=p["packages"].get(engine)),
+                                      p["work"], args.timeout)
                 if not res.get("error"):
                     ok, problems, notes = check(entry, p["names"], got, want)
                     res["check"] = "ok" if ok else "wrong"
@@ -614,6 +628,9 @@ def combine_rounds(parts):
     if wrong:
         res.update(check="wrong", problems=wrong[0].get("problems", []))
     res["rss_over_python_mb"] = max(r["peak_rss_kb"] - r["rss_python_kb"] for r in parts) / 1024
+    # Session creation per round: the first may build what later ones find in a cache (quilt's
+    # OpenCL programs).
+    res["load_s_rounds"] = [r.get("load_s") for r in parts]
     res["peak_rss_mb"] = max(r["peak_rss_kb"] for r in parts) / 1024
     return res
 
@@ -714,9 +731,10 @@ def parse_args(argv):
     if args.worker:
         return args
     args.engines = [e for e in args.engines.split(",") if e]
-    bad = [e for e in args.engines if e not in ENGINES]
+    bad = [e for e in args.engines if e not in ENGINES + OPTIONAL_ENGINES]
     if bad:
-        ap.error(f"unknown engine(s) {', '.join(bad)}; the engines: {', '.join(ENGINES)}")
+        ap.error(f"unknown engine(s) {', '.join(bad)}; the engines: "
+                 f"{', '.join(ENGINES + OPTIONAL_ENGINES)}")
     try:
         args.threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
@@ -726,7 +744,7 @@ def parse_args(argv):
     if bool(args.model) != bool(args.inputs):
         ap.error("--model and --inputs go together")
     args.lib = os.path.abspath(args.lib)
-    if "quilt" in args.engines:
+    if "quilt" in args.engines or "quilt-opencl" in args.engines:
         for f in (args.lib, os.path.join(args.quilt_bin, "quiltc")):
             if not os.path.exists(f):
                 ap.error(f"{f} is missing: build quilt first (scripts/bench.sh does)")

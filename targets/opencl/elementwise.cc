@@ -36,7 +36,7 @@ std::optional<std::string> FloatExpr(std::string_view op, const ir::Attrs& attrs
     if (op == "subtract") return "(" + a + " - " + b + ")";
     if (op == "multiply") return "(" + a + " * " + b + ")";
     if (op == "divide") return "(" + a + " / " + b + ")";
-    if (op == "power") return "pow(" + a + ", " + b + ")";
+    if (op == "power") return "q_pow(" + a + ", " + b + ")";
     if (op == "maximum") return "q_max(" + a + ", " + b + ")";
     if (op == "minimum") return "q_min(" + a + ", " + b + ")";
     if (op == "nn.swiglu") {

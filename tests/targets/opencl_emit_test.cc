@@ -269,7 +269,7 @@ TEST(OpenClEmit, ConvolutionsOfOneToThreeSpatialDimsAndTransposed) {
 @I.ir_module
 class Module:
     @R.function
-    def main(x1: R.Tensor(("n", 4, 11), "float32"), w1: R.Tensor((6, 2, 3), "float32"), b1: R.Tensor((6, 1), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32"), w3: R.Tensor((3, 2, 2, 3, 2), "float32"), x2: R.Tensor((2, 4, 5, 3), "float32"), w2: R.Tensor((4, 3, 3, 2), "float32"), wt1: R.Tensor((4, 2, 4), "float32"), wt3: R.Tensor((2, 2, 2, 2, 3), "float32")):
+    def main(x1: R.Tensor(("n", 4, 11), "float32"), w1: R.Tensor((6, 2, 3), "float32"), b1: R.Tensor((6, 1), "float32"), x3: R.Tensor((1, 2, 5, 4, 6), "float32"), w3: R.Tensor((3, 2, 2, 3, 2), "float32"), x2: R.Tensor((2, 4, 5, 3), "float32"), w2: R.Tensor((4, 3, 3, 2), "float32"), wt1: R.Tensor((4, 2, 4), "float32"), wt3: R.Tensor((2, 2, 2, 2, 3), "float32"), xs: R.Tensor(("n", 1, 80), "float32"), ws: R.Tensor((20, 1, 32), "float32")):
         a = R.nn.conv1d(x1, w1, strides=[2], padding=[1, 2], dilation=[2], groups=2)
         ab = R.add(a, b1)
         ar = R.nn.relu(ab)
@@ -277,16 +277,19 @@ class Module:
         d = R.nn.conv2d_transpose(x2, w2, strides=[2, 3], padding=[1, 0, 0, 2], output_padding=[1, 0], dilation=[1, 2], groups=2)
         e = R.nn.conv1d_transpose(x1, wt1, strides=[3], padding=[2, 1], groups=2)
         f = R.nn.conv3d_transpose(x3, wt3, strides=[2, 1, 2], padding=[0, 1, 0, 1, 0, 1])
-        return (ar, c, d, e, f)
+        s = R.nn.conv1d(xs, ws, strides=[16])
+        return (ar, c, d, e, f, s)
 )";
+  // s: an STFT's shape of conv (a window of more taps than are written out, a stride past 2).
   for (int64_t n : {1, 3}) {
     ExpectOpenClMatchesCpu(
         kModel,
         {Floats("x1", {n, 4, 11}), Floats("w1", {6, 2, 3}, 0.1f, 0.5f), Floats("b1", {6, 1}),
          Floats("x3", {1, 2, 5, 4, 6}), Floats("w3", {3, 2, 2, 3, 2}, 0.1f, 0.5f),
          Floats("x2", {2, 4, 5, 3}), Floats("w2", {4, 3, 3, 2}, 0.1f, 0.5f),
-         Floats("wt1", {4, 2, 4}, 0.1f, 0.5f), Floats("wt3", {2, 2, 2, 2, 3}, 0.1f, 0.5f)},
-        5);
+         Floats("wt1", {4, 2, 4}, 0.1f, 0.5f), Floats("wt3", {2, 2, 2, 2, 3}, 0.1f, 0.5f),
+         Floats("xs", {n, 1, 80}), Floats("ws", {20, 1, 32}, 0.05f, 0.55f, 0.0f)},
+        6);
   }
 }
 
