@@ -345,42 +345,9 @@ InputUse InputUseOf(Family family, size_t k) {
 }
 
 bool TakesFloat16(Family family) {
-  switch (family) {
-    case Family::kSoftmax:
-    case Family::kMatmul:
-    case Family::kConv2d:
-    case Family::kConv:
-    case Family::kConvTranspose:
-    case Family::kPool2d:
-    case Family::kPool:
-    case Family::kAdaptivePool:
-    case Family::kGlobalPool:
-    case Family::kBatchNorm:
-    case Family::kPRelu:
-    case Family::kReduce:
-    case Family::kNorm:
-    case Family::kResize:
-    case Family::kGridSample:
-    case Family::kCausalConv:
-    case Family::kRotary:
-    case Family::kAttention:
-      return true;
-    case Family::kElementwise:  // these take float16 as one of their types (InputUse::kAny)
-    case Family::kIdentity:
-    case Family::kPermute:
-    case Family::kConcat:
-    case Family::kSplit:
-    case Family::kSlice:
-    case Family::kTake:
-    case Family::kGatherNd:
-    case Family::kPad:
-    case Family::kSpaceDepth:
-    case Family::kBroadcastTo:
-    case Family::kFull:
-    case Family::kArange:
-      return false;
-  }
-  return false;
+  // Every family whose data is float takes it as float16 too; the others take float16 as one of
+  // their types (InputUse::kAny).
+  return !AnyTypeOut(family);
 }
 
 bool AnyTypeOut(Family family) {

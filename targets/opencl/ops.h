@@ -69,7 +69,8 @@ InputUse InputUseOf(Family family, size_t k);
 bool AnyTypeOut(Family family);
 
 // Whether a family whose data is float32 (InputUse::kFloat, a float32 output) also takes float16
-// data throughout (every data input and output float16), stored as such and computed in float32.
+// data throughout (every data input and output float16), stored as such and computed in float32:
+// every such family.
 bool TakesFloat16(Family family);
 
 }  // namespace quilt::targets::opencl
