@@ -1,6 +1,6 @@
-// OpenCL kernels of the convolutions conv2d's tiled kernel (emit.cc) does not cover: nn.conv1d
-// and nn.conv3d, and the transposed convolutions of 1 to 3 spatial dims. The window's constants
-// are baked in, the sizes passed as step dims.
+// OpenCL kernels of the convolutions conv2d's tiled kernel (emit.cc) does not cover: nn.conv3d
+// (nn.conv1d runs as those tiles, a row of L pixels), and the transposed convolutions of 1 to 3
+// spatial dims. The window's constants are baked in, the sizes passed as step dims.
 //  - conv: one work-item per output element, the spatial dims padded to three (size 1, kernel
 //    1); the window over the input, as targets/cpu/kernels/conv.cc's reference; a fused bias and
 //    activation (targets/fuse_epilogue.h) at the end.

@@ -178,7 +178,8 @@ Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::
 // emit_image.cc: resize reads its constant scales, sizes and roi from the package's buffers.
 Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
                   std::string* code);
-// emit_conv.cc: 1-D and 3-D convolutions, transposed convolutions of 1 to 3 spatial dims.
+// emit_conv.cc: 3-D convolutions (and 1-D ones conv2d's tiles do not take), transposed
+// convolutions of 1 to 3 spatial dims.
 Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitConvTranspose(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 Status EmitPool(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
