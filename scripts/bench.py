@@ -53,8 +53,8 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 ENGINES = ("quilt", "onnxruntime", "mnn", "openvino")
 # Engines run when asked for alone: quilt's package for OpenCL with the CPU as the host (quiltc
 # --device opencl --device llvm), on the machine's first OpenCL device (PoCL here: its pthread
-# device limited to the thread count with POCL_MAX_PTHREAD_COUNT). Not a peer: no ratio compares
-# it.
+# device limited to the thread count with POCL_MAX_PTHREAD_COUNT), its programs' binaries cached
+# in the model's work folder. Not a peer: no ratio compares it.
 OPTIONAL_ENGINES = ("quilt-opencl",)
 PEERS = ("onnxruntime", "mnn", "openvino")
 MAX_RUNS = 1000
@@ -92,7 +92,8 @@ class QuiltEngine:
             _fields_ = [("threads", C.c_int32), ("devices", C.c_char_p),
                         ("max_threads", C.c_int32), ("max_loop_iterations", C.c_int64),
                         ("max_arena_bytes", C.c_int64), ("max_workers", C.c_int32),
-                        ("max_run_bytes", C.c_int64)]
+                        ("max_run_bytes", C.c_int64), ("code_cache_dir", C.c_char_p),
+                        ("strict", C.c_int32)]
 
         self.C, self.Tensor = C, Tensor
         self.numpy = {v: k for k, v in self.DTYPES.items()}
@@ -114,7 +115,11 @@ class QuiltEngine:
         self.package = C.c_void_p()
         self._check(lib.quilt_package_load_file(spec["package"].encode(), C.byref(self.package)))
         self.session = C.c_void_p()
-        opts = Options(threads=threads)
+        # The OpenCL engine keeps its programs' binaries in the model's work folder: the first
+        # round's session builds them, later rounds' load them.
+        cache = spec.get("code_cache") if spec["engine"] == "quilt-opencl" else None
+        self.cache = cache.encode() if cache else None
+        opts = Options(threads=threads, code_cache_dir=self.cache)
         self._check(lib.quilt_session_create(self.package, C.byref(opts), C.byref(self.session)))
         feeds = {k: v for k, v in feeds.items() if k in spec["quilt_inputs"]}
         self.keep = []
@@ -549,6 +554,7 @@ def bench_model(entry, args, out, index):
     base = {"model": p["model"], "inputs": p["inputs"], "names": p["names"],
             "warmup": args.warmup, "runs": args.runs, "seconds": args.seconds,
             "lib": args.lib, "quilt_inputs": p["quilt_inputs"],
+            "code_cache": os.path.join(p["work"], "code-cache"),
             "mnn": p.get("mnn")}
     # The reference: ONNX Runtime at one thread.
     ref_res, want = run_worker(dict(base, engine="onnxruntime", threads=1, runs=1, seconds=0,

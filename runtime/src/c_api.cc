@@ -155,6 +155,8 @@ quilt_status_t* quilt_session_create(const quilt_package_t* package,
       if (options->max_run_bytes > 0) {
         opts.limits.max_run_bytes = static_cast<uint64_t>(options->max_run_bytes);
       }
+      if (options->code_cache_dir) opts.code_cache_dir = options->code_cache_dir;
+      opts.strict = options->strict != 0;
       if (options->devices) {
         std::stringstream ss(options->devices);
         std::string kind;

@@ -50,7 +50,7 @@ TEST(CApi, LoadCreateRunRead) {
 }
 
 // A portable package whose accelerator is absent: the session runs its steps on the CPU, and the
-// C API says so in the session's notes.
+// C API says so in the session's notes; a strict session refuses it instead.
 TEST(CApi, NotesSayWhereAPortablePackageRunsOnTheCpu) {
   quilt::compiler::PackageSpec spec = quilt::test::AddConstantPackage();
   spec.devices[0] = {"opencl -device=7", "opencl", 7, /*cpu_fallback=*/false};
@@ -69,6 +69,14 @@ TEST(CApi, NotesSayWhereAPortablePackageRunsOnTheCpu) {
   spec.devices[0].cpu_fallback = true;
   bytes = quilt::compiler::WritePackage(spec);
   ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_options_t strict{};
+  strict.strict = 1;
+  st = quilt_session_create(pkg, &strict, &session);
+  ASSERT_NE(st, nullptr) << "strict: the absent accelerator fails the session";
+  EXPECT_NE(std::string(quilt_status_message(st)).find("device 'opencl -device=7'"),
+            std::string::npos)
+      << quilt_status_message(st);
+  quilt_status_free(st);
   st = quilt_session_create(pkg, nullptr, &session);
   ASSERT_EQ(st, nullptr) << quilt_status_message(st);
   ASSERT_EQ(quilt_session_note_count(session), 1u);
@@ -239,6 +247,18 @@ TEST(CppApi, RunsAndThrowsOnErrors) {
   EXPECT_EQ(outs[0].Data<float>()[2], 3.0f);
   EXPECT_THROW(session.Run({quilt::Input("nope", x.data(), {1, 3})}), quilt::Exception);
   EXPECT_THROW(quilt::Package::LoadMemory("junk", 4), quilt::Exception);
+  // Every option through the struct: a limit it breaks throws with the C API's message.
+  quilt_session_options_t options{};
+  options.threads = 3;
+  options.max_threads = 2;
+  try {
+    quilt::Session limited(package, options);
+    ADD_FAILURE() << "3 threads past a limit of 2 made a session";
+  } catch (const quilt::Exception& e) {
+    EXPECT_NE(std::string(e.what()).find("3 threads per run, past the limit of 2"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "quilt/quilt.h"
 #include "runtime/src/device/device.h"
 #include "tests/runtime/opencl_test_util.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -104,6 +105,33 @@ TEST_F(OpenClCache, ALaterSessionBuildsFromTheCachedBinary) {
   size_t n = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_ / "a")) ++n;
   EXPECT_EQ(n, 2u);
+}
+
+// The C API's session options name the folder too (quilt_session_options_t::code_cache_dir).
+TEST_F(OpenClCache, TheCApiTakesTheFolder) {
+  std::vector<uint8_t> bytes = compiler::WritePackage(AxpbPackage(kAxpb, "axpb"));
+  quilt_package_t* pkg = nullptr;
+  ASSERT_EQ(quilt_package_load_memory(bytes.data(), bytes.size(), &pkg), nullptr);
+  quilt_session_options_t options{};
+  std::string dir = (dir_ / "c").string();
+  options.code_cache_dir = dir.c_str();
+  options.strict = 1;
+  quilt_session_t* session = nullptr;
+  quilt_status_t* st = quilt_session_create(pkg, &options, &session);
+  ASSERT_EQ(st, nullptr) << quilt_status_message(st);
+  float x[6] = {0, 1, 2, 3, 4, 5};
+  int64_t shape[2] = {2, 3};
+  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
+  quilt_outputs_t* outs = nullptr;
+  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
+  quilt_tensor_t y;
+  ASSERT_EQ(quilt_outputs_get(outs, 0, &y), nullptr);
+  const float* v = static_cast<const float*>(y.data);
+  EXPECT_EQ(std::vector<float>(v, v + 6), Axpb(2));
+  quilt_outputs_free(outs);
+  quilt_session_free(session);
+  quilt_package_free(pkg);
+  EXPECT_EQ(ReadFile(OnlyEntry(dir_ / "c")).find("quilt opencl program 1\n"), 0u);
 }
 
 TEST_F(OpenClCache, AFolderThatCannotBeWrittenIsNoError) {

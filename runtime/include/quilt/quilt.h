@@ -90,6 +90,12 @@ typedef struct quilt_session_options {
   int32_t max_workers;         /* worker threads of all concurrent runs: 0 means 1024; a run past it
                                   computes on its calling thread */
   int64_t max_run_bytes;       /* bytes one run holds at once (arenas and values): 0 means 1 TiB */
+  const char* code_cache_dir;  /* a folder where devices keep the binaries of the code they build
+                                  (OpenCL programs), keyed by device, driver and source, so that a
+                                  later session skips the build; NULL: none */
+  int32_t strict;              /* nonzero: a device whose code does not load, or a portable
+                                  package's accelerator absent here, fails the session instead of
+                                  its steps running on the CPU */
 } quilt_session_options_t;
 
 /* What kind of failure a status is (NULL, success: QUILT_STATUS_OK). */

@@ -78,10 +78,10 @@ class Package {
 
 class Session {
  public:
-  explicit Session(const Package& package, int threads = 1, const char* devices = nullptr) {
-    quilt_session_options_t options{};
-    options.threads = threads;
-    options.devices = devices;
+  explicit Session(const Package& package, int threads = 1, const char* devices = nullptr)
+      : Session(package, Options(threads, devices)) {}
+  // Every option (quilt_session_options_t: limits, the code cache's folder, strict).
+  Session(const Package& package, const quilt_session_options_t& options) {
     quilt_session_t* s = nullptr;
     detail::Check(quilt_session_create(package.get(), &options, &s));
     handle_.reset(s, quilt_session_free);
@@ -111,6 +111,12 @@ class Session {
   }
 
  private:
+  static quilt_session_options_t Options(int threads, const char* devices) {
+    quilt_session_options_t options{};
+    options.threads = threads;
+    options.devices = devices;
+    return options;
+  }
   std::vector<quilt_tensor_info_t> Infos(bool inputs) const {
     size_t n = inputs ? quilt_session_input_count(handle_.get())
                       : quilt_session_output_count(handle_.get());
