@@ -178,6 +178,14 @@ Status EmitGatherNd(GraphSpec& g, StepSpec& step, const std::string& name, std::
 // emit_image.cc: resize reads its constant scales, sizes and roi from the package's buffers.
 Status EmitResize(const PackageSpec& spec, GraphSpec& g, StepSpec& step, const std::string& name,
                   std::string* code);
+// emit_conv2d.cc: conv2d in register tiles, conv1d as the same tiles, 2-D max and average pools;
+// PadBegin, the begin padding of a conv or pool window along spatial dim i of `spatial`, as the
+// CPU kernels compute it.
+Status PadBegin(const GraphSpec& g, const StepSpec& step, const ValueSpec& x, int64_t kernel,
+                int64_t stride, int64_t dilation, int i, int64_t* pad, size_t spatial = 2);
+Status EmitConv2d(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitConvOfRank(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
+Status EmitPool2d(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
 // emit_conv.cc: 3-D convolutions (and 1-D ones conv2d's tiles do not take), transposed
 // convolutions of 1 to 3 spatial dims.
 Status EmitConv(GraphSpec& g, StepSpec& step, const std::string& name, std::string* code);
