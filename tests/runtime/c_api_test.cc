@@ -85,17 +85,8 @@ TEST(CApi, NotesSayWhereAPortablePackageRunsOnTheCpu) {
   EXPECT_NE(note.find("the package is portable: 1 steps run on the CPU instead"), std::string::npos)
       << note;
   EXPECT_EQ(quilt_session_note(session, 1), nullptr);
-  float x[3] = {1, 1, 1};
-  int64_t shape[2] = {1, 3};
-  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
-  quilt_outputs_t* outs = nullptr;
-  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
-  quilt_tensor_t y;
-  ASSERT_EQ(quilt_outputs_get(outs, 0, &y), nullptr);
-  const float* v = static_cast<const float*>(y.data);
-  EXPECT_EQ(v[0], 2.0f);
-  EXPECT_EQ(v[2], 4.0f);
-  quilt_outputs_free(outs);
+  EXPECT_EQ(quilt::test::RunThroughCApi(session, "x", {1, 1, 1}, {1, 3}),
+            (std::vector<float>{2, 3, 4}));
   quilt_session_free(session);
   quilt_package_free(pkg);
 }

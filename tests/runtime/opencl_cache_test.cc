@@ -119,16 +119,7 @@ TEST_F(OpenClCache, TheCApiTakesTheFolder) {
   quilt_session_t* session = nullptr;
   quilt_status_t* st = quilt_session_create(pkg, &options, &session);
   ASSERT_EQ(st, nullptr) << quilt_status_message(st);
-  float x[6] = {0, 1, 2, 3, 4, 5};
-  int64_t shape[2] = {2, 3};
-  quilt_tensor_t in = {"x", QUILT_DTYPE_F32, 2, shape, x, sizeof x};
-  quilt_outputs_t* outs = nullptr;
-  ASSERT_EQ(quilt_session_run(session, &in, 1, &outs), nullptr);
-  quilt_tensor_t y;
-  ASSERT_EQ(quilt_outputs_get(outs, 0, &y), nullptr);
-  const float* v = static_cast<const float*>(y.data);
-  EXPECT_EQ(std::vector<float>(v, v + 6), Axpb(2));
-  quilt_outputs_free(outs);
+  EXPECT_EQ(test::RunThroughCApi(session, "x", {0, 1, 2, 3, 4, 5}, {2, 3}), Axpb(2));
   quilt_session_free(session);
   quilt_package_free(pkg);
   EXPECT_EQ(ReadFile(OnlyEntry(dir_ / "c")).find("quilt opencl program 1\n"), 0u);

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "quilt/quilt.h"
 #include "runtime/src/session.h"
 #include "runtime/src/thread_pool.h"
 #include "targets/package_spec.h"
@@ -97,6 +98,31 @@ inline std::vector<float> Floats(const rt::OwnedTensor& t) {
   std::vector<float> v(t.data.size() / 4);
   if (!v.empty()) std::memcpy(v.data(), t.data.data(), v.size() * 4);
   return v;
+}
+
+// Runs `session` through the C API on one float32 input and returns output 0's values (none,
+// with a failure recorded, where the run fails).
+inline std::vector<float> RunThroughCApi(const quilt_session_t* session, const char* name,
+                                         std::vector<float> x, std::vector<int64_t> shape) {
+  quilt_tensor_t in = {name,         QUILT_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                       shape.data(), x.data(),        x.size() * sizeof(float)};
+  quilt_outputs_t* outs = nullptr;
+  quilt_status_t* st = quilt_session_run(session, &in, 1, &outs);
+  if (st) {
+    ADD_FAILURE() << quilt_status_message(st);
+    quilt_status_free(st);
+    return {};
+  }
+  quilt_tensor_t y;
+  std::vector<float> values;
+  if (quilt_outputs_get(outs, 0, &y) == nullptr) {
+    const float* v = static_cast<const float*>(y.data);
+    values.assign(v, v + y.byte_size / sizeof(float));
+  } else {
+    ADD_FAILURE() << "no output 0";
+  }
+  quilt_outputs_free(outs);
+  return values;
 }
 
 }  // namespace quilt::test
