@@ -117,7 +117,7 @@ class QuiltEngine:
         self.session = C.c_void_p()
         # The OpenCL engine keeps its programs' binaries in the model's work folder: the first
         # round's session builds them, later rounds' load them.
-        cache = spec.get("code_cache") if spec["engine"] == "quilt-opencl" else None
+        cache = spec.get("code_cache") if spec.get("engine") == "quilt-opencl" else None
         self.cache = cache.encode() if cache else None
         opts = Options(threads=threads, code_cache_dir=self.cache)
         self._check(lib.quilt_session_create(self.package, C.byref(opts), C.byref(self.session)))
