@@ -1,8 +1,8 @@
 // What the OpenCL back end can run: the op families of ops.h on tensors whose shapes the compiler
 // knows, of the types each family takes (float32; float16, int32, int64 and bool where elements
-// only move or an elementwise op has code for them; float16 for matmul, reductions and norms),
-// within each family's limits (below). Everything else stays on another device, with the reason
-// in the placement report.
+// only move or an elementwise op has code for them; float16 throughout for the families that
+// compute in float), within each family's limits (below). Everything else stays on another
+// device, with the reason in the placement report.
 #include "targets/capability.h"
 
 #include <algorithm>
@@ -79,14 +79,13 @@ class OpenCl : public Capability {
     if (!family) return Support::No("no OpenCL kernel for " + name + " yet");
     std::vector<ir::StructInfo> outs = Tensors(call.struct_info);
     bool any_type = opencl::AnyTypeOut(*family);
-    // The float data's type: float32, or float16 throughout where the family takes it.
+    // The float data's type: float32, or float16 throughout where the family takes it (every
+    // family whose data is float: the message for those alone).
     const bool half = opencl::TakesFloat16(*family) && !outs.empty() && outs[0] &&
                       outs[0]->dtype == ir::DataType::kFloat16;
     const ir::DataType data = half ? ir::DataType::kFloat16 : ir::DataType::kFloat32;
     std::string float_only =
-        "OpenCL runs " + name + " on float32" +
-        (opencl::TakesFloat16(*family) ? std::string(" (or all float16)") : std::string()) +
-        " tensors of known shape only";
+        "OpenCL runs " + name + " on float32 (or all float16) tensors of known shape only";
     std::string typed_only = "OpenCL runs " + name +
                              " on float32, float16, int32, int64 and bool tensors of known " +
                              "shape only";

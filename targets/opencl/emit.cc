@@ -255,7 +255,7 @@ Status EmitElementwiseProgram(GraphSpec& g, StepSpec& step, const std::string& n
       body += "  " + k.Write(0, "i", *expr) + ";\n";  // a float16 one rounded as the CPU's
     } else if (out_type == ir::DataType::kFloat16) {
       // Rounded to float16 (to nearest even, as the CPU's) and kept as a float.
-      body += "  float " + t + " = q_round_half(" + *expr + ");\n";
+      body += "  float " + t + " = " + RoundHalf(true, *expr) + ";\n";
     } else {
       body += "  " + *type + " " + t + " = " + *expr + ";\n";
     }
@@ -370,7 +370,7 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
   // does: x - max, its exp, and the sum, each rounded.
   const bool half = IsHalf(k.In(0));
   auto Exp = [&](const std::string& x) {
-    return half ? "q_round_half(exp(q_round_half(" + x + " - m)))" : "exp(" + x + " - m)";
+    return RoundHalf(half, "exp(" + RoundHalf(half, x + " - m") + ")");
   };
   std::optional<int64_t> static_len = StaticDim(g, len), static_inner = StaticDim(g, inner);
   if ((log || step.kernel == "nn.softmax") && static_inner == 1 && static_len &&
@@ -500,7 +500,7 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   // float16 operands and result (ONNX's MatMul takes one type): read with vload_half(16),
   // written rounded to nearest even, the sums in float as for float32.
   const bool half = IsHalf(k.In(0));
-  const std::string T = half ? "half" : "float";
+  const std::string T = Pointee(half);  // the parameters' own type: no casts
   auto load = [&](const std::string& p, const std::string& i) { return LoadFloat(half, p, i); };
   std::string body =
       R"(  long cr = get_global_id(0), r = get_global_id(1);
@@ -508,9 +508,8 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
   long bt = r / tm, c0 = cr * 16;
 )" + std::string("  const int R = ") +
       std::to_string(rows) + ";\n" + "  long m0 = r % tm * R;\n" +
-      Unravel("bt", "b", batch.size()) + "  __global const " + T + "* A = (__global const " + T +
-      "*)x0 + 0" + a_off + ";\n" + "  __global const " + T + "* B = (__global const " + T +
-      "*)x1 + 0" + b_off + ";\n" + R"(
+      Unravel("bt", "b", batch.size()) + "  __global const " + T + "* A = x0 + 0" + a_off + ";\n" +
+      "  __global const " + T + "* B = x1 + 0" + b_off + ";\n" + R"(
   float16 acc[R];
   __global const )" +
       T + R"(* ar[R];
@@ -519,19 +518,19 @@ Status EmitMatmul(GraphSpec& g, StepSpec& step, const std::string& name, std::st
     ar[i] = A + min(m0 + i, M - 1) * K;
   }
   __global )" +
-      T + "* Y = (__global " + T + R"(*)y + bt * M * N;
+      T + R"(* Y = y + bt * M * N;
   if (c0 + 16 <= N) {
     __global const )" +
       T + R"(* bc = B + c0;
     for (long p = 0; p < K; ++p) {
       float16 bv = )" +
-      (half ? "vload_half16" : "vload16") + R"((0, bc + p * N);
+      LoadVector(half, 16, "0", "bc + p * N") + R"(;
       for (int i = 0; i < R; ++i) acc[i] = fma((float16)()" +
       load("ar[i]", "p") + R"(), bv, acc[i]);
     }
     for (int i = 0; i < R; ++i)
       if (m0 + i < M) )" +
-      (half ? "vstore_half16_rte" : "vstore16") + R"((acc[i], 0, Y + (m0 + i) * N + c0);
+      StoreVector(half, 16, "acc[i]", "0", "Y + (m0 + i) * N + c0") + R"(;
     return;
   }
   // The last run of columns, fewer than 16.

@@ -117,8 +117,8 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   const bool half = IsHalf(k.In(0));
   const ir::DataType* sp = step.attrs.Get<ir::DataType>("softmax_precision");
   const bool sp_half = half && (!sp || *sp == ir::DataType::kFloat16);
-  auto R = [&](const std::string& x) { return half ? "q_round_half(" + x + ")" : x; };
-  const std::string T_ = Pointee(half);
+  auto R = [&](const std::string& x) { return RoundHalf(half, x); };
+  const std::string pointee = Pointee(half);
 
   // Index expressions of the query, key and value elements, 4-D or 3-D.
   auto at4 = [&](const std::string& b, const std::string& h, const std::string& s,
@@ -144,7 +144,7 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
            ";\n";
   score += "      float kv = " + R(present(4, 1, "D", "b", "hk", "j", "d") + " * sq") + ";\n";
   score += "      s0 += qv * kv;\n    }\n";
-  if (half) score += "    s0 = q_round_half(s0);\n";
+  if (half) score += "    s0 = " + R("s0") + ";\n";
   std::string cap = FloatLiteral(softcap);
   score += softcap > 0
                ? "    float s1 = " + R(R("tanh(" + R("s0 / " + cap) + ")") + " * " + cap) + ";\n"
@@ -163,9 +163,8 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   // The softmax's weight of key j (its biased score in the qk row): the row's maximum `mx` and
   // sum `sum` known.
   const std::string qk_j = LoadFloat(half, "qk", "j");
-  const std::string e_j =
-      sp_half ? "q_round_half(exp(q_round_half(" + qk_j + " - mx)))" : "exp(" + qk_j + " - mx)";
-  const std::string p_j = sp_half ? "q_round_half(" + e_j + " / sum)" : R(e_j + " / sum");
+  const std::string e_j = RoundHalf(sp_half, "exp(" + RoundHalf(sp_half, qk_j + " - mx") + ")");
+  const std::string p_j = R(e_j + " / sum");
 
   std::string body = R"(  long t = get_global_id(0);
   if (t >= total) return;
@@ -173,7 +172,7 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
     long e = t - rows;
     bool is_key = e < nk;
 )";
-  body += "    __global " + T_ + "* out = is_key ? y1 : y2;\n";
+  body += "    __global " + pointee + "* out = is_key ? y1 : y2;\n";
   body += R"(    long Dn = is_key ? D : Dv;
     if (!is_key) e -= nk;
     long d = e % Dn, tt = e / Dn % T, h = e / Dn / T % Hkv, b = e / Dn / T / Hkv;
@@ -192,7 +191,7 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   body +=
       "  long ms2 = m2 == 1 ? 0 : m3, ms1 = m1 == 1 ? 0 : m2 * m3, ms0 = m0 == 1 ? 0 : m1 * "
       "m2 * m3;\n";
-  body += "  __global " + T_ + "* qk = y3 + t * T;\n";
+  body += "  __global " + pointee + "* qk = y3 + t * T;\n";
   body += "  float mx = -INFINITY;\n  bool all_masked = true;\n  for (long j = 0; j < T; ++j) {\n" +
           score + "    " + StoreFloat(half, "qk", "j", "s2") + ";\n";
   body += R"(    if (!(isinf(bv) && bv < 0.0f)) all_masked = false;
@@ -202,7 +201,7 @@ Status EmitAttention(GraphSpec& g, StepSpec& step, const std::string& name, std:
   float sum = 0.0f;
 )";
   body += "  for (long j = 0; j < T; ++j) sum += " + e_j + ";\n";
-  if (sp_half) body += "  sum = q_round_half(sum);\n";
+  if (sp_half) body += "  sum = " + RoundHalf(true, "sum") + ";\n";
   body += R"(  if (sum == 0.0f) sum = 1.0f;
   for (long dv = 0; dv < Dv; ++dv) {
     float acc = 0.0f;
@@ -267,7 +266,7 @@ Status EmitCausalConv(GraphSpec& g, StepSpec& step, const std::string& name, std
   body += "  for (long j = 0; j < K; ++j) {\n    long p = i + j;\n    acc += Q_PADDED(p) * " +
           k.Read(1, "c * K + j") + ";\n  }\n#undef Q_PADDED\n";
   // float16: the sum rounded before the activation, as the CPU rounds it.
-  if (IsHalf(k.In(0))) body += "  acc = q_round_half(acc);\n";
+  if (IsHalf(k.In(0))) body += "  acc = " + RoundHalf(true, "acc") + ";\n";
   if (silu) body += "  acc = acc / (1.0f + exp(-acc));\n";
   body += "  " + k.Write(0, "e", "acc") + ";\n";
   k.Finish(name, body, kLocalSize, code);
@@ -331,7 +330,7 @@ Status EmitRotaryEmbedding(GraphSpec& g, StepSpec& step, const std::string& name
   body += "  float c = " + k.Read(1, "row + i") + ", sn = " + k.Read(2, "row + i") + ";\n";
   body += "  float mine = " + k.Read(0, "t") + ", theirs = " + k.Read(0, "t + other - d") + ";\n";
   // float16: each product rounded, as the CPU rounds it.
-  auto R = [&](const std::string& x) { return IsHalf(k.In(0)) ? "q_round_half(" + x + ")" : x; };
+  auto R = [&](const std::string& x) { return RoundHalf(IsHalf(k.In(0)), x); };
   body += "  " +
           k.Write(0, "t",
                   "first ? " + R("c * mine") + " - " + R("sn * theirs") + " : " + R("sn * theirs") +

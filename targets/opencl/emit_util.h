@@ -57,6 +57,11 @@ std::string StoreFloat(bool half, const std::string& p, const std::string& index
 // The type a kernel's pointers to float data point to: half where the data is float16 (which a
 // kernel reads and writes through vload_half / vstore_half_rte alone), else float.
 inline std::string Pointee(bool half) { return half ? "half" : "float"; }
+// Float expression `x` rounded to float16 and back where `half` (q_round_half: a step the CPU
+// rounds to float16, as ONNX's numpy reference does), else `x` itself.
+inline std::string RoundHalf(bool half, const std::string& x) {
+  return half ? "q_round_half(" + x + ")" : x;
+}
 // A vector of `n` floats (2, 4, 8 or 16) from element `index` * n of `p` (vload_half<n> where
 // `half`), and the statement writing float vector `value` there (vstore_half<n>_rte: to nearest
 // even).
