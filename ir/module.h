@@ -28,6 +28,11 @@ struct IRModule {
     }
     return nullptr;
   }
+  // The entry function's name: "main", or else the first function's ("" for none).
+  std::string EntryName() const {
+    if (Lookup("main")) return "main";
+    return functions.empty() ? std::string() : functions[0].first;
+  }
   void Set(const std::string& name, Function f) {
     for (auto& [n, g] : functions) {
       if (n == name) {

@@ -67,7 +67,7 @@ class Assigner {
         return targets::CapabilityFor(d.target).Supports(call);
       };
     }
-    entry_ = mod.Lookup("main") ? "main" : (mod.functions.empty() ? "" : mod.functions[0].first);
+    entry_ = mod.EntryName();
   }
 
   Expected<AssignResult> Run() {

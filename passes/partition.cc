@@ -151,7 +151,7 @@ class Partitioner {
     Expected<ir::IRModule> flat = ir::NormalizeModule(in_, plain);
     if (!flat) return flat;
     mod_ = *flat;
-    entry_ = mod_.Lookup("main") ? "main" : (mod_.functions.empty() ? "" : mod_.functions[0].first);
+    entry_ = mod_.EntryName();
     ir::Function f = mod_.Lookup(entry_);
     if (!f) return mod_;
     for (const ir::BindingBlock& block : f->body->blocks) {

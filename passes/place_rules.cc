@@ -163,8 +163,9 @@ Expected<std::set<int>> Match(const Rule& r, const std::vector<Node>& nodes) {
 Expected<ir::IRModule> ApplyPlacementRules(const ir::IRModule& mod,
                                            const std::vector<std::string>& rules) {
   if (rules.empty()) return mod;
-  std::string entry = mod.Lookup("main") ? "main" : mod.functions.at(0).first;
+  std::string entry = mod.EntryName();
   ir::Function f = mod.Lookup(entry);
+  if (!f) return Error("placement rules: the module has no function to place");
   std::vector<Node> nodes = Graph(*f);
   std::map<int, std::pair<int, std::string>> pinned;  // node -> (device, rule)
   for (const std::string& text : rules) {

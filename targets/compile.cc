@@ -89,8 +89,7 @@ Expected<std::string> DeviceList(const std::vector<std::string>& devices) {
 Expected<ir::IRModule> KeepOutputNames(const ir::IRModule& module) {
   Expected<ir::IRModule> mod = ir::NormalizeModule(module);  // binds items of tuples it returns
   if (!mod) return mod;
-  std::string entry = mod->Lookup("main") ? "main" : "";
-  if (entry.empty() && !mod->functions.empty()) entry = mod->functions[0].first;
+  std::string entry = mod->EntryName();
   ir::Function f = mod->Lookup(entry);
   if (!f || f->attrs.Get<std::vector<std::string>>("output_names")) return mod;
   std::vector<std::string> names;

@@ -38,10 +38,6 @@ std::string Who(const passes::OpPlacement& p) {
   return p.node.empty() ? "'" + p.value + "'" : "node '" + p.node + "'";
 }
 
-std::string EntryName(const ir::IRModule& m) {
-  return m.Lookup("main") ? "main" : (m.functions.empty() ? "" : m.functions[0].first);
-}
-
 // Per device: the number of ops and of regions; fallbacks in total.
 struct Counts {
   std::vector<int> ops, regions;
@@ -111,7 +107,7 @@ PlacementReport BuildPlacementReport(const ir::IRModule& module,
     }
     r.regions.push_back(std::move(g));
   }
-  if (ir::Function entry = module.Lookup(EntryName(module))) {
+  if (ir::Function entry = module.Lookup(module.EntryName())) {
     // Which region produced each value of the entry, and which regions read it.
     std::map<const ir::VarNode*, std::string> made_by;
     std::map<const ir::VarNode*, std::vector<std::string>> read_by;

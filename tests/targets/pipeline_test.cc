@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/op.h"
+#include "passes/place_rules.h"
 #include "runtime/src/session.h"
 #include "targets/compile.h"
 #include "tests/importers/onnx_test_util.h"
@@ -399,6 +400,11 @@ TEST(Pipeline, BadPlacementRulesAreRefusedWithTheirReason) {
   EXPECT_NE(RuleError({"op:Relu=llvm", "node:/backbone/relu=cuda"})
                 .find("ask for node '/backbone/relu' on two devices"),
             std::string::npos);
+  // A module without a function has nothing to place: an error, not a crash.
+  Expected<ir::IRModule> empty = passes::ApplyPlacementRules(ir::IRModule{}, {"op:Relu=llvm"});
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("the module has no function to place"), std::string::npos)
+      << empty.error().message;
 }
 
 }  // namespace
