@@ -384,7 +384,7 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
             ";\n" + GroupReduce("sum", false);
     body += log ? "  float ls = log(sum);\n" + each + " " +
                       k.Write(0, "base + j", v + " - m - ls") + ";\n"
-            : half ? "  sum = q_round_half(sum);\n" + each + " " +
+            : half ? "  sum = " + RoundHalf(true, "sum") + ";\n" + each + " " +
                          k.Write(0, "base + j", e + " / sum") + ";\n"
                    : "  float inv = 1.0f / sum;\n" + each + " " +
                          k.Write(0, "base + j", e + " * inv") + ";\n";
@@ -426,7 +426,7 @@ Status EmitSoftmax(GraphSpec& g, StepSpec& step, const std::string& name, std::s
           ");\n  float sum = 0.0f;\n  for (long j = 0; j < len; ++j) sum += " + e + ";\n";
   body += log ? "  float ls = log(sum);\n  for (long j = 0; j < len; ++j) " +
                     write(v + " - m - ls") + ";\n"
-          : half ? "  sum = q_round_half(sum);\n  for (long j = 0; j < len; ++j) " +
+          : half ? "  sum = " + RoundHalf(true, "sum") + ";\n  for (long j = 0; j < len; ++j) " +
                        write(e + " / sum") + ";\n"
                  : "  float inv = 1.0f / sum;\n  for (long j = 0; j < len; ++j) " +
                        write(e + " * inv") + ";\n";
