@@ -102,7 +102,7 @@ DType AttrView::Dtype(std::string_view name, DType fallback) const {
   return static_cast<DType>(a->i());
 }
 
-std::vector<int64_t> AttrView::Ints(std::string_view name) const {
+InlineVector<int64_t, 8> AttrView::Ints(std::string_view name) const {
   const pkg::Attr* a = Find(name);
   if (!a || a->type() != pkg::AttrType::Ints || !a->ints()) return {};
   return {a->ints()->begin(), a->ints()->end()};
@@ -120,9 +120,9 @@ std::vector<double> AttrView::Floats(std::string_view name) const {
   return {a->floats()->begin(), a->floats()->end()};
 }
 
-std::vector<std::string_view> AttrView::Strs(std::string_view name) const {
+InlineVector<std::string_view, 8> AttrView::Strs(std::string_view name) const {
   const pkg::Attr* a = Find(name);
-  std::vector<std::string_view> out;
+  InlineVector<std::string_view, 8> out;
   if (!a || a->type() != pkg::AttrType::Strs || !a->strs()) return out;
   for (const auto* s : *a->strs()) out.push_back(s->string_view());
   return out;

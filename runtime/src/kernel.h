@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/src/inline_vector.h"
 #include "runtime/src/status.h"
 #include "runtime/src/tensor.h"
 #include "runtime/src/thread_pool.h"
@@ -82,11 +83,12 @@ class AttrView {
   bool Bool(std::string_view name, bool fallback = false) const;
   std::string_view Str(std::string_view name, std::string_view fallback = {}) const;
   DType Dtype(std::string_view name, DType fallback = DType::kVoid) const;
-  std::vector<int64_t> Ints(std::string_view name) const;
+  // Lists come inline up to 8 items (InlineVector): a kernel's per-run reads do not allocate.
+  InlineVector<int64_t, 8> Ints(std::string_view name) const;
   // The same list read in place, valid while the package is (a kernel's per-run reads: no copy).
   std::span<const int64_t> IntsView(std::string_view name) const;
   std::vector<double> Floats(std::string_view name) const;
-  std::vector<std::string_view> Strs(std::string_view name) const;
+  InlineVector<std::string_view, 8> Strs(std::string_view name) const;
   // Every attribute of the step, whatever the prefix.
   const List* list() const { return attrs_; }
 

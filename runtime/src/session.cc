@@ -1603,10 +1603,10 @@ class Run final : public OutputAllocator {
         return Status::Error("a scan state, scan input or captured value is absent");
       }
     }
-    std::vector<int64_t> in_axes = attrs_.Ints("scan_input_axes");
-    std::vector<int64_t> in_dirs = attrs_.Ints("scan_input_directions");
-    std::vector<int64_t> out_axes = attrs_.Ints("scan_output_axes");
-    std::vector<int64_t> out_dirs = attrs_.Ints("scan_output_directions");
+    Shape in_axes = attrs_.Ints("scan_input_axes");
+    Shape in_dirs = attrs_.Ints("scan_input_directions");
+    Shape out_axes = attrs_.Ints("scan_output_axes");
+    Shape out_dirs = attrs_.Ints("scan_output_directions");
     if (xs.empty()) return Status::Error("scan needs at least one scan input");
     int64_t len = -1;
     std::vector<int64_t> axes(xs.size());

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "runtime/src/dtype.h"
+#include "runtime/src/inline_vector.h"
 
 namespace quilt::rt {
 
-using Shape = std::vector<int64_t>;
+// A shape's dims, inline up to rank 8 (no allocation where kernels copy or derive one).
+using Shape = InlineVector<int64_t, 8>;
 
 // The bytes of a tensor of `dtype` and `shape`, or nullopt when a dim is negative or the size
 // overflows 64 bits.

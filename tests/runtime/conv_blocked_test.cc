@@ -536,6 +536,46 @@ TEST(FastKernels, ChannelBlockedResizeMatchesTheReference) {
             "makes (2, 64, 6, 7)");
 }
 
+// The same on an image large enough that the rows are split between 3 threads: each worker reads
+// the taps the calling thread planned (they are planned in memory that thread keeps between
+// runs), in every run.
+TEST(FastKernels, ChannelBlockedResizeSplitBetweenThreadsMatchesTheReference) {
+  std::mt19937 rng(77);
+  const Shape xs = {1, 32, 40, 48};
+  std::vector<float> x = Random(rng, Count(xs));
+  Attrs none;
+  TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+  ASSERT_TRUE(nn::ToBlocked(to).ok());
+  std::vector<float> xb = to.values();
+  rt::ThreadPool three(3);
+  for (const char* mode : {"nearest", "linear"}) {
+    Attrs attrs;
+    attrs.Str("mode", mode).Str("coordinate_transformation_mode", "half_pixel");
+    const rt::AttrView::List* list = attrs.Finish();
+    std::vector<float> roi, scales = {1, 1, 2, 2};
+    std::vector<int64_t> sizes;
+    auto inputs = [&](const Shape& shape, float* data) {
+      return std::vector<Tensor>{
+          Tensor{DType::kFloat32, shape, data}, Tensor{DType::kFloat32, {0}, roi.data()},
+          Tensor{DType::kFloat32, {4}, scales.data()}, Tensor{DType::kInt64, {0}, sizes.data()}};
+    };
+    TestContext ref(inputs(xs, x.data()), list, nullptr);
+    ASSERT_TRUE(ResizeReference(ref).ok()) << mode;
+    std::vector<float> want = ref.values();
+    for (int run = 0; run < 2; ++run) {
+      TestContext got(inputs(to.out().shape, xb.data()), list, &three);
+      Status st = ResizeBlocked(got);
+      ASSERT_TRUE(st.ok()) << mode << ": " << st.message();
+      std::vector<float> v = Unblocked(got);
+      ASSERT_EQ(v.size(), want.size()) << mode;
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want[i]))
+            << mode << ", run " << run << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
   std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
   Attrs none;

@@ -34,7 +34,8 @@ class Module:
 // A session on the package compiled from IR text `model` (null, with a failure recorded, when
 // it does not compile or open).
 std::unique_ptr<rt::Session> OpenSession(const char* model) {
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), {});
+  compiler::CompileOptions options;
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), options);
   EXPECT_TRUE(c) << c.error().ToString();
   if (!c) return nullptr;
   std::unique_ptr<rt::LoadedPackage> p;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ class Attrs {
     return *this;
   }
   Attrs& Ints(const std::string& name, const std::vector<int64_t>& v) {
+    return Ints(name, std::span<const int64_t>(v));
+  }
+  Attrs& Ints(const std::string& name, std::span<const int64_t> v) {
     auto n = fbb_.CreateString(name);
-    auto ints = fbb_.CreateVector(v);
+    auto ints = fbb_.CreateVector(v.data(), v.size());
     list_.push_back(pkg::CreateAttr(fbb_, n, pkg::AttrType::Ints, 0, 0, 0, ints));
     return *this;
   }
@@ -165,7 +169,7 @@ inline int64_t Count(const Shape& s) {
   return n;
 }
 
-inline std::string Join(const std::vector<int64_t>& v) {
+inline std::string Join(std::span<const int64_t> v) {
   std::string s;
   for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
   return s;

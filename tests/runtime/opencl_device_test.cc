@@ -220,7 +220,7 @@ TEST(OpenCl, CompiledElementwiseOpsRunAsGeneratedCode) {
     EXPECT_EQ(root.devices()->Get(step->device())->kind()->str(), "opencl");
     if (ops.back() == "fused_elementwise") {
       rt::AttrView attrs(step->attrs());
-      std::vector<std::string_view> members = attrs.Strs("ops");
+      auto members = attrs.Strs("ops");
       EXPECT_EQ(members, (std::vector<std::string_view>{"add", "nn.relu", "multiply", "sigmoid"}));
     }
   }

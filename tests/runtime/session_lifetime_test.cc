@@ -37,7 +37,8 @@ class Module:
 )";
 
 std::vector<uint8_t> Package() {
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kModel), {});
+  compiler::CompileOptions options;
+  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kModel), options);
   EXPECT_TRUE(c) << c.error().ToString();
   return c ? c->package : std::vector<uint8_t>{};
 }

@@ -136,14 +136,14 @@ TEST(PackWeights, ConstantMatmulWeightsAreStoredAsTheGemmsPanels) {
       EXPECT_EQ(b->dims()->size(), 2u) << "an unpacked B keeps its shape";
       continue;
     }
-    std::vector<int64_t> shape = attrs.Ints("packed_b");
+    auto shape = attrs.Ints("packed_b");
     ASSERT_GE(shape.size(), 2u);
     int64_t k = shape[shape.size() - 2], n = shape.back();
     int64_t matrices = shape.size() == 3 ? shape[0] : 1;
     EXPECT_EQ(b->kind(), pkg::ValueKind::Constant);
     EXPECT_EQ(b->dims()->size(), 1u);
     EXPECT_EQ(b->byte_size(), matrices * cpu::PackedBFloats(k, n) * 4);
-    shapes.push_back(shape);
+    shapes.push_back(shape.ToVector());
   }
   EXPECT_EQ(matmuls, 4);
   EXPECT_EQ(shapes, (std::vector<std::vector<int64_t>>{{10, 30}, {2, 10, 25}}));

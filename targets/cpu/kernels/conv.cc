@@ -529,8 +529,8 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
 Status Col2Im(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   if (x.rank() != 3) return Status::Error("data must have rank 3, got " + Str(x.rank()));
-  std::vector<int64_t> image = ctx.attrs().Ints("image_shape");
-  std::vector<int64_t> block = ctx.attrs().Ints("block_shape");
+  Shape image = ctx.attrs().Ints("image_shape");
+  Shape block = ctx.attrs().Ints("block_shape");
   Window w;
   QUILT_RETURN_IF_ERROR(MakeWindow(ctx.attrs(), image, block, &w));
   int64_t bsize = w.KernelSize();

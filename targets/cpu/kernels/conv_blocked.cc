@@ -166,7 +166,7 @@ Status BlockedShapeError(const char* what, const Tensor& t) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-std::string JoinInts(const std::vector<int64_t>& v) {
+std::string JoinInts(std::span<const int64_t> v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s;
@@ -185,7 +185,7 @@ Status ConvBlocked(KernelContext& ctx) {
   const bool plain = x.dtype == DType::kFloat32 && x.rank() == 4;
   if (!plain && !IsBlocked(x)) return BlockedShapeError("data", x);
   const rt::AttrView& attrs = ctx.attrs();
-  std::vector<int64_t> ws = attrs.Ints("weight_shape");
+  Shape ws = attrs.Ints("weight_shape");
   int64_t groups = attrs.Int("groups", 1);
   const int64_t ic = plain ? x.shape[1] : x.shape[1] * kB16;
   if (ws.size() != 4 || ws[0] % kB16 != 0 || ws[0] <= 0 || wt.dtype != DType::kFloat32 ||

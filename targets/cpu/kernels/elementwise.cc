@@ -74,8 +74,7 @@ Status Binary(KernelContext& ctx) {
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, kPredicate ? DType::kBool : a.dtype, shape, &y));
-  const std::vector<int64_t> strides[2] = {BroadcastStrides(a.shape, shape),
-                                           BroadcastStrides(b.shape, shape)};
+  const Shape strides[2] = {BroadcastStrides(a.shape, shape), BroadcastStrides(b.shape, shape)};
   return Visit<kTypes>(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = std::conditional_t<kPredicate, bool, T>;
@@ -484,9 +483,8 @@ Status Where(KernelContext& ctx) {
   }
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, a.dtype, shape, &y));
-  const std::vector<int64_t> strides[3] = {BroadcastStrides(c.shape, shape),
-                                           BroadcastStrides(a.shape, shape),
-                                           BroadcastStrides(b.shape, shape)};
+  const Shape strides[3] = {BroadcastStrides(c.shape, shape), BroadcastStrides(a.shape, shape),
+                            BroadcastStrides(b.shape, shape)};
   int bits = rt::DTypeBits(a.dtype);
   if (bits % 8 != 0 || bits == 0) return Unsupported(a.dtype);
   size_t width = static_cast<size_t>(bits / 8);

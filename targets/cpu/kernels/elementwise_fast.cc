@@ -32,8 +32,7 @@ struct Collapsed {
   std::vector<int64_t> dims, sa, sb;
 };
 
-Collapsed Collapse(const Shape& out, const std::vector<int64_t>& sa,
-                   const std::vector<int64_t>& sb) {
+Collapsed Collapse(const Shape& out, const Shape& sa, const Shape& sb) {
   Collapsed c;
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;

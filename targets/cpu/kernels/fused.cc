@@ -71,7 +71,7 @@ class MemberContext : public KernelContext {
 
 Status FusedElementwise(KernelContext& ctx) {
   const rt::AttrView& a = ctx.attrs();
-  std::vector<std::string_view> ops = a.Strs("ops");
+  auto ops = a.Strs("ops");
   // Read in place (no copy at every run).
   std::span<const int64_t> arity = a.IntsView("arity"), args = a.IntsView("args"),
                            dtypes = a.IntsView("dtypes");

@@ -27,7 +27,10 @@ using namespace manip;  // NOLINT
 
 // ---- resize ----------------------------------------------------------------------------------
 
-std::vector<double> Coefficients(const ResizeParams& p, double ratio, double scale) {
+// A position's coefficients: 2 or 4, more with antialiasing (inline up to 8).
+using Coeffs = rt::InlineVector<double, 8>;
+
+Coeffs Coefficients(const ResizeParams& p, double ratio, double scale) {
   if (p.mode == "nearest") {
     if (ratio == 1.0) return {0, 1};
     const std::string& m = p.nearest_mode;
@@ -42,7 +45,7 @@ std::vector<double> Coefficients(const ResizeParams& p, double ratio, double sca
     double s = std::min(scale, 1.0);
     int64_t start = static_cast<int64_t>(std::floor(-1 / s) + 1);
     int64_t footprint = 2 - 2 * start;
-    std::vector<double> c;
+    Coeffs c;
     double sum = 0;
     for (int64_t i = start; i < start + footprint; ++i) {
       double v = std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * s), 0.0, 1.0);
@@ -62,7 +65,7 @@ std::vector<double> Coefficients(const ResizeParams& p, double ratio, double sca
   double s = std::min(scale, 1.0);
   int64_t start = static_cast<int64_t>(std::floor(-2 / s) + 1);
   int64_t end = 2 - start;
-  std::vector<double> c;
+  Coeffs c;
   double sum = 0;
   for (int64_t i = start; i < end; ++i) {
     double x = std::abs(s * (static_cast<double>(i) - ratio));
@@ -112,20 +115,27 @@ Status ResizeTaps(const ResizeParams& p, int64_t in, int64_t out, double scale, 
   if (p.antialias && p.mode != "nearest" && scale < 1e-4) {
     return Status::Error("the antialiasing filter of a scale below 1e-4 is too wide");
   }
-  std::vector<double> coeffs = Coefficients(p, ratio, scale);
+  Coeffs coeffs = Coefficients(p, ratio, scale);
   int64_t n = static_cast<int64_t>(coeffs.size());
   // The n nearest indices to xo in the input padded by ceil(n / 2) edge values on each side,
   // ties to the lower index.
   int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
   double xp = std::clamp(xo + static_cast<double>(pad), -1.0, static_cast<double>(limit));
   int64_t c = std::clamp<int64_t>(static_cast<int64_t>(std::floor(xp)), 0, limit - 1);
-  std::vector<int64_t> cand;
+  rt::InlineVector<int64_t, 16> cand;
   for (int64_t i = std::max<int64_t>(0, c - n); i <= std::min(limit - 1, c + n); ++i) {
     cand.push_back(i);
   }
-  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
-    return std::abs(xp - static_cast<double>(a)) < std::abs(xp - static_cast<double>(b));
-  });
+  // Nearest first, ties in index order: a stable insertion sort (std::stable_sort takes a buffer
+  // from the heap, for at most 2n + 1 candidates).
+  for (size_t i = 1; i < cand.size(); ++i) {
+    int64_t v = cand[i];
+    double dv = std::abs(xp - static_cast<double>(v));
+    size_t j = i;
+    for (; j > 0 && dv < std::abs(xp - static_cast<double>(cand[j - 1])); --j)
+      cand[j] = cand[j - 1];
+    cand[j] = v;
+  }
   if (static_cast<int64_t>(cand.size()) < n) return Status::Error("too few resize neighbours");
   cand.resize(n);
   std::sort(cand.begin(), cand.end());
@@ -349,7 +359,9 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
 Status PlanTaps(const ResizePlan& plan, const Shape& in, size_t first,
                 std::vector<std::vector<AxisTaps>>* taps) {
   const size_t rank = in.size();
-  taps->assign(rank, {});
+  // Cleared and refilled, so that a vector the caller keeps between runs keeps its memory.
+  taps->resize(rank);
+  for (size_t a = 0; a < rank; ++a) (*taps)[a].clear();
   for (size_t a = first; a < rank; ++a) {
     (*taps)[a].resize(static_cast<size_t>(plan.out[a]));
     for (int64_t o = 0; o < plan.out[a]; ++o) {
@@ -373,14 +385,17 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  std::vector<std::vector<AxisTaps>> taps;
+  // Planned at every run, in memory this thread keeps (a resize plans no more than its output).
+  // A reference, so that the workers' lambdas read this thread's taps, not their own.
+  thread_local std::vector<std::vector<AxisTaps>> kept_taps;
+  std::vector<std::vector<AxisTaps>>& taps = kept_taps;
   QUILT_RETURN_IF_ERROR(PlanTaps(plan, x.shape, 0, &taps));
   if (fast && x.dtype == DType::kFloat32 &&
       ResizeFloatPlanes(x.Data<float>(), x.shape, out, taps, extrapolation, y->MutableData<float>(),
                         ctx)) {
     return Status::Ok();
   }
-  std::vector<int64_t> strides = Strides(x.shape);
+  Shape strides = Strides(x.shape);
   return VisitNumeric(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.Data<T>();
@@ -488,7 +503,10 @@ Status ResizeBlocked(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(
       0, DType::kFloat32, Shape{x.shape[0], x.shape[1], plan.out[2], plan.out[3], 16}, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  std::vector<std::vector<AxisTaps>> taps;
+  // Planned at every run, in memory this thread keeps (a resize plans no more than its output).
+  // A reference, so that the workers' lambdas read this thread's taps, not their own.
+  thread_local std::vector<std::vector<AxisTaps>> kept_taps;
+  std::vector<std::vector<AxisTaps>>& taps = kept_taps;
   // The height's and width's (the batch and channels are kept, checked above).
   QUILT_RETURN_IF_ERROR(PlanTaps(plan, nchw, 2, &taps));
   const int64_t blocks = x.shape[0] * x.shape[1], ih = x.shape[2], iw = x.shape[3];
@@ -497,7 +515,9 @@ Status ResizeBlocked(KernelContext& ctx) {
   float* py = y->MutableData<float>();
   const float fill = static_cast<float>(plan.extrapolation);
   // Each output column's input column where every one reads one with weight 1 (nearest).
-  std::vector<int64_t> column;
+  thread_local std::vector<int64_t> kept_column;
+  std::vector<int64_t>& column = kept_column;  // the workers read this thread's
+  column.clear();
   bool single = true;
   for (const AxisTaps& u : taps[3])
     single &= u.extrapolate || (u.index.size() == 1 && u.weight[0] == 1.0);
@@ -590,7 +610,7 @@ Status GridSample(KernelContext& ctx) {
   for (int64_t i = 0; i < grid.NumElements(); ++i) {
     QUILT_RETURN_IF_ERROR(ReadDouble(&grid, i, "grid", &g[i]));
   }
-  std::vector<int64_t> strides = Strides(dims);
+  Shape strides = Strides(dims);
   std::vector<double> lo(nd), hi(nd);
   for (int d = 0; d < nd; ++d) {
     double len = static_cast<double>(dims[d]);

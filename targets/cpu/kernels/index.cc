@@ -92,7 +92,7 @@ Status GatherElements(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, ind.shape, &y));
-  std::vector<int64_t> strides = Strides(x.shape);
+  Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
   ForEachIndex(ind.shape, [&](int64_t i, const std::vector<int64_t>& at) {
@@ -123,7 +123,7 @@ Status NdOffsets(const Tensor& x, const Tensor& ind, int64_t b, std::vector<int6
   std::vector<int64_t> idx;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   Shape slice(x.shape.begin() + b, x.shape.end());
-  std::vector<int64_t> strides = Strides(slice);
+  Shape strides = Strides(slice);
   int64_t tuples = static_cast<int64_t>(idx.size()) / k;
   offsets->assign(tuples, 0);
   for (int64_t t = 0; t < tuples; ++t) {
@@ -274,7 +274,7 @@ Status ScatterElements(KernelContext& ctx) {
   std::vector<int64_t> idx;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   for (int64_t& i : idx) QUILT_RETURN_IF_ERROR(NormalizeIndex(i, x.shape[axis], &i));
-  std::vector<int64_t> strides = Strides(x.shape);
+  Shape strides = Strides(x.shape);
   return ScatterCommon(ctx, x, upd, red, [&](auto&& apply) {
     ForEachIndex(ind.shape, [&](int64_t i, const std::vector<int64_t>& at) {
       int64_t off = 0;

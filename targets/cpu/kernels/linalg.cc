@@ -179,8 +179,8 @@ Status PrepareMatmul(KernelContext& ctx, MatmulGeometry* geo, DType out_dtype) {
     geo->offs_b.push_back(0);
   } else {
     const Shape batch(out_shape.begin(), out_shape.end());
-    const std::vector<int64_t> strides[2] = {BroadcastStrides(Shape(ba.begin(), ba.end()), batch),
-                                             BroadcastStrides(Shape(bb.begin(), bb.end()), batch)};
+    const Shape strides[2] = {BroadcastStrides(Shape(ba.begin(), ba.end()), batch),
+                              BroadcastStrides(Shape(bb.begin(), bb.end()), batch)};
     ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
       geo->offs_a.push_back(off[0]);
       geo->offs_b.push_back(off[1]);
@@ -562,7 +562,7 @@ Status Einsum(KernelContext& ctx) {
   size_t nl = all.size();
   std::vector<std::vector<int64_t>> strides(count, std::vector<int64_t>(nl, 0));
   for (int i = 0; i < count; ++i) {
-    std::vector<int64_t> st = Strides(ops[i]->shape);
+    Shape st = Strides(ops[i]->shape);
     for (size_t d = 0; d < labels[i].size(); ++d) {
       if (ops[i]->shape[d] == 1) continue;
       size_t pos = std::find(all.begin(), all.end(), labels[i][d]) - all.begin();

@@ -129,7 +129,7 @@ Status PermuteDims(KernelContext& ctx) {
   int rank = x.rank();
   std::vector<int64_t> perm(rank);
   if (ctx.attrs().Has("axes")) {
-    std::vector<int64_t> axes = ctx.attrs().Ints("axes");
+    Shape axes = ctx.attrs().Ints("axes");
     if (static_cast<int>(axes.size()) != rank) {
       return Status::Error("axes has " + std::to_string(axes.size()) + " entries for rank " +
                            std::to_string(rank));
@@ -151,7 +151,7 @@ Status PermuteDims(KernelContext& ctx) {
   for (int i = 0; i < rank; ++i) out[i] = x.shape[perm[i]];
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  std::vector<int64_t> in_strides = Strides(x.shape), strides(rank);
+  Shape in_strides = Strides(x.shape), strides(rank);
   for (int k = 0; k < rank; ++k) strides[k] = in_strides[perm[k]];
   CopyStrided(x.data, out, strides, eb, y->data, ctx.thread_pool());
   return Status::Ok();
@@ -257,7 +257,7 @@ Status Concat(KernelContext& ctx) {
   return Status::Ok();
 }
 
-Status TileImpl(KernelContext& ctx, const std::vector<int64_t>& r) {
+Status TileImpl(KernelContext& ctx, std::span<const int64_t> r) {
   const Tensor& x = *ctx.input(0);
   if (static_cast<int>(r.size()) != x.rank()) {
     return Status::Error("repeats has " + std::to_string(r.size()) + " values for rank " +
@@ -275,7 +275,7 @@ Status TileImpl(KernelContext& ctx, const std::vector<int64_t>& r) {
   QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  std::vector<int64_t> strides = Strides(x.shape);
+  Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
   ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
@@ -340,7 +340,7 @@ Status BroadcastTo(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
-  const std::vector<int64_t> strides[1] = {BroadcastStrides(x.shape, out)};
+  const Shape strides[1] = {BroadcastStrides(x.shape, out)};
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
   ForEachBroadcast(out, strides, [&](int64_t i, const int64_t* off) {
@@ -558,7 +558,7 @@ int64_t PadSource(int64_t p, int64_t n, PadMode mode) {
   return m < n ? m : period - m;
 }
 
-Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std::string& mode) {
+Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::string& mode) {
   const Tensor& x = *ctx.input(0);
   const Tensor& value = *ctx.input(1);
   int rank = x.rank();
@@ -614,7 +614,7 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   // padding whole rows of them), so that the rows below are long. (Another mode reads its
   // padding from inside the axis: there an axis stays itself.)
   Shape in_shape = x.shape, out_shape = out;
-  std::vector<int64_t> pads = width;
+  Shape pads(width.begin(), width.end());
   while (pm == PadMode::kConstant && in_shape.size() > 1 && pads[pads.size() - 2] == 0 &&
          pads.back() == 0) {
     int64_t inner = in_shape.back();
@@ -628,7 +628,7 @@ Status PadImpl(KernelContext& ctx, const std::vector<int64_t>& width, const std:
   }
   // Row by row along the last axis: the source row from the outer indices (none: the row is
   // all padding), then the columns that read inside it as one copy, the others one by one.
-  std::vector<int64_t> strides = Strides(in_shape);
+  Shape strides = Strides(in_shape);
   const int last = static_cast<int>(in_shape.size()) - 1;
   const int64_t n = in_shape[last], cols = out_shape[last], b = pads[2 * last];
   const int64_t in_lo = std::clamp<int64_t>(b, 0, cols),
@@ -691,7 +691,7 @@ Status DynamicPad(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   std::vector<int64_t> pads;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(2), "pads", &pads));
-  std::vector<int64_t> axes = ctx.attrs().Ints("axes");
+  Shape axes = ctx.attrs().Ints("axes");
   if (pads.size() != 2 * axes.size()) {
     return Status::Error("pads has " + std::to_string(pads.size()) + " values for " +
                          std::to_string(axes.size()) + " axes");
@@ -713,7 +713,7 @@ Status Split(KernelContext& ctx) {
   int64_t axis = ctx.attrs().Int("axis", 0);
   if (!NormalizeAxis(&axis, x.rank())) return AxisError(axis, x.rank());
   int64_t dim = x.shape[axis];
-  std::vector<int64_t> idx = ctx.attrs().Ints("indices_or_sections");
+  Shape idx = ctx.attrs().Ints("indices_or_sections");
   int64_t sections = ctx.attrs().Int("sections", 0);
   std::vector<int64_t> sizes;
   // Each part is an output: a count of parts past them is refused before it is listed.
@@ -818,7 +818,7 @@ Status ReverseSequence(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ElementBytes(x.dtype, &eb));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, x.shape, &y));
-  std::vector<int64_t> strides = Strides(x.shape);
+  Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
   ForEachIndex(x.shape, [&](int64_t i, const std::vector<int64_t>& idx) {

@@ -140,7 +140,7 @@ Status BroadcastParam(const Tensor& p, const Shape& shape, const char* what,
   }
   std::vector<double> v;
   QUILT_RETURN_IF_ERROR(ReadDoubles(p, &v));
-  const std::vector<int64_t> strides[1] = {BroadcastStrides(p.shape, shape)};
+  const Shape strides[1] = {BroadcastStrides(p.shape, shape)};
   int64_t total = 1;
   for (int64_t d : shape) total *= d;
   out->assign(total, 0.0);

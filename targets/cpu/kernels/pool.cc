@@ -402,7 +402,7 @@ Status MaxUnpool(KernelContext& ctx) {
   }
   Shape shape = inferred;
   if (sized) {
-    std::vector<int64_t> size = a.Ints("output_size");
+    Shape size = a.Ints("output_size");
     if (size.size() != r && size.size() != r + 2) {
       return Status::Error("output_size has " + Str(static_cast<int64_t>(size.size())) +
                            " values, expected " + Str(static_cast<int64_t>(r + 2)));
@@ -435,7 +435,7 @@ Status MaxUnpool(KernelContext& ctx) {
   auto* dst = static_cast<uint8_t*>(y->data);
   if (y->ByteSize()) std::memset(dst, 0, y->ByteSize());
   // Copy the inferred-shape result into the corner of the output, element by element.
-  std::vector<int64_t> out_strides = Strides(shape);
+  Shape out_strides = Strides(shape);
   std::vector<int64_t> idx(r + 2, 0);
   for (int64_t i = 0; i < total; ++i) {
     int64_t off = 0;

@@ -526,8 +526,7 @@ Status QLinearMatmul(KernelContext& ctx) {
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, yz.dtype, out_shape, &y));
   std::vector<int64_t> offs_a, offs_b;
-  const std::vector<int64_t> strides[2] = {BroadcastStrides(ba, batch),
-                                           BroadcastStrides(bb, batch)};
+  const Shape strides[2] = {BroadcastStrides(ba, batch), BroadcastStrides(bb, batch)};
   ForEachBroadcast(batch, strides, [&](int64_t, const int64_t* off) {
     offs_a.push_back(off[0]);
     offs_b.push_back(off[1]);
@@ -600,8 +599,7 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
                        const Tensor& wz, DType out_dtype, Tensor** y, std::vector<int64_t>* sums,
                        bool weights_constant, bool fast = true, bool int32_out = false) {
   const rt::AttrView& at = ctx.attrs();
-  std::vector<int64_t> strides = at.Ints("strides"), pads = at.Ints("padding"),
-                       dil = at.Ints("dilation");
+  Shape strides = at.Ints("strides"), pads = at.Ints("padding"), dil = at.Ints("dilation");
   int64_t groups = at.Int("groups", 1);
   int r = x.rank();
   if (r < 3 || w.rank() != r) return Status::Error("conv needs data and weight of one rank >= 3");
@@ -634,7 +632,7 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
   QUILT_RETURN_IF_ERROR(ctx.Output(0, out_dtype, out, y));
   int64_t total = 1;
   for (int64_t d : out) total *= d;
-  std::vector<int64_t> xst = Strides(x.shape), wst = Strides(w.shape), ost = Strides(out);
+  Shape xst = Strides(x.shape), wst = Strides(w.shape), ost = Strides(out);
   int64_t ksize = 1;
   for (size_t i = 0; i < k; ++i) ksize *= w.shape[2 + i];
   int64_t opg = oc / groups;

@@ -296,7 +296,7 @@ Status Recurrent(KernelContext& ctx) {
     QUILT_RETURN_IF_ERROR(ReadFloats(tw, &w));
     QUILT_RETURN_IF_ERROR(ReadFloats(tr, &r));
   }
-  std::vector<std::string_view> names = at.Strs("activations");
+  auto names = at.Strs("activations");
   std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
   if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
       betas.size() != names.size()) {
@@ -601,8 +601,8 @@ Status DeformConv(KernelContext& ctx) {
   const Tensor* tb = ctx.input(3);
   const Tensor* tm = ctx.input(4);
   const rt::AttrView& at = ctx.attrs();
-  std::vector<int64_t> kernel = at.Ints("kernel_shape"), strides = at.Ints("strides"),
-                       pads = at.Ints("pads"), dil = at.Ints("dilations");
+  Shape kernel = at.Ints("kernel_shape"), strides = at.Ints("strides"), pads = at.Ints("pads"),
+        dil = at.Ints("dilations");
   int64_t group = at.Int("group", 1), ogroup = at.Int("offset_group", 1);
   int r = tx.rank();
   size_t k = kernel.size();

@@ -134,7 +134,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       tr->shape != Shape{dirs, G, H} || tw->shape != Shape{dirs, G, I}) {
     return reference(ctx);
   }
-  std::vector<std::string_view> names = at.Strs("activations");
+  auto names = at.Strs("activations");
   std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
   if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
       betas.size() != names.size()) {

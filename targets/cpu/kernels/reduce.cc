@@ -49,12 +49,12 @@ T FromDouble(double v) {
 struct Plan {
   std::vector<bool> reduced;
   Shape out_shape;
-  std::vector<int64_t> out_strides;  // over the input's axes
+  Shape out_strides;  // over the input's axes
   int64_t out_n = 1;
   int64_t count = 1;  // input elements per output element
 };
 
-Status MakePlan(const Shape& in, const std::vector<int64_t>* axes, bool keepdims, Plan* p) {
+Status MakePlan(const Shape& in, const Shape* axes, bool keepdims, Plan* p) {
   int rank = static_cast<int>(in.size());
   p->reduced.assign(rank, axes == nullptr);
   if (axes) {
@@ -78,7 +78,7 @@ Status MakePlan(const Shape& in, const std::vector<int64_t>* axes, bool keepdims
       p->out_shape.push_back(in[i]);
     }
   }
-  std::vector<int64_t> ks = Strides(kept);
+  Shape ks = Strides(kept);
   p->out_strides.assign(rank, 0);
   for (int i = 0, k = 0; i < rank; ++i) {
     if (!p->reduced[i]) p->out_strides[i] = ks[k++];
@@ -90,7 +90,7 @@ Status MakePlan(const Shape& in, const std::vector<int64_t>* axes, bool keepdims
 // Calls f(input_index, output_index) for every input element.
 template <typename F>
 void ForEachReduced(const Shape& in, const Plan& p, F&& f) {
-  const std::vector<int64_t> strides[1] = {p.out_strides};
+  const Shape strides[1] = {p.out_strides};
   ForEachBroadcast(in, strides, [&](int64_t i, const int64_t* off) { f(i, off[0]); });
 }
 
@@ -405,7 +405,7 @@ template <Red kRed, bool kFast = true>
 Status Reduce(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const rt::AttrView& attrs = ctx.attrs();
-  std::vector<int64_t> axes;
+  Shape axes;
   bool all = !attrs.Has("axis");
   if (!all) axes = attrs.Ints("axis");
   Plan p;

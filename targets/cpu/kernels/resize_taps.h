@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/src/inline_vector.h"
 #include "runtime/src/status.h"
 
 namespace quilt::cpu {
@@ -22,8 +23,9 @@ struct ResizeParams {
 // One output position of one axis: input indices and weights, or the extrapolation value.
 struct AxisTaps {
   bool extrapolate = false;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
+  // Inline up to 4 taps (cubic's): the kernel plans them at every run without allocating.
+  rt::InlineVector<int64_t, 4> index;
+  rt::InlineVector<double, 4> weight;
 };
 
 // The taps of output position x of an axis of `in` elements resized to `out` with `scale` (and,

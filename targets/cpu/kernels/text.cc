@@ -22,9 +22,9 @@ Status TfIdfVectorizer(KernelContext& ctx) {
   std::string_view mode = a.Str("mode");
   int64_t lo = a.Int("min_gram_length"), hi = a.Int("max_gram_length");
   int64_t max_skip = a.Int("max_skip_count");
-  std::vector<int64_t> counts = a.Ints("ngram_counts");
-  std::vector<int64_t> indexes = a.Ints("ngram_indexes");
-  std::vector<int64_t> pool = a.Ints("pool_int64s");
+  Shape counts = a.Ints("ngram_counts");
+  Shape indexes = a.Ints("ngram_indexes");
+  Shape pool = a.Ints("pool_int64s");
   std::vector<double> weights = a.Floats("weights");
   if (lo < 0 || hi < 0 || max_skip < 0) {
     return Status::Error("n-gram lengths [" + std::to_string(lo) + ", " + std::to_string(hi) +

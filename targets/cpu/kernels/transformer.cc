@@ -146,7 +146,7 @@ Status Attention(KernelContext& ctx) {
   bool has_mask = !Absent(tmask);
   std::vector<double> mask;
   Shape mshape;
-  std::vector<int64_t> mstrides;
+  Shape mstrides;
   if (has_mask) {
     const Tensor& m = *tmask;
     if (m.rank() < 1 || m.rank() > 4) return Status::Error("attn_mask must have rank 1 to 4");

@@ -37,8 +37,8 @@ bool BroadcastShape(std::span<const int64_t> a, std::span<const int64_t> b, Shap
   return true;
 }
 
-std::vector<int64_t> Strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
+Shape Strides(const Shape& shape) {
+  Shape s(shape.size());
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
@@ -266,8 +266,8 @@ void CopyRows(const uint8_t* s, const std::vector<int64_t>& dims, const std::vec
 
 }  // namespace
 
-void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
-                 size_t eb, void* dst, rt::ThreadPool* pool) {
+void CopyStrided(const void* src, const Shape& shape, const Shape& strides, size_t eb, void* dst,
+                 rt::ThreadPool* pool) {
   // Dims of one dropped; a dim merged into the one inside it where the two are contiguous. (This
   // thread's, kept from call to call; the pool's threads read the caller's through these
   // references: a thread_local named in a lambda would be the running thread's own.)
@@ -348,9 +348,9 @@ void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>
   CopyRows(s, dims, st, eb, 0, rows, d);
 }
 
-std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> s(out.size(), 0);
-  std::vector<int64_t> own = Strides(in);
+Shape BroadcastStrides(const Shape& in, const Shape& out) {
+  Shape s(out.size(), 0);
+  Shape own = Strides(in);
   size_t lead = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) s[lead + i] = in[i] == 1 ? 0 : own[i];
   return s;

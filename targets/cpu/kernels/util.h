@@ -171,9 +171,9 @@ Status VisitAll(DType t, F&& f) {
 bool BroadcastShape(std::span<const int64_t> a, std::span<const int64_t> b, Shape* out);
 // Element strides of `in` seen from every axis of `out` (0 where `in` is broadcast), for an
 // `in` that broadcasts to `out`.
-std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
+Shape BroadcastStrides(const Shape& in, const Shape& out);
 // Row-major strides of a shape, in elements.
-std::vector<int64_t> Strides(const Shape& shape);
+Shape Strides(const Shape& shape);
 
 // Copies the strided view of `src` into the dense `dst`: element idx of `shape` is read from
 // src + (sum of idx[k] * strides[k]) elements of `eb` bytes (strides may be negative or 0).
@@ -182,13 +182,13 @@ std::vector<int64_t> Strides(const Shape& shape);
 // kParallelCopyBytes runs on `pool`'s threads where one is given: the view's rows split among
 // them, or a single run cut into blocks.
 inline constexpr int64_t kParallelCopyBytes = int64_t{1} << 18;
-void CopyStrided(const void* src, const Shape& shape, const std::vector<int64_t>& strides,
-                 size_t eb, void* dst, rt::ThreadPool* pool = nullptr);
+void CopyStrided(const void* src, const Shape& shape, const Shape& strides, size_t eb, void* dst,
+                 rt::ThreadPool* pool = nullptr);
 
 // Calls f(out_index, in_offsets...) for every element of `out`, with each input's offset
 // computed from its broadcast strides. N inputs.
 template <size_t N, typename F>
-void ForEachBroadcast(const Shape& out, const std::vector<int64_t> (&strides)[N], F&& f) {
+void ForEachBroadcast(const Shape& out, const Shape (&strides)[N], F&& f) {
   int rank = static_cast<int>(out.size());
   int64_t total = 1;
   for (int64_t d : out) total *= d;
