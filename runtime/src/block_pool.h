@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 namespace quilt::rt {
 
@@ -32,9 +34,11 @@ class BlockPool {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.lower_bound(rounded);
       if (it != free_.end() && it->first <= 2 * rounded) {
-        Block b{std::move(it->second), it->first};
-        free_bytes_ -= it->first;
-        free_.erase(it);
+        // The map's node is kept for the next Give: taking and giving back do not allocate.
+        auto node = free_.extract(it);
+        Block b{std::move(node.mapped()), node.key()};
+        free_bytes_ -= b.size;
+        spare_.push_back(std::move(node));
         return b;
       }
     }
@@ -46,13 +50,22 @@ class BlockPool {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_bytes_ + b.size > kMaxFreeBytes) return;  // dropped: freed here
     free_bytes_ += b.size;
-    free_.emplace(b.size, std::move(b.mem));
+    if (spare_.empty()) {
+      free_.emplace(b.size, std::move(b.mem));
+      return;
+    }
+    auto node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = b.size;
+    node.mapped() = std::move(b.mem);
+    free_.insert(std::move(node));
   }
 
  private:
   static constexpr size_t kMaxFreeBytes = size_t{1} << 30;
   std::mutex mu_;
   std::multimap<size_t, Memory> free_;
+  std::vector<std::multimap<size_t, Memory>::node_type> spare_;  // emptied nodes of free_
   size_t free_bytes_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace quilt::rt {
 
@@ -12,10 +13,24 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 }
 }  // namespace
 
-DimEnv::DimEnv(const pkg::Graph& g) : g_(g) {
+DimEnv::DimEnv(const pkg::Graph& g, Storage kept)
+    : g_(g),
+      values_(std::move(kept.values)),
+      bound_(std::move(kept.bound)),
+      memo_(std::move(kept.memo)) {
   size_t n = g.symbols() ? g.symbols()->size() : 0;
   values_.assign(n, 0);
   bound_.assign(n, false);
+  memo_.clear();  // Eval sizes it again (its capacity kept)
+}
+
+DimEnv::Storage DimEnv::Release() {
+  Storage s{std::move(values_), std::move(bound_), std::move(memo_)};
+  values_.clear();
+  bound_.clear();
+  memo_.clear();
+  done_ = -1;
+  return s;
 }
 
 std::optional<int64_t> DimEnv::Compute(const pkg::DimNode& d) const {

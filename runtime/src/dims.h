@@ -16,7 +16,16 @@ namespace quilt::rt {
 
 class DimEnv {
  public:
-  explicit DimEnv(const pkg::Graph& g);
+  // The memory of an environment, for the next one of the same graph (a loop body's, at each
+  // iteration) to reuse.
+  struct Storage {
+    std::vector<int64_t> values;
+    std::vector<bool> bound;
+    std::vector<std::optional<int64_t>> memo;
+  };
+  explicit DimEnv(const pkg::Graph& g, Storage kept = {});
+  // Hands this environment's memory over (it is then empty).
+  Storage Release();
   // The value of dim node `i`, or nullopt while a symbol it uses is unbound (or it divides by 0,
   // or overflows 64 bits). Each node is computed once per symbol binding, without recursion (the
   // package checker made every operand's index smaller than its node's), so a pool of shared

@@ -114,7 +114,7 @@ std::span<const int64_t> AttrView::IntsView(std::string_view name) const {
   return {a->ints()->data(), a->ints()->size()};
 }
 
-std::vector<double> AttrView::Floats(std::string_view name) const {
+InlineVector<double, 8> AttrView::Floats(std::string_view name) const {
   const pkg::Attr* a = Find(name);
   if (!a || a->type() != pkg::AttrType::Floats || !a->floats()) return {};
   return {a->floats()->begin(), a->floats()->end()};

@@ -87,7 +87,7 @@ class AttrView {
   InlineVector<int64_t, 8> Ints(std::string_view name) const;
   // The same list read in place, valid while the package is (a kernel's per-run reads: no copy).
   std::span<const int64_t> IntsView(std::string_view name) const;
-  std::vector<double> Floats(std::string_view name) const;
+  InlineVector<double, 8> Floats(std::string_view name) const;
   InlineVector<std::string_view, 8> Strs(std::string_view name) const;
   // Every attribute of the step, whatever the prefix.
   const List* list() const { return attrs_; }

@@ -95,6 +95,10 @@ struct RunState {
   StepArgs args;
   Shape known;
   std::vector<std::unique_ptr<Queue>> queues;
+  DimEnv::Storage dims;  // the symbols' environment's memory
+  // The arenas of the run before, per device: taken again where the size is the same.
+  std::vector<BufferPtr> arenas;
+  std::vector<const Tensor*> given;  // the main graph's inputs by position
 };
 }  // namespace
 
@@ -787,19 +791,20 @@ Status Session::CheckInputs(const std::vector<NamedTensor>& inputs,
     size_t i = it - inputs_.begin();
     if ((*by_position)[i]) return Status::Error("input '" + in.name + "' is given twice");
     const Tensor& t = in.tensor;
-    std::string where = "input '" + in.name + "'";
+    // Built for a message alone (no string on a run's way).
+    auto where = [&] { return "input '" + in.name + "'"; };
     if (t.dtype != it->dtype) {
-      return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
+      return Status::Error(where() + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
                            it->ToString());
     }
     if (it->rank >= 0 && t.rank() != it->rank) {
-      return Status::Error(where + " has rank " + std::to_string(t.rank()) + ", expected " +
+      return Status::Error(where() + " has rank " + std::to_string(t.rank()) + ", expected " +
                            it->ToString());
     }
     for (int64_t d : t.shape) {
-      if (d < 0) return Status::Error(where + " has a negative dim");
+      if (d < 0) return Status::Error(where() + " has a negative dim");
     }
-    if (t.data == nullptr && t.ByteSize() > 0) return Status::Error(where + " has no data");
+    if (t.data == nullptr && t.ByteSize() > 0) return Status::Error(where() + " has no data");
     (*by_position)[i] = &t;
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -832,7 +837,7 @@ class Run final : public OutputAllocator {
         queues_(queues),
         plan_(plans.graphs[graph]),
         g_(*plan_.graph),
-        env_(g_),
+        env_(g_, state ? std::move(state->dims) : DimEnv::Storage{}),
         depth_(depth),
         graph_(graph),
         profile_(profile),
@@ -843,6 +848,7 @@ class Run final : public OutputAllocator {
       counted_ = std::move(state_->counted);
       args_ = std::move(state_->args);
       known_ = std::move(state_->known);
+      arenas_ = std::move(state_->arenas);
     }
     size_t n = g_.values()->size();
     values_.resize(n);
@@ -858,9 +864,7 @@ class Run final : public OutputAllocator {
 
   ~Run() {
     for (size_t v = 0; v < counted_.size(); ++v) Uncount(counted_[v]);
-    for (const BufferPtr& a : arenas_) {
-      if (a) Uncount(a->size());
-    }
+    Uncount(arena_bytes_counted_);
     if (state_) {
       for (BufferPtr& b : owned_) b.reset();
       args_.inputs.clear();
@@ -870,6 +874,8 @@ class Run final : public OutputAllocator {
       state_->counted = std::move(counted_);
       state_->args = std::move(args_);
       state_->known = std::move(known_);
+      state_->dims = env_.Release();
+      state_->arenas = std::move(arenas_);
     }
   }
 
@@ -971,10 +977,20 @@ class Run final : public OutputAllocator {
     const auto* arenas = g_.arena_bytes();
     arenas_.resize(arenas ? arenas->size() : 0);
     for (uint32_t d = 0; d < arenas_.size(); ++d) {
-      if (arenas->Get(d) == 0) continue;
+      if (arenas->Get(d) == 0) {
+        arenas_[d].reset();
+        continue;
+      }
       QUILT_RETURN_IF_ERROR(Count(static_cast<uint64_t>(arenas->Get(d)),
                                   [&] { return "the arena of device " + std::to_string(d); }));
+      // The run before's, of this same size, kept by the state: taken as it is.
+      if (arenas_[d] && arenas_[d]->size() == static_cast<uint64_t>(arenas->Get(d))) {
+        arena_bytes_counted_ += static_cast<uint64_t>(arenas->Get(d));
+        continue;
+      }
+      arenas_[d].reset();
       Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
+      if (st.ok()) arena_bytes_counted_ += static_cast<uint64_t>(arenas->Get(d));
       if (!st.ok()) Uncount(static_cast<uint64_t>(arenas->Get(d)));
       if (!st.ok()) {
         return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
@@ -1012,15 +1028,25 @@ class Run final : public OutputAllocator {
   // `passed`: for a loop's body, the outputs it passes through (GraphPlan::loop_passthrough),
   // left empty: the loop keeps what it gave.
   Status TakeOutputs(std::vector<OwnedTensor>* outputs, bool passed = false) {
-    outputs->clear();
+    // Written over the caller's tensors (their names' and bytes' memory reused, as a caller
+    // running again with the same vector has them), not made anew.
+    outputs->resize(g_.outputs()->size());
     for (uint32_t i = 0; i < g_.outputs()->size(); ++i) {
       int v = g_.outputs()->Get(i);
-      OwnedTensor o;
+      OwnedTensor& o = (*outputs)[i];
       if (!passed || plan_.loop_passthrough.empty() || !plan_.loop_passthrough[i]) {
         QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
+      } else {
+        o.dtype = DType::kVoid;
+        o.shape.clear();
+        o.data.clear();
       }
-      o.name = g_.values()->Get(v)->name() ? g_.values()->Get(v)->name()->str() : "";
-      outputs->push_back(std::move(o));
+      const flatbuffers::String* name = g_.values()->Get(v)->name();
+      if (name) {
+        o.name.assign(name->c_str(), name->size());
+      } else {
+        o.name.clear();
+      }
     }
     return Status::Ok();
   }
@@ -1548,6 +1574,10 @@ class Run final : public OutputAllocator {
     std::vector<std::vector<OwnedTensor>> scans(num_scans);
     int body = step_->subgraphs()->Get(0);
     LoopHeld invariants;  // what the first iteration computes for the others
+    // Kept across the iterations: each writes over the last one's (no allocation for them).
+    std::vector<Tensor> views;
+    std::vector<const Tensor*> in;
+    std::vector<OwnedTensor> outs;
     for (int64_t it = 0; it < max && cond; ++it) {
       if (it >= plans_.limits.max_loop_iterations) {
         return Status::Error("the loop reached " + std::to_string(it) +
@@ -1560,12 +1590,11 @@ class Run final : public OutputAllocator {
       uint8_t cond_value = 1;
       Tensor iter_t{DType::kInt64, {}, &iter_value};
       Tensor cond_t{DType::kBool, {}, &cond_value};
-      std::vector<Tensor> views;
+      views.clear();
       for (const OwnedTensor& c : carried) views.push_back(View(c));
-      std::vector<const Tensor*> in = {&iter_t, &cond_t};
+      in.assign({&iter_t, &cond_t});
       for (const Tensor& v : views) in.push_back(&v);
       in.insert(in.end(), captured.begin(), captured.end());
-      std::vector<OwnedTensor> outs;
       Status st = RunGraph(body, in, &outs, &invariants);
       if (!st.ok()) return st.WithContext("iteration " + std::to_string(it));
       if (outs.size() != 1 + num_carried + num_scans) {
@@ -1575,7 +1604,8 @@ class Run final : public OutputAllocator {
       QUILT_RETURN_IF_ERROR(ScalarBool(&c, "the body's condition", &cond));
       const std::vector<bool>& passed = plans_.graphs[static_cast<size_t>(body)].loop_passthrough;
       for (size_t k = 0; k < num_carried; ++k) {
-        if (passed.empty() || !passed[1 + k]) carried[k] = std::move(outs[1 + k]);
+        // Swapped: the body's next outputs are written over the old state's memory.
+        if (passed.empty() || !passed[1 + k]) std::swap(carried[k], outs[1 + k]);
       }
       for (size_t k = 0; k < num_scans; ++k)
         scans[k].push_back(std::move(outs[1 + num_carried + k]));
@@ -1779,8 +1809,9 @@ class Run final : public OutputAllocator {
   RunProfile* profile_;  // null: not profiled
   std::chrono::steady_clock::time_point start_;
   std::vector<DeviceTensor> values_;
-  std::vector<BufferPtr> owned_;   // per value: the buffer it owns (none: in an arena or absent)
-  std::vector<BufferPtr> arenas_;  // per device of the package
+  std::vector<BufferPtr> owned_;      // per value: the buffer it owns (none: in an arena or absent)
+  std::vector<BufferPtr> arenas_;     // per device of the package
+  uint64_t arena_bytes_counted_ = 0;  // what this run counted for them
   const pkg::Step* step_ = nullptr;
   int step_index_ = -1;
   AttrView attrs_{nullptr};
@@ -1823,10 +1854,10 @@ Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<OwnedTen
                     RunProfile* profile, const RunControl* control) const {
   auto start = std::chrono::steady_clock::now();
   if (profile) *profile = {};
-  std::vector<const Tensor*> given;
-  QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
   uint64_t memory = 0;
   std::unique_ptr<RunState> state = plans_->TakeRunState(0);
+  std::vector<const Tensor*>& given = state->given;
+  QUILT_RETURN_IF_ERROR(CheckInputs(inputs, &given));
   // One in-order queue per device for this run (the CPU's holds this run's threads): an earlier
   // run's where it left them.
   std::vector<std::unique_ptr<Queue>>& queues = state->queues;

@@ -45,8 +45,7 @@ Status IntsAttrView(const rt::AttrView& attrs, const char* name, size_t n,
   return Status::Ok();
 }
 
-Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
-                std::vector<int64_t>* out) {
+Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill, Shape* out) {
   std::span<const int64_t> view;
   QUILT_RETURN_IF_ERROR(IntsAttrView(attrs, name, n, &view));
   if (view.empty()) {
@@ -409,7 +408,7 @@ Status ConvTransposeImpl(KernelContext& ctx, bool fast) {
   if (__builtin_mul_overflow(og, groups, &o)) {
     return Status::Error(Str(groups) + " groups of " + Str(og) + " output channels overflow");
   }
-  std::vector<int64_t> strides, dilation, padding, out_pad;
+  Shape strides, dilation, padding, out_pad;
   const rt::AttrView& a = ctx.attrs();
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "strides", r, 1, &strides));
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "dilation", r, 1, &dilation));

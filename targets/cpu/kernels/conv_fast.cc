@@ -868,7 +868,10 @@ Status ConvFast(KernelContext& ctx) {
     const bool writes_y = row_stride == g.out[2];
     const bool in_place = writes_y && g.kernel[2] == 1 && g.pad[1] == 0 && g.pad[2] == 0 &&
                           grid.s1 == 1 && grid.s2 == 1 && grid.ph == g.in[1] && grid.wp == g.in[2];
-    std::vector<int64_t> offs(static_cast<size_t>(k));
+    // Kept by this thread from run to run (the workers read this thread's through the reference).
+    thread_local std::vector<int64_t> kept_offs;
+    std::vector<int64_t>& offs = kept_offs;
+    offs.resize(static_cast<size_t>(k));
     grid.Offsets(g, geo.cg, offs.data());
     // This thread's scratch. The padded copy (kConvInput): Fill clears each channel's plane; the
     // floats past the last one, which the last row's window reads, are cleared here. C
@@ -946,7 +949,9 @@ Status ConvFast(KernelContext& ctx) {
                              reinterpret_cast<uintptr_t>(px) % 64 == 0 &&
                              (k <= kPointwiseRowsMaxK || (in_size <= kPointwiseRowsSmallImage &&
                                                           k <= kPointwiseRowsSmallImageMaxK));
-  std::vector<int64_t> channel_offs(rows_in_place ? static_cast<size_t>(k) : 0);
+  thread_local std::vector<int64_t> kept_channel_offs;  // this thread's, kept from run to run
+  std::vector<int64_t>& channel_offs = kept_channel_offs;
+  channel_offs.resize(rows_in_place ? static_cast<size_t>(k) : 0);
   for (int64_t ci = 0; ci < static_cast<int64_t>(channel_offs.size()); ++ci) {
     channel_offs[static_cast<size_t>(ci)] = ci * in_size;
   }
@@ -1031,14 +1036,15 @@ struct PhaseDim {
   int64_t s = 1, lo = 0, padded = 0;
   int64_t count[kMaxStride] = {};  // outputs of each phase
   // Each phase's taps, and where each reads the padded input for the phase's first output.
-  std::vector<int64_t> taps[kMaxStride], offs[kMaxStride];
+  // Inline up to 8 taps a phase (no allocation at every run).
+  rt::InlineVector<int64_t, 8> taps[kMaxStride], offs[kMaxStride];
   int64_t slack = 0;  // the largest offset: how far a grid row's last column reads past the row
 
   // False for a stride past kMaxStride.
   bool Make(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad) {
     if (stride > kMaxStride) return false;
     s = stride;
-    std::vector<int64_t> c[kMaxStride];
+    rt::InlineVector<int64_t, 8> c[kMaxStride];
     int64_t least = 0;
     for (int64_t ph = 0; ph < s; ++ph) {
       count[ph] = ph < out ? (out - ph + s - 1) / s : 0;
@@ -1168,7 +1174,9 @@ bool ConvTransposePhases(const float* x, const float* w, float* y, int64_t n, in
       kPhaseStripFloats / std::max<int64_t>(1, d2.s * og * wp), 1, std::max<int64_t>(1, rows_most));
   const int64_t strip_cols = strip_rows * wp;
   float* prod = Scratch(ScratchSlot::kConvOutput, std::max<int64_t>(1, d2.s * og * strip_cols));
-  std::vector<int64_t> offs[PhaseDim::kMaxStride];  // per column phase, for a group's row phase
+  // Per column phase, for a group's row phase; this thread's, kept from run to run.
+  thread_local std::vector<int64_t> kept_phase_offs[PhaseDim::kMaxStride];
+  std::vector<int64_t>(&offs)[PhaseDim::kMaxStride] = kept_phase_offs;
   for (int64_t b = 0; b < n; ++b) {
     const float* xb = x + b * c * in_size;
     int64_t fill_grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, plane));
@@ -1250,14 +1258,17 @@ bool ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
   if (in_size == 0 || taps == 0 || out_size == 0) return false;
   int64_t rows = og * taps;
   int64_t chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(rows, 1), 1, in_size);
-  std::vector<float> cols(static_cast<size_t>(rows * chunk));
+  // This thread's, kept from run to run (cleared as new vectors would be).
+  thread_local std::vector<float> kept_cols, kept_wt_here;
+  std::vector<float>&cols = kept_cols, &wt_here = kept_wt_here;
+  cols.assign(static_cast<size_t>(rows * chunk), 0.0f);
   auto make = [&] { return TransposeWeights(w, groups, cg, rows); };
   std::shared_ptr<const TransposedWeights> tw =
       weight_cache ? weight_cache->Get<TransposedWeights>(make) : make();
   // W^T as a matrix, where some chunk's product reads it (few positions, or few rows).
   int64_t last = in_size % chunk == 0 ? chunk : in_size % chunk;
   bool reads_a = GemmReadsA(rows, std::min(chunk, last));
-  std::vector<float> wt_here(reads_a ? static_cast<size_t>(rows * cg) : 0);
+  wt_here.assign(reads_a ? static_cast<size_t>(rows * cg) : 0, 0.0f);
   for (int64_t grp = 0; grp < groups; ++grp) {
     const PackedA* packed = &tw->packed[static_cast<size_t>(grp)];
     if (reads_a) packed->Unpack(wt_here.data());

@@ -675,7 +675,10 @@ Status DepthwiseConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
     // Tasks of 16 channels of one image.
     int64_t blocks = (geo.o + 15) / 16;
     ctx.ParallelFor(geo.n * blocks, std::max<int64_t>(1, grain / 16), [&](int64_t t0, int64_t t1) {
-      std::vector<float> padded(static_cast<size_t>(across.ph * across.pw * 16));
+      // This worker's, kept from run to run; cleared as a new vector would be.
+      thread_local std::vector<float> kept_padded;
+      std::vector<float>& padded = kept_padded;
+      padded.assign(static_cast<size_t>(across.ph * across.pw * 16), 0.0f);
       for (int64_t t = t0; t < t1; ++t) {
         int64_t b = t / blocks, oc = t % blocks * 16, lanes = std::min<int64_t>(16, geo.o - oc);
         float* yb = py + (b * geo.o + oc) * out_size;
@@ -690,9 +693,15 @@ Status DepthwiseConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
   DepthwiseBlockedPlane blocked(g);
   DepthwiseBlockedFn blocked_fn = blocked ? PickDepthwiseBlocked(g) : nullptr;
   ctx.ParallelFor(channels, grain, [&](int64_t c0, int64_t c1) {
-    std::vector<const float*> rows(static_cast<size_t>(g.kernel[0] * g.kernel[1]));
-    std::vector<const float*> taps(rows.size());
-    std::vector<float> padded, acc;
+    // This worker's buffers, kept from run to run, each cleared as a new vector would be.
+    thread_local std::vector<const float*> kept_rows, kept_taps;
+    thread_local std::vector<float> kept_padded, kept_acc;
+    std::vector<const float*>&rows = kept_rows, &taps = kept_taps;
+    std::vector<float>&padded = kept_padded, &acc = kept_acc;
+    rows.assign(static_cast<size_t>(g.kernel[0] * g.kernel[1]), nullptr);
+    taps.assign(rows.size(), nullptr);
+    padded.clear();
+    acc.clear();
     DepthwiseGridSize grid(g);
     if (blocked) {
       padded.resize(static_cast<size_t>(blocked.Floats(g)));
@@ -738,17 +747,24 @@ bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
   int64_t in_size = g.InSize(), out_size = g.OutSize();
   constexpr int64_t kC = SmallDirect::kChannels;
   int64_t blocks = (geo.og + kC - 1) / kC;
-  std::vector<float> wpad(static_cast<size_t>(blocks * kC * geo.cg * 9), 0.0f);
+  // This thread's, kept from run to run (the workers read it through the reference).
+  thread_local std::vector<float> kept_wpad;
+  std::vector<float>& wpad = kept_wpad;
+  wpad.assign(static_cast<size_t>(blocks * kC * geo.cg * 9), 0.0f);
   std::copy(pw, pw + geo.og * geo.cg * 9, wpad.begin());
-  std::vector<RowEpilogue> rows_epilogue;
+  thread_local std::vector<RowEpilogue> kept_rows_epilogue;
+  std::vector<RowEpilogue>& rows_epilogue = kept_rows_epilogue;
+  rows_epilogue.clear();
   if (epilogue.InRegisters()) {
     for (int64_t oc = 0; oc < geo.og; ++oc) rows_epilogue.emplace_back(epilogue.e, oc);
   }
   // A task per (image, strip of output rows), each filling its strip's phases itself.
   int64_t strips = (g.out[1] + sd.strip - 1) / sd.strip;
   ctx.ParallelFor(geo.n * strips, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> phases(static_cast<size_t>(geo.cg * sd.PlaneFloats()));
-    std::vector<float> line(static_cast<size_t>(2 * sd.width));
+    thread_local std::vector<float> kept_phases, kept_line;  // this worker's, kept
+    std::vector<float>&phases = kept_phases, &line = kept_line;
+    phases.assign(static_cast<size_t>(geo.cg * sd.PlaneFloats()), 0.0f);
+    line.assign(static_cast<size_t>(2 * sd.width), 0.0f);
     for (int64_t t = t0; t < t1; ++t) {
       int64_t b = t / strips, r0 = t % strips * sd.strip;
       int64_t r1 = std::min(g.out[1], r0 + sd.strip);

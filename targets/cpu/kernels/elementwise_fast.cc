@@ -29,7 +29,7 @@ constexpr int64_t kParallelElements = 1 << 15;
 // The broadcast of two operands over `out`, size-1 dims dropped and neighbouring dims merged
 // where both operands (strides sa, sb) are contiguous across them. The last dim is the inner loop.
 struct Collapsed {
-  std::vector<int64_t> dims, sa, sb;
+  Shape dims, sa, sb;
 };
 
 Collapsed Collapse(const Shape& out, const Shape& sa, const Shape& sb) {
@@ -147,7 +147,7 @@ Status BinaryFloat(KernelContext& ctx, rt::KernelFn reference) {
   int64_t grain = std::max<int64_t>(1, kParallelElements / inner);
   ctx.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
     // The outer index of row r0, then an odometer over the outer dims.
-    std::vector<int64_t> idx(static_cast<size_t>(outer_rank), 0);
+    Shape idx(static_cast<size_t>(outer_rank), 0);
     int64_t oa = 0, ob = 0;
     for (int64_t r = r0, d = outer_rank - 1; d >= 0; --d) {
       idx[d] = r % c.dims[d];
@@ -900,8 +900,13 @@ Status SoftmaxFast(KernelContext& ctx) {
 #endif
     ctx.ParallelFor(outer, std::max<int64_t>(1, kParallelElements / (len * inner)),
                     [&](int64_t o0, int64_t o1) {
-                      std::vector<float> mx(static_cast<size_t>(inner));
-                      std::vector<double> sum(static_cast<size_t>(inner));
+                      // This worker's, kept from run to run.
+                      thread_local std::vector<float> kept_mx;
+                      thread_local std::vector<double> kept_sum;
+                      std::vector<float>& mx = kept_mx;
+                      std::vector<double>& sum = kept_sum;
+                      mx.resize(static_cast<size_t>(inner));
+                      sum.resize(static_cast<size_t>(inner));
                       for (int64_t o = o0; o < o1; ++o) {
                         across(px + o * len * inner, py + o * len * inner, len, inner, mx.data(),
                                sum.data());

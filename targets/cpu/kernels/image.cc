@@ -259,7 +259,7 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
 struct ResizePlan {
   ResizeParams p;
   Shape out;
-  std::vector<double> scale, roi_start, roi_end;
+  rt::InlineVector<double, 8> scale, roi_start, roi_end;
   double extrapolation = 0.0;
 };
 
@@ -267,9 +267,10 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
   const int rank = static_cast<int>(in.size());
   const rt::AttrView& at = ctx.attrs();
   ResizeParams& p = plan->p;
-  p.mode = std::string(at.Str("mode", "nearest"));
-  p.ctm = std::string(at.Str("coordinate_transformation_mode", "half_pixel"));
-  p.nearest_mode = std::string(at.Str("nearest_mode", "round_prefer_floor"));
+  // Assigned in place: a plan the caller keeps between runs keeps its strings' memory.
+  p.mode.assign(at.Str("mode", "nearest"));
+  p.ctm.assign(at.Str("coordinate_transformation_mode", "half_pixel"));
+  p.nearest_mode.assign(at.Str("nearest_mode", "round_prefer_floor"));
   p.cubic_a = at.Float("cubic_coeff_a", -0.75);
   p.exclude_outside = at.Bool("exclude_outside", false);
   p.antialias = at.Bool("antialias", false);
@@ -278,7 +279,7 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
     return Status::Error("unknown resize mode '" + p.mode + "'");
   }
-  std::vector<int64_t> axes;
+  Shape axes;
   if (at.Has("axes")) {
     for (int64_t a : at.Ints("axes")) {
       int64_t n = a;
@@ -296,12 +297,12 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
   if (has_scales == has_sizes)
     return Status::Error("exactly one of scales and sizes must be given");
   size_t naxes = axes.size();
-  std::vector<double>& scale = plan->scale;
+  auto& scale = plan->scale;
   scale.assign(static_cast<size_t>(rank), 1.0);
   Shape& out = plan->out;
   out = in;
   if (has_sizes) {
-    std::vector<int64_t> sizes;
+    Shape sizes;
     QUILT_RETURN_IF_ERROR(ReadVector(sizes_t, "sizes", &sizes));
     if (sizes.size() != naxes) return Status::Error("sizes must hold one value per axis");
     for (size_t i = 0; i < naxes; ++i) {
@@ -335,7 +336,7 @@ Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
       out[axes[i]] = static_cast<int64_t>(len);
     }
   }
-  std::vector<double>&roi_start = plan->roi_start, &roi_end = plan->roi_end;
+  auto &roi_start = plan->roi_start, &roi_end = plan->roi_end;
   roi_start.assign(static_cast<size_t>(rank), 0.0);
   roi_end.assign(static_cast<size_t>(rank), 1.0);
   if (p.ctm == "tf_crop_and_resize") {
@@ -375,7 +376,8 @@ Status PlanTaps(const ResizePlan& plan, const Shape& in, size_t first,
 Status ResizeImpl(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const int rank = x.rank();
-  ResizePlan plan;
+  thread_local ResizePlan kept_plan;  // this thread's, kept from run to run
+  ResizePlan& plan = kept_plan;
   QUILT_RETURN_IF_ERROR(PlanResize(ctx, x.shape, &plan));
   const Shape& out = plan.out;
   const double extrapolation = plan.extrapolation;
@@ -492,7 +494,8 @@ Status ResizeBlocked(KernelContext& ctx) {
   }
   // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes.
   const Shape nchw = {x.shape[0], x.shape[1] * 16, x.shape[2], x.shape[3]};
-  ResizePlan plan;
+  thread_local ResizePlan kept_plan;  // this thread's, kept from run to run
+  ResizePlan& plan = kept_plan;
   QUILT_RETURN_IF_ERROR(PlanResize(ctx, nchw, &plan));
   if (plan.out[0] != nchw[0] || plan.out[1] != nchw[1]) {
     return Status::Error("a resize of blocked data " + rt::ShapeString(x.shape) +

@@ -13,7 +13,9 @@ namespace quilt::cpu {
 
 struct MatmulGeometry {
   int64_t m = 0, n = 0, k = 0;
-  SmallVector<int64_t, 4> offs_a, offs_b;  // per output matrix: the operands' matrix indices
+  // Per output matrix: the operands' matrix indices (inline up to 64 matrices, an attention's
+  // batch of heads: no allocation at every run).
+  SmallVector<int64_t, 64> offs_a, offs_b;
   DType out_dtype = DType::kVoid;
   Tensor* y = nullptr;
   // B is float32 panels that quiltc packed (targets/pack_weights.h): the step's attribute

@@ -127,14 +127,14 @@ Status Bitcast(KernelContext& ctx) {
 Status PermuteDims(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   int rank = x.rank();
-  std::vector<int64_t> perm(rank);
+  Shape perm(rank);
   if (ctx.attrs().Has("axes")) {
     Shape axes = ctx.attrs().Ints("axes");
     if (static_cast<int>(axes.size()) != rank) {
       return Status::Error("axes has " + std::to_string(axes.size()) + " entries for rank " +
                            std::to_string(rank));
     }
-    std::vector<bool> seen(rank, false);
+    rt::InlineVector<bool, 8> seen(rank, false);
     for (int i = 0; i < rank; ++i) {
       int64_t a = axes[i];
       if (!NormalizeAxis(&a, rank)) return AxisError(axes[i], rank);
@@ -289,7 +289,7 @@ Status TileImpl(KernelContext& ctx, std::span<const int64_t> r) {
 Status Tile(KernelContext& ctx) { return TileImpl(ctx, ctx.attrs().Ints("repeats")); }
 
 Status DynamicTile(KernelContext& ctx) {
-  std::vector<int64_t> r;
+  Shape r;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "repeats", &r));
   return TileImpl(ctx, r);
 }
@@ -306,7 +306,7 @@ Status ShapeOf(KernelContext& ctx) {
 
 // shape_to_tensor and tensor_to_shape: both sides are 1-D int64 tensors at run time.
 Status ShapeCopy(KernelContext& ctx) {
-  std::vector<int64_t> v;
+  Shape v;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(0), "shape", &v));
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kInt64, {static_cast<int64_t>(v.size())}, &y));
@@ -326,7 +326,7 @@ Status SizeOf(KernelContext& ctx) {
 // ONNX Expand's bidirectional broadcasting (a superset of broadcasting x to the shape).
 Status BroadcastTo(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  std::vector<int64_t> target;
+  Shape target;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(1), "shape", &target));
   for (int64_t d : target) {
     if (d < 0) return Status::Error("negative dimension " + std::to_string(d) + " in the shape");
@@ -372,7 +372,7 @@ Status FillWith(Tensor* y, const Tensor& v, int64_t n) {
 }
 
 Status Full(KernelContext& ctx) {
-  std::vector<int64_t> shape;
+  Shape shape;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(0), "shape", &shape));
   for (int64_t d : shape) {
     if (d < 0) return Status::Error("negative dimension " + std::to_string(d));
@@ -535,7 +535,7 @@ Status StridedSlice(KernelContext& ctx) {
 }
 
 Status DynamicStridedSlice(KernelContext& ctx) {
-  std::vector<int64_t> v[3];
+  Shape v[3];
   const char* names[3] = {"begin", "end", "strides"};
   for (int i = 0; i < 3; ++i) QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(i + 1), names[i], &v[i]));
   return SliceImpl(ctx, ctx.attrs().IntsView("axes"), v[0], v[1], v[2]);
@@ -558,7 +558,7 @@ int64_t PadSource(int64_t p, int64_t n, PadMode mode) {
   return m < n ? m : period - m;
 }
 
-Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::string& mode) {
+Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, std::string_view mode) {
   const Tensor& x = *ctx.input(0);
   const Tensor& value = *ctx.input(1);
   int rank = x.rank();
@@ -576,7 +576,7 @@ Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::st
   } else if (mode == "wrap") {
     pm = PadMode::kWrap;
   } else {
-    return Status::Error("unknown pad mode '" + mode + "'");
+    return Status::Error("unknown pad mode '" + std::string(mode) + "'");
   }
   Shape out(rank);
   for (int i = 0; i < rank; ++i) {
@@ -591,7 +591,7 @@ Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::st
                            " and " + std::to_string(e) + " gives a negative size");
     }
     if (mode != "constant" && x.shape[i] == 0 && out[i] > 0) {
-      return Status::Error("cannot pad an empty axis in " + mode + " mode");
+      return Status::Error("cannot pad an empty axis in " + std::string(mode) + " mode");
     }
   }
   size_t eb = 0;
@@ -637,7 +637,9 @@ Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::st
   // The source column of each padded column, the same in every row (-1: the pad value), worked
   // out once rather than per row and column (a reflect pad of 80 x 832 samples spent 0.16 ms
   // in PadSource's divisions).
-  std::vector<int64_t> source(static_cast<size_t>(cols - (in_hi - in_lo)));
+  thread_local std::vector<int64_t> kept_source;  // this thread's, kept from run to run
+  std::vector<int64_t>& source = kept_source;
+  source.resize(static_cast<size_t>(cols - (in_hi - in_lo)));
   {
     size_t i = 0;
     for (int64_t j = 0; j < in_lo; ++j) source[i++] = PadSource(j - b, n, pm);
@@ -662,7 +664,7 @@ Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::st
     if (eb == 8) return put(std::integral_constant<size_t, 8>{});
     put(std::integral_constant<size_t, 0>{});
   };
-  std::vector<int64_t> idx(static_cast<size_t>(last), 0);
+  Shape idx(static_cast<size_t>(last), 0);
   for (;;) {
     const uint8_t* row = src;
     for (int k = 0; k < last && row; ++k) {
@@ -683,27 +685,26 @@ Status PadImpl(KernelContext& ctx, std::span<const int64_t> width, const std::st
 }
 
 Status Pad(KernelContext& ctx) {
-  return PadImpl(ctx, ctx.attrs().Ints("pad_width"),
-                 std::string(ctx.attrs().Str("pad_mode", "constant")));
+  return PadImpl(ctx, ctx.attrs().Ints("pad_width"), ctx.attrs().Str("pad_mode", "constant"));
 }
 
 Status DynamicPad(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  std::vector<int64_t> pads;
+  Shape pads;
   QUILT_RETURN_IF_ERROR(ReadVector(ctx.input(2), "pads", &pads));
   Shape axes = ctx.attrs().Ints("axes");
   if (pads.size() != 2 * axes.size()) {
     return Status::Error("pads has " + std::to_string(pads.size()) + " values for " +
                          std::to_string(axes.size()) + " axes");
   }
-  std::vector<int64_t> width(2 * x.rank(), 0);
+  Shape width(static_cast<size_t>(2 * x.rank()), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i];
     if (!NormalizeAxis(&a, x.rank())) return AxisError(axes[i], x.rank());
     width[2 * a] = pads[i];
     width[2 * a + 1] = pads[i + axes.size()];
   }
-  return PadImpl(ctx, width, std::string(ctx.attrs().Str("pad_mode", "constant")));
+  return PadImpl(ctx, width, ctx.attrs().Str("pad_mode", "constant"));
 }
 
 // ---- split -----------------------------------------------------------------------------------
@@ -715,7 +716,7 @@ Status Split(KernelContext& ctx) {
   int64_t dim = x.shape[axis];
   Shape idx = ctx.attrs().Ints("indices_or_sections");
   int64_t sections = ctx.attrs().Int("sections", 0);
-  std::vector<int64_t> sizes;
+  Shape sizes;  // inline up to 8 parts
   // Each part is an output: a count of parts past them is refused before it is listed.
   int64_t parts = sections > 0 ? sections : static_cast<int64_t>(idx.size()) + 1;
   if (parts > ctx.num_outputs()) {

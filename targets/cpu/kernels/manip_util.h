@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "targets/cpu/kernels/util.h"
@@ -31,13 +32,16 @@ inline int64_t Product(const Shape& s, size_t begin = 0, size_t end = SIZE_MAX) 
   return n;
 }
 
-// The elements of an integer tensor (int8..int64, uint8..uint64) as int64.
-inline Status ReadInts(const Tensor* t, const std::string& what, std::vector<int64_t>* out) {
+// The elements of an integer tensor (int8..int64, uint8..uint64) as int64, into a std::vector
+// or a Shape (no allocation for the few values of a shape tensor). `what` names the tensor in a
+// message.
+template <class Ints>
+Status ReadInts(const Tensor* t, std::string_view what, Ints* out) {
   out->clear();
-  if (!t) return Status::Error(what + " is missing");
+  if (!t) return Status::Error(std::string(what) + " is missing");
   int64_t n = t->NumElements();
   if (t->dtype == DType::kInt64) {
-    out->resize(n);
+    out->resize(static_cast<size_t>(n));
     CopyBytes(out->data(), t->data, sizeof(int64_t) * n);
     return Status::Ok();
   }
@@ -47,21 +51,23 @@ inline Status ReadInts(const Tensor* t, const std::string& what, std::vector<int
     for (int64_t i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<T, uint64_t>) {
         if (p[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          return Status::Error(what + " holds a value too large for int64");
+          return Status::Error(std::string(what) + " holds a value too large for int64");
         }
       }
       out->push_back(static_cast<int64_t>(p[i]));
     }
     return Status::Ok();
   });
-  if (!s.ok()) return Status::Error(what + ": " + s.message());
+  if (!s.ok()) return Status::Error(std::string(what) + ": " + s.message());
   return s;
 }
 
 // A 1-D (or 0-D) integer tensor as values.
-inline Status ReadVector(const Tensor* t, const std::string& what, std::vector<int64_t>* out) {
-  if (t && t->rank() > 1)
-    return Status::Error(what + " must be 1-D, got rank " + std::to_string(t->rank()));
+template <class Ints>
+Status ReadVector(const Tensor* t, std::string_view what, Ints* out) {
+  if (t && t->rank() > 1) {
+    return Status::Error(std::string(what) + " must be 1-D, got rank " + std::to_string(t->rank()));
+  }
   return ReadInts(t, what, out);
 }
 

@@ -187,7 +187,6 @@ bool ConvTransposeFloat(const float* x, const float* w, float* y, int64_t n, int
 Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w);
 
 // Reads the int list attribute `name` as n values, or n copies of `fill` when absent.
-Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill,
-                std::vector<int64_t>* out);
+Status IntsAttr(const rt::AttrView& attrs, const char* name, size_t n, int64_t fill, Shape* out);
 
 }  // namespace quilt::cpu::nn

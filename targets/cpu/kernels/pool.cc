@@ -28,9 +28,9 @@ Status CheckPoolInput(const Tensor& x) {
 Status PoolWindow(const KernelContext& ctx, const Tensor& x, Window* w) {
   QUILT_RETURN_IF_ERROR(CheckPoolInput(x));
   size_t r = static_cast<size_t>(x.rank() - 2);
-  std::vector<int64_t> kernel;
+  Shape kernel;
   QUILT_RETURN_IF_ERROR(IntsAttr(ctx.attrs(), "pool_size", r, 1, &kernel));
-  std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
+  Shape in(x.shape.begin() + 2, x.shape.end());
   return MakeWindow(ctx.attrs(), in, kernel, w);
 }
 
@@ -218,7 +218,7 @@ namespace {
 Status AdaptiveWindow(KernelContext& ctx, const Tensor& x, Window* w, Tensor** y) {
   QUILT_RETURN_IF_ERROR(CheckPoolInput(x));
   size_t r = static_cast<size_t>(x.rank() - 2);
-  std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end()), size;
+  Shape in(x.shape.begin() + 2, x.shape.end()), size;
   QUILT_RETURN_IF_ERROR(IntsAttr(ctx.attrs(), "output_size", r, -1, &size));
   w->rank = static_cast<int>(r);
   for (size_t i = 0; i < r; ++i) {
@@ -384,7 +384,7 @@ Status MaxUnpool(KernelContext& ctx) {
   size_t r = static_cast<size_t>(x.rank() - 2);
   const rt::AttrView& a = ctx.attrs();
   bool sized = a.Has("output_size");
-  std::vector<int64_t> kernel, strides, padding;
+  Shape kernel, strides, padding;
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "pool_size", r, 1, &kernel));
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "strides", r, 1, &strides));
   QUILT_RETURN_IF_ERROR(IntsAttr(a, "padding", 2 * r, 0, &padding));

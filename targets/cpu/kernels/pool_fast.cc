@@ -429,7 +429,8 @@ namespace {
 // input, and how many read inside the input or its explicit padding (ForEachWindow's
 // padded_count factor for that dim).
 struct AvgTaps {
-  std::vector<int64_t> lo, hi, padded;
+  // Inline for outputs up to 64 wide (no allocation at every run for the usual pools).
+  rt::InlineVector<int64_t, 64> lo, hi, padded;
   AvgTaps(const Window& w, int d) {
     for (int64_t o = 0; o < w.out[d]; ++o) {
       int64_t first = w.kernel[d], last = -1, count = 0;
@@ -482,7 +483,7 @@ Status AvgPoolFast(KernelContext& ctx) {
   // in double; only the cell lists it builds per window are not built.
   // Per dim and output position: the count the window divides by, and where its first inside
   // tap reads (the row or column of the input).
-  std::vector<int64_t> count[kMaxSpatial], first[kMaxSpatial];
+  rt::InlineVector<int64_t, 64> count[kMaxSpatial], first[kMaxSpatial];
   for (int d = 0; d < kMaxSpatial; ++d) {
     const AvgTaps& t = taps[d];
     for (int64_t o = 0; o < w.out[d]; ++o) {
@@ -541,7 +542,9 @@ Status AvgPoolFast(KernelContext& ctx) {
     return Status::Ok();
   }
   ctx.ParallelFor(planes, grain, [&](int64_t p0, int64_t p1) {
-    std::vector<double> sums(static_cast<size_t>(w.out[2]));
+    thread_local std::vector<double> kept_sums;  // this worker's, kept (cleared per row below)
+    std::vector<double>& sums = kept_sums;
+    sums.resize(static_cast<size_t>(w.out[2]));
     for (int64_t p = p0; p < p1; ++p) {
       const float* plane = px + p * in_size;
       float* yp = py + p * out_size;

@@ -141,7 +141,9 @@ std::shared_ptr<QuantFastWeights> ToFastWeights(const Tensor& tw, const Tensor& 
 void ExactIntDots(const float* a, int64_t rows, const float* b, int64_t cols, int64_t k,
                   int64_t* sums, rt::ThreadPool* pool) {
   std::fill(sums, sums + rows * cols, int64_t{0});
-  std::vector<float> part(static_cast<size_t>(rows * cols));
+  thread_local std::vector<float> kept_part;  // this thread's, kept from step to step
+  std::vector<float>& part = kept_part;
+  part.assign(static_cast<size_t>(rows * cols), 0.0f);
   for (int64_t p0 = 0; p0 < k; p0 += kEightBitExactTerms) {
     int64_t ks = std::min(kEightBitExactTerms, k - p0);
     // part (cols x rows) = b's slab (cols x ks) times a's slab transposed (ks x rows).
@@ -171,7 +173,9 @@ void QuantizeActs(const float* v, size_t n, QuantActs* out) {
 }
 
 void QuantizeActs(const double* v, size_t n, QuantActs* out) {
-  std::vector<float> f(v, v + n);
+  thread_local std::vector<float> kept_f;  // this thread's, kept from step to step
+  std::vector<float>& f = kept_f;
+  f.assign(v, v + n);
   QuantizeActs(f.data(), n, out);
 }
 
@@ -180,11 +184,16 @@ void QuantizeActs(const double* v, size_t n, QuantActs* out) {
 // int32 products with the zero points' terms added.
 void Int8Dots(const QuantActs& a, int64_t count, int64_t k, const Int8Weight& w, int64_t d,
               int64_t rows, int64_t* sums, rt::ThreadPool* pool) {
-  Int8Rows packed;
+  // This thread's, kept from step to step (a cell runs this at every time step).
+  thread_local Int8Rows kept_packed;
+  thread_local std::vector<int64_t> kept_a_sums;
+  thread_local std::vector<int32_t> kept_prod;
+  Int8Rows& packed = kept_packed;
+  std::vector<int64_t>& a_sums = kept_a_sums;
+  std::vector<int32_t>& prod = kept_prod;
   PackInt8Rows(a.bytes.data(), count, k, k, false, &packed);
-  std::vector<int64_t> a_sums;
   Int8RowSums(packed, true, &a_sums);
-  std::vector<int32_t> prod(static_cast<size_t>(count * rows));
+  prod.assign(static_cast<size_t>(count * rows), 0);
   Int8Gemm(packed, w.panels[d], true, prod.data(), rows, pool);
   int64_t az = a.zp;
   const int64_t* w_sums = w.sums.data() + d * rows;
@@ -297,7 +306,7 @@ Status Recurrent(KernelContext& ctx) {
     QUILT_RETURN_IF_ERROR(ReadFloats(tr, &r));
   }
   auto names = at.Strs("activations");
-  std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
+  auto alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
   if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
       betas.size() != names.size()) {
     return Status::Error("activations, activation_alpha and activation_beta need " +

@@ -135,7 +135,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     return reference(ctx);
   }
   auto names = at.Strs("activations");
-  std::vector<double> alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
+  auto alphas = at.Floats("activation_alpha"), betas = at.Floats("activation_beta");
   if (names.size() != static_cast<size_t>(kActs * dirs) || alphas.size() != names.size() ||
       betas.size() != names.size()) {
     return reference(ctx);

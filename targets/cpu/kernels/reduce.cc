@@ -47,7 +47,7 @@ T FromDouble(double v) {
 // The layout of a reduction: which axes are reduced, the output shape, and for every axis of the
 // input the stride of the output element it contributes to (0 on reduced axes).
 struct Plan {
-  std::vector<bool> reduced;
+  rt::InlineVector<bool, 8> reduced;
   Shape out_shape;
   Shape out_strides;  // over the input's axes
   int64_t out_n = 1;
@@ -333,7 +333,9 @@ bool ReduceMiddle(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx)
   RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
                 : kRed == Red::kL1                          ? RowSum::kMagnitudes
                                                             : RowSum::kPlain;
-  std::vector<double> sums(static_cast<size_t>(outer * inner));
+  thread_local std::vector<double> kept_sums;  // this thread's, kept from run to run
+  std::vector<double>& sums = kept_sums;
+  sums.assign(static_cast<size_t>(outer * inner), 0.0);
   SumAcross(x.Data<float>(), outer, len, inner, what, sums.data(), ctx.thread_pool());
   float* py = y->MutableData<float>();
   for (size_t o = 0; o < sums.size(); ++o) {

@@ -25,7 +25,7 @@ Status TfIdfVectorizer(KernelContext& ctx) {
   Shape counts = a.Ints("ngram_counts");
   Shape indexes = a.Ints("ngram_indexes");
   Shape pool = a.Ints("pool_int64s");
-  std::vector<double> weights = a.Floats("weights");
+  auto weights = a.Floats("weights");
   if (lo < 0 || hi < 0 || max_skip < 0) {
     return Status::Error("n-gram lengths [" + std::to_string(lo) + ", " + std::to_string(hi) +
                          "] or max_skip_count " + std::to_string(max_skip) + " out of range");

@@ -197,7 +197,7 @@ void ForEachBroadcast(const Shape& out, const Shape (&strides)[N], F&& f) {
   int64_t inner = rank > 0 ? out[rank - 1] : 1;
   int64_t step[N] = {};
   for (size_t k = 0; k < N; ++k) step[k] = rank > 0 ? strides[k][rank - 1] : 0;
-  std::vector<int64_t> idx(rank, 0);
+  Shape idx(rank, 0);
   int64_t off[N] = {};
   for (int64_t i = 0; i < total; i += inner) {
     int64_t at[N];
