@@ -1150,31 +1150,34 @@ class Run final : public OutputAllocator {
         continue;
       }
       const Tensor& t = *given[i];
-      // A package's values need no names (the signature then has "").
-      std::string where =
-          "input " + (value->name() ? "'" + value->name()->str() + "'" : std::to_string(i));
+      // A package's values need no names (the signature then has ""). Built for a message
+      // alone: a loop body binds its inputs at every iteration.
+      auto where = [&] {
+        return "input " + (value->name() ? "'" + value->name()->str() + "'" : std::to_string(i));
+      };
       if (value->rank() >= 0 && t.rank() != value->rank()) {
-        return Status::Error(where + " has rank " + std::to_string(t.rank()) + ", expected " +
+        return Status::Error(where() + " has rank " + std::to_string(t.rank()) + ", expected " +
                              std::to_string(value->rank()));
       }
       if (static_cast<int32_t>(t.dtype) != value->dtype()) {
-        return Status::Error(where + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
+        return Status::Error(where() + " is " + std::string(DTypeName(t.dtype)) + ", expected " +
                              std::string(DTypeName(static_cast<DType>(value->dtype()))));
       }
       std::optional<size_t> size = CheckedByteSize(t.dtype, t.shape);
       if (!size) {
-        return Status::Error(where + " has shape " + ShapeString(t.shape) +
+        return Status::Error(where() + " has shape " + ShapeString(t.shape) +
                              (std::find_if(t.shape.begin(), t.shape.end(),
                                            [](int64_t d) { return d < 0; }) != t.shape.end()
                                   ? ": a dim is negative"
                                   : ": a dim past 2^50, or more than 2^50 elements"));
       }
       if (*size > 0 && (!t.data || reinterpret_cast<uintptr_t>(t.data) % DTypeAlignment(t.dtype))) {
-        return Status::Error(where + (t.data ? " is not aligned to " : " has no data; it needs ") +
+        return Status::Error(where() +
+                             (t.data ? " is not aligned to " : " has no data; it needs ") +
                              std::to_string(DTypeAlignment(t.dtype)) + " bytes" +
                              (t.data ? " (its element's size)" : ""));
       }
-      QUILT_RETURN_IF_ERROR(MatchDims(*value, t.shape, [&] { return where; }));
+      QUILT_RETURN_IF_ERROR(MatchDims(*value, t.shape, where));
       uint64_t bytes = *size;
       QUILT_RETURN_IF_ERROR(DeviceOf(value->device()).Import(t.data, bytes, &owned_[v]));
       values_[v] = {t.dtype, t.shape, {owned_[v].get(), 0, bytes}};

@@ -1,7 +1,11 @@
 #include "runtime/src/device/cpu_device.h"
 
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "quilt/package_generated.h"
 #include "runtime/src/block_pool.h"
@@ -33,6 +37,60 @@ class BorrowedBuffer final : public Buffer {
 
  private:
   uint8_t* host_;
+};
+
+// Memory for the buffer objects the device hands out (a run makes one for each input it imports
+// and each value sized only when it runs; a loop's body, at every iteration): blocks of the size
+// first asked for, kept for the next object, so that a run in steady state does not allocate
+// them. The allocators hold the pool, so it lives as long as its last object.
+class ObjectPool {
+ public:
+  ~ObjectPool() {
+    for (void* p : free_) ::operator delete(p);
+  }
+  void* Take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (size_ == 0) size_ = bytes;
+      if (bytes == size_ && !free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    return ::operator new(bytes);
+  }
+  void Give(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bytes == size_ && free_.size() < kMostKept) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr size_t kMostKept = 4096;
+  std::mutex mu_;
+  size_t size_ = 0;
+  std::vector<void*> free_;
+};
+
+template <class T>
+struct PoolAllocator {
+  using value_type = T;
+  explicit PoolAllocator(std::shared_ptr<ObjectPool> p) : pool(std::move(p)) {}
+  template <class U>
+  PoolAllocator(const PoolAllocator<U>& other) : pool(other.pool) {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(pool->Take(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { pool->Give(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const PoolAllocator<U>& other) const {
+    return pool == other.pool;
+  }
+  std::shared_ptr<ObjectPool> pool;
 };
 
 uint8_t* Resolve(const BufferRef& ref) { return HostAddress(ref); }
@@ -104,11 +162,13 @@ class CpuDevice final : public Device {
     if (!block.mem) {
       return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
     }
-    *out = std::make_shared<PoolBuffer>(pool_, std::move(block), bytes);
+    *out = std::allocate_shared<PoolBuffer>(PoolAllocator<PoolBuffer>(buffers_), pool_,
+                                            std::move(block), bytes);
     return Status::Ok();
   }
   Status Import(const void* host, uint64_t bytes, BufferPtr* out) override {
-    *out = std::make_shared<BorrowedBuffer>(host, bytes);
+    *out =
+        std::allocate_shared<BorrowedBuffer>(PoolAllocator<BorrowedBuffer>(borrowed_), host, bytes);
     return Status::Ok();
   }
   Status Prepare(const pkg::Step& step, const Executable* /*code*/,
@@ -129,6 +189,9 @@ class CpuDevice final : public Device {
   int threads_;
   BlockPool pool_;      // memory kept between runs
   SessionPools pools_;  // worker threads, one set per concurrent run
+  // The buffer objects' memory, by kind.
+  std::shared_ptr<ObjectPool> buffers_ = std::make_shared<ObjectPool>();
+  std::shared_ptr<ObjectPool> borrowed_ = std::make_shared<ObjectPool>();
 };
 
 }  // namespace
