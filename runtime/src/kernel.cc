@@ -120,9 +120,9 @@ InlineVector<double, 8> AttrView::Floats(std::string_view name) const {
   return {a->floats()->begin(), a->floats()->end()};
 }
 
-InlineVector<std::string_view, 8> AttrView::Strs(std::string_view name) const {
+InlineVector<std::string_view, 32> AttrView::Strs(std::string_view name) const {
   const pkg::Attr* a = Find(name);
-  InlineVector<std::string_view, 8> out;
+  InlineVector<std::string_view, 32> out;
   if (!a || a->type() != pkg::AttrType::Strs || !a->strs()) return out;
   for (const auto* s : *a->strs()) out.push_back(s->string_view());
   return out;

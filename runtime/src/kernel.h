@@ -83,12 +83,13 @@ class AttrView {
   bool Bool(std::string_view name, bool fallback = false) const;
   std::string_view Str(std::string_view name, std::string_view fallback = {}) const;
   DType Dtype(std::string_view name, DType fallback = DType::kVoid) const;
-  // Lists come inline up to 8 items (InlineVector): a kernel's per-run reads do not allocate.
+  // Lists come inline (InlineVector: numbers up to 8, names up to 32, a fused step's members): a
+  // kernel's per-run reads do not allocate.
   InlineVector<int64_t, 8> Ints(std::string_view name) const;
   // The same list read in place, valid while the package is (a kernel's per-run reads: no copy).
   std::span<const int64_t> IntsView(std::string_view name) const;
   InlineVector<double, 8> Floats(std::string_view name) const;
-  InlineVector<std::string_view, 8> Strs(std::string_view name) const;
+  InlineVector<std::string_view, 32> Strs(std::string_view name) const;
   // Every attribute of the step, whatever the prefix.
   const List* list() const { return attrs_; }
 

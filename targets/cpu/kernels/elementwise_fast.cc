@@ -1008,7 +1008,9 @@ Status BatchNormFast(KernelContext& ctx) {
   const float* beta = ctx.input(2)->Data<float>();
   const float* mean = ctx.input(3)->Data<float>();
   const float* var = ctx.input(4)->Data<float>();
-  std::vector<float> scale(static_cast<size_t>(c));
+  thread_local std::vector<float> kept_scale;  // this thread's; the workers read it by reference
+  std::vector<float>& scale = kept_scale;
+  scale.resize(static_cast<size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
     scale[ch] = static_cast<float>(static_cast<double>(gamma[ch]) /
                                    std::sqrt(static_cast<double>(var[ch]) + eps));

@@ -404,7 +404,7 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
     T* py = y->MutableData<T>();
     std::vector<const AxisTaps*> t(rank);
     std::vector<size_t> k(rank);
-    ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+    ForEachIndex(out, [&](int64_t i, const Shape& idx) {
       bool extrapolate = false;
       for (int a = 0; a < rank; ++a) {
         t[a] = &taps[a][idx[a]];
@@ -742,7 +742,7 @@ Status AffineGrid(KernelContext& ctx) {
     int64_t points = Product(spatial);
     for (int64_t n = 0; n < batch; ++n) {
       const T* m = th + n * nd * (nd + 1);
-      ForEachIndex(spatial, [&](int64_t p, const std::vector<int64_t>& at) {
+      ForEachIndex(spatial, [&](int64_t p, const Shape& at) {
         // (x, y[, z], 1): the innermost axis first.
         std::vector<double> v(nd + 1, 1.0);
         for (int d = 0; d < nd; ++d) v[d] = base(at[nd - 1 - d], spatial[nd - 1 - d]);

@@ -34,7 +34,9 @@ Status Take(KernelContext& ctx) {
   int64_t axis = ctx.attrs().Int("axis", 0);
   if (!NormalizeAxis(&axis, x.rank())) return AxisError(axis, x.rank());
   std::string mode(ctx.attrs().Str("mode", "fast"));
-  std::vector<int64_t> idx;
+  // This thread's, kept from run to run (the workers read it through the reference).
+  thread_local std::vector<int64_t> kept_idx1;
+  std::vector<int64_t>& idx = kept_idx1;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   int64_t n = x.shape[axis];
   for (int64_t& i : idx) {
@@ -85,7 +87,9 @@ Status GatherElements(KernelContext& ctx) {
                            std::to_string(d));
     }
   }
-  std::vector<int64_t> idx;
+  // This thread's, kept from run to run (the workers read it through the reference).
+  thread_local std::vector<int64_t> kept_idx2;
+  std::vector<int64_t>& idx = kept_idx2;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   for (int64_t& i : idx) QUILT_RETURN_IF_ERROR(NormalizeIndex(i, x.shape[axis], &i));
   size_t eb = 0;
@@ -95,7 +99,7 @@ Status GatherElements(KernelContext& ctx) {
   Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(ind.shape, [&](int64_t i, const std::vector<int64_t>& at) {
+  ForEachIndex(ind.shape, [&](int64_t i, const Shape& at) {
     int64_t off = 0;
     for (int d = 0; d < rank; ++d) off += (d == axis ? idx[i] : at[d]) * strides[d];
     std::memcpy(dst + i * eb, src + off * eb, eb);
@@ -120,7 +124,9 @@ Status NdOffsets(const Tensor& x, const Tensor& ind, int64_t b, std::vector<int6
                            rt::ShapeString(ind.shape) + " differ");
     }
   }
-  std::vector<int64_t> idx;
+  // This thread's, kept from run to run (the workers read it through the reference).
+  thread_local std::vector<int64_t> kept_idx3;
+  std::vector<int64_t>& idx = kept_idx3;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   Shape slice(x.shape.begin() + b, x.shape.end());
   Shape strides = Strides(slice);
@@ -271,12 +277,14 @@ Status ScatterElements(KernelContext& ctx) {
                            ", larger than data " + rt::ShapeString(x.shape));
     }
   }
-  std::vector<int64_t> idx;
+  // This thread's, kept from run to run (the workers read it through the reference).
+  thread_local std::vector<int64_t> kept_idx4;
+  std::vector<int64_t>& idx = kept_idx4;
   QUILT_RETURN_IF_ERROR(ReadInts(&ind, "indices", &idx));
   for (int64_t& i : idx) QUILT_RETURN_IF_ERROR(NormalizeIndex(i, x.shape[axis], &i));
   Shape strides = Strides(x.shape);
   return ScatterCommon(ctx, x, upd, red, [&](auto&& apply) {
-    ForEachIndex(ind.shape, [&](int64_t i, const std::vector<int64_t>& at) {
+    ForEachIndex(ind.shape, [&](int64_t i, const Shape& at) {
       int64_t off = 0;
       for (int d = 0; d < rank; ++d) off += (d == axis ? idx[i] : at[d]) * strides[d];
       apply(off, i, 1);
@@ -387,7 +395,7 @@ Status Nonzero(KernelContext& ctx) {
   int64_t* p = y->MutableData<int64_t>();
   int64_t col = 0;
   Shape shape = x.rank() == 0 ? Shape{1} : x.shape;
-  ForEachIndex(shape, [&](int64_t i, const std::vector<int64_t>& at) {
+  ForEachIndex(shape, [&](int64_t i, const Shape& at) {
     if (!mask[i]) return;
     for (int r = 0; r < rows; ++r) p[r * count + col] = x.rank() == 0 ? 0 : at[r];
     ++col;

@@ -278,7 +278,7 @@ Status TileImpl(KernelContext& ctx, std::span<const int64_t> r) {
   Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(out, [&](int64_t i, const std::vector<int64_t>& idx) {
+  ForEachIndex(out, [&](int64_t i, const Shape& idx) {
     int64_t off = 0;
     for (int k = 0; k < x.rank(); ++k) off += (idx[k] % x.shape[k]) * strides[k];
     std::memcpy(dst + i * eb, src + off * eb, eb);
@@ -822,7 +822,7 @@ Status ReverseSequence(KernelContext& ctx) {
   Shape strides = Strides(x.shape);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(y->data);
-  ForEachIndex(x.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+  ForEachIndex(x.shape, [&](int64_t i, const Shape& idx) {
     int64_t t = idx[t_axis], len = lens[idx[b_axis]];
     int64_t off = i;
     if (t < len) off += (len - 1 - 2 * t) * strides[t_axis];

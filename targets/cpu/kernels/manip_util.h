@@ -123,7 +123,7 @@ void ForEachIndex(const Shape& shape, F&& f) {
   int64_t total = Product(shape);
   if (total == 0) return;
   int rank = static_cast<int>(shape.size());
-  std::vector<int64_t> idx(rank, 0);
+  Shape idx(static_cast<size_t>(rank), 0);  // inline up to rank 8
   for (int64_t i = 0; i < total; ++i) {
     f(i, idx);
     for (int ax = rank - 1; ax >= 0; --ax) {
