@@ -188,8 +188,11 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
   }
   float fill = static_cast<float>(extrapolation);
   // With one tap per column, each column's input column (-1: extrapolated), read from one flat
-  // array rather than through each column's taps.
-  std::vector<int64_t> column;
+  // array rather than through each column's taps. This thread's, kept from run to run (the workers
+  // read it through the reference).
+  thread_local std::vector<int64_t> kept_column;
+  std::vector<int64_t>& column = kept_column;
+  column.clear();
   // Columns that repeat each input column `repeat` times in order (nearest upsampling by a whole
   // number): copied as runs.
   int64_t repeat = 0;

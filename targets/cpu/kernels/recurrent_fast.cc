@@ -140,7 +140,10 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       betas.size() != names.size()) {
     return reference(ctx);
   }
-  std::vector<FloatAct> acts(names.size());
+  // This thread's, kept from run to run (the directions' threads read it through the reference).
+  thread_local std::vector<FloatAct> kept_acts;
+  std::vector<FloatAct>& acts = kept_acts;
+  acts.assign(names.size(), FloatAct{});
   for (size_t i = 0; i < names.size(); ++i) {
     if (!ParseActivation(names[i], alphas[i], betas[i], &acts[i].a).ok()) return reference(ctx);
   }
@@ -149,7 +152,7 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
       !Optional(tp, {dirs, 3 * H})) {
     return reference(ctx);
   }
-  std::vector<int64_t> lens(static_cast<size_t>(N), S);
+  Shape lens(static_cast<size_t>(N), S);
   bool ragged = false;
   if (!Absent(tseq)) {
     if (tseq->dtype != DType::kInt32 || tseq->shape != Shape{N}) return reference(ctx);
@@ -233,7 +236,13 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     float* hs = Scratch(ScratchSlot::kRecurrentHidden, H * N);
     float* cs = Scratch(ScratchSlot::kRecurrentCell, H * N);
     // GRU: the update and reset gates of a step, and r * h for the product of the hidden gate.
-    std::vector<float> zs, rs, rh, ghh;
+    // Kept by the running thread from run to run, cleared as new vectors would be.
+    thread_local std::vector<float> kept_zs, kept_rs, kept_rh, kept_ghh;
+    std::vector<float>&zs = kept_zs, &rs = kept_rs, &rh = kept_rh, &ghh = kept_ghh;
+    zs.clear();
+    rs.clear();
+    rh.clear();
+    ghh.clear();
     if (kCell == Cell::kGru) {
       zs.resize(static_cast<size_t>(H * N));
       rs.resize(static_cast<size_t>(H * N));
@@ -244,7 +253,10 @@ Status Fast(KernelContext& ctx, rt::KernelFn reference) {
     }
     // The standard LSTM cell of a batch of one: zero peepholes, and, without inputs (the input
     // projections then gates x steps of zeros and biases), a step's column of them.
-    std::vector<float> column, no_peepholes;
+    thread_local std::vector<float> kept_column, kept_no_peepholes;  // the running thread's
+    std::vector<float>&column = kept_column, &no_peepholes = kept_no_peepholes;
+    column.clear();
+    no_peepholes.clear();
     if (kCell == Cell::kLstm && N == 1) {
       if (I == 0) column.resize(static_cast<size_t>(G));
       no_peepholes.assign(static_cast<size_t>(3 * H), 0.0f);
