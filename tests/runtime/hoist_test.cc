@@ -11,6 +11,7 @@
 #include "runtime/src/session.h"
 #include "targets/compile.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/runtime/text_session.h"
 #include "tests/test_util.h"
 
 namespace quilt {
@@ -31,23 +32,8 @@ class Module:
         return (z, k)
 )";
 
-// A session on the package compiled from IR text `model` (null, with a failure recorded, when
-// it does not compile or open).
-std::unique_ptr<rt::Session> OpenSession(const char* model) {
-  compiler::CompileOptions options;
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), options);
-  EXPECT_TRUE(c) << c.error().ToString();
-  if (!c) return nullptr;
-  std::unique_ptr<rt::LoadedPackage> p;
-  EXPECT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
-  std::unique_ptr<rt::Session> s;
-  rt::Status st = rt::Session::Create(std::move(p), {}, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return s;
-}
-
 TEST(Hoist, ConstantStepsRunOnceAtCreation) {
-  std::unique_ptr<rt::Session> s = OpenSession(kModel);
+  std::unique_ptr<rt::Session> s = test::SessionFromText(kModel);
   ASSERT_TRUE(s);
   rt::Status st = rt::Status::Ok();
   const double w[3][2] = {{0.5, -1}, {1.5, 2}, {-2.5, 3}};
@@ -93,7 +79,7 @@ class Module:
 )";
 
 TEST(Hoist, KernelsKeepOnlyWhatConstantInputsDetermine) {
-  std::unique_ptr<rt::Session> s = OpenSession(kTwoMatmuls);
+  std::unique_ptr<rt::Session> s = test::SessionFromText(kTwoMatmuls);
   ASSERT_TRUE(s);
   rt::Status st = rt::Status::Ok();
   const double w[3][3] = {{1, -2, 0.5}, {3, 4, -1.5}, {-5, 6, 2}};

@@ -17,6 +17,7 @@
 #include "runtime/src/session.h"
 #include "targets/compile.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/runtime/text_session.h"
 #include "tests/test_util.h"
 
 extern "C" {
@@ -87,18 +88,9 @@ class Module:
 )";
 
 std::unique_ptr<rt::Session> OpenSession(int threads) {
-  compiler::CompileOptions options;
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(kModel), options);
-  EXPECT_TRUE(c) << c.error().ToString();
-  if (!c) return nullptr;
-  std::unique_ptr<rt::LoadedPackage> p;
-  EXPECT_TRUE(rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &p).ok());
-  rt::SessionOptions session_options;
-  session_options.threads = threads;
-  std::unique_ptr<rt::Session> s;
-  rt::Status st = rt::Session::Create(std::move(p), session_options, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return s;
+  rt::SessionOptions options;
+  options.threads = threads;
+  return test::SessionFromText(kModel, options);
 }
 
 // The counter counts: allocations the test makes itself are seen (through a volatile pointer, so
