@@ -981,21 +981,20 @@ class Run final : public OutputAllocator {
         arenas_[d].reset();
         continue;
       }
-      QUILT_RETURN_IF_ERROR(Count(static_cast<uint64_t>(arenas->Get(d)),
-                                  [&] { return "the arena of device " + std::to_string(d); }));
-      // The run before's, of this same size, kept by the state: taken as it is.
-      if (arenas_[d] && arenas_[d]->size() == static_cast<uint64_t>(arenas->Get(d))) {
-        arena_bytes_counted_ += static_cast<uint64_t>(arenas->Get(d));
-        continue;
+      const auto bytes = static_cast<uint64_t>(arenas->Get(d));
+      QUILT_RETURN_IF_ERROR(
+          Count(bytes, [&] { return "the arena of device " + std::to_string(d); }));
+      // The run before's, of this same size, kept by the state, is taken as it is.
+      if (!arenas_[d] || arenas_[d]->size() != bytes) {
+        arenas_[d].reset();
+        Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
+        if (!st.ok()) {
+          Uncount(bytes);
+          return Status::Error("allocating an arena of " + std::to_string(bytes) +
+                               " bytes for device " + std::to_string(d) + ": " + st.message());
+        }
       }
-      arenas_[d].reset();
-      Status st = DeviceOf(static_cast<int>(d)).Allocate(arenas->Get(d), &arenas_[d]);
-      if (st.ok()) arena_bytes_counted_ += static_cast<uint64_t>(arenas->Get(d));
-      if (!st.ok()) Uncount(static_cast<uint64_t>(arenas->Get(d)));
-      if (!st.ok()) {
-        return Status::Error("allocating an arena of " + std::to_string(arenas->Get(d)) +
-                             " bytes for device " + std::to_string(d) + ": " + st.message());
-      }
+      arena_bytes_counted_ += bytes;
     }
     return Status::Ok();
   }

@@ -1029,28 +1029,6 @@ TEST(FastKernels, GemmNarrowLastColumnsMatchTheReference) {
       rng);
 }
 
-// SmallVector (a product's batch offsets): elements in place up to its size, on the heap past it,
-// in place again after clear, copied either way; checked against a std::vector.
-TEST(FastKernels, SmallVectorHoldsItsElementsInPlaceThenOnTheHeap) {
-  SmallVector<int64_t, 3> v;
-  std::vector<int64_t> want;
-  for (int round = 0; round < 3; ++round) {
-    const int64_t count = round == 1 ? 2 : 7;
-    for (int64_t i = 0; i < count; ++i) {
-      v.push_back(i * 10 + round);
-      want.push_back(i * 10 + round);
-      ASSERT_EQ(v.size(), want.size());
-      EXPECT_EQ(std::vector<int64_t>(v.begin(), v.end()), want) << "round " << round;
-    }
-    SmallVector<int64_t, 3> copy = v;
-    EXPECT_EQ(std::vector<int64_t>(copy.begin(), copy.end()), want);
-    EXPECT_EQ(copy[count - 1], want.back());
-    v.clear();
-    want.clear();
-    EXPECT_TRUE(v.empty());
-  }
-}
-
 void CheckMatmul(const Shape& a, const Shape& b, std::mt19937& rng) {
   Attrs attrs;
   Compare(MatmulFast, MatmulReference, {a, b}, attrs, rng,

@@ -38,6 +38,28 @@ TEST(InlineVector, StaysInItselfUpToItsCapacity) {
   ExpectSame(copy, {9, 2, 3, 4, 5}, "copy");
 }
 
+// As a product's batch offsets use it, filled and cleared run after run: elements in place up to
+// its size, on the heap past it, copied either way; checked against a std::vector.
+TEST(InlineVector, HoldsItsElementsInPlaceThenOnTheHeapRunAfterRun) {
+  InlineVector<int64_t, 3> v;
+  std::vector<int64_t> want;
+  for (int round = 0; round < 3; ++round) {
+    const int64_t count = round == 1 ? 2 : 7;
+    for (int64_t i = 0; i < count; ++i) {
+      v.push_back(i * 10 + round);
+      want.push_back(i * 10 + round);
+      ASSERT_EQ(v.size(), want.size());
+      EXPECT_EQ(std::vector<int64_t>(v.begin(), v.end()), want) << "round " << round;
+    }
+    InlineVector<int64_t, 3> copy = v;
+    EXPECT_EQ(std::vector<int64_t>(copy.begin(), copy.end()), want);
+    EXPECT_EQ(copy[count - 1], want.back());
+    v.clear();
+    want.clear();
+    EXPECT_TRUE(v.empty());
+  }
+}
+
 TEST(InlineVector, EveryOperationAsStdVectorDoesIt) {
   std::mt19937 rng(5);
   Small v;

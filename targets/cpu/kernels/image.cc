@@ -164,9 +164,10 @@ namespace {
 // each output row computed once (nearest upsampling repeats the row above: copied), in parallel.
 // The sums are the reference's, in its order and in double: the same values, bit for bit. False
 // when a leading axis is resized (the general walk then runs).
+// `column`: memory for each output column's input column, the caller's (kept between runs).
 bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
                        const std::vector<std::vector<AxisTaps>>& taps, double extrapolation,
-                       float* y, KernelContext& ctx) {
+                       float* y, KernelContext& ctx, std::vector<int64_t>& column) {
   int rank = static_cast<int>(in.size());
   if (rank < 2) return false;
   int64_t planes = 1;
@@ -188,10 +189,7 @@ bool ResizeFloatPlanes(const float* x, const Shape& in, const Shape& out,
   }
   float fill = static_cast<float>(extrapolation);
   // With one tap per column, each column's input column (-1: extrapolated), read from one flat
-  // array rather than through each column's taps. This thread's, kept from run to run (the workers
-  // read it through the reference).
-  thread_local std::vector<int64_t> kept_column;
-  std::vector<int64_t>& column = kept_column;
+  // array rather than through each column's taps.
   column.clear();
   // Columns that repeat each input column `repeat` times in order (nearest upsampling by a whole
   // number): copied as runs.
@@ -265,6 +263,21 @@ struct ResizePlan {
   rt::InlineVector<double, 8> scale, roi_start, roi_end;
   double extrapolation = 0.0;
 };
+
+// What a resize plans at every run, in memory the running thread keeps between runs (a resize
+// plans no more than its output): the plan, every axis's taps, and each output column's input
+// column where every column reads one. Taken by reference on the calling thread, so that the
+// workers' lambdas read it, not their own.
+struct ResizeWork {
+  ResizePlan plan;
+  std::vector<std::vector<AxisTaps>> taps;
+  std::vector<int64_t> column;
+};
+
+ResizeWork& ThisThreadsResizeWork() {
+  thread_local ResizeWork work;
+  return work;
+}
 
 Status PlanResize(KernelContext& ctx, const Shape& in, ResizePlan* plan) {
   const int rank = static_cast<int>(in.size());
@@ -379,8 +392,8 @@ Status PlanTaps(const ResizePlan& plan, const Shape& in, size_t first,
 Status ResizeImpl(KernelContext& ctx, bool fast) {
   const Tensor& x = *ctx.input(0);
   const int rank = x.rank();
-  thread_local ResizePlan kept_plan;  // this thread's, kept from run to run
-  ResizePlan& plan = kept_plan;
+  ResizeWork& work = ThisThreadsResizeWork();
+  ResizePlan& plan = work.plan;
   QUILT_RETURN_IF_ERROR(PlanResize(ctx, x.shape, &plan));
   const Shape& out = plan.out;
   const double extrapolation = plan.extrapolation;
@@ -390,14 +403,11 @@ Status ResizeImpl(KernelContext& ctx, bool fast) {
   Tensor* y;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, x.dtype, out, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  // Planned at every run, in memory this thread keeps (a resize plans no more than its output).
-  // A reference, so that the workers' lambdas read this thread's taps, not their own.
-  thread_local std::vector<std::vector<AxisTaps>> kept_taps;
-  std::vector<std::vector<AxisTaps>>& taps = kept_taps;
+  std::vector<std::vector<AxisTaps>>& taps = work.taps;
   QUILT_RETURN_IF_ERROR(PlanTaps(plan, x.shape, 0, &taps));
   if (fast && x.dtype == DType::kFloat32 &&
       ResizeFloatPlanes(x.Data<float>(), x.shape, out, taps, extrapolation, y->MutableData<float>(),
-                        ctx)) {
+                        ctx, work.column)) {
     return Status::Ok();
   }
   Shape strides = Strides(x.shape);
@@ -497,8 +507,8 @@ Status ResizeBlocked(KernelContext& ctx) {
   }
   // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes.
   const Shape nchw = {x.shape[0], x.shape[1] * 16, x.shape[2], x.shape[3]};
-  thread_local ResizePlan kept_plan;  // this thread's, kept from run to run
-  ResizePlan& plan = kept_plan;
+  ResizeWork& work = ThisThreadsResizeWork();
+  ResizePlan& plan = work.plan;
   QUILT_RETURN_IF_ERROR(PlanResize(ctx, nchw, &plan));
   if (plan.out[0] != nchw[0] || plan.out[1] != nchw[1]) {
     return Status::Error("a resize of blocked data " + rt::ShapeString(x.shape) +
@@ -509,10 +519,7 @@ Status ResizeBlocked(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(
       0, DType::kFloat32, Shape{x.shape[0], x.shape[1], plan.out[2], plan.out[3], 16}, &y));
   if (y->NumElements() == 0) return Status::Ok();
-  // Planned at every run, in memory this thread keeps (a resize plans no more than its output).
-  // A reference, so that the workers' lambdas read this thread's taps, not their own.
-  thread_local std::vector<std::vector<AxisTaps>> kept_taps;
-  std::vector<std::vector<AxisTaps>>& taps = kept_taps;
+  std::vector<std::vector<AxisTaps>>& taps = work.taps;
   // The height's and width's (the batch and channels are kept, checked above).
   QUILT_RETURN_IF_ERROR(PlanTaps(plan, nchw, 2, &taps));
   const int64_t blocks = x.shape[0] * x.shape[1], ih = x.shape[2], iw = x.shape[3];
@@ -521,8 +528,7 @@ Status ResizeBlocked(KernelContext& ctx) {
   float* py = y->MutableData<float>();
   const float fill = static_cast<float>(plan.extrapolation);
   // Each output column's input column where every one reads one with weight 1 (nearest).
-  thread_local std::vector<int64_t> kept_column;
-  std::vector<int64_t>& column = kept_column;  // the workers read this thread's
+  std::vector<int64_t>& column = work.column;
   column.clear();
   bool single = true;
   for (const AxisTaps& u : taps[3])

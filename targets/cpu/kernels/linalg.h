@@ -15,7 +15,7 @@ struct MatmulGeometry {
   int64_t m = 0, n = 0, k = 0;
   // Per output matrix: the operands' matrix indices (inline up to 64 matrices, an attention's
   // batch of heads: no allocation at every run).
-  SmallVector<int64_t, 64> offs_a, offs_b;
+  rt::InlineVector<int64_t, 64> offs_a, offs_b;
   DType out_dtype = DType::kVoid;
   Tensor* y = nullptr;
   // B is float32 panels that quiltc packed (targets/pack_weights.h): the step's attribute

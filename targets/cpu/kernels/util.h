@@ -20,54 +20,6 @@ using rt::Shape;
 using rt::Status;
 using rt::Tensor;
 
-// A list of trivially copyable T that holds up to N elements in place and more on the heap: a
-// kernel's per-run lists that are nearly always short (a product's batch offsets), which a
-// std::vector would allocate on every run.
-template <typename T, size_t N>
-class SmallVector {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  SmallVector() = default;
-  SmallVector(const SmallVector& o) { *this = o; }
-  SmallVector& operator=(const SmallVector& o) {
-    if (this != &o) {
-      clear();
-      for (const T& v : o) push_back(v);
-    }
-    return *this;
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  T* data() { return heap_.empty() ? inline_ : heap_.data(); }
-  const T* data() const { return heap_.empty() ? inline_ : heap_.data(); }
-  T* begin() { return data(); }
-  T* end() { return data() + size_; }
-  const T* begin() const { return data(); }
-  const T* end() const { return data() + size_; }
-  T& operator[](size_t i) { return data()[i]; }
-  const T& operator[](size_t i) const { return data()[i]; }
-  // In place again; the heap's capacity kept for the next spill.
-  void clear() {
-    size_ = 0;
-    heap_.clear();
-  }
-  void push_back(T v) {
-    if (heap_.empty() && size_ < N) {
-      inline_[size_++] = v;
-      return;
-    }
-    if (heap_.empty()) heap_.assign(inline_, inline_ + size_);
-    heap_.push_back(v);
-    ++size_;
-  }
-
- private:
-  T inline_[N];
-  size_t size_ = 0;
-  std::vector<T> heap_;  // the elements, once past N (empty: they are in place)
-};
-
 // IEEE half and bfloat16 as storage types; arithmetic goes through float.
 struct f16 {
   uint16_t bits = 0;
