@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "importers/onnx/importer.h"
 #include "runtime/src/package.h"
 #include "runtime/src/session.h"
 #include "targets/compile.h"
+#include "tests/importers/onnx_test_util.h"
 #include "tests/runtime/runtime_test_util.h"
 #include "tests/runtime/text_session.h"
 #include "tests/test_util.h"
@@ -139,6 +141,142 @@ TEST(SteadyState, ARunOfTheSameShapesAllocatesNothing) {
     for (size_t i = 0; i < out.size(); ++i) {
       EXPECT_EQ(out[i].shape, first[i].shape);
       EXPECT_EQ(out[i].data, first[i].data);
+    }
+  }
+}
+
+// A model's control steps: a Loop whose body carries h and makes a scan element from it and the
+// iteration, an If over the loop's result, and a Scan over the rows of x that carries their sum
+// and scans them doubled. ONNX opset 13.
+testing::OnnxGraph ControlFlowModel() {
+  using onnx::TensorProto;
+  using testing::Dim;
+  testing::OnnxGraph body(13);
+  body.Input("i", TensorProto::INT64, {}).Input("c", TensorProto::BOOL, {});
+  body.Input("h_in", TensorProto::FLOAT, {1, 2});
+  body.Initializer<float>("half", TensorProto::FLOAT, {}, {0.5f});
+  body.Initializer<float>("one", TensorProto::FLOAT, {}, {1.0f});
+  body.Node("Identity", {"c"}, {"c_out"}, "keep");
+  body.Node("Mul", {"h_in", "half"}, {"hh"}, "decay");
+  body.Node("Add", {"hh", "one"}, {"h_out"}, "step");
+  testing::SetInt(body.Node("Cast", {"i"}, {"fi"}, "iteration"), "to", TensorProto::FLOAT);
+  body.Node("Add", {"h_out", "fi"}, {"y"}, "element");
+  body.Output("c_out", TensorProto::BOOL, std::vector<Dim>{});
+  body.Output("h_out", TensorProto::FLOAT, std::vector<Dim>{1, 2});
+  body.Output("y", TensorProto::FLOAT, std::vector<Dim>{1, 2});
+
+  testing::OnnxGraph then_branch(13), else_branch(13);
+  then_branch.Initializer<float>("three", TensorProto::FLOAT, {}, {3.0f});
+  then_branch.Node("Mul", {"h_last", "three"}, {"z_then"}, "triple");
+  then_branch.Output("z_then", TensorProto::FLOAT, std::vector<Dim>{1, 2});
+  else_branch.Node("Neg", {"h_last"}, {"z_else"}, "negate");
+  else_branch.Output("z_else", TensorProto::FLOAT, std::vector<Dim>{1, 2});
+
+  testing::OnnxGraph scan_body(13);
+  scan_body.Input("s_in", TensorProto::FLOAT, {3}).Input("row", TensorProto::FLOAT, {3});
+  scan_body.Initializer<float>("two", TensorProto::FLOAT, {}, {2.0f});
+  scan_body.Node("Add", {"s_in", "row"}, {"s_out"}, "sum");
+  scan_body.Node("Mul", {"row", "two"}, {"r2"}, "double");
+  scan_body.Output("s_out", TensorProto::FLOAT, std::vector<Dim>{3});
+  scan_body.Output("r2", TensorProto::FLOAT, std::vector<Dim>{3});
+
+  testing::OnnxGraph g(13);
+  g.Input("n", TensorProto::INT64, {}).Input("go", TensorProto::BOOL, {});
+  g.Input("h", TensorProto::FLOAT, {1, 2}).Input("flag", TensorProto::BOOL, {});
+  g.Input("s", TensorProto::FLOAT, {3}).Input("x", TensorProto::FLOAT, {4, 3});
+  testing::SetGraph(g.Node("Loop", {"n", "go", "h"}, {"h_last", "ys"}, "loop"), "body",
+                    *body.graph());
+  onnx::NodeProto& branch = g.Node("If", {"flag"}, {"z"}, "branch");
+  testing::SetGraph(branch, "then_branch", *then_branch.graph());
+  testing::SetGraph(branch, "else_branch", *else_branch.graph());
+  onnx::NodeProto& scan = g.Node("Scan", {"s", "x"}, {"s_last", "rows2"}, "scan");
+  testing::SetInt(scan, "num_scan_inputs", 1);
+  testing::SetGraph(scan, "body", *scan_body.graph());
+  g.Output("ys", TensorProto::FLOAT).Output("z", TensorProto::FLOAT);
+  g.Output("s_last", TensorProto::FLOAT).Output("rows2", TensorProto::FLOAT);
+  return g;
+}
+
+std::unique_ptr<rt::Session> OpenOnnx(const testing::OnnxGraph& g, int threads) {
+  std::string bytes = g.Bytes();
+  Expected<ir::IRModule> mod =
+      importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "control.onnx", {});
+  EXPECT_TRUE(mod) << mod.error().ToString();
+  if (!mod) return nullptr;
+  Expected<compiler::Compiled> c = compiler::Compile(*mod, {});
+  EXPECT_TRUE(c) << c.error().ToString();
+  if (!c) return nullptr;
+  std::unique_ptr<rt::LoadedPackage> loaded;
+  if (!rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &loaded).ok()) {
+    ADD_FAILURE() << "the package does not load";
+    return nullptr;
+  }
+  rt::SessionOptions options;
+  options.threads = threads;
+  std::unique_ptr<rt::Session> s;
+  rt::Status st = rt::Session::Create(std::move(loaded), options, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return s;
+}
+
+// The control steps keep what their iterations write over (the carried state, an iteration's
+// outputs, the scan outputs' elements, the branch's outputs) for the next run: a run of the same
+// shapes allocates nothing. The outputs are checked against the model's arithmetic in double.
+TEST(SteadyState, ARunOfLoopsScansAndBranchesAllocatesNothing) {
+  testing::OnnxGraph g = ControlFlowModel();
+  for (int threads : {1, 2}) {
+    std::unique_ptr<rt::Session> s = OpenOnnx(g, threads);
+    ASSERT_TRUE(s);
+    int64_t n = 5;
+    bool go = true;
+    std::vector<float> h = {1.0f, -2.0f}, sum0 = {0.5f, 0.0f, -1.0f};
+    std::vector<float> x(12);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+    for (bool flag : {true, false}) {
+      std::vector<rt::NamedTensor> inputs = {
+          {"n", {rt::DType::kInt64, {}, &n}}, {"go", {rt::DType::kBool, {}, &go}},
+          test::Input("h", h, {1, 2}),        {"flag", {rt::DType::kBool, {}, &flag}},
+          test::Input("s", sum0, {3}),        test::Input("x", x, {4, 3})};
+      std::vector<rt::OwnedTensor> out;
+      for (int warm = 0; warm < 3; ++warm) {
+        rt::Status st = s->Run(inputs, &out);
+        ASSERT_TRUE(st.ok()) << st.message();
+      }
+      long made = -1;
+      for (int run = 0; run < 5; ++run) {
+        long before = g_allocations.load();
+        rt::Status st = s->Run(inputs, &out);
+        long k = g_allocations.load() - before;
+        ASSERT_TRUE(st.ok()) << st.message();
+        made = made < 0 ? k : std::min(made, k);
+      }
+      EXPECT_EQ(made, 0) << threads << " thread(s), flag " << flag
+                         << ": allocations in a steady-state run";
+      // The model's arithmetic in double.
+      std::vector<double> ys, hd = {h[0], h[1]};
+      for (int64_t it = 0; it < n; ++it) {
+        for (double& v : hd) v = v * 0.5 + 1.0;
+        for (double v : hd) ys.push_back(v + static_cast<double>(it));
+      }
+      std::vector<double> z = {flag ? 3 * hd[0] : -hd[0], flag ? 3 * hd[1] : -hd[1]};
+      std::vector<double> last = {sum0[0], sum0[1], sum0[2]}, rows2;
+      for (int r = 0; r < 4; ++r) {
+        for (int c = 0; c < 3; ++c) {
+          last[c] += x[r * 3 + c];
+          rows2.push_back(2.0 * x[r * 3 + c]);
+        }
+      }
+      ASSERT_EQ(out.size(), 4u);
+      EXPECT_EQ(out[0].shape, (rt::Shape{n, 1, 2}));
+      EXPECT_EQ(out[3].shape, (rt::Shape{4, 3}));
+      const std::vector<double>* want[4] = {&ys, &z, &last, &rows2};
+      for (size_t o = 0; o < 4; ++o) {
+        std::vector<float> got = test::Floats(out[o]);
+        ASSERT_EQ(got.size(), want[o]->size()) << out[o].name;
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_NEAR(got[i], (*want[o])[i], 1e-5) << out[o].name << " " << i;
+        }
+      }
     }
   }
 }
