@@ -217,6 +217,23 @@ void Int8Dots(const QuantActs& a, int64_t count, int64_t k, const Int8Weight& w,
 // ONNX Runtime computes it: its hidden state, quantized again at every step, then differs from
 // the reference's where a rounding moves it across a quantization step), any other the
 // reference's, bit for bit.
+// Recurrent's per-run lists, kept by the thread that runs it, and a direction's by the thread that
+// runs the direction: a run in steady state allocates none of them.
+struct RecurrentLists {
+  std::vector<double> x, w, r, b, h0, c0, p, y, yh, yc, state;
+  std::vector<int64_t> lens;
+  std::vector<float> fx;
+  std::vector<Activation> acts;
+  QuantWeights wq, rq;
+  QuantActs qx;
+};
+struct DirectionLists {
+  std::vector<double> gx, gh, hn, cn, rg, h_range, hs, cs;
+  QuantActs qh;
+  std::vector<int64_t> xdots, hdots;
+  std::vector<float> fh, hf, cf, range, bias, x_scale, peep, gx_f, gh_f;
+};
+
 template <Cell kCell, bool kQuant = false, bool kFast = false>
 Status Recurrent(KernelContext& ctx) {
   constexpr int kGates = kCell == Cell::kLstm ? 4 : kCell == Cell::kGru ? 3 : 1;
@@ -250,8 +267,10 @@ Status Recurrent(KernelContext& ctx) {
     return Status::Error("hidden_size " + std::to_string(H) + " does not match R " +
                          rt::ShapeString(tr.shape));
   }
-  std::vector<double> x, w, r;
-  QuantWeights wq, rq;
+  thread_local RecurrentLists kept;  // this thread's (see RecurrentLists)
+  RecurrentLists& lists = kept;
+  std::vector<double>&x = lists.x, &w = lists.w, &r = lists.r;
+  QuantWeights &wq = lists.wq, &rq = lists.rq;
   std::shared_ptr<const QuantFastWeights> fw;  // kFast
   if constexpr (kQuant) {
     if (tx.dtype != DType::kFloat32) return Status::Error("X must be float32");
@@ -312,7 +331,8 @@ Status Recurrent(KernelContext& ctx) {
     return Status::Error("activations, activation_alpha and activation_beta need " +
                          std::to_string(kActs * dirs) + " entries");
   }
-  std::vector<Activation> acts(names.size());
+  std::vector<Activation>& acts = lists.acts;
+  acts.resize(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     QUILT_RETURN_IF_ERROR(ParseActivation(names[i], alphas[i], betas[i], &acts[i]));
   }
@@ -321,8 +341,11 @@ Status Recurrent(KernelContext& ctx) {
   bool input_forget = kCell == Cell::kLstm && at.Bool("input_forget", false);
   bool lbr = kCell == Cell::kGru && at.Bool("linear_before_reset", false);
 
-  std::vector<double> b(dirs * 2 * kGates * H, 0.0), h0(dirs * N * H, 0.0), c0(dirs * N * H, 0.0),
-      p(dirs * 3 * H, 0.0);
+  std::vector<double>&b = lists.b, &h0 = lists.h0, &c0 = lists.c0, &p = lists.p;
+  b.assign(dirs * 2 * kGates * H, 0.0);
+  h0.assign(dirs * N * H, 0.0);
+  c0.assign(dirs * N * H, 0.0);
+  p.assign(dirs * 3 * H, 0.0);
   QUILT_RETURN_IF_ERROR(ReadFloats(tx, &x));
   if (!Absent(tb)) {
     if (tb->shape != Shape{dirs, 2 * kGates * H} || tb->dtype != tx.dtype) {
@@ -337,7 +360,7 @@ Status Recurrent(KernelContext& ctx) {
     if (t->shape != state_shape || t->dtype != tx.dtype) {
       return Status::Error(std::string(what) + " must have shape " + rt::ShapeString(state_shape));
     }
-    std::vector<double> v;
+    std::vector<double>& v = lists.state;
     QUILT_RETURN_IF_ERROR(ReadFloats(*t, &v));
     for (int64_t d = 0; d < dirs; ++d) {
       for (int64_t n = 0; n < N; ++n) {
@@ -357,7 +380,8 @@ Status Recurrent(KernelContext& ctx) {
     }
     QUILT_RETURN_IF_ERROR(ReadFloats(*tp, &p));
   }
-  std::vector<int64_t> lens(N, S);
+  std::vector<int64_t>& lens = lists.lens;
+  lens.assign(N, S);
   if (!Absent(tseq)) {
     if (tseq->dtype != DType::kInt32 || tseq->shape != Shape{N}) {
       return Status::Error("sequence_lens must be int32 of shape [batch_size]");
@@ -375,14 +399,17 @@ Status Recurrent(KernelContext& ctx) {
   QUILT_RETURN_IF_ERROR(ctx.Output(0, tx.dtype, y_shape, &ty));
   QUILT_RETURN_IF_ERROR(ctx.Output(1, tx.dtype, state_shape, &tyh));
   if (kCell == Cell::kLstm) QUILT_RETURN_IF_ERROR(ctx.Output(2, tx.dtype, state_shape, &tyc));
-  std::vector<double> y(S * dirs * N * H, 0.0), yh(dirs * N * H), yc(dirs * N * H);
+  std::vector<double>&y = lists.y, &yh = lists.yh, &yc = lists.yc;
+  y.assign(S * dirs * N * H, 0.0);
+  yh.resize(dirs * N * H);
+  yc.resize(dirs * N * H);
   auto clipped = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
   auto xoff = [&](int64_t t, int64_t n) { return layout == 0 ? (t * N + n) * I : (n * S + t) * I; };
   // The quantized form quantizes X once, the steps [0, longest) of layout 0.
-  QuantActs qx;
+  QuantActs& qx = lists.qx;
   int64_t longest = N > 0 ? *std::max_element(lens.begin(), lens.end()) : 0;
   // kFast: the quantized input as floats.
-  std::vector<float> fx;
+  std::vector<float>& fx = lists.fx;
   if constexpr (kQuant) {
     QuantizeActs(x.data(), static_cast<size_t>(longest * N * I), &qx);
     if constexpr (kFast) {
@@ -393,14 +420,23 @@ Status Recurrent(KernelContext& ctx) {
   auto run_direction = [&](int64_t d, rt::ThreadPool* pool) {
     // Rows are addressed as data() + offset, not &v[offset]: with an input or hidden size of 0
     // the vectors are empty.
-    std::vector<double> gx(kGates * H), gh(kGates * H), hn(H), cn(H), rg(H);
-    QuantActs qh;
-    std::vector<double> h_range;
+    // The direction's lists: the thread's that runs it (a worker's, where the directions run side
+    // by side).
+    thread_local DirectionLists kept_direction;
+    DirectionLists& dl = kept_direction;
+    std::vector<double>&gx = dl.gx, &gh = dl.gh, &hn = dl.hn, &cn = dl.cn, &rg = dl.rg;
+    gx.resize(kGates * H);
+    gh.resize(kGates * H);
+    hn.resize(H);
+    cn.resize(H);
+    rg.resize(H);
+    QuantActs& qh = dl.qh;
+    std::vector<double>& h_range = dl.h_range;
     // kFast: the integer products of the direction: the input's for every step ([t][n][gate
     // row]), the hidden state's for the current step ([n][gate row]); the quantized hidden
     // state as floats.
-    std::vector<int64_t> xdots, hdots;
-    std::vector<float> fh;
+    std::vector<int64_t>&xdots = dl.xdots, &hdots = dl.hdots;
+    std::vector<float>& fh = dl.fh;
     (void)pool;
     bool reverse = direction == "reverse" || d == 1;
     const double* Wb = b.data() + d * 2 * kGates * H;
@@ -410,8 +446,9 @@ Status Recurrent(KernelContext& ctx) {
     const Activation& g = acts[d * kActs + (kActs > 1 ? 1 : 0)];
     const Activation& hact = acts[d * kActs + (kActs > 2 ? 2 : 0)];
     // The states of the whole batch, [batch][hidden].
-    std::vector<double> hs(h0.begin() + d * N * H, h0.begin() + (d + 1) * N * H);
-    std::vector<double> cs(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
+    std::vector<double>&hs = dl.hs, &cs = dl.cs;
+    hs.assign(h0.begin() + d * N * H, h0.begin() + (d + 1) * N * H);
+    cs.assign(c0.begin() + d * N * H, c0.begin() + (d + 1) * N * H);
     if constexpr (kQuant && kFast) {
       xdots.resize(static_cast<size_t>(longest * N * kGates * H));
       if (fw->int8) {
@@ -491,9 +528,17 @@ Status Recurrent(KernelContext& ctx) {
     }
     if (float_cell) {
       const int64_t G = kGates * H;
-      std::vector<float> hf(hs.begin(), hs.end()), cf(cs.begin(), cs.end()), range;
+      std::vector<float>&hf = dl.hf, &cf = dl.cf, &range = dl.range;
+      hf.assign(hs.begin(), hs.end());
+      cf.assign(cs.begin(), cs.end());
       // Per gate row: both biases, the input's scale (X's times W's); the peepholes.
-      std::vector<float> bias(G), x_scale(G), peep(P, P + 3 * H), gx_f(G), gh_f(G);
+      std::vector<float>&bias = dl.bias, &x_scale = dl.x_scale, &peep = dl.peep, &gx_f = dl.gx_f,
+      &gh_f = dl.gh_f;
+      bias.resize(G);
+      x_scale.resize(G);
+      peep.assign(P, P + 3 * H);
+      gx_f.resize(G);
+      gh_f.resize(G);
       const float* r_scale = rq.scale.data() + d * G;
       for (int64_t j = 0; j < G; ++j) {
         bias[j] = static_cast<float>(Wb[j] + Rb[j]);

@@ -96,6 +96,14 @@ void ForEachReduced(const Shape& in, const Plan& p, F&& f) {
 
 enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
+// A reduction's per-run accumulators (`which`: one of two lists at once), kept by the thread that
+// runs it: a run in steady state allocates none. A reduction does not nest.
+template <class C>
+std::vector<C>& KeptAccumulators(int which) {
+  thread_local std::vector<C> kept[2];
+  return kept[which];
+}
+
 template <Red kRed, typename T>
 Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   const T* px = x.Data<T>();
@@ -112,7 +120,8 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
     } else {
       init = kRed == Red::kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
     }
-    std::vector<C> acc(p.out_n, init);
+    std::vector<C>& acc = KeptAccumulators<C>(0);
+    acc.assign(static_cast<size_t>(p.out_n), init);
     ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
       C v = Load(px[i]);
       bool nan = false;
@@ -130,7 +139,8 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
   } else if constexpr (!kIsFloatLike<T> && kRed != Red::kL2 && kRed != Red::kLogSum &&
                        kRed != Red::kLogSumExp) {
     // Integers: 64-bit wrapping arithmetic.
-    std::vector<uint64_t> acc(p.out_n, kRed == Red::kProd ? 1 : 0);
+    std::vector<uint64_t>& acc = KeptAccumulators<uint64_t>(0);
+    acc.assign(static_cast<size_t>(p.out_n), kRed == Red::kProd ? 1 : 0);
     ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
       T v = px[i];
       uint64_t u = static_cast<uint64_t>(v);
@@ -161,7 +171,8 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
     return Status::Ok();
   } else {
     // Floats (and integer l2 / log-sum / log-sum-exp) in double.
-    std::vector<double> shift(p.out_n, 0.0);
+    std::vector<double>& shift = KeptAccumulators<double>(1);
+    shift.assign(static_cast<size_t>(p.out_n), 0.0);
     if constexpr (kRed == Red::kLogSumExp) {
       // Subtract the maximum of each group: exp never overflows.
       std::fill(shift.begin(), shift.end(), -std::numeric_limits<double>::infinity());
@@ -170,7 +181,8 @@ Status ReduceTyped(const Tensor& x, const Plan& p, Tensor* y) {
         if (std::isnan(v) || v > shift[o]) shift[o] = std::isnan(shift[o]) ? shift[o] : v;
       });
     }
-    std::vector<double> acc(p.out_n, kRed == Red::kProd ? 1.0 : 0.0);
+    std::vector<double>& acc = KeptAccumulators<double>(0);
+    acc.assign(static_cast<size_t>(p.out_n), kRed == Red::kProd ? 1.0 : 0.0);
     ForEachReduced(x.shape, p, [&](int64_t i, int64_t o) {
       double v = static_cast<double>(Load(px[i]));
       if constexpr (kRed == Red::kProd) {
@@ -389,7 +401,8 @@ bool ReduceRows(const Tensor& x, const Plan& p, Tensor* y, KernelContext& ctx) {
   RowSum what = kRed == Red::kSumSquare || kRed == Red::kL2 ? RowSum::kSquares
                 : kRed == Red::kL1                          ? RowSum::kMagnitudes
                                                             : RowSum::kPlain;
-  std::vector<double> sums(static_cast<size_t>(p.out_n));
+  std::vector<double>& sums = KeptAccumulators<double>(0);
+  sums.resize(static_cast<size_t>(p.out_n));
   SumRows(x.Data<float>(), p.out_n, p.count, what, sums.data(), ctx.thread_pool());
   float* py = y->MutableData<float>();
   for (int64_t o = 0; o < p.out_n; ++o) {
