@@ -75,6 +75,91 @@ def run_quilt(path, feeds, work):
     return {p.stem: np.load(p) for p in out.glob("*.npy")}
 
 
+# quilt's float32 cell against the float64 reference (6e-8 apart on these seeds: no hidden value
+# rounds to the other side of a quantization step between the two).
+REFERENCE_ATOL = 1e-5
+
+
+def quantize_u8(v):
+    """ONNX DynamicQuantizeLinear in float32: the values less their zero point (as float64), and
+    the scale."""
+    v = np.asarray(v, dtype=np.float32)
+    lo = np.float32(min(float(v.min()) if v.size else 0.0, 0.0))
+    hi = np.float32(max(float(v.max()) if v.size else 0.0, 0.0))
+    scale = np.float32((hi - lo) / np.float32(255)) if hi > lo else np.float32(1 / 255)
+    zp = np.clip(np.rint(-lo / scale), 0, 255)
+    q = np.clip(np.rint(v / scale) + zp, 0, 255)
+    return q.astype(np.float64) - zp, scale
+
+
+def dq_lstm_reference(path, feeds):
+    """com.microsoft DynamicQuantizeLSTM in float64 from the quantized model at `path`: X
+    quantized once over the steps before the longest sequence, the hidden state before each step
+    over the batch (a sequence that ended counts as zeros), the integer products exact, each
+    scaled by the activation's scale times the weight row's (a float32 product), then the LSTM
+    cell (gates i, o, f, c) in float64."""
+    m = onnx.load(str(path))
+    node = next(n for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+
+    def arg(i):
+        if i >= len(node.input) or not node.input[i]:
+            return None
+        name = node.input[i]
+        return inits[name] if name in inits else feeds[name]
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    direction = attrs.get("direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    x, w, r = arg(0), arg(1), arg(2)
+    seq, batch, _ = x.shape
+    dirs, hidden = w.shape[0], r.shape[1]
+    g = 4 * hidden
+    b = arg(3) if arg(3) is not None else np.zeros((dirs, 2 * g), np.float32)
+    lens = arg(4) if arg(4) is not None else np.full(batch, seq, np.int32)
+    h0 = arg(5) if arg(5) is not None else np.zeros((dirs, batch, hidden), np.float32)
+    c0 = arg(6) if arg(6) is not None else np.zeros((dirs, batch, hidden), np.float32)
+    p = arg(7) if arg(7) is not None else np.zeros((dirs, 3 * hidden), np.float32)
+
+    def per_row(v):
+        return np.broadcast_to(np.asarray(v).reshape(dirs, -1), (dirs, g))
+
+    ws, rs = per_row(arg(8)).astype(np.float32), per_row(arg(10)).astype(np.float32)
+    wz, rz = per_row(arg(9)).astype(np.float64), per_row(arg(11)).astype(np.float64)
+    sigmoid = lambda v: 1.0 / (1.0 + np.exp(-v))
+    longest = int(lens.max()) if batch else 0
+    qx, sx = quantize_u8(x[:longest])
+    y = np.zeros((seq, dirs, batch, hidden))
+    yh, yc = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    for d in range(dirs):
+        reverse = direction == "reverse" or d == 1
+        wd = w[d].astype(np.float64) - wz[d][None, :]  # [input, 4 hidden]
+        rd = r[d].astype(np.float64) - rz[d][None, :]
+        x_scale = (np.float32(sx) * ws[d]).astype(np.float64)
+        bias = b[d, :g].astype(np.float64) + b[d, g:].astype(np.float64)
+        pi, po, pf = (p[d, k * hidden:(k + 1) * hidden].astype(np.float64) for k in range(3))
+        h, c = h0[d].astype(np.float64).copy(), c0[d].astype(np.float64).copy()
+        for step in range(seq):
+            ran = h.copy()
+            ran[[n for n in range(batch) if step > lens[n]]] = 0
+            qh, sh = quantize_u8(ran.astype(np.float32))
+            h_scale = (np.float32(sh) * rs[d]).astype(np.float64)
+            for n in range(batch):
+                if step >= lens[n]:
+                    continue
+                t = lens[n] - 1 - step if reverse else step
+                gates = (qx[t, n] @ wd) * x_scale + (qh[n] @ rd) * h_scale + bias
+                gi, go, gf, gc = (gates[k * hidden:(k + 1) * hidden] for k in range(4))
+                i = sigmoid(gi + pi * c[n])
+                f = sigmoid(gf + pf * c[n])
+                c[n] = f * c[n] + i * np.tanh(gc)
+                o = sigmoid(go + po * c[n])
+                h[n] = o * np.tanh(c[n])
+                y[t, d, n] = h[n]
+        yh[d], yc[d] = h, c
+    return {"y": y, "y_h": yh, "y_c": yc}
+
+
 class DynamicQuantizeLstm(unittest.TestCase):
     def check(self, seq, batch, inp, hidden, direction, per_channel=False, weight_type=None,
               with_lens=False, with_states=False):
@@ -97,13 +182,23 @@ class DynamicQuantizeLstm(unittest.TestCase):
                 feeds["c0"] = rng.uniform(-0.5, 0.5, (dirs, batch, hidden)).astype(np.float32)
             want = run_ort(work / "quant.onnx", feeds)
             got = run_quilt(work / "quant.onnx", feeds, work)
+            reference = dq_lstm_reference(work / "quant.onnx", feeds)
             # The float LSTM: the quantized one must stay near it, as a check that both sides
             # compute an LSTM and not merely the same wrong thing.
             exact = run_ort(work / "float.onnx", feeds)
+            # ONNX Runtime is the exact side where its 8-bit products are (CPUs with VNNI); on
+            # AVX2 alone its u8 x s8 products saturate in 16-bit pairs, and its outputs leave the
+            # float64 reference (by 0.07-0.27 on an AVX2 EPYC): there quilt is held to the reference alone.
+            ort_exact = all(np.abs(want[n] - reference[n]).max() < REFERENCE_ATOL
+                            for n in ("y", "y_h", "y_c"))
             for name in ("y", "y_h", "y_c"):
                 key = re.sub(r"[^A-Za-z0-9-]", "_", name)
                 self.assertEqual(got[key].shape, want[name].shape, name)
-                np.testing.assert_allclose(got[key], want[name], atol=1e-5, rtol=0, err_msg=name)
+                np.testing.assert_allclose(got[key], reference[name], atol=REFERENCE_ATOL, rtol=0,
+                                           err_msg=name + " against the float64 reference")
+                if ort_exact:
+                    np.testing.assert_allclose(got[key], want[name], atol=1e-5, rtol=0,
+                                               err_msg=name)
                 np.testing.assert_allclose(got[key], exact[name], atol=0.1, rtol=0, err_msg=name)
 
     def test_forward_one_sequence(self):
