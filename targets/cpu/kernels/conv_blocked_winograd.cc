@@ -196,18 +196,20 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
             if (ep) FinishTile(*ep, y + o, n, r);
             continue;
           }
-          for (int j = 0; j < 2 && 2 * tx + j < c.ow; ++j) {
-            const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx + j) * kB16;
-            if (ep) {
-              if (res) {
-                V16 rv;
-                Load16(&rv, res + o);
-                ep->template Apply<1>(&out[i][j], &rv);
-              } else {
-                ep->template Apply<1>(&out[i][j]);
+          if constexpr (kWide) {
+            for (int j = 0; j < 2 && 2 * tx + j < c.ow; ++j) {
+              const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx + j) * kB16;
+              if (ep) {
+                if (res) {
+                  V16 rv;
+                  Load16(&rv, res + o);
+                  ep->template Apply<1>(&out[i][j], &rv);
+                } else {
+                  ep->template Apply<1>(&out[i][j]);
+                }
               }
+              Store16(y + o, out[i][j]);
             }
-            Store16(y + o, out[i][j]);
           }
         }
       }
