@@ -92,7 +92,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunDepthItems512(const
   RunDepthItems<true>(k, i0, i1);
 }
 #endif
-// Without AVX-512: AVX2 and baseline copies (correct everywhere; their speed not measured).
+// Without AVX-512: AVX2 and baseline copies, a block as two 8-lane halves (DenseTile8 and the
+// others in conv_blocked_internal.h).
 QUILT_CLONES void RunItemsAny(const Work& k, int64_t i0, int64_t i1) { RunItems<false>(k, i0, i1); }
 QUILT_CLONES void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1) {
   RunDepthItems<false>(k, i0, i1);

@@ -420,6 +420,60 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
+// SlideRow without AVX-512: one half of a block (xr and wv at its lanes), column j at xr + 16 j.
+template <int kT, int kKw, int kSw>
+QUILT_ALWAYS_INLINE void SlideRow8(V8 (&acc)[kT], const V8 (&wv)[kKw], const float* xr) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+#pragma GCC unroll 64
+  for (int j = 0; j < kCols; ++j) {
+    V8 xv;
+    LoadV(&xv, xr + j * kB16);
+#pragma GCC unroll 8
+    for (int kx = 0; kx < kKw; ++kx) {
+      const int d = j - kx;
+      if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[d / kSw] += xv * wv[kx];
+    }
+  }
+}
+
+// DepthTileSliding without AVX-512: each half of the block in turn (kT accumulators, the row's
+// kKw taps and a column in 16 registers), stored, then the epilogue on the stored tile. The sums
+// in DepthTile's order: the values are its own.
+template <int kT, int kKw, int kSw>
+QUILT_ALWAYS_INLINE void DepthTileSliding8(const Blocked& c, const float* x, const float* w,
+                                           int64_t oy, int64_t ox0, float* y, const HalfLanes* ep,
+                                           const float* residual) {
+  const float* res = residual;
+  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
+  for (int half = 0; half < 2; ++half) {
+    V8 acc[kT];
+    for (int t = 0; t < kT; ++t) acc[t] = V8{};
+    for (int64_t ky = 0; ky < c.kh; ++ky) {
+      const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+      if (iy < 0 || iy >= c.ih) continue;
+      const float* xr = x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8;
+      V8 wv[kKw];
+      for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
+      SlideRow8<kT, kKw, kSw>(acc, wv, xr);
+    }
+    for (int t = 0; t < kT; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
+  }
+  if (ep) FinishTile(*ep, y, kT, res);
+}
+
+// Columns [*ox, hi) of row oy of one block in sliding tiles of 8 and 4 pixels without AVX-512.
+template <int kKw, int kSw>
+QUILT_ALWAYS_INLINE void DepthSliding8(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                       int64_t* ox, int64_t hi, float* y, const HalfLanes* ep,
+                                       const float* res) {
+  for (; *ox + 8 <= hi; *ox += 8)
+    DepthTileSliding8<8, kKw, kSw>(c, x, w, oy, *ox, y + *ox * kB16, ep,
+                                   res ? res + *ox * kB16 : nullptr);
+  for (; *ox + 4 <= hi; *ox += 4)
+    DepthTileSliding8<4, kKw, kSw>(c, x, w, oy, *ox, y + *ox * kB16, ep,
+                                   res ? res + *ox * kB16 : nullptr);
+}
+
 // Columns [*ox, hi) of row oy of one block in sliding tiles of 16 and 8 pixels (kKw, kSw: the
 // window, unit dilation), *ox left at the first column they did not take.
 template <int kKw, int kSw, typename Ep>
@@ -581,6 +635,14 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
     for (int64_t ox = 0; ox < lo; ++ox)
       DepthTile8<1, true>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     int64_t ox = lo;
+    // The common windows (3 and 5 wide, strides 1 and 2): each input vector loaded once for its
+    // taps.
+    if (c.dw == 1) {
+      if (c.kw == 3 && c.sw == 1) DepthSliding8<3, 1>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 3 && c.sw == 2) DepthSliding8<3, 2>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 1) DepthSliding8<5, 1>(c, x, w, oy, &ox, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 2) DepthSliding8<5, 2>(c, x, w, oy, &ox, hi, y, ep, res);
+    }
     for (; ox + 6 <= hi; ox += 6)
       DepthTile8<6, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     for (; ox < hi; ++ox)
