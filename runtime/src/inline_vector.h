@@ -102,10 +102,8 @@ class InlineVector {
     size_ = n;
   }
   void push_back(const T& value) {
-    if (size_ == capacity_) {
-      T copy = value;  // `value` may be an element
-      Grow(capacity_ * 2);
-      data_[size_++] = copy;
+    if (size_ == capacity_) [[unlikely]] {
+      PushGrown(value);  // by value: `value` may be an element
     } else {
       data_[size_++] = value;
     }
@@ -125,13 +123,8 @@ class InlineVector {
   template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
   void assign(It first, It last) {
     size_t n = static_cast<size_t>(std::distance(first, last));
-    if (n > capacity_) {
-      // `first` may point into this vector; keep the old memory until the copy is done.
-      InlineVector fresh;
-      fresh.Grow(n);
-      std::copy(first, last, fresh.data_);
-      fresh.size_ = n;
-      *this = std::move(fresh);
+    if (n > capacity_) [[unlikely]] {
+      AssignGrown(first, last, n);
       return;
     }
     std::copy(first, last, data_);
@@ -201,7 +194,22 @@ class InlineVector {
     size_ = other.size_;
     other.size_ = 0;
   }
-  void Grow(size_t n) {
+  // The growth paths, out of line: a shape rarely leaves its inline room, and each use of the
+  // vector inlines only the test.
+  [[gnu::noinline]] void PushGrown(T value) {
+    Grow(capacity_ * 2);
+    data_[size_++] = value;
+  }
+  template <class It>
+  [[gnu::noinline]] void AssignGrown(It first, It last, size_t n) {
+    // `first` may point into this vector; keep the old memory until the copy is done.
+    InlineVector fresh;
+    fresh.Grow(n);
+    std::copy(first, last, fresh.data_);
+    fresh.size_ = n;
+    *this = std::move(fresh);
+  }
+  [[gnu::noinline]] void Grow(size_t n) {
     n = std::max(n, 2 * N);
     auto* fresh = static_cast<T*>(std::malloc(n * sizeof(T)));
     if (!fresh) throw std::bad_alloc();
