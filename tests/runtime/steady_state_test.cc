@@ -13,11 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "importers/onnx/importer.h"
-#include "runtime/src/package.h"
 #include "runtime/src/session.h"
-#include "targets/compile.h"
-#include "tests/importers/onnx_test_util.h"
+#include "tests/runtime/onnx_session.h"
 #include "tests/runtime/runtime_test_util.h"
 #include "tests/runtime/text_session.h"
 #include "tests/test_util.h"
@@ -197,35 +194,15 @@ testing::OnnxGraph ControlFlowModel() {
   return g;
 }
 
-std::unique_ptr<rt::Session> OpenOnnx(const testing::OnnxGraph& g, int threads) {
-  std::string bytes = g.Bytes();
-  Expected<ir::IRModule> mod =
-      importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "control.onnx", {});
-  EXPECT_TRUE(mod) << mod.error().ToString();
-  if (!mod) return nullptr;
-  Expected<compiler::Compiled> c = compiler::Compile(*mod, {});
-  EXPECT_TRUE(c) << c.error().ToString();
-  if (!c) return nullptr;
-  std::unique_ptr<rt::LoadedPackage> loaded;
-  if (!rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &loaded).ok()) {
-    ADD_FAILURE() << "the package does not load";
-    return nullptr;
-  }
-  rt::SessionOptions options;
-  options.threads = threads;
-  std::unique_ptr<rt::Session> s;
-  rt::Status st = rt::Session::Create(std::move(loaded), options, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return s;
-}
-
 // The control steps keep what their iterations write over (the carried state, an iteration's
 // outputs, the scan outputs' elements, the branch's outputs) for the next run: a run of the same
 // shapes allocates nothing. The outputs are checked against the model's arithmetic in double.
 TEST(SteadyState, ARunOfLoopsScansAndBranchesAllocatesNothing) {
   testing::OnnxGraph g = ControlFlowModel();
   for (int threads : {1, 2}) {
-    std::unique_ptr<rt::Session> s = OpenOnnx(g, threads);
+    rt::SessionOptions options;
+    options.threads = threads;
+    std::unique_ptr<rt::Session> s = test::SessionFromOnnx(g, options);
     ASSERT_TRUE(s);
     int64_t n = 5;
     bool go = true;

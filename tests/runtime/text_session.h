@@ -1,5 +1,5 @@
-// A session on the package compiled from IR text: for the runtime's tests that build their model
-// in the text form (they link the compiler).
+// A session on the package compiled from IR text or a module: for the runtime's tests that build
+// their model in the text form or in ONNX (onnx_session.h; they link the compiler).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,11 +14,12 @@
 
 namespace quilt::test {
 
-// Null, with a failure recorded, when the text does not compile or the package does not open.
-inline std::unique_ptr<rt::Session> SessionFromText(const char* model,
-                                                    const rt::SessionOptions& options = {}) {
+// A session on module `mod` compiled for the CPU. Null, with a failure recorded, when the module
+// does not compile or the package does not open.
+inline std::unique_ptr<rt::Session> SessionFromModule(const ir::IRModule& mod,
+                                                      const rt::SessionOptions& options = {}) {
   compiler::CompileOptions compile_options;
-  Expected<compiler::Compiled> c = compiler::Compile(testing::Parse(model), compile_options);
+  Expected<compiler::Compiled> c = compiler::Compile(mod, compile_options);
   EXPECT_TRUE(c) << c.error().ToString();
   if (!c) return nullptr;
   std::unique_ptr<rt::LoadedPackage> p;
@@ -27,6 +28,12 @@ inline std::unique_ptr<rt::Session> SessionFromText(const char* model,
   rt::Status st = rt::Session::Create(std::move(p), options, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   return s;
+}
+
+// The same from IR text.
+inline std::unique_ptr<rt::Session> SessionFromText(const char* model,
+                                                    const rt::SessionOptions& options = {}) {
+  return SessionFromModule(testing::Parse(model), options);
 }
 
 }  // namespace quilt::test

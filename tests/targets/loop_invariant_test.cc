@@ -11,11 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "importers/onnx/importer.h"
-#include "runtime/src/package.h"
 #include "runtime/src/session.h"
-#include "targets/compile.h"
 #include "tests/importers/onnx_test_util.h"
+#include "tests/runtime/onnx_session.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace quilt::compiler {
@@ -62,30 +60,9 @@ void CountNodes(const std::string& nodes, std::map<std::string, int>* runs) {
   }
 }
 
-// A session on model `g` imported and compiled (null, with a failure recorded, where a step fails).
-std::unique_ptr<rt::Session> Open(const OnnxGraph& g) {
-  std::string bytes = g.Bytes();
-  Expected<ir::IRModule> mod =
-      importers::onnx::ImportOnnxBytes(bytes.data(), bytes.size(), "", "loop.onnx", {});
-  EXPECT_TRUE(mod) << mod.error().ToString();
-  if (!mod) return nullptr;
-  Expected<Compiled> c = Compile(*mod, {});
-  EXPECT_TRUE(c) << c.error().ToString();
-  if (!c) return nullptr;
-  std::unique_ptr<rt::LoadedPackage> loaded;
-  if (!rt::LoadedPackage::FromMemory(c->package.data(), c->package.size(), &loaded).ok()) {
-    ADD_FAILURE() << "the package does not load";
-    return nullptr;
-  }
-  std::unique_ptr<rt::Session> s;
-  rt::Status st = rt::Session::Create(std::move(loaded), {}, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return s;
-}
-
 TEST(LoopInvariants, ComputedOnceAndHeldForTheOtherIterations) {
   OnnxGraph g = Model();
-  std::unique_ptr<rt::Session> s = Open(g);
+  std::unique_ptr<rt::Session> s = test::SessionFromOnnx(g);
   ASSERT_TRUE(s);
   rt::Status st = rt::Status::Ok();
   for (int64_t n : {1, 5, 9}) {
@@ -164,7 +141,7 @@ OnnxGraph WeightsAsLoopState() {
 // one by v, which comes from an input, must not: runs with other v compute with theirs.
 TEST(LoopInvariants, WeightsHandedToTheBodyAsLoopStateAreKeptOnlyWhereTheyAreTheModels) {
   OnnxGraph g = WeightsAsLoopState();
-  std::unique_ptr<rt::Session> s = Open(g);
+  std::unique_ptr<rt::Session> s = test::SessionFromOnnx(g);
   ASSERT_TRUE(s);
   rt::Status st = rt::Status::Ok();
   const double w[4] = {0.5, -1, 0.75, 0.25}, u[4] = {-0.25, 0.5, 1, -0.5};
@@ -237,7 +214,7 @@ OnnxGraph SymbolicInvariantsThroughNoops() {
 
 TEST(LoopInvariants, OfSymbolicShapeThroughAnExportersNoopsComputedOnce) {
   OnnxGraph g = SymbolicInvariantsThroughNoops();
-  std::unique_ptr<rt::Session> s = Open(g);
+  std::unique_ptr<rt::Session> s = test::SessionFromOnnx(g);
   ASSERT_TRUE(s);
   for (int64_t rows : {1, 4, 2}) {
     for (int64_t n : {1, 6}) {
