@@ -1323,7 +1323,11 @@ void ConvIntegerSums(const float* xf, const float* wf, int64_t n, int64_t c, int
   int64_t cg = c / groups, og = oc / groups;
   // Channels per slab: at most kEightBitExactTerms products in each float sum.
   int64_t slab = std::max<int64_t>(1, kEightBitExactTerms / std::max<int64_t>(taps, 1));
-  std::vector<float> part(static_cast<size_t>(og * out_size));
+  // Kept by the calling thread from run to run (the products' workers write it through its
+  // pointer); each product writes all of it.
+  thread_local std::vector<float> kept_part;
+  std::vector<float>& part = kept_part;
+  part.resize(static_cast<size_t>(og * out_size));
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t grp = 0; grp < groups; ++grp) {
       int64_t* out = sums + (b * oc + grp * og) * out_size;

@@ -302,8 +302,14 @@ void ExactIntMatmul(const MatmulGeometry& geo, const float* a, const float* b, i
                     rt::ThreadPool* pool) {
   int64_t m = geo.m, n = geo.n, k = geo.k;
   if (m * n == 0) return;
-  std::vector<float> part(static_cast<size_t>(m * n));
-  std::vector<int64_t> sum(static_cast<size_t>(m * n));
+  // Kept by the calling thread from run to run (the products' workers write `part` through its
+  // pointer).
+  thread_local std::vector<float> kept_part;
+  thread_local std::vector<int64_t> kept_sum;
+  std::vector<float>& part = kept_part;
+  std::vector<int64_t>& sum = kept_sum;
+  part.resize(static_cast<size_t>(m * n));
+  sum.resize(static_cast<size_t>(m * n));
   int32_t* py = geo.y->MutableData<int32_t>();
   for (size_t bi = 0; bi < geo.offs_a.size(); ++bi) {
     std::fill(sum.begin(), sum.end(), 0);

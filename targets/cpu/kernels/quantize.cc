@@ -686,7 +686,9 @@ Status ConvIntegerCore(KernelContext& ctx, const Tensor& x, const Tensor& xz, co
     }
     // 8-bit values less their zero points (at most 255 in magnitude) as floats, exactly; the
     // sums as float GEMMs in exact slabs (nn::ConvIntegerSums).
-    std::vector<float> xf(static_cast<size_t>(x.NumElements()));
+    thread_local std::vector<float> kept_xf;  // this thread's, kept from run to run
+    std::vector<float>& xf = kept_xf;
+    xf.resize(static_cast<size_t>(x.NumElements()));
     if (x.dtype == DType::kUInt8) {
       const uint8_t* px = x.Data<uint8_t>();
       for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(px[i] - xzv);
@@ -815,7 +817,9 @@ Status MatmulInteger(KernelContext& ctx, bool fast) {
     // (A cache made for the other path: B as this one reads it, for this run.)
     if (!pb || pb->int8 != int8) pb = MakeMatmulIntegerB(b, bz, bz1, k, n, int8, pool);
     if (!int8) {
-      std::vector<float> af(static_cast<size_t>(a.NumElements()));
+      thread_local std::vector<float> kept_af;  // this thread's, kept from run to run
+      std::vector<float>& af = kept_af;
+      af.resize(static_cast<size_t>(a.NumElements()));
       for (int64_t i = 0; i < a.NumElements(); ++i) {
         af[i] = static_cast<float>(QRead(a, i) - QRead(az, az1 ? 0 : i / k % m));
       }
@@ -884,7 +888,10 @@ Status ConvInteger(KernelContext& ctx, bool fast) {
   QUILT_RETURN_IF_ERROR(CheckIntQuant(x, "data"));
   QUILT_RETURN_IF_ERROR(CheckIntQuant(w, "weight"));
   Tensor* y;
-  std::vector<int64_t> sums;
+  // Kept by this thread from run to run; empty where the products are written to y directly.
+  thread_local std::vector<int64_t> kept_sums;
+  std::vector<int64_t>& sums = kept_sums;
+  sums.clear();
   QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(3), DType::kInt32, &y,
                                         &sums, ctx.constant_input(1) && ctx.constant_input(3), fast,
                                         /*int32_out=*/true));
@@ -910,7 +917,9 @@ Status QLinearConv(KernelContext& ctx) {
   }
   if (bias.dtype != DType::kInt32) return Status::Error("the bias must be int32");
   Tensor* y;
-  std::vector<int64_t> sums;
+  thread_local std::vector<int64_t> kept_sums;  // this thread's, kept from run to run
+  std::vector<int64_t>& sums = kept_sums;
+  sums.clear();
   QUILT_RETURN_IF_ERROR(ConvIntegerCore(ctx, x, *ctx.input(2), w, *ctx.input(5), yz.dtype, &y,
                                         &sums, ctx.constant_input(3) && ctx.constant_input(5)));
   const Shape& shape = y->shape;
