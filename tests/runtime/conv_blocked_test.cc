@@ -55,10 +55,10 @@ struct BlockedAct {
 // onto the values stored before), pointwise from 112 channels to 64 over 784 pixels (a long row:
 // the input channels in two parts of the smaller size); as Winograd F(2x2, 3x3) on blocked data
 // (3x3 of unit strides over images of enough tiles; the AVX-512 kernels from 9 tiles an image,
-// the others from 36): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64 over 3
-// images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on three
-// threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on three
-// threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 +
+// the others from 4 x 4 outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64
+// over 3 images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on
+// three threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on
+// three threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 +
 // 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of
 // 40 (two 16-pixel tiles of each input vector loaded once for its taps, then 4) and 5x5 of stride
 // 2 rows of 23 (such a tile, then single pixels); dense convs of NCHW data (3, 4 and 8 channels: a
@@ -103,6 +103,9 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       {1, 1, 32, 256, {14, 14}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
       {2, 1, 48, 256, {13, 9}, {1, 1}, {2, 3}, {1, 1}, {0, 0, 0, 0}},
       {1, 1, 32, 256, {8, 8}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 1, 1}},
+      // 3x3 of unit strides over 3 x 20 outputs: direct without AVX-512 (Winograd from 4 x 4),
+      // Winograd with it.
+      {1, 1, 32, 48, {3, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

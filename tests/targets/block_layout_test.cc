@@ -55,7 +55,8 @@ int64_t Count(const std::vector<int64_t>& dims) {
 
 // A pointwise conv with a bias and relu, a depthwise conv of stride 2 (also a graph output), a
 // pointwise conv with the depthwise one's result as its residual, another, a dense 3x3 (blocked
-// Winograd on a batch of 3, 27 tiles; the direct blocked kernel on one image), a depthwise 3x3
+// Winograd on a batch of 3, 27 tiles; on one image the direct blocked kernel with AVX-512,
+// Winograd without), a depthwise 3x3
 // and a last pointwise conv (a graph output): seven convs, three values crossing the group's
 // edge. Beside them a conv of 24 output channels and a dense 5x5 conv reading the depthwise
 // conv's result, which stay NCHW, and a dense 3x3 conv of stride 2 reading it, which joins the

@@ -93,9 +93,9 @@ QUILT_ALWAYS_INLINE void WinoOutputTile(const T (&m)[16], T (&y)[2][2]) {
 alignas(64) constexpr float kZeros[kB16] = {};
 
 // One tile's 16 elements of a block from its window's pixels (src[i][j]: a pixel's 16 channels)
-// to out + e * e_stride. Without AVX-512 (whose 16-lane vectors spill on 16 registers), a channel
-// at a time, the loop over the 16 channels vectorized: a small copy in the library for CPUs this
-// path is not tuned for.
+// to out + e * e_stride. Without AVX-512 (16 registers of 8 lanes), each half of the block in
+// turn: a generic 16-lane vector there is kept in memory (conv_blocked_internal.h), and a
+// channel at a time the transform ran 3-4 times slower than the products.
 template <bool kWide>
 QUILT_ALWAYS_INLINE void WinoInputAt(const float* const (&src)[4][4], float* out,
                                      int64_t e_stride) {
@@ -106,12 +106,12 @@ QUILT_ALWAYS_INLINE void WinoInputAt(const float* const (&src)[4][4], float* out
     WinoInputTile(d, t);
     for (int e = 0; e < 16; ++e) Store16(out + e * e_stride, t[e]);
   } else {
-    for (int l = 0; l < kB16; ++l) {
-      float d[4][4], t[16];
+    for (int h = 0; h < kB16; h += 8) {
+      V8 d[4][4], t[16];
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) d[i][j] = src[i][j][l];
+        for (int j = 0; j < 4; ++j) LoadV(&d[i][j], src[i][j] + h);
       WinoInputTile(d, t);
-      for (int e = 0; e < 16; ++e) out[e * e_stride + l] = t[e];
+      for (int e = 0; e < 16; ++e) StoreV(out + e * e_stride + h, t[e]);
     }
   }
 }
@@ -167,36 +167,28 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
       const int64_t at = (b * c.ob + ob) * plane;
       const float* in = m + (ob * w.count + (r - w.r0) * w.tiles_w) * kB16;
       for (int64_t tx = 0; tx < w.tiles_w; ++tx) {
-        V16 out[2][2];
-        if constexpr (kWide) {
-          V16 mv[16];
-          for (int e = 0; e < 16; ++e) Load16(&mv[e], in + e * e_stride + tx * kB16);
-          WinoOutputTile(mv, out);
-        } else {
-          alignas(64) float o[2][2][kB16];
-          for (int l = 0; l < kB16; ++l) {
-            float ml[16], yl[2][2];
-            for (int e = 0; e < 16; ++e) ml[e] = in[e * e_stride + tx * kB16 + l];
-            WinoOutputTile(ml, yl);
-            for (int i = 0; i < 2; ++i)
-              for (int j = 0; j < 2; ++j) o[i][j][l] = yl[i][j];
+        if constexpr (!kWide) {
+          // Each half of the block (WinoInputAt), then the tile's rows stored and their epilogue
+          // on them (FinishTile, out of line).
+          V8 yv[2][2][2];  // [half][row][column]
+          for (int h = 0; h < 2; ++h) {
+            V8 mv[16];
+            for (int e = 0; e < 16; ++e) LoadV(&mv[e], in + e * e_stride + tx * kB16 + h * 8);
+            WinoOutputTile(mv, yv[h]);
           }
-          for (int i = 0; i < 2; ++i)
-            for (int j = 0; j < 2; ++j) Load16(&out[i][j], o[i][j]);
-        }
-        for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i) {
-          if constexpr (!kWide) {
-            // The epilogue on the stored row of the tile (FinishTile, out of line): its 16-lane
-            // form spills on 16 registers.
-            const int n = 2 * tx + 1 < c.ow ? 2 : 1;
+          const int n = 2 * tx + 1 < c.ow ? 2 : 1;
+          for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i) {
             const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx) * kB16;
             const float* r = res ? res + o : nullptr;
             if (r && r == y + o) r = SetAside(r, n);  // a residual in y's memory (StoreTile)
-            for (int j = 0; j < n; ++j) Store16(y + o + j * kB16, out[i][j]);
+            for (int j = 0; j < n; ++j) StoreHalves(y + o + j * kB16, yv[0][i][j], yv[1][i][j]);
             if (ep) FinishTile(*ep, y + o, n, r);
-            continue;
           }
-          if constexpr (kWide) {
+        } else {
+          V16 mv[16], out[2][2];
+          for (int e = 0; e < 16; ++e) Load16(&mv[e], in + e * e_stride + tx * kB16);
+          WinoOutputTile(mv, out);
+          for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i) {
             for (int j = 0; j < 2 && 2 * tx + j < c.ow; ++j) {
               const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx + j) * kB16;
               if (ep) {
@@ -292,8 +284,18 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void WinoPhase512(
   WinoPhase<true>(s, w, phase, v, m, i0, i1);
 }
 #endif
-// (One copy, not QUILT_CLONES nor GCC's copies per phase: the products it calls are RunItemsAny's
-// clones.)
+// Without AVX-512: an AVX2 copy, and one for the baseline (not QUILT_CLONES nor GCC's copies per
+// phase: the products they call are RunItemsAny's clones). With the baseline's alone (pairs of
+// SSE registers) opennsfw's Winograd convs ran 3-10% slower (32 channels over 56 x 56, 3 images:
+// 1.78-1.84 ms against 1.65; 12 KB of code).
+QUILT_AVX2_ONLY
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noclone))
+#endif
+void WinoPhaseAvx2(const WinoStep& s, const WinoTiles& w, int phase, float* v, float* m, int64_t i0,
+                   int64_t i1) {
+  WinoPhase<false>(s, w, phase, v, m, i0, i1);
+}
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((noclone))
 #endif
@@ -315,6 +317,7 @@ void RunBlockedWinograd(KernelContext& ctx, const Blocked& c, const WinoStep& st
 #if defined(QUILT_BLOCKED_AVX512)
     if (HasAvx512Gemm()) return WinoPhase512(step, w, ph, v, m, i0, i1);
 #endif
+    if (HasAvx2Fma()) return WinoPhaseAvx2(step, w, ph, v, m, i0, i1);
     WinoPhaseAny(step, w, ph, v, m, i0, i1);
   };
   auto tiles = [&](int64_t blk) {
@@ -357,9 +360,26 @@ void RunBlockedWinograd(KernelContext& ctx, const Blocked& c, const WinoStep& st
 
 }  // namespace
 
+// Where the kernels run on 8 lanes (no AVX-512), Winograd takes every plane of 4 x 4 outputs or
+// more: against the direct tiles, whose rows of a few pixels leave the multiply-adds waiting on
+// each other, its products are pointwise convs over all the tiles at once. The 3x3 conv of a
+// chain of 1x1, 3x3 + bias + relu, 1x1, 1x1 (ms, one thread, the median of 20 runs' profiles;
+// AMD EPYC, AVX2): 512 -> 512 channels over 7 x 7, one image, 6.2 direct and 2.9 as Winograd; 3
+// images 21 and 7.1; 256 at 4 x 4, one image, 0.56 and 0.27; 3 images 1.6 and 0.40; 128 at 5 x 5
+// 0.14 and 0.086; 32 at 4 x 4 0.009 and 0.005; 64 at 12 x 12, 3 images, 0.51 and 0.22; at two
+// threads 512 at 7 x 7 0.68 and 0.41, 512 at 4 x 4 1.15 and 1.07-1.14. Smaller planes stay
+// direct: 512 at 3 x 3 1.26-1.36 against 1.39-1.41 as Winograd, at 2 x 2 0.49 and 0.70-0.88;
+// 128 at 3 x 3, two threads, 0.035 and 0.057.
+namespace {
+bool WinogradPaysBlocked(const Blocked& c) {
+  if (HasAvx512Gemm()) return WinogradPays(c.n, c.oh, c.ow);
+  return c.oh >= 4 && c.ow >= 4;
+}
+}  // namespace
+
 bool TakesWinograd(const Blocked& c, bool plain) {
   return !plain && !c.depthwise && c.kh == 3 && c.kw == 3 && c.sh == 1 && c.sw == 1 && c.dh == 1 &&
-         c.dw == 1 && c.ph >= 0 && c.pw >= 0 && WinogradPays(c.n, c.oh, c.ow);
+         c.dw == 1 && c.ph >= 0 && c.pw >= 0 && WinogradPaysBlocked(c);
 }
 
 void RunWinograd(KernelContext& ctx, const Blocked& c, const float* x, const float* w, int64_t o,
