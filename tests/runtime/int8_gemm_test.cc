@@ -15,10 +15,19 @@ namespace {
 
 int64_t Value(uint8_t b, bool is_unsigned) { return is_unsigned ? b : static_cast<int8_t>(b); }
 
+// Takes the AVX2 tiles (not VNNI's) while it lives.
+class VnniOff {
+ public:
+  VnniOff() { SetInt8VnniAllowedForTesting(false); }
+  ~VnniOff() { SetInt8VnniAllowedForTesting(true); }
+  VnniOff(const VnniOff&) = delete;
+  VnniOff& operator=(const VnniOff&) = delete;
+};
+
 // Every size from the tiles' edges (rows 1 to 9, columns across a panel and a pair, reductions
-// not a multiple of 4), both operand signednesses, extreme bytes, one thread and three.
-TEST(Int8Gemm, MatchesIntegerLoops) {
-  if (!HasInt8Dot()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the int8 GEMM does not run";
+// not a multiple of 4), both operand signednesses, extreme bytes, one thread and three; on the
+// VNNI tiles and the AVX2 ones where the CPU has both.
+void ExpectIntegerLoops() {
   std::mt19937 rng(7);
   struct Case {
     int64_t m, n, k;
@@ -56,6 +65,22 @@ TEST(Int8Gemm, MatchesIntegerLoops) {
         }
       }
     }
+  }
+}
+
+TEST(Int8Gemm, MatchesIntegerLoops) {
+  if (!HasInt8Dot()) {
+    GTEST_SKIP() << "this CPU has neither AVX-512 VNNI nor AVX2: the int8 GEMM does not run";
+  }
+  {
+    SCOPED_TRACE(Int8GemmOnVnni() ? "VNNI tiles" : "AVX2 tiles");
+    ExpectIntegerLoops();
+  }
+  if (Int8GemmOnVnni()) {
+    VnniOff off;
+    ASSERT_FALSE(Int8GemmOnVnni());
+    SCOPED_TRACE("AVX2 tiles");
+    ExpectIntegerLoops();
   }
 }
 

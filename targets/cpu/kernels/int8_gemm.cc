@@ -1,5 +1,6 @@
-// The 8-bit GEMM of int8_gemm.h: tiles of up to 8 rows by 32 columns (two panels), each row's
-// four bytes broadcast against a panel's 16 x 4 bytes by one vpdpbusd per panel.
+// The 8-bit GEMM of int8_gemm.h: with VNNI tiles of up to 8 rows by 32 columns (two panels), each
+// row's four bytes broadcast against a panel's 16 x 4 bytes by one vpdpbusd per panel; without
+// it, on AVX2, tiles of 2 rows by one panel on 16-bit pairs (TileAvx2).
 #include "targets/cpu/kernels/int8_gemm.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 namespace quilt::cpu {
 namespace {
 
-std::atomic<bool> g_allowed{true};
+std::atomic<bool> g_allowed{true}, g_vnni_allowed{true};
 
 // 16 bytes from each of four rows (null: zeros) as 16 groups of their four bytes, each group one
 // column: one panel's k4 step.
@@ -135,6 +136,123 @@ TileFn TileFor(int64_t rows) {
   }
 }
 
+bool HasVnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }();
+  return has && g_vnni_allowed.load(std::memory_order_relaxed);
+}
+
+// Without VNNI, on AVX2: the same products exactly, on 16-bit pairs. A panel's k4 step (16 columns
+// of four bytes) is read as four vectors of four columns' bytes widened to int16, a row's four
+// bytes (widened once per call) broadcast to each column's four; vpmaddwd sums each pair of
+// products (at most 2 x 255 x 128: exact) into an int32 lane, two lanes a column, added at the
+// end. (vpmaddubsw, four times the products an instruction, saturates its sums of two at 16 bits:
+// not exact.)
+#define QUILT_AVX2_INT8 __attribute__((target("avx2")))
+
+// Four bytes from each row widened to int16 (signed or not), [row][k4][4].
+void WidenRows(const uint8_t* rows, int64_t m, int64_t stride, int64_t k4, bool is_unsigned,
+               int16_t* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    const uint8_t* r = rows + i * stride;
+    int16_t* o = out + i * k4 * 4;
+    if (is_unsigned) {
+      for (int64_t p = 0; p < k4 * 4; ++p) o[p] = r[p];
+    } else {
+      for (int64_t p = 0; p < k4 * 4; ++p) o[p] = static_cast<int8_t>(r[p]);
+    }
+  }
+}
+
+// c (kRows rows, `cols` <= 16 columns) = the widened rows x one panel.
+template <int kRows, bool kRowsUnsigned>
+QUILT_AVX2_INT8 void TileAvx2(const int16_t* rows16, int64_t k4, const uint8_t* panel, int32_t* c,
+                              int64_t ldc, int64_t cols) {
+  __m256i acc[kRows][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) acc[r][e] = _mm256_setzero_si256();
+  }
+  for (int64_t q = 0; q < k4; ++q) {
+    __m256i b[4];
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {
+      const __m128i raw =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + q * 64 + e * 16));
+      // The panel's bytes are signed where the rows' are not.
+      b[e] = kRowsUnsigned ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      int64_t word;
+      std::memcpy(&word, rows16 + (r * k4 + q) * 4, 8);
+      const __m256i a = _mm256_set1_epi64x(word);
+#pragma GCC unroll 4
+      for (int e = 0; e < 4; ++e)
+        acc[r][e] = _mm256_add_epi32(acc[r][e], _mm256_madd_epi16(b[e], a));
+    }
+  }
+  // Lanes (2j, 2j + 1) of acc[r][e] hold column 4e + j's two halves: pairs added across two
+  // vectors (within 128-bit halves), then the columns put in order.
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+    __m256i lo = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), order);
+    __m256i hi = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][2], acc[r][3]), order);
+    int32_t* out = c + r * ldc;
+    if (cols >= 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), hi);
+    } else {
+      alignas(32) int32_t all[16];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(all), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(all + 8), hi);
+      std::memcpy(out, all, static_cast<size_t>(cols) * sizeof(int32_t));
+    }
+  }
+}
+
+bool HasAvx2Int8() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+  }();
+  return has;
+}
+
+QUILT_AVX2_INT8 void Int8GemmAvx2(const uint8_t* rows, int64_t m, int64_t row_stride,
+                                  const Int8Panels& panels, bool rows_unsigned, int32_t* c,
+                                  int64_t ldc, rt::ThreadPool* pool) {
+  const int64_t n = panels.n, k4 = panels.k4(), count = panels.panels();
+  thread_local std::vector<int16_t> kept_rows16;  // this thread's, kept from call to call
+  std::vector<int16_t>& rows16 = kept_rows16;
+  rows16.resize(static_cast<size_t>(m * k4 * 4));
+  WidenRows(rows, m, row_stride, k4, rows_unsigned, rows16.data());
+  const int16_t* w = rows16.data();
+  const int64_t pairs = (m + 1) / 2;
+  // Tiles in panel order: a panel's row pairs one after another, the panel read from cache after
+  // the first.
+  rt::ParallelFor(pool, count * pairs, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p = t / pairs, i0 = (t % pairs) * 2;
+      const int64_t cols = std::min<int64_t>(16, n - p * 16);
+      int32_t* out = c + i0 * ldc + p * 16;
+      const int16_t* r = w + i0 * k4 * 4;
+      if (i0 + 2 <= m) {
+        rows_unsigned ? TileAvx2<2, true>(r, k4, panels.panel(p), out, ldc, cols)
+                      : TileAvx2<2, false>(r, k4, panels.panel(p), out, ldc, cols);
+      } else {
+        rows_unsigned ? TileAvx2<1, true>(r, k4, panels.panel(p), out, ldc, cols)
+                      : TileAvx2<1, false>(r, k4, panels.panel(p), out, ldc, cols);
+      }
+    }
+  });
+}
+
 #endif
 
 // Per-thread buffers kept from run to run (they only grow): an 8-bit convolution's window
@@ -208,18 +326,21 @@ void Im2ColBytes(const uint8_t* x, int64_t channels, const Int8ConvGeometry& g, 
 
 bool HasInt8Dot() {
 #if defined(QUILT_HAS_VNNI_CODE)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  }();
-  return has && g_allowed.load(std::memory_order_relaxed);
+  return (HasVnni() || HasAvx2Int8()) && g_allowed.load(std::memory_order_relaxed);
 #else
   return false;
 #endif
 }
 
 void SetInt8DotAllowedForTesting(bool allowed) { g_allowed.store(allowed); }
+void SetInt8VnniAllowedForTesting(bool allowed) { g_vnni_allowed.store(allowed); }
+bool Int8GemmOnVnni() {
+#if defined(QUILT_HAS_VNNI_CODE)
+  return HasVnni();
+#else
+  return false;
+#endif
+}
 
 void Int8Panels::Resize(int64_t rows, int64_t cols) {
   k = rows;
@@ -266,6 +387,7 @@ void Int8Gemm(const uint8_t* rows, int64_t m, int64_t row_stride, const Int8Pane
 #if defined(QUILT_HAS_VNNI_CODE)
   int64_t n = panels.n, k4 = panels.k4();
   if (m == 0 || n == 0) return;
+  if (!HasVnni()) return Int8GemmAvx2(rows, m, row_stride, panels, rows_unsigned, c, ldc, pool);
   int64_t pairs = (panels.panels() + 1) / 2, blocks = (m + 7) / 8;
   // Tiles in column-pair order: the row blocks of a pair of panels one after another, the pair
   // read from cache after the first.

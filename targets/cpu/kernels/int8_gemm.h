@@ -1,7 +1,8 @@
 // 8-bit integer products on the CPU's 8-bit dot product instructions (AVX-512 VNNI: each
 // instruction sums four uint8 x int8 products into each of 16 int32 lanes, four times the
-// multiply-adds of a float FMA): the quantized models' ConvInteger, MatMulInteger and
-// DynamicQuantizeLSTM. Where the CPU lacks them (HasInt8Dot() false), the callers keep their
+// multiply-adds of a float FMA), or without them on AVX2's 16-bit multiply-adds (two products
+// summed into each of 8 int32 lanes): the quantized models' ConvInteger, MatMulInteger and
+// DynamicQuantizeLSTM. Where the CPU has neither (HasInt8Dot() false), the callers keep their
 // exact float GEMMs.
 //
 // Every product is exact: an operand is uint8 (the activations, an int8 activation stored as
@@ -20,10 +21,14 @@ namespace quilt::cpu {
 // The most products an int32 lane sums without overflow: 255 x 128 each.
 constexpr int64_t kInt8MaxTerms = (int64_t{1} << 31) / (255 * 128) - 1;
 
-// Whether this CPU runs Int8Gemm (AVX-512 F, BW, VL and VNNI), and the switch tests turn the
-// float fallback back on with.
+// Whether this CPU runs Int8Gemm (AVX-512 F, BW, VL and VNNI, or AVX2), and the switch tests
+// turn the float fallback back on with.
 bool HasInt8Dot();
 void SetInt8DotAllowedForTesting(bool allowed);
+// Whether Int8Gemm runs on VNNI (else on AVX2), and the switch tests take the AVX2 tiles with on a
+// CPU that has both.
+bool Int8GemmOnVnni();
+void SetInt8VnniAllowedForTesting(bool allowed);
 
 // The vector operand of Int8Gemm: a k x n matrix of bytes in panels of 16 columns, each
 // [ceil(k / 4)][16 columns][4 consecutive k], zero past k and n. `bytes` are uint8 or int8 as
