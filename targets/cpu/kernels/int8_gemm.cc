@@ -171,11 +171,14 @@ void WidenRows(const uint8_t* rows, int64_t m, int64_t stride, int64_t k4, bool 
 template <int kRows, bool kRowsUnsigned>
 QUILT_AVX2_INT8 void TileAvx2(const int16_t* rows16, int64_t k4, const uint8_t* panel, int32_t* c,
                               int64_t ldc, int64_t cols) {
-  __m256i acc[kRows][4];
+  // (Generic vectors, added with +=: GCC 12 moved each _mm256_add_epi32's sum back into its
+  // accumulator's register, 9 moves and a spill a step.)
+  typedef int32_t V8i __attribute__((vector_size(32)));
+  V8i acc[kRows][4];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
-    for (int e = 0; e < 4; ++e) acc[r][e] = _mm256_setzero_si256();
+    for (int e = 0; e < 4; ++e) acc[r][e] = V8i{};
   }
   for (int64_t q = 0; q < k4; ++q) {
     __m256i b[4];
@@ -192,8 +195,7 @@ QUILT_AVX2_INT8 void TileAvx2(const int16_t* rows16, int64_t k4, const uint8_t* 
       std::memcpy(&word, rows16 + (r * k4 + q) * 4, 8);
       const __m256i a = _mm256_set1_epi64x(word);
 #pragma GCC unroll 4
-      for (int e = 0; e < 4; ++e)
-        acc[r][e] = _mm256_add_epi32(acc[r][e], _mm256_madd_epi16(b[e], a));
+      for (int e = 0; e < 4; ++e) acc[r][e] += reinterpret_cast<V8i>(_mm256_madd_epi16(b[e], a));
     }
   }
   // Lanes (2j, 2j + 1) of acc[r][e] hold column 4e + j's two halves: pairs added across two
@@ -201,8 +203,10 @@ QUILT_AVX2_INT8 void TileAvx2(const int16_t* rows16, int64_t k4, const uint8_t* 
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
-    __m256i lo = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), order);
-    __m256i hi = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][2], acc[r][3]), order);
+    __m256i v[4];
+    for (int e = 0; e < 4; ++e) v[e] = reinterpret_cast<__m256i>(acc[r][e]);
+    __m256i lo = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(v[0], v[1]), order);
+    __m256i hi = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(v[2], v[3]), order);
     int32_t* out = c + r * ldc;
     if (cols >= 16) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), lo);
@@ -233,6 +237,8 @@ QUILT_AVX2_INT8 void Int8GemmAvx2(const uint8_t* rows, int64_t m, int64_t row_st
   rows16.resize(static_cast<size_t>(m * k4 * 4));
   WidenRows(rows, m, row_stride, k4, rows_unsigned, rows16.data());
   const int16_t* w = rows16.data();
+  // Tiles of two rows: with three (12 accumulators, the panel's 4 vectors, a row's broadcast and
+  // a product past 16 registers) ddddocr-old's convs and matmul ran 20% slower.
   const int64_t pairs = (m + 1) / 2;
   // Tiles in panel order: a panel's row pairs one after another, the panel read from cache after
   // the first.
