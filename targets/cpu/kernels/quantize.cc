@@ -590,8 +590,9 @@ std::shared_ptr<ConvIntegerWeights> MakeConvIntegerWeights(const Tensor& w, cons
 }
 
 // Integer convolution of (x - x_zp) by (w - w_zp[oc]): the int32 sums, one per output element.
-// `fast`: 8-bit data and weights on Int8ConvSums where the CPU has the 8-bit dot products, else
-// through nn::ConvIntegerSums (float GEMMs, exact); else the reference loop per output element.
+// `fast`: 8-bit data and weights on Int8ConvSums where the CPU has the 8-bit GEMM (HasInt8Dot:
+// VNNI or AVX2), else through nn::ConvIntegerSums (float GEMMs, exact); else the reference loop
+// per output element.
 // `weights_constant`: w and wz are the same in every run (their packed form is then kept in the
 // step's cache). `int32_out`: y is int32, and the 8-bit path may store the sums' low 32 bits
 // there itself, leaving `sums` empty.
