@@ -94,8 +94,9 @@ alignas(64) constexpr float kZeros[kB16] = {};
 
 // One tile's 16 elements of a block from its window's pixels (src[i][j]: a pixel's 16 channels)
 // to out + e * e_stride. Without AVX-512 (16 registers of 8 lanes), each half of the block in
-// turn: a generic 16-lane vector there is kept in memory (conv_blocked_internal.h), and a
-// channel at a time the transform ran 3-4 times slower than the products.
+// turn: a generic 16-lane vector there is kept in memory (conv_blocked_internal.h), and with the
+// transforms a channel at a time opennsfw's Winograd convs of 32 channels over 56 x 56 took 2.8
+// ms each, 1.65 so.
 template <bool kWide>
 QUILT_ALWAYS_INLINE void WinoInputAt(const float* const (&src)[4][4], float* out,
                                      int64_t e_stride) {
