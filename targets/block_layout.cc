@@ -18,6 +18,15 @@ constexpr int64_t kBlock = cpu::nn::kChannelBlock;
 // The most channels of NCHW data a blocked conv reads (its first layer's image).
 constexpr int64_t kMaxNchwChannels = 4;
 
+// c channels rounded up to whole blocks.
+int64_t Padded(int64_t c) { return (c + kBlock - 1) / kBlock * kBlock; }
+
+// Whether c channels may be held blocked: in whole blocks, or the last one padded (zeros, or what
+// a step makes of them: values no conv reads, its weights of them zeros) where the padding is at
+// most half the channels, so that a conv over them does at most 1.5x the multiply-adds of each
+// side's channels (12 and 24 channels take 16 and 32; 8, 10 or 20 would take 1.6-2x).
+bool BlockableChannels(int64_t c) { return c > 0 && (c % kBlock == 0 || 2 * Padded(c) <= 3 * c); }
+
 using Buffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
 class Blocking {
@@ -73,7 +82,7 @@ class Blocking {
   // 1), are the same floats in either layout: its result stays as it is, no blocked value, and
   // nothing joins a chain through it).
   // Also an elementwise add, subtract or multiply of operands of the result's shape, a concat and
-  // a split along the channels, all of 16k channels each (kShaped: every input and result
+  // a split along the channels, the last two of 16k channels each (kShaped: every input and result
   // blocked, the kernel the same over the blocked shape, a concat's or split's axis that of the
   // blocks).
   // And a resize of the height and width (kResize: its data blocked; roi, scales and sizes as they
@@ -87,6 +96,13 @@ class Blocking {
     bool nchw_data = false;  // a first layer: its data read as it is, its result blocked
     int residual = -1;       // the residual's input position, if any
     std::vector<int64_t> w;
+    // The weight's shape as the blocked kernel reads it: w with the output channels, and the
+    // input channels of blocked data, padded to whole blocks (zero weights).
+    std::vector<int64_t> padded_w;
+    // Where the output channels are padded: the epilogue's inputs of a value per channel
+    // (constants, padded too: their input positions), and whether each is a divisor (padded
+    // with ones, else zeros).
+    std::vector<std::pair<int, bool>> per_channel;
   };
 
   // Dim d's value where it is known when compiling, else -1.
@@ -171,16 +187,18 @@ class Blocking {
     const int64_t* groups_attr = step.attrs.Get<int64_t>("groups");
     const int64_t groups = groups_attr ? *groups_attr : 1;
     const int64_t ci = IntDim(x.dims[1]), co = c.w[0];
-    if (co % kBlock != 0 || IntDim(y.dims[1]) != co) return c;
+    if (!BlockableChannels(co) || IntDim(y.dims[1]) != co) return c;
     // Data of a few channels (a network's first layer, 3 for an image) is read as it is.
-    c.nchw_data = ci % kBlock != 0;
-    if (c.nchw_data && (ci > kMaxNchwChannels || groups != 1)) return c;
+    c.nchw_data = ci <= kMaxNchwChannels;
+    if ((c.nchw_data && groups != 1) || (!c.nchw_data && !BlockableChannels(ci))) return c;
     if (groups == 1) {
       if (c.w[1] != ci) return c;
     } else if (!(groups == ci && co == ci && c.w[1] == 1)) {
       return c;
     }
     c.depthwise = groups != 1;
+    // A dense conv's output channels padded by at most 15% (42 to 48, 28 to 32, 200 to 208).
+    if (!c.depthwise && co % kBlock != 0 && 100 * Padded(co) > 115 * co) return c;
     // Dense convs of blocked data: 1x1; 3x3 of unit strides and dilations, which the kernel runs
     // as Winograd on blocked data where the image has enough tiles; 3x3 of stride 2 (a YOLO
     // backbone's downsampling), directly: nudenet-320n's 0.68-0.85 of the NCHW GEMM's time each,
@@ -198,18 +216,54 @@ class Blocking {
       if (r.dtype != kFloat32 || !SameShape(r, y)) return c;
       c.residual = p;
     }
+    c.padded_w = c.w;
+    c.padded_w[0] = Padded(co);
+    if (!c.nchw_data && !c.depthwise) c.padded_w[1] = Padded(ci);
+    if (c.padded_w[0] != co && !PerChannelInputs(step, co, &c.per_channel)) return c;
     c.ok = true;
     return c;
   }
 
-  // A float32 2-D max pool of channels a multiple of 16 (known when compiling), its only result
+  // The epilogue's inputs of conv `step` that hold a value per output channel (of co): their
+  // positions, and whether each is a divisor (post letter 'd'). False where one of them is not a
+  // constant with its values (its padding could not be laid out when compiling).
+  bool PerChannelInputs(const StepSpec& step, int64_t co,
+                        std::vector<std::pair<int, bool>>* out) const {
+    const std::string* post_attr = step.attrs.Get<std::string>("post");
+    const std::string post = post_attr ? *post_attr : "";
+    const int n = static_cast<int>(step.inputs.size()), residual = ConvResidualInput(step);
+    const int first_post = n - static_cast<int>(post.size());
+    for (int p = 2; p < n; ++p) {
+      const int v = step.inputs[static_cast<size_t>(p)];
+      if (v < 0 || p == residual) continue;
+      const ValueSpec& t = Value(v);
+      if (t.dtype != kFloat32 || t.dims.size() != static_cast<size_t>(t.rank)) return false;
+      int64_t count = 1;
+      for (int d : t.dims) {
+        if (IntDim(d) < 0) return false;
+        count *= IntDim(d);
+      }
+      if (count == 1) continue;  // one value for every channel
+      if (count != co || t.kind != pkg::ValueKind::Constant || t.buffer < 0 ||
+          t.buffer >= static_cast<int>(buffers_.size()) ||
+          !buffers_[static_cast<size_t>(t.buffer)] ||
+          buffers_[static_cast<size_t>(t.buffer)]->size() !=
+              static_cast<size_t>(co) * sizeof(float)) {
+        return false;
+      }
+      out->push_back({p, p >= first_post && post[static_cast<size_t>(p - first_post)] == 'd'});
+    }
+    return true;
+  }
+
+  // A float32 2-D max pool of channels BlockableChannels (known when compiling), its only result
   // the pooled values: the same pool over blocked data (nn.max_pool2d_nchw16c), where it lies
   // between blocked convs (a ResNet's first layer and its first block).
   Conv EligiblePool(size_t s) const {
     return WithRole(Role::kMaxPool, DataThrough(s) && g_.steps[s].inputs.size() == 1);
   }
 
-  // A float32 average pool of 16k channels to one pixel (global: ONNX's GlobalAveragePool): the
+  // A float32 average pool of such channels to one pixel (global: ONNX's GlobalAveragePool): the
   // means of blocked data, where its data is a chain's.
   Conv EligibleMean(size_t s) const {
     if (!DataThrough(s) || g_.steps[s].inputs.size() != 1) return {};
@@ -217,7 +271,7 @@ class Blocking {
     return WithRole(Role::kMean, IntDim(y.dims[2]) == 1 && IntDim(y.dims[3]) == 1);
   }
 
-  // A float32 resize of (N, 16k, H, W) data to a result of its batch and channels (its other
+  // A float32 resize of (N, C, H, W) data to a result of its batch and channels (its other
   // inputs, roi, scales and sizes, read as they are).
   Conv EligibleResize(size_t s) const {
     if (!DataThrough(s)) return {};
@@ -227,7 +281,7 @@ class Blocking {
   }
 
   // Whether step s makes one result from its data (input 0), both float32 (N, C, H, W) of the
-  // same C, a multiple of 16 (a pool's or a resize's shapes).
+  // same C, BlockableChannels (a pool's or a resize's shapes).
   bool DataThrough(size_t s) const {
     const StepSpec& step = g_.steps[s];
     return step.outputs.size() == 1 && !step.inputs.empty() && BlockableValue(step.inputs[0]) &&
@@ -242,11 +296,13 @@ class Blocking {
     return c;
   }
 
-  // Whether v is float32 (N, C, H, W) of C a multiple of 16 (known when compiling).
-  bool BlockableValue(int v) const {
+  // Whether v is float32 (N, C, H, W) of C known when compiling and BlockableChannels; with
+  // `whole`, C a multiple of 16.
+  bool BlockableValue(int v, bool whole = false) const {
     if (v < 0) return false;
     const ValueSpec& x = Value(v);
-    return FloatOfRank(x, 4) && IntDim(x.dims[1]) % kBlock == 0;
+    return FloatOfRank(x, 4) && BlockableChannels(IntDim(x.dims[1])) &&
+           (!whole || IntDim(x.dims[1]) % kBlock == 0);
   }
 
   // The channel axis of a concat or split (its "axis" attribute 1, or -3 of rank 4).
@@ -255,17 +311,18 @@ class Blocking {
     return axis && (*axis == 1 || *axis == -3);
   }
 
-  // An elementwise add, subtract or multiply of float32 (N, 16k, H, W) operands of the result's
-  // shape; a concat of such tensors along the channels; a split of one along them into such
-  // parts.
+  // An elementwise add, subtract or multiply of float32 (N, C, H, W) operands of the result's
+  // shape; a concat of such tensors of 16k channels along the channels; a split of one along
+  // them into such parts (padding inside the channels would move them).
   Conv EligibleShaped(size_t s) const {
     const StepSpec& step = g_.steps[s];
     Conv c;
     if (step.inputs.empty() || step.outputs.empty()) return c;
+    const bool whole = step.kernel == "concat" || step.kernel == "split";
     for (int v : step.inputs)
-      if (!BlockableValue(v)) return c;
+      if (!BlockableValue(v, whole)) return c;
     for (int v : step.outputs)
-      if (!BlockableValue(v)) return c;
+      if (!BlockableValue(v, whole)) return c;
     if (step.kernel == "concat" || step.kernel == "split") {
       if (!ChannelAxis(step) || (step.kernel == "split" && step.inputs.size() != 1) ||
           (step.kernel == "concat" && step.outputs.size() != 1)) {
@@ -292,7 +349,7 @@ class Blocking {
       return c;
     }
     const ValueSpec& y = Value(step.outputs[0]);
-    if (!FloatOfRank(y, 4) || IntDim(y.dims[1]) % kBlock != 0) return c;
+    if (!BlockableValue(step.outputs[0])) return c;
     for (int p = 0; p < 2; ++p) {
       const ValueSpec &x = Value(step.inputs[static_cast<size_t>(p)]),
                       &gate = Value(step.inputs[static_cast<size_t>(1 - p)]);
@@ -379,16 +436,42 @@ class Blocking {
     if (pruned) JoinChains();
   }
 
-  // Which steps run blocked: those of the groups with at least two convs and at least twice as
-  // many convs as values crossing their edge.
+  // An image's elements of (N, C, H, W) value v (its multiply-adds for a conv's result, its
+  // weight's shape w), or -1 where a dim is not known when compiling.
+  double ImageElements(int v, const std::vector<int64_t>& w = {1, 1, 1, 1}) const {
+    double n = 1;
+    for (size_t d = 1; d < 4; ++d) {
+      const int64_t dim = IntDim(Value(v).dims[d]);
+      if (dim < 0) return -1;
+      n *= static_cast<double>(dim) * static_cast<double>(w[d]);
+    }
+    return n;
+  }
+
+  // Which steps run blocked: those of the groups with at least two convs, at least twice as
+  // many convs as values crossing their edge, and, where their shapes are known when compiling,
+  // at least kMinMacsPerCrossing multiply-adds of their convs for each element of those values:
+  // a transform moves each element once through memory (0.8 ns an element measured, PP-OCRv3
+  // det's 32 x 192 x 384 into blocks in 1.8 ms), where the convs' faster kernels over blocked
+  // data save a fraction of theirs (a few hundred picoseconds for each multiply-add at 30-80
+  // GFLOP/s). Measured on PP-OCRv3 det, whose backbone of 16-120 channels, padded, joined one
+  // group of 24 convs and 10 crossings, 42 multiply-adds an element: its changed steps 9.6 -> 13.8
+  // ms at one thread, the transforms 0.15 -> 4.2 ms of it (the convs 7.2 -> 6.9); the groups
+  // blocked in the zoo have 159 (PP-OCRv4 det) to over 20,000 (opennsfw).
+  static constexpr double kMinMacsPerCrossing = 100;
   std::vector<bool> Decide() const {
     const size_t ns = g_.steps.size();
     std::vector<int> convs(ns, 0);
     std::vector<std::set<int>> crossing(ns);
+    std::vector<double> macs(ns, 0);  // -1: not known
     for (size_t s = 0; s < ns; ++s) {
       if (!conv_[s].ok) continue;
       size_t root = Root(s);
-      if (conv_[s].role == Role::kConv) ++convs[root];
+      if (conv_[s].role == Role::kConv) {
+        ++convs[root];
+        const double m = ImageElements(g_.steps[s].outputs[0], conv_[s].w);
+        macs[root] = m < 0 || macs[root] < 0 ? -1 : macs[root] + m;
+      }
       for (int p : BlockedInputs(s)) {
         int v = g_.steps[s].inputs[static_cast<size_t>(p)];
         int m = MakerOfBlocked(v);
@@ -400,12 +483,18 @@ class Blocking {
         }
       }
     }
-    std::vector<bool> blocked(ns, false);
-    for (size_t s = 0; s < ns; ++s) {
-      if (!conv_[s].ok) continue;
-      size_t root = Root(s);
-      blocked[s] = convs[root] >= 2 && convs[root] >= 2 * static_cast<int>(crossing[root].size());
+    std::vector<bool> pays(ns, false);
+    for (size_t root = 0; root < ns; ++root) {
+      if (convs[root] < 2 || convs[root] < 2 * static_cast<int>(crossing[root].size())) continue;
+      double elements = 0;
+      for (int v : crossing[root]) {
+        const double e = ImageElements(v);
+        elements = e < 0 || elements < 0 ? -1 : elements + e;
+      }
+      pays[root] = macs[root] < 0 || elements < 0 || macs[root] >= kMinMacsPerCrossing * elements;
     }
+    std::vector<bool> blocked(ns, false);
+    for (size_t s = 0; s < ns; ++s) blocked[s] = conv_[s].ok && pays[Root(s)];
     return blocked;
   }
 
@@ -434,18 +523,22 @@ class Blocking {
     return static_cast<int>(g_.dims.size()) - 1;
   }
 
-  // A new intermediate value: `like` (N, C, H, W) blocked, (N, C / 16, H, W, 16), named after it.
+  // A new intermediate value: `like` (N, C, H, W) blocked, (N, C / 16 rounded up, H, W, 16),
+  // named after it.
   int BlockedValue(const ValueSpec& like, int device) {
+    const int64_t channels = IntDim(like.dims[1]);
     ValueSpec v;
     v.name = like.name + ".nchw16c";
     v.kind = pkg::ValueKind::Intermediate;
     v.dtype = kFloat32;
     v.rank = 5;
-    v.dims = {like.dims[0], Dim(IntDim(like.dims[1]) / kBlock), like.dims[2], like.dims[3],
+    v.dims = {like.dims[0], Dim(Padded(channels) / kBlock), like.dims[2], like.dims[3],
               Dim(kBlock)};
     v.device = device;
-    // Planned where its size is known when compiling, as the value it stands for.
-    v.byte_size = like.byte_size;
+    // Planned where its size is known when compiling, as the value it stands for (with its
+    // padding).
+    v.byte_size =
+        like.byte_size > 0 ? like.byte_size / channels * Padded(channels) : like.byte_size;
     g_.values.push_back(std::move(v));
     return static_cast<int>(g_.values.size()) - 1;
   }
@@ -467,35 +560,75 @@ class Blocking {
     }
   }
 
-  // Conv s's weight laid out as its blocked kernel reads it, in place of its values.
+  // Whether a value other than v holds v's buffer (in any graph).
+  bool BufferShared(const ValueSpec& v) const {
+    for (const GraphSpec& g : graphs_) {
+      for (const ValueSpec& other : g.values) {
+        if (&other != &v && (other.buffer == v.buffer || other.default_buffer == v.buffer)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Constant value v's bytes replaced by `floats` (rank 1): in place of its values where no other
+  // value holds the buffer (else the package would carry both), else as a buffer of its own.
+  void ReplaceConstant(ValueSpec& v, const std::vector<float>& floats) {
+    auto bytes = std::make_shared<std::vector<uint8_t>>(floats.size() * sizeof(float));
+    std::memcpy(bytes->data(), floats.data(), bytes->size());
+    if (BufferShared(v)) {
+      v.buffer = static_cast<int>(buffers_.size());
+      buffers_.push_back(std::move(bytes));
+    } else {
+      buffers_[static_cast<size_t>(v.buffer)] = std::move(bytes);
+    }
+    v.rank = 1;
+    v.dims = {Dim(static_cast<int64_t>(floats.size()))};
+    v.byte_size = static_cast<int64_t>(floats.size() * sizeof(float));
+  }
+
+  // Conv s's weight laid out as its blocked kernel reads it, in place of its values: padded with
+  // zero weights to its padded shape, then BlockConvWeight's order.
   void LayOutWeight(size_t s) {
     const Conv& c = conv_[s];
     ValueSpec& w = g_.values[static_cast<size_t>(g_.steps[s].inputs[1])];
     const std::vector<uint8_t>& bytes = *buffers_[static_cast<size_t>(w.buffer)];
-    const int64_t count = c.w[0] * c.w[1] * c.w[2] * c.w[3];
-    std::vector<float> in(static_cast<size_t>(count)), out(static_cast<size_t>(count));
-    std::memcpy(in.data(), bytes.data(), bytes.size());
-    cpu::nn::BlockConvWeight(in.data(), c.w[0], c.w[1], c.w[2] * c.w[3], c.depthwise, out.data(),
-                             c.nchw_data ? c.w[1] : kBlock);
-    auto laid = std::make_shared<std::vector<uint8_t>>(bytes.size());
-    std::memcpy(laid->data(), out.data(), laid->size());
-    // In place of the values where no other value holds the buffer (else the package would carry
-    // both), else as a buffer of its own.
-    bool shared = false;
-    for (const GraphSpec& g : graphs_) {
-      for (const ValueSpec& v : g.values) {
-        shared |= &v != &w && (v.buffer == w.buffer || v.default_buffer == w.buffer);
+    const std::vector<int64_t>& pw = c.padded_w;
+    const int64_t taps = pw[2] * pw[3], count = pw[0] * pw[1] * taps;
+    std::vector<float> in(static_cast<size_t>(count), 0.0f), out(static_cast<size_t>(count));
+    const auto* values = reinterpret_cast<const float*>(bytes.data());
+    for (int64_t o = 0; o < c.w[0]; ++o)
+      for (int64_t i = 0; i < c.w[1]; ++i)
+        std::memcpy(&in[static_cast<size_t>((o * pw[1] + i) * taps)],
+                    values + (o * c.w[1] + i) * taps, static_cast<size_t>(taps) * sizeof(float));
+    cpu::nn::BlockConvWeight(in.data(), pw[0], pw[1], taps, c.depthwise, out.data(),
+                             c.nchw_data ? pw[1] : kBlock);
+    ReplaceConstant(w, out);
+  }
+
+  // Conv s's epilogue inputs of a value per output channel padded as its output channels: ones
+  // for a divisor, else zeros (the padding lanes' values finite, read by no conv). In place where
+  // this step alone reads the value, else as a value of its own.
+  void PadPerChannelInputs(size_t s) {
+    StepSpec& step = g_.steps[s];
+    for (const auto& [p, divisor] : conv_[s].per_channel) {
+      int v = step.inputs[static_cast<size_t>(p)];
+      const auto* values =
+          reinterpret_cast<const float*>(buffers_[static_cast<size_t>(Value(v).buffer)]->data());
+      std::vector<float> padded(static_cast<size_t>(conv_[s].padded_w[0]), divisor ? 1.0f : 0.0f);
+      std::copy_n(values, conv_[s].w[0], padded.begin());
+      const bool alone =
+          reads_[static_cast<size_t>(v)].size() == 1 && !output_[static_cast<size_t>(v)];
+      if (!alone) {  // a copy (its buffer then shared: a buffer of its own)
+        ValueSpec copy = Value(v);
+        copy.name += ".padded";
+        g_.values.push_back(std::move(copy));
+        v = static_cast<int>(g_.values.size()) - 1;
+        step.inputs[static_cast<size_t>(p)] = v;
       }
+      ReplaceConstant(g_.values[static_cast<size_t>(v)], padded);
     }
-    if (shared) {
-      w.buffer = static_cast<int>(buffers_.size());
-      buffers_.push_back(std::move(laid));
-    } else {
-      buffers_[static_cast<size_t>(w.buffer)] = std::move(laid);
-    }
-    w.rank = 1;
-    w.dims = {Dim(count)};
-    w.byte_size = count * static_cast<int64_t>(sizeof(float));
   }
 
   void Rewrite(const std::vector<bool>& blocked) {
@@ -510,6 +643,9 @@ class Blocking {
       if (!blocked[s]) continue;
       const size_t root = Root(s);
       StepSpec& step = g_.steps[s];
+      // Its result's channels (a mean's and a resize's, for their kernels where the blocks are
+      // padded).
+      const int64_t channels = IntDim(Value(step.outputs[0]).dims[1]);
       for (int p : BlockedInputs(s)) {
         int v = step.inputs[static_cast<size_t>(p)];
         auto [it, entering] = blocked_of.try_emplace({root, v}, -1);
@@ -521,13 +657,16 @@ class Blocking {
       }
       if (conv_[s].role == Role::kMean) {
         step.kernel = std::string(cpu::nn::kGlobalAvgPoolNchw16c);
+        step.attrs.Set("channels", channels);
         continue;
       }
       for (int& y : step.outputs) {
         const int yb = BlockedValue(Value(y), step.device);
         blocked_of[{root, y}] = yb;
-        if (ValueReadOutside(s, y))
+        if (ValueReadOutside(s, y)) {
           after[s].push_back(OneInputStep(std::string(cpu::nn::kFromNchw16c), step, yb, y));
+          after[s].back().attrs.Set("channels", IntDim(Value(y).dims[1]));
+        }
         y = yb;
       }
       if (conv_[s].role == Role::kShaped) {
@@ -536,6 +675,7 @@ class Blocking {
       }
       if (conv_[s].role == Role::kResize) {
         step.kernel = std::string(cpu::nn::kResizeNchw16c);
+        step.attrs.Set("channels", channels);
         continue;
       }
       if (conv_[s].role == Role::kMaxPool) {
@@ -549,11 +689,16 @@ class Blocking {
         continue;
       }
       step.kernel = std::string(cpu::nn::kConvNchw16c);
-      step.attrs.Set("weight_shape", conv_[s].w);
+      // Over padded channels where a count is not a multiple of 16: the weight's shape, a
+      // depthwise conv's groups and the epilogue's values per channel as padded.
+      step.attrs.Set("weight_shape", conv_[s].padded_w);
       if (!conv_[s].depthwise) {
         step.attrs.Set(std::string(cpu::nn::kWeightGroupBlocks), cpu::nn::kBlocksPerGroup);
+      } else {
+        step.attrs.Set("groups", conv_[s].padded_w[0]);
       }
       LayOutWeight(s);
+      PadPerChannelInputs(s);
     }
     std::vector<StepSpec> steps;
     steps.reserve(ns + 8);

@@ -64,8 +64,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--print-ir-after-all", print_ir, "print the IR after each step to stderr");
   std::string cpu_layout = "auto";
   app.add_option("--cpu-layout", cpu_layout,
-                 "layout of the CPU's convolutions: auto (chains of 1x1 and depthwise convs of "
-                 "16k channels in the channel-blocked layout NCHW16c, transforms at their edges; "
+                 "layout of the CPU's convolutions: auto (chains of 1x1, 3x3 and depthwise convs "
+                 "in the channel-blocked layout NCHW16c, channels padded to multiples of 16, "
+                 "transforms at their edges, where the convs' work outweighs the transforms; "
                  "the default) or nchw (every conv NCHW)")
       ->check(CLI::IsMember({"auto", "nchw"}));
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;

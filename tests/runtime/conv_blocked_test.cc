@@ -22,11 +22,13 @@ namespace {
 
 using namespace kernel_test;  // NOLINT(build/namespaces): the kernels' test helpers
 
-// A blocked result (the context's output) back to NCHW through layout_from_nchw16c.
-std::vector<float> Unblocked(TestContext& blocked) {
+// A blocked result (the context's output) back to NCHW through layout_from_nchw16c: of
+// `channels` channels where given (the last block padded), else 16 a block.
+std::vector<float> Unblocked(TestContext& blocked, int64_t channels = 0) {
   std::vector<float> values = blocked.values();
-  Attrs none;
-  TestContext from({Tensor{DType::kFloat32, blocked.out().shape, values.data()}}, none.Finish(),
+  Attrs attrs;
+  if (channels > 0) attrs.Int("channels", channels);
+  TestContext from({Tensor{DType::kFloat32, blocked.out().shape, values.data()}}, attrs.Finish(),
                    nullptr);
   EXPECT_TRUE(nn::FromBlocked(from).ok());
   return from.values();
@@ -400,67 +402,115 @@ TEST(FastKernels, ChannelBlockedMaxPoolMatchesTheReference) {
 // by gates of shapes (C, 1, 1), (1, C, 1, 1) and (N, C, 1, 1) against the reference multiply's
 // broadcast, back through layout_from_nchw16c (bit for bit), at 1 and 3 threads; gates that do
 // not fit are refused.
+// layout_to_nchw16c and layout_from_nchw16c of channels not a multiple of 16: the last block's
+// lanes past them zeros (a blocked conv's padded input channels), and back the same floats; the
+// channels from the attribute, refused where they do not fit the blocks.
+TEST(FastKernels, ChannelBlockedLayoutPadsTheLastBlock) {
+  std::mt19937 rng(5);
+  rt::ThreadPool three(3);
+  for (int64_t channels : {40, 12, 32}) {
+    const Shape xs = {2, channels, 5, 19};
+    std::vector<float> x = Random(rng, Count(xs));
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      Attrs none;
+      TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), pool);
+      ASSERT_TRUE(nn::ToBlocked(to).ok());
+      const int64_t blocks = (channels + 15) / 16;
+      ASSERT_EQ(to.out().shape, (Shape{2, blocks, 5, 19, 16}));
+      std::vector<float> xb = to.values();
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < blocks * 16; ++c)
+          for (int64_t p = 0; p < 5 * 19; ++p) {
+            const float want =
+                c < channels ? x[static_cast<size_t>((n * channels + c) * 95 + p)] : 0.0f;
+            ASSERT_EQ(xb[static_cast<size_t>(((n * blocks + c / 16) * 95 + p) * 16 + c % 16)], want)
+                << channels << " channels, image " << n << ", channel " << c << ", pixel " << p;
+          }
+      EXPECT_EQ(Unblocked(to, channels), x);
+    }
+  }
+  std::vector<float> x(1 * 2 * 4 * 4 * 16, 1.0f);
+  auto from = [&](int64_t channels) {
+    Attrs attrs;
+    attrs.Int("channels", channels);
+    TestContext ctx({Tensor{DType::kFloat32, {1, 2, 4, 4, 16}, x.data()}}, attrs.Finish(), nullptr);
+    return nn::FromBlocked(ctx).message();
+  };
+  EXPECT_EQ(from(17), "");
+  EXPECT_EQ(from(40),
+            "attribute channels 40 does not fit 2 block(s) of 16 channels of data (1, 2, 4, 4, "
+            "16)");
+  EXPECT_NE(from(16), "");
+  Attrs none;
+  TestContext rank3({Tensor{DType::kFloat32, {2, 4, 16}, x.data()}}, none.Finish(), nullptr);
+  EXPECT_EQ(nn::ToBlocked(rank3).message(), "data (2, 4, 16) is not a float32 (N, C, H, W) tensor");
+}
+
 TEST(FastKernels, ChannelBlockedMeanAndGateMatchTheReference) {
   std::mt19937 rng(71);
   rt::ThreadPool three(3);
-  const Shape xs = {2, 48, 7, 9};
-  std::vector<float> x = Random(rng, Count(xs));
-  for (float& v : x) v = v * 100.0f + 3.0f;  // means whose float sums would round differently
-  Attrs none;
-  TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
-  ASSERT_TRUE(nn::ToBlocked(to).ok());
-  const Shape bs = to.out().shape;
-  std::vector<float> xb = to.values();
-  Attrs global;
-  global.Ints("output_size", {1, 1});
-  TestContext ref({Tensor{DType::kFloat32, xs, x.data()}}, global.Finish(), nullptr);
-  ASSERT_TRUE(nn::AdaptiveAvgPool(ref).ok());
-  const std::vector<float> mean = ref.values();
-  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-    TestContext got({Tensor{DType::kFloat32, bs, xb.data()}}, global.Finish(), pool);
-    ASSERT_TRUE(nn::GlobalAvgPoolBlocked(got).ok());
-    ASSERT_EQ(got.out().shape, (Shape{2, 48, 1, 1}));
-    std::vector<float> v = got.values();
-    for (size_t i = 0; i < v.size(); ++i) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(mean[i]))
-          << "channel " << i << ": " << v[i] << " vs " << mean[i];
-    }
-  }
-  const Shape gate_shapes[] = {{48, 1, 1}, {1, 48, 1, 1}, {2, 48, 1, 1}};
-  for (const Shape& gs : gate_shapes) {
-    std::vector<float> gate = Random(rng, Count(gs));
-    TestContext want(
-        {Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
-        none.Finish(), nullptr);
-    ASSERT_TRUE(MultiplyReference(want).ok());
+  // 48 channels, and 40 (the last block padded: the attribute channels, the gate of 40).
+  for (int64_t channels : {48, 40}) {
+    SCOPED_TRACE(std::to_string(channels) + " channels");
+    const Shape xs = {2, channels, 7, 9};
+    std::vector<float> x = Random(rng, Count(xs));
+    for (float& v : x) v = v * 100.0f + 3.0f;  // means whose float sums would round differently
+    Attrs none;
+    TestContext to({Tensor{DType::kFloat32, xs, x.data()}}, none.Finish(), nullptr);
+    ASSERT_TRUE(nn::ToBlocked(to).ok());
+    const Shape bs = to.out().shape;
+    std::vector<float> xb = to.values();
+    Attrs global;
+    global.Ints("output_size", {1, 1}).Int("channels", channels);
+    TestContext ref({Tensor{DType::kFloat32, xs, x.data()}}, global.Finish(), nullptr);
+    ASSERT_TRUE(nn::AdaptiveAvgPool(ref).ok());
+    const std::vector<float> mean = ref.values();
     for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-      TestContext got(
-          {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
-          none.Finish(), pool);
-      ASSERT_TRUE(nn::GateBlocked(got).ok());
-      ASSERT_EQ(got.out().shape, bs);
-      std::vector<float> v = Unblocked(got);
-      ASSERT_EQ(v.size(), want.values().size());
+      TestContext got({Tensor{DType::kFloat32, bs, xb.data()}}, global.Finish(), pool);
+      ASSERT_TRUE(nn::GlobalAvgPoolBlocked(got).ok());
+      ASSERT_EQ(got.out().shape, (Shape{2, channels, 1, 1}));
+      std::vector<float> v = got.values();
       for (size_t i = 0; i < v.size(); ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want.values()[i]))
-            << "gate " << rt::ShapeString(gs) << ", element " << i;
+        ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(mean[i]))
+            << "channel " << i << ": " << v[i] << " vs " << mean[i];
       }
     }
+    const Shape gate_shapes[] = {{channels, 1, 1}, {1, channels, 1, 1}, {2, channels, 1, 1}};
+    for (const Shape& gs : gate_shapes) {
+      std::vector<float> gate = Random(rng, Count(gs));
+      TestContext want(
+          {Tensor{DType::kFloat32, xs, x.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+          none.Finish(), nullptr);
+      ASSERT_TRUE(MultiplyReference(want).ok());
+      for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+        TestContext got(
+            {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+            none.Finish(), pool);
+        ASSERT_TRUE(nn::GateBlocked(got).ok());
+        ASSERT_EQ(got.out().shape, bs);
+        std::vector<float> v = Unblocked(got, channels);
+        ASSERT_EQ(v.size(), want.values().size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(want.values()[i]))
+              << "gate " << rt::ShapeString(gs) << ", element " << i;
+        }
+      }
+    }
+    std::vector<float> gate(2 * 48 * 2, 0.5f);
+    auto refused = [&](const Shape& gs) {
+      TestContext ctx(
+          {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
+          none.Finish(), nullptr);
+      return nn::GateBlocked(ctx).message();
+    };
+    EXPECT_EQ(
+        refused({2, 24, 1, 1}),
+        "gate (2, 24, 1, 1) is not float32 (C, 1, 1) or (N, C, 1, 1) for data (2, 3, 7, 9, 16)");
+    EXPECT_NE(refused({48}), "");
+    EXPECT_NE(refused({3, 48, 1, 1}), "");
+    EXPECT_NE(refused({1, 48, 2, 1}), "");
+    EXPECT_NE(refused({48, 2, 1}), "");
   }
-  std::vector<float> gate(2 * 48 * 2, 0.5f);
-  auto refused = [&](const Shape& gs) {
-    TestContext ctx(
-        {Tensor{DType::kFloat32, bs, xb.data()}, Tensor{DType::kFloat32, gs, gate.data()}},
-        none.Finish(), nullptr);
-    return nn::GateBlocked(ctx).message();
-  };
-  EXPECT_EQ(
-      refused({2, 24, 1, 1}),
-      "gate (2, 24, 1, 1) is not float32 (C, 1, 1) or (N, C, 1, 1) for data (2, 3, 7, 9, 16)");
-  EXPECT_NE(refused({48}), "");
-  EXPECT_NE(refused({3, 48, 1, 1}), "");
-  EXPECT_NE(refused({1, 48, 2, 1}), "");
-  EXPECT_NE(refused({48, 2, 1}), "");
 }
 
 // image.resize2d_nchw16c against the reference resize of the NCHW data, bit for bit (each lane
@@ -582,9 +632,8 @@ TEST(FastKernels, ChannelBlockedResizeSplitBetweenThreadsMatchesTheReference) {
 TEST(FastKernels, ChannelBlockedConvRefusesWhatDoesNotFit) {
   std::vector<float> x(1 * 24 * 4 * 4, 1.0f), xb(1 * 2 * 4 * 4 * 16, 1.0f), w(32 * 32 * 9, 0.5f);
   Attrs none;
-  TestContext to({Tensor{DType::kFloat32, {1, 24, 4, 4}, x.data()}}, none.Finish(), nullptr);
-  EXPECT_EQ(nn::ToBlocked(to).message(),
-            "data (1, 24, 4, 4) is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
+  TestContext to({Tensor{DType::kInt32, {1, 24, 4, 4}, x.data()}}, none.Finish(), nullptr);
+  EXPECT_EQ(nn::ToBlocked(to).message(), "data (1, 24, 4, 4) is not a float32 (N, C, H, W) tensor");
   auto conv = [&](std::vector<int64_t> ws, int64_t groups, int64_t w_size,
                   int64_t group_blocks = 4) {
     Attrs attrs;

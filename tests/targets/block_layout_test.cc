@@ -359,18 +359,18 @@ TEST(BlockLayout, AChainThatPaysIsKeptFromAGroupThatDoesNot) {
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(("n", 16, 8, 8), "float32"), w: R.Tensor(("n", 16, 16, 16), "float32")):
-        a = R.nn.conv2d(x, )" + c({16, 16, 1, 1}) +
+    def main(x: R.Tensor(("n", 64, 8, 8), "float32"), w: R.Tensor(("n", 64, 16, 16), "float32")):
+        a = R.nn.conv2d(x, )" + c({64, 64, 1, 1}) +
                                     R"()
-        b = R.nn.conv2d(a, )" + c({16, 16, 1, 1}) +
+        b = R.nn.conv2d(a, )" + c({64, 64, 1, 1}) +
                                     R"()
-        d = R.nn.conv2d(b, )" + c({16, 16, 1, 1}) +
+        d = R.nn.conv2d(b, )" + c({64, 64, 1, 1}) +
                                     R"()
-        e = R.nn.conv2d(d, )" + c({16, 16, 1, 1}) +
+        e = R.nn.conv2d(d, )" + c({64, 64, 1, 1}) +
                                     R"()
         u = R.image.resize(e, R.const([], "float32"), R.const([1.0, 1.0, 2.0, 2.0], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric")
         q = R.add(u, w)
-        k = R.nn.conv2d(q, )" + c({24, 16, 1, 1}) +
+        k = R.nn.conv2d(q, )" + c({24, 64, 1, 1}) +
                                     R"()
         return (k, q)
 )");
@@ -380,6 +380,125 @@ class Module:
             (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
                                       "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
                                       "layout_from_nchw16c", "image.resize", "add", "nn.conv2d"}));
+}
+
+// A chain of four pointwise convs over a plane of 8 x 8 runs blocked where its convs do at least
+// 100 multiply-adds for each element transformed at its edge: of 64 channels (4 x 64 x 64 x 64
+// against 2 x 64 x 64 elements, 128 each), not of 16 (32 each; it passed the count of convs and
+// crossings alone). A symbolic batch: the rule counts an image.
+TEST(BlockLayout, ChainsOfFewMultiplyAddsAnElementStayNchw) {
+  for (int64_t channels : {16, 64}) {
+    std::mt19937 rng(78);
+    auto c = [&](std::vector<int64_t> dims) {
+      return Const(Random(rng, size_t(Count(dims))), dims);
+    };
+    const std::string ch = std::to_string(channels);
+    std::string text = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", )" +
+                       ch + R"(, 8, 8), "float32")):
+        a = R.nn.conv2d(x, )" +
+                       c({channels, channels, 1, 1}) + R"()
+        b = R.nn.conv2d(a, )" +
+                       c({channels, channels, 1, 1}) + R"()
+        d = R.nn.conv2d(b, )" +
+                       c({channels, channels, 1, 1}) + R"()
+        e = R.nn.conv2d(d, )" +
+                       c({channels, channels, 1, 1}) + R"()
+        return e
+)";
+    std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(testing::Parse(text));
+    ASSERT_TRUE(both);
+    const std::vector<std::string> want =
+        channels == 64
+            ? std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c",
+                                       "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                       "nn.conv2d_nchw16c", "layout_from_nchw16c"}
+            : std::vector<std::string>{"nn.conv2d", "nn.conv2d", "nn.conv2d", "nn.conv2d"};
+    EXPECT_EQ(ChainKernels(both->second.package), want) << channels << " channels";
+  }
+}
+
+// Channel counts not a multiple of 16 run blocked over padded blocks (the last block's lanes past
+// them zeros, or values no conv reads): a pointwise conv of 24 input channels to 56 with a bias
+// and relu (its weight and bias padded to 64 channels), a depthwise 3x3 over the 56 (padded
+// groups), a pointwise conv of 56 to 56 plus the same bias (its constant read by both convs:
+// padded as a copy for each), a squeeze-and-excite block (the mean of 56
+// channels, NCHW convs, a gate of 56), a pointwise conv to 28 (a padding of 4: at most 15%, a
+// dense conv's most) with a prelu of a slope per channel and a divide by a value per channel
+// after it (padded with ones), a nearest 2x upsampling of the 28 and a 3x3 conv of 28 -> 28
+// (back to 28 NCHW channels after it). Its reader, a pointwise conv to 24 channels (a padding of
+// a third), stays NCHW. The values are the NCHW package's at batch 1 and 2, 1 and 2 threads.
+TEST(BlockLayout, ChannelsNotAMultipleOf16RunOverPaddedBlocks) {
+  std::mt19937 rng(79);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  std::vector<float> divisor = Random(rng, 28);
+  for (float& v : divisor) v = v < 0 ? v - 0.5f : v + 0.5f;  // 0.5 or more from 0
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 24, 9, 11), "float32")):
+        bias = )" + c({1, 56, 1, 1}) +
+                                    R"(
+        a = R.nn.conv2d(x, )" + c({56, 24, 1, 1}) +
+                                    R"()
+        a2 = R.add(a, bias)
+        a4 = R.nn.relu(a2)
+        d = R.nn.conv2d(a4, )" + c({56, 1, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1], groups=56)
+        e = R.nn.conv2d(d, )" + c({56, 56, 1, 1}) +
+                                    R"()
+        e2 = R.add(e, bias)
+        m = R.nn.adaptive_avg_pool2d(e2, output_size=[1, 1])
+        s = R.nn.conv2d(m, )" + c({8, 56, 1, 1}) +
+                                    R"()
+        r = R.nn.relu(s)
+        t = R.nn.conv2d(r, )" + c({56, 8, 1, 1}) +
+                                    R"()
+        g = R.sigmoid(t)
+        y = R.multiply(e2, g)
+        p = R.nn.conv2d(y, )" + c({28, 56, 1, 1}) +
+                                    R"()
+        p2 = R.nn.prelu(p, )" + c({28}) +
+                                    R"(, axis=1)
+        p3 = R.divide(p2, )" + Const(divisor, {1, 28, 1, 1}) +
+                                    R"()
+        u = R.image.resize(p3, R.const([], "float32"), R.const([1.0, 1.0, 2.0, 2.0], "float32"), R.const([], "int64"), mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric")
+        k = R.nn.conv2d(u, )" + c({28, 28, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        z = R.nn.conv2d(k, )" + c({24, 28, 1, 1}) +
+                                    R"()
+        return z
+)");
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  const Compiled &plain = both->first, &blocked = both->second;
+  EXPECT_EQ(ChainKernels(blocked.package, {"conv", "layout", "pool", "multiply", "resize"}),
+            (std::vector<std::string>{"layout_to_nchw16c", "nn.conv2d_nchw16c", "nn.conv2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "nn.global_avg_pool2d_nchw16c",
+                                      "nn.conv2d", "nn.conv2d", "multiply_channels_nchw16c",
+                                      "nn.conv2d_nchw16c", "image.resize2d_nchw16c",
+                                      "nn.conv2d_nchw16c", "layout_from_nchw16c", "nn.conv2d"}));
+  // The padded steps' attributes and constants.
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(blocked.package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& graph = *p->root().graphs()->Get(0);
+  std::vector<std::string> convs;
+  for (const pkg::Step* step : *graph.steps()) {
+    if (step->kernel()->str() != "nn.conv2d_nchw16c") continue;
+    std::string seen;
+    for (uint32_t i = 2; i < step->inputs()->size(); ++i) {
+      const pkg::Value* v = graph.values()->Get(static_cast<uint32_t>(step->inputs()->Get(i)));
+      seen += std::to_string(v->byte_size() / 4) + " ";
+    }
+    convs.push_back(seen);
+  }
+  // a: a bias of 64; d: none; e: a bias of 64; p: a slope and a divisor of 32; k: none.
+  EXPECT_EQ(convs, (std::vector<std::string>{"64 ", "", "64 ", "32 32 ", ""}));
+  ExpectValuesOfPlain(plain, blocked, rng, {24, 9, 11});
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the

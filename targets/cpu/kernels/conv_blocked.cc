@@ -173,18 +173,35 @@ QUILT_CLONES void TransposeOut(const float* src, float* dst, int64_t stride) {
     for (int q = 0; q < 16; ++q) dst[l * stride + q] = t[q][l];
 }
 
-// fn(src, dst) for each of `blocks` blocks of 16 planes of `plane` floats of x and y (the same
-// floats in either layout), on the run's threads.
-template <typename F>
-void ForEachBlock(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t blocks, int64_t plane,
-                  F&& fn) {
-  const float* px = x.Data<float>();
-  float* py = y->MutableData<float>();
-  ctx.ParallelFor(blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * kB16)),
+// fn(src, dst, lanes) for each block of 16 channels of n images of `channels` channels, as many
+// planes of `plane` floats (NCHW data, nchw, and its blocked form, blocked, (N, C / 16 rounded up,
+// H, W, 16)), on the run's threads: lanes the block's channels (fewer than 16 in the last block
+// where channels is not a multiple of 16, its other lanes padding).
+template <typename Nchw, typename Blocked, typename F>
+void ForEachBlock(KernelContext& ctx, Nchw* nchw, Blocked* blocked, int64_t n, int64_t channels,
+                  int64_t plane, F&& fn) {
+  const int64_t blocks = (channels + kB16 - 1) / kB16;
+  ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * kB16)),
                   [&](int64_t b0, int64_t b1) {
-                    for (int64_t b = b0; b < b1; ++b)
-                      fn(px + b * kB16 * plane, py + b * kB16 * plane);
+                    for (int64_t b = b0; b < b1; ++b) {
+                      const int64_t image = b / blocks, first = b % blocks * kB16;
+                      fn(nchw + (image * channels + first) * plane, blocked + b * kB16 * plane,
+                         static_cast<int>(std::min(kB16, channels - first)));
+                    }
                   });
+}
+
+// The channels of a blocked tensor's NCHW form: the step's attribute `channels` where it has one
+// (fewer than the blocks hold where the last block is padded), else 16 a block; an error where
+// they do not fill the blocks but the last's padding.
+Status BlockedChannels(const rt::AttrView& attrs, const Tensor& x, int64_t* channels) {
+  *channels = attrs.Int("channels", x.shape[1] * kB16);
+  if (*channels <= (x.shape[1] - 1) * kB16 || *channels > x.shape[1] * kB16) {
+    return Status::Error("attribute channels " + std::to_string(*channels) + " does not fit " +
+                         std::to_string(x.shape[1]) + " block(s) of 16 channels of data " +
+                         rt::ShapeString(x.shape));
+  }
+  return Status::Ok();
 }
 
 Status BlockedShapeError(const char* what, const Tensor& t) {
@@ -404,17 +421,29 @@ Status MaxPoolBlocked(KernelContext& ctx) {
 Status GlobalAvgPoolBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   if (!IsBlocked(x)) return BlockedShapeError("data", x);
-  const int64_t blocks = x.shape[0] * x.shape[1], pixels = x.shape[2] * x.shape[3];
+  int64_t channels = 0;
+  QUILT_RETURN_IF_ERROR(BlockedChannels(ctx.attrs(), x, &channels));
+  const int64_t blocks = x.shape[1], pixels = x.shape[2] * x.shape[3];
   Tensor* y = nullptr;
-  // (N, C, 1, 1): the same floats as its blocked form (N, C / 16, 1, 1, 16).
-  QUILT_RETURN_IF_ERROR(
-      ctx.Output(0, DType::kFloat32, Shape{x.shape[0], x.shape[1] * kB16, 1, 1}, &y));
+  // (N, C, 1, 1): the same floats as its blocked form (N, C / 16, 1, 1, 16) but a last block's
+  // padding.
+  QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, Shape{x.shape[0], channels, 1, 1}, &y));
   const float* px = x.Data<float>();
   float* py = y->MutableData<float>();
-  ctx.ParallelFor(blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, pixels * kB16)),
+  ctx.ParallelFor(x.shape[0] * blocks,
+                  std::max<int64_t>(1, 4096 / std::max<int64_t>(1, pixels * kB16)),
                   [&](int64_t b0, int64_t b1) {
-                    for (int64_t b = b0; b < b1; ++b)
-                      MeanBlock(px + b * pixels * kB16, pixels, py + b * kB16);
+                    for (int64_t b = b0; b < b1; ++b) {
+                      const int64_t first = b % blocks * kB16;
+                      float* to = py + b / blocks * channels + first;
+                      if (first + kB16 <= channels) {
+                        MeanBlock(px + b * pixels * kB16, pixels, to);
+                        continue;
+                      }
+                      float means[kB16];
+                      MeanBlock(px + b * pixels * kB16, pixels, means);
+                      std::copy_n(means, channels - first, to);
+                    }
                   });
   return Status::Ok();
 }
@@ -423,28 +452,35 @@ Status GateBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const Tensor& gate = *ctx.input(1);
   if (!IsBlocked(x)) return BlockedShapeError("data", x);
-  const int64_t n = x.shape[0], channels = x.shape[1] * kB16, pixels = x.shape[2] * x.shape[3];
+  const int64_t n = x.shape[0], blocks = x.shape[1], pixels = x.shape[2] * x.shape[3];
   // One value per channel, for every image or one per image: (C, 1, 1), (1, C, 1, 1) or
-  // (N, C, 1, 1).
+  // (N, C, 1, 1), C the data's channels (a last block's padding lanes times 0).
   const int r = gate.rank();
   const bool fits = gate.dtype == DType::kFloat32 && (r == 3 || r == 4) &&
-                    gate.shape[r - 3] == channels && gate.shape[r - 2] == 1 &&
-                    gate.shape[r - 1] == 1 && (r == 3 || gate.shape[0] == 1 || gate.shape[0] == n);
+                    gate.shape[r - 3] > (blocks - 1) * kB16 && gate.shape[r - 3] <= blocks * kB16 &&
+                    gate.shape[r - 2] == 1 && gate.shape[r - 1] == 1 &&
+                    (r == 3 || gate.shape[0] == 1 || gate.shape[0] == n);
   if (!fits) {
     return Status::Error("gate " + rt::ShapeString(gate.shape) +
                          " is not float32 (C, 1, 1) or (N, C, 1, 1) for data " +
                          rt::ShapeString(x.shape));
   }
+  const int64_t channels = gate.shape[r - 3];
   const int64_t image_stride = r == 4 && gate.shape[0] == n && n > 1 ? channels : 0;
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(ctx.Output(0, DType::kFloat32, x.shape, &y));
   const float *px = x.Data<float>(), *pg = gate.Data<float>();
   float* py = y->MutableData<float>();
-  const int64_t blocks = x.shape[1];
   ctx.ParallelFor(n * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pixels * kB16)),
                   [&](int64_t b0, int64_t b1) {
                     for (int64_t b = b0; b < b1; ++b) {
-                      const float* g = pg + b / blocks * image_stride + b % blocks * kB16;
+                      const int64_t first = b % blocks * kB16;
+                      const float* g = pg + b / blocks * image_stride + first;
+                      float padded[kB16] = {};
+                      if (first + kB16 > channels) {
+                        std::copy_n(g, channels - first, padded);
+                        g = padded;
+                      }
                       ScaleBlock(px + b * pixels * kB16, g, pixels, py + b * pixels * kB16);
                     }
                   });
@@ -453,34 +489,50 @@ Status GateBlocked(KernelContext& ctx) {
 
 Status ToBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  if (x.dtype != DType::kFloat32 || x.rank() != 4 || x.shape[1] % kB16 != 0) {
+  if (x.dtype != DType::kFloat32 || x.rank() != 4) {
     return Status::Error("data " + rt::ShapeString(x.shape) +
-                         " is not a float32 (N, C, H, W) tensor of a multiple of 16 channels");
+                         " is not a float32 (N, C, H, W) tensor");
   }
-  const int64_t n = x.shape[0], blocks = x.shape[1] / kB16, plane = x.shape[2] * x.shape[3];
+  const int64_t n = x.shape[0], channels = x.shape[1], plane = x.shape[2] * x.shape[3];
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(
-      ctx.Output(0, DType::kFloat32, Shape{n, blocks, x.shape[2], x.shape[3], kB16}, &y));
-  ForEachBlock(ctx, x, y, n * blocks, plane, [plane](const float* src, float* dst) {
-    for (int64_t p = 0; p < plane; ++p)
-      for (int64_t l = 0; l < kB16; ++l) dst[p * kB16 + l] = src[l * plane + p];
-  });
+      ctx.Output(0, DType::kFloat32,
+                 Shape{n, (channels + kB16 - 1) / kB16, x.shape[2], x.shape[3], kB16}, &y));
+  // A last block's padding zeros: a blocked conv's padded input channels have zero weights, and
+  // 0 times a float is 0 where times garbage could be NaN.
+  ForEachBlock(ctx, x.Data<float>(), y->MutableData<float>(), n, channels, plane,
+               [plane](const float* src, float* dst, int lanes) {
+                 if (lanes == kB16) {
+                   for (int64_t p = 0; p < plane; ++p)
+                     for (int64_t l = 0; l < kB16; ++l) dst[p * kB16 + l] = src[l * plane + p];
+                   return;
+                 }
+                 for (int64_t p = 0; p < plane; ++p)
+                   for (int64_t l = 0; l < kB16; ++l)
+                     dst[p * kB16 + l] = l < lanes ? src[l * plane + p] : 0.0f;
+               });
   return Status::Ok();
 }
 
 Status FromBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   if (!IsBlocked(x)) return BlockedShapeError("data", x);
-  const int64_t n = x.shape[0], blocks = x.shape[1], plane = x.shape[2] * x.shape[3];
+  int64_t channels = 0;
+  QUILT_RETURN_IF_ERROR(BlockedChannels(ctx.attrs(), x, &channels));
+  const int64_t n = x.shape[0], plane = x.shape[2] * x.shape[3];
   Tensor* y = nullptr;
   QUILT_RETURN_IF_ERROR(
-      ctx.Output(0, DType::kFloat32, Shape{n, blocks * kB16, x.shape[2], x.shape[3]}, &y));
-  ForEachBlock(ctx, x, y, n * blocks, plane, [plane](const float* src, float* dst) {
-    int64_t p = 0;
-    for (; p + kB16 <= plane; p += kB16) TransposeOut(src + p * kB16, dst + p, plane);
-    for (; p < plane; ++p)
-      for (int64_t l = 0; l < kB16; ++l) dst[l * plane + p] = src[p * kB16 + l];
-  });
+      ctx.Output(0, DType::kFloat32, Shape{n, channels, x.shape[2], x.shape[3]}, &y));
+  ForEachBlock(ctx, y->MutableData<float>(), x.Data<float>(), n, channels, plane,
+               [plane](float* dst, const float* src, int lanes) {
+                 int64_t p = 0;
+                 if (lanes == kB16) {
+                   for (; p + kB16 <= plane; p += kB16)
+                     TransposeOut(src + p * kB16, dst + p, plane);
+                 }
+                 for (; p < plane; ++p)
+                   for (int64_t l = 0; l < lanes; ++l) dst[l * plane + p] = src[p * kB16 + l];
+               });
   return Status::Ok();
 }
 

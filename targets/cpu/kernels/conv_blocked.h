@@ -1,11 +1,14 @@
 // The channel-blocked layout (NCHW16c) of the CPU's convolutions: a float32 tensor (N, C, H, W)
-// held as (N, C / 16, H, W, 16), each pixel's sixteen channels of a block one vector, so that a
-// convolution's multiply-adds run across sixteen output channels (dense) or sixteen channels
-// (depthwise) with no gather, whatever its stride. Its kernels (conv_blocked.cc; the tiles in
-// conv_blocked_internal.h, dense 3x3 convs as Winograd in conv_blocked_winograd.cc):
+// held as (N, C / 16, H, W, 16) (C / 16 rounded up: where C is not a multiple of 16, the last
+// block's lanes past it padding, zeros as layout_to_nchw16c writes them and what each step makes
+// of them after, finite values no conv reads), each pixel's sixteen channels of a block one vector,
+// so that a convolution's multiply-adds run across sixteen output channels (dense) or sixteen
+// channels (depthwise) with no gather, whatever its stride. Its kernels (conv_blocked.cc; the tiles
+// in conv_blocked_internal.h, dense 3x3 convs as Winograd in conv_blocked_winograd.cc):
 //
-//   layout_to_nchw16c    x (N, C, H, W) -> (N, C / 16, H, W, 16), C a multiple of 16
-//   layout_from_nchw16c  x (N, B, H, W, 16) -> (N, B * 16, H, W)
+//   layout_to_nchw16c    x (N, C, H, W) -> (N, C / 16 rounded up, H, W, 16), padding zeros
+//   layout_from_nchw16c  x (N, B, H, W, 16) -> (N, C, H, W): C the attribute channels (in the
+//                        last block; B * 16 without it), the padding dropped
 //   nn.conv2d_nchw16c    x (N, I / 16, H, W, 16), or (N, I, H, W) for a dense convolution of
 //                        NCHW data (a first layer), and a weight laid out by BlockConvWeight ->
 //                        (N, O / 16, OH, OW, 16): nn.conv2d's attributes (strides, padding,
@@ -13,7 +16,9 @@
 //                        epilogue (nn_internal.h: the per-channel inputs of O values, a residual
 //                        input blocked as the output), attribute weight_shape = (O, I / groups,
 //                        KH, KW), the weight's shape before it was laid out, and for a dense
-//                        one weight_group_blocks = kBlocksPerGroup (kWeightGroupBlocks).
+//                        one weight_group_blocks = kBlocksPerGroup (kWeightGroupBlocks). Over
+//                        padded channels O, I and groups are the padded counts: the compiler
+//                        pads the weight (zeros) and the epilogue's values per channel.
 //   nn.max_pool2d_nchw16c
 //                        x (N, C / 16, H, W, 16) -> (N, C / 16, OH, OW, 16): nn.max_pool2d's
 //                        attributes and values (a window's first cell inside the input, then a
@@ -21,17 +26,19 @@
 //                        it), for a pool between blocked convs.
 //   nn.global_avg_pool2d_nchw16c
 //                        x (N, C / 16, H, W, 16) -> (N, C, 1, 1) (the same floats as its
-//                        blocked form): each channel's mean as nn.adaptive_avg_pool2d to 1 x 1
+//                        blocked form but a last block's padding; C the attribute channels,
+//                        else 16 a block): each channel's mean as nn.adaptive_avg_pool2d to 1 x 1
 //                        gives it (summed in double in the pixels' order), a squeeze-and-excite
 //                        block's pool.
 //   multiply_channels_nchw16c
 //                        x (N, C / 16, H, W, 16), gate (C, 1, 1), (1, C, 1, 1) or (N, C, 1, 1)
 //                        -> x's shape: x times its channel's gate value (of its image), the
-//                        block's gate.
+//                        block's gate (C the gate's, in x's last block: its padding times 0).
 //   image.resize2d_nchw16c
 //                        x (N, C / 16, H, W, 16), roi, scales, sizes -> (N, C / 16, OH, OW, 16):
-//                        image.resize of x's NCHW view (its inputs and attributes as they are;
-//                        the batch and channels kept), each pixel's lanes summed as the plane
+//                        image.resize of x's NCHW view (its inputs and attributes as they are,
+//                        its channels the attribute channels where given; the batch and
+//                        channels kept), each pixel's lanes summed as the plane
 //                        path sums an element (image.cc, the kernel beside it).
 //
 // The compiler (targets/block_layout.h) makes these steps; tests/runtime/conv_blocked_test.cc

@@ -505,8 +505,16 @@ Status ResizeBlocked(KernelContext& ctx) {
     return Status::Error("data " + rt::ShapeString(x.shape) +
                          " is not a float32 (N, C / 16, H, W, 16) tensor");
   }
-  // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes.
-  const Shape nchw = {x.shape[0], x.shape[1] * 16, x.shape[2], x.shape[3]};
+  // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes; its
+  // channels the attribute channels where the last block is padded (its padding lanes resized as
+  // the others).
+  const int64_t channels = ctx.attrs().Int("channels", x.shape[1] * 16);
+  if (channels <= (x.shape[1] - 1) * 16 || channels > x.shape[1] * 16) {
+    return Status::Error("attribute channels " + std::to_string(channels) + " does not fit " +
+                         std::to_string(x.shape[1]) + " block(s) of 16 channels of data " +
+                         rt::ShapeString(x.shape));
+  }
+  const Shape nchw = {x.shape[0], channels, x.shape[2], x.shape[3]};
   ResizeWork& work = ThisThreadsResizeWork();
   ResizePlan& plan = work.plan;
   QUILT_RETURN_IF_ERROR(PlanResize(ctx, nchw, &plan));
