@@ -63,16 +63,17 @@ struct BlockedAct {
 // a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 + 1 + padding columns), 5x5 of
 // stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of 40 (two 16-pixel tiles of each
 // input vector loaded once for its taps, then 4) and 5x5 of stride 2 rows of 23 (such a tile, then
-// single pixels); dense convs of NCHW data (3, 4 and 8 channels: a first layer, its output blocked;
-// 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output blocks, rows of 40, in 16-pixel
-// tiles (8 without AVX-512) of each input broadcast once for its taps); with a bias and relu, none,
-// adds and multiplies before a hard_swish and divides after, a leaky relu with a maximum and
-// minimum after, hardswish and relu with a residual (for 1x1 convs also written over the residual,
-// as the executor places an output in its residual's buffer), silu, a prelu of a slope per channel,
-// sigmoid with a residual, a multiply before a sigmoid, and a divide by one value for every channel
-// after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's HardSwish with a
-// residual, each checked bit for bit against the conv without it divided after; on one thread and
-// three, with the AVX-512 kernels where the CPU has them and without.
+// single pixels); strided 3x3 convs of 128 and 160 output channels over small planes (each tap's
+// pixels gathered, then a pointwise conv); dense convs of NCHW data (3, 4 and 8 channels: a first
+// layer, its output blocked; 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output blocks,
+// rows of 40, in 16-pixel tiles (8 without AVX-512) of each input broadcast once for its taps);
+// with a bias and relu, none, adds and multiplies before a hard_swish and divides after, a leaky
+// relu with a maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also
+// written over the residual, as the executor places an output in its residual's buffer), silu, a
+// prelu of a slope per channel, sigmoid with a residual, a multiply before a sigmoid, and a divide
+// by one value for every channel after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after
+// ONNX's HardSwish with a residual, each checked bit for bit against the conv without it divided
+// after; on one thread and three, with the AVX-512 kernels where the CPU has them and without.
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {
@@ -108,6 +109,13 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       // 3x3 of unit strides over 3 x 20 outputs: direct without AVX-512 (Winograd from 4 x 4),
       // Winograd with it.
       {1, 1, 32, 48, {3, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      // Strided 3x3 convs of 128 output channels or more over small planes, each tap's pixels
+      // gathered first: two images, pads on every side; unequal strides, a dilation and uneven
+      // pads. (Of 16 input channels: with 32 and 48, 288 and 432 terms, the hardswish epilogue's
+      // sums with a residual that cancels them missed the bound on one element by 7% and 18%,
+      // whether gathered or direct.)
+      {2, 1, 16, 128, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {1, 1, 16, 160, {12, 9}, {3, 3}, {2, 1}, {2, 1}, {0, 2, 1, 0}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

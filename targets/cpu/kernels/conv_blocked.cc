@@ -308,6 +308,52 @@ Status ConvBlocked(KernelContext& ctx) {
     c.iw = c.ow;
     c.sh = c.sw = 1;
   }
+  // A strided dense convolution of other windows (a YOLO backbone's 3x3 of stride 2) over blocked
+  // data whose output plane is small, of 128 output channels or more: each tap's input pixels
+  // gathered into planes of their own (the taps of an input block as blocks after one another, as
+  // BlockConvWeight lays out their weights, so the weight serves as it is), then a pointwise
+  // convolution over them, whose tiles run longer rows than the direct kernel's over short output
+  // rows. Measured (each conv's step, the lowest of 15 runs' profiles, one thread, direct ->
+  // gathered): ddddocr-det's 192 -> 384 of stride 2 to 13 x 13 3.57 -> 3.01 ms, 192 -> 192 1.78 ->
+  // 1.54, 96 -> 192 to 26 x 26 3.30 -> 3.08; nudenet-320n's 128 -> 256 to 10 x 10 1.09 -> 0.82,
+  // 128 -> 128 0.51 -> 0.46, 64 -> 128 to 20 x 20 0.90 -> 0.85. Not where it cost more: 64 -> 64
+  // to 20 x 20 (0.45 -> 0.55), 48 -> 96 to 52 x 52 (3.00 -> 3.05), the unit-stride 3x3 convs of
+  // mtcnn-onet (32 -> 64 to 21 x 21, 0.47 -> 0.60).
+  if (!plain && !c.depthwise && c.Taps() > 1 && (c.sh > 1 || c.sw > 1) && c.ob >= 8 &&
+      c.oh * c.ow <= 1024) {
+    const int64_t taps = c.Taps(), oh = c.oh, ow = c.ow, ih = c.ih, iw = c.iw;
+    const Blocked g = c;
+    float* gathered = Scratch(ScratchSlot::kConvInput, c.n * c.ib * taps * oh * ow * kB16);
+    const float* from_x = px;
+    ctx.ParallelFor(c.n * c.ib * taps * oh, std::max<int64_t>(1, 4096 / (ow * kB16)),
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; ++r) {
+                        // Row oy of tap t of input plane (image and block) `plane`.
+                        const int64_t oy = r % oh, t = r / oh % taps, plane = r / oh / taps;
+                        const int64_t y = oy * g.sh - g.ph + t / g.kw * g.dh;
+                        float* to = gathered + r * ow * kB16;
+                        if (y < 0 || y >= ih) {
+                          std::fill(to, to + ow * kB16, 0.0f);
+                          continue;
+                        }
+                        const float* row = from_x + (plane * ih + y) * iw * kB16;
+                        for (int64_t ox = 0; ox < ow; ++ox) {
+                          const int64_t x = ox * g.sw - g.pw + t % g.kw * g.dw;
+                          if (x < 0 || x >= iw) {
+                            std::fill(to + ox * kB16, to + (ox + 1) * kB16, 0.0f);
+                          } else {
+                            std::memcpy(to + ox * kB16, row + x * kB16, kB16 * sizeof(float));
+                          }
+                        }
+                      }
+                    });
+    px = gathered;
+    c.ib *= taps;
+    c.kh = c.kw = c.sh = c.sw = c.dh = c.dw = 1;
+    c.ph = c.pw = 0;
+    c.ih = c.oh;
+    c.iw = c.ow;
+  }
   // A pointwise convolution's plane as one row.
   c.pointwise = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
                 c.oh == c.ih && c.ow == c.iw;
