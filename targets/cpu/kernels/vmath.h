@@ -114,11 +114,13 @@ QUILT_ALWAYS_INLINE float Sigmoid(float x) {
 // reference, and bit casts by the builtin: a vector wider than the baseline's may not cross a
 // call), lane by lane with the same operations in the same order, so that a kernel holding its
 // values in registers gets what a loop over the scalar functions gets, bit for bit.
-template <typename V>
+// kNonPositive: x is known to be 0 or less, or NaN (a sigmoid's -|x|), so its clamp from above,
+// which would keep it as it is, is left out.
+template <typename V, bool kNonPositive = false>
 QUILT_ALWAYS_INLINE void ExpOf(V& x) {
   typedef int32_t I __attribute__((vector_size(sizeof(V))));
   V c = x < -104.0f ? V{} - 104.0f : x;  // Clamp: std::max, then std::min
-  c = 88.8f < c ? V{} + 88.8f : c;
+  if constexpr (!kNonPositive) c = 88.8f < c ? V{} + 88.8f : c;
   V t = c * 1.44269504088896341f + 12582912.0f;
   V n = t - 12582912.0f;
   I k = __builtin_bit_cast(I, t) - 0x4B400000;
@@ -139,8 +141,9 @@ QUILT_ALWAYS_INLINE void ExpOf(V& x) {
 template <typename V>
 QUILT_ALWAYS_INLINE void SigmoidOf(V& x) {
   typedef int32_t I __attribute__((vector_size(sizeof(V))));
-  V e = -__builtin_bit_cast(V, __builtin_bit_cast(I, x) & 0x7fffffff);
-  ExpOf(e);
+  // -|x|: the sign bit set (one op where the magnitude's and then its negation's were two).
+  V e = __builtin_bit_cast(V, __builtin_bit_cast(I, x) | std::numeric_limits<int32_t>::min());
+  ExpOf<V, true>(e);
   V d = 1.0f / (1.0f + e);
   V negative = e * d;
   x = x < 0.0f ? negative : d;
