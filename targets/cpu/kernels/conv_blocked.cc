@@ -191,19 +191,6 @@ void ForEachBlock(KernelContext& ctx, Nchw* nchw, Blocked* blocked, int64_t n, i
                   });
 }
 
-// The channels of a blocked tensor's NCHW form: the step's attribute `channels` where it has one
-// (fewer than the blocks hold where the last block is padded), else 16 a block; an error where
-// they do not fill the blocks but the last's padding.
-Status BlockedChannels(const rt::AttrView& attrs, const Tensor& x, int64_t* channels) {
-  *channels = attrs.Int("channels", x.shape[1] * kB16);
-  if (*channels <= (x.shape[1] - 1) * kB16 || *channels > x.shape[1] * kB16) {
-    return Status::Error("attribute channels " + std::to_string(*channels) + " does not fit " +
-                         std::to_string(x.shape[1]) + " block(s) of 16 channels of data " +
-                         rt::ShapeString(x.shape));
-  }
-  return Status::Ok();
-}
-
 Status BlockedShapeError(const char* what, const Tensor& t) {
   return Status::Error(std::string(what) + " " + rt::ShapeString(t.shape) +
                        " is not a float32 (N, C / 16, H, W, 16) tensor");
@@ -221,7 +208,56 @@ bool IsBlocked(const Tensor& t) {
   return t.dtype == DType::kFloat32 && t.rank() == 5 && t.shape[4] == kB16;
 }
 
+// Each tap's input pixels of blocked data px for every output pixel of c, gathered into planes of
+// their own (zeros where a tap reads padding), tap t of input block b as block b * taps + t: the
+// order BlockConvWeight lays a dense weight's taps out in, so the weight serves as it is. c
+// becomes the pointwise convolution over them (unit strides, no padding); returns the gathered
+// data.
+const float* GatherTaps(KernelContext& ctx, const float* px, Blocked* c) {
+  const Blocked g = *c;
+  const int64_t taps = g.Taps(), oh = g.oh, ow = g.ow;
+  float* gathered = Scratch(ScratchSlot::kConvInput, g.n * g.ib * taps * oh * ow * kB16);
+  ctx.ParallelFor(g.n * g.ib * taps * oh, std::max<int64_t>(1, 4096 / (ow * kB16)),
+                  [&](int64_t r0, int64_t r1) {
+                    for (int64_t r = r0; r < r1; ++r) {
+                      // Row oy of tap t of input plane (image and block) `plane`.
+                      const int64_t oy = r % oh, t = r / oh % taps, plane = r / oh / taps;
+                      const int64_t y = oy * g.sh - g.ph + t / g.kw * g.dh;
+                      float* to = gathered + r * ow * kB16;
+                      if (y < 0 || y >= g.ih) {
+                        std::fill(to, to + ow * kB16, 0.0f);
+                        continue;
+                      }
+                      const float* row = px + (plane * g.ih + y) * g.iw * kB16;
+                      for (int64_t ox = 0; ox < ow; ++ox) {
+                        const int64_t x = ox * g.sw - g.pw + t % g.kw * g.dw;
+                        if (x < 0 || x >= g.iw) {
+                          std::fill(to + ox * kB16, to + (ox + 1) * kB16, 0.0f);
+                        } else {
+                          std::memcpy(to + ox * kB16, row + x * kB16, kB16 * sizeof(float));
+                        }
+                      }
+                    }
+                  });
+  c->ib *= taps;
+  c->kh = c->kw = c->sh = c->sw = c->dh = c->dw = 1;
+  c->ph = c->pw = 0;
+  c->ih = c->oh;
+  c->iw = c->ow;
+  return gathered;
+}
+
 }  // namespace
+
+Status BlockedChannels(const rt::AttrView& attrs, const Tensor& x, int64_t* channels) {
+  *channels = attrs.Int("channels", x.shape[1] * kB16);
+  if (*channels <= (x.shape[1] - 1) * kB16 || *channels > x.shape[1] * kB16) {
+    return Status::Error("attribute channels " + std::to_string(*channels) + " does not fit " +
+                         std::to_string(x.shape[1]) + " block(s) of 16 channels of data " +
+                         rt::ShapeString(x.shape));
+  }
+  return Status::Ok();
+}
 
 Status ConvBlocked(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
@@ -292,21 +328,7 @@ Status ConvBlocked(KernelContext& ctx) {
   const float* px = x.Data<float>();
   if (!plain && !c.depthwise && c.kh == 1 && c.kw == 1 && (c.sh > 1 || c.sw > 1) && c.ph == 0 &&
       c.pw == 0 && (c.oh - 1) * c.sh < c.ih && (c.ow - 1) * c.sw < c.iw && c.ow < 8 && c.ob >= 16) {
-    const int64_t rows = c.n * c.ib * c.oh, ow = c.ow, iw = c.iw, ih = c.ih, oh = c.oh;
-    const int64_t sh = c.sh, sw = c.sw;
-    float* gathered = Scratch(ScratchSlot::kConvInput, rows * ow * kB16);
-    ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / (ow * kB16)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* from = px + ((r / oh) * ih + (r % oh) * sh) * iw * kB16;
-        float* to = gathered + r * ow * kB16;
-        for (int64_t ox = 0; ox < ow; ++ox)
-          std::memcpy(to + ox * kB16, from + ox * sw * kB16, kB16 * sizeof(float));
-      }
-    });
-    px = gathered;
-    c.ih = c.oh;
-    c.iw = c.ow;
-    c.sh = c.sw = 1;
+    px = GatherTaps(ctx, px, &c);
   }
   // A strided dense convolution of other windows (a YOLO backbone's 3x3 of stride 2) over blocked
   // data whose output plane is small, of 128 output channels or more: each tap's input pixels
@@ -318,41 +340,11 @@ Status ConvBlocked(KernelContext& ctx) {
   // 1.54, 96 -> 192 to 26 x 26 3.30 -> 3.08; nudenet-320n's 128 -> 256 to 10 x 10 1.09 -> 0.82,
   // 128 -> 128 0.51 -> 0.46, 64 -> 128 to 20 x 20 0.90 -> 0.85. Not where it cost more: 64 -> 64
   // to 20 x 20 (0.45 -> 0.55), 48 -> 96 to 52 x 52 (3.00 -> 3.05), the unit-stride 3x3 convs of
-  // mtcnn-onet (32 -> 64 to 21 x 21, 0.47 -> 0.60).
+  // mtcnn-onet (32 -> 64 to 21 x 21, 0.47 -> 0.60). (The same gather as a strided pointwise
+  // convolution's above.)
   if (!plain && !c.depthwise && c.Taps() > 1 && (c.sh > 1 || c.sw > 1) && c.ob >= 8 &&
       c.oh * c.ow <= 1024) {
-    const int64_t taps = c.Taps(), oh = c.oh, ow = c.ow, ih = c.ih, iw = c.iw;
-    const Blocked g = c;
-    float* gathered = Scratch(ScratchSlot::kConvInput, c.n * c.ib * taps * oh * ow * kB16);
-    const float* from_x = px;
-    ctx.ParallelFor(c.n * c.ib * taps * oh, std::max<int64_t>(1, 4096 / (ow * kB16)),
-                    [&](int64_t r0, int64_t r1) {
-                      for (int64_t r = r0; r < r1; ++r) {
-                        // Row oy of tap t of input plane (image and block) `plane`.
-                        const int64_t oy = r % oh, t = r / oh % taps, plane = r / oh / taps;
-                        const int64_t y = oy * g.sh - g.ph + t / g.kw * g.dh;
-                        float* to = gathered + r * ow * kB16;
-                        if (y < 0 || y >= ih) {
-                          std::fill(to, to + ow * kB16, 0.0f);
-                          continue;
-                        }
-                        const float* row = from_x + (plane * ih + y) * iw * kB16;
-                        for (int64_t ox = 0; ox < ow; ++ox) {
-                          const int64_t x = ox * g.sw - g.pw + t % g.kw * g.dw;
-                          if (x < 0 || x >= iw) {
-                            std::fill(to + ox * kB16, to + (ox + 1) * kB16, 0.0f);
-                          } else {
-                            std::memcpy(to + ox * kB16, row + x * kB16, kB16 * sizeof(float));
-                          }
-                        }
-                      }
-                    });
-    px = gathered;
-    c.ib *= taps;
-    c.kh = c.kw = c.sh = c.sw = c.dh = c.dw = 1;
-    c.ph = c.pw = 0;
-    c.ih = c.oh;
-    c.iw = c.ow;
+    px = GatherTaps(ctx, px, &c);
   }
   // A pointwise convolution's plane as one row.
   c.pointwise = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&

@@ -16,6 +16,7 @@
 
 #include "targets/cpu/kernels/conv_blocked.h"
 #include "targets/cpu/kernels/manip_util.h"
+#include "targets/cpu/kernels/nn_internal.h"
 #include "targets/cpu/kernels/registry.h"
 #include "targets/cpu/kernels/resize_taps.h"
 #include "targets/cpu/kernels/util.h"
@@ -508,12 +509,8 @@ Status ResizeBlocked(KernelContext& ctx) {
   // The resize of the data's NCHW view: its inputs and attributes say it, for 4 axes; its
   // channels the attribute channels where the last block is padded (its padding lanes resized as
   // the others).
-  const int64_t channels = ctx.attrs().Int("channels", x.shape[1] * 16);
-  if (channels <= (x.shape[1] - 1) * 16 || channels > x.shape[1] * 16) {
-    return Status::Error("attribute channels " + std::to_string(channels) + " does not fit " +
-                         std::to_string(x.shape[1]) + " block(s) of 16 channels of data " +
-                         rt::ShapeString(x.shape));
-  }
+  int64_t channels = 0;
+  QUILT_RETURN_IF_ERROR(nn::BlockedChannels(ctx.attrs(), x, &channels));
   const Shape nchw = {x.shape[0], channels, x.shape[2], x.shape[3]};
   ResizeWork& work = ThisThreadsResizeWork();
   ResizePlan& plan = work.plan;

@@ -150,6 +150,10 @@ Status FromBlocked(KernelContext& ctx);
 Status MaxPoolBlocked(KernelContext& ctx);
 Status GlobalAvgPoolBlocked(KernelContext& ctx);
 Status GateBlocked(KernelContext& ctx);
+// The channels of blocked data x's NCHW form: the step's attribute `channels` where it has one
+// (fewer than the blocks hold where the last block is padded), else 16 a block; an error where
+// they do not fill the blocks but the last's padding.
+Status BlockedChannels(const rt::AttrView& attrs, const Tensor& x, int64_t* channels);
 // The reference convolution (any float type), accumulating in double: the oracle.
 Status ConvReference(KernelContext& ctx);
 // Float32 convolution through the blocked GEMM (depthwise directly); other types go to the
