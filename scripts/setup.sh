@@ -35,12 +35,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python_pkgs=(numpy onnx onnxruntime pillow ray "apache-tvm==0.27.*" pytest)
+# ml_dtypes below 0.7: onnx renders its node tests' expected Cast outputs to 4- and 2-bit integers
+# through it, and 0.7 casts a value out of their range to 0 where ONNX (and 0.6) wraps it around
+# (test_cast_FLOAT_to_INT4's -9 to 7, not 0).
+python_pkgs=(numpy onnx "ml_dtypes<0.7" onnxruntime pillow ray "apache-tvm==0.27.*" pytest)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray, tvm.relax, tvm.testing" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray, tvm.relax, tvm.testing
+import ml_dtypes; assert int(ml_dtypes.__version__.split('.')[1]) < 7" 2>/dev/null; then
   echo "setup: installing ${python_pkgs[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
 fi

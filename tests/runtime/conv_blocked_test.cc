@@ -55,25 +55,30 @@ struct BlockedAct {
 // input channels summed in two parts) over 55 pixels (tiles of 6, 3 and 1 pixel), 3x3 from 32
 // channels to 112 (four blocks and three; the input blocks summed one at a time, onto the values
 // stored before), pointwise from 112 channels to 64 over 784 pixels (a long row: the input channels
-// in two parts of the smaller size); as Winograd F(2x2, 3x3) on blocked data (3x3 of unit strides
-// over images of enough tiles; the AVX-512 kernels from 9 tiles an image, the others from 4 x 4
-// outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above, 32 -> 64 over 3 images of 15 x
-// 17 with uneven pads (odd output sizes: the last tiles' outputs cut; on three threads a block of
-// tile rows each), 32 -> 48 over one image of 4 x 30 (two tile rows: on three threads each phase of
-// a block split between them); depthwise 3x3 rows of 30 (16 + 8 + 4 + 1 + padding columns), 5x5 of
-// stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows of 40 (two 16-pixel tiles of each
-// input vector loaded once for its taps, then 4) and 5x5 of stride 2 rows of 23 (such a tile, then
-// single pixels); strided 3x3 convs of 128 and 160 output channels over small planes (each tap's
-// pixels gathered, then a pointwise conv); dense convs of NCHW data (3, 4 and 8 channels: a first
-// layer, its output blocked; 3x3 of stride 2 rows of 35 and 7x7 of stride 2 to four output blocks,
-// rows of 40, in 16-pixel tiles (8 without AVX-512) of each input broadcast once for its taps);
-// with a bias and relu, none, adds and multiplies before a hard_swish and divides after, a leaky
-// relu with a maximum and minimum after, hardswish and relu with a residual (for 1x1 convs also
-// written over the residual, as the executor places an output in its residual's buffer), silu, a
-// prelu of a slope per channel, sigmoid with a residual, a multiply before a sigmoid, and a divide
-// by one value for every channel after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after
-// ONNX's HardSwish with a residual, each checked bit for bit against the conv without it divided
-// after; on one thread and three, with the AVX-512 kernels where the CPU has them and without.
+// in two parts of the smaller size); as Winograd F(2x2, 3x3) and F(4x4, 3x3), each in turn, on
+// blocked data (3x3 of unit strides over images of enough tiles; the AVX-512 kernels from 9 tiles
+// an image, the others from 4 x 4 outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above,
+// 32 -> 64 over 3 images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs
+// cut; on three threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile
+// rows: on three threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 +
+// 8 + 4 + 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows
+// of 40 (two 16-pixel tiles of each input vector loaded once for its taps, then 4) and 5x5 of
+// stride 2 rows of 23 (such a tile, then single pixels); strided 3x3 convs of 128 and 160 output
+// channels over small planes (each tap's pixels gathered, then a pointwise conv); dense convs of
+// NCHW data (3, 4 and 8 channels: a first layer, its output blocked; 3x3 of stride 2 rows of 35 and
+// 7x7 of stride 2 to four output blocks, rows of 40, in 16-pixel tiles (8 without AVX-512) of each
+// input broadcast once for its taps); with a bias and relu, none, adds and multiplies before a
+// hard_swish and divides after, a leaky relu with a maximum and minimum after, hardswish and relu
+// with a residual (for 1x1 and Winograd convs also written over the residual, as the executor
+// places an output in its residual's buffer), silu, a prelu of a slope per channel, sigmoid with a
+// residual, a multiply before a sigmoid, and a divide by one value for every channel after a
+// hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's HardSwish with a residual, each
+// checked bit for bit against the conv without it divided after; on one thread and three, with the
+// AVX-512 kernels where the CPU has them and without. Winograd F(4x4, 3x3)'s rounding bound,
+// relative to sum |x| |w| + 2 at an output: about 134 float epsilons, the most seen here 2.3e-6 (a
+// hardswish over the sum and a residual). A wrong transform's error is of the order of the sum
+// itself.
+constexpr double kWinograd4Rtol = 8e-6;
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
   const std::vector<ConvCase> cases = {
@@ -144,6 +149,22 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
     // Channels not a multiple of 16: a first layer, reading NCHW data.
     const bool nchw_data = ci % 16 != 0;
     std::vector<float> x = Random(rng, Count(xs)), w = Random(rng, Count(ws));
+    // The sum of its terms' magnitudes, sum |x| |w|, at each output: Winograd F(4x4, 3x3)'s
+    // rounding is bound relative to it (its transforms' constants up to 8 and 1/24 make the
+    // rounding of each term larger than a direct sum's, or F(2x2)'s), not to the output's value.
+    std::vector<float> size;
+    {
+      std::vector<float> ax = x, aw = w;
+      for (float& v : ax) v = std::abs(v);
+      for (float& v : aw) v = std::abs(v);
+      Attrs a;
+      ConvAttrs(c, a);
+      TestContext abs_ref(
+          {Tensor{DType::kFloat32, xs, ax.data()}, Tensor{DType::kFloat32, ws, aw.data()}},
+          a.Finish(), nullptr);
+      ASSERT_TRUE(nn::ConvReference(abs_ref).ok());
+      size = abs_ref.values();
+    }
     std::vector<float> wb(w.size());
     nn::BlockConvWeight(w.data(), co, ws[1], taps, depthwise, wb.data(), nchw_data ? ci : 16);
     // The data blocked, checked against the layout's definition.
@@ -238,60 +259,72 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       Attrs plain_attrs;
       const rt::AttrView::List* plain_list = conv_attrs(plain_attrs, false);
       std::vector<Tensor> plain_in(in.begin(), in.end() - (act.divisor != 0 ? 1 : 0));
-      for (bool wide : {true, false}) {
-        SetAvx512GemmAllowedForTesting(wide);
-        for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-          for (bool in_place : {false, act.residual && taps == 1}) {
-            // In place: the output written over its residual input (the executor's kInPlaceInput).
-            std::vector<float> shared = res_b;
-            std::vector<Tensor> args = in;
-            for (Tensor& t : args) {
-              if (in_place && t.data == res_b.data()) t.data = shared.data();
-            }
-            TestContext got(args, list, pool);
-            if (in_place) got.SetOutputMemory(0, shared.data());
-            Status st = nn::ConvBlocked(got);
-            ASSERT_TRUE(st.ok()) << what << ": " << st.message();
-            ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
-            std::vector<float> yb = got.values();
-            TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
-                             pool);
-            ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
-            ASSERT_EQ(from.out().shape, ys) << what;
-            std::vector<float> v = from.values();
-            if (act.divisor != 0 && !in_place) {
-              // The divide in the epilogue against the same conv without it, divided afterwards:
-              // the same bits.
-              TestContext undivided(plain_in, plain_list, pool);
-              ASSERT_TRUE(nn::ConvBlocked(undivided).ok()) << what;
-              std::vector<float> u = Unblocked(undivided);
-              ASSERT_EQ(u.size(), v.size()) << what;
-              for (size_t i = 0; i < v.size(); ++i) {
-                const float q = u[i] / act.divisor;
-                ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(q))
-                    << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : "")
-                    << ", element " << i << ": " << v[i] << ", divided after " << q;
+      // A 3x3 conv of unit strides over blocked data, with each Winograd tile.
+      const bool winograd = !depthwise && !nchw_data && taps == 9 && c.stride[0] == 1 &&
+                            c.stride[1] == 1 && c.dilation[0] == 1 && c.dilation[1] == 1;
+      for (int tile : winograd ? std::vector<int>{2, 4} : std::vector<int>{0}) {
+        nn::SetBlockedWinogradTileForTesting(tile);
+        for (bool wide : {true, false}) {
+          SetAvx512GemmAllowedForTesting(wide);
+          for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+            for (bool in_place : {false, act.residual && (taps == 1 || winograd)}) {
+              // In place: the output written over its residual input (the executor's
+              // kInPlaceInput).
+              std::vector<float> shared = res_b;
+              std::vector<Tensor> args = in;
+              for (Tensor& t : args) {
+                if (in_place && t.data == res_b.data()) t.data = shared.data();
               }
-            }
-            for (size_t i = 0; i < v.size(); ++i) {
-              ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-                  << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
-                  << (in_place ? ", in place" : "") << ", element " << i << ": " << v[i] << " vs "
-                  << want[i];
+              TestContext got(args, list, pool);
+              if (in_place) got.SetOutputMemory(0, shared.data());
+              Status st = nn::ConvBlocked(got);
+              ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+              ASSERT_EQ(got.out().shape, (Shape{ys[0], co / 16, ys[2], ys[3], 16})) << what;
+              std::vector<float> yb = got.values();
+              TestContext from({Tensor{DType::kFloat32, got.out().shape, yb.data()}}, none.Finish(),
+                               pool);
+              ASSERT_TRUE(nn::FromBlocked(from).ok()) << what;
+              ASSERT_EQ(from.out().shape, ys) << what;
+              std::vector<float> v = from.values();
+              if (act.divisor != 0 && !in_place) {
+                // The divide in the epilogue against the same conv without it, divided afterwards:
+                // the same bits.
+                TestContext undivided(plain_in, plain_list, pool);
+                ASSERT_TRUE(nn::ConvBlocked(undivided).ok()) << what;
+                std::vector<float> u = Unblocked(undivided);
+                ASSERT_EQ(u.size(), v.size()) << what;
+                for (size_t i = 0; i < v.size(); ++i) {
+                  const float q = u[i] / act.divisor;
+                  ASSERT_EQ(std::bit_cast<uint32_t>(v[i]), std::bit_cast<uint32_t>(q))
+                      << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : "")
+                      << ", element " << i << ": " << v[i] << ", divided after " << q;
+                }
+              }
+              for (size_t i = 0; i < v.size(); ++i) {
+                // F(4x4): and its rounding, relative to the sum of the terms' magnitudes (and
+                // the bias's and residual's, at most 1 each) through the epilogue.
+                const double f4 = tile == 4 ? kWinograd4Rtol * (size[i] + 2) : 0;
+                ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]) + f4)
+                    << what << (wide ? "" : ", 8 lanes") << (pool ? ", 3 threads" : ", 1 thread")
+                    << (in_place ? ", in place" : "")
+                    << (tile ? ", Winograd tile " + std::to_string(tile) : "") << ", element " << i
+                    << ": " << v[i] << " vs " << want[i];
+              }
             }
           }
         }
       }
+      nn::SetBlockedWinogradTileForTesting(0);
       SetAvx512GemmAllowedForTesting(true);
     }
   }
 }
 
-// Winograd on blocked data over a long reduction: 272 -> 64 channels over 8 x 8 (the products'
-// input blocks summed in two parts), its transformed weights made on the first run into the step's
-// cache and read from it on the second, on one thread and three. The data and weights positive:
-// 2,448 products a sum, whose rounding (Winograd's more than a direct sum's) a relative tolerance
-// bounds only where they do not cancel.
+// Winograd on blocked data over a long reduction, F(2x2, 3x3) and F(4x4, 3x3): 272 -> 64 channels
+// over 8 x 8 (the products' input blocks summed in two parts), its transformed weights made on the
+// first run into the step's cache and read from it on the second, on one thread and three. The data
+// and weights positive: 2,448 products a sum, whose rounding (Winograd's more than a direct sum's)
+// a relative tolerance bounds only where they do not cancel.
 TEST(FastKernels, ChannelBlockedWinogradSumsLongReductionsInParts) {
   std::mt19937 rng(7);
   const Shape xs = {1, 272, 8, 8}, ws = {64, 272, 3, 3};
@@ -317,24 +350,28 @@ TEST(FastKernels, ChannelBlockedWinogradSumsLongReductionsInParts) {
   std::vector<float> xb = to.values(), wb(w.size());
   nn::BlockConvWeight(w.data(), 64, 272, 9, false, wb.data());
   rt::ThreadPool three(3);
-  for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
-    rt::StepCache cache;
-    for (int pass = 0; pass < 2; ++pass) {
-      TestContext got({Tensor{DType::kFloat32, to.out().shape, xb.data()},
-                       Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()},
-                       Tensor{DType::kFloat32, per_channel, bias.data()}},
-                      list, pool);
-      got.SetCache(&cache, ~uint64_t{0});
-      ASSERT_TRUE(nn::ConvBlocked(got).ok());
-      std::vector<float> v = Unblocked(got);
-      ASSERT_EQ(v.size(), want.size());
-      for (size_t i = 0; i < v.size(); ++i) {
-        ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
-            << (pool ? "3 threads" : "1 thread") << (pass ? ", cached" : "") << ", element " << i
-            << ": " << v[i] << " vs " << want[i];
+  for (int tile : {2, 4}) {
+    nn::SetBlockedWinogradTileForTesting(tile);
+    for (rt::ThreadPool* pool : {static_cast<rt::ThreadPool*>(nullptr), &three}) {
+      rt::StepCache cache;
+      for (int pass = 0; pass < 2; ++pass) {
+        TestContext got({Tensor{DType::kFloat32, to.out().shape, xb.data()},
+                         Tensor{DType::kFloat32, {static_cast<int64_t>(wb.size())}, wb.data()},
+                         Tensor{DType::kFloat32, per_channel, bias.data()}},
+                        list, pool);
+        got.SetCache(&cache, ~uint64_t{0});
+        ASSERT_TRUE(nn::ConvBlocked(got).ok());
+        std::vector<float> v = Unblocked(got);
+        ASSERT_EQ(v.size(), want.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_LE(std::abs(v[i] - want[i]), kAtol + kRtol * std::abs(want[i]))
+              << "tile " << tile << ", " << (pool ? "3 threads" : "1 thread")
+              << (pass ? ", cached" : "") << ", element " << i << ": " << v[i] << " vs " << want[i];
+        }
       }
     }
   }
+  nn::SetBlockedWinogradTileForTesting(0);
 }
 
 // What does not fit the blocked layout is refused with what it is: data of channels not a multiple

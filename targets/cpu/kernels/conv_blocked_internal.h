@@ -1,5 +1,5 @@
 // The channel-blocked convolution's tiles (conv_blocked.h), shared by its direct kernel
-// (conv_blocked.cc) and its Winograd F(2x2, 3x3) (conv_blocked_winograd.cc).
+// (conv_blocked.cc) and its Winograd F(2x2, 3x3) and F(4x4, 3x3) (conv_blocked_winograd.cc).
 //
 // A dense convolution computes a tile of kT output pixels of one output row by kB blocks of
 // sixteen output channels in registers (24 vectors: 6 pixels by 4 blocks, 8 by 3, 12 by 2): for
@@ -844,10 +844,10 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunDepthItems512(const
 void RunItemsAny(const Work& k, int64_t i0, int64_t i1);
 void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1);
 
-// Winograd F(2x2, 3x3) on blocked data (conv_blocked_winograd.cc): whether conv c takes it
-// (dense 3x3 of unit strides and dilations over blocked data, on images with enough tiles), and
-// the conv run so: x, its weight laid out by BlockConvWeight (o x i channels, 3x3), y, the
-// residual (null: none) and the epilogue.
+// Winograd on blocked data (conv_blocked_winograd.cc), F(2x2, 3x3) (F(4x4, 3x3) where a test asks
+// for it): whether conv c takes it (dense 3x3 of unit strides and dilations over blocked data,
+// on images with enough tiles), and the conv run so: x, its weight laid out by BlockConvWeight (o x
+// i channels, 3x3), y, the residual (null: none) and the epilogue.
 bool TakesWinograd(const Blocked& c, bool plain);
 void RunWinograd(KernelContext& ctx, const Blocked& c, const float* x, const float* w, int64_t o,
                  int64_t i, const float* residual, float* y, const Epilogue& epilogue);

@@ -92,14 +92,15 @@ bool SmallDirectConvFast(KernelContext& ctx, const ConvGeometry& geo, const Geo&
 void WinogradFilter(const float* g, int64_t tap_stride, float u[16]);
 bool WinogradPays(int64_t n, int64_t out0, int64_t out1);
 // The tile rows of a Winograd conv's batch (`rows`: images times tile rows, tiles_w tiles a row)
-// in blocks whose transformed inputs and products (cg and og channels) are near 2 MiB: per_block
+// in blocks whose transformed inputs and products (cg and og channels, `elements` a tile: 16 for
+// F(2x2), 36 for F(4x4)) are near 2 MiB: per_block
 // rows a block (the last may have fewer), `blocks` of them, a multiple of the threads where the
 // rows allow (each block then runs on one thread).
 struct WinogradBlocks {
   int64_t rows, per_block, blocks;
 };
 WinogradBlocks PlanWinogradBlocks(int64_t rows, int64_t tiles_w, int64_t cg, int64_t og,
-                                  int threads);
+                                  int threads, int elements = 16);
 
 // ConvFast's Winograd F(2x2, 3x3) (conv_winograd.cc): whether a convolution may take it (decided
 // from what is static, so that the step's cache always holds the transformed weights), the

@@ -59,9 +59,9 @@ bool WinogradPays(int64_t n, int64_t out0, int64_t out1) {
 }
 
 WinogradBlocks PlanWinogradBlocks(int64_t rows, int64_t tiles_w, int64_t cg, int64_t og,
-                                  int threads) {
+                                  int threads, int elements) {
   WinogradBlocks p{rows, 0, 0};
-  p.per_block = std::clamp<int64_t>((int64_t{1} << 15) / ((cg + og) * tiles_w), 1, rows);
+  p.per_block = std::clamp<int64_t>((int64_t{1} << 19) / (elements * (cg + og) * tiles_w), 1, rows);
   p.blocks = (rows + p.per_block - 1) / p.per_block;
   // The rows shared evenly: a last block of a few rows would run its 16 GEMMs on a few columns
   // (3 images of 11 tile rows in blocks of 31: 31 and 2).

@@ -162,6 +162,9 @@ Status ConvFast(KernelContext& ctx);
 // Tests: whether Winograd's transforms may run on 16 lanes where the CPU has AVX-512 (the GEMMs
 // between them are the GEMM's own choice).
 void SetWinograd512AllowedForTesting(bool allowed);
+// Tests: the output tile every Winograd step on blocked data takes, 2 (F(2x2, 3x3)) or 4 (F(4x4,
+// 3x3)); 0: the kernel's own choice, F(2x2) (conv_blocked_winograd.cc).
+void SetBlockedWinogradTileForTesting(int tile);
 // The integer convolution's sums (n, oc, out...) of xf (n, c, in...) and wf (oc, c / groups,
 // kernel...), both holding integers of at most 255 in magnitude (8-bit values less zero points of
 // their type) as floats, added into `sums`: as float GEMMs over slabs of channels of at most
