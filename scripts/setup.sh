@@ -44,7 +44,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, PIL, ray, tvm.relax, tvm.testing
-import ml_dtypes; assert int(ml_dtypes.__version__.split('.')[1]) < 7" 2>/dev/null; then
+import ml_dtypes; assert tuple(map(int, ml_dtypes.__version__.split('.')[:2])) < (0, 7)" 2>/dev/null; then
   echo "setup: installing ${python_pkgs[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${python_pkgs[@]}"
 fi

@@ -93,9 +93,9 @@ void WinogradFilter(const float* g, int64_t tap_stride, float u[16]);
 bool WinogradPays(int64_t n, int64_t out0, int64_t out1);
 // The tile rows of a Winograd conv's batch (`rows`: images times tile rows, tiles_w tiles a row)
 // in blocks whose transformed inputs and products (cg and og channels, `elements` a tile: 16 for
-// F(2x2), 36 for F(4x4)) are near 2 MiB: per_block
-// rows a block (the last may have fewer), `blocks` of them, a multiple of the threads where the
-// rows allow (each block then runs on one thread).
+// F(2x2), 36 for F(4x4)) are near 2 MiB: per_block rows a block (the last may have fewer),
+// `blocks` of them, a multiple of the threads where the rows allow (each block then runs on one
+// thread).
 struct WinogradBlocks {
   int64_t rows, per_block, blocks;
 };
