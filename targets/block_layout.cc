@@ -31,8 +31,12 @@ using Buffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
 class Blocking {
  public:
-  Blocking(PackageSpec& spec, GraphSpec& g)
-      : devices_(spec.devices), buffers_(spec.buffers), graphs_(spec.graphs), g_(g) {}
+  Blocking(PackageSpec& spec, GraphSpec& g, int winograd_tile)
+      : devices_(spec.devices),
+        buffers_(spec.buffers),
+        graphs_(spec.graphs),
+        g_(g),
+        winograd_tile_(winograd_tile) {}
 
   int Run() {
     const size_t nv = g_.values.size(), ns = g_.steps.size();
@@ -694,6 +698,11 @@ class Blocking {
       step.attrs.Set("weight_shape", conv_[s].padded_w);
       if (!conv_[s].depthwise) {
         step.attrs.Set(std::string(cpu::nn::kWeightGroupBlocks), cpu::nn::kBlocksPerGroup);
+        // A 3x3 of unit strides and dilations, which the kernel may run as Winograd.
+        if (winograd_tile_ != 2 && conv_[s].padded_w[2] == 3 && conv_[s].padded_w[3] == 3 &&
+            AllOnes(step, "strides") && AllOnes(step, "dilation")) {
+          step.attrs.Set(std::string(cpu::nn::kWinogradTile), int64_t{winograd_tile_});
+        }
       } else {
         step.attrs.Set("groups", conv_[s].padded_w[0]);
       }
@@ -714,6 +723,7 @@ class Blocking {
   Buffers& buffers_;
   const std::deque<GraphSpec>& graphs_;
   GraphSpec& g_;
+  const int winograd_tile_;
   std::vector<std::vector<std::pair<size_t, size_t>>> reads_;  // (step, input position)
   std::vector<int> maker_;
   std::vector<bool> output_;
@@ -723,7 +733,9 @@ class Blocking {
 
 }  // namespace
 
-int BlockConvLayouts(PackageSpec& spec, GraphSpec& g) { return Blocking(spec, g).Run(); }
+int BlockConvLayouts(PackageSpec& spec, GraphSpec& g, int winograd_tile) {
+  return Blocking(spec, g, winograd_tile).Run();
+}
 
 int ConvResidualInput(const StepSpec& step) {
   const int64_t* residual = step.attrs.Get<int64_t>("residual");

@@ -42,8 +42,11 @@
 namespace quilt::compiler {
 
 // Rewrites `g`, a graph of `spec`, in place (the weights laid out in spec's buffers: in place of
-// their values where no other value holds them); returns the number of convs made blocked.
-int BlockConvLayouts(PackageSpec& spec, GraphSpec& g);
+// their values where no other value holds them); returns the number of convs made blocked. With
+// winograd_tile 4, its dense 3x3 convs carry the attribute winograd_tile = 4 (their Winograd, where
+// the kernel takes one, of tile F(4x4, 3x3) on planes of 16 x 16 or more: cpu::nn::kWinogradTile);
+// with 2, none (F(2x2, 3x3)).
+int BlockConvLayouts(PackageSpec& spec, GraphSpec& g, int winograd_tile = 2);
 
 // The input position of a conv step's residual (its epilogue's "residual" attribute: the input
 // after the bias, before a prelu's slope and the ops after), or -1 where it has none.

@@ -594,7 +594,7 @@ class GraphLowering {
  public:
   void Finish() {
     if (pl_.options.fuse_epilogues) FuseConvEpilogues(spec_.devices, spec_.buffers, g_);
-    if (pl_.options.block_layout) BlockConvLayouts(spec_, g_);
+    if (pl_.options.block_layout) BlockConvLayouts(spec_, g_, pl_.options.winograd_tile);
     if (pl_.options.fuse_elementwise) FuseElementwise(spec_.devices, g_);
     if (pl_.options.pack_weights && &g_ == &spec_.graphs.front()) {
       PackDerivedMatmulWeights(spec_.devices, g_);

@@ -35,6 +35,10 @@ struct LowerOptions {
   // Run chains of CPU convolutions in the channel-blocked layout where block_layout.h's rule picks
   // them (off: quiltc --cpu-layout nchw).
   bool block_layout = true;
+  // The output tile of the Winograd that the blocked dense 3x3 convs of unit strides take (quiltc
+  // --cpu-winograd-tile): 2, F(2x2, 3x3); 4, F(4x4, 3x3) on planes of 16 x 16 or more, fewer
+  // multiplies for larger rounding (block_layout.h).
+  int winograd_tile = 2;
   // Store constant matmul weights packed for the CPU's GEMM (pack_weights.h).
   bool pack_weights = true;
   // Flush subnormal values of CPU products' constant weights to zero (pack_weights.h).

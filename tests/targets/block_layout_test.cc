@@ -3,6 +3,8 @@
 // values, and that the package computes what the NCHW one does, its outputs under their names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <random>
@@ -499,6 +501,83 @@ class Module:
   // a: a bias of 64; d: none; e: a bias of 64; p: a slope and a divisor of 32; k: none.
   EXPECT_EQ(convs, (std::vector<std::string>{"64 ", "", "64 ", "32 32 ", ""}));
   ExpectValuesOfPlain(plain, blocked, rng, {24, 9, 11});
+}
+
+// quiltc --cpu-winograd-tile 4 (LowerOptions::winograd_tile): the blocked dense 3x3 convs of unit
+// strides ask for F(4x4, 3x3) (their winograd_tile attribute), the others (1x1, a 3x3 of stride 2,
+// a depthwise 3x3) ask nothing, nor does any step by default. The package's values are the NCHW
+// package's within F(4x4)'s rounding, which follows the sums' terms rather than each result: within
+// 5e-6 of the largest magnitude of the output (of 30 and 230 here; the most seen 2.2e-6 of it, the
+// F(2x2) package's 4.3e-7), and not the F(2x2) package's bits (its 20 x 20 convs ran F(4x4)).
+// Images of 20 x 20.
+TEST(BlockLayout, AWinogradTileOf4IsAskedOfTheDense3x3Convs) {
+  std::mt19937 rng(93);
+  auto c = [&](std::vector<int64_t> dims) { return Const(Random(rng, size_t(Count(dims))), dims); };
+  ir::IRModule mod = testing::Parse(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 32, 20, 20), "float32")):
+        a = R.nn.conv2d(x, )" + c({32, 32, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        a2 = R.nn.relu(a)
+        b = R.nn.conv2d(a2, )" + c({48, 32, 1, 1}) +
+                                    R"()
+        d = R.nn.conv2d(b, )" + c({48, 1, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1], groups=48)
+        e = R.nn.conv2d(d, )" + c({32, 48, 3, 3}) +
+                                    R"(, padding=[1, 1, 1, 1])
+        f = R.nn.conv2d(e, )" + c({32, 32, 3, 3}) +
+                                    R"(, strides=[2, 2], padding=[1, 1, 1, 1])
+        g = R.nn.conv2d(f, )" + c({16, 32, 1, 1}) +
+                                    R"()
+        return (e, g)
+)");
+  std::optional<std::pair<Compiled, Compiled>> both = CompileBoth(mod);
+  ASSERT_TRUE(both);
+  CompileOptions options;
+  options.lower.winograd_tile = 4;
+  Expected<Compiled> four = Compile(mod, options);
+  ASSERT_TRUE(four) << four.error().ToString();
+  // Each blocked conv's winograd_tile (0: none), in the order of the steps.
+  auto tiles = [](const std::vector<uint8_t>& package) {
+    std::vector<int64_t> seen;
+    std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(package);
+    if (!p) return seen;
+    for (const pkg::Step* step : *p->root().graphs()->Get(0)->steps()) {
+      if (step->kernel()->str() == "nn.conv2d_nchw16c")
+        seen.push_back(rt::AttrView(step->attrs()).Int("winograd_tile", 0));
+    }
+    return seen;
+  };
+  EXPECT_EQ(tiles(four->package), (std::vector<int64_t>{4, 0, 0, 4, 0, 0}));
+  EXPECT_EQ(tiles(both->second.package), (std::vector<int64_t>{0, 0, 0, 0, 0, 0}));
+  for (int64_t n : {1, 2}) {
+    const std::vector<int64_t> shape = {n, 32, 20, 20};
+    std::vector<float> x = Random(rng, size_t(Count(shape)));
+    std::vector<rt::OwnedTensor> want = RunPackage(both->first.package, x, shape, 1);
+    std::vector<rt::OwnedTensor> f2 = RunPackage(both->second.package, x, shape, 1);
+    ASSERT_EQ(want.size(), 2u);
+    ASSERT_EQ(f2.size(), 2u);
+    for (int threads : {1, 2}) {
+      std::vector<rt::OwnedTensor> got = RunPackage(four->package, x, shape, threads);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        EXPECT_EQ(got[o].name, want[o].name);
+        EXPECT_EQ(got[o].shape, want[o].shape);
+        std::vector<float> a = test::Floats(got[o]), b = test::Floats(want[o]);
+        ASSERT_EQ(a.size(), b.size());
+        float scale = 0;
+        for (float v : b) scale = std::max(scale, std::abs(v));
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_NEAR(a[i], b[i], 5e-6 * scale)
+              << "output " << want[o].name << ", batch " << n << ", " << threads
+              << " thread(s), element " << i << " (the output's largest magnitude " << scale << ")";
+        }
+        EXPECT_NE(a, test::Floats(f2[o])) << "output " << want[o].name << ", batch " << n;
+      }
+    }
+  }
 }
 
 // A lone conv, and a chain whose every conv has a value crossing its edge, stay NCHW: the

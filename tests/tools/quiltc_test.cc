@@ -193,6 +193,19 @@ TEST_F(QuiltcTest, BadInputShapeIsAUsageError) {
   EXPECT_NE(c.out.find("expected NAME:D,D"), std::string::npos) << c.out;
 }
 
+// --cpu-winograd-tile takes 2 and 4 (its effect on a package: block_layout_test); any other value
+// is a usage error that names the option, and writes nothing.
+TEST_F(QuiltcTest, CpuWinogradTileTakesTwoOrFour) {
+  for (const char* tile : {"2", "4"}) {
+    Result c = Tool("quiltc", Model() + " -o " + Path("m.quilt") + " --cpu-winograd-tile " + tile);
+    EXPECT_EQ(c.code, 0) << c.out;
+  }
+  Result bad = Tool("quiltc", Model() + " -o " + Path("bad.quilt") + " --cpu-winograd-tile 6");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--cpu-winograd-tile: 6 not in {2,4}"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(Path("bad.quilt")));
+}
+
 TEST_F(QuiltcTest, MissingSymbolicInputNamesItsDims) {
   ASSERT_EQ(Tool("quiltc", Model() + " -o " + Path("m.quilt")).code, 0);
   std::string b = Npy("b.npy", {1, 1, 1}, {1, 3});

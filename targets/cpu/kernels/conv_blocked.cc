@@ -284,6 +284,11 @@ Status ConvBlocked(KernelContext& ctx) {
                          "reads groups of " +
                          Str(kBlocksPerGroup) + ": compile the model again");
   }
+  const int64_t winograd_tile = attrs.Int(kWinogradTile, 2);
+  if (winograd_tile != 2 && winograd_tile != 4) {
+    return Status::Error("attribute " + std::string(kWinogradTile) + " is " + Str(winograd_tile) +
+                         ": the Winograd output tiles are 2 (F(2x2, 3x3)) and 4 (F(4x4, 3x3))");
+  }
   ConvGeometry geo;
   const int64_t spatial_in[2] = {x.shape[2], x.shape[3]};
   QUILT_RETURN_IF_ERROR(
@@ -315,6 +320,7 @@ Status ConvBlocked(KernelContext& ctx) {
             win.pad_begin[1],
             groups != 1,
             false};
+  c.winograd_tile = static_cast<int>(winograd_tile);
   // A strided pointwise convolution (ResNet's projections: 1x1, stride 2, no padding read) over
   // blocked data whose output rows are shorter than 8 pixels, of 256 output channels or more: the
   // pixels it reads gathered into planes of their own, then a pointwise convolution over them.

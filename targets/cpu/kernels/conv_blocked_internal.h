@@ -105,6 +105,8 @@ struct Blocked {
   // The distance between an input channel's weight vectors and the next channel's: its group's
   // width (BlockConvWeight), more than a tile's blocks where the tile reads part of a group.
   int64_t w_lane = 0;
+  // The output tile its step asks of Winograd (kWinogradTile): 2 or 4.
+  int winograd_tile = 2;
   int64_t Taps() const { return kh * kw; }
   // The output columns [lo, hi) whose every tap reads inside the row.
   void InsideColumns(int64_t* lo, int64_t* hi) const {

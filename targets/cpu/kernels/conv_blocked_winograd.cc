@@ -25,25 +25,30 @@ namespace {
 // epilogue applied as they are stored. No transposes: every load and store is a vector of 16
 // channels.
 //
-// F(2x2, 3x3): 16 products for 4 outputs, 4 an output; F(4x4, 3x3) (B, G and A^T of the points
-// 0, 1, -1, 2, -2 and infinity): 36 for 16, 2.25 an output, and the input's transform a third
-// fewer loads an output, for larger rounding (its transforms' constants up to 8 and 1/24; the
-// filter's transform is made in double).
+// F(2x2, 3x3): 16 products for 4 outputs, 4 an output; F(4x4, 3x3): 36 for 16, 2.25 an output,
+// and the input's transform a third fewer loads an output, for larger rounding (the filter's
+// transform is made in double). Its B, G and A^T are those of the points 0, 1, -1, 1/2, -2 and
+// infinity (a set that x -> -1/x maps to itself), not the usual 0, +-1, +-2: their products'
+// magnitudes, which the rounding follows, are smaller. In the reference test (conv_blocked_test)
+// the worst error of a plain conv, relative to sum |x| |w|, went from 1.5e-6 to 6.9e-7, for 7
+// more operations in each six values' input transform; F(2x2)'s is 1.5e-7.
 template <int kM>
 struct Wino {
   static constexpr int kT = kM + 2, kE = kT * kT;
 };
 
 // U = G g G^T of F(4x4, 3x3) for one 3x3 filter (tap t at g[t * tap_stride]), in double, element
-// (i, j) at u[i * 6 + j].
+// (i, j) at u[i * 6 + j]. G's rows carry the powers of two taken out of WinoBt6's and WinoAt6's
+// (B^T's rows but the fourth halved, A^T's fourth column divided by 8), so those stay small whole
+// numbers; scaling by a power of two rounds nothing.
 void WinogradFilter4(const float* g, int64_t tap_stride, float u[36]) {
   auto g_of = [](double a, double b, double d, double(&r)[6]) {
-    r[0] = a / 4;
-    r[1] = -(a + b + d) / 6;
+    r[0] = a / 2;
+    r[1] = (a + b + d) / 6;
     r[2] = -(a - b + d) / 6;
-    r[3] = a / 24 + b / 12 + d / 6;
-    r[4] = a / 24 - b / 12 + d / 6;
-    r[5] = d;
+    r[3] = -(4 * a + 2 * b + d) / 30;
+    r[4] = (a - 2 * b + 4 * d) / 30;
+    r[5] = d / 2;
   };
   double gg[6][3];  // G g: rows of g combined
   for (int j = 0; j < 3; ++j) {
@@ -144,27 +149,27 @@ QUILT_ALWAYS_INLINE void WinoOutputTile(const T (&m)[16], T (&y)[2][2]) {
   }
 }
 
-// F(4x4): B^T of six values (a row or a column of a tile).
+// F(4x4): B^T of six values (a row or a column of a tile), its rows doubled but the fourth, each
+// row through the differences p and q: 20 operations (13 for the points 0, +-1, +-2).
 template <typename T>
 QUILT_ALWAYS_INLINE void WinoBt6(const T (&d)[6], T (&v)[6]) {
-  const T a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1];
-  const T c = d[4] - d[2], e = 2.0f * (d[3] - d[1]);
-  v[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
-  v[1] = a + b;
-  v[2] = a - b;
-  v[3] = c + e;
-  v[4] = c - e;
-  v[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+  const T p = d[3] - d[1], q = d[4] - d[2], s = d[2] + d[3], t = d[3] - d[2];
+  v[0] = 2.0f * (d[0] - d[2] + q) + 3.0f * p;
+  v[1] = 2.0f * (p + q) + 3.0f * s;
+  v[2] = 2.0f * (q - p) + 3.0f * t;
+  v[3] = 2.0f * p + q;
+  v[4] = 2.0f * q - p;
+  v[5] = 2.0f * (d[5] - d[3] - p) + 3.0f * q;
 }
 
-// F(4x4): A^T of six values, four outputs.
+// F(4x4): A^T of six values, four outputs (the column of the point 1/2 times 8).
 template <typename T>
 QUILT_ALWAYS_INLINE void WinoAt6(const T (&m)[6], T (&y)[4]) {
-  const T s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
-  y[0] = m[0] + s12 + s34;
-  y[1] = d12 + 2.0f * d34;
-  y[2] = s12 + 4.0f * s34;
-  y[3] = d12 + 8.0f * d34 + m[5];
+  const T s12 = m[1] + m[2], d12 = m[1] - m[2];
+  y[0] = m[0] + s12 + 8.0f * m[3] + m[4];
+  y[1] = d12 + 4.0f * m[3] - 2.0f * m[4];
+  y[2] = s12 + 2.0f * m[3] + 4.0f * m[4];
+  y[3] = d12 + m[3] - 8.0f * m[4] + m[5];
 }
 
 // F(4x4): lanes [h, h + the width of V) of one tile's 36 elements of a block, from its window's
@@ -568,19 +573,22 @@ bool WinogradPaysBlocked(const Blocked& c) {
   return c.oh >= 4 && c.ow >= 4;
 }
 
-// The output tile: F(2x2, 3x3), F(4x4, 3x3) where a test asks for it. F(4x4) is faster on large
-// planes: per conv, one thread, the min of 3 interleaved runs' profiles, F(2x2) -> F(4x4) (ms;
-// AMD EPYC, AVX2): nudenet-320n's 16 -> 16 at 80 x 80 0.36 -> 0.28, 32 -> 32 at 40 x 40
-// 0.21-0.23 -> 0.14-0.17, 64 -> 64 at 20 x 20 0.16-0.19 -> 0.12-0.16 (at 10 x 10 slower: 128 ->
-// 128 0.17-0.20 -> 0.19-0.27); ddddocr-det's 48 -> 48 at 52 x 52 0.65-0.72 -> 0.43-0.45, 96 -> 96
-// at 52 x 52 2.2 -> 1.5, at 26 x 26 0.55-0.62 -> 0.41-0.47 (192 -> 192 at 13 x 13 0.62-0.65 ->
-// 0.69-0.71); whole models with it on planes of 16 x 16 or more 0.88-0.96 of their time. It is
-// not the default: its rounding, about 2.6e-6 of the sum of the terms' magnitudes (against 1.5e-7
-// for F(2x2)), puts a blocked package further than 1e-5 from the NCHW one where a sum cancels
-// (block_layout_test), the bound the blocked layout keeps.
-int WinogradTile() {
+// The output tile: F(2x2, 3x3); F(4x4, 3x3) where the step asks for it (kWinogradTile: quiltc
+// --cpu-winograd-tile 4) and the plane is 16 x 16 or more, or where a test asks, on any plane.
+// F(4x4) is faster on large planes: per conv, one thread, the min of 3 interleaved runs'
+// profiles, F(2x2) -> F(4x4) (ms; AMD EPYC, AVX2; the points 0, +-1, +-2): nudenet-320n's 16 ->
+// 16 at 80 x 80 0.36 -> 0.28, 32 -> 32 at 40 x 40 0.21-0.23 -> 0.14-0.17, 64 -> 64 at 20 x 20
+// 0.16-0.19 -> 0.12-0.16 (at 10 x 10 slower: 128 -> 128 0.17-0.20 -> 0.19-0.27); ddddocr-det's 48
+// -> 48 at 52 x 52 0.65-0.72 -> 0.43-0.45, 96 -> 96 at 52 x 52 2.2 -> 1.5, at 26 x 26 0.55-0.62
+// -> 0.41-0.47 (192 -> 192 at 13 x 13 0.62-0.65 -> 0.69-0.71); whole models with it on planes of
+// 16 x 16 or more 0.88-0.96 of their time. It is not the default: its rounding, up to 7e-7 of the
+// sum of the terms' magnitudes (against 1.5e-7 for F(2x2)), puts a blocked package further than
+// 1e-5 from the NCHW one where a sum cancels (block_layout_test's padded channels: 1.6 times that
+// bound, F(2x2) 0.32 of it), the bound the blocked layout keeps by default.
+int WinogradTile(const Blocked& c) {
   const int forced = g_tile_for_testing.load(std::memory_order_relaxed);
-  return forced != 0 ? forced : 2;
+  if (forced != 0) return forced;
+  return c.winograd_tile == 4 && std::min(c.oh, c.ow) >= 16 ? 4 : 2;
 }
 }  // namespace
 
@@ -595,7 +603,7 @@ void RunWinograd(KernelContext& ctx, const Blocked& c, const float* x, const flo
   auto make = [&] { return std::make_shared<BlockedWinogradWeights>(); };
   std::shared_ptr<const BlockedWinogradWeights> u =
       ctx.cache() ? ctx.cache()->Get<BlockedWinogradWeights>(make) : make();
-  const int tile = WinogradTile();
+  const int tile = WinogradTile(c);
   // The products' input blocks in parts of 64 KB of a group's weights (one tap), as the
   // pointwise convs over short rows (a Winograd block is a few chunks of tiles).
   const int64_t per_block = std::min(kBlocksPerGroup, c.ob) * kB16 * kB16 * int64_t{sizeof(float)};
