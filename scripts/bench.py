@@ -2,7 +2,8 @@
 models (models/zoo.toml) and their real inputs, at each thread count.
 
     python scripts/bench.py [--models a,b | --ci] [--engines quilt,onnxruntime,mnn,openvino]
-        (quilt-opencl too, when asked for: the package compiled for OpenCL and the CPU)
+        (quilt-opencl too, when asked for: the package compiled for OpenCL and the CPU; and
+        quilt-f4: the package compiled with --cpu-winograd-tile 4)
         [--threads 1,2] [--runs N] [--seconds S] [--warmup W] [--out DIR] [--cache DIR]
         [--quilt-bin build/bin] [--lib build/lib/libquilt.so]
     python scripts/bench.py --model M.onnx --inputs IN.npz [--input-shape NAME:D,D,...]...
@@ -54,8 +55,10 @@ ENGINES = ("quilt", "onnxruntime", "mnn", "openvino")
 # Engines run when asked for alone: quilt's package for OpenCL with the CPU as the host (quiltc
 # --device opencl --device llvm), on the machine's first OpenCL device (PoCL here: its pthread
 # device limited to the thread count with POCL_MAX_PTHREAD_COUNT), its programs' binaries cached
-# in the model's work folder. Not a peer: no ratio compares it.
-OPTIONAL_ENGINES = ("quilt-opencl",)
+# in the model's work folder. And quilt's package compiled with --cpu-winograd-tile 4 (Winograd
+# F(4x4, 3x3) for the blocked 3x3 convs over large planes: faster, for larger rounding). Not
+# peers: no ratio compares them.
+OPTIONAL_ENGINES = ("quilt-opencl", "quilt-f4")
 PEERS = ("onnxruntime", "mnn", "openvino")
 MAX_RUNS = 1000
 
@@ -235,8 +238,8 @@ class OpenVinoEngine:
         return {n: np.array(value) for port, value in result.items() for n in port.get_names()}
 
 
-ENGINE_CLASSES = {"quilt": QuiltEngine, "quilt-opencl": QuiltEngine, "onnxruntime": OrtEngine,
-                  "mnn": MnnEngine, "openvino": OpenVinoEngine}
+ENGINE_CLASSES = {"quilt": QuiltEngine, "quilt-opencl": QuiltEngine, "quilt-f4": QuiltEngine,
+                  "onnxruntime": OrtEngine, "mnn": MnnEngine, "openvino": OpenVinoEngine}
 
 
 def worker(spec_path):
@@ -495,12 +498,14 @@ def prepare_model(entry, args, out):
     p["names"] = [o.name for o in m.graph.output]
     fixed = {v.split("=", 1)[0] for v in entry.get("input_value", [])}
     p["quilt_inputs"] = [i.name for i in m.graph.input if i.name not in inits | fixed]
-    for engine, suffix, devices in (("quilt", "", ["llvm"]),
-                                    ("quilt-opencl", "-opencl", ["opencl", "llvm"])):
+    for engine, suffix, devices, flags in (
+            ("quilt", "", ["llvm"], []),
+            ("quilt-opencl", "-opencl", ["opencl", "llvm"], []),
+            ("quilt-f4", "-f4", ["llvm"], ["--cpu-winograd-tile", "4"])):
         if engine not in args.engines:
             continue
         pkg = os.path.join(work, f"{name}{suffix}.quilt")
-        cmd = [os.path.join(args.quilt_bin, "quiltc"), path, "-o", pkg]
+        cmd = [os.path.join(args.quilt_bin, "quiltc"), path, "-o", pkg] + flags
         for d in devices:
             cmd += ["--device", d]
         for s in entry.get("input_shape", []):
@@ -515,9 +520,13 @@ def prepare_model(entry, args, out):
             p["sizes"][engine] = os.path.getsize(pkg)
     if "mnn" in args.engines:
         mnn = os.path.join(work, f"{name}.mnn")
-        conv = shutil.which("mnnconvert", path=os.path.dirname(sys.executable)) or "mnnconvert"
-        # In the model's work folder: the converter leaves files in its working directory.
-        r = subprocess.run([conv, "-f", "ONNX", "--modelFile", path, "--MNNModel", mnn,
+        # MNN's converter itself (its native module, as the mnnconvert script calls it), not that
+        # script: it imports a usage logger that runs "pip install" of its own dependencies when
+        # missing (which put protobuf 5 into .venv, breaking onnx) and sends a record of each
+        # conversion over the network. In the model's work folder: the converter leaves files in
+        # its working directory.
+        r = subprocess.run([sys.executable, "-c", "import sys, _tools; _tools.mnnconvert(sys.argv)",
+                            "-f", "ONNX", "--modelFile", path, "--MNNModel", mnn,
                             "--bizCode", "bench"], capture_output=True, text=True, cwd=work)
         if r.returncode or not os.path.exists(mnn):
             # Its own error lines, not the pip warnings it passes on.
@@ -750,7 +759,7 @@ def parse_args(argv):
     if bool(args.model) != bool(args.inputs):
         ap.error("--model and --inputs go together")
     args.lib = os.path.abspath(args.lib)
-    if "quilt" in args.engines or "quilt-opencl" in args.engines:
+    if any(e.startswith("quilt") for e in args.engines):
         for f in (args.lib, os.path.join(args.quilt_bin, "quiltc")):
             if not os.path.exists(f):
                 ap.error(f"{f} is missing: build quilt first (scripts/bench.sh does)")

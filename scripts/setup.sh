@@ -38,7 +38,12 @@ fi
 # ml_dtypes below 0.7: onnx renders its node tests' expected Cast outputs to 4- and 2-bit integers
 # through it, and 0.7 casts a value out of their range to 0 where ONNX (and 0.6) wraps it around
 # (test_cast_FLOAT_to_INT4's -9 to 7, not 0).
-python_pkgs=(numpy onnx "ml_dtypes<0.7" onnxruntime pillow ray "apache-tvm==0.27.*" pytest)
+# protobuf named: onnx 1.23 needs 6.31.1 or later (its generated code refuses an older runtime
+# when imported), and where something put an older one into .venv (MNN's mnnconvert script
+# pip-installs its logger's dependencies, which pin protobuf below 6), pip installing onnx, which
+# is there, would not put it back.
+python_pkgs=(numpy onnx "protobuf>=6.31.1" "ml_dtypes<0.7" onnxruntime pillow ray "apache-tvm==0.27.*"
+  pytest)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
