@@ -74,7 +74,7 @@ int Main(int argc, char** argv) {
                  "output tile of the Winograd convolution that the CPU's blocked dense 3x3 convs "
                  "of unit strides run as: 2, F(2x2, 3x3) (the default); 4, F(4x4, 3x3) on planes "
                  "of 16 x 16 or more, 2.25 multiplies an output against 4 (0.86-0.97 of the time "
-                 "of the conv-heavy models measured) for rounding up to 5 times larger")
+                 "of the conv-heavy models measured) for about 5 times the rounding")
       ->check(CLI::IsMember({2, 4}));
   if (std::optional<int> code = quilt::tools::ParseArgs(app, argc, argv)) return *code;
   quilt::compiler::CompileOptions options;

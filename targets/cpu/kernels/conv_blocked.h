@@ -70,8 +70,8 @@ inline constexpr std::string_view kWeightGroupBlocks = "weight_group_blocks";
 
 // The attribute of a dense conv step that asks for its Winograd's output tile, where the kernel
 // runs it as Winograd: 2 (or none), F(2x2, 3x3); 4, F(4x4, 3x3) on planes of 16 x 16 or more
-// (conv_blocked_winograd.cc: 2.25 multiplies an output against 4, rounding up to 5 times
-// larger), F(2x2, 3x3) on smaller ones, where F(4x4)'s partial tiles cost more than it saves.
+// (conv_blocked_winograd.cc: 2.25 multiplies an output against 4, for about 5 times the
+// rounding), F(2x2, 3x3) on smaller ones, where F(4x4)'s partial tiles cost more than it saves.
 inline constexpr std::string_view kWinogradTile = "winograd_tile";
 
 // A weight (o, i, taps) laid out for nn.conv2d_nchw16c (the same element count). Dense (groups
