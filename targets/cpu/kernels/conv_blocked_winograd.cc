@@ -581,10 +581,12 @@ bool WinogradPaysBlocked(const Blocked& c) {
 // 0.16-0.19 -> 0.12-0.16 (at 10 x 10 slower: 128 -> 128 0.17-0.20 -> 0.19-0.27); ddddocr-det's 48
 // -> 48 at 52 x 52 0.65-0.72 -> 0.43-0.45, 96 -> 96 at 52 x 52 2.2 -> 1.5, at 26 x 26 0.55-0.62
 // -> 0.41-0.47 (192 -> 192 at 13 x 13 0.62-0.65 -> 0.69-0.71); whole models with it on planes of
-// 16 x 16 or more 0.88-0.96 of their time. It is not the default: its rounding, up to 7e-7 of the
-// sum of the terms' magnitudes (against 1.5e-7 for F(2x2)), puts a blocked package further than
-// 1e-5 from the NCHW one where a sum cancels (block_layout_test's padded channels: 1.6 times that
-// bound, F(2x2) 0.32 of it), the bound the blocked layout keeps by default.
+// 16 x 16 or more 0.88-0.96 of their time. With the points of WinoBt6, the same convs of
+// nudenet-320n and ddddocr-det (min of 4): 0.57-0.94 from 20 x 20 up, 0.73-1.13 at 13 x 13,
+// 1.03-1.16 at 10 x 10. It is not the default: its rounding, up to 7e-7 of the sum of the terms'
+// magnitudes (against 1.5e-7 for F(2x2)), puts a blocked package further than 1e-5 from the NCHW
+// one where a sum cancels (block_layout_test's padded channels: 1.6 times that bound, F(2x2) 0.32
+// of it), the bound the blocked layout keeps by default.
 int WinogradTile(const Blocked& c) {
   const int forced = g_tile_for_testing.load(std::memory_order_relaxed);
   if (forced != 0) return forced;
