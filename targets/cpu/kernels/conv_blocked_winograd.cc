@@ -304,11 +304,13 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
             if (res) ro[i] = res + o;
           }
           if constexpr (!kWide) {
-            // Each half of the block stored, then the epilogue on the stored rows (FinishTile,
-            // out of line); a residual in y's memory (the executor's in-place output) copied
-            // aside first.
+            // Each half of the block stored, with a bias, residual and bounds applied in
+            // registers (StoreTile8; each output's residual read before the output is stored over
+            // it), any other epilogue then on the stored rows (FinishTile, out of line), a
+            // residual in y's memory (the executor's in-place output) copied aside first.
+            const bool in_registers = ep && ep->BiasClampOnly();
             alignas(64) float aside[4][4 * kB16];
-            if (ep && res && res == y) {
+            if (ep && !in_registers && res && res == y) {
               for (int i = 0; i < rows; ++i) {
                 std::memcpy(aside[i], ro[i], sizeof(float) * kB16 * static_cast<size_t>(n));
                 ro[i] = aside[i];
@@ -317,10 +319,23 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
             for (int h = 0; h < kB16; h += 8) {
               V8 t[4][4];
               WinoOutput4(in + tx * kB16, e_stride, h, t);
-              for (int i = 0; i < rows; ++i)
-                for (int j = 0; j < n; ++j) StoreV(yo[i] + j * kB16 + h, t[i][j]);
+              const auto* half = !in_registers ? nullptr : h == 0 ? &ep->lo : &ep->hi;
+              for (int i = 0; i < rows; ++i) {
+                for (int j = 0; j < n; ++j) {
+                  if (in_registers) {
+                    if (ro[i]) {
+                      V8 rv;
+                      LoadV(&rv, ro[i] + j * kB16 + h);
+                      half->template ApplyBiasClamp<1>(&t[i][j], &rv);
+                    } else {
+                      half->template ApplyBiasClamp<1>(&t[i][j]);
+                    }
+                  }
+                  StoreV(yo[i] + j * kB16 + h, t[i][j]);
+                }
+              }
             }
-            if (ep) {
+            if (ep && !in_registers) {
               for (int i = 0; i < rows; ++i) FinishTile(*ep, yo[i], n, ro[i]);
             }
           } else {
@@ -344,8 +359,9 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
             }
           }
         } else if constexpr (!kWide) {
-          // Each half of the block (WinoInputAt), then the tile's rows stored and their epilogue
-          // on them (FinishTile, out of line).
+          // Each half of the block (WinoInputAt), then the tile's rows stored with their
+          // epilogue: a bias, residual and bounds in registers, any other on the stored rows
+          // (FinishTile, out of line; a call for every row of a tile's two outputs).
           V8 yv[2][2][2];  // [half][row][column]
           for (int h = 0; h < 2; ++h) {
             V8 mv[16];
@@ -355,6 +371,23 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
           for (int i = 0; i < rows; ++i) {
             const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx) * kB16;
             const float* r = res ? res + o : nullptr;
+            if (ep && ep->BiasClampOnly()) {
+              // A bias, residual and bounds in registers (StoreTile8): each output's residual
+              // read before the output is stored over it.
+              for (int j = 0; j < n; ++j) {
+                if (r) {
+                  V8 rlo, rhi;
+                  LoadHalves(&rlo, &rhi, r + j * kB16);
+                  ep->lo.template ApplyBiasClamp<1>(&yv[0][i][j], &rlo);
+                  ep->hi.template ApplyBiasClamp<1>(&yv[1][i][j], &rhi);
+                } else {
+                  ep->lo.template ApplyBiasClamp<1>(&yv[0][i][j]);
+                  ep->hi.template ApplyBiasClamp<1>(&yv[1][i][j]);
+                }
+                StoreHalves(y + o + j * kB16, yv[0][i][j], yv[1][i][j]);
+              }
+              continue;
+            }
             if (r && r == y + o) r = SetAside(r, n);  // a residual in y's memory (StoreTile)
             for (int j = 0; j < n; ++j) StoreHalves(y + o + j * kB16, yv[0][i][j], yv[1][i][j]);
             if (ep) FinishTile(*ep, y + o, n, r);
