@@ -272,14 +272,14 @@ QUILT_ALWAYS_INLINE void DepthTile(const Blocked& c, const float* x, const float
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
 }
 
-// StoreTile without AVX-512: kT pixels of one block as halves (lo, hi), stored at y (pixel t at
-// t * 16), their epilogue in registers where it is a bias, residual and bounds (kInRegisters),
-// else on the stored tile (FinishTile).
+// StoreTile without AVX-512: the first n of kT pixels of one block as halves (lo, hi), stored at
+// y (pixel t at t * 16), their epilogue in registers where it is a bias, residual and bounds
+// (kInRegisters), else on the stored tile (FinishTile).
 template <int kT, bool kInRegisters = true>
 QUILT_ALWAYS_INLINE void StoreTile8(V8 (&lo)[kT], V8 (&hi)[kT], float* y, const HalfLanes* ep,
-                                    const float* residual) {
+                                    const float* residual, int n = kT) {
   if (kInRegisters && ep && ep->BiasClampOnly()) {
-    for (int t = 0; t < kT; ++t) {
+    for (int t = 0; t < n; ++t) {
       if (residual) {
         V8 rlo, rhi;
         LoadHalves(&rlo, &rhi, residual + t * kB16);
@@ -294,9 +294,9 @@ QUILT_ALWAYS_INLINE void StoreTile8(V8 (&lo)[kT], V8 (&hi)[kT], float* y, const 
     return;
   }
   const float* res = residual;
-  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
-  for (int t = 0; t < kT; ++t) StoreHalves(y + t * kB16, lo[t], hi[t]);
-  if (ep) FinishTile(*ep, y, kT, res);
+  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, n);
+  for (int t = 0; t < n; ++t) StoreHalves(y + t * kB16, lo[t], hi[t]);
+  if (ep) FinishTile(*ep, y, n, res);
 }
 
 // DenseTile without AVX-512: output pixels [ox0, ox0 + kT) of row oy of one output block, each
@@ -846,10 +846,10 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void RunDepthItems512(const
 void RunItemsAny(const Work& k, int64_t i0, int64_t i1);
 void RunDepthItemsAny(const Work& k, int64_t i0, int64_t i1);
 
-// Winograd on blocked data (conv_blocked_winograd.cc), F(2x2, 3x3) (F(4x4, 3x3) where a test asks
-// for it): whether conv c takes it (dense 3x3 of unit strides and dilations over blocked data,
-// on images with enough tiles), and the conv run so: x, its weight laid out by BlockConvWeight (o x
-// i channels, 3x3), y, the residual (null: none) and the epilogue.
+// Winograd on blocked data (conv_blocked_winograd.cc), F(2x2, 3x3) (F(4x4, 3x3) where the step
+// asks for it, kWinogradTile): whether conv c takes it (dense 3x3 of unit strides and dilations
+// over blocked data, on images with enough tiles), and the conv run so: x, its weight laid out by
+// BlockConvWeight (o x i channels, 3x3), y, the residual (null: none) and the epilogue.
 bool TakesWinograd(const Blocked& c, bool plain);
 void RunWinograd(KernelContext& ctx, const Blocked& c, const float* x, const float* w, int64_t o,
                  int64_t i, const float* residual, float* y, const Epilogue& epilogue);

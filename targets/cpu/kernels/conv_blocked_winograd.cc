@@ -360,8 +360,8 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
           }
         } else if constexpr (!kWide) {
           // Each half of the block (WinoInputAt), then the tile's rows stored with their
-          // epilogue: a bias, residual and bounds in registers, any other on the stored rows
-          // (FinishTile, out of line; a call for every row of a tile's two outputs).
+          // epilogue (StoreTile8: a bias, residual and bounds in registers, any other on the
+          // stored row, out of line).
           V8 yv[2][2][2];  // [half][row][column]
           for (int h = 0; h < 2; ++h) {
             V8 mv[16];
@@ -370,27 +370,7 @@ QUILT_ALWAYS_INLINE void WinoOutputOf(const Blocked& c, const float* m, const Wi
           }
           for (int i = 0; i < rows; ++i) {
             const int64_t o = at + ((2 * ty + i) * c.ow + 2 * tx) * kB16;
-            const float* r = res ? res + o : nullptr;
-            if (ep && ep->BiasClampOnly()) {
-              // A bias, residual and bounds in registers (StoreTile8): each output's residual
-              // read before the output is stored over it.
-              for (int j = 0; j < n; ++j) {
-                if (r) {
-                  V8 rlo, rhi;
-                  LoadHalves(&rlo, &rhi, r + j * kB16);
-                  ep->lo.template ApplyBiasClamp<1>(&yv[0][i][j], &rlo);
-                  ep->hi.template ApplyBiasClamp<1>(&yv[1][i][j], &rhi);
-                } else {
-                  ep->lo.template ApplyBiasClamp<1>(&yv[0][i][j]);
-                  ep->hi.template ApplyBiasClamp<1>(&yv[1][i][j]);
-                }
-                StoreHalves(y + o + j * kB16, yv[0][i][j], yv[1][i][j]);
-              }
-              continue;
-            }
-            if (r && r == y + o) r = SetAside(r, n);  // a residual in y's memory (StoreTile)
-            for (int j = 0; j < n; ++j) StoreHalves(y + o + j * kB16, yv[0][i][j], yv[1][i][j]);
-            if (ep) FinishTile(*ep, y + o, n, r);
+            StoreTile8<2>(yv[0][i], yv[1][i], y + o, ep, res ? res + o : nullptr, n);
           }
         } else {
           V16 mv[16], out[2][2];
