@@ -109,7 +109,6 @@ class GraphLowering {
     return {};
   }
 
-  // Arena offsets for intermediates of static size that are not graph outputs.
   // Arena offsets for intermediates of static size that are not graph outputs. The output of an
   // elementwise or broadcast step reuses the memory of an input of the same size that no later
   // step reads (in place): those kernels read element i before writing element i.

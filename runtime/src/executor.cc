@@ -206,7 +206,7 @@ Status GraphRun::TakeOutputs(std::vector<OwnedTensor>* outputs, bool passed) {
     int v = g_.outputs()->Get(i);
     OwnedTensor& o = (*outputs)[i];
     if (!passed || plan_.loop_passthrough.empty() || !plan_.loop_passthrough[i]) {
-      QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
+      if (!HandOver(v, &o)) QUILT_RETURN_IF_ERROR(ReadValue(v, &o));
     } else {
       o.dtype = DType::kVoid;
       o.shape.clear();
@@ -472,6 +472,28 @@ void GraphRun::Release(int v) {
   owned_[v].reset();
   Uncount(counted_[static_cast<size_t>(v)]);
   counted_[static_cast<size_t>(v)] = 0;
+}
+
+bool GraphRun::HandOver(int v, OwnedTensor* out) {
+  // The entry graph's outputs alone: a subgraph's go on to its step, which copies them where
+  // they belong, into memory its loop keeps from one iteration to the next.
+  if (depth_ != 0) return false;
+  const DeviceTensor& t = values_[v];
+  BufferPtr& b = owned_[v];
+  // Memory this value has to itself, whole: not an arena's, a constant's or a caller's input,
+  // nor a buffer another value (one that took it in place) or a queue still holds.
+  if (!b || !b->outlives_device() || t.data.buffer != b.get() || t.data.offset != 0 ||
+      t.data.size != b->size() || b.use_count() != 1 ||
+      !DeviceOf(ValueDevice(v)).info().host_addressable) {
+    return false;
+  }
+  uint8_t* host = b->host();
+  out->dtype = t.dtype;
+  out->shape = t.shape;
+  out->data.Hold(std::move(b), host, t.data.size);
+  Uncount(counted_[static_cast<size_t>(v)]);
+  counted_[static_cast<size_t>(v)] = 0;
+  return true;
 }
 
 Status GraphRun::ReadValue(int v, OwnedTensor* out) {

@@ -271,6 +271,9 @@ class GraphRun final : public OutputAllocator {
 
   // The bytes of value v, read back to the host once the work that makes them is done.
   Status ReadValue(int v, OwnedTensor* out);
+  // Gives value v's buffer to `out` instead of copying it, where the buffer may go (see
+  // Buffer::outlives_device) and nothing else holds it; false: it may not, nothing changed.
+  bool HandOver(int v, OwnedTensor* out);
 
   // The state step s keeps for its next run (FlowState), made at its first.
   FlowState& Flow(int s);

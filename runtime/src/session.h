@@ -4,9 +4,11 @@
 // threads may run one session at once.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,11 +94,88 @@ struct NamedTensor {
   Tensor tensor;  // borrowed: must stay valid during the run
 };
 
+// An output's bytes: a vector of its own, or memory of the run's handed over whole (Hold), so
+// that a host output is neither copied nor freed and allocated again at every run: the memory
+// goes back to its session's pool when this lets it go. Read it as a vector of bytes; a copy of
+// it is a copy of the bytes, and changing its size or contents (resize, assign, clear) first
+// gives held memory up for a vector of its own.
+class OutputBytes {
+ public:
+  OutputBytes() = default;
+  OutputBytes(std::vector<uint8_t> bytes) : own_(std::move(bytes)) {}  // NOLINT: as a vector
+  OutputBytes(const OutputBytes& other) : own_(other.begin(), other.end()) {}
+  OutputBytes(OutputBytes&& other) noexcept = default;
+  OutputBytes& operator=(const OutputBytes& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  OutputBytes& operator=(OutputBytes&& other) noexcept = default;
+  OutputBytes& operator=(std::vector<uint8_t> bytes) {
+    Drop();
+    own_ = std::move(bytes);
+    return *this;
+  }
+
+  // Takes `size` bytes at `data`, which `owner` keeps alive, in place of what this held.
+  void Hold(std::shared_ptr<const void> owner, uint8_t* data, size_t size) {
+    own_.clear();
+    owner_ = std::move(owner);
+    held_ = data;
+    held_size_ = size;
+  }
+  bool held() const { return owner_ != nullptr; }
+
+  uint8_t* data() { return owner_ ? held_ : own_.data(); }
+  const uint8_t* data() const { return owner_ ? held_ : own_.data(); }
+  size_t size() const { return owner_ ? held_size_ : own_.size(); }
+  bool empty() const { return size() == 0; }
+  uint8_t* begin() { return data(); }
+  uint8_t* end() { return data() + size(); }
+  const uint8_t* begin() const { return data(); }
+  const uint8_t* end() const { return data() + size(); }
+  uint8_t& operator[](size_t i) { return data()[i]; }
+  const uint8_t& operator[](size_t i) const { return data()[i]; }
+
+  template <std::input_iterator It>
+  void assign(It first, It last) {
+    Drop();
+    own_.assign(first, last);
+  }
+  void assign(size_t n, uint8_t value) {
+    Drop();
+    own_.assign(n, value);
+  }
+  void resize(size_t n) {  // keeps the first bytes, as a vector's resize
+    if (owner_) own_.assign(held_, held_ + std::min(n, held_size_));
+    Drop();
+    own_.resize(n);
+  }
+  void clear() {
+    Drop();
+    own_.clear();
+  }
+
+  friend bool operator==(const OutputBytes& a, const OutputBytes& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  void Drop() {
+    owner_.reset();
+    held_ = nullptr;
+    held_size_ = 0;
+  }
+  std::vector<uint8_t> own_;
+  std::shared_ptr<const void> owner_;  // set: the bytes are held_, not own_
+  uint8_t* held_ = nullptr;
+  size_t held_size_ = 0;
+};
+
 struct OwnedTensor {
   std::string name;
   DType dtype = DType::kVoid;
   Shape shape;
-  std::vector<uint8_t> data;
+  OutputBytes data;
 };
 
 // Where a profiled run spent its time, step by step (Session::Run with a profile). Each step is

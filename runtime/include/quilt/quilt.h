@@ -175,7 +175,8 @@ QUILT_API void quilt_run_control_cancel_after(quilt_run_control_t* control, int6
 QUILT_API void quilt_run_control_free(quilt_run_control_t* control);
 
 QUILT_API size_t quilt_outputs_count(const quilt_outputs_t* outputs);
-/* |out_tensor| points into |outputs|: valid until quilt_outputs_free. */
+/* |out_tensor| points into |outputs|: valid until quilt_outputs_free, which may come after
+ * quilt_session_free. */
 QUILT_API quilt_status_t* quilt_outputs_get(const quilt_outputs_t* outputs, size_t index,
                                             quilt_tensor_t* out_tensor);
 QUILT_API void quilt_outputs_free(quilt_outputs_t* outputs);

@@ -15,16 +15,18 @@
 namespace quilt::rt {
 namespace {
 
-// Host memory from the device's block pool, given back when the buffer dies.
+// Host memory from the device's block pool, given back when the buffer dies. The buffer holds
+// the pool, so a run's output handed to the caller may outlive the session.
 class PoolBuffer final : public Buffer {
  public:
-  PoolBuffer(BlockPool& pool, BlockPool::Block block, uint64_t size)
-      : Buffer(size), pool_(pool), block_(std::move(block)) {}
-  ~PoolBuffer() override { pool_.Give(std::move(block_)); }
+  PoolBuffer(std::shared_ptr<BlockPool> pool, BlockPool::Block block, uint64_t size)
+      : Buffer(size), pool_(std::move(pool)), block_(std::move(block)) {}
+  ~PoolBuffer() override { pool_->Give(std::move(block_)); }
   uint8_t* host() const override { return block_.mem.get(); }
+  bool outlives_device() const override { return true; }
 
  private:
-  BlockPool& pool_;
+  std::shared_ptr<BlockPool> pool_;
   BlockPool::Block block_;
 };
 
@@ -158,7 +160,7 @@ class CpuDevice final : public Device {
   }
   const DeviceInfo& info() const override { return info_; }
   Status Allocate(uint64_t bytes, BufferPtr* out) override {
-    BlockPool::Block block = pool_.Take(static_cast<size_t>(bytes));
+    BlockPool::Block block = pool_->Take(static_cast<size_t>(bytes));
     if (!block.mem) {
       return Status::Error("out of memory allocating " + std::to_string(bytes) + " bytes");
     }
@@ -187,7 +189,7 @@ class CpuDevice final : public Device {
  private:
   DeviceInfo info_;
   int threads_;
-  BlockPool pool_;      // memory kept between runs
+  std::shared_ptr<BlockPool> pool_ = std::make_shared<BlockPool>();  // kept between runs
   SessionPools pools_;  // worker threads, one set per concurrent run
   // The buffer objects' memory, by kind.
   std::shared_ptr<ObjectPool> buffers_ = std::make_shared<ObjectPool>();

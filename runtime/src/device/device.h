@@ -68,6 +68,10 @@ class Buffer : public std::enable_shared_from_this<Buffer> {
   uint64_t size() const { return size_; }
   // The host address of byte 0 where the device's memory is host addressable, else null.
   virtual uint8_t* host() const { return nullptr; }
+  // Whether this is host memory the device made for this buffer alone (not a caller's, not the
+  // package's) and that stays good after the device is gone: a run may then hand it to the
+  // caller as an output instead of copying it.
+  virtual bool outlives_device() const { return false; }
 
  protected:
   explicit Buffer(uint64_t size) : size_(size) {}
