@@ -114,6 +114,28 @@ const PrimExpr& At(const Known& k, const Shape& idx, const Shape& out) {
 std::optional<int64_t> Int(const PrimExpr& e) { return ir::AsInt(e); }
 PrimExpr Bool(bool b) { return ir::IntImm(b ? 1 : 0); }
 
+// Whether e is never negative: a dim (every symbolic variable is one), a constant of at least
+// zero, or their sums, products, quotients, remainders, minimums and maximums.
+bool NonNegative(const PrimExpr& e) {
+  switch (e->kind) {
+    case PrimKind::kInt:
+      return e->value >= 0;
+    case PrimKind::kVar:
+      return true;
+    case PrimKind::kAdd:
+    case PrimKind::kMul:
+    case PrimKind::kFloorDiv:
+    case PrimKind::kFloorMod:
+    case PrimKind::kMin:
+      return NonNegative(e->a) && NonNegative(e->b);
+    case PrimKind::kMax:
+      return NonNegative(e->a) || NonNegative(e->b);
+    case PrimKind::kSub:
+      return false;
+  }
+  return false;
+}
+
 // One element of an elementwise op; nullopt where it cannot be known (symbolic operands that
 // the op cannot carry, division by zero).
 std::optional<PrimExpr> Elementwise(const std::string& op, const std::vector<PrimExpr>& a,
@@ -173,8 +195,17 @@ std::optional<PrimExpr> Elementwise(const std::string& op, const std::vector<Pri
       return Bool(r);
     }
     // The same symbolic dim on both sides.
-    if (!ir::PrimEqual(a[0], a[1])) return std::nullopt;
-    return Bool(op == "Equal" || op == "LessOrEqual" || op == "GreaterOrEqual");
+    if (ir::PrimEqual(a[0], a[1])) {
+      return Bool(op == "Equal" || op == "LessOrEqual" || op == "GreaterOrEqual");
+    }
+    // A dim against a negative constant, as an Expand's shape computed as Where(Equal([n, -1,
+    // -1], -1), 1, [n, -1, -1]) is (a vision transformer's class token broadcast to the batch):
+    // the dim is the greater.
+    const bool greater = NonNegative(a[0]) && c(1) && *c(1) < 0;
+    const bool less = c(0) && *c(0) < 0 && NonNegative(a[1]);
+    if (!greater && !less) return std::nullopt;
+    if (op == "Equal") return Bool(false);
+    return Bool((op == "Greater" || op == "GreaterOrEqual") == greater);
   }
   if (op == "Not") {
     if (!c(0)) return std::nullopt;

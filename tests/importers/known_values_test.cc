@@ -202,6 +202,53 @@ TEST_F(Known, SymbolicDimsCarryThroughArithmeticAndWhere) {
   EXPECT_EQ(ir::AsInt((*s->shape)[1]), 2);
 }
 
+// A dim is never negative, so it compares against a negative constant: a vision transformer
+// broadcasts its class token to Where(Equal([n, -1, -1], -1), 1, [n, -1, -1]) = (n, 1, 1), and
+// with that known the token and the patches it is concatenated with have a static width.
+TEST_F(Known, ADimComparesAgainstANegativeConstant) {
+  OnnxGraph h(17);
+  h.Input("x", TensorProto::FLOAT, {std::string("n"), int64_t{4}});
+  h.Initializer<int64_t>("zero", TensorProto::INT64, {1}, {0});
+  h.Initializer<int64_t>("minus", TensorProto::INT64, {2}, {-1, -1});
+  h.Initializer<int64_t>("minus3", TensorProto::INT64, {3}, {-1, -1, -1});
+  h.Initializer<int64_t>("ones", TensorProto::INT64, {3}, {1, 1, 1});
+  h.Initializer<int64_t>("m3", TensorProto::INT64, {3}, {-3, -3, -3});
+  h.Initializer<float>("token", TensorProto::FLOAT, {1, 1, 4}, {1, 2, 3, 4});
+  h.Node("Shape", {"x"}, {"s"}, "shape");
+  h.Node("Gather", {"s", "zero"}, {"n"}, "gather");
+  h.Node("Concat", {"n", "minus"}, {"want"}, "concat");  // (n, -1, -1)
+  SetInt(*h.graph()->mutable_node(h.graph()->node_size() - 1), "axis", 0);
+  h.Node("Equal", {"want", "minus3"}, {"eq"}, "equal");         // (false, true, true)
+  h.Node("Where", {"eq", "ones", "want"}, {"shape"}, "where");  // (n, 1, 1)
+  // The other comparisons, each of n + 2 (a sum of a dim) against -3, decide a Where that keeps
+  // the shape where it is right: (n > -3), (n >= -3), not (n < -3), not (n <= -3), not (-3 >= n).
+  h.Initializer<int64_t>("two", TensorProto::INT64, {1}, {2});
+  h.Node("Add", {"n", "two"}, {"n2"}, "add");
+  std::string kept = "shape";
+  const char* ops[] = {"Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Swapped"};
+  for (int k = 0; k < 5; ++k) {
+    std::string o = ops[k], cmp = "cmp" + std::to_string(k), next = "kept" + std::to_string(k);
+    std::vector<std::string> in = {"n2", "m3"};
+    if (o == "Swapped") {
+      o = "GreaterOrEqual";
+      in = {"m3", "n2"};
+    }
+    h.Node(o, in, {cmp}, "cmp_" + std::to_string(k));
+    bool keeps = k < 2;  // Greater and GreaterOrEqual hold; the others do not
+    h.Node("Where", {cmp, keeps ? kept : "ones", keeps ? "ones" : kept}, {next},
+           "where_" + std::to_string(k));
+    kept = next;
+  }
+  h.Node("Expand", {"token", kept}, {"y"}, "expand");
+  h.Output("y", TensorProto::FLOAT);
+  ir::StructInfo s = ImportedResult(h);
+  ASSERT_TRUE(s && s->shape);
+  ASSERT_EQ(s->shape->size(), 3u);
+  EXPECT_EQ(ir::ToString((*s->shape)[0]), "n");
+  EXPECT_EQ(ir::AsInt((*s->shape)[1]), 1);
+  EXPECT_EQ(ir::AsInt((*s->shape)[2]), 4);
+}
+
 // Float arithmetic on constants is folded, so a Cast of it to an integer is known: a vision
 // transformer's grid side, Cast(Pow(1369.0, 0.5)) = 37, sizes its position table's Reshape.
 TEST_F(Known, FloatConstantsFoldIntoAShape) {
