@@ -480,11 +480,10 @@ bool GraphRun::HandOver(int v, OwnedTensor* out) {
   if (depth_ != 0) return false;
   const DeviceTensor& t = values_[v];
   BufferPtr& b = owned_[v];
-  // Memory this value has to itself, whole: not an arena's, a constant's or a caller's input,
-  // nor a buffer another value (one that took it in place) or a queue still holds.
+  // Host memory this value has to itself, whole: not an arena's, a constant's or a caller's
+  // input, nor a buffer another value (one that took it in place) or a queue still holds.
   if (!b || !b->outlives_device() || t.data.buffer != b.get() || t.data.offset != 0 ||
-      t.data.size != b->size() || b.use_count() != 1 ||
-      !DeviceOf(ValueDevice(v)).info().host_addressable) {
+      t.data.size != b->size() || b.use_count() != 1) {
     return false;
   }
   uint8_t* host = b->host();

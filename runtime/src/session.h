@@ -119,15 +119,14 @@ class OutputBytes {
   // Takes `size` bytes at `data`, which `owner` keeps alive, in place of what this held.
   void Hold(std::shared_ptr<const void> owner, uint8_t* data, size_t size) {
     own_.clear();
-    owner_ = std::move(owner);
-    held_ = data;
+    held_ = std::shared_ptr<uint8_t>(std::move(owner), data);
     held_size_ = size;
   }
-  bool held() const { return owner_ != nullptr; }
+  bool held() const { return held_ != nullptr; }
 
-  uint8_t* data() { return owner_ ? held_ : own_.data(); }
-  const uint8_t* data() const { return owner_ ? held_ : own_.data(); }
-  size_t size() const { return owner_ ? held_size_ : own_.size(); }
+  uint8_t* data() { return held_ ? held_.get() : own_.data(); }
+  const uint8_t* data() const { return held_ ? held_.get() : own_.data(); }
+  size_t size() const { return held_ ? held_size_ : own_.size(); }
   bool empty() const { return size() == 0; }
   uint8_t* begin() { return data(); }
   uint8_t* end() { return data() + size(); }
@@ -146,7 +145,7 @@ class OutputBytes {
     own_.assign(n, value);
   }
   void resize(size_t n) {  // keeps the first bytes, as a vector's resize
-    if (owner_) own_.assign(held_, held_ + std::min(n, held_size_));
+    if (held_) own_.assign(held_.get(), held_.get() + std::min(n, held_size_));
     Drop();
     own_.resize(n);
   }
@@ -161,13 +160,12 @@ class OutputBytes {
 
  private:
   void Drop() {
-    owner_.reset();
-    held_ = nullptr;
+    held_.reset();
     held_size_ = 0;
   }
   std::vector<uint8_t> own_;
-  std::shared_ptr<const void> owner_;  // set: the bytes are held_, not own_
-  uint8_t* held_ = nullptr;
+  // Set: the bytes are here (pointing into the owner Hold took, which it keeps), not own_.
+  std::shared_ptr<uint8_t> held_;
   size_t held_size_ = 0;
 };
 

@@ -53,18 +53,29 @@ std::vector<float> RunOnce(const rt::Session& s) {
   return out.empty() ? std::vector<float>{} : test::Floats(out[0]);
 }
 
+// A session of the package `bytes` with `threads` threads; null (and a failure) where it is
+// not made.
+std::unique_ptr<rt::Session> OpenSession(const std::vector<uint8_t>& bytes, int threads) {
+  std::unique_ptr<rt::LoadedPackage> p;
+  rt::Status st = rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok()) return nullptr;
+  rt::SessionOptions options;
+  options.threads = threads;
+  std::unique_ptr<rt::Session> s;
+  st = rt::Session::Create(std::move(p), options, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return s;
+}
+
 TEST(SessionLifetime, ManySessionsMadeRunAndDropped) {
   std::vector<uint8_t> bytes = Package();
   ASSERT_FALSE(bytes.empty());
   std::vector<float> first;
   for (int round = 0; round < kRounds; ++round) {
-    std::unique_ptr<rt::LoadedPackage> p;
-    ASSERT_TRUE(rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok());
-    rt::SessionOptions options;
-    options.threads = 1 + round % 3;  // with and without a thread pool
-    std::unique_ptr<rt::Session> s;
-    rt::Status st = rt::Session::Create(std::move(p), options, &s);
-    ASSERT_TRUE(st.ok()) << st.message();
+    // With and without a thread pool.
+    std::unique_ptr<rt::Session> s = OpenSession(bytes, 1 + round % 3);
+    ASSERT_TRUE(s) << "round " << round;
     std::vector<float> y = RunOnce(*s);
     if (round == 0) first = y;
     ASSERT_EQ(y, first) << "round " << round;
@@ -152,17 +163,6 @@ void ExpectNear(const std::vector<float>& got, const std::vector<double>& want,
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-6) << what << " [" << i << "]";
-}
-
-std::unique_ptr<rt::Session> OpenSession(const std::vector<uint8_t>& bytes, int threads) {
-  std::unique_ptr<rt::LoadedPackage> p;
-  if (!rt::LoadedPackage::FromMemory(bytes.data(), bytes.size(), &p).ok()) return nullptr;
-  rt::SessionOptions options;
-  options.threads = threads;
-  std::unique_ptr<rt::Session> s;
-  rt::Status st = rt::Session::Create(std::move(p), options, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return s;
 }
 
 // A run's host output is its value's own memory, handed over rather than copied: it stays good
