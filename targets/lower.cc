@@ -129,14 +129,32 @@ class GraphLowering {
       return value.kind == pkg::ValueKind::Intermediate && value.byte_size >= 0 && first[v] >= 0 &&
              std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end();
     };
-    // root[v]: the value whose memory v uses (itself unless in place); a block of values
-    // sharing memory lives from its root's first step to its members' last.
+    // root[v]: the value whose memory v uses (itself unless in place), at `within[v]` bytes into
+    // it; a block of values sharing memory lives from its root's first step to its members' last.
     std::vector<int> root(num_values), block_last = last;
+    std::vector<int64_t> within(num_values, 0);
     std::vector<bool> taken(num_values, false);
     for (int v = 0; v < num_values; ++v) root[v] = v;
     if (pl_.options.in_place) {
       for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
         const StepSpec& step = g_.steps[s];
+        // A split whose parts lie one after another in its input (nothing but dims of 1 before
+        // its axis: one image's channels, NCHW or blocked) leaves them there: each part is a
+        // range of the input's memory, which the kernel then does not copy. A later step may
+        // write in place over a part only where the input is read no more (each part is a range
+        // of its own; the input spans them all), and the block lives as long as its last part.
+        if (std::vector<int64_t> at = SplitPartsInPlace(step, plannable); !at.empty()) {
+          const int in = step.inputs[0], r = root[in];
+          taken[in] = true;
+          for (size_t i = 0; i < step.outputs.size(); ++i) {
+            const int out = step.outputs[i];
+            root[out] = r;
+            within[out] = within[in] + at[i];
+            taken[out] = last[in] > s;
+            block_last[r] = std::max(block_last[r], last[out]);
+          }
+          continue;
+        }
         const ir::OpInfo* op = ir::FindOp(step.kernel);
         bool elementwise = step.kernel == cpu::kFusedElementwise ||
                            (op && (op->pattern == ir::OpPattern::kElementwise ||
@@ -171,7 +189,7 @@ class GraphLowering {
           const int in = step.inputs[static_cast<size_t>(residual)];
           const ValueSpec &a = g_.values[in], &b = g_.values[out];
           if (a.kind == pkg::ValueKind::Intermediate && b.kind == pkg::ValueKind::Intermediate &&
-              last[in] == s && a.dtype == b.dtype && a.device == b.device &&
+              last[in] == s && !taken[in] && a.dtype == b.dtype && a.device == b.device &&
               std::find(g_.outputs.begin(), g_.outputs.end(), in) == g_.outputs.end()) {
             g_.steps[static_cast<size_t>(s)].attrs.Set(std::string(rt::kInPlaceInput),
                                                        int64_t{residual});
@@ -188,6 +206,7 @@ class GraphLowering {
           if (a.byte_size != b.byte_size || a.dtype != b.dtype || a.device != b.device) continue;
           int r = root[in];
           root[out] = r;
+          within[out] = within[in];
           taken[in] = true;
           block_last[r] = std::max(block_last[r], last[out]);
           break;
@@ -209,8 +228,45 @@ class GraphLowering {
       g_.arena_bytes[static_cast<size_t>(d)] = plan.total;
     }
     for (int v = 0; v < num_values; ++v) {
-      if (plannable(v) && root[v] != v) g_.values[v].arena_offset = g_.values[root[v]].arena_offset;
+      if (plannable(v) && root[v] != v) {
+        g_.values[v].arena_offset = g_.values[root[v]].arena_offset + within[v];
+      }
     }
+  }
+
+  // Where each part of a CPU split step begins in its input, in bytes, when they lie one after
+  // another there, each at a multiple of 64 bytes, and every value is planned in the arena
+  // (static sizes); else none.
+  template <class Plannable>
+  std::vector<int64_t> SplitPartsInPlace(const StepSpec& step, const Plannable& plannable) const {
+    if (step.kernel != "split" || step.inputs.size() != 1 || step.outputs.empty()) return {};
+    const int in = step.inputs[0];
+    if (in < 0 || !plannable(in)) return {};
+    const ValueSpec& x = g_.values[static_cast<size_t>(in)];
+    if (spec_.devices[static_cast<size_t>(x.device)].kind != "cpu" || x.rank < 1) return {};
+    const int64_t* attr = step.attrs.Get<int64_t>("axis");
+    int64_t axis = attr ? *attr : 0;
+    if (axis < 0) axis += x.rank;
+    if (axis < 0 || axis >= x.rank) return {};
+    auto dim_is = [&](int d, int64_t n) {
+      const DimSpec& dim = g_.dims[static_cast<size_t>(d)];
+      return dim.kind == pkg::DimKind::Int && dim.value == n;
+    };
+    for (int64_t i = 0; i < axis; ++i) {
+      if (!dim_is(x.dims[static_cast<size_t>(i)], 1)) return {};
+    }
+    std::vector<int64_t> at;
+    int64_t bytes = 0;
+    for (int out : step.outputs) {
+      if (out < 0 || !plannable(out)) return {};
+      const ValueSpec& y = g_.values[static_cast<size_t>(out)];
+      // Every value lies at a multiple of 64 bytes in the arena (the package's rule).
+      if (y.device != x.device || y.dtype != x.dtype || bytes % 64 != 0) return {};
+      at.push_back(bytes);
+      bytes += y.byte_size;
+    }
+    if (bytes != x.byte_size) return {};
+    return at;
   }
 
  private:
