@@ -130,28 +130,55 @@ class GraphLowering {
              std::find(g_.outputs.begin(), g_.outputs.end(), v) == g_.outputs.end();
     };
     // root[v]: the value whose memory v uses (itself unless in place), at `within[v]` bytes into
-    // it; a block of values sharing memory lives from its root's first step to its members' last.
-    std::vector<int> root(num_values), block_last = last;
+    // it; a block of values sharing memory (a top value, root of itself, and those whose roots
+    // lead to it) lives from its members' first step to their last.
+    std::vector<int> root(num_values), block_first = first, block_last = last;
     std::vector<int64_t> within(num_values, 0);
     std::vector<bool> taken(num_values, false);
     for (int v = 0; v < num_values; ++v) root[v] = v;
+    auto top = [&](int v) {
+      while (root[v] != v) v = root[v];
+      return v;
+    };
     if (pl_.options.in_place) {
       for (int s = 0; s < static_cast<int>(g_.steps.size()); ++s) {
         const StepSpec& step = g_.steps[s];
-        // A split whose parts lie one after another in its input (nothing but dims of 1 before
-        // its axis: one image's channels, NCHW or blocked) leaves them there: each part is a
-        // range of the input's memory, which the kernel then does not copy. A later step may
-        // write in place over a part only where the input is read no more (each part is a range
-        // of its own; the input spans them all), and the block lives as long as its last part.
-        if (std::vector<int64_t> at = SplitPartsInPlace(step, plannable); !at.empty()) {
-          const int in = step.inputs[0], r = root[in];
-          taken[in] = true;
-          for (size_t i = 0; i < step.outputs.size(); ++i) {
+        // A split or concat whose parts lie one after another in the whole (nothing but dims of 1
+        // before its axis: one image's channels, NCHW or blocked) leaves them there: a part at a
+        // multiple of 64 bytes is a range of the whole's memory, and the kernel does not copy it.
+        // A split's parts (not of a value whose memory another split or step already shares) may
+        // be written over in place only where the input is read no more; a concat's parts are its
+        // inputs as their steps made them (not in place themselves, each once), and its result
+        // may be written over in place only where no part is read after it.
+        if (step.kernel == "split" && step.inputs.size() == 1 && !taken[step.inputs[0]]) {
+          const int in = step.inputs[0];
+          const std::vector<int64_t> at = PartOffsets(step, in, step.outputs, plannable);
+          for (size_t i = 0; i < at.size(); ++i) {
             const int out = step.outputs[i];
-            root[out] = r;
-            within[out] = within[in] + at[i];
+            if (!plannable(out) || at[i] % 64 != 0) continue;
+            root[out] = in;
+            within[out] = at[i];
             taken[out] = last[in] > s;
-            block_last[r] = std::max(block_last[r], last[out]);
+            taken[in] = true;
+            block_last[top(in)] = std::max(block_last[top(in)], last[out]);
+          }
+          if (taken[in]) continue;
+        }
+        if (step.kernel == "concat" && step.outputs.size() == 1) {
+          const int out = step.outputs[0];
+          const std::vector<int64_t> at = PartOffsets(step, out, step.inputs, plannable);
+          for (size_t i = 0; i < at.size(); ++i) {
+            const int in = step.inputs[i];
+            if (!plannable(in) || at[i] % 64 != 0 || root[in] != in || taken[in] ||
+                std::count(step.inputs.begin(), step.inputs.end(), in) != 1) {
+              continue;
+            }
+            root[in] = out;
+            within[in] = at[i];
+            taken[in] = true;
+            taken[out] = taken[out] || last[in] > s;
+            block_first[out] = std::min(block_first[out], block_first[in]);
+            block_last[out] = std::max(block_last[out], block_last[in]);
           }
           continue;
         }
@@ -204,11 +231,10 @@ class GraphLowering {
           const ValueSpec& a = g_.values[in];
           const ValueSpec& b = g_.values[out];
           if (a.byte_size != b.byte_size || a.dtype != b.dtype || a.device != b.device) continue;
-          int r = root[in];
-          root[out] = r;
+          root[out] = root[in];
           within[out] = within[in];
           taken[in] = true;
-          block_last[r] = std::max(block_last[r], last[out]);
+          block_last[top(in)] = std::max(block_last[top(in)], last[out]);
           break;
         }
       }
@@ -220,7 +246,7 @@ class GraphLowering {
       std::vector<int> which;
       for (int v = 0; v < num_values; ++v) {
         if (!plannable(v) || root[v] != v || g_.values[v].device != d) continue;
-        ranges.push_back({g_.values[v].byte_size, first[v], block_last[v]});
+        ranges.push_back({g_.values[v].byte_size, block_first[v], block_last[v]});
         which.push_back(v);
       }
       ArenaPlan plan = PlanArena(ranges);
@@ -228,40 +254,37 @@ class GraphLowering {
       g_.arena_bytes[static_cast<size_t>(d)] = plan.total;
     }
     for (int v = 0; v < num_values; ++v) {
-      if (plannable(v) && root[v] != v) {
-        g_.values[v].arena_offset = g_.values[root[v]].arena_offset + within[v];
-      }
+      if (!plannable(v) || root[v] == v) continue;
+      int64_t at = 0;
+      int r = v;
+      for (; root[r] != r; r = root[r]) at += within[r];
+      g_.values[v].arena_offset = g_.values[r].arena_offset + at;
     }
   }
 
-  // Where each part of a CPU split step begins in its input, in bytes, when they lie one after
-  // another there, each at a multiple of 64 bytes, and every value is planned in the arena
-  // (static sizes); else none.
+  // Where each part of a CPU split's input or concat's result (`whole`) begins in it, in bytes,
+  // when the parts lie one after another there (nothing but dims of 1 before the axis) and the
+  // whole is planned in the arena; else none.
   template <class Plannable>
-  std::vector<int64_t> SplitPartsInPlace(const StepSpec& step, const Plannable& plannable) const {
-    if (step.kernel != "split" || step.inputs.size() != 1 || step.outputs.empty()) return {};
-    const int in = step.inputs[0];
-    if (in < 0 || !plannable(in)) return {};
-    const ValueSpec& x = g_.values[static_cast<size_t>(in)];
+  std::vector<int64_t> PartOffsets(const StepSpec& step, int whole, const std::vector<int>& parts,
+                                   const Plannable& plannable) const {
+    if (whole < 0 || !plannable(whole) || parts.empty()) return {};
+    const ValueSpec& x = g_.values[static_cast<size_t>(whole)];
     if (spec_.devices[static_cast<size_t>(x.device)].kind != "cpu" || x.rank < 1) return {};
     const int64_t* attr = step.attrs.Get<int64_t>("axis");
     int64_t axis = attr ? *attr : 0;
     if (axis < 0) axis += x.rank;
     if (axis < 0 || axis >= x.rank) return {};
-    auto dim_is = [&](int d, int64_t n) {
-      const DimSpec& dim = g_.dims[static_cast<size_t>(d)];
-      return dim.kind == pkg::DimKind::Int && dim.value == n;
-    };
     for (int64_t i = 0; i < axis; ++i) {
-      if (!dim_is(x.dims[static_cast<size_t>(i)], 1)) return {};
+      const DimSpec& dim = g_.dims[static_cast<size_t>(x.dims[static_cast<size_t>(i)])];
+      if (dim.kind != pkg::DimKind::Int || dim.value != 1) return {};
     }
     std::vector<int64_t> at;
     int64_t bytes = 0;
-    for (int out : step.outputs) {
-      if (out < 0 || !plannable(out)) return {};
-      const ValueSpec& y = g_.values[static_cast<size_t>(out)];
-      // Every value lies at a multiple of 64 bytes in the arena (the package's rule).
-      if (y.device != x.device || y.dtype != x.dtype || bytes % 64 != 0) return {};
+    for (int part : parts) {
+      if (part < 0) return {};
+      const ValueSpec& y = g_.values[static_cast<size_t>(part)];
+      if (y.device != x.device || y.dtype != x.dtype || y.byte_size < 0) return {};
       at.push_back(bytes);
       bytes += y.byte_size;
     }

@@ -164,8 +164,9 @@ TEST(Pipeline, AReshapeWhoseInputDiesThereTakesItsMemory) {
 // A CPU split with nothing but dims of 1 before its axis leaves its parts in its input's memory
 // (each at a multiple of 64 bytes), and its copies are skipped: a part may then be written over
 // in place where the input is read no more (e over p1), not where the input is read later (g
-// over q1, while h still reads b). Parts of 32 bytes, and a split of two images, get memory of
-// their own. The results, by hand (the concats keep e and g in the arena: a graph output is not).
+// over q1, while h still reads b). A part at 32 bytes into its input, and the parts of a split
+// of two images, get memory of their own. The results, by hand (the concats keep e and g in the
+// arena: a graph output is not).
 constexpr const char* kSplits = R"(
 @I.ir_module
 class Module:
@@ -230,11 +231,10 @@ TEST(Pipeline, ASplitOfOneImageLeavesItsPartsInItsInput) {
   EXPECT_EQ(splits[0].second,
             (std::vector<int64_t>{splits[0].first, splits[0].first + 64, splits[0].first + 192}));
   EXPECT_EQ(splits[1].second, (std::vector<int64_t>{splits[1].first, splits[1].first + 64}));
-  for (int i : {2, 3}) {  // parts of 32 bytes; two images
-    for (int64_t part : splits[static_cast<size_t>(i)].second) {
-      EXPECT_NE(part, splits[static_cast<size_t>(i)].first) << "split " << i;
-    }
-  }
+  // Parts of 32 bytes: the first is in place, the second (at 32 bytes) is not.
+  EXPECT_EQ(splits[2].second[0], splits[2].first);
+  EXPECT_NE(splits[2].second[1], splits[2].first + 32);
+  for (int64_t part : splits[3].second) EXPECT_NE(part, splits[3].first);  // two images
   ASSERT_EQ(squares.size(), 3u);
   EXPECT_EQ(squares[0].first, squares[0].second);  // e over p1: a dies at the split
   EXPECT_NE(squares[1].first, squares[1].second);  // g beside q1: h reads b later
@@ -268,6 +268,115 @@ TEST(Pipeline, ASplitOfOneImageLeavesItsPartsInItsInput) {
         EXPECT_EQ(got[7][img * 32 + i], relu(y[img * 64 + i]) - relu(y[img * 64 + 32 + i]))
             << "image " << img << ", element " << i;
       }
+    }
+  }
+}
+
+// A CPU concat of one image has its inputs made in their places in its result (each at a
+// multiple of 64 bytes), and skips their copies: inputs that steps make and nothing wrote in
+// place, each once (not o twice, nor the graph input x); a concat's result may be such an input
+// of another (pq in t). Its result may be written over in place where no input is read after it
+// (o over c), not where one is (g beside k: h reads e). A concat of two images copies. The
+// results, by hand.
+constexpr const char* kConcats = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 8, 2, 4), "float32"), y: R.Tensor((2, 4, 2, 4), "float32")):
+        a = R.nn.relu(x)
+        b = R.negative(x)
+        c = R.concat((a, b), axis=1)
+        o = R.multiply(c, c)
+        oo = R.concat((o, o), axis=1)
+        e = R.abs(x)
+        k = R.concat((e, x), axis=1)
+        g = R.multiply(k, k)
+        h = R.add(e, e)
+        gg = R.concat((g, g), axis=1)
+        m = R.nn.relu(y)
+        n = R.negative(y)
+        z = R.concat((m, n), axis=1)
+        p = R.add(x, x)
+        q = R.multiply(x, x)
+        pq = R.concat((p, q), axis=1)
+        r = R.subtract(x, e)
+        t = R.concat((pq, r), axis=1)
+        tt = R.concat((t, t), axis=1)
+        return (oo, gg, h, z, tt)
+)";
+
+TEST(Pipeline, AConcatOfOneImageHasItsInputsMadeInTheirPlaces) {
+  Expected<Compiled> c = Compile(Parse(kConcats), CompileOptions{});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
+  ASSERT_TRUE(p);
+  const pkg::Graph& g = *p->root().graphs()->Get(0);
+  // Per concat step in order: its result's offset and its inputs'.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> concats;
+  // The offsets of the squares' input and output (o = c * c, g = k * k, q = x * x).
+  std::vector<std::pair<int64_t, int64_t>> squares;
+  for (const pkg::Step* st : *g.steps()) {
+    auto offset = [&](int v) { return g.values()->Get(v)->arena_offset(); };
+    const std::string kernel = st->kernel()->str();
+    if (kernel == "concat") {
+      std::vector<int64_t> parts;
+      for (int in : *st->inputs()) parts.push_back(offset(in));
+      concats.emplace_back(offset(st->outputs()->Get(0)), parts);
+    } else if (kernel == "multiply" && st->inputs()->Get(0) == st->inputs()->Get(1)) {
+      squares.emplace_back(offset(st->inputs()->Get(0)), offset(st->outputs()->Get(0)));
+    }
+  }
+  ASSERT_EQ(concats.size(), 8u);
+  using Offsets = std::vector<int64_t>;
+  const int64_t c_at = concats[0].first, k_at = concats[2].first, pq_at = concats[5].first,
+                t_at = concats[6].first;
+  ASSERT_GE(c_at, 0);
+  EXPECT_EQ(concats[0].second, (Offsets{c_at, c_at + 256}));             // a, b
+  for (int64_t in : concats[1].second) EXPECT_NE(in, concats[1].first);  // o twice
+  EXPECT_EQ(concats[2].second, (Offsets{k_at, -1}));                     // e, x
+  for (int64_t in : concats[3].second) EXPECT_NE(in, concats[3].first);  // g twice
+  EXPECT_NE(concats[4].second[0], concats[4].first);                     // two images
+  EXPECT_NE(concats[4].second[1], concats[4].first + 512);
+  EXPECT_EQ(concats[5].second, (Offsets{pq_at, pq_at + 256}));  // p, q
+  EXPECT_EQ(concats[6].second, (Offsets{t_at, t_at + 512}));    // pq, r
+  EXPECT_EQ(pq_at, t_at);
+  ASSERT_EQ(squares.size(), 3u);
+  EXPECT_EQ(squares[0].first, squares[0].second);  // o over c: a and b are read no more
+  EXPECT_NE(squares[1].first, squares[1].second);  // g beside k: h reads e after
+
+  std::unique_ptr<rt::Session> session;
+  ASSERT_TRUE(rt::Session::Create(p, {}, &session).ok());
+  std::vector<float> x(64), y(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0 ? -0.5f : 0.25f) * float(i % 11);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = (i % 4 == 1 ? -0.75f : 0.5f) * float(i % 13);
+  auto relu = [](float v) { return v > 0 ? v : 0.0f; };
+  for (int run = 0; run < 2; ++run) {
+    std::vector<rt::OwnedTensor> out;
+    rt::Status st =
+        session->Run({test::Input("x", x, {1, 8, 2, 4}), test::Input("y", y, {2, 4, 2, 4})}, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 5u);
+    std::vector<std::vector<float>> got;
+    for (const rt::OwnedTensor& t : out) got.push_back(test::Floats(t));
+    ASSERT_EQ(got[0].size(), 256u);
+    ASSERT_EQ(got[4].size(), 384u);
+    for (int i = 0; i < 256; ++i) {  // oo = [o; o], o = [relu(x); -x]^2
+      const int j = i % 128;
+      const float v = j < 64 ? relu(x[j]) : -x[j - 64];
+      EXPECT_EQ(got[0][i], v * v) << i;
+    }
+    for (int i = 0; i < 256; ++i) EXPECT_EQ(got[1][i], x[i % 64] * x[i % 64]) << i;
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(got[2][i], std::abs(x[i]) + std::abs(x[i])) << i;
+    for (int img = 0; img < 2; ++img) {
+      for (int i = 0; i < 64; ++i) {
+        const float v = y[img * 32 + i % 32];
+        EXPECT_EQ(got[3][img * 64 + i], i < 32 ? relu(v) : -v) << img << ", " << i;
+      }
+    }
+    for (int i = 0; i < 384; ++i) {  // tt = [t; t], t = [x + x; x * x; x - |x|]
+      const int j = i % 192;
+      const float v = x[j % 64];
+      EXPECT_EQ(got[4][i], j < 64 ? v + v : j < 128 ? v * v : v - std::abs(v)) << i;
     }
   }
 }

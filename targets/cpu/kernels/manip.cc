@@ -232,6 +232,10 @@ Status Concat(KernelContext& ctx) {
     const Tensor& p = *ctx.input(begin + t);
     int64_t chunk = p.shape[axis] * inner;
     const auto* src = static_cast<const uint8_t*>(p.data);
+    if (outer == 1 && src == dst + at * inner * static_cast<int64_t>(eb)) {
+      at += p.shape[axis];  // made in its place in the result (the memory plan, lower.cc)
+      continue;
+    }
     if (chunk * static_cast<int64_t>(eb) <= 32 && (eb == 4 || eb == 8)) {
       // Pieces of a few elements (a stack along a new last axis): element copies, not a
       // memcpy call per piece.
