@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include "ir/op.h"
 #include "passes/place_rules.h"
@@ -161,6 +162,22 @@ TEST(Pipeline, AReshapeWhoseInputDiesThereTakesItsMemory) {
   }
 }
 
+// The arena offsets of each `kernel` step's inputs and outputs, in step order (-1: not in the
+// arena).
+struct StepOffsets {
+  std::vector<int64_t> in, out;
+};
+std::vector<StepOffsets> OffsetsOf(const pkg::Graph& g, std::string_view kernel) {
+  std::vector<StepOffsets> steps;
+  for (const pkg::Step* st : *g.steps()) {
+    if (st->kernel()->string_view() != kernel) continue;
+    StepOffsets& s = steps.emplace_back();
+    for (int v : *st->inputs()) s.in.push_back(g.values()->Get(v)->arena_offset());
+    for (int v : *st->outputs()) s.out.push_back(g.values()->Get(v)->arena_offset());
+  }
+  return steps;
+}
+
 // A CPU split with nothing but dims of 1 before its axis leaves its parts in its input's memory
 // (each at a multiple of 64 bytes), and its copies are skipped: a part may then be written over
 // in place where the input is read no more (e over p1), not where the input is read later (g
@@ -208,21 +225,12 @@ TEST(Pipeline, ASplitOfOneImageLeavesItsPartsInItsInput) {
   std::shared_ptr<const rt::LoadedPackage> p = test::LoadPackage(c->package);
   ASSERT_TRUE(p);
   const pkg::Graph& g = *p->root().graphs()->Get(0);
-  auto offset = [&](int v) { return g.values()->Get(v)->arena_offset(); };
   // Per split step in order: its input's offset and its parts'.
   std::vector<std::pair<int64_t, std::vector<int64_t>>> splits;
-  // The offsets of the multiplies' input and output.
+  for (const StepOffsets& st : OffsetsOf(g, "split")) splits.emplace_back(st.in[0], st.out);
+  // The offsets of the squares' input and output (e = p1 * p1, g = q1 * q1, h = b * b).
   std::vector<std::pair<int64_t, int64_t>> squares;
-  for (const pkg::Step* st : *g.steps()) {
-    const std::string kernel = st->kernel()->str();
-    if (kernel == "split") {
-      std::vector<int64_t> parts;
-      for (int out : *st->outputs()) parts.push_back(offset(out));
-      splits.emplace_back(offset(st->inputs()->Get(0)), parts);
-    } else if (kernel == "multiply" && st->inputs()->Get(0) == st->inputs()->Get(1)) {
-      squares.emplace_back(offset(st->inputs()->Get(0)), offset(st->outputs()->Get(0)));
-    }
-  }
+  for (const StepOffsets& st : OffsetsOf(g, "multiply")) squares.emplace_back(st.in[0], st.out[0]);
   ASSERT_EQ(splits.size(), 4u);
   for (const auto& [in, parts] : splits) {
     ASSERT_GE(in, 0);
@@ -313,19 +321,10 @@ TEST(Pipeline, AConcatOfOneImageHasItsInputsMadeInTheirPlaces) {
   const pkg::Graph& g = *p->root().graphs()->Get(0);
   // Per concat step in order: its result's offset and its inputs'.
   std::vector<std::pair<int64_t, std::vector<int64_t>>> concats;
+  for (const StepOffsets& st : OffsetsOf(g, "concat")) concats.emplace_back(st.out[0], st.in);
   // The offsets of the squares' input and output (o = c * c, g = k * k, q = x * x).
   std::vector<std::pair<int64_t, int64_t>> squares;
-  for (const pkg::Step* st : *g.steps()) {
-    auto offset = [&](int v) { return g.values()->Get(v)->arena_offset(); };
-    const std::string kernel = st->kernel()->str();
-    if (kernel == "concat") {
-      std::vector<int64_t> parts;
-      for (int in : *st->inputs()) parts.push_back(offset(in));
-      concats.emplace_back(offset(st->outputs()->Get(0)), parts);
-    } else if (kernel == "multiply" && st->inputs()->Get(0) == st->inputs()->Get(1)) {
-      squares.emplace_back(offset(st->inputs()->Get(0)), offset(st->outputs()->Get(0)));
-    }
-  }
+  for (const StepOffsets& st : OffsetsOf(g, "multiply")) squares.emplace_back(st.in[0], st.out[0]);
   ASSERT_EQ(concats.size(), 8u);
   using Offsets = std::vector<int64_t>;
   const int64_t c_at = concats[0].first, k_at = concats[2].first, pq_at = concats[5].first,
