@@ -151,7 +151,7 @@ class GraphLowering {
         // inputs as their steps made them (not in place themselves, each once), and its result
         // may be written over in place only where no part is read after it.
         if (step.kernel == "split" && step.inputs.size() == 1 && !taken[step.inputs[0]]) {
-          const int in = step.inputs[0];
+          const int in = step.inputs[0], r = top(in);
           const std::vector<int64_t> at = PartOffsets(step, in, step.outputs, plannable);
           for (size_t i = 0; i < at.size(); ++i) {
             const int out = step.outputs[i];
@@ -160,7 +160,7 @@ class GraphLowering {
             within[out] = at[i];
             taken[out] = last[in] > s;
             taken[in] = true;
-            block_last[top(in)] = std::max(block_last[top(in)], last[out]);
+            block_last[r] = std::max(block_last[r], last[out]);
           }
           if (taken[in]) continue;
         }
@@ -234,7 +234,8 @@ class GraphLowering {
           root[out] = root[in];
           within[out] = within[in];
           taken[in] = true;
-          block_last[top(in)] = std::max(block_last[top(in)], last[out]);
+          const int r = top(in);
+          block_last[r] = std::max(block_last[r], last[out]);
           break;
         }
       }

@@ -22,7 +22,7 @@ inline Status ElementBytes(DType t, size_t* bytes) {
   return Status::Ok();
 }
 
-// Nothing to copy where dst is src: a split's part planned in its input's memory (lower.cc).
+// Nothing to copy where dst is src: a part the memory plan put in its whole's memory (lower.cc).
 inline void CopyBytes(void* dst, const void* src, size_t n) {
   if (n && dst != src) std::memcpy(dst, src, n);
 }
