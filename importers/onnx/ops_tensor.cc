@@ -342,8 +342,37 @@ Expected<Outputs> Unpack(NodeContext& ctx, const ir::Expr& tuple, int n) {
   return outs;
 }
 
+// Whether a slice of x along `axes` (each once, in range) with these constant bounds and steps
+// keeps every element in place: steps of 1 and, clamped as the spec clamps them, a start of 0 and
+// an end at the axis' length, on axes of known length. Exporters write such slices (jax2tf's
+// strided_slice of a whole tensor: magika-v3's 4 MB conv output copied for nothing).
+bool SlicesNothing(const ir::Expr& x, const std::vector<int64_t>& axes,
+                   const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                   const std::vector<int64_t>& strides) {
+  std::optional<std::vector<int64_t>> shape = x->struct_info->StaticShape();
+  if (!shape || begin.size() != axes.size() || end.size() != axes.size() ||
+      strides.size() != axes.size()) {
+    return false;
+  }
+  const int64_t rank = static_cast<int64_t>(shape->size());
+  std::vector<bool> seen(shape->size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)] || strides[i] != 1) {
+      return false;
+    }
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t d = (*shape)[static_cast<size_t>(axis)];
+    const int64_t b = std::clamp<int64_t>(begin[i] < 0 ? begin[i] + d : begin[i], 0, d);
+    const int64_t e = std::clamp<int64_t>(end[i] < 0 ? end[i] + d : end[i], 0, d);
+    if (b != 0 || e != d) return false;
+  }
+  return true;
+}
+
 // ONNX slice of known values (clamping as the spec does).
-// strided_slice when every bound is a constant, else dynamic_strided_slice with shapes.
+// strided_slice when every bound is a constant, else dynamic_strided_slice with shapes; x itself
+// where the slice keeps all of it (SlicesNothing).
 Expected<ir::Expr> EmitSlice(NodeContext& ctx, const ir::Expr& x, const std::vector<int64_t>& axes,
                              const ir::Expr& begin, const ir::Expr& end, const ir::Expr& strides) {
   std::vector<int64_t> v[3];
@@ -359,6 +388,7 @@ Expected<ir::Expr> EmitSlice(NodeContext& ctx, const ir::Expr& x, const std::vec
     }
   }
   ir::Attrs a;
+  if (constant && SlicesNothing(x, axes, v[0], v[1], v[2])) return x;
   if (constant) {
     a.Set("axes", axes);
     a.Set("begin", v[0]);

@@ -111,6 +111,39 @@ class Module:
 )");
 }
 
+TEST(TensorImport, SliceOfAWholeTensorIsTheTensor) {
+  // Starts of 0 (or as far back as the axis), ends at or past it, steps of 1 (jax2tf's
+  // strided_slice of a whole conv output): no op, the value itself under the slice's name; one
+  // element short on an axis, or a step of 2, is a slice.
+  OnnxGraph g(13);
+  g.Input("x", TensorProto::FLOAT, {4, 6, 5});
+  g.Initializer<int64_t>("starts", TensorProto::INT64, {3}, {0, -6, -kMax});
+  g.Initializer<int64_t>("ends", TensorProto::INT64, {3}, {kMax, 6, 1000000000});
+  g.Initializer<int64_t>("axes", TensorProto::INT64, {3}, {0, 1, -1});
+  g.Initializer<int64_t>("short", TensorProto::INT64, {3}, {kMax, -1, 5});
+  g.Initializer<int64_t>("steps", TensorProto::INT64, {3}, {1, 1, 2});
+  g.Node("Slice", {"x", "starts", "ends", "axes"}, {"whole"});
+  g.Node("Slice", {"whole", "starts", "short", "axes"}, {"cut"});
+  g.Node("Slice", {"whole", "starts", "ends", "axes", "steps"}, {"strided"});
+  g.Node("Relu", {"whole"}, {"r"});
+  g.Output("whole", TensorProto::FLOAT);
+  g.Output("cut", TensorProto::FLOAT);
+  g.Output("strided", TensorProto::FLOAT);
+  g.Output("r", TensorProto::FLOAT);
+  ExpectImportsTo(g, R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 6, 5), "float32")) -> R.Tuple(R.Tensor((4, 6, 5), "float32"), R.Tensor((4, 5, 5), "float32"), R.Tensor((4, 6, 3), "float32"), R.Tensor((4, 6, 5), "float32")):
+        R.func_attr({"global_symbol": "main", "output_names": ["whole", "cut", "strided", "r"]})
+        cut = R.strided_slice(x, axes=[0, 1, -1], begin=[0, -6, -9223372036854775807], end=[9223372036854775807, -1, 5], strides=[1, 1, 1])
+        strided = R.strided_slice(x, axes=[0, 1, -1], begin=[0, -6, -9223372036854775807], end=[9223372036854775807, 6, 1000000000], strides=[1, 1, 2])
+        r = R.nn.relu(x)
+        outputs = (x, cut, strided, r)
+        return outputs
+)");
+}
+
 TEST(TensorImport, SliceInputsWithStepsAndSymbolicDims) {
   OnnxGraph g(13);
   g.Input("x", TensorProto::FLOAT, {"n", 10});
