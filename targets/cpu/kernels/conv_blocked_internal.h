@@ -387,44 +387,33 @@ QUILT_ALWAYS_INLINE void SlideColumn(V (&acc)[kT], const V (&wv)[kKw], int j, co
 // xr + 16 j, a vector of the block's lanes, or with kBroadcast the value xr[j], a scalar the
 // multiply-adds broadcast from memory) loaded once for the taps that read it; the loops unrolled.
 // V16 in AVX-512 code; V8 without it, one half of a block (xr and wv at its lanes).
+// kChecked (vectors alone): the columns inside the input row alone, column j being the row's
+// column ix0 + j (xr the row of iw columns), skipped outside [0, iw): each pixel's taps in the same
+// order, those reaching into the padding skipped, as DepthTile's.
 // (No lambda for the column: it would be compiled without the caller's AVX-512 target.)
-template <int kT, int kKw, int kSw, bool kBroadcast, typename V>
-QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float* xr) {
+template <int kT, int kKw, int kSw, bool kBroadcast, bool kChecked = false, typename V>
+QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float* xr,
+                                  int64_t ix0 = 0, int64_t iw = 0) {
+  static_assert(!(kBroadcast && kChecked));
   constexpr int kCols = (kT - 1) * kSw + kKw;
 #pragma GCC unroll 64
   for (int j = 0; j < kCols; ++j) {
     if constexpr (kBroadcast) {
       SlideColumn<kT, kKw, kSw>(acc, wv, j, xr[j]);
     } else {
+      int64_t ix = j;
+      if constexpr (kChecked) {
+        ix = ix0 + j;
+        if (ix < 0 || ix >= iw) continue;
+      }
       V xv;
       if constexpr (sizeof(V) == sizeof(V16)) {
-        Load16(&xv, xr + j * kB16);
+        Load16(&xv, xr + ix * kB16);
       } else {
-        LoadV(&xv, xr + j * kB16);
+        LoadV(&xv, xr + ix * kB16);
       }
       SlideColumn<kT, kKw, kSw>(acc, wv, j, xv);
     }
-  }
-}
-
-// SlideRow of vectors over the columns inside the input row alone: column j is the row's column
-// ix0 + j (at xr + 16 (ix0 + j), the row of iw columns at xr), skipped outside [0, iw). Each
-// pixel's taps in the same order, those reaching into the padding skipped, as DepthTile's.
-template <int kT, int kKw, int kSw, typename V>
-QUILT_ALWAYS_INLINE void SlideRowChecked(V (&acc)[kT], const V (&wv)[kKw], const float* xr,
-                                         int64_t ix0, int64_t iw) {
-  constexpr int kCols = (kT - 1) * kSw + kKw;
-#pragma GCC unroll 64
-  for (int j = 0; j < kCols; ++j) {
-    const int64_t ix = ix0 + j;
-    if (ix < 0 || ix >= iw) continue;
-    V xv;
-    if constexpr (sizeof(V) == sizeof(V16)) {
-      Load16(&xv, xr + ix * kB16);
-    } else {
-      LoadV(&xv, xr + ix * kB16);
-    }
-    SlideColumn<kT, kKw, kSw>(acc, wv, j, xv);
   }
 }
 
@@ -433,7 +422,7 @@ QUILT_ALWAYS_INLINE void SlideRowChecked(V (&acc)[kT], const V (&wv)[kKw], const
 // loaded once and multiplied by every tap that reads it: (kT - 1) * kSw + kKw loads for kT * kKw
 // multiply-adds, where DepthTile loads one for each (a load a multiply-add: this machine's loads,
 // not its multiply-adds, bounded it). kChecked: the columns outside the row skipped
-// (SlideRowChecked), for a tile reaching into the padding or past the row; the first n pixels
+// (SlideRow's kChecked), for a tile reaching into the padding or past the row; the first n pixels
 // stored.
 template <int kT, int kKw, int kSw, typename Ep, bool kChecked = false>
 QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, const float* w,
@@ -447,7 +436,7 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
     V16 wv[kKw];
     for (int kx = 0; kx < kKw; ++kx) Load16(&wv[kx], w + (ky * kKw + kx) * kB16);
     if constexpr (kChecked) {
-      SlideRowChecked<kT, kKw, kSw>(acc[0], wv, x + iy * c.iw * kB16, ox0 * kSw - c.pw, c.iw);
+      SlideRow<kT, kKw, kSw, false, true>(acc[0], wv, x + iy * c.iw * kB16, ox0 * kSw - c.pw, c.iw);
     } else {
       SlideRow<kT, kKw, kSw, false>(acc[0], wv, x + (iy * c.iw + ox0 * kSw - c.pw) * kB16);
     }
@@ -485,8 +474,8 @@ QUILT_ALWAYS_INLINE void TileSliding8(const Blocked& c, const float* x, const fl
       } else {
         for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
         if constexpr (kChecked) {
-          SlideRowChecked<kT, kKw, kSw>(acc, wv, x + iy * c.iw * kB16 + half * 8, ox0 * kSw - c.pw,
-                                        c.iw);
+          SlideRow<kT, kKw, kSw, false, true>(acc, wv, x + iy * c.iw * kB16 + half * 8,
+                                              ox0 * kSw - c.pw, c.iw);
         } else {
           SlideRow<kT, kKw, kSw, false>(acc, wv,
                                         x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8);
