@@ -162,10 +162,9 @@ void FinishTile(const HalfLanes& e, float* y, int n, const float* residual);
 const float* SetAside(const float* res, int n);
 
 // acc's first n pixels stored at y (block b at y + b * block_stride, pixel t at t * 16) with the
-// epilogue: a bias,
-// residual and bounds applied in registers (the common case, a few instructions), any other
-// after the store (FinishTile). (Any but a silu or sigmoid in registers as well: the library
-// 3.9 -> 6.4 MB, the epilogue inlined in every tile, and ppocr-v4-rec no faster.)
+// epilogue: a bias, residual and bounds applied in registers (the common case, a few
+// instructions), any other after the store (FinishTile). (Any but a silu or sigmoid in registers as
+// well: the library 3.9 -> 6.4 MB, the epilogue inlined in every tile, and ppocr-v4-rec no faster.)
 template <int kT, int kB, typename Ep, bool kInRegisters = true>
 QUILT_ALWAYS_INLINE void StoreTile(V16 (&acc)[kB][kT], float* y, int64_t block_stride,
                                    const Ep* lanes, const float* residual, int n = kT) {
@@ -383,13 +382,12 @@ QUILT_ALWAYS_INLINE void SlideColumn(V (&acc)[kT], const V (&wv)[kKw], int j, co
   }
 }
 
-// One kernel row's taps slid along a tile of kT outputs (kKw taps kSw apart): input column j (at
-// xr + 16 j, a vector of the block's lanes, or with kBroadcast the value xr[j], a scalar the
-// multiply-adds broadcast from memory) loaded once for the taps that read it; the loops unrolled.
-// V16 in AVX-512 code; V8 without it, one half of a block (xr and wv at its lanes).
-// kChecked (vectors alone): the columns inside the input row alone, column j being the row's
-// column ix0 + j (xr the row of iw columns), skipped outside [0, iw): each pixel's taps in the same
-// order, those reaching into the padding skipped, as DepthTile's.
+// One kernel row's taps slid along a tile of kT outputs (kKw taps kSw apart): input column j, the
+// row's column ix0 + j (at xr + 16 (ix0 + j), a vector of the block's lanes, or with kBroadcast the
+// value xr[ix0 + j], a scalar the multiply-adds broadcast from memory), loaded once for the taps
+// that read it; the loops unrolled. V16 in AVX-512 code; V8 without it, one half of a block (xr and
+// wv at its lanes). kChecked (vectors alone): the columns outside the row's [0, iw) skipped, each
+// pixel's taps in the same order, those reaching into the padding skipped, as DepthTile's.
 // (No lambda for the column: it would be compiled without the caller's AVX-512 target.)
 template <int kT, int kKw, int kSw, bool kBroadcast, bool kChecked = false, typename V>
 QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float* xr,
@@ -398,14 +396,11 @@ QUILT_ALWAYS_INLINE void SlideRow(V (&acc)[kT], const V (&wv)[kKw], const float*
   constexpr int kCols = (kT - 1) * kSw + kKw;
 #pragma GCC unroll 64
   for (int j = 0; j < kCols; ++j) {
+    const int64_t ix = ix0 + j;
     if constexpr (kBroadcast) {
-      SlideColumn<kT, kKw, kSw>(acc, wv, j, xr[j]);
+      SlideColumn<kT, kKw, kSw>(acc, wv, j, xr[ix]);
     } else {
-      int64_t ix = j;
-      if constexpr (kChecked) {
-        ix = ix0 + j;
-        if (ix < 0 || ix >= iw) continue;
-      }
+      if (kChecked && (ix < 0 || ix >= iw)) continue;
       V xv;
       if constexpr (sizeof(V) == sizeof(V16)) {
         Load16(&xv, xr + ix * kB16);
@@ -435,11 +430,8 @@ QUILT_ALWAYS_INLINE void DepthTileSliding(const Blocked& c, const float* x, cons
     if (iy < 0 || iy >= c.ih) continue;
     V16 wv[kKw];
     for (int kx = 0; kx < kKw; ++kx) Load16(&wv[kx], w + (ky * kKw + kx) * kB16);
-    if constexpr (kChecked) {
-      SlideRow<kT, kKw, kSw, false, true>(acc[0], wv, x + iy * c.iw * kB16, ox0 * kSw - c.pw, c.iw);
-    } else {
-      SlideRow<kT, kKw, kSw, false>(acc[0], wv, x + (iy * c.iw + ox0 * kSw - c.pw) * kB16);
-    }
+    SlideRow<kT, kKw, kSw, false, kChecked>(acc[0], wv, x + iy * c.iw * kB16, ox0 * kSw - c.pw,
+                                            c.iw);
   }
   StoreTile<kT, 1, Ep, false>(acc, y, 0, ep, residual, n);
 }
@@ -473,13 +465,8 @@ QUILT_ALWAYS_INLINE void TileSliding8(const Blocked& c, const float* x, const fl
         }
       } else {
         for (int kx = 0; kx < kKw; ++kx) LoadV(&wv[kx], w + (ky * kKw + kx) * kB16 + half * 8);
-        if constexpr (kChecked) {
-          SlideRow<kT, kKw, kSw, false, true>(acc, wv, x + iy * c.iw * kB16 + half * 8,
-                                              ox0 * kSw - c.pw, c.iw);
-        } else {
-          SlideRow<kT, kKw, kSw, false>(acc, wv,
-                                        x + (iy * c.iw + ox0 * kSw - c.pw) * kB16 + half * 8);
-        }
+        SlideRow<kT, kKw, kSw, false, kChecked>(acc, wv, x + iy * c.iw * kB16 + half * 8,
+                                                ox0 * kSw - c.pw, c.iw);
       }
     }
     for (int t = 0; t < n; ++t) StoreV(y + t * kB16 + half * 8, acc[t]);
